@@ -1,0 +1,55 @@
+#include <algorithm>
+#include <iostream>
+
+#include "cli/command.h"
+#include "opforge/version.h"
+#include "util/strings.h"
+
+namespace opforge::cli {
+std::vector<Registration>& registry() {
+  static std::vector<Registration> table;
+  return table;
+}
+}  // namespace opforge::cli
+
+int main(int argc, char** argv) {
+  using namespace opforge;
+  CLI::App app{"opforge: prebuild CUDA/C++ ops into reproducible binary wheels"};
+  app.set_version_flag("--version", std::string("opforge ") + kVersion);
+  app.require_subcommand(1);
+
+  auto& table = cli::registry();
+  std::sort(table.begin(), table.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  std::vector<std::pair<CLI::App*, cli::Runner>> runners;
+  std::vector<std::string> names;
+  for (auto& row : table) {
+    auto* sub = app.add_subcommand(row.name, row.description);
+    runners.emplace_back(sub, row.setup(*sub));
+    names.push_back(row.name);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (argc > 1 && argv[1][0] != '-' &&
+        std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::string msg = std::string("opforge: error: unknown command '") + argv[1] + "'";
+      if (auto guess = strings::did_you_mean(argv[1], names)) msg += "; did you mean '" + *guess + "'?";
+      std::cerr << msg << "\n";
+      return 2;
+    }
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  for (auto& [sub, run] : runners) {
+    if (!sub->parsed()) continue;
+    auto status = run();
+    if (!status) {
+      std::cerr << "opforge: error: " << status.error().render() << "\n";
+      return exit_code(status.error().kind);
+    }
+    return 0;
+  }
+  return 2;
+}

@@ -1,0 +1,124 @@
+#pragma once
+/// The only door to the machine. Every stage reaches files, processes, the environment and the
+/// dynamic loader through these interfaces, so that tests can hand it a fake world.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+
+namespace opforge::probe {
+
+namespace fs = std::filesystem;
+
+enum class FileType { none, regular, directory, symlink, other };
+
+/// Enough to tell that a file changed (probe cache keys, incremental builds).
+struct FileStamp {
+  std::uintmax_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::uint64_t inode = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  /// Type of `path` itself (a symlink is reported as symlink, not followed).
+  virtual FileType type_of(const fs::path& path) const = 0;
+  /// Type after following symlinks; none when missing or dangling.
+  virtual FileType resolved_type(const fs::path& path) const = 0;
+  virtual bool is_executable(const fs::path& path) const = 0;
+  virtual Result<std::string> read_file(const fs::path& path) const = 0;
+  /// Names (not paths) of the entries of a directory, sorted.
+  virtual Result<std::vector<std::string>> list_directory(const fs::path& path) const = 0;
+  virtual Result<fs::path> read_symlink(const fs::path& path) const = 0;
+  /// Absolute path with every symlink resolved.
+  virtual Result<fs::path> canonical(const fs::path& path) const = 0;
+  virtual std::optional<FileStamp> stamp(const fs::path& path) const = 0;
+
+  /// Writes to a temporary file beside `path`, then renames: never half-written.
+  virtual Status write_file_atomic(const fs::path& path, std::string_view content,
+                                   unsigned mode = 0644) = 0;
+  virtual Status create_directories(const fs::path& path) = 0;
+  /// Creates (or atomically replaces, when `path` is already a symlink) a symlink to `target`.
+  virtual Status create_symlink(const fs::path& target, const fs::path& path) = 0;
+  virtual Status rename(const fs::path& from, const fs::path& to) = 0;
+  /// Removes a file or symlink (not a directory tree); missing is not an error.
+  virtual Status remove(const fs::path& path) = 0;
+  virtual Status remove_all(const fs::path& path) = 0;
+  virtual Result<fs::path> make_temp_directory(std::string_view prefix) = 0;
+};
+
+enum class Output {
+  capture,  ///< collect stdout and stderr into the result
+  inherit,  ///< the child writes to our stdout/stderr (e.g. ninja's progress)
+  lines,    ///< each line of stdout+stderr goes to `on_line` and is also captured
+};
+
+struct Command {
+  std::vector<std::string> argv;
+  fs::path cwd;                                   ///< empty: the current directory
+  std::optional<std::map<std::string, std::string>> env;  ///< the full environment; nullopt: inherit
+  Output output = Output::capture;
+  std::function<void(std::string_view)> on_line;  ///< with Output::lines
+  std::optional<std::string> stdin_text;
+  std::chrono::milliseconds timeout{0};           ///< 0: none
+};
+
+struct ProcessResult {
+  int exit_code = -1;       ///< -1 when killed by a signal
+  int signal = 0;
+  bool timed_out = false;
+  std::string out;          ///< stdout (capture/lines)
+  std::string err;          ///< stderr (capture); merged into `out` with Output::lines
+  bool ok() const { return exit_code == 0; }
+};
+
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  /// Runs argv[0] (looked up on the PATH of the child's environment when it has no '/').
+  /// An error only when it could not be started; a non-zero exit is a ProcessResult.
+  virtual Result<ProcessResult> run(const Command& command) = 0;
+};
+
+class Environment {
+ public:
+  virtual ~Environment() = default;
+  /// The value, or nullopt when unset. (An empty value is returned as "".)
+  virtual std::optional<std::string> get(const std::string& name) const = 0;
+  virtual std::map<std::string, std::string> all() const = 0;
+  virtual unsigned cpu_count() const = 0;
+};
+
+class DynamicLoader {
+ public:
+  virtual ~DynamicLoader() = default;
+  /// Opens a library (dlopen semantics); nullptr when it cannot be loaded.
+  virtual void* open(const std::string& name) = 0;
+  virtual void* symbol(void* handle, const std::string& name) = 0;
+  virtual void close(void* handle) = 0;
+};
+
+/// The world a stage sees.
+struct Machine {
+  FileSystem& fs;
+  ProcessRunner& proc;
+  Environment& env;
+  DynamicLoader& dl;
+};
+
+/// The real machine (process-wide singletons).
+Machine real_machine();
+
+/// Looks up `name` on a PATH-style list of folders; nullopt when absent.
+std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,
+                                     std::string_view path_list);
+
+}  // namespace opforge::probe

@@ -1,0 +1,79 @@
+#pragma once
+/// The recipe: a plain value parsed from TOML (recipe/parse.cpp). Environment overrides are not
+/// applied here; plan/ applies them so that `plan` can say which value came from where.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+
+namespace opforge::recipe {
+
+namespace fs = std::filesystem;
+
+/// `true` | `false` | `"auto"` in [ops].
+enum class OpRequest { off, on, automatic };
+
+enum class Backend { native, command };
+enum class Cache { none, ccache };
+
+struct Recipe {
+  fs::path file;  ///< the recipe file as given
+  fs::path dir;   ///< its folder, absolute: relative paths in the recipe resolve against it
+
+  struct Package {
+    std::string name = "opforge-ops";
+    std::string version = "0.1.0";
+    std::string local_version = "cu{cuda_major}.g{commit}";  ///< template, a literal, or "none"
+    std::string summary = "Prebuilt CUDA/C++ ops built by opforge";
+    std::string description;  ///< long description (Markdown) for METADATA; default generated
+    std::string requires_python = ">=3.8";
+  } package;
+
+  struct Source {
+    std::optional<fs::path> path;    ///< absolute after parsing (default: the recipe's folder)
+    std::optional<std::string> git;  ///< URL or local path of a git repository
+    std::optional<std::string> rev;  ///< tag, branch or commit (with git)
+    fs::path ops_dir = "src/kernels";
+  } source;
+
+  struct Cuda {
+    std::string version = "auto";  ///< "auto" | "torch" | "X.Y" | range ">=12.1,<13"
+    std::string python = "python3";  ///< the Python whose torch decides "torch"/"auto"
+  } cuda;
+
+  struct Compiler {
+    std::string host = "auto";  ///< "auto" | a command or path such as "g++-11"
+    bool allow_unsupported = false;
+  } compiler;
+
+  struct Arch {
+    std::string list = "auto";                 ///< "auto" or a TORCH_CUDA_ARCH_LIST-style list
+    std::string fallback = "8.0;8.6;9.0+PTX";  ///< when auto finds no GPU
+  } arch;
+
+  /// Op name → request, in file order of appearance irrelevant (sorted by name).
+  std::map<std::string, OpRequest> ops;
+
+  struct Build {
+    Backend backend = Backend::native;
+    std::vector<std::string> command;  ///< backend = "command"
+    std::string wheel_glob = "dist/*.whl";  ///< where the command's wheel appears (source-relative)
+    unsigned jobs = 0;                 ///< 0: auto (all cores)
+    Cache cache = Cache::none;
+    std::string remote;                ///< ccache remote storage, e.g. "redis://127.0.0.1:6379"
+    fs::path build_dir = "build/opforge";  ///< relative to the recipe's folder
+    fs::path dist_dir = "dist";            ///< relative to the recipe's folder
+    bool release = false;              ///< refuse dirty trees and moving revs
+  } build;
+
+  /// Where each key was written ("ops.aio", "arch.list", ...), for errors raised after parsing.
+  std::map<std::string, Location> locations;
+};
+
+/// Parses and validates a recipe file. Errors carry file:line:col and the offending line.
+Result<Recipe> parse_file(const fs::path& path, std::string_view text);
+
+}  // namespace opforge::recipe

@@ -1,0 +1,71 @@
+#pragma once
+/// Errors as values. Leaf functions return Result<T>; one place (cli/main.cpp) turns an Error
+/// into a message and an exit code.
+#include <expected>
+#include <string>
+#include <utility>
+
+namespace opforge {
+
+/// What went wrong, which decides the exit code (design.md).
+enum class ErrorKind {
+  bad_input,    ///< recipe, flags, environment values: exit 2
+  unsatisfied,  ///< a valid recipe the machine cannot satisfy (no toolkit, no compiler, missing lib): exit 3
+  failed,       ///< a build step failed, I/O failed, anything else: exit 1
+};
+
+/// Where in a text file an error points (1-based); empty file means "no location".
+struct Location {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string source_line;  ///< the offending line, shown with a caret under `column`
+};
+
+struct Error {
+  ErrorKind kind = ErrorKind::failed;
+  std::string message;  ///< one sentence: what is wrong
+  std::string hint;     ///< how to fix it (may be empty)
+  Location where;
+
+  /// `file:line:col: message`, the line, a caret, then the hint — the full text a user sees.
+  std::string render() const;
+};
+
+int exit_code(ErrorKind kind);
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+using Status = std::expected<void, Error>;
+
+inline std::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {},
+                                   Location where = {}) {
+  return std::unexpected(Error{kind, std::move(message), std::move(hint), std::move(where)});
+}
+inline std::unexpected<Error> bad_input(std::string message, std::string hint = {},
+                                        Location where = {}) {
+  return fail(ErrorKind::bad_input, std::move(message), std::move(hint), std::move(where));
+}
+inline std::unexpected<Error> unsatisfied(std::string message, std::string hint = {}) {
+  return fail(ErrorKind::unsatisfied, std::move(message), std::move(hint));
+}
+inline std::unexpected<Error> failure(std::string message, std::string hint = {}) {
+  return fail(ErrorKind::failed, std::move(message), std::move(hint));
+}
+
+}  // namespace opforge
+
+/// Keeps the happy path straight: `auto x = OPFORGE_TRY(f());` returns f's error from the caller.
+#define OPFORGE_TRY(expr)                                              \
+  ({                                                                   \
+    auto&& opforge_try_result_ = (expr);                               \
+    if (!opforge_try_result_) return std::unexpected(std::move(opforge_try_result_).error()); \
+    std::move(opforge_try_result_).value();                            \
+  })
+/// For Status (void) results.
+#define OPFORGE_CHECK(expr)                                            \
+  do {                                                                 \
+    auto&& opforge_check_result_ = (expr);                             \
+    if (!opforge_check_result_) return std::unexpected(std::move(opforge_check_result_).error()); \
+  } while (0)

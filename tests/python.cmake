@@ -1,0 +1,14 @@
+# Python tests: one CTest test per tests/python/test_*.py, run with Debian's python3 (numpy, torch
+# 1.13 CPU), against the default wheel unpacked by the `default_wheel` fixture (tests/e2e.cmake).
+file(GLOB OPFORGE_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/python/test_*.py)
+set(OPFORGE_E2E_SITE ${CMAKE_BINARY_DIR}/e2e/default/site)
+foreach(py IN LISTS OPFORGE_PY_TESTS)
+  get_filename_component(stem ${py} NAME_WE)
+  add_test(NAME python.${stem}
+           COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${py}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+  set_tests_properties(python.${stem} PROPERTIES
+    FIXTURES_REQUIRED default_wheel
+    ENVIRONMENT "PYTHONPATH=${OPFORGE_E2E_SITE};OPFORGE_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}/data;PYTHONDONTWRITEBYTECODE=1"
+    TIMEOUT 900)
+endforeach()
