@@ -35,7 +35,9 @@ __attribute__((visibility("default"))) int opforge_t_copy(char* d, const char* s
   auto d = platform_tag({{"opforge_ops/_lib/a.so", *info}});
   ASSERT_TRUE(d.glibc_minor);
   EXPECT_GE(*d.glibc_minor, 14);
-  EXPECT_EQ(d.platform, "manylinux_2_" + std::to_string(*d.glibc_minor) + "_x86_64");
+  // GLIBC_2.14 needed → the oldest defined policy that covers it.
+  EXPECT_EQ(d.platform, *d.glibc_minor == 14 ? "manylinux_2_17_x86_64"
+                                             : "manylinux_2_" + std::to_string(*d.glibc_minor) + "_x86_64");
   EXPECT_TRUE(d.reasons.empty());
 }
 
@@ -77,6 +79,17 @@ TEST(WheelElf, NewLibstdcxxRaisesTheGlibcFloor) {
   auto d = platform_tag({{"x.so", info}});
   EXPECT_EQ(d.platform, "linux_x86_64");
   EXPECT_EQ(d.reasons.at(0), "x.so needs GLIBCXX_3.4.99, newer than any manylinux policy allows");
+}
+
+TEST(WheelElf, TagNamesADefinedPolicy) {
+  ElfInfo info;
+  info.needed = {"libc.so.6"};
+  info.version_needs["libc.so.6"] = {"GLIBC_2.2.5", "GLIBC_2.32"};
+  EXPECT_EQ(platform_tag({{"x.so", info}}).platform, "manylinux_2_34_x86_64");
+  info.version_needs["libc.so.6"] = {"GLIBC_2.34"};
+  EXPECT_EQ(platform_tag({{"x.so", info}}).platform, "manylinux_2_34_x86_64");
+  info.version_needs["libc.so.6"] = {"GLIBC_2.45"};
+  EXPECT_EQ(platform_tag({{"x.so", info}}).platform, "manylinux_2_45_x86_64");
 }
 
 TEST(WheelElf, NoElfIsLinuxWithReason) {

@@ -109,17 +109,26 @@ PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs) {
     d.platform = "linux_x86_64";
     return d;
   }
-  // The oldest policy row whose libstdc++/libgcc allow what the files need.
-  const PolicyRow* fits = nullptr;
-  for (const auto& row : kPolicy) {
+  // The oldest policy whose glibc baseline covers what the files need and whose libstdc++/libgcc
+  // allow it. Tags name only the policies the ecosystem defines (auditwheel's list), so that
+  // `auditwheel show` agrees; past the table, the glibc minor itself.
+  auto fits_symbols = [&](const PolicyRow& row) {
     auto ok = [&](const char* family, const char* limit) {
       auto it = newest.find(family);
       return it == newest.end() || version_le(it->second.first, limit);
     };
-    if (ok("GLIBCXX", row.glibcxx) && ok("CXXABI", row.cxxabi) && ok("GCC", row.gcc)) {
+    return ok("GLIBCXX", row.glibcxx) && ok("CXXABI", row.cxxabi) && ok("GCC", row.gcc);
+  };
+  const PolicyRow* fits = nullptr;
+  for (const auto& row : kPolicy) {
+    if (row.glibc_minor >= glibc && fits_symbols(row)) {
       fits = &row;
       break;
     }
+  }
+  if (!fits && glibc > kPolicy.back().glibc_minor && fits_symbols(kPolicy.back())) {
+    d.platform = "manylinux_2_" + std::to_string(glibc) + "_x86_64";
+    return d;
   }
   if (!fits) {
     d.platform = "linux_x86_64";
@@ -128,7 +137,7 @@ PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs) {
                           ", newer than any manylinux policy allows");
     return d;
   }
-  int x = std::max(std::max(glibc, 5), fits->glibc_minor);
+  int x = fits->glibc_minor;
   d.platform = "manylinux_2_" + std::to_string(x) + "_x86_64";
   return d;
 }
