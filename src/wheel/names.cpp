@@ -96,4 +96,50 @@ Status validate_version(std::string_view version) {
   return {};
 }
 
+Result<std::string> expand_version(std::string_view base, std::string_view local_template,
+                                   const LocalVars& vars) {
+  if (local_template.empty() || local_template == "none") {
+    OPFORGE_CHECK(validate_version(base));
+    return std::string(base);
+  }
+  std::string local;
+  std::size_t i = 0;
+  while (i < local_template.size()) {
+    char c = local_template[i];
+    if (c != '{') {
+      local += c;
+      ++i;
+      continue;
+    }
+    auto close = local_template.find('}', i);
+    if (close == std::string_view::npos)
+      return bad_input("local_version '" + std::string(local_template) + "' has an unclosed '{'",
+                       "placeholders are {cuda_major}, {cuda_minor}, {commit}");
+    std::string key(local_template.substr(i + 1, close - i - 1));
+    if (key == "cuda_major" || key == "cuda_minor") {
+      auto v = key == "cuda_major" ? vars.cuda_major : vars.cuda_minor;
+      if (!v)
+        return bad_input("local_version '" + std::string(local_template) + "' uses {" + key +
+                             "}, but no CUDA toolkit is used by this build",
+                         "set [package] local_version to a label without {cuda_major}, e.g. "
+                         "\"cpu.g{commit}\", or \"none\"");
+      local += std::to_string(*v);
+    } else if (key == "commit") {
+      if (vars.commit.empty())
+        return bad_input("local_version '" + std::string(local_template) +
+                             "' uses {commit}, but the source tree is not a git checkout",
+                         "build from a git tree, or drop {commit} from [package] local_version");
+      local += strings::to_lower(vars.commit.substr(0, 7));
+    } else {
+      return bad_input("local_version '" + std::string(local_template) +
+                           "' has an unknown placeholder {" + key + "}",
+                       "placeholders are {cuda_major}, {cuda_minor}, {commit}");
+    }
+    i = close + 1;
+  }
+  std::string version = std::string(base) + "+" + local;
+  OPFORGE_CHECK(validate_version(version));
+  return version;
+}
+
 }  // namespace opforge::wheel
