@@ -22,13 +22,6 @@ std::string normalize_name(std::string_view name) {
 
 namespace {
 
-bool all_digits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  return true;
-}
-
 constexpr const char* kVersionHint =
     "a wheel version is N(.N)* with optional aN/bN/rcN, .postN, .devN, then an optional local "
     "label +[a-z0-9]+(.[a-z0-9]+)*, e.g. 0.1.0+cu13.g8cd046f";
@@ -92,7 +85,6 @@ Status validate_version(std::string_view version) {
       if (!ok) return bad("may only hold a-z, 0-9 and '.', not '" + std::string(1, c) + "'");
     }
   }
-  (void)all_digits;
   return {};
 }
 
