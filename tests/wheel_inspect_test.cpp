@@ -60,6 +60,14 @@ TEST(WheelInspect, CliReportsArchitecturesAndGlibcVersions) {
   EXPECT_NE(textual.find("gpu code: sm_80 sm_90  ptx: compute_90"), std::string::npos) << textual;
   EXPECT_NE(textual.find("libc.so.6: GLIBC_"), std::string::npos) << textual;
 
+  // auditwheel agrees with the tag opforge chose for a real CUDA library (static cudart).
+  const std::filesystem::path tools = std::filesystem::path(OPFORGE_SOURCE_DIR) / ".venv-tools";
+  if (std::filesystem::exists(tools / "bin/auditwheel")) {
+    auto aw = run((tools / "bin/auditwheel").string() + " show --json " + w->path.string(), &rc);
+    ASSERT_EQ(rc, 0) << aw;
+    EXPECT_EQ(nlohmann::json::parse(aw)["overall_tag"], j["computed_platform"]) << aw;
+  }
+
   auto missing = run(std::string(OPFORGE_BINARY) + " inspect " + (dir / "nope.whl").string() + " 2>&1", &rc);
   EXPECT_NE(rc, 0);
   std::filesystem::remove_all(dir);
