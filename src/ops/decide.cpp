@@ -73,17 +73,17 @@ std::string probe_fix(const Probe& probe) {
 }
 
 Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideContext& ctx) {
-  std::vector<std::string> argv = {ctx.probe_compiler, "probe.cpp", "-o", "probe"};
-  for (auto& f : user_flags(m.env)) argv.push_back(f);
-  for (auto& lib : p.libraries) argv.push_back("-l" + lib);
-
   // The cache key names the exact compiler binary (path + stamp) and everything it is given.
   std::string key;
-  fs::path compiler_path = ctx.probe_compiler;
+  fs::path command_path = ctx.probe_compiler;
   if (ctx.probe_compiler.find('/') == std::string::npos)
     if (auto found = probe::find_on_path(m.fs, ctx.probe_compiler, m.env.get("PATH").value_or("")))
-      compiler_path = *found;
+      command_path = *found;
+  fs::path compiler_path = command_path;
   if (auto canon = m.fs.canonical(compiler_path)) compiler_path = *canon;
+  std::vector<std::string> argv = {command_path.string(), "probe.cpp", "-o", "probe"};
+  for (auto& f : user_flags(m.env)) argv.push_back(f);
+  for (auto& lib : p.libraries) argv.push_back("-l" + lib);
   auto stamp = m.fs.stamp(compiler_path);
   fs::path cache_file = ctx.cache_dir.empty() ? fs::path() : ctx.cache_dir / "probes.json";
   nlohmann::json cache = nlohmann::json::object();
