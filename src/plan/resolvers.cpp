@@ -38,12 +38,8 @@ Resolvers default_resolvers() {
 #ifdef OPFORGE_HAVE_DEVICES
   r.arch = [](probe::Machine m, const cuda::Toolkit& tk, const std::string& list,
               const std::string& fallback) { return devices::resolve(m, tk, list, fallback); };
-  r.check_arch_list = [](std::string_view text) -> Status {
-    auto parsed = devices::parse_arch_list(text);
-    if (!parsed) return std::unexpected(parsed.error());
-    return {};
-  };
 #endif
+  r.check_arch_list = [](std::string_view text) { return recipe::check_arch_list(text); };
   return r;
 }
 

@@ -25,30 +25,13 @@ bool matches(const std::string& s, const char* pattern) {
 /// Validates an arch list written inside a string value; `column` inside the string on error.
 Status check_arch_list(const TomlReader& r, const toml::node& node, const std::string& text,
                        std::string_view key, int offset = 0) {
-#ifdef OPFORGE_HAVE_DEVICES_RESOLVE
-  auto parsed = devices::parse_arch_list(text);
-  if (parsed) return {};
-  Error e = parsed.error();
+  auto ok = recipe::check_arch_list(text);
+  if (ok) return {};
+  Error e = ok.error();
   e.kind = ErrorKind::bad_input;
   e.message = std::string(key) + ": " + e.message;
-  int col = e.where.column > 0 ? e.where.column : 1;
-  auto loc = r.inside_string(node, offset + col);
-  e.where = loc;
+  e.where = r.inside_string(node, offset + (e.where.column > 0 ? e.where.column : 1));
   return std::unexpected(e);
-#else
-  // Until devices::parse_arch_list is available: the TORCH_CUDA_ARCH_LIST grammar, minimally.
-  std::size_t pos = 0;
-  for (auto& entry : strings::split(text, ';')) {
-    std::string e(entry);
-    if (!matches(e, "[0-9]+\\.[0-9][af]?(\\+PTX)?"))
-      return std::unexpected(Error{ErrorKind::bad_input,
-                                   std::string(key) + ": invalid architecture '" + e + "'",
-                                   "write entries like 8.6 or 9.0+PTX, separated by ';'",
-                                   r.inside_string(node, offset + static_cast<int>(pos) + 1)});
-    pos += entry.size() + 1;
-  }
-  return {};
-#endif
 }
 
 struct Parser {
@@ -252,6 +235,30 @@ struct Parser {
   }
 };
 
+
+}  // namespace
+
+Status check_arch_list(std::string_view text) {
+#ifdef OPFORGE_HAVE_DEVICES_RESOLVE
+  auto parsed = devices::parse_arch_list(text);
+  if (!parsed) return std::unexpected(parsed.error());
+  return {};
+#else
+  // Until devices::parse_arch_list is available: the TORCH_CUDA_ARCH_LIST grammar, minimally.
+  std::size_t pos = 0;
+  for (auto& entry : strings::split(text, ';')) {
+    std::string e(entry);
+    if (!matches(e, "[0-9]+\\.[0-9][af]?(\\+PTX)?"))
+      return std::unexpected(Error{ErrorKind::bad_input, "invalid architecture '" + e + "'",
+                                   "write entries like 8.6 or 9.0+PTX, separated by ';'",
+                                   Location{{}, 0, static_cast<int>(pos) + 1, {}}});
+    pos += entry.size() + 1;
+  }
+  return {};
+#endif
+}
+
+namespace {
 
 Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_view text) {
   TomlReader r(path, text);
