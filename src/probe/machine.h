@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,12 @@ class FileSystem {
   virtual Status remove(const fs::path& path) = 0;
   virtual Status remove_all(const fs::path& path) = 0;
   virtual Result<fs::path> make_temp_directory(std::string_view prefix) = 0;
+  /// Takes an exclusive lock on `path` (created if missing) without waiting; the lock lasts as
+  /// long as the returned handle. failed when another process holds it. Fakes always succeed.
+  virtual Result<std::shared_ptr<void>> try_lock(const fs::path& path) {
+    (void)path;
+    return std::shared_ptr<void>();
+  }
 };
 
 enum class Output {

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -179,6 +180,25 @@ class RealFileSystem final : public FileSystem {
     buf.push_back('\0');
     if (!::mkdtemp(buf.data())) return std::unexpected(io_error("cannot create", templ, errno));
     return fs::path(buf.data());
+  }
+  Result<std::shared_ptr<void>> try_lock(const fs::path& path) override {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return std::unexpected(io_error("cannot open lock", path, errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK)
+        return failure("another opforge build is running in " + path.parent_path().string() +
+                       " (it holds " + path.filename().string() + ")",
+                       "wait for it to finish, or build into another folder with --build-dir");
+      return std::unexpected(io_error("cannot lock", path, err));
+    }
+    // The kernel drops the lock when the descriptor closes, also when we are killed.
+    return std::shared_ptr<void>(new int(fd), [](void* p) {
+      auto* fdp = static_cast<int*>(p);
+      ::close(*fdp);
+      delete fdp;
+    });
   }
 };
 

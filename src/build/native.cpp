@@ -1,0 +1,224 @@
+#include "build/native.h"
+
+#include <algorithm>
+#include <set>
+
+#include "compiler/resolve.h"
+#include "util/strings.h"
+
+namespace opforge::build {
+namespace {
+
+enum class Lang { c, cxx, cuda };
+
+std::optional<Lang> language_of(const fs::path& source) {
+  auto ext = source.extension().string();
+  if (ext == ".c") return Lang::c;
+  if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return Lang::cxx;
+  if (ext == ".cu") return Lang::cuda;
+  return std::nullopt;
+}
+
+/// Paths inside the build folder are written relative to it in build.ninja (ninja runs there),
+/// which keeps the file free of the folder's absolute name.
+std::string ninja_escape_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '$' || c == ' ' || c == ':') out += '$';
+    out += c;
+  }
+  return out;
+}
+
+std::string ninja_escape_value(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '$') out += '$';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Graph> describe(const plan::Plan& plan) {
+  Graph graph;
+  const fs::path& build = plan.build_dir;
+  const fs::path& src_root = plan.source.root;
+  std::string cxx = "g++", cc = "gcc";
+  if (plan.host) {
+    if (plan.host->shim_dir) {
+      cxx = (*plan.host->shim_dir / "g++").string();
+      cc = (*plan.host->shim_dir / "gcc").string();
+      if (plan.host->compiler.family == compiler::Family::clang) {
+        cxx = (*plan.host->shim_dir / "c++").string();
+        cc = (*plan.host->shim_dir / "cc").string();
+      }
+    } else {
+      cxx = plan.host->compiler.cxx.string();
+      cc = plan.host->compiler.cc.string();
+    }
+  }
+  // Reproducibility (facts §8): paths mapped, a stable seed per file, no build id, no debug info.
+  std::vector<std::string> prefix_maps = {"-ffile-prefix-map=" + src_root.string() + "=.",
+                                          "-ffile-prefix-map=" + build.string() + "=build"};
+
+  for (const auto& decision : plan.ops) {
+    if (!decision.build) continue;
+    const auto& op = decision.manifest;
+    bool cuda_op = op.kind == ops::Kind::cuda;
+    const cuda::Toolkit* tk = plan.cuda.chosen ? &*plan.cuda.chosen : nullptr;
+    if (cuda_op && !tk)
+      return unsatisfied("op '" + op.name + "' needs a CUDA toolkit, and none was resolved");
+
+    fs::path obj_dir = build / "obj" / op.name;
+    std::string lib_name = op.library_name.empty() ? "libopforge_" + op.name + ".so" : op.library_name;
+    fs::path unstripped = obj_dir / (lib_name + ".unstripped");
+    fs::path library = build / "lib" / lib_name;
+    std::vector<std::string> includes;
+    for (auto& inc : op.include_dirs) includes.push_back("-I" + (op.dir / inc).lexically_normal().string());
+
+    OpOutputs outputs{op.name, library, {}};
+    std::vector<fs::path> objects;
+    for (auto& source : op.sources) {
+      auto lang = language_of(source);
+      if (!lang)
+        return bad_input("op '" + op.name + "': cannot compile " + source.string(),
+                         "sources must end in .c, .cpp, .cc, .cxx or .cu");
+      fs::path src = (op.dir / source).lexically_normal();
+      fs::path obj = obj_dir / (source.string() + ".o");
+      std::string seed = op.name + "/" + source.generic_string();
+      std::vector<std::string> extra;
+      if (auto it = op.source_flags.find(source.generic_string()); it != op.source_flags.end())
+        extra = it->second;
+
+      Step step;
+      step.inputs = {src};
+      step.output = obj;
+      step.depfile = obj.string() + ".d";
+      if (*lang == Lang::cuda) {
+        step.rule = "nvcc";
+        step.description = "nvcc " + seed;
+        step.argv = {tk->nvcc.string(), "-ccbin", cxx, "-std=c++17", "-O3", "-cudart=static",
+                     "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+                     "-frandom-seed=" + seed, "--compress-mode=default", "--threads=2"};
+        for (auto& m : prefix_maps) step.argv.push_back("-Xcompiler=" + m);
+        if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
+        for (auto& arch : plan.arch.arches)
+          for (auto& g : arch.gencode()) step.argv.push_back(g);
+        for (auto& f : op.nvcc_flags) step.argv.push_back(f);
+      } else {
+        step.rule = *lang == Lang::c ? "cc" : "cxx";
+        step.description = (*lang == Lang::c ? "cc " : "c++ ") + seed;
+        step.argv = {*lang == Lang::c ? cc : cxx};
+        if (*lang == Lang::cxx) step.argv.push_back("-std=c++17");
+        for (auto f : {"-O2", "-g0", "-fPIC", "-fvisibility=hidden"}) step.argv.push_back(f);
+        step.argv.push_back("-frandom-seed=" + seed);
+        for (auto& m : prefix_maps) step.argv.push_back(m);
+        for (auto& f : op.cxx_flags) step.argv.push_back(f);
+        if (cuda_op && tk) step.argv.push_back("-I" + tk->include_dir.string());
+      }
+      for (auto& f : includes) step.argv.push_back(f);
+      for (auto& f : extra) step.argv.push_back(f);
+      step.argv.insert(step.argv.end(), {"-MD", "-MF", step.depfile, "-c", src.string(), "-o", obj.string()});
+      if (outputs.flags.empty()) outputs.flags = std::vector<std::string>(step.argv.begin() + 1, step.argv.end() - 7);
+      objects.push_back(obj);
+      graph.steps.push_back(std::move(step));
+    }
+
+    Step link;
+    link.rule = "link";
+    link.description = "link " + lib_name;
+    link.argv = {cxx, "-shared", "-o", unstripped.string()};
+    for (auto& o : objects) link.argv.push_back(o.string());
+    link.argv.insert(link.argv.end(), {"-Wl,--build-id=none", "-Wl,-soname," + lib_name, "-Wl,-z,noexecstack"});
+    for (auto& f : op.ldflags) link.argv.push_back(f);
+    if (cuda_op) {
+      link.argv.push_back("-L" + tk->lib_dir.string());
+      link.argv.push_back("-lcudart_static");
+      for (auto l : {"-ldl", "-lrt", "-lpthread"}) link.argv.push_back(l);
+    }
+    for (auto& l : op.libraries) link.argv.push_back("-l" + l);
+    link.inputs = objects;
+    link.output = unstripped;
+    graph.steps.push_back(link);
+
+    // The .symtab keeps a tmpxft_<pid> file symbol from nvcc: strip it for identical bytes.
+    Step strip;
+    strip.rule = "strip";
+    strip.description = "strip " + lib_name;
+    strip.argv = {"strip", "--strip-unneeded", "-o", library.string(), unstripped.string()};
+    strip.inputs = {unstripped};
+    strip.output = library;
+    graph.steps.push_back(strip);
+    graph.outputs.push_back(std::move(outputs));
+  }
+  return graph;
+}
+
+std::string render_ninja(const Graph& graph, const fs::path& build_dir) {
+  std::string out = "# Written by opforge: do not edit.\nninja_required_version = 1.10\nbuilddir = " +
+                    ninja_escape_path(build_dir.string()) + "\n\n";
+  for (auto rule : {"cc", "cxx", "nvcc"})
+    out += std::string("rule ") + rule + "\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n\n";
+  for (auto rule : {"link", "strip"})
+    out += std::string("rule ") + rule + "\n  command = $cmd\n  description = $desc\n\n";
+  for (auto& step : graph.steps) {
+    out += "build " + ninja_escape_path(step.output.string()) + ": " + step.rule;
+    for (auto& in : step.inputs) out += " " + ninja_escape_path(in.string());
+    out += "\n  cmd = " + ninja_escape_value(strings::shell_join(step.argv)) + "\n";
+    out += "  desc = " + ninja_escape_value(step.description) + "\n";
+    if (!step.depfile.empty()) out += "  dep = " + ninja_escape_path(step.depfile) + "\n";
+  }
+  out += "\ndefault";
+  for (auto& o : graph.outputs) out += " " + ninja_escape_path(o.library.string());
+  out += "\n";
+  return out;
+}
+
+Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions& options) {
+  auto graph = OPFORGE_TRY(describe(plan));
+  if (options.launcher == Launcher::ccache) {
+    for (auto& step : graph.steps)
+      if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc")
+        step.argv.insert(step.argv.begin(), "ccache");
+    // facts §8: hits across folders need base_dir and hash_dir off, and the absolute prefix map
+    // ignored (it only rewrites paths it makes identical anyway).
+    graph.env["CCACHE_BASEDIR"] = "/";
+    graph.env["CCACHE_NOHASHDIR"] = "1";
+    graph.env["CCACHE_IGNOREOPTIONS"] = "-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*";
+    if (!plan.recipe.build.remote.empty()) graph.env["CCACHE_REMOTE_STORAGE"] = plan.recipe.build.remote;
+  }
+  OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "lib"));
+  for (auto& o : graph.outputs) OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "obj" / o.op));
+  if (plan.host && plan.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
+  OPFORGE_CHECK(m.fs.write_file_atomic(plan.build_dir / "build.ninja", render_ninja(graph, plan.build_dir)));
+
+  RunResult result;
+  result.outputs = graph.outputs;
+  if (graph.outputs.empty()) return result;
+  auto env = m.env.all();
+  for (auto& [k, v] : plan.exports)
+    if (k == "PATH" || k == "LD_LIBRARY_PATH" || k == "CUDA_HOME") env[k] = v;
+  for (auto& [k, v] : graph.env) env[k] = v;
+  probe::Command cmd{.argv = {"ninja", "-C", plan.build_dir.string(), "-j", std::to_string(std::max(1u, plan.jobs))},
+                     .env = env,
+                     .output = probe::Output::lines,
+                     .on_line = [&](std::string_view line) {
+                       if (line.starts_with("[")) ++result.steps_run;
+                       if (options.on_line) options.on_line(line);
+                     }};
+  auto ran = m.proc.run(cmd);
+  if (!ran) return std::unexpected(ran.error());
+  result.log = ran->out;
+  if (!ran->ok()) {
+    // ninja prints "FAILED: <out>", the command, then the compiler's output: show that part.
+    auto pos = ran->out.find("FAILED:");
+    std::string detail = pos == std::string::npos ? ran->out : ran->out.substr(pos);
+    return failure("a build step failed:\n" + detail,
+                   "fix the error above and run `opforge build` again; finished steps are kept");
+  }
+  return result;
+}
+
+}  // namespace opforge::build

@@ -1,0 +1,61 @@
+#pragma once
+/// The native backend: plan → build.ninja → ninja → one stripped shared library per op.
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "probe/machine.h"
+
+namespace opforge::build {
+
+namespace fs = std::filesystem;
+
+/// One edge of the build graph.
+struct Step {
+  std::string rule;                  ///< "cxx", "nvcc", "link", "strip"
+  std::string description;           ///< "nvcc overflow/stats.cu"
+  std::vector<std::string> argv;     ///< the exact command
+  std::vector<fs::path> inputs;
+  fs::path output;
+  std::string depfile;               ///< compile steps: the -MF file
+};
+
+struct OpOutputs {
+  std::string op;
+  fs::path library;                  ///< the stripped libopforge_<op>.so
+  std::vector<std::string> flags;    ///< the compile flags the op got (for the build record)
+};
+
+struct Graph {
+  std::vector<Step> steps;           ///< compiles, then links, then strips
+  std::vector<OpOutputs> outputs;    ///< one per op built
+  std::map<std::string, std::string> env;  ///< extra environment for ninja (ccache settings)
+};
+
+/// The exact commands for the plan's selected ops; nothing is run or written.
+Result<Graph> describe(const plan::Plan& plan);
+
+/// Renders build.ninja for `graph`.
+std::string render_ninja(const Graph& graph, const fs::path& build_dir);
+
+enum class Launcher { none, ccache };
+
+struct RunOptions {
+  Launcher launcher = Launcher::none;
+  std::function<void(std::string_view)> on_line;  ///< ninja's progress lines
+};
+
+struct RunResult {
+  std::vector<OpOutputs> outputs;
+  int steps_run = 0;                 ///< edges ninja executed (0 on a no-op rebuild)
+  std::string log;                   ///< ninja's full output
+};
+
+/// Writes build.ninja atomically into plan.build_dir and runs ninja -j plan.jobs.
+/// failed (exit 1) with the failing command and its output when a step fails.
+Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions& options);
+
+}  // namespace opforge::build

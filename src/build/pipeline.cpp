@@ -1,0 +1,139 @@
+#include "build/pipeline.h"
+
+#include "opforge/version.h"
+#include "util/strings.h"
+#include "wheel/wheel.h"
+
+namespace opforge::build {
+namespace {
+
+std::string compiler_text(const plan::Plan& plan) {
+  if (!plan.host) return "";
+  const auto& c = plan.host->compiler;
+  return std::string(c.family == compiler::Family::gcc ? "gcc " : "clang ") + c.version.str(3);
+}
+
+std::string long_description(const plan::Plan& plan, const std::vector<std::string>& built) {
+  if (!plan.recipe.package.description.empty()) return plan.recipe.package.description;
+  std::string d = "# " + plan.recipe.package.name + "\n\nPrebuilt ops, built by opforge " +
+                  std::string(kVersion) + ".\n\n";
+  d += "- ops: " + (built.empty() ? std::string("none") : strings::join(built, ", ")) + "\n";
+  if (plan.cuda.chosen) d += "- CUDA toolkit: " + plan.cuda.chosen->version.str() + "\n";
+  if (!plan.arch.arches.empty()) d += "- GPU architectures: " + plan.arch.str() + "\n";
+  d += "\nImport `opforge_ops`; `opforge_ops.build_info` says how this wheel was built.\n";
+  return d;
+}
+
+nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Graph& graph,
+                             const fs::path& recipe_file, const std::string& recipe_text) {
+  nlohmann::json in;
+  in["opforge_version"] = kVersion;
+  in["recipe"] = {{"path", recipe_file.string()}, {"sha256", record::sha256_hex(recipe_text)}};
+  in["source"] = {{"root", plan.source.root.string()}, {"commit", plan.source.commit},
+                  {"dirty", plan.source.dirty}};
+  if (plan.cuda.chosen) {
+    auto& tk = *plan.cuda.chosen;
+    in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()},
+                     {"nvcc_version", tk.nvcc_version_text}};
+  }
+  if (plan.host)
+    in["compiler"] = {{"cxx", plan.host->compiler.cxx.string()}, {"version", compiler_text(plan)},
+                      {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
+  in["arch_list"] = plan.arch.str();
+  in["source_date_epoch"] = plan.source_date_epoch;
+  nlohmann::json ops = nlohmann::json::object();
+  for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
+  in["ops"] = ops;
+  // The variables that change what is built (DeepSpeed/PyTorch conventions).
+  nlohmann::json env = nlohmann::json::object();
+  for (auto& [k, v] : m.env.all())
+    if (k.starts_with("DS_BUILD_") || k == "TORCH_CUDA_ARCH_LIST" || k == "CUDA_HOME" ||
+        k == "CUDA_PATH" || k == "SOURCE_DATE_EPOCH" || k == "DS_SKIP_CUDA_CHECK")
+      env[k] = v;
+  in["environment"] = env;
+  return in;
+}
+
+}  // namespace
+
+fs::path default_python_package(const probe::FileSystem& fs) {
+  fs::path from_source = fs::path(OPFORGE_SOURCE_DIR) / "src/python/opforge_ops";
+  if (fs.resolved_type(from_source) == probe::FileType::directory) return from_source;
+  return fs::path(OPFORGE_DATA_DIR) / "src/python/opforge_ops";
+}
+
+Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const PipelineOptions& options) {
+  Outcome outcome;
+  outcome.plan = OPFORGE_TRY(plan::make(m, recipe_file, options.plan));
+  plan::Plan& plan = outcome.plan;
+  if (options.build_dir) plan.build_dir = fs::absolute(*options.build_dir);
+  if (options.dist_dir) plan.dist_dir = fs::absolute(*options.dist_dir);
+  if (plan.recipe.build.backend == recipe::Backend::command)
+    return bad_input("[build] backend = \"command\" is not supported by this opforge yet",
+                     "use backend = \"native\"");
+
+  OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
+  auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));
+
+  RunOptions run_options;
+  run_options.launcher = options.launcher;
+  if (plan.recipe.build.cache == recipe::Cache::ccache) run_options.launcher = Launcher::ccache;
+  run_options.on_line = options.on_line;
+  auto graph = OPFORGE_TRY(describe(plan));
+  auto ran = OPFORGE_TRY(run(m, plan, run_options));
+  outcome.steps_run = ran.steps_run;
+
+  // The wheel: the pure-Python package, the op libraries, and build_info.py.
+  fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;
+  auto files = OPFORGE_TRY(wheel::collect_files(m.fs, package, "opforge_ops"));
+  std::erase_if(files, [](const wheel::File& f) { return f.path == "opforge_ops/build_info.py"; });
+  wheel::BuildInfo info;
+  info.opforge_version = kVersion;
+  info.package_version = plan.wheel_version;
+  info.toolkit_version = plan.cuda.chosen ? plan.cuda.chosen->version.str() : "";
+  info.host_compiler = compiler_text(plan);
+  info.source_commit = plan.source.commit;
+  record::Record rec;
+  bool any_cuda = false;
+  for (auto& o : ran.outputs) {
+    auto bytes = OPFORGE_TRY(m.fs.read_file(o.library));
+    files.push_back({"opforge_ops/_lib/" + o.library.filename().string(), bytes, 0755});
+    rec.outputs[o.library.filename().string()] = record::sha256_hex(bytes);
+    info.ops.push_back(o.op);
+    for (auto& d : plan.ops)
+      if (d.manifest.name == o.op) {
+        bool cuda_op = d.manifest.kind == ops::Kind::cuda;
+        any_cuda |= cuda_op;
+        info.op_kinds[o.op] = cuda_op ? "cuda" : "cpu";
+      }
+  }
+  if (any_cuda)
+    for (auto& a : plan.arch.arches) info.arch_list.push_back(a.str());
+  files.push_back({"opforge_ops/build_info.py", OPFORGE_TRY(wheel::build_info_py(info)), 0644});
+  std::sort(files.begin(), files.end(), [](auto& a, auto& b) { return a.path < b.path; });
+
+  wheel::Spec spec;
+  spec.name = plan.recipe.package.name;
+  spec.version = plan.wheel_version;
+  spec.summary = plan.recipe.package.summary;
+  spec.description = long_description(plan, info.ops);
+  spec.requires_python = plan.recipe.package.requires_python;
+  spec.files = std::move(files);
+  spec.source_date_epoch = plan.source_date_epoch;
+  auto written = OPFORGE_TRY(wheel::write(m.fs, spec, plan.dist_dir));
+  outcome.wheel = written.path;
+  outcome.wheel_sha256 = written.packed.sha256;
+  outcome.tags = written.packed.tags;
+  outcome.platform_reason = strings::join(written.packed.platform.reasons, "; ");
+
+  auto recipe_text = m.fs.read_file(recipe_file).value_or("");
+  rec.wheel = written.path.filename().string();
+  rec.outputs[rec.wheel] = written.packed.sha256;
+  rec.inputs = record_inputs(m, plan, graph, fs::absolute(recipe_file), recipe_text);
+  outcome.record_path = record::path_for(written.path);
+  OPFORGE_CHECK(record::write(m.fs, outcome.record_path, rec));
+  outcome.record = std::move(rec);
+  return outcome;
+}
+
+}  // namespace opforge::build

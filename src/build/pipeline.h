@@ -1,0 +1,35 @@
+#pragma once
+/// `opforge build` as a value-returning stage: plan → compile → wheel → build record.
+#include "build/native.h"
+#include "plan/plan.h"
+#include "record/record.h"
+
+namespace opforge::build {
+
+struct PipelineOptions {
+  plan::Options plan;
+  std::optional<fs::path> build_dir;   ///< overrides the recipe's
+  std::optional<fs::path> dist_dir;    ///< overrides the recipe's
+  Launcher launcher = Launcher::none;  ///< --cache ccache (or the recipe's [build] cache)
+  fs::path python_package;             ///< folder of opforge_ops (src/python/opforge_ops)
+  std::function<void(std::string_view)> on_line;
+};
+
+struct Outcome {
+  plan::Plan plan;
+  fs::path wheel;
+  std::string wheel_sha256;
+  std::vector<std::string> tags;
+  std::string platform_reason;
+  fs::path record_path;
+  record::Record record;
+  int steps_run = 0;
+};
+
+/// Holds the build folder's lock for the whole build: a second build fails at once, clearly.
+Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const PipelineOptions& options);
+
+/// The opforge_ops package shipped with this opforge (source tree or installed data folder).
+fs::path default_python_package(const probe::FileSystem& fs);
+
+}  // namespace opforge::build

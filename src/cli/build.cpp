@@ -1,0 +1,60 @@
+#include <iostream>
+
+#include "build/pipeline.h"
+#include "cli/command.h"
+
+namespace opforge::cli {
+namespace {
+
+struct BuildFlags {
+  std::string recipe;
+  unsigned jobs = 0;
+  std::string cache;
+  std::string python;
+  std::string build_dir;
+  std::string dist_dir;
+};
+
+Status run_build(const BuildFlags& flags) {
+  auto m = probe::real_machine();
+  build::PipelineOptions options;
+  if (flags.jobs) options.plan.jobs = flags.jobs;
+  if (!flags.python.empty()) options.plan.python = flags.python;
+  if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
+  if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
+  if (flags.cache == "ccache") options.launcher = build::Launcher::ccache;
+  else if (!flags.cache.empty() && flags.cache != "none")
+    return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
+  options.on_line = [](std::string_view line) {
+    if (line.starts_with("ninja: Entering") || line.starts_with("ninja: no work")) return;
+    std::cout << line << "\n" << std::flush;
+  };
+  auto outcome = OPFORGE_TRY(build::build_wheel(m, flags.recipe, options));
+  const auto& plan = outcome.plan;
+  for (auto& w : plan.warnings) std::cout << "warning: " << w << "\n";
+  for (auto& d : plan.ops)
+    std::cout << (d.build ? "  built    " : "  skipped  ") << d.manifest.name
+              << (d.build ? "" : " (" + d.reason + ")") << "\n";
+  if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
+  std::cout << "wheel:  " << outcome.wheel.string() << "\n"
+            << "sha256: " << outcome.wheel_sha256 << "\n"
+            << "tags:   " << (outcome.tags.empty() ? "" : outcome.tags.front()) << "\n";
+  if (!outcome.platform_reason.empty()) std::cout << "        (not manylinux: " << outcome.platform_reason << ")\n";
+  std::cout << "record: " << outcome.record_path.string() << "\n";
+  return {};
+}
+
+Registrar reg{{"build", "Build the recipe's ops and package them into a reproducible wheel",
+               [](CLI::App& app) -> Runner {
+                 auto flags = std::make_shared<BuildFlags>();
+                 app.add_option("recipe", flags->recipe, "recipe file (TOML)")->required();
+                 app.add_option("-j,--jobs", flags->jobs, "parallel jobs (default: MAX_JOBS, the recipe, all cores)");
+                 app.add_option("--cache", flags->cache, "compiler cache: ccache | none");
+                 app.add_option("--python", flags->python, "the Python whose torch decides the CUDA version");
+                 app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");
+                 app.add_option("--dist-dir", flags->dist_dir, "where the wheel goes (default from the recipe)");
+                 return [flags] { return run_build(*flags); };
+               }}};
+
+}  // namespace
+}  // namespace opforge::cli

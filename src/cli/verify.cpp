@@ -1,0 +1,61 @@
+#include <iostream>
+
+#include "build/pipeline.h"
+#include "cli/command.h"
+#include "wheel/wheel.h"
+
+namespace opforge::cli {
+namespace {
+
+Status verify_wheel(const std::string& path) {
+  auto m = probe::real_machine();
+  auto report = OPFORGE_TRY(wheel::verify(m.fs, path));
+  if (report.ok()) {
+    std::cout << path << ": ok (every RECORD hash and size, names, tags and paths check out)\n";
+    return {};
+  }
+  std::string problems;
+  for (auto& p : report.problems) problems += "\n  " + p;
+  return failure(path + ": the wheel does not verify:" + problems);
+}
+
+/// Rebuilds from a build record into a temporary folder and compares every output's hash.
+Status verify_record(const std::string& path) {
+  auto m = probe::real_machine();
+  auto text = OPFORGE_TRY(m.fs.read_file(path));
+  auto expected = OPFORGE_TRY(record::parse(path, text));
+  std::string recipe = expected.inputs.value("recipe", nlohmann::json::object()).value("path", "");
+  if (recipe.empty()) return bad_input(path + ": the record names no recipe");
+  auto tmp = OPFORGE_TRY(m.fs.make_temp_directory("opforge-verify-"));
+  build::PipelineOptions options;
+  options.build_dir = tmp / "build";
+  options.dist_dir = tmp / "dist";
+  auto outcome = build::build_wheel(m, recipe, options);
+  if (!outcome) {
+    (void)m.fs.remove_all(tmp);
+    return std::unexpected(outcome.error());
+  }
+  auto diffs = record::differences(expected, outcome->record);
+  (void)m.fs.remove_all(tmp);
+  if (diffs.empty()) {
+    std::cout << path << ": ok (the rebuild gave identical bytes for " << expected.outputs.size()
+              << " outputs)\n";
+    return {};
+  }
+  std::string list;
+  for (auto& d : diffs) list += "\n  differs: " + d;
+  return failure(path + ": the rebuild differs from the record:" + list,
+                 "compare the inputs in the record (toolkit, compiler, environment) with this machine's");
+}
+
+Registrar reg{{"verify", "Check a wheel (RECORD hashes, names, tags, paths) or rebuild from a build record and compare",
+               [](CLI::App& app) -> Runner {
+                 auto target = std::make_shared<std::string>();
+                 app.add_option("target", *target, "a .whl, or a .opforge-record.json")->required();
+                 return [target] {
+                   return target->ends_with(".whl") ? verify_wheel(*target) : verify_record(*target);
+                 };
+               }}};
+
+}  // namespace
+}  // namespace opforge::cli
