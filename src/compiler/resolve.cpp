@@ -242,7 +242,7 @@ Status place_links(probe::FileSystem& fs, const fs::path& dir,
                              ": it is not a compiler link opforge would make",
                          "remove it yourself if it should be replaced");
   }
-  OPFORGE_CHECK(fs.create_directories(dir));
+  if (fs.resolved_type(dir) != probe::FileType::directory) OPFORGE_CHECK(fs.create_directories(dir));
   for (auto& [name, target] : links) {
     auto p = dir / name;
     if (fs.type_of(p) == probe::FileType::symlink)
