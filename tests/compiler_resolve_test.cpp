@@ -249,6 +249,25 @@ TEST_F(OldGccView, SystemLinkOnTheView) {
   EXPECT_EQ(*m.fs.list_directory(view_ / "bin"), before);
 }
 
+TEST_F(OldGccView, ToolchainCommandLinksAndUnlinks) {
+  auto run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{OPFORGE_BINARY, "toolchain"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return *probe::real_machine().proc.run(probe::Command{.argv = argv, .env = env_.all()});
+  };
+  auto before = *probe::real_machine().fs.list_directory(view_ / "bin");
+  auto link = run({"link", "--system", "--python", "/usr/bin/python3"});
+  ASSERT_EQ(link.exit_code, 0) << link.out << link.err;
+  EXPECT_NE(link.out.find("g++-11 (gcc 11.3.0)"), std::string::npos) << link.out;
+  EXPECT_EQ(sfs::read_symlink(view_ / "bin" / "gcc"), "/usr/bin/gcc-11");
+  EXPECT_EQ(run({"link", "--system", "--python", "/usr/bin/python3"}).exit_code, 0);
+  auto unlink = run({"unlink", "--system", "--python", "/usr/bin/python3"});
+  ASSERT_EQ(unlink.exit_code, 0) << unlink.err;
+  EXPECT_EQ(*probe::real_machine().fs.list_directory(view_ / "bin"), before);
+  auto none = run({"link", "--python", "/usr/bin/python3"});
+  EXPECT_EQ(none.exit_code, 2);
+}
+
 TEST(CompilerRealMachine, Gcc12AcceptedByCuda13) {
   auto m = probe::real_machine();
   if (!m.fs.is_executable(kReal / "bin" / "nvcc")) GTEST_SKIP() << "nvcc 13.0 is not available";
