@@ -184,3 +184,21 @@ TEST(DevicesRealMachine, AcceptedByRealNvcc) {
 
 }  // namespace
 }  // namespace opforge::devices
+
+namespace opforge::devices {
+namespace {
+
+TEST(DevicesResolve, PtxMovesWhenItsEntryIsDropped) {
+  probe::FakeMachine fm;
+  cuda::Toolkit tk;
+  tk.version = {11, 8};  // no nvcc path: the table answers
+  auto d = resolve(fm.machine(), tk, "8.0;10.0+PTX", "8.6");
+  ASSERT_TRUE(d) << d.error().render();
+  EXPECT_EQ(d->str(), "8.0+PTX");
+  ASSERT_EQ(d->dropped.size(), 1u);
+  EXPECT_EQ(d->dropped[0].second, "nvcc 11.8 does not accept sm_100");
+  EXPECT_EQ(d->notes.back(), "+PTX moved to 8.0+PTX because the entry carrying it was dropped");
+}
+
+}  // namespace
+}  // namespace opforge::devices
