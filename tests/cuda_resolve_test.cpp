@@ -140,6 +140,10 @@ struct MatrixCase {
   std::string chosen;
 };
 
+void PrintTo(const MatrixCase& c, std::ostream* os) {
+  *os << "torch " << c.torch_cuda.value_or("none") << ", [cuda] version " << c.spec;
+}
+
 class CudaChooseMatrix : public testing::TestWithParam<MatrixCase> {};
 
 TEST_P(CudaChooseMatrix, Chooses) {
