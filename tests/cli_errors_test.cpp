@@ -54,7 +54,10 @@ const Case kCases[] = {
      "  allow_unsupported = \"yes\"\n"
      "                      ^\n"},
     {"arch_empty_entry", "[arch]\nlist = \"8.6;;\"\n", "", "plan r.toml", 2,
-     "opforge: error: r.toml:5:13: arch.list: ", true},
+     "opforge: error: r.toml:5:13: arch.list: empty entry in the arch list\n"
+     "  list = \"8.6;;\"\n"
+     "              ^\n"
+     "  hint: remove the extra ';' (entries look like 8.6 or 9.0+PTX)\n"},
     {"arch_sm_form", "[arch]\nlist = \"sm_80\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:5:9: arch.list: ", true},
     {"arch_float", "[arch]\nlist = 8.6\n", "", "plan r.toml", 2,
@@ -131,7 +134,8 @@ const Case kCases[] = {
      "opforge: error: environment variable SOURCE_DATE_EPOCH='-5' is not a non-negative integer (seconds since 1970)\n"
      "  hint: use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it\n"},
     {"torch_arch_list_bad", "", "TORCH_CUDA_ARCH_LIST=8.6;;", "plan r.toml", 2,
-     "opforge: error: environment variable TORCH_CUDA_ARCH_LIST='8.6;;' is invalid: ", true},
+     "opforge: error: environment variable TORCH_CUDA_ARCH_LIST='8.6;;' is invalid: empty entry in the arch list\n"
+     "  hint: use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)\n"},
     {"requested_op_missing_library", "", "DS_BUILD_NOLIB=1", "plan r.toml", 3,
      "opforge: error: op 'nolib' was requested (DS_BUILD_NOLIB=1) but cannot be built: libopforge-missing not found (compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
      "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},

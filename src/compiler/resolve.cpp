@@ -10,13 +10,21 @@ namespace opforge::compiler {
 
 Limits parse_host_config(std::string_view text) {
   Limits l;
-  std::match_results<std::string_view::const_iterator> mm;
   static const std::regex gnu(R"(#if\s+__GNUC__\s*>\s*([0-9]+))");
   static const std::regex clang_ge(R"(__clang_major__\s*>=\s*([0-9]+))");
   static const std::regex clang_gt(R"(__clang_major__\s*>\s*([0-9]+))");
-  if (std::regex_search(text.begin(), text.end(), mm, gnu)) l.max_gcc = std::stoi(mm[1].str());
-  if (std::regex_search(text.begin(), text.end(), mm, clang_ge)) l.max_clang = std::stoi(mm[1].str()) - 1;
-  else if (std::regex_search(text.begin(), text.end(), mm, clang_gt)) l.max_clang = std::stoi(mm[1].str());
+  // std::regex over the whole 15 kB header is slow (doctor's budget): only candidate lines.
+  for (auto& line : strings::split(text, '\n')) {
+    std::smatch mm;
+    if (l.max_gcc == 0 && line.find("__GNUC__") != std::string::npos && std::regex_search(line, mm, gnu))
+      l.max_gcc = std::stoi(mm[1].str());
+    // The Grace (aarch64) clang check has its own range; the host check is the plain one.
+    if (l.max_clang == 0 && line.starts_with("#if") && line.find("__clang_major__") != std::string::npos &&
+        line.find("__GRCO_CLANG_COMPILER__") == std::string::npos) {
+      if (std::regex_search(line, mm, clang_ge)) l.max_clang = std::stoi(mm[1].str()) - 1;
+      else if (std::regex_search(line, mm, clang_gt)) l.max_clang = std::stoi(mm[1].str());
+    }
+  }
   return l;
 }
 
@@ -75,6 +83,8 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     auto names = m.fs.list_directory(fs::path(dir));
     if (!names) continue;
     for (auto& n : *names) {
+      // std::regex over every name of /usr/bin costs tens of milliseconds; test the prefix first.
+      if (!(n.starts_with("gcc") || n.starts_with("clang"))) continue;
       std::smatch mm;
       if (!std::regex_match(n, mm, name_re) || seen_names.count(n)) continue;
       seen_names.insert(n);
@@ -94,7 +104,13 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     if (!seen_real.insert(real).second) continue;
     auto cxx = probe::find_on_path(m.fs, cxx_name(cc.filename().string(), fam), path);
     if (!cxx) continue;
-    auto v = ask_version(m, cc, fam);
+    // Starting clang costs ~70 ms; Debian's /usr/lib/llvm-N/ already names its major, which is
+    // all the limits compare. gcc answers in ~1 ms, so it is asked for its full version.
+    std::optional<Version> v;
+    static const std::regex llvm_dir(R"(/llvm-([0-9]+)/bin/)");
+    std::smatch lm;
+    if (fam == Family::clang && std::regex_search(real, lm, llvm_dir)) v = Version{std::stoi(lm[1].str()), 0, 0};
+    else v = ask_version(m, cc, fam);
     if (!v) continue;
     Compiler c{fam, cc, *cxx, *v, fam == Family::gcc && cc.filename() == "gcc"};
     out.push_back(c);
@@ -242,7 +258,7 @@ Status place_links(probe::FileSystem& fs, const fs::path& dir,
                              ": it is not a compiler link opforge would make",
                          "remove it yourself if it should be replaced");
   }
-  OPFORGE_CHECK(fs.create_directories(dir));
+  if (fs.resolved_type(dir) != probe::FileType::directory) OPFORGE_CHECK(fs.create_directories(dir));
   for (auto& [name, target] : links) {
     auto p = dir / name;
     if (fs.type_of(p) == probe::FileType::symlink)

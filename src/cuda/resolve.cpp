@@ -108,6 +108,9 @@ std::vector<fs::path> target_dirs(const probe::FileSystem& fs, const fs::path& r
 
 /// The nvcc a wrapper script execs (`exec /path/to/nvcc "$@"`), if `path` is such a script.
 std::optional<fs::path> wrapped_nvcc(const probe::FileSystem& fs, const fs::path& path) {
+  // The real nvcc is a 30 MB binary: only small files can be scripts worth reading.
+  auto st = fs.stamp(path);
+  if (!st || st->size > 64 * 1024) return std::nullopt;
   auto text = fs.read_file(path);
   if (!text || !text->starts_with("#!")) return std::nullopt;
   static const std::regex re(R"((?:^|\n)\s*exec\s+["']?([^"'\s]+/nvcc)["']?)");

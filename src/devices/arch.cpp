@@ -76,33 +76,38 @@ std::optional<Arch> parse_entry(std::string_view e) {
 }  // namespace
 
 Result<std::vector<Arch>> parse_arch_list(std::string_view text) {
+  // As torch.utils.cpp_extension: spaces become ';', then every ';'-separated entry must be valid
+  // (so "8.6;;" and "8.0; 9.0" are errors there too). Only the ends are trimmed.
+  std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos)
+    return bad_input("empty architecture list", "write entries like 8.0;9.0+PTX",
+                     Location{{}, 0, 1, std::string(text)});
+  std::size_t last = text.find_last_not_of(" \t");
   std::vector<Arch> out;
-  std::size_t i = 0;
-  bool any = false;
-  while (i < text.size()) {
-    if (text[i] == ';' || text[i] == ' ') { ++i; continue; }
+  std::size_t i = first;
+  while (i <= last + 1) {
     std::size_t start = i;
-    while (i < text.size() && text[i] != ';' && text[i] != ' ') ++i;
+    while (i <= last && text[i] != ';' && text[i] != ' ') ++i;
     std::string entry(text.substr(start, i - start));
-    any = true;
+    ++i;
     Location where{{}, 0, static_cast<int>(start) + 1, std::string(text)};
     if (auto named = named_arches().find(entry); named != named_arches().end()) {
       for (auto& part : strings::split(named->second, ';')) out.push_back(*parse_entry(part));
       continue;
     }
-    auto a = parse_entry(entry);
+    auto a = entry.empty() ? std::nullopt : parse_entry(entry);
     if (!a) {
       std::vector<std::string> names;
       for (auto& [n, _] : named_arches()) names.push_back(n);
       std::string hint = "write entries like 8.6, 9.0a or 9.0+PTX (or a name such as Ampere), "
-                         "separated by ';' or spaces";
-      if (auto g = strings::did_you_mean(entry, names)) hint = "did you mean '" + *g + "'? " + hint;
-      return bad_input("invalid architecture '" + entry + "' in the arch list", hint, where);
+                         "separated by one ';' or one space";
+      if (auto g = strings::did_you_mean(entry, names); g && !entry.empty()) hint = "did you mean '" + *g + "'? " + hint;
+      return bad_input(entry.empty() ? "empty entry in the arch list"
+                                     : "invalid architecture '" + entry + "' in the arch list",
+                       hint, where);
     }
     out.push_back(*a);
   }
-  if (!any) return bad_input("empty architecture list", "write entries like 8.0;9.0+PTX",
-                             Location{{}, 0, 1, std::string(text)});
   return out;
 }
 

@@ -173,6 +173,13 @@ Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
     if (same != d.arches.end()) { same->ptx = same->ptx || a.ptx; continue; }
     d.arches.push_back(a);
   }
+  bool lost_ptx = std::any_of(wanted.begin(), wanted.end(), [](auto& a) { return a.ptx; }) &&
+                  std::none_of(d.arches.begin(), d.arches.end(), [](auto& a) { return a.ptx; });
+  if (lost_ptx && !d.arches.empty()) {
+    // Keep forward compatibility with newer GPUs when the +PTX entry itself was dropped.
+    d.arches.back().ptx = true;
+    d.notes.push_back("+PTX moved to " + d.arches.back().str() + " because the entry carrying it was dropped");
+  }
   if (d.arches.empty()) {
     std::string what;
     for (auto& [e, why] : d.dropped) what += "\n  " + e + ": " + why;

@@ -239,6 +239,16 @@ struct Parser {
 }  // namespace
 
 Status check_arch_list(std::string_view text) {
+  // PyTorch splits on ';' and rejects an empty entry ("8.6;;"), so this is checked here whatever
+  // the arch parser tolerates.
+  std::size_t start = 0;
+  for (auto& entry : strings::split(text, ';')) {
+    if (strings::trim(entry).empty())
+      return std::unexpected(Error{ErrorKind::bad_input, "empty entry in the arch list",
+                                   "remove the extra ';' (entries look like 8.6 or 9.0+PTX)",
+                                   Location{{}, 0, static_cast<int>(start) + 1, {}}});
+    start += entry.size() + 1;
+  }
 #ifdef OPFORGE_HAVE_DEVICES_RESOLVE
   auto parsed = devices::parse_arch_list(text);
   if (!parsed) return std::unexpected(parsed.error());
