@@ -1,5 +1,7 @@
 // CPU statistics: the oracle for the GPU path and the implementation for host tensors.
 // One pass over memory; the body is compiled twice (generic and AVX2) and chosen at run time.
+// The scan loops must vectorise whatever -O level the build uses (-O2 only vectorises very cheap loops).
+#pragma GCC optimize("O3")
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -53,27 +55,34 @@ struct Acc {
   U mn = std::numeric_limits<U>::max(), mx = 0;
 };
 
-// Counters of a chunk stay in 32 bits so that the loop vectorises; chunks keep them from wrapping.
+// Counters of a chunk have the element's width (one vector lane per element: the loop vectorises);
+// chunks are short enough that they cannot wrap.
 template <class U>
-[[gnu::always_inline]] inline void scan_chunk(const unsigned char* p, uint32_t n, const Params<U>& q,
-                                             Acc<U>& acc) {
-  uint32_t nan = 0, pinf = 0, ninf = 0, zero = 0, sub = 0, over = 0;
+constexpr uint32_t kChunk = sizeof(U) == 1 ? 255u : 65535u;
+
+template <class U>
+[[gnu::always_inline]] inline void scan_chunk(const unsigned char* __restrict p, uint32_t n,
+                                             const Params<U>& q, Acc<U>& acc) {
+  const U abs_mask = q.abs_mask, finite_end = q.finite_end, nan_begin = q.nan_begin;
+  const U sub_end = U(q.min_normal - 1), thr = q.threshold;
+  U nan = 0, pinf = 0, ninf = 0, zero = 0, sub = 0, over = 0;
   U mn = acc.mn, mx = acc.mx;
   for (uint32_t i = 0; i < n; ++i) {
     U x;
     std::memcpy(&x, p + size_t(i) * sizeof(U), sizeof(U));
-    const U a = U(x & q.abs_mask);
-    const U neg = U(x >> q.sign_shift);
-    const bool finite = a < q.finite_end;
-    const bool inf = (a >= q.finite_end) & (a < q.nan_begin);
-    nan += a >= q.nan_begin;
-    pinf += inf & (neg == 0);
-    ninf += inf & (neg != 0);
-    zero += a == 0;
-    sub += U(a - 1) < U(q.min_normal - 1);
-    over += finite & (a > q.threshold);
-    const U for_min = finite ? a : std::numeric_limits<U>::max();
-    const U for_max = finite ? a : U(0);
+    const U a = U(x & abs_mask);
+    const U neg = U(x >> (8 * sizeof(U) - 1));  // the sign is the top bit in every format
+    const U finite = U(a < finite_end);
+    const U inf = U(a >= finite_end) & U(a < nan_begin);
+    nan += U(a >= nan_begin);
+    ninf += inf & neg;
+    pinf += inf & U(neg ^ 1);
+    zero += U(a == 0);
+    sub += U(U(a - 1) < sub_end);
+    over += finite & U(a > thr);
+    const U not_finite_mask = U(finite - 1);  // masks, not selects: selects stop the vectoriser
+    const U for_min = U(a | not_finite_mask);
+    const U for_max = U(a & U(~not_finite_mask));
     mn = for_min < mn ? for_min : mn;
     mx = for_max > mx ? for_max : mx;
   }
@@ -84,9 +93,8 @@ template <class U>
 template <class U>
 [[gnu::always_inline]] inline void scan_all(const unsigned char* p, uint64_t n, const Params<U>& q,
                                            Acc<U>& acc) {
-  constexpr uint32_t kChunk = 1u << 16;
   while (n > 0) {
-    const uint32_t m = n < kChunk ? uint32_t(n) : kChunk;
+    const uint32_t m = n < kChunk<U> ? uint32_t(n) : kChunk<U>;
     scan_chunk<U>(p, m, q, acc);
     p += size_t(m) * sizeof(U);
     n -= m;
