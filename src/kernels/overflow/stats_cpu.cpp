@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #include "dtype_traits.h"
 #include "overflow.h"
@@ -58,36 +59,41 @@ struct Acc {
 // Counters of a chunk have the element's width (one vector lane per element: the loop vectorises);
 // chunks are short enough that they cannot wrap.
 template <class U>
-constexpr uint32_t kChunk = sizeof(U) == 1 ? 255u : 65535u;
+constexpr uint32_t kChunk = sizeof(U) == 1 ? 127u : 32767u;  // signed counters must not wrap
 
+// Magnitudes have the sign bit cleared, so every comparison is done on the signed type: x86 has
+// signed vector compares only, and unsigned ones cost extra instructions per element.
 template <class U>
 [[gnu::always_inline]] inline void scan_chunk(const unsigned char* __restrict p, uint32_t n,
                                              const Params<U>& q, Acc<U>& acc) {
-  const U abs_mask = q.abs_mask, finite_end = q.finite_end, nan_begin = q.nan_begin;
-  const U sub_end = U(q.min_normal - 1), thr = q.threshold;
-  U nan = 0, pinf = 0, ninf = 0, zero = 0, sub = 0, over = 0;
-  U mn = acc.mn, mx = acc.mx;
+  using S = std::make_signed_t<U>;
+  const S abs_mask = S(q.abs_mask), finite_end = S(q.finite_end), nan_begin = S(q.nan_begin);
+  const S min_normal = S(q.min_normal), thr = S(q.threshold);
+  S nan = 0, pinf = 0, ninf = 0, zero = 0, sub = 0, over = 0;
+  S mn = abs_mask, mx = 0;  // abs_mask is above every finite magnitude
   for (uint32_t i = 0; i < n; ++i) {
     U x;
     std::memcpy(&x, p + size_t(i) * sizeof(U), sizeof(U));
-    const U a = U(x & abs_mask);
-    const U neg = U(x >> (8 * sizeof(U) - 1));  // the sign is the top bit in every format
-    const U finite = U(a < finite_end);
-    const U inf = U(a >= finite_end) & U(a < nan_begin);
-    nan += U(a >= nan_begin);
+    const S a = S(x & U(abs_mask));
+    const S neg = S(x >> (8 * sizeof(U) - 1));  // the sign is the top bit in every format
+    const S finite = S(a < finite_end);
+    const S inf = S(a >= finite_end) & S(a < nan_begin);
+    nan += S(a >= nan_begin);
     ninf += inf & neg;
-    pinf += inf & U(neg ^ 1);
-    zero += U(a == 0);
-    sub += U(U(a - 1) < sub_end);
-    over += finite & U(a > thr);
-    const U not_finite_mask = U(finite - 1);  // masks, not selects: selects stop the vectoriser
-    const U for_min = U(a | not_finite_mask);
-    const U for_max = U(a & U(~not_finite_mask));
+    pinf += inf & S(neg ^ 1);
+    zero += S(a == 0);
+    sub += S(a != 0) & S(a < min_normal);
+    over += finite & S(a > thr);
+    const S not_finite = S(S(finite - 1) & abs_mask);  // masks, not selects: selects stop the vectoriser
+    const S for_min = S(a | not_finite);
+    const S for_max = S(a & S(~not_finite));
     mn = for_min < mn ? for_min : mn;
     mx = for_max > mx ? for_max : mx;
   }
-  acc.nan += nan; acc.posinf += pinf; acc.neginf += ninf; acc.zero += zero; acc.sub += sub;
-  acc.over += over; acc.mn = mn; acc.mx = mx;
+  acc.nan += U(nan); acc.posinf += U(pinf); acc.neginf += U(ninf); acc.zero += U(zero);
+  acc.sub += U(sub); acc.over += U(over);
+  if (U(mn) < acc.mn && mn < abs_mask) acc.mn = U(mn);
+  if (U(mx) > acc.mx) acc.mx = U(mx);
 }
 
 template <class U>
