@@ -49,3 +49,16 @@ def test_import_does_not_import_torch_or_numpy():
     code = "import sys, opforge_ops.overflow; print('torch' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_cuda_entry_points_fail_cleanly_without_a_gpu():
+    from opforge_ops.overflow import _lib as L
+    lib = L.lib()
+    n = lib.opforge_overflow_cuda_device_count()
+    if n > 0:
+        pytest.skip("a GPU is present: the no-GPU path cannot be checked")
+    descs = (L.TensorDesc * 1)(L.TensorDesc(8, 1, L.F32, 0, 0.0))
+    out = (L.Stats * 1)()
+    rc = lib.opforge_overflow_stats_cuda_sync(descs, 1, out, None)
+    assert rc == -19
+    assert lib.opforge_overflow_last_error().decode() != ""
