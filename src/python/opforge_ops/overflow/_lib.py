@@ -28,9 +28,13 @@ _lib = None
 def _find():
     try:  # the package loader, once merged from the wheel work
         from .. import _native  # type: ignore
-        return _native.load("overflow")
     except ImportError:
-        pass
+        _native = None
+    if _native is not None:
+        try:
+            return _native.load("overflow")
+        except Exception as e:  # OpNotBuiltError and loader failures: one error type for callers
+            raise OverflowLibError(str(e)) from e
     names = []
     env = os.environ.get("OPFORGE_OPS_LIB_DIR")
     if env:
