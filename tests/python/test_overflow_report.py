@@ -80,3 +80,21 @@ def test_selftest_skips_without_gpu():
         with pytest.raises(overflow.OverflowLibError):
             overflow.selftest()
         pytest.skip("no CUDA GPU: the GPU selftest cannot run here")
+
+
+@pytest.mark.parametrize("name", ["abort_after", "finite_trace", "trace_1_3"])
+def test_deferred_mode_same_text_without_detection(name):
+    golden = open(os.path.join(DATA, name + ".txt")).read()
+    got = overflow_models.run(lambda m, **kw: overflow.DebugUnderflowOverflow(m, deferred=True, **kw), name)
+    assert got == golden
+
+
+@pytest.mark.parametrize("name", ["inf", "nan"])
+def test_deferred_mode_detection_at_batch_end(name):
+    # Read once per batch, a detection is seen when the root module finishes: the dump holds the
+    # frames of the golden dump and the same error, reported after the batch was counted.
+    golden = open(os.path.join(DATA, name + ".txt")).read()
+    got = overflow_models.run(lambda m, **kw: overflow.DebugUnderflowOverflow(m, deferred=True, **kw), name)
+    assert got.splitlines()[-1] == golden.splitlines()[-1]
+    assert set(golden.splitlines()) - set(got.splitlines()) <= {
+        line for line in golden.splitlines() if line.startswith("Detected") or line.startswith("Last ")}

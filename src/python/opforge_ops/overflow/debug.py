@@ -125,7 +125,7 @@ class DebugUnderflowOverflow:
     and a line of its own for empty tensors and tensors without storage."""
 
     def __init__(self, model, max_frames_to_save=21, trace_batch_nums=None, abort_after_batch_num=None,
-                 *, logger=None, file=None, rank_prefix=True, extended=False):
+                 *, logger=None, file=None, rank_prefix=True, extended=False, deferred=False):
         self.model = model
         self.trace_batch_nums = trace_batch_nums if trace_batch_nums is not None else []
         self.abort_after_batch_num = abort_after_batch_num
@@ -136,6 +136,11 @@ class DebugUnderflowOverflow:
         self.detected_overflow = False
         self.prefix = "                 "
         self.extended = extended
+        # deferred: frames of a batch keep references to their tensors and are analysed together
+        # (one native call, one synchronisation) when the root module finishes; a detection then
+        # raises at the end of the batch instead of at the faulting frame. Trace batches are not deferred.
+        self.deferred = deferred
+        self._pending = []
         rank = _dist_rank()
         if isinstance(file, str) and rank is not None:
             file = file.format(rank=rank)
@@ -194,8 +199,7 @@ class DebugUnderflowOverflow:
             line += f" [zeros={s.zero} subnormal={s.subnormal} near_overflow={s.over} nan={s.nan} inf={s.inf}]"
         return line
 
-    def create_frame(self, module, input, output):
-        self.expand_frame(f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}")
+    def _frame_items(self, module, input, output):
         items = [(p, name) for name, p in module.named_parameters(recurse=False)]
         if isinstance(input, tuple):
             items += [(x, f"input[{i}]") for i, x in enumerate(input)]
@@ -209,8 +213,24 @@ class DebugUnderflowOverflow:
                     items.append((x, f"output[{i}]"))
         else:
             items.append((output, "output"))
-        tensors = [v for v, _ in items if _is_tensor(v)]
-        results = iter(analyse(tensors))  # one native call for the whole frame
+        return items
+
+    def create_frame(self, module, input, output):
+        header = f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}"
+        items = self._frame_items(module, input, output)
+        self._render([(self.frame, header, items)])
+
+    def _render(self, frames):
+        """Lines and nan/inf messages of frames [(lines before, header, items)], one native call."""
+        tensors = [v for _, _, items in frames for v, _ in items if _is_tensor(v)]
+        results = iter(analyse(tensors))
+        for before, header, items in frames:
+            self.frame = list(before)
+            self.expand_frame(header)
+            self._render_items(items, results)
+            self.save_frame()
+
+    def _render_items(self, items, results):
         for var, ctx in items:
             if _is_tensor(var):
                 r = next(results)
@@ -221,7 +241,6 @@ class DebugUnderflowOverflow:
                 self.expand_frame(f"{'None':>17} {ctx}")
             else:
                 self.expand_frame(f"{'not a tensor':>17} {ctx}")
-        self.save_frame()
 
     def forward_hook(self, module, input, output):
         last_frame_of_batch = False
@@ -234,7 +253,18 @@ class DebugUnderflowOverflow:
         if module == self.model:
             self.batch_number += 1
             last_frame_of_batch = True
-        self.create_frame(module, input, output)
+        if self.deferred and not trace_mode and not last_frame_of_batch:
+            header = f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}"
+            self._pending.append((self.frame, header, self._frame_items(module, input, output)))
+            self.frame = []
+            return
+        if self._pending:
+            header = f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}"
+            pending = self._pending + [(self.frame, header, self._frame_items(module, input, output))]
+            self._pending = []
+            self._render(pending)
+        else:
+            self.create_frame(module, input, output)
         if trace_mode:
             self.trace_frames()
         if last_frame_of_batch:
