@@ -98,3 +98,15 @@ def test_deferred_mode_detection_at_batch_end(name):
     assert got.splitlines()[-1] == golden.splitlines()[-1]
     assert set(golden.splitlines()) - set(got.splitlines()) <= {
         line for line in golden.splitlines() if line.startswith("Detected") or line.startswith("Last ")}
+
+
+def test_file_output_gets_the_report(tmp_path):
+    path = tmp_path / "overflow-{rank}.log"
+    model = overflow_models.Model()
+    d = overflow.DebugUnderflowOverflow(model, trace_batch_nums=[0], file=str(path))
+    model(*overflow_models.batch(0))
+    d.remove()
+    # no torch.distributed here: the name is used as given
+    text = open(str(path)).read()
+    golden = open(os.path.join(DATA, "finite_trace.txt")).read()
+    assert golden.startswith(text)
