@@ -1,0 +1,51 @@
+"""GPU self-test: run the bundled test kernels and compare GPU statistics with the CPU oracle."""
+import ctypes
+
+from . import _lib as L
+
+# case -> (name, check on TensorStats of the produced array)
+_CASES = {
+    1: ("fp16 dropout rescale of 6.27e4 -> inf", lambda s: s.posinf == s.count),
+    2: ("fp16 product 300*300 -> inf", lambda s: s.posinf == s.count),
+    3: ("fp16 flush to subnormal", lambda s: s.subnormal + s.zero == s.count and s.subnormal > 0),
+    4: ("bf16 flush to subnormal", lambda s: s.subnormal + s.zero == s.count and s.subnormal > 0),
+    5: ("inf - inf -> nan", lambda s: s.nan == s.count),
+    6: ("nan planted", lambda s: s.nan == 1),
+    7: ("-inf planted", lambda s: s.neginf == 1),
+}
+_BYTES = {L.F16: 2, L.BF16: 2, L.F32: 4}
+
+
+def selftest(n=1 << 20 | 3, verbose=False):
+    """Runs every test kernel on the current GPU (several sizes and planted positions: first, last,
+    inside the unaligned tail) and returns a list of failure strings (empty = pass). Raises
+    OverflowLibError when there is no GPU or no library."""
+    import torch
+    from ._stats import TensorStats
+    lib = L.lib()
+    if lib.opforge_overflow_cuda_device_count() <= 0 or not torch.cuda.is_available():
+        raise L.OverflowLibError("selftest needs a CUDA GPU: " + lib.opforge_overflow_last_error().decode())
+    failures = []
+    stream = torch.cuda.current_stream().cuda_stream
+    for which, (name, ok) in _CASES.items():
+        for index in ([0, n - 1, n - 2] if which >= 6 else [0]):
+            buf = torch.empty(n * 4 + 16, dtype=torch.uint8, device="cuda")
+            for offset in (0, 2, 4):  # unaligned starts
+                dt = ctypes.c_int()
+                L.check(lib.opforge_overflow_cuda_test_kernel(which, buf.data_ptr() + offset, n, index, 7,
+                                                              ctypes.byref(dt), stream))
+                desc = (L.TensorDesc * 1)(L.TensorDesc(buf.data_ptr() + offset, n, dt.value, 0, 0.0))
+                gpu = (L.Stats * 1)()
+                L.check(lib.opforge_overflow_stats_cuda_sync(desc, 1, gpu, stream))
+                host = buf.cpu().numpy()
+                cpu = (L.Stats * 1)()
+                L.check(lib.opforge_overflow_stats_cpu(host.ctypes.data + offset, n, dt.value, 0.0, cpu))
+                g, c = gpu[0], cpu[0]
+                same = all(getattr(g, f) == getattr(c, f) for f, _ in L.Stats._fields_ if f != "reserved")
+                if not same:
+                    failures.append(f"case {which} ({name}) index {index} offset {offset}: GPU and CPU differ")
+                if not ok(TensorStats(c)):
+                    failures.append(f"case {which} ({name}) index {index} offset {offset}: {TensorStats(c)}")
+                if verbose:
+                    print(which, name, index, offset, TensorStats(g))
+    return failures

@@ -1,0 +1,28 @@
+# Overflow op: C++ tests of the CPU implementation (its own executable, compiled from the op's CPU
+# sources, which are not in opforge_core) and compile checks of the CUDA sources with the real nvcc.
+set(OVF_DIR ${CMAKE_CURRENT_SOURCE_DIR}/../src/kernels/overflow)
+# The test file matches the *_test.cpp glob of opforge_tests; it is compiled only here, through a
+# wrapper, so that opforge_tests does not need the kernel sources.
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels_overflow_test.cpp PROPERTIES HEADER_FILE_ONLY ON)
+file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/kernels_overflow_main.cpp
+     CONTENT "#include \"${CMAKE_CURRENT_SOURCE_DIR}/kernels_overflow_test.cpp\"\n")
+add_executable(kernels_overflow_tests ${CMAKE_CURRENT_BINARY_DIR}/kernels_overflow_main.cpp
+               ${OVF_DIR}/stats_cpu.cpp)
+target_include_directories(kernels_overflow_tests PRIVATE ${OVF_DIR})
+target_link_libraries(kernels_overflow_tests PRIVATE GTest::gtest_main)
+gtest_discover_tests(kernels_overflow_tests TEST_PREFIX "kernels_overflow." DISCOVERY_TIMEOUT 60
+                     PROPERTIES TIMEOUT 300)
+
+# Every .cu file compiles for each architecture of the default recipe with the real nvcc.
+set(OVF_NVCC /usr/local/cuda/bin/nvcc)
+if(EXISTS ${OVF_NVCC})
+  foreach(arch 80 90)
+    foreach(cu stats test_kernels)
+      add_test(NAME kernels_overflow.nvcc.${cu}.sm_${arch}
+               COMMAND ${OVF_NVCC} -std=c++17 -O2 -Xcompiler -fPIC,-fvisibility=hidden
+                       -gencode arch=compute_${arch},code=sm_${arch} -I${OVF_DIR}
+                       -c ${OVF_DIR}/${cu}.cu -o ${CMAKE_CURRENT_BINARY_DIR}/ovf_${cu}_sm${arch}.o)
+      set_tests_properties(kernels_overflow.nvcc.${cu}.sm_${arch} PROPERTIES TIMEOUT 300)
+    endforeach()
+  endforeach()
+endif()

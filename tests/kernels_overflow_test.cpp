@@ -1,0 +1,199 @@
+// CPU statistics of the overflow op against a straightforward scalar oracle.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "overflow.h"
+
+namespace {
+
+struct Info {
+  int dtype, bytes;
+  double min_normal, max;
+};
+const Info kInfos[] = {
+    {OPFORGE_OVERFLOW_F32, 4, 0x1p-126, 3.4028234663852886e38},
+    {OPFORGE_OVERFLOW_F16, 2, 0x1p-14, 65504.0},
+    {OPFORGE_OVERFLOW_BF16, 2, 0x1p-126, 3.3895313892515355e38},
+    {OPFORGE_OVERFLOW_F64, 8, 0x1p-1022, std::numeric_limits<double>::max()},
+    {OPFORGE_OVERFLOW_F8E4M3FN, 1, 0x1p-6, 448.0},
+    {OPFORGE_OVERFLOW_F8E5M2, 1, 0x1p-14, 57344.0},
+};
+
+// Decodes one element to double the long way (the oracle does not share code with the library).
+double decode(int dtype, const unsigned char* p) {
+  switch (dtype) {
+    case OPFORGE_OVERFLOW_F32: { float f; std::memcpy(&f, p, 4); return f; }
+    case OPFORGE_OVERFLOW_F64: { double d; std::memcpy(&d, p, 8); return d; }
+    case OPFORGE_OVERFLOW_F16: { _Float16 h; std::memcpy(&h, p, 2); return double(h); }
+    case OPFORGE_OVERFLOW_BF16: {
+      uint32_t u = uint32_t(p[0] | (p[1] << 8)) << 16;
+      float f; std::memcpy(&f, &u, 4); return f;
+    }
+    case OPFORGE_OVERFLOW_F8E4M3FN: {
+      const int s = p[0] >> 7, e = (p[0] >> 3) & 15, m = p[0] & 7;
+      if (e == 15 && m == 7) return std::nan("");
+      const double v = e ? std::ldexp(1.0 + m / 8.0, e - 7) : std::ldexp(m / 8.0, -6);
+      return s ? -v : v;
+    }
+    default: {  // e5m2
+      const int s = p[0] >> 7, e = (p[0] >> 2) & 31, m = p[0] & 3;
+      double v;
+      if (e == 31) v = m ? std::nan("") : INFINITY;
+      else v = e ? std::ldexp(1.0 + m / 4.0, e - 15) : std::ldexp(m / 4.0, -14);
+      return s ? -v : v;
+    }
+  }
+}
+
+opforge_overflow_stats oracle(const Info& info, const unsigned char* p, uint64_t n) {
+  opforge_overflow_stats s{};
+  s.count = n;
+  s.abs_min = INFINITY;
+  s.abs_max = -1;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double v = decode(info.dtype, p + i * info.bytes);
+    if (std::isnan(v)) { ++s.nan_count; continue; }
+    if (std::isinf(v)) { ++(v > 0 ? s.posinf_count : s.neginf_count); continue; }
+    const double a = std::fabs(v);
+    if (a == 0) ++s.zero_count;
+    if (a > 0 && a < info.min_normal) ++s.subnormal_count;
+    if (a > info.max / 2) ++s.over_threshold_count;
+    s.abs_min = std::min(s.abs_min, a);
+    s.abs_max = std::max(s.abs_max, a);
+  }
+  return s;
+}
+
+void expect_same(const opforge_overflow_stats& a, const opforge_overflow_stats& b, const char* what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.nan_count, b.nan_count);
+  EXPECT_EQ(a.posinf_count, b.posinf_count);
+  EXPECT_EQ(a.neginf_count, b.neginf_count);
+  EXPECT_EQ(a.zero_count, b.zero_count);
+  EXPECT_EQ(a.subnormal_count, b.subnormal_count);
+  EXPECT_EQ(a.over_threshold_count, b.over_threshold_count);
+  EXPECT_EQ(a.abs_min, b.abs_min);
+  EXPECT_EQ(a.abs_max, b.abs_max);
+}
+
+opforge_overflow_stats run(const Info& info, const unsigned char* p, uint64_t n) {
+  opforge_overflow_stats s{};
+  EXPECT_EQ(opforge_overflow_stats_cpu(p, n, info.dtype, 0.0, &s), 0) << opforge_overflow_last_error();
+  return s;
+}
+
+class PerDtype : public ::testing::TestWithParam<Info> {};
+
+TEST_P(PerDtype, RandomBitPatternsCoverEveryClass) {
+  const Info info = GetParam();
+  std::mt19937_64 rng(42 + info.dtype);
+  for (uint64_t n : {1ull, 2ull, 7ull, 33ull, 1000ull, 65536ull + 77ull, 200003ull}) {
+    std::vector<unsigned char> buf(n * info.bytes + 16);
+    for (auto& b : buf) b = static_cast<unsigned char>(rng());
+    for (int offset : {0, 1, 3, 5}) {  // unaligned starts
+      const unsigned char* p = buf.data() + offset;
+      expect_same(run(info, p, n), oracle(info, p, n), "random");
+    }
+  }
+}
+
+TEST_P(PerDtype, NanAndInfAtEveryPositionClass) {
+  const Info info = GetParam();
+  const uint64_t n = 65536 * 2 + 29;  // crosses the internal chunk boundary, ragged tail
+  std::vector<unsigned char> clean(n * info.bytes + 8);
+  std::vector<unsigned char> nan_bits(info.bytes, 0xff);  // all-ones is a NaN in every format
+  for (uint64_t i = 0; i < n; ++i) clean[1 + i * info.bytes + info.bytes - 1] = 0x3c;  // some normal
+  for (uint64_t pos : {uint64_t(0), uint64_t(1), uint64_t(65535), uint64_t(65536), n - 3, n - 1}) {
+    std::vector<unsigned char> buf = clean;
+    std::memcpy(buf.data() + 1 + pos * info.bytes, nan_bits.data(), info.bytes);
+    const unsigned char* p = buf.data() + 1;
+    const opforge_overflow_stats s = run(info, p, n);
+    EXPECT_EQ(s.nan_count, 1u) << "position " << pos;
+    expect_same(s, oracle(info, p, n), "planted nan");
+  }
+}
+
+TEST_P(PerDtype, EveryPatternOfEightBitFormatsAndSignedZeros) {
+  const Info info = GetParam();
+  std::vector<unsigned char> buf(info.bytes * 2, 0);
+  buf[info.bytes * 2 - 1] = 0x80;  // -0 in the second element
+  const opforge_overflow_stats s = run(info, buf.data(), 2);
+  EXPECT_EQ(s.zero_count, 2u);
+  EXPECT_EQ(s.abs_max, 0.0);
+  EXPECT_EQ(s.abs_min, 0.0);
+  if (info.bytes == 1) {
+    std::vector<unsigned char> all(256);
+    for (int i = 0; i < 256; ++i) all[i] = static_cast<unsigned char>(i);
+    expect_same(run(info, all.data(), 256), oracle(info, all.data(), 256), "all 256");
+  }
+}
+
+TEST_P(PerDtype, EmptyIsFine) {
+  const Info info = GetParam();
+  opforge_overflow_stats s{};
+  ASSERT_EQ(opforge_overflow_stats_cpu(nullptr, 0, info.dtype, 0.0, &s), 0);
+  EXPECT_EQ(s.count, 0u);
+  EXPECT_EQ(s.nan_count, 0u);
+  EXPECT_TRUE(std::isinf(s.abs_min));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, PerDtype, ::testing::ValuesIn(kInfos),
+                         [](const auto& i) { return "dtype" + std::to_string(i.param.dtype); });
+
+TEST(OverflowCpu, DtypeMaxAndThreshold) {
+  EXPECT_EQ(opforge_overflow_dtype_max(OPFORGE_OVERFLOW_F16), 65504.0);
+  EXPECT_EQ(opforge_overflow_dtype_max(OPFORGE_OVERFLOW_F8E4M3FN), 448.0);
+  EXPECT_EQ(opforge_overflow_dtype_max(OPFORGE_OVERFLOW_F8E5M2), 57344.0);
+  const float v[] = {1.0f, 99.0f, 100.0f, 100.5f, -1000.0f, INFINITY};
+  opforge_overflow_stats s{};
+  ASSERT_EQ(opforge_overflow_stats_cpu(v, 6, OPFORGE_OVERFLOW_F32, 100.0, &s), 0);
+  EXPECT_EQ(s.over_threshold_count, 2u);  // inf is counted as inf, not as "over"
+}
+
+TEST(OverflowCpu, BadInputGetsAnError) {
+  opforge_overflow_stats s{};
+  EXPECT_EQ(opforge_overflow_stats_cpu(nullptr, 1, 0, 0.0, &s), OPFORGE_OVERFLOW_EINVAL);
+  EXPECT_STRNE(opforge_overflow_last_error(), "");
+  float x = 0;
+  EXPECT_EQ(opforge_overflow_stats_cpu(&x, 1, 99, 0.0, &s), OPFORGE_OVERFLOW_EINVAL);
+  EXPECT_NE(std::string(opforge_overflow_last_error()).find("99"), std::string::npos);
+}
+
+TEST(OverflowCpu, MultiMatchesSingle) {
+  const float a[] = {1, 2, NAN};
+  const uint16_t h[] = {0x7c00, 0x0001, 0x8000};
+  opforge_overflow_tensor t[3] = {{a, 3, OPFORGE_OVERFLOW_F32, 0, 0}, {h, 3, OPFORGE_OVERFLOW_F16, 0, 0},
+                                  {nullptr, 0, OPFORGE_OVERFLOW_BF16, 0, 0}};
+  opforge_overflow_stats out[3];
+  ASSERT_EQ(opforge_overflow_stats_cpu_multi(t, 3, out), 0);
+  EXPECT_EQ(out[0].nan_count, 1u);
+  EXPECT_EQ(out[1].posinf_count, 1u);
+  EXPECT_EQ(out[1].subnormal_count, 1u);
+  EXPECT_EQ(out[1].zero_count, 1u);
+  EXPECT_EQ(out[2].count, 0u);
+}
+
+TEST(OverflowCpu, CountAbove32Bits) {
+  // 2^32 + 17 fp8 elements of a lazily mapped zero region: no memory is committed except the page
+  // written below, so the count path above 32 bits is exercised without 4 GiB of RAM.
+  const uint64_t n = (uint64_t(1) << 32) + 17;
+  void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) GTEST_SKIP() << "cannot map 4 GiB of address space";
+  auto* p = static_cast<unsigned char*>(m);
+  p[n - 1] = 0x7f;  // e4m3fn NaN at the very end
+  opforge_overflow_stats s{};
+  ASSERT_EQ(opforge_overflow_stats_cpu(p, n, OPFORGE_OVERFLOW_F8E4M3FN, 0.0, &s), 0);
+  munmap(m, n);
+  EXPECT_EQ(s.count, n);
+  EXPECT_EQ(s.nan_count, 1u);
+  EXPECT_EQ(s.zero_count, n - 1);
+}
+
+}  // namespace
