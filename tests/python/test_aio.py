@@ -46,6 +46,16 @@ def test_unaligned_numpy_buffers(disk_dir, size):
     np.testing.assert_array_equal(dst, data)
 
 
+def test_aligned_empty_is_page_aligned(disk_dir):
+    buf = aio.aligned_empty((1 << 20) + 5)
+    assert buf.ctypes.data % 4096 == 0 and buf.nbytes == (1 << 20) + 5
+    buf[:] = pattern(buf.nbytes, 7)
+    aio.write(disk_dir / 'a.bin', buf)
+    back = aio.aligned_empty(buf.nbytes)
+    aio.read_into(disk_dir / 'a.bin', back)
+    np.testing.assert_array_equal(back, buf)
+
+
 def test_bytearray_and_bytes(disk_dir):
     path = disk_dir / 'b.bin'
     aio.write(path, b'hello, aio' * 1000)

@@ -45,6 +45,15 @@ def test_unflatten_into_existing_buffers():
     np.testing.assert_array_equal(np.concatenate(outs), flat)
 
 
+def test_flatten_into_existing_buffer():
+    members = [np.arange(3.0), np.zeros(0), np.arange(5.0)]
+    out = np.full(9, -1.0)
+    utils.flatten_into(members, out)
+    np.testing.assert_array_equal(out, [0, 1, 2, 0, 1, 2, 3, 4, -1])
+    with pytest.raises(ValueError, match='out has 8 bytes'):
+        utils.flatten_into(members, np.zeros(1))
+
+
 def test_mixed_dtypes_and_short_flat_are_errors():
     with pytest.raises(TypeError, match='one dtype'):
         utils.flatten([np.zeros(2, np.float32), np.zeros(2, np.float64)])

@@ -13,7 +13,7 @@ import threading
 from . import _native
 from .utils import _address
 
-__all__ = ['available', 'file_size', 'read', 'read_into', 'write', 'last_note', 'last_used_direct',
+__all__ = ['aligned_empty', 'available', 'file_size', 'read', 'read_into', 'write', 'last_note', 'last_used_direct',
            'DEFAULT_BLOCK_SIZE', 'DEFAULT_QUEUE_DEPTH']
 
 DEFAULT_BLOCK_SIZE = 1 << 20
@@ -56,6 +56,16 @@ def _raise(lib, rc):
 def _path(path):
     import os
     return os.fsencode(path)
+
+
+def aligned_empty(nbytes, alignment=4096):
+    """A new uint8 numpy array of nbytes whose data starts on an `alignment` boundary: O_DIRECT
+    then reads and writes it in place, without bounce buffers (numpy's own large arrays usually
+    start 16 bytes past a page)."""
+    import numpy
+    raw = numpy.empty(nbytes + alignment, numpy.uint8)
+    skip = (-raw.ctypes.data) % alignment
+    return raw[skip:skip + nbytes]
 
 
 def file_size(path):

@@ -8,7 +8,7 @@ import ctypes
 
 from . import _native
 
-__all__ = ['flatten', 'unflatten', 'unflatten_into']
+__all__ = ['flatten', 'flatten_into', 'unflatten', 'unflatten_into']
 
 _lib = None
 
@@ -79,6 +79,20 @@ def _members(tensors, writable):
     ptrs = (ctypes.c_void_p * max(n, 1))(*[a[0] for a in addrs])
     sizes = (ctypes.c_size_t * max(n, 1))(*[a[1] for a in addrs])
     return items, ptrs, sizes, addrs
+
+
+def flatten_into(tensors, out, threads=0):
+    """Copies every member's elements in order into the existing contiguous `out`, which must
+    hold at least their total (no allocation: the fast path for a reused buffer)."""
+    items, ptrs, sizes, keep = _members(tensors, writable=False)
+    addr, nbytes, _ = _address(out, writable=True)
+    need = sum(sizes[i] for i in range(len(items)))
+    if nbytes < need:
+        raise ValueError(f'out has {nbytes} bytes, the members need {need}')
+    lib = _library()
+    _check(lib.opforge_utils_flatten(ptrs, sizes, len(items), addr, threads), lib)
+    del keep
+    return out
 
 
 def flatten(tensors, threads=0):
