@@ -1,6 +1,9 @@
 #pragma once
 /// The plan: pure data, everything decided before anything is compiled. `opforge plan` prints it,
 /// `opforge env` prints its exports, `opforge build` executes it.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -10,9 +13,12 @@
 #include "cuda/toolkit.h"
 #include "devices/arch.h"
 #include "ops/manifest.h"
+#include "probe/machine.h"
 #include "recipe/recipe.h"
 
 namespace opforge::plan {
+
+namespace fs = std::filesystem;
 
 struct SourceInfo {
   fs::path root;            ///< absolute source tree
@@ -40,5 +46,50 @@ struct Plan {
   std::vector<std::string> notes;        ///< one line per decision worth explaining
   std::vector<std::string> warnings;
 };
+
+/// The resolution stages plan::make calls; defaults are the real cuda/, compiler/, devices/
+/// functions. Tests replace them to describe a machine that cannot exist here.
+struct Resolvers {
+  std::function<Result<cuda::Resolution>(probe::Machine, const std::string& version_spec,
+                                         const std::string& python)>
+      cuda;
+  std::function<std::map<std::string, std::string>(const cuda::Toolkit&, const probe::Environment&)>
+      cuda_exports;
+  std::function<Result<compiler::HostChoice>(probe::Machine, const cuda::Toolkit&,
+                                             const std::string& host, bool allow_unsupported,
+                                             const fs::path& shim_dir)>
+      host;
+  std::function<Result<devices::ArchDecision>(probe::Machine, const cuda::Toolkit&,
+                                              const std::string& recipe_list,
+                                              const std::string& fallback)>
+      arch;
+  /// Syntax check of a TORCH_CUDA_ARCH_LIST-style string; nullptr: accepted as is.
+  std::function<Status(std::string_view)> check_arch_list;
+};
+
+/// The real resolvers (those not compiled into this build report themselves as unavailable).
+Resolvers default_resolvers();
+
+struct Options {
+  std::optional<unsigned> jobs;        ///< -j N (beats MAX_JOBS and the recipe)
+  std::optional<std::string> python;   ///< --python: the interpreter whose torch decides CUDA
+  /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When
+  /// null, the tree is the recipe's [source] path with no commit.
+  std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source;
+  Resolvers resolvers = default_resolvers();
+  fs::path cache_dir;                  ///< probe cache; empty: ops::default_cache_dir(env)
+};
+
+/// Resolves everything the build needs, writing nothing but the probe cache.
+/// bad_input: recipe or environment values; unsatisfied: the machine cannot satisfy the recipe.
+Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& opts);
+
+/// "8.0;8.6;9.0+PTX".
+std::string arch_string(const std::vector<devices::Arch>& arches);
+
+/// The wheel's version: `version` + "+" + the expanded local_version template (or none).
+/// bad_input when the label breaks PEP 440's local-version rules ([a-z0-9] segments with dots).
+Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit,
+                                  const SourceInfo& source);
 
 }  // namespace opforge::plan

@@ -77,3 +77,17 @@ struct Recipe {
 Result<Recipe> parse_file(const fs::path& path, std::string_view text);
 
 }  // namespace opforge::recipe
+
+namespace opforge::probe { struct Machine; }
+
+namespace opforge::recipe {
+
+/// Reads and parses `file` through the machine. Errors name the path as given; `Recipe::dir` and
+/// relative [source] paths are absolute (against the file's real folder).
+Result<Recipe> load(probe::Machine m, const fs::path& file);
+
+/// Syntax of a TORCH_CUDA_ARCH_LIST-style list (devices::parse_arch_list); the error's
+/// where.column is the column inside `text`.
+Status check_arch_list(std::string_view text);
+
+}  // namespace opforge::recipe

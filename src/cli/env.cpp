@@ -1,0 +1,50 @@
+// `opforge env RECIPE`: the plan's exports, for `eval` in a shell or for another build tool.
+#include <iostream>
+
+#include "cli/command.h"
+#include "plan/json.h"
+#include "plan/plan.h"
+#include "util/strings.h"
+
+namespace opforge::cli {
+namespace {
+
+Registrar env_command{{
+    "env",
+    "print the environment a build of a recipe needs (export lines or JSON)",
+    [](CLI::App& app) -> Runner {
+      struct Args {
+        std::string recipe;
+        std::string format = "sh";
+        std::string python;
+      };
+      auto args = std::make_shared<Args>();
+      app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
+      app.add_option("--format", args->format, "sh (export lines) or json")
+          ->check(CLI::IsMember({"sh", "json"}));
+      app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
+      return [args]() -> Status {
+        plan::Options opts;
+        if (!args->python.empty()) opts.python = args->python;
+        auto p = OPFORGE_TRY(plan::make(probe::real_machine(), args->recipe, opts));
+        if (args->format == "json") {
+          std::cout << nlohmann::json(p.exports).dump(2) << "\n";
+        } else {
+          for (auto& [k, v] : p.exports) {
+            // Always quoted: values with spaces or '$' survive `eval` unchanged.
+            std::string q = strings::shell_quote(v);
+            if (q.empty() || q.front() != '\'') {
+              q = "'";
+              for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+              q += "'";
+            }
+            std::cout << "export " << k << "=" << q << "\n";
+          }
+        }
+        return {};
+      };
+    },
+}};
+
+}  // namespace
+}  // namespace opforge::cli

@@ -1,0 +1,86 @@
+// `opforge plan RECIPE`: the full resolved plan, written nowhere.
+#include <iostream>
+
+#include "cli/command.h"
+#include "plan/json.h"
+#include "plan/plan.h"
+#include "util/strings.h"
+
+namespace opforge::cli {
+namespace {
+
+void print_text(const plan::Plan& p) {
+  std::cout << "recipe        " << p.recipe.file.string() << "\n"
+            << "source        " << p.source.root.string()
+            << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
+            << "\n"
+            << "ops folder    " << p.source.ops_dir.string() << "\n\n";
+  std::cout << "CUDA toolkit  "
+            << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none")
+            << "\n";
+  for (auto& c : p.cuda.candidates)
+    std::cout << "  " << (c.chosen ? "* " : "  ") << c.path.string() << " [" << c.found_by << "] " << c.verdict << "\n";
+  if (p.cuda.torch)
+    std::cout << "  torch (" << p.cuda.torch->python << "): " << p.cuda.torch->torch_version.value_or("not installed")
+              << ", CUDA " << (p.cuda.torch->cuda ? p.cuda.torch->cuda->str() : "none") << "\n";
+  std::cout << "host compiler ";
+  if (p.host) {
+    std::cout << p.host->compiler.cxx.string() << " " << p.host->compiler.version.str(3) << " — " << p.host->reason << "\n";
+    if (p.host->shim_dir) std::cout << "  shim        " << p.host->shim_dir->string() << "\n";
+    if (p.host->allow_unsupported) std::cout << "  nvcc flag   -allow-unsupported-compiler\n";
+  } else {
+    std::cout << "none (no CUDA op is built)\n";
+  }
+  std::cout << "architectures " << (p.arch.arches.empty() ? "none" : plan::arch_string(p.arch.arches));
+  if (!p.arch.source.empty()) std::cout << " (from " << p.arch.source << ")";
+  std::cout << "\n";
+  for (auto& [e, why] : p.arch.dropped) std::cout << "  dropped " << e << ": " << why << "\n";
+  std::cout << "\nops\n";
+  for (auto& d : p.ops)
+    std::cout << "  " << (d.build ? "build " : "skip  ") << d.manifest.name << " ("
+              << (d.manifest.kind == ops::Kind::cuda ? "cuda" : "cpu") << ", " << d.requested_by
+              << "): " << d.reason << "\n";
+  std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"
+            << "jobs          " << p.jobs << "\n"
+            << "build dir     " << p.build_dir.string() << "\n"
+            << "dist dir      " << p.dist_dir.string() << "\n"
+            << "\nexports\n";
+  for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+  // The build stage adds the exact compile commands here once it exists.
+  std::cout << "\ncommands      (the build stage lists the exact compile commands here)\n";
+  if (!p.notes.empty()) {
+    std::cout << "\nwhy\n";
+    for (auto& n : p.notes) std::cout << "  " << n << "\n";
+  }
+  for (auto& w : p.warnings) std::cout << "warning: " << w << "\n";
+}
+
+Registrar plan_command{{
+    "plan",
+    "print the resolved build plan of a recipe (writes nothing)",
+    [](CLI::App& app) -> Runner {
+      struct Args {
+        std::string recipe;
+        bool json = false;
+        std::string python;
+        unsigned jobs = 0;
+      };
+      auto args = std::make_shared<Args>();
+      app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
+      app.add_flag("--json", args->json, "print JSON");
+      app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
+      app.add_option("-j,--jobs", args->jobs, "parallel jobs")->check(CLI::Range(1u, 4096u));
+      return [args]() -> Status {
+        plan::Options opts;
+        if (!args->python.empty()) opts.python = args->python;
+        if (args->jobs) opts.jobs = args->jobs;
+        auto p = OPFORGE_TRY(plan::make(probe::real_machine(), args->recipe, opts));
+        if (args->json) std::cout << plan::to_json(p).dump(2) << "\n";
+        else print_text(p);
+        return {};
+      };
+    },
+}};
+
+}  // namespace
+}  // namespace opforge::cli

@@ -1,0 +1,240 @@
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "ops/ops.h"
+#include "util/strings.h"
+
+namespace opforge::ops {
+namespace {
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+std::string probe_source(const Probe& p) {
+  std::string src;
+  if (!p.header.empty()) src += "#include <" + p.header + ">\n";
+  src += "int main() {\n  " + p.code + "\n  return 0;\n}\n";
+  return src;
+}
+
+/// Flags DeepSpeed users set to point at a library installed off the default paths.
+std::vector<std::string> user_flags(const probe::Environment& env) {
+  std::vector<std::string> out;
+  for (const char* var : {"CFLAGS", "CXXFLAGS", "LDFLAGS"})
+    if (auto v = env.get(var))
+      for (auto& w : strings::split(*v, ' '))
+        if (!strings::trim(w).empty()) out.emplace_back(strings::trim(w));
+  return out;
+}
+
+std::optional<long> parse_int(std::string_view text) {
+  long v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+enum class Want { off, on, automatic };
+
+}  // namespace
+
+fs::path default_cache_dir(const probe::Environment& env) {
+  if (auto v = env.get("OPFORGE_CACHE_DIR"); v && !v->empty()) return *v;
+  if (auto v = env.get("XDG_CACHE_HOME"); v && !v->empty()) return fs::path(*v) / "opforge";
+  if (auto v = env.get("HOME"); v && !v->empty()) return fs::path(*v) / ".cache" / "opforge";
+  return {};
+}
+
+std::string probe_fix(const Probe& probe) {
+  std::vector<std::string> ways;
+  static const std::vector<std::pair<std::string, std::string>> managers = {
+      {"apt", "apt-get install "}, {"yum", "yum install "}, {"dnf", "dnf install "},
+      {"pacman", "pacman -S "}, {"zypper", "zypper install "}, {"apk", "apk add "}};
+  for (auto& [pm, cmd] : managers)
+    if (auto it = probe.packages.find(pm); it != probe.packages.end()) ways.push_back(cmd + it->second);
+  for (auto& [pm, pkg] : probe.packages)
+    if (std::none_of(managers.begin(), managers.end(), [&](auto& e) { return e.first == pm; }))
+      ways.push_back(pm + ": " + pkg);
+  std::string fix = ways.empty() ? "install the library" : "install it (" + strings::join(ways, ", ") + ")";
+  return fix + ", or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)";
+}
+
+Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideContext& ctx) {
+  // The cache key names the exact compiler binary (path + stamp) and everything it is given.
+  std::string key;
+  fs::path command_path = ctx.probe_compiler;
+  if (ctx.probe_compiler.find('/') == std::string::npos)
+    if (auto found = probe::find_on_path(m.fs, ctx.probe_compiler, m.env.get("PATH").value_or("")))
+      command_path = *found;
+  fs::path compiler_path = command_path;
+  if (auto canon = m.fs.canonical(compiler_path)) compiler_path = *canon;
+  std::vector<std::string> argv = {command_path.string(), "probe.cpp", "-o", "probe"};
+  for (auto& f : user_flags(m.env)) argv.push_back(f);
+  for (auto& lib : p.libraries) argv.push_back("-l" + lib);
+  auto stamp = m.fs.stamp(compiler_path);
+  fs::path cache_file = ctx.cache_dir.empty() ? fs::path() : ctx.cache_dir / "probes.json";
+  nlohmann::json cache = nlohmann::json::object();
+  if (stamp && !cache_file.empty()) {
+    key = sha256_hex(compiler_path.string() + "\n" + std::to_string(stamp->size) + ":" +
+                     std::to_string(stamp->mtime_ns) + ":" + std::to_string(stamp->inode) + "\n" +
+                     strings::join(argv, "\n") + "\n" + probe_source(p));
+    if (auto text = m.fs.read_file(cache_file)) {
+      cache = nlohmann::json::parse(*text, nullptr, false);
+      if (!cache.is_object()) cache = nlohmann::json::object();  // a damaged cache is only a miss
+      if (cache.contains(key) && cache[key].is_object() && cache[key].contains("ok")) {
+        auto& e = cache[key];
+        return ProbeOutcome{e["ok"].get<bool>(), true, e.value("output", std::string())};
+      }
+    }
+  }
+
+  auto dir = OPFORGE_TRY(m.fs.make_temp_directory("opforge-probe-"));
+  auto written = m.fs.write_file_atomic(dir / "probe.cpp", probe_source(p));
+  if (!written) {
+    (void)m.fs.remove_all(dir);
+    return std::unexpected(written.error());
+  }
+  probe::Command cmd;
+  cmd.argv = argv;
+  cmd.cwd = dir;
+  cmd.timeout = std::chrono::seconds(120);
+  auto result = m.proc.run(cmd);
+  (void)m.fs.remove_all(dir);
+  ProbeOutcome out;
+  if (!result) {
+    out.ok = false;
+    out.output = result.error().message;
+  } else {
+    out.ok = result->ok();
+    out.output = result->out + result->err;
+  }
+  if (!key.empty()) {
+    cache[key] = {{"ok", out.ok}, {"output", out.output}, {"probe", p.name},
+                  {"compiler", compiler_path.string()}};
+    // The cache only saves time: failing to write it never fails a plan.
+    if (m.fs.create_directories(ctx.cache_dir)) (void)m.fs.write_file_atomic(cache_file, cache.dump(1));
+  }
+  return out;
+}
+
+Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifest>& manifests,
+                                     const recipe::Recipe& recipe, const DecideContext& ctx) {
+  std::vector<std::string> names, vars;
+  for (auto& op : manifests) {
+    names.push_back(op.name);
+    vars.push_back(op.build_var);
+  }
+
+  // DS_BUILD_* values: integers; an empty value counts as unset (DeepSpeed's rule).
+  std::map<std::string, long> env_values;
+  for (auto& [name, value] : m.env.all()) {
+    if (!name.starts_with("DS_BUILD_") || value.empty()) continue;
+    if (name == "DS_BUILD_STRING") continue;  // DeepSpeed's version suffix, not an op switch
+    auto v = parse_int(strings::trim(value));
+    if (!v)
+      return bad_input("environment variable " + name + "='" + value + "' is not an integer",
+                       "use " + name + "=1 to build, " + name + "=0 to skip");
+    if (name != "DS_BUILD_OPS" && std::find(vars.begin(), vars.end(), name) == vars.end()) {
+      std::string msg = "environment variable " + name + " names no op";
+      auto candidates = vars;
+      candidates.push_back("DS_BUILD_OPS");
+      if (auto g = strings::did_you_mean(name, candidates)) msg += "; did you mean " + *g + "?";
+      return bad_input(msg, vars.empty() ? "no ops were found"
+                                         : "ops' variables: " + strings::join(vars, ", "));
+    }
+    env_values[name] = *v;
+  }
+  for (auto& [name, req] : recipe.ops) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::string msg = "[ops] names '" + name + "', which is not an op";
+    if (auto g = strings::did_you_mean(name, names)) msg += "; did you mean '" + *g + "'?";
+    Location loc;
+    if (auto it = recipe.locations.find("ops." + name); it != recipe.locations.end()) loc = it->second;
+    return bad_input(msg, names.empty() ? "no ops were found" : "ops: " + strings::join(names, ", "), loc);
+  }
+
+  const bool by_env = !env_values.empty();
+  std::vector<Decision> out;
+  for (auto& op : manifests) {
+    Decision d;
+    d.manifest = op;
+    Want want = Want::off;
+    if (by_env) {
+      if (auto it = env_values.find(op.build_var); it != env_values.end()) {
+        want = it->second ? Want::on : Want::off;
+        d.requested_by = op.build_var + "=" + std::to_string(it->second);
+      } else if (auto all = env_values.find("DS_BUILD_OPS"); all != env_values.end()) {
+        want = all->second ? Want::automatic : Want::off;
+        d.requested_by = "DS_BUILD_OPS=" + std::to_string(all->second);
+      } else {
+        d.requested_by = "DS_BUILD_OPS unset (default 0) while other DS_BUILD_* are set";
+      }
+    } else if (recipe.ops.empty()) {
+      want = Want::automatic;
+      d.requested_by = "default (no [ops] in the recipe: every op \"auto\")";
+    } else if (auto it = recipe.ops.find(op.name); it != recipe.ops.end()) {
+      want = it->second == recipe::OpRequest::on    ? Want::on
+             : it->second == recipe::OpRequest::off ? Want::off
+                                                    : Want::automatic;
+      d.requested_by = std::string("recipe: ") +
+                       (want == Want::on ? "true" : want == Want::off ? "false" : "\"auto\"");
+    } else {
+      d.requested_by = "recipe: not listed in [ops]";
+    }
+
+    if (want == Want::off) {
+      d.build = false;
+      d.reason = "not requested";
+      out.push_back(std::move(d));
+      continue;
+    }
+    std::string why_not, fix;
+    if (op.kind == Kind::cuda && !ctx.cuda_unavailable.empty()) {
+      why_not = "it needs CUDA: " + ctx.cuda_unavailable;
+      fix = "install a CUDA toolkit or set CUDA_HOME, or do not request " + op.name;
+    }
+    for (auto& p : op.probes) {
+      if (!why_not.empty()) break;
+      auto outcome = OPFORGE_TRY(run_probe(m, p, ctx));
+      if (!outcome.ok) {
+        why_not = p.name + " not found (compiling and linking `" + p.code + "`" +
+                  (p.libraries.empty() ? "" : " with -l" + strings::join(p.libraries, " -l")) +
+                  " failed)";
+        fix = probe_fix(p);
+      }
+    }
+    if (why_not.empty()) {
+      d.build = true;
+      d.reason = "compatible";
+      if (!op.probes.empty()) {
+        std::vector<std::string> pn;
+        for (auto& p : op.probes) pn.push_back(p.name);
+        d.reason += " (" + strings::join(pn, ", ") + " found)";
+      }
+    } else if (want == Want::on) {
+      return unsatisfied("op '" + op.name + "' was requested (" + d.requested_by +
+                             ") but cannot be built: " + why_not,
+                         fix);
+    } else {
+      d.build = false;
+      d.reason = "skipped: " + why_not + "; to build it, " + fix;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace opforge::ops

@@ -1,0 +1,259 @@
+#include <charconv>
+#include <algorithm>
+#include <regex>
+
+#include "ops/ops.h"
+#include "plan/plan.h"
+#include "util/strings.h"
+
+namespace opforge::plan {
+namespace {
+
+constexpr std::int64_t kMinEpoch = 315532800;  // 1980-01-01: the oldest time a zip entry holds
+
+std::optional<long long> parse_int(std::string_view text) {
+  long long v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+std::string arch_string(const std::vector<devices::Arch>& arches) {
+  std::vector<std::string> parts;
+  for (auto& a : arches) {
+    std::string s = std::to_string(a.major) + "." + std::to_string(a.minor);
+    if (a.suffix) s += a.suffix;
+    if (a.ptx) s += "+PTX";
+    parts.push_back(s);
+  }
+  return strings::join(parts, ";");
+}
+
+Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit,
+                                  const SourceInfo& source) {
+  const std::string& tmpl = recipe.package.local_version;
+  if (tmpl == "none" || tmpl.empty()) return recipe.package.version;
+  // Segments whose value is unknown are rewritten rather than left as placeholders: no toolkit
+  // gives "cpu", no commit drops the segment.
+  std::vector<std::string> segments;
+  for (auto& seg : strings::split(tmpl, '.')) {
+    std::string s(seg);
+    if (s.find("{cuda_major}") != std::string::npos || s.find("{cuda_minor}") != std::string::npos) {
+      if (!toolkit) {
+        segments.push_back("cpu");
+        continue;
+      }
+      replace_all(s, "{cuda_major}", std::to_string(toolkit->version.major));
+      replace_all(s, "{cuda_minor}", std::to_string(toolkit->version.minor));
+    }
+    if (s.find("{commit}") != std::string::npos) {
+      if (source.commit.size() < 7) continue;
+      replace_all(s, "{commit}", source.commit.substr(0, 7));
+    }
+    segments.push_back(s);
+  }
+  if (source.dirty && !source.commit.empty()) segments.push_back("dirty");
+  std::string label = strings::join(segments, ".");
+  if (label.empty()) return recipe.package.version;
+  if (!std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {
+    Location loc;
+    if (auto it = recipe.locations.find("package.local_version"); it != recipe.locations.end())
+      loc = it->second;
+    return bad_input("package.local_version gives the local version label '" + label +
+                         "', which is not [a-z0-9] segments separated by dots",
+                     "use lower-case letters, digits and dots, e.g. \"cu{cuda_major}.g{commit}\", or \"none\"",
+                     loc);
+  }
+  return recipe.package.version + "+" + label;
+}
+
+Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& opts) {
+  Plan plan;
+  plan.recipe = OPFORGE_TRY(recipe::load(m, recipe_file));
+  const recipe::Recipe& r = plan.recipe;
+  auto& notes = plan.notes;
+
+  // --- environment overrides, validated before anything is probed
+  std::string arch_list = r.arch.list;
+  std::string arch_from = "recipe [arch] list";
+  if (auto v = m.env.get("TORCH_CUDA_ARCH_LIST"); v && !v->empty()) {
+    if (opts.resolvers.check_arch_list) {
+      auto ok = opts.resolvers.check_arch_list(*v);
+      if (!ok)
+        return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v +
+                             "' is invalid: " + ok.error().message,
+                         "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
+    }
+    arch_list = *v;
+    arch_from = "TORCH_CUDA_ARCH_LIST";
+    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + *v + "' overrides the recipe's '" + r.arch.list + "'");
+  }
+  std::optional<unsigned> max_jobs;
+  if (auto v = m.env.get("MAX_JOBS"); v && !v->empty()) {
+    auto n = parse_int(strings::trim(*v));
+    if (!n || *n < 1 || *n > 4096)
+      return bad_input("environment variable MAX_JOBS='" + *v + "' is not a positive integer",
+                       "use e.g. MAX_JOBS=8, or unset it");
+    max_jobs = static_cast<unsigned>(*n);
+  }
+  std::optional<std::int64_t> env_epoch;
+  if (auto v = m.env.get("SOURCE_DATE_EPOCH"); v && !v->empty()) {
+    auto n = parse_int(strings::trim(*v));
+    if (!n || *n < 0)
+      return bad_input("environment variable SOURCE_DATE_EPOCH='" + *v +
+                           "' is not a non-negative integer (seconds since 1970)",
+                       "use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it");
+    env_epoch = *n;
+  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (auto v = m.env.get(var); v && !v->empty())
+      notes.push_back(std::string("toolkit: ") + var + "=" + *v + " is considered first");
+  if (auto v = m.env.get("DS_SKIP_CUDA_CHECK"); v && !v->empty() && *v != "0")
+    notes.push_back("DS_SKIP_CUDA_CHECK=" + *v + ": a torch/toolkit CUDA mismatch is a warning, not an error");
+
+  // --- source tree
+  if (opts.inspect_source) {
+    plan.source = OPFORGE_TRY(opts.inspect_source(m, r));
+  } else {
+    if (!r.source.path)
+      return unsatisfied("[source] git needs the source stage, which is not part of this build",
+                         "use [source] path = \"...\" with a checked-out tree");
+    plan.source.root = *r.source.path;
+  }
+  if (plan.source.ops_dir.empty()) plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
+  plan.build_dir = (r.dir / r.build.build_dir).lexically_normal();
+  plan.dist_dir = (r.dir / r.build.dist_dir).lexically_normal();
+  auto manifests = OPFORGE_TRY(ops::load_manifests(m, plan.source.ops_dir));
+  notes.push_back("ops: " + std::to_string(manifests.size()) + " manifests in " + plan.source.ops_dir.string());
+
+  // --- toolkit, host compiler, architectures. A missing toolkit is not yet an error: only a
+  // CUDA op that is explicitly requested makes it one (ops::decide).
+  std::string cuda_unavailable;
+  const std::string python = opts.python.value_or(r.cuda.python);
+  auto cuda = opts.resolvers.cuda ? opts.resolvers.cuda(m, r.cuda.version, python)
+                                  : Result<cuda::Resolution>(unsatisfied("CUDA toolkit resolution is not available"));
+  if (!cuda) {
+    if (cuda.error().kind == ErrorKind::bad_input) return std::unexpected(cuda.error());
+    cuda_unavailable = cuda.error().message;
+    notes.push_back("toolkit: none (" + cuda_unavailable + ")");
+  } else {
+    plan.cuda = *cuda;
+    for (auto& w : plan.cuda.warnings) plan.warnings.push_back(w);
+    if (!plan.cuda.chosen) cuda_unavailable = "no CUDA toolkit found";
+  }
+  const cuda::Toolkit* tk = plan.cuda.chosen ? &*plan.cuda.chosen : nullptr;
+  std::string probe_compiler = r.compiler.host == "auto" ? "c++" : r.compiler.host;
+  if (tk) {
+    notes.push_back("toolkit: CUDA " + tk->version.str() + " at " + tk->root.string());
+    if (opts.resolvers.host) {
+      auto host = opts.resolvers.host(m, *tk, r.compiler.host, r.compiler.allow_unsupported,
+                                      plan.build_dir / "shim");
+      if (!host) {
+        if (host.error().kind == ErrorKind::bad_input) return std::unexpected(host.error());
+        cuda_unavailable = "no host compiler that nvcc " + tk->version.str() + " accepts: " + host.error().message;
+      } else {
+        plan.host = *host;
+        probe_compiler = (host->shim_dir ? *host->shim_dir / "g++" : host->compiler.cxx).string();
+        notes.push_back("host compiler: " + host->compiler.cxx.string() + " " +
+                        host->compiler.version.str(3) + " (" + host->reason + ")");
+      }
+    } else {
+      cuda_unavailable = "host compiler resolution is not part of this build";
+    }
+    if (cuda_unavailable.empty() && opts.resolvers.arch) {
+      auto arch = opts.resolvers.arch(m, *tk, arch_list, r.arch.fallback);
+      if (!arch) {
+        if (arch.error().kind == ErrorKind::bad_input) {
+          Error e = arch.error();
+          if (arch_from == "TORCH_CUDA_ARCH_LIST") e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
+          return std::unexpected(e);
+        }
+        cuda_unavailable = arch.error().message;
+      } else {
+        plan.arch = *arch;
+        if (arch_from == "TORCH_CUDA_ARCH_LIST") plan.arch.source = arch_from;
+        notes.push_back("arch list: " + arch_string(plan.arch.arches) + " (from " + plan.arch.source + ")");
+        for (auto& [entry, why] : plan.arch.dropped) notes.push_back("arch " + entry + " dropped: " + why);
+      }
+    } else if (cuda_unavailable.empty()) {
+      cuda_unavailable = "architecture resolution is not part of this build";
+    }
+  }
+
+  // --- ops
+  ops::DecideContext ctx;
+  ctx.cuda_unavailable = cuda_unavailable;
+  ctx.probe_compiler = probe_compiler;
+  ctx.cache_dir = opts.cache_dir.empty() ? ops::default_cache_dir(m.env) : opts.cache_dir;
+  plan.ops = OPFORGE_TRY(ops::decide(m, manifests, r, ctx));
+  bool any_cuda = false;
+  for (auto& d : plan.ops) {
+    notes.push_back("op " + d.manifest.name + ": " + (d.build ? "build" : "skip") + " — " +
+                    d.requested_by + "; " + d.reason);
+    if (d.build && d.manifest.kind == ops::Kind::cuda) any_cuda = true;
+  }
+
+  // --- jobs, epoch, version
+  if (opts.jobs) {
+    plan.jobs = *opts.jobs;
+    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (-j)");
+  } else if (max_jobs) {
+    plan.jobs = *max_jobs;
+    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (MAX_JOBS)");
+  } else if (r.build.jobs) {
+    plan.jobs = r.build.jobs;
+    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (recipe [build] jobs)");
+  } else {
+    plan.jobs = std::max(1u, m.env.cpu_count());
+    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (CPU count)");
+  }
+  std::int64_t epoch = env_epoch ? *env_epoch : plan.source.commit_time.value_or(kMinEpoch);
+  if (epoch < kMinEpoch) {
+    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) + " clamped to 315532800 (1980-01-01, the zip minimum)");
+    epoch = kMinEpoch;
+  } else {
+    notes.push_back("SOURCE_DATE_EPOCH: " + std::to_string(epoch) +
+                    (env_epoch ? " (environment)" : plan.source.commit_time ? " (commit time)" : " (default 1980-01-01)"));
+  }
+  plan.source_date_epoch = epoch;
+  plan.wheel_version = OPFORGE_TRY(wheel_version(r, any_cuda ? tk : nullptr, plan.source));
+  if (!any_cuda && tk) notes.push_back("wheel version: no CUDA op is built, so the label says cpu");
+
+  // --- exports
+  auto& ex = plan.exports;
+  if (tk && any_cuda) {
+    if (opts.resolvers.cuda_exports) {
+      ex = opts.resolvers.cuda_exports(*tk, m.env);
+    } else {
+      ex["CUDA_HOME"] = tk->root.string();
+    }
+    ex["TORCH_CUDA_ARCH_LIST"] = arch_string(plan.arch.arches);
+  }
+  if (plan.host && any_cuda) {
+    if (plan.host->shim_dir) {
+      ex["CC"] = (*plan.host->shim_dir / "gcc").string();
+      ex["CXX"] = (*plan.host->shim_dir / "g++").string();
+      std::string path = ex.count("PATH") ? ex["PATH"] : m.env.get("PATH").value_or("");
+      ex["PATH"] = plan.host->shim_dir->string() + (path.empty() ? "" : ":" + path);
+    } else {
+      ex["CC"] = plan.host->compiler.cc.string();
+      ex["CXX"] = plan.host->compiler.cxx.string();
+    }
+  }
+  // Every op gets an explicit 1/0 and DS_BUILD_OPS=0, so a DeepSpeed-style build sees exactly
+  // this op set whatever its own defaults are.
+  ex["DS_BUILD_OPS"] = "0";
+  for (auto& d : plan.ops) ex[d.manifest.build_var] = d.build ? "1" : "0";
+  ex["MAX_JOBS"] = std::to_string(plan.jobs);
+  ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
+  return plan;
+}
+
+}  // namespace opforge::plan

@@ -1,0 +1,302 @@
+#include <charconv>
+#include <algorithm>
+#include <regex>
+
+#include "probe/machine.h"
+#include "recipe/recipe.h"
+#include "recipe/toml_reader.h"
+#include "util/strings.h"
+
+#if __has_include("devices/resolve.h")
+#include "devices/resolve.h"
+#define OPFORGE_HAVE_DEVICES_RESOLVE 1
+#endif
+
+namespace opforge::recipe {
+namespace {
+
+const std::vector<std::string> kSections = {"package", "source", "cuda",  "compiler",
+                                            "arch",    "ops",    "build"};
+
+bool matches(const std::string& s, const char* pattern) {
+  return std::regex_match(s, std::regex(pattern));
+}
+
+/// Validates an arch list written inside a string value; `column` inside the string on error.
+Status check_arch_list(const TomlReader& r, const toml::node& node, const std::string& text,
+                       std::string_view key, int offset = 0) {
+  auto ok = recipe::check_arch_list(text);
+  if (ok) return {};
+  Error e = ok.error();
+  e.kind = ErrorKind::bad_input;
+  e.message = std::string(key) + ": " + e.message;
+  e.where = r.inside_string(node, offset + (e.where.column > 0 ? e.where.column : 1));
+  return std::unexpected(e);
+}
+
+struct Parser {
+  const TomlReader& r;
+  Recipe& out;
+
+  void remember(const std::string& key, const toml::node& node) { out.locations[key] = r.at(node); }
+
+  Status package(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, {"name", "version", "local_version", "summary", "description",
+                                   "requires_python"},
+                               "[package]"));
+    if (auto* n = t.get("name")) {
+      out.package.name = OPFORGE_TRY(r.string(*n, "package.name"));
+      if (!matches(out.package.name, "[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"))
+        return std::unexpected(r.error_at(*n, "package.name '" + out.package.name +
+                                                  "' is not a valid distribution name",
+                                          "use letters, digits, '.', '_' and '-'"));
+    }
+    if (auto* n = t.get("version")) {
+      out.package.version = OPFORGE_TRY(r.string(*n, "package.version"));
+      if (!matches(out.package.version,
+                   "[0-9]+(\\.[0-9]+)*((a|b|rc)[0-9]+)?(\\.post[0-9]+)?(\\.dev[0-9]+)?"))
+        return std::unexpected(r.error_at(*n, "package.version '" + out.package.version +
+                                                  "' is not a PEP 440 version",
+                                          "write it like 0.1.0, 1.2rc1 or 2.0.post1"));
+    }
+    if (auto* n = t.get("local_version")) {
+      out.package.local_version = OPFORGE_TRY(r.string(*n, "package.local_version"));
+      remember("package.local_version", *n);
+      const std::string& lv = out.package.local_version;
+      // Placeholders are checked here so that a typo points at the recipe, not at the plan.
+      for (std::size_t open = lv.find('{'); open != std::string::npos; open = lv.find('{', open + 1)) {
+        auto close = lv.find('}', open);
+        std::string name = close == std::string::npos ? lv.substr(open) : lv.substr(open + 1, close - open - 1);
+        static const std::vector<std::string> known = {"cuda_major", "cuda_minor", "commit"};
+        if (close == std::string::npos ||
+            std::find(known.begin(), known.end(), name) == known.end()) {
+          std::string msg = "package.local_version: unknown placeholder '{" + name + "}'";
+          if (auto g = strings::did_you_mean(name, known)) msg += "; did you mean '{" + *g + "}'?";
+          return std::unexpected(Error{ErrorKind::bad_input, msg,
+                                       "placeholders: {cuda_major}, {cuda_minor}, {commit}",
+                                       r.inside_string(*n, static_cast<int>(open) + 1)});
+        }
+      }
+    }
+    if (auto* n = t.get("summary")) out.package.summary = OPFORGE_TRY(r.string(*n, "package.summary"));
+    if (auto* n = t.get("description"))
+      out.package.description = OPFORGE_TRY(r.string(*n, "package.description"));
+    if (auto* n = t.get("requires_python"))
+      out.package.requires_python = OPFORGE_TRY(r.string(*n, "package.requires_python"));
+    return {};
+  }
+
+  Status source(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, {"path", "git", "rev", "ops_dir"}, "[source]"));
+    if (auto* n = t.get("path")) {
+      fs::path p = OPFORGE_TRY(r.string(*n, "source.path"));
+      p = (p.is_absolute() ? p : out.dir / p).lexically_normal();
+      if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+      out.source.path = p;
+      remember("source.path", *n);
+    }
+    if (auto* n = t.get("git")) {
+      out.source.git = OPFORGE_TRY(r.string(*n, "source.git"));
+      remember("source.git", *n);
+      if (t.get("path"))
+        return std::unexpected(r.error_at(*n, "[source] has both path and git",
+                                          "keep one: path = \"..\" or git = \"URL\" with rev"));
+    }
+    if (auto* n = t.get("rev")) {
+      out.source.rev = OPFORGE_TRY(r.string(*n, "source.rev"));
+      if (!out.source.git)
+        return std::unexpected(r.error_at(*n, "source.rev needs source.git",
+                                          "add git = \"URL\" or remove rev"));
+    }
+    if (auto* n = t.get("ops_dir")) {
+      out.source.ops_dir = OPFORGE_TRY(r.string(*n, "source.ops_dir"));
+      remember("source.ops_dir", *n);
+      if (out.source.ops_dir.is_absolute())
+        return std::unexpected(r.error_at(*n, "source.ops_dir must be relative to the source tree"));
+    }
+    return {};
+  }
+
+  Status cuda(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, {"version", "python"}, "[cuda]"));
+    if (auto* n = t.get("version")) {
+      out.cuda.version = OPFORGE_TRY(r.string(*n, "cuda.version"));
+      remember("cuda.version", *n);
+      const char* ver = "[0-9]+(\\.[0-9]+)?";
+      std::string cmp = std::string("\\s*(>=|<=|>|<|==)\\s*") + ver + "\\s*";
+      if (!matches(out.cuda.version, "auto|torch") && !matches(out.cuda.version, ver) &&
+          !matches(out.cuda.version, (cmp + "(," + cmp + ")*").c_str()))
+        return std::unexpected(r.error_at(
+            *n, "cuda.version '" + out.cuda.version + "' is not a CUDA version or range",
+            "use \"auto\", \"torch\", \"12.4\" or a range such as \">=12.1,<13\""));
+    }
+    if (auto* n = t.get("python")) out.cuda.python = OPFORGE_TRY(r.string(*n, "cuda.python"));
+    return {};
+  }
+
+  Status compiler(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, {"host", "allow_unsupported"}, "[compiler]"));
+    if (auto* n = t.get("host")) {
+      out.compiler.host = OPFORGE_TRY(r.string(*n, "compiler.host"));
+      remember("compiler.host", *n);
+      if (out.compiler.host.empty())
+        return std::unexpected(r.error_at(*n, "compiler.host is empty", "use \"auto\" or a command such as \"g++-11\""));
+    }
+    if (auto* n = t.get("allow_unsupported"))
+      out.compiler.allow_unsupported = OPFORGE_TRY(r.boolean(*n, "compiler.allow_unsupported"));
+    return {};
+  }
+
+  Status arch(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, {"list", "fallback"}, "[arch]"));
+    if (auto* n = t.get("list")) {
+      remember("arch.list", *n);
+      if (auto* arr = n->as_array()) {
+        std::vector<std::string> items;
+        for (auto& item : *arr) {
+          auto s = OPFORGE_TRY(r.string(item, "arch.list item"));
+          OPFORGE_CHECK(check_arch_list(r, item, s, "arch.list"));
+          items.push_back(s);
+        }
+        if (items.empty())
+          return std::unexpected(r.error_at(*n, "arch.list is empty", "use \"auto\" or list architectures"));
+        out.arch.list = strings::join(items, ";");
+      } else if (n->as_string()) {
+        out.arch.list = n->as_string()->get();
+        if (out.arch.list != "auto") OPFORGE_CHECK(check_arch_list(r, *n, out.arch.list, "arch.list"));
+      } else {
+        return std::unexpected(r.error_at(
+            *n, "arch.list must be \"auto\", a string or an array of strings, not " + type_name(*n)));
+      }
+    }
+    if (auto* n = t.get("fallback")) {
+      out.arch.fallback = OPFORGE_TRY(r.string(*n, "arch.fallback"));
+      remember("arch.fallback", *n);
+      OPFORGE_CHECK(check_arch_list(r, *n, out.arch.fallback, "arch.fallback"));
+    }
+    return {};
+  }
+
+  Status ops(const toml::table& t) {
+    for (auto&& [key, node] : t) {
+      std::string name(key.str());
+      out.locations["ops." + name] = r.at(key.source());
+      if (auto* b = node.as_boolean()) {
+        out.ops[name] = b->get() ? OpRequest::on : OpRequest::off;
+      } else if (auto* s = node.as_string(); s && s->get() == "auto") {
+        out.ops[name] = OpRequest::automatic;
+      } else {
+        std::string got = node.as_string() ? "\"" + node.as_string()->get() + "\"" : type_name(node);
+        return std::unexpected(r.error_at(node, "ops." + name + " must be true, false or \"auto\", not " + got));
+      }
+    }
+    return {};
+  }
+
+  Status build(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, {"backend", "command", "wheel_glob", "jobs", "cache", "remote",
+                                   "build_dir", "dist_dir", "release"},
+                               "[build]"));
+    if (auto* n = t.get("backend")) {
+      auto v = OPFORGE_TRY(r.string(*n, "build.backend"));
+      if (v == "native") out.build.backend = Backend::native;
+      else if (v == "command") out.build.backend = Backend::command;
+      else
+        return std::unexpected(r.error_at(*n, "build.backend must be \"native\" or \"command\", not \"" + v + "\""));
+    }
+    if (auto* n = t.get("command")) out.build.command = OPFORGE_TRY(r.string_array(*n, "build.command"));
+    if (out.build.backend == Backend::command && out.build.command.empty()) {
+      const toml::node& at = t.get("command") ? *t.get("command") : *t.get("backend");
+      return std::unexpected(r.error_at(at, "build.backend = \"command\" needs a non-empty build.command",
+                                        "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]"));
+    }
+    if (auto* n = t.get("wheel_glob")) out.build.wheel_glob = OPFORGE_TRY(r.string(*n, "build.wheel_glob"));
+    if (auto* n = t.get("jobs")) {
+      remember("build.jobs", *n);
+      if (auto* i = n->as_integer(); i && i->get() >= 1 && i->get() <= 4096) {
+        out.build.jobs = static_cast<unsigned>(i->get());
+      } else if (auto* s = n->as_string(); s && s->get() == "auto") {
+        out.build.jobs = 0;
+      } else {
+        return std::unexpected(r.error_at(*n, "build.jobs must be \"auto\" or a positive integer"));
+      }
+    }
+    if (auto* n = t.get("cache")) {
+      auto v = OPFORGE_TRY(r.string(*n, "build.cache"));
+      if (v == "none") out.build.cache = Cache::none;
+      else if (v == "ccache") out.build.cache = Cache::ccache;
+      else return std::unexpected(r.error_at(*n, "build.cache must be \"none\" or \"ccache\", not \"" + v + "\""));
+    }
+    if (auto* n = t.get("remote")) out.build.remote = OPFORGE_TRY(r.string(*n, "build.remote"));
+    if (auto* n = t.get("build_dir")) out.build.build_dir = OPFORGE_TRY(r.string(*n, "build.build_dir"));
+    if (auto* n = t.get("dist_dir")) out.build.dist_dir = OPFORGE_TRY(r.string(*n, "build.dist_dir"));
+    if (auto* n = t.get("release")) out.build.release = OPFORGE_TRY(r.boolean(*n, "build.release"));
+    return {};
+  }
+};
+
+
+}  // namespace
+
+Status check_arch_list(std::string_view text) {
+#ifdef OPFORGE_HAVE_DEVICES_RESOLVE
+  auto parsed = devices::parse_arch_list(text);
+  if (!parsed) return std::unexpected(parsed.error());
+  return {};
+#else
+  // Until devices::parse_arch_list is available: the TORCH_CUDA_ARCH_LIST grammar, minimally.
+  std::size_t pos = 0;
+  for (auto& entry : strings::split(text, ';')) {
+    std::string e(entry);
+    if (!matches(e, "[0-9]+\\.[0-9][af]?(\\+PTX)?"))
+      return std::unexpected(Error{ErrorKind::bad_input, "invalid architecture '" + e + "'",
+                                   "write entries like 8.6 or 9.0+PTX, separated by ';'",
+                                   Location{{}, 0, static_cast<int>(pos) + 1, {}}});
+    pos += entry.size() + 1;
+  }
+  return {};
+#endif
+}
+
+namespace {
+
+Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_view text) {
+  TomlReader r(path, text);
+  toml::table doc = OPFORGE_TRY(r.parse());
+  Recipe out;
+  out.file = path;
+  out.dir = dir;
+  Parser p{r, out};
+  OPFORGE_CHECK(r.check_keys(doc, kSections, "the recipe"));
+  for (auto&& [key, node] : doc) {
+    std::string name(key.str());
+    const toml::table* t = OPFORGE_TRY(r.table(node, name));
+    if (name == "package") OPFORGE_CHECK(p.package(*t));
+    else if (name == "source") OPFORGE_CHECK(p.source(*t));
+    else if (name == "cuda") OPFORGE_CHECK(p.cuda(*t));
+    else if (name == "compiler") OPFORGE_CHECK(p.compiler(*t));
+    else if (name == "arch") OPFORGE_CHECK(p.arch(*t));
+    else if (name == "ops") OPFORGE_CHECK(p.ops(*t));
+    else if (name == "build") OPFORGE_CHECK(p.build(*t));
+  }
+  if (!out.source.path && !out.source.git) out.source.path = out.dir.lexically_normal();
+  return out;
+}
+
+}  // namespace
+
+Result<Recipe> parse_file(const fs::path& path, std::string_view text) {
+  return parse_in(path, path.has_parent_path() ? path.parent_path() : fs::path("."), text);
+}
+
+Result<Recipe> load(probe::Machine m, const fs::path& file) {
+  if (m.fs.resolved_type(file) != probe::FileType::regular)
+    return bad_input("recipe file '" + file.string() + "' does not exist",
+                     "pass the path of a recipe such as recipes/default.toml");
+  auto text = OPFORGE_TRY(m.fs.read_file(file));
+  fs::path abs = OPFORGE_TRY(m.fs.canonical(file));
+  // Errors show the path as typed; relative paths in the recipe resolve against its real folder.
+  return parse_in(file, abs.parent_path(), text);
+}
+
+}  // namespace opforge::recipe

@@ -1,0 +1,181 @@
+// plan::make on a fake machine: the resolution stages are replaced by resolvers describing a
+// machine with CUDA 13.0 (or none), so the test covers what the plan itself decides.
+#include <gtest/gtest.h>
+
+#include "plan/json.h"
+#include "plan/plan.h"
+#include "probe/fake_machine.h"
+
+namespace opforge::plan {
+namespace {
+
+using Names = std::vector<std::string>;
+
+struct World {
+  probe::FakeMachine fm;
+  Options opts;
+  bool has_cuda = true;
+  World(const std::string& recipe_body = "") {
+    fm.fs.add_file("/r/recipes/default.toml",
+                   "[package]\nversion = \"0.1.0\"\n[source]\npath = \"..\"\nops_dir = \"ops\"\n" + recipe_body);
+    fm.fs.add_file("/r/ops/cpuop/op.toml", "name = \"cpuop\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n");
+    fm.fs.add_file("/r/ops/vecadd/op.toml", "name = \"vecadd\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\n");
+    fm.env.set("PATH", "/usr/bin");
+    opts.cache_dir = "/cache";
+    opts.resolvers.cuda = [this](probe::Machine, const std::string&, const std::string&) -> Result<cuda::Resolution> {
+      if (!has_cuda) return unsatisfied("no CUDA toolkit found (looked in CUDA_HOME, PATH, /usr/local/cuda*)");
+      cuda::Resolution r;
+      cuda::Toolkit tk;
+      tk.root = "/usr/local/cuda-13.0";
+      tk.version = Version{13, 0, 0};
+      r.chosen = tk;
+      return r;
+    };
+    opts.resolvers.cuda_exports = [](const cuda::Toolkit& tk, const probe::Environment&) {
+      return std::map<std::string, std::string>{{"CUDA_HOME", tk.root.string()},
+                                                {"PATH", tk.root.string() + "/bin:/usr/bin"}};
+    };
+    opts.resolvers.host = [](probe::Machine, const cuda::Toolkit&, const std::string&, bool,
+                             const fs::path& shim) -> Result<compiler::HostChoice> {
+      compiler::HostChoice h;
+      h.compiler.cc = "/usr/bin/gcc-12";
+      h.compiler.cxx = "/usr/bin/g++-12";
+      h.compiler.version = Version{12, 2, 0};
+      h.shim_dir = shim;
+      h.reason = "the default gcc 12 is accepted by nvcc 13.0 (max gcc 14)";
+      return h;
+    };
+    opts.resolvers.arch = [](probe::Machine, const cuda::Toolkit&, const std::string& list,
+                             const std::string& fallback) -> Result<devices::ArchDecision> {
+      devices::ArchDecision d;
+      d.source = list == "auto" ? "fallback" : "recipe [arch] list";
+      d.arches = {devices::Arch{8, 0, 0, false}, devices::Arch{9, 0, 0, true}};
+      (void)fallback;
+      return d;
+    };
+  }
+  Result<Plan> make() { return plan::make(fm.machine(), "/r/recipes/default.toml", opts); }
+};
+
+TEST(PlanMake, ResolvesEverythingAndExportsIt) {
+  World w;
+  auto p = w.make();
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->source.root, "/r");
+  EXPECT_EQ(p->source.ops_dir, "/r/ops");
+  ASSERT_EQ(p->ops.size(), 2u);
+  EXPECT_TRUE(p->ops[0].build);
+  EXPECT_TRUE(p->ops[1].build);
+  EXPECT_EQ(p->wheel_version, "0.1.0+cu13");
+  EXPECT_EQ(p->build_dir, "/r/recipes/build/opforge");
+  EXPECT_EQ(p->exports, (std::map<std::string, std::string>{
+                            {"CC", "/r/recipes/build/opforge/shim/gcc"},
+                            {"CUDA_HOME", "/usr/local/cuda-13.0"},
+                            {"CXX", "/r/recipes/build/opforge/shim/g++"},
+                            {"DS_BUILD_CPUOP", "1"},
+                            {"DS_BUILD_OPS", "0"},
+                            {"DS_BUILD_VECADD", "1"},
+                            {"MAX_JOBS", "2"},
+                            {"PATH", "/r/recipes/build/opforge/shim:/usr/local/cuda-13.0/bin:/usr/bin"},
+                            {"SOURCE_DATE_EPOCH", "315532800"},
+                            {"TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"}}));
+  EXPECT_TRUE(w.fm.proc.calls().empty()) << "no probe ran: no op has one";
+  auto j = to_json(*p);
+  EXPECT_EQ(j["wheel_version"], "0.1.0+cu13");
+  EXPECT_EQ(j["ops"][1]["name"], "vecadd");
+}
+
+TEST(PlanMake, WithoutToolkitCpuOpsStillBuild) {
+  World w;
+  w.has_cuda = false;
+  auto p = w.make();
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_TRUE(p->ops[0].build);
+  EXPECT_FALSE(p->ops[1].build);
+  EXPECT_EQ(p->ops[1].reason,
+            "skipped: it needs CUDA: no CUDA toolkit found (looked in CUDA_HOME, PATH, "
+            "/usr/local/cuda*); to build it, install a CUDA toolkit or set CUDA_HOME, or do not "
+            "request vecadd");
+  EXPECT_EQ(p->wheel_version, "0.1.0+cpu");
+  EXPECT_EQ(p->exports.count("CUDA_HOME"), 0u);
+  EXPECT_EQ(p->exports.at("DS_BUILD_VECADD"), "0");
+}
+
+TEST(PlanMake, WithoutToolkitARequestedCudaOpIsUnsatisfied) {
+  World w("[ops]\nvecadd = true\n");
+  w.has_cuda = false;
+  auto p = w.make();
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().kind, ErrorKind::unsatisfied);
+}
+
+TEST(PlanMake, JobsPrecedenceFlagThenMaxJobsThenRecipeThenCpus) {
+  World w("[build]\njobs = 3\n");
+  EXPECT_EQ(w.make()->jobs, 3u);
+  w.fm.env.set("MAX_JOBS", "5");
+  EXPECT_EQ(w.make()->jobs, 5u);
+  w.opts.jobs = 7;
+  EXPECT_EQ(w.make()->jobs, 7u);
+  World cpus;
+  EXPECT_EQ(cpus.make()->jobs, 2u);
+}
+
+TEST(PlanMake, SourceDateEpochIsClampedTo1980) {
+  World w;
+  w.fm.env.set("SOURCE_DATE_EPOCH", "1000");
+  EXPECT_EQ(w.make()->source_date_epoch, 315532800);
+  w.fm.env.set("SOURCE_DATE_EPOCH", "1700000000");
+  EXPECT_EQ(w.make()->source_date_epoch, 1700000000);
+}
+
+TEST(PlanMake, CommitComesFromTheSourceInspector) {
+  World w;
+  w.opts.inspect_source = [](probe::Machine, const recipe::Recipe& r) -> Result<SourceInfo> {
+    SourceInfo s;
+    s.root = *r.source.path;
+    s.commit = "8cd046f0123456789abcdef0123456789abcdef0";
+    s.dirty = true;
+    s.commit_time = 1600000000;
+    return s;
+  };
+  auto p = w.make();
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->wheel_version, "0.1.0+cu13.g8cd046f.dirty");
+  EXPECT_EQ(p->source_date_epoch, 1600000000);
+}
+
+TEST(PlanMake, TorchCudaArchListOverridesTheRecipe) {
+  World w;
+  w.fm.env.set("TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX");
+  auto p = w.make();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->arch.source, "TORCH_CUDA_ARCH_LIST");
+  w.fm.env.set("TORCH_CUDA_ARCH_LIST", "8.6;;");
+  auto bad = w.make();
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
+  EXPECT_TRUE(bad.error().message.starts_with("environment variable TORCH_CUDA_ARCH_LIST='8.6;;' is invalid: "));
+}
+
+TEST(PlanWheelVersion, TemplatesAndLabels) {
+  recipe::Recipe r;
+  cuda::Toolkit tk;
+  tk.version = Version{12, 4, 0};
+  SourceInfo src;
+  src.commit = "abcdef0123";
+  r.package.local_version = "cu{cuda_major}{cuda_minor}.g{commit}";
+  EXPECT_EQ(*wheel_version(r, &tk, src), "0.1.0+cu124.gabcdef0");
+  r.package.local_version = "none";
+  EXPECT_EQ(*wheel_version(r, &tk, src), "0.1.0");
+  r.package.local_version = "cu{cuda_major}.g{commit}";
+  EXPECT_EQ(*wheel_version(r, nullptr, SourceInfo{}), "0.1.0+cpu");
+  r.package.local_version = "My-Label";
+  auto bad = wheel_version(r, &tk, src);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "package.local_version gives the local version label 'My-Label', which is not [a-z0-9] "
+            "segments separated by dots");
+}
+
+}  // namespace
+}  // namespace opforge::plan

@@ -1,0 +1,111 @@
+// Recipe parsing: defaults, every section, and errors with file:line:col and a caret.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "recipe/recipe.h"
+
+namespace opforge::recipe {
+namespace {
+
+TEST(RecipeParse, EmptyRecipeGetsDefaults) {
+  auto r = parse_file("/x/r.toml", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->package.name, "opforge-ops");
+  EXPECT_EQ(r->package.local_version, "cu{cuda_major}.g{commit}");
+  EXPECT_EQ(*r->source.path, "/x");
+  EXPECT_EQ(r->source.ops_dir, "src/kernels");
+  EXPECT_EQ(r->arch.list, "auto");
+  EXPECT_EQ(r->build.jobs, 0u);
+  EXPECT_TRUE(r->ops.empty());
+}
+
+TEST(RecipeParse, EverySection) {
+  auto r = parse_file("/x/recipes/r.toml", R"(
+[package]
+name = "my-ops"
+version = "1.2.0"
+local_version = "cu{cuda_major}{cuda_minor}"
+[source]
+git = "https://example.org/ops.git"
+rev = "v1.2.0"
+ops_dir = "csrc/ops"
+[cuda]
+version = ">=12.1,<13"
+python = "/usr/bin/python3"
+[compiler]
+host = "g++-11"
+allow_unsupported = true
+[arch]
+list = ["8.0", "9.0+PTX"]
+fallback = "8.6"
+[ops]
+aio = "auto"
+cpu_adam = true
+utils = false
+[build]
+backend = "command"
+command = ["python3", "setup.py", "bdist_wheel"]
+jobs = 8
+cache = "ccache"
+remote = "redis://127.0.0.1:6379"
+release = true
+)");
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->package.name, "my-ops");
+  EXPECT_FALSE(r->source.path);
+  EXPECT_EQ(*r->source.git, "https://example.org/ops.git");
+  EXPECT_EQ(*r->source.rev, "v1.2.0");
+  EXPECT_EQ(r->cuda.version, ">=12.1,<13");
+  EXPECT_EQ(r->compiler.host, "g++-11");
+  EXPECT_TRUE(r->compiler.allow_unsupported);
+  EXPECT_EQ(r->arch.list, "8.0;9.0+PTX");
+  EXPECT_EQ(r->ops.at("aio"), OpRequest::automatic);
+  EXPECT_EQ(r->ops.at("cpu_adam"), OpRequest::on);
+  EXPECT_EQ(r->ops.at("utils"), OpRequest::off);
+  EXPECT_EQ(r->build.backend, Backend::command);
+  EXPECT_EQ(r->build.command.size(), 3u);
+  EXPECT_EQ(r->build.jobs, 8u);
+  EXPECT_EQ(r->build.cache, Cache::ccache);
+  EXPECT_TRUE(r->build.release);
+  EXPECT_EQ(r->locations.at("ops.aio").line, 20);
+}
+
+TEST(RecipeParse, RelativeSourcePathResolvesAgainstTheRecipeFolder) {
+  auto r = parse_file("/x/recipes/r.toml", "[source]\npath = \"..\"\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r->source.path, "/x");
+}
+
+TEST(RecipeParse, ErrorRendersLineAndCaret) {
+  auto r = parse_file("r.toml", "[build]\njobs = \"many\"\n");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(r.error().render(),
+            "r.toml:2:8: build.jobs must be \"auto\" or a positive integer\n"
+            "  jobs = \"many\"\n"
+            "         ^");
+}
+
+TEST(RecipeParse, ArrayArchEntryErrorPointsInsideThatString) {
+  auto r = parse_file("r.toml", "[arch]\nlist = [\"8.0\", \"sm_90\"]\n");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where.line, 2);
+  EXPECT_EQ(r.error().where.column, 17);
+}
+
+TEST(RecipeParse, TheDefaultRecipeParses) {
+  std::ifstream in(std::string(OPFORGE_SOURCE_DIR) + "/recipes/default.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto r = parse_file("/repo/recipes/default.toml", text.str());
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(*r->source.path, "/repo");
+  EXPECT_EQ(r->arch.fallback, "8.0;8.6;9.0+PTX");
+  EXPECT_EQ(r->ops.size(), 4u);
+  for (auto& [name, req] : r->ops) EXPECT_EQ(req, OpRequest::automatic) << name;
+}
+
+}  // namespace
+}  // namespace opforge::recipe
