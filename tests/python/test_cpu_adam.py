@@ -108,3 +108,15 @@ def test_bad_arguments_are_clear():
         cpu_adam.adam_step(a, a.copy(), a.copy(), a.copy(), step=0)
     with pytest.raises(ValueError, match='differ in size'):
         cpu_adam.adam_step(a, np.zeros(3, np.float32), a.copy(), a.copy(), step=1)
+
+
+@pytest.mark.parametrize('op', ['cpu_adam', 'utils'])
+def test_library_does_not_link_openmp(op):
+    import shutil
+    from opforge_ops import _native
+    if shutil.which('readelf') is None:
+        pytest.skip('readelf (binutils) is not installed')
+    out = subprocess.run(['readelf', '-d', _native.find(op)], capture_output=True, text=True,
+                         check=True).stdout
+    needed = [line for line in out.splitlines() if '(NEEDED)' in line]
+    assert needed and not any('gomp' in line or 'libaio' in line for line in needed), needed
