@@ -84,3 +84,27 @@ TEST(WheelBuildInfo, SortedDictWithVersionsOnly) {
 }
 
 }  // namespace opforge::wheel
+
+#include "probe/fake_machine.h"
+
+namespace opforge::wheel {
+
+TEST(WheelCollect, WalksSortedSkipsBytecodeKeepsModes) {
+  probe::FakeFileSystem fs;
+  fs.add_file("/stage/opforge_ops/__init__.py", "A");
+  fs.add_file("/stage/opforge_ops/__pycache__/__init__.cpython-311.pyc", "junk");
+  fs.add_file("/stage/opforge_ops/stray.pyc", "junk");
+  fs.add_file("/stage/opforge_ops/_lib/libopforge_x.so", "ELF", 0755);
+  fs.add_file("/stage/opforge_ops/overflow/__init__.py", "B");
+  auto files = collect_files(fs, "/stage/opforge_ops", "opforge_ops");
+  ASSERT_TRUE(files) << files.error().message;
+  ASSERT_EQ(files->size(), 3u);
+  EXPECT_EQ((*files)[0].path, "opforge_ops/__init__.py");
+  EXPECT_EQ((*files)[0].mode, 0644u);
+  EXPECT_EQ((*files)[1].path, "opforge_ops/_lib/libopforge_x.so");
+  EXPECT_EQ((*files)[1].mode, 0755u);
+  EXPECT_EQ((*files)[2].path, "opforge_ops/overflow/__init__.py");
+  EXPECT_EQ((*files)[2].content, "B");
+}
+
+}  // namespace opforge::wheel

@@ -99,7 +99,8 @@ TEST(WheelWriter, RecordRowsHashSizeAndOwnRow) {
   const auto& record = entries->back().content;
   auto rows = strings::split(record, '\n');
   ASSERT_EQ(rows.size(), 7u);  // 6 rows + trailing empty
-  EXPECT_EQ(rows[0], "opforge_ops/__init__.py," + record_hash("X = 1\n") + ",6");
+  // The hash as Python's hashlib + urlsafe_b64encode(...).rstrip('=') gives it.
+  EXPECT_EQ(rows[0], "opforge_ops/__init__.py,sha256=Crrh4K5yghbuRJk8Wjp1X4scOH2Uf8TE9yyrDkqEIUs,6");
   EXPECT_EQ(rows[5], "opforge_ops-0.1.0+cu13.gabc1234.dist-info/RECORD,,");
   EXPECT_EQ(rows[0].find('='), rows[0].find("sha256=") + 6);
   EXPECT_EQ(record.find("=,"), std::string::npos);  // no base64 padding

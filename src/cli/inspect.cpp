@@ -23,7 +23,9 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["problems"] = in.report.problems;
   j["files"] = nlohmann::json::array();
   for (const auto& f : in.files) {
-    nlohmann::json fj{{"path", f.path}, {"size", f.size}, {"mode", f.mode}};
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", f.mode);
+    nlohmann::json fj{{"path", f.path}, {"size", f.size}, {"mode", mode}};
     if (f.elf) {
       nlohmann::json e;
       e["needed"] = f.elf->needed;

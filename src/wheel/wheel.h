@@ -99,6 +99,12 @@ struct File {
   unsigned mode = 0644;  ///< only 0644 or 0755 are written (any x bit → 0755)
 };
 
+/// Every regular file under `dir` (recursively, through fs), as wheel Files named
+/// `prefix + "/" + relative path`, sorted; executable files get 0755, others 0644. Skips
+/// `__pycache__/` folders and `*.pyc`. A symlink contributes its target's content.
+Result<std::vector<File>> collect_files(const probe::FileSystem& fs, const fs::path& dir,
+                                        std::string_view prefix);
+
 struct Spec {
   std::string name;                  ///< distribution name as the user wrote it ("opforge-ops")
   std::string version;               ///< "0.1.0+cu13.g8cd046f"; checked with validate_version
