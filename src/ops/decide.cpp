@@ -184,7 +184,7 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
       }
     } else if (recipe.ops.empty()) {
       want = Want::automatic;
-      d.requested_by = "default (no [ops] in the recipe: every op \"auto\")";
+      d.requested_by = "no [ops] table: \"auto\"";
     } else if (auto it = recipe.ops.find(op.name); it != recipe.ops.end()) {
       want = it->second == recipe::OpRequest::on    ? Want::on
              : it->second == recipe::OpRequest::off ? Want::off

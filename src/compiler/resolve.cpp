@@ -1,0 +1,288 @@
+#include "compiler/resolve.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "util/strings.h"
+
+namespace opforge::compiler {
+
+Limits parse_host_config(std::string_view text) {
+  Limits l;
+  std::match_results<std::string_view::const_iterator> mm;
+  static const std::regex gnu(R"(#if\s+__GNUC__\s*>\s*([0-9]+))");
+  static const std::regex clang_ge(R"(__clang_major__\s*>=\s*([0-9]+))");
+  static const std::regex clang_gt(R"(__clang_major__\s*>\s*([0-9]+))");
+  if (std::regex_search(text.begin(), text.end(), mm, gnu)) l.max_gcc = std::stoi(mm[1].str());
+  if (std::regex_search(text.begin(), text.end(), mm, clang_ge)) l.max_clang = std::stoi(mm[1].str()) - 1;
+  else if (std::regex_search(text.begin(), text.end(), mm, clang_gt)) l.max_clang = std::stoi(mm[1].str());
+  return l;
+}
+
+Limits table_limits(const Version& v) {
+  // facts §1; also in toolchains/cuda-host-compilers.toml for people.
+  struct Row { Version from; int gcc; int clang; };
+  static const Row rows[] = {
+      {{13, 0}, 15, 20}, {{12, 8}, 14, 19}, {{12, 6}, 13, 18}, {{12, 4}, 13, 17}, {{12, 2}, 12, 16},
+      {{12, 1}, 12, 15}, {{12, 0}, 12, 14}, {{11, 8}, 11, 14}, {{11, 6}, 11, 13}, {{11, 4, 1}, 11, 12},
+      {{11, 2}, 10, 11}, {{11, 1}, 10, 10}, {{11, 0}, 9, 9},   {{10, 1}, 8, 8},   {{10, 0}, 7, 6},
+  };
+  Limits l;
+  l.source = "toolchains/cuda-host-compilers.toml";
+  for (auto& r : rows)
+    if (v >= r.from) { l.max_gcc = r.gcc; l.max_clang = r.clang; return l; }
+  return l;
+}
+
+bool accepted(const Compiler& c, const Limits& l) {
+  int max = c.family == Family::gcc ? l.max_gcc : l.max_clang;
+  return max > 0 && c.version.major <= max;
+}
+
+namespace {
+
+std::optional<Version> ask_version(probe::Machine m, const fs::path& exe, Family fam) {
+  std::vector<std::string> argv{exe.string()};
+  if (fam == Family::gcc) argv.push_back("-dumpfullversion");
+  argv.push_back("-dumpversion");
+  auto r = m.proc.run(probe::Command{.argv = argv, .timeout = std::chrono::milliseconds(10000)});
+  if (!r || !r->ok()) return std::nullopt;
+  return parse_version(strings::trim(r->out));
+}
+
+std::string cxx_name(const std::string& cc, Family fam) {
+  if (fam == Family::gcc) return "g++" + cc.substr(3);
+  return "clang++" + cc.substr(5);
+}
+
+std::string family_name(Family f) { return f == Family::gcc ? "gcc" : "clang"; }
+
+std::string describe(const Compiler& c) {
+  return c.cxx.filename().string() + " (" + family_name(c.family) + " " + c.version.str(3) + ")";
+}
+
+}  // namespace
+
+std::vector<Compiler> find_installed(probe::Machine m) {
+  std::vector<Compiler> out;
+  auto path = m.env.get("PATH").value_or("");
+  static const std::regex name_re(R"((gcc|clang)(-[0-9]+)?)");
+  std::set<std::string> seen_names, seen_real;
+  std::vector<std::pair<fs::path, Family>> found;
+  for (auto& dir : strings::split(path, ':')) {
+    if (dir.empty()) continue;
+    auto names = m.fs.list_directory(fs::path(dir));
+    if (!names) continue;
+    for (auto& n : *names) {
+      std::smatch mm;
+      if (!std::regex_match(n, mm, name_re) || seen_names.count(n)) continue;
+      seen_names.insert(n);
+      fs::path cc = fs::path(dir) / n;
+      if (!m.fs.is_executable(cc)) continue;
+      found.push_back({cc, mm[1].str() == "gcc" ? Family::gcc : Family::clang});
+    }
+  }
+  // Plain names first so that the default keeps its plain name after deduplication.
+  std::stable_sort(found.begin(), found.end(), [](auto& a, auto& b) {
+    return a.first.filename().string().find('-') == std::string::npos &&
+           b.first.filename().string().find('-') != std::string::npos;
+  });
+  for (auto& [cc, fam] : found) {
+    auto canon = m.fs.canonical(cc);
+    std::string real = canon ? canon->string() : cc.string();
+    if (!seen_real.insert(real).second) continue;
+    auto cxx = probe::find_on_path(m.fs, cxx_name(cc.filename().string(), fam), path);
+    if (!cxx) continue;
+    auto v = ask_version(m, cc, fam);
+    if (!v) continue;
+    Compiler c{fam, cc, *cxx, *v, fam == Family::gcc && cc.filename() == "gcc"};
+    out.push_back(c);
+  }
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) {
+    if (a.is_default != b.is_default) return a.is_default;
+    if (a.family != b.family) return a.family == Family::gcc;
+    return a.version > b.version;
+  });
+  return out;
+}
+
+Limits limits_for(probe::Machine m, const cuda::Toolkit& tk) {
+  std::vector<fs::path> headers{tk.include_dir / "crt" / "host_config.h",
+                                tk.root / "include" / "crt" / "host_config.h"};
+  if (auto names = m.fs.list_directory(tk.root / "targets"))
+    for (auto& n : *names) headers.push_back(tk.root / "targets" / n / "include" / "crt" / "host_config.h");
+  for (auto& h : headers) {
+    auto text = m.fs.read_file(h);
+    if (!text) continue;
+    auto l = parse_host_config(*text);
+    if (l.max_gcc == 0 && l.max_clang == 0) continue;
+    auto t = table_limits(tk.version);
+    if (l.max_gcc == 0) l.max_gcc = t.max_gcc;
+    if (l.max_clang == 0) l.max_clang = t.max_clang;
+    l.source = h.string();
+    return l;
+  }
+  return table_limits(tk.version);
+}
+
+Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host_in,
+                           bool allow_unsupported, const fs::path& shim_dir) {
+  HostChoice hc;
+  hc.limits = limits_for(m, tk);
+  hc.installed = find_installed(m);
+  std::string host(strings::trim(host_in));
+  if (host.empty()) host = "auto";
+  std::string limit_text = "CUDA " + tk.version.str() + " accepts gcc <= " + std::to_string(hc.limits.max_gcc) +
+                           " and clang <= " + std::to_string(hc.limits.max_clang) + " (from " + hc.limits.source + ")";
+  std::string pkg = "g++-" + std::to_string(hc.limits.max_gcc);
+  std::string install_hint = "install an accepted compiler (e.g. `apt-get install " + pkg +
+                             "`), or set [compiler] allow_unsupported = true to pass -allow-unsupported-compiler";
+
+  if (host == "auto") {
+    const Compiler* def = nullptr;
+    for (auto& c : hc.installed) if (c.is_default) { def = &c; break; }
+    if (def && accepted(*def, hc.limits)) {
+      hc.compiler = *def;
+      hc.reason = "the default compiler " + describe(*def) + " is accepted: " + limit_text;
+      return hc;
+    }
+    const Compiler* best = nullptr;
+    for (auto& c : hc.installed)
+      if (accepted(c, hc.limits) && (!best || (c.family == Family::gcc && best->family != Family::gcc) ||
+                                     (c.family == best->family && c.version > best->version)))
+        best = &c;
+    if (best) {
+      hc.compiler = *best;
+      hc.shim_dir = shim_dir;
+      hc.reason = (def ? "the default " + describe(*def) + " is too new; " : std::string("no default gcc; ")) +
+                  "using the newest accepted " + describe(*best) + " through a shim: " + limit_text;
+      return hc;
+    }
+    if (allow_unsupported && (def || !hc.installed.empty())) {
+      hc.compiler = def ? *def : hc.installed.front();
+      hc.allow_unsupported = true;
+      hc.reason = describe(hc.compiler) + " is not accepted (" + limit_text + "); allow_unsupported = true passes -allow-unsupported-compiler";
+      return hc;
+    }
+    std::string have;
+    for (auto& c : hc.installed) have += (have.empty() ? "" : ", ") + describe(c);
+    return unsatisfied("no installed host compiler is accepted by CUDA " + tk.version.str() + ": " + limit_text +
+                           "; installed: " + (have.empty() ? "none" : have),
+                       install_hint);
+  }
+
+  // A named compiler: a command on PATH or a path, C++ or C driver name.
+  fs::path given(host);
+  std::optional<fs::path> exe;
+  if (host.find('/') != std::string::npos) {
+    if (m.fs.is_executable(given)) exe = given;
+  } else {
+    exe = probe::find_on_path(m.fs, host, m.env.get("PATH").value_or(""));
+  }
+  if (!exe)
+    return bad_input("[compiler] host '" + host + "' is not an executable on PATH",
+                     "write \"auto\", a command such as \"g++-11\", or a full path");
+  std::string name = exe->filename().string();
+  Compiler c;
+  c.family = name.find("clang") != std::string::npos ? Family::clang : Family::gcc;
+  static const std::regex cxx_re(R"((g\+\+|c\+\+|clang\+\+)(-[0-9]+)?)");
+  std::smatch mm;
+  if (std::regex_match(name, mm, cxx_re)) {
+    c.cxx = *exe;
+    std::string cc = (mm[1].str() == "g++" ? "gcc" : mm[1].str() == "c++" ? "cc" : "clang") + mm[2].str();
+    c.cc = exe->parent_path() / cc;
+    if (!m.fs.is_executable(c.cc)) c.cc = *exe;
+  } else {
+    c.cc = *exe;
+    auto cxx = exe->parent_path() / cxx_name(name.starts_with("gcc") || name.starts_with("clang") ? name : "gcc", c.family);
+    c.cxx = m.fs.is_executable(cxx) ? cxx : *exe;
+  }
+  auto v = ask_version(m, c.cc, c.family);
+  if (!v) return failure("cannot read the version of " + c.cc.string());
+  c.version = *v;
+  for (auto& i : hc.installed)
+    if (i.is_default) {
+      auto a = m.fs.canonical(i.cc), b = m.fs.canonical(c.cc);
+      c.is_default = a && b && *a == *b;
+    }
+  hc.compiler = c;
+  if (!c.is_default) hc.shim_dir = shim_dir;
+  if (!accepted(c, hc.limits)) {
+    if (!allow_unsupported)
+      return unsatisfied("[compiler] host " + describe(c) + " is not accepted: " + limit_text, install_hint);
+    hc.allow_unsupported = true;
+    hc.reason = describe(c) + " as asked, beyond the toolkit's limit (allow_unsupported = true)";
+    return hc;
+  }
+  hc.reason = describe(c) + " as asked; " + limit_text;
+  return hc;
+}
+
+namespace {
+
+bool looks_like_compiler(const fs::path& target) {
+  static const std::regex re(R"((gcc|g\+\+|cc|c\+\+|clang|clang\+\+)(-[0-9]+(\.[0-9]+)*)?)");
+  return std::regex_match(target.filename().string(), re);
+}
+
+Status place_links(probe::FileSystem& fs, const fs::path& dir,
+                   const std::vector<std::pair<std::string, fs::path>>& links) {
+  // Check everything first so that a refusal leaves nothing half-done.
+  for (auto& [name, target] : links) {
+    auto p = dir / name;
+    auto t = fs.type_of(p);
+    if (t == probe::FileType::none) continue;
+    if (t != probe::FileType::symlink)
+      return unsatisfied("refusing to replace " + p.string() + ": it is not a symlink",
+                         "move it away yourself if it should be replaced");
+    auto cur = fs.read_symlink(p);
+    if (cur && *cur != target && !looks_like_compiler(*cur))
+      return unsatisfied("refusing to replace " + p.string() + " -> " + cur->string() +
+                             ": it is not a compiler link opforge would make",
+                         "remove it yourself if it should be replaced");
+  }
+  OPFORGE_CHECK(fs.create_directories(dir));
+  for (auto& [name, target] : links) {
+    auto p = dir / name;
+    if (fs.type_of(p) == probe::FileType::symlink)
+      if (auto cur = fs.read_symlink(p); cur && *cur == target) continue;
+    OPFORGE_CHECK(fs.create_symlink(target, p));
+  }
+  return {};
+}
+
+Status remove_links(probe::FileSystem& fs, const fs::path& dir, const std::vector<std::string>& names) {
+  for (auto& name : names) {
+    auto p = dir / name;
+    if (fs.type_of(p) != probe::FileType::symlink) continue;
+    auto cur = fs.read_symlink(p);
+    if (cur && looks_like_compiler(*cur)) OPFORGE_CHECK(fs.remove(p));
+  }
+  return {};
+}
+
+}  // namespace
+
+Status create_shim(probe::FileSystem& fs, const HostChoice& choice) {
+  if (!choice.shim_dir) return {};
+  const auto& c = choice.compiler;
+  return place_links(fs, *choice.shim_dir,
+                     {{"gcc", c.cc}, {"g++", c.cxx}, {"cc", c.cc}, {"c++", c.cxx}});
+}
+
+Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostChoice& choice) {
+  const auto& c = choice.compiler;
+  // nvcc prepends its own bin/ to PATH and runs bare gcc and g++: both are needed.
+  return place_links(fs, tk.root / "bin", {{"gcc", c.cc}, {"g++", c.cxx}});
+}
+
+Status unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk) {
+  return remove_links(fs, tk.root / "bin", {"gcc", "g++"});
+}
+
+Status remove_shim(probe::FileSystem& fs, const fs::path& shim_dir) {
+  return remove_links(fs, shim_dir, {"gcc", "g++", "cc", "c++"});
+}
+
+}  // namespace opforge::compiler

@@ -1,0 +1,53 @@
+#pragma once
+/// Host compilers: which are installed, which the chosen nvcc accepts, and the shim that makes an
+/// accepted one visible to nvcc (facts §1).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/host.h"
+#include "cuda/toolkit.h"
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::compiler {
+
+/// Limits from the text of a crt/host_config.h (`#if __GNUC__ > 15`, `__clang_major__ >= 21`);
+/// a field stays 0 when the header does not say.
+Limits parse_host_config(std::string_view text);
+
+/// The toolchains/ table (facts §1) for a CUDA version; source names the table.
+Limits table_limits(const Version& cuda);
+
+/// Whether `c` is within `limits`.
+bool accepted(const Compiler& c, const Limits& limits);
+
+/// gcc/g++, gcc-N/g++-N, clang/clang++, clang-N on PATH (deduplicated by real file, default first).
+std::vector<Compiler> find_installed(probe::Machine m);
+
+/// Parse crt/host_config.h of the toolkit; toolchains/ table only as fallback.
+Limits limits_for(probe::Machine m, const cuda::Toolkit& tk);
+
+/// "auto": the default compiler if accepted, else the newest installed accepted one with a shim
+/// folder `shim_dir` (gcc, g++, cc, c++ symlinks); a named compiler ("g++-11", a path) is checked
+/// against the limits. unsatisfied when none is accepted, naming the package to install
+/// (e.g. `apt-get install g++-11`); allow_unsupported escapes. Writes nothing.
+Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host,
+                           bool allow_unsupported, const fs::path& shim_dir);
+
+/// Creates choice.shim_dir with gcc, g++, cc, c++ symlinks (each replaced atomically); idempotent.
+/// Refuses to replace anything there that is not a symlink.
+Status create_shim(probe::FileSystem& fs, const HostChoice& choice);
+
+/// gcc and g++ symlinks in <root>/bin, as the guides say to do by hand; refuses to overwrite
+/// anything that is not a symlink it would create (or an earlier opforge compiler link); idempotent.
+Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostChoice& choice);
+
+/// Removes exactly what link_system made: gcc/g++ symlinks in <root>/bin pointing to a compiler.
+Status unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk);
+
+/// Removes the gcc/g++/cc/c++ compiler symlinks of a shim folder made by create_shim.
+Status remove_shim(probe::FileSystem& fs, const fs::path& shim_dir);
+
+}  // namespace opforge::compiler

@@ -1,0 +1,394 @@
+#include "cuda/resolve.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "util/strings.h"
+
+namespace opforge::cuda {
+
+namespace {
+
+std::optional<Version> major_minor(std::optional<Version> v) {
+  if (v) v->patch = 0;
+  return v;
+}
+
+std::optional<std::string> search(std::string_view text, const std::regex& re, int group = 1) {
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_search(text.begin(), text.end(), m, re)) return std::nullopt;
+  return m[group].str();
+}
+
+}  // namespace
+
+std::optional<Version> parse_version_json(std::string_view text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto it = j.find("cuda");
+  if (it == j.end() || !it->is_object()) return std::nullopt;
+  auto v = it->find("version");
+  if (v == it->end() || !v->is_string()) return std::nullopt;
+  return major_minor(parse_version(v->get<std::string>()));
+}
+
+std::optional<Version> parse_version_txt(std::string_view text) {
+  static const std::regex re(R"(CUDA Version\s+([0-9]+\.[0-9]+))");
+  auto s = search(text, re);
+  return s ? major_minor(parse_version(*s)) : std::nullopt;
+}
+
+std::optional<Version> parse_nvcc_version(std::string_view text) {
+  static const std::regex re(R"(release\s+([0-9]+\.[0-9]+))");
+  auto s = search(text, re);
+  return s ? major_minor(parse_version(*s)) : std::nullopt;
+}
+
+std::optional<Version> parse_cuda_h(std::string_view text) {
+  static const std::regex re(R"(#define\s+CUDA_VERSION\s+([0-9]+))");
+  auto s = search(text, re);
+  if (!s) return std::nullopt;
+  int n = std::stoi(*s);
+  return Version{n / 1000, (n % 1000) / 10, 0};
+}
+
+TorchVersionPy parse_torch_version_py(std::string_view text) {
+  TorchVersionPy out;
+  static const std::regex ver(R"((?:^|\n)__version__\s*=\s*['"]([^'"]+)['"])");
+  static const std::regex cu(R"((?:^|\n)cuda\s*(?::\s*[^=\n]+)?=\s*(['"]([^'"]*)['"]|None))");
+  out.version = search(text, ver);
+  std::match_results<std::string_view::const_iterator> m;
+  if (std::regex_search(text.begin(), text.end(), m, cu) && m[2].matched)
+    out.cuda = major_minor(parse_version(m[2].str()));
+  return out;
+}
+
+std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python) {
+  // Only the path list: importing torch costs seconds, starting python tens of milliseconds.
+  auto r = m.proc.run(probe::Command{
+      .argv = {python, "-c", "import sys\nfor p in sys.path:\n  print(p)"},
+      .timeout = std::chrono::milliseconds(20000)});
+  if (!r || !r->ok()) return std::nullopt;
+  TorchInfo info;
+  info.python = python;
+  for (auto& line : strings::split(r->out, '\n')) {
+    auto p = std::string(strings::trim(line));
+    if (p.empty() || !(p.ends_with("site-packages") || p.ends_with("dist-packages"))) continue;
+    if (info.site_packages.empty() && m.fs.resolved_type(fs::path(p)) == probe::FileType::directory)
+      info.site_packages = p;
+    auto text = m.fs.read_file(fs::path(p) / "torch" / "version.py");
+    if (!text) continue;
+    auto parsed = parse_torch_version_py(*text);
+    info.torch_version = parsed.version ? parsed.version : std::optional<std::string>("unknown");
+    info.cuda = parsed.cuda;
+    info.site_packages = p;
+    break;
+  }
+  return info;
+}
+
+namespace {
+
+bool exists(const probe::FileSystem& fs, const fs::path& p) {
+  return fs.resolved_type(p) != probe::FileType::none;
+}
+
+/// Folders `base/targets/*/<leaf>`.
+std::vector<fs::path> target_dirs(const probe::FileSystem& fs, const fs::path& root,
+                                  const std::string& leaf) {
+  std::vector<fs::path> out;
+  auto names = fs.list_directory(root / "targets");
+  if (names)
+    for (auto& n : *names) out.push_back(root / "targets" / n / leaf);
+  return out;
+}
+
+/// The nvcc a wrapper script execs (`exec /path/to/nvcc "$@"`), if `path` is such a script.
+std::optional<fs::path> wrapped_nvcc(const probe::FileSystem& fs, const fs::path& path) {
+  auto text = fs.read_file(path);
+  if (!text || !text->starts_with("#!")) return std::nullopt;
+  static const std::regex re(R"((?:^|\n)\s*exec\s+["']?([^"'\s]+/nvcc)["']?)");
+  auto s = search(*text, re);
+  if (!s) return std::nullopt;
+  return fs::path(*s);
+}
+
+struct Finder {
+  probe::Machine m;
+  Resolution res;
+  std::set<std::string> seen;
+
+  void add(const fs::path& root, const std::string& found_by) {
+    auto canon = m.fs.canonical(root);
+    fs::path real = canon ? *canon : root;
+    if (!seen.insert(real.string()).second) {
+      for (auto& c : res.candidates)
+        if ((c.toolkit ? c.toolkit->root : c.path) == real && c.found_by.find(found_by) == std::string::npos)
+          c.found_by += ", " + found_by;
+      return;
+    }
+    Candidate c;
+    c.path = real;
+    c.found_by = found_by;
+    c.verdict = validate(real, c);
+    res.candidates.push_back(std::move(c));
+  }
+
+  /// Fills c.toolkit when valid; returns the rejection reason otherwise.
+  std::string validate(const fs::path& root, Candidate& c) {
+    if (m.fs.resolved_type(root) != probe::FileType::directory) return "rejected: no such folder";
+    Toolkit tk;
+    tk.root = root;
+    tk.nvcc = root / "bin" / "nvcc";
+    if (!m.fs.is_executable(tk.nvcc)) return "rejected: no executable bin/nvcc";
+    std::vector<fs::path> inc{root / "include"};
+    for (auto& d : target_dirs(m.fs, root, "include")) inc.push_back(d);
+    // pip wheels (nvidia-cuda-runtime-cu12) keep cuda.h in a sibling package.
+    inc.push_back(root.parent_path() / "cuda_runtime" / "include");
+    for (auto& d : inc)
+      if (exists(m.fs, d / "cuda.h")) { tk.include_dir = d; break; }
+    if (tk.include_dir.empty()) return "rejected: no cuda.h in include/ or targets/*/include/";
+    std::vector<fs::path> libs{root / "lib64", root / "lib"};
+    for (auto& d : target_dirs(m.fs, root, "lib")) libs.push_back(d);
+    libs.push_back(root.parent_path() / "cuda_runtime" / "lib");
+    for (auto& d : libs) {
+      auto names = m.fs.list_directory(d);
+      if (!names) continue;
+      if (std::any_of(names->begin(), names->end(), [](auto& n) { return n.starts_with("libcudart"); })) {
+        auto canon = m.fs.canonical(d);
+        tk.lib_dir = canon ? *canon : d;
+        break;
+      }
+    }
+    if (tk.lib_dir.empty()) return "rejected: no libcudart* in lib64/, lib/ or targets/*/lib/";
+    if (auto t = m.fs.read_file(root / "version.json"); t && (tk.version = parse_version_json(*t).value_or(Version{})) != Version{}) {
+      tk.version_source = "version.json";
+    } else if (auto t2 = m.fs.read_file(root / "version.txt"); t2 && (tk.version = parse_version_txt(*t2).value_or(Version{})) != Version{}) {
+      tk.version_source = "version.txt";
+    } else {
+      auto r = m.proc.run(probe::Command{.argv = {tk.nvcc.string(), "--version"},
+                                         .timeout = std::chrono::milliseconds(20000)});
+      if (r && r->ok()) {
+        tk.nvcc_version_text = r->out;
+        if (auto v = parse_nvcc_version(r->out)) { tk.version = *v; tk.version_source = "nvcc --version"; }
+      }
+      if (tk.version_source.empty()) {
+        if (auto h = m.fs.read_file(tk.include_dir / "cuda.h"))
+          if (auto v = parse_cuda_h(*h)) { tk.version = *v; tk.version_source = "cuda.h"; }
+      }
+    }
+    if (tk.version_source.empty())
+      return "rejected: no version in version.json, version.txt, nvcc --version or cuda.h";
+    c.toolkit = tk;
+    return "valid";
+  }
+
+  void from_glob(const fs::path& dir, std::string_view prefix, const std::string& label) {
+    auto names = m.fs.list_directory(dir);
+    if (!names) return;
+    for (auto& n : *names)
+      if (n.starts_with(prefix) && m.fs.resolved_type(dir / n) == probe::FileType::directory)
+        add(dir / n, label);
+  }
+};
+
+}  // namespace
+
+Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
+  Finder f{m, {}, {}};
+  f.res.torch = torch;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    auto v = m.env.get(var);
+    if (v && !v->empty()) f.add(fs::path(*v), var);
+  }
+  if (auto path = m.env.get("PATH")) {
+    if (auto nvcc = probe::find_on_path(m.fs, "nvcc", *path)) {
+      fs::path real = *nvcc;
+      std::string how = "nvcc on PATH";
+      // A wrapper such as /usr/local/bin/nvcc would make /usr/local look like a toolkit.
+      for (int hops = 0; hops < 4; ++hops) {
+        auto next = wrapped_nvcc(m.fs, real);
+        if (!next) break;
+        how = "nvcc on PATH (wrapper script " + nvcc->string() + ")";
+        real = *next;
+      }
+      auto canon = m.fs.canonical(real);
+      if (canon) real = *canon;
+      f.add(real.parent_path().parent_path(), how);
+    }
+  }
+  f.add("/usr/local/cuda", "/usr/local/cuda");
+  f.from_glob("/usr/local", "cuda-", "/usr/local/cuda-*");
+  f.from_glob("/opt", "cuda", "/opt/cuda*");
+  if (auto conda = m.env.get("CONDA_PREFIX"); conda && !conda->empty()) f.add(*conda, "CONDA_PREFIX");
+  if (torch && !torch->site_packages.empty()) {
+    auto nv = torch->site_packages / "nvidia";
+    if (auto names = m.fs.list_directory(nv))
+      for (auto& n : *names)
+        if (m.fs.is_executable(nv / n / "bin" / "nvcc"))
+          f.add(nv / n, "pip wheel in " + torch->site_packages.string());
+  }
+  return f.res;
+}
+
+namespace {
+
+struct Constraint {
+  std::string op;
+  Version v;
+  int parts = 2;
+  bool ok(const Version& x) const {
+    Version y = x;
+    if (parts == 1) y.minor = 0;
+    if (op == ">=") return y >= v;
+    if (op == ">") return parts == 1 ? x.major > v.major : y > v;
+    if (op == "<=") return parts == 1 ? x.major <= v.major : y <= v;
+    if (op == "<") return y < v;
+    if (op == "!=") return parts == 1 ? x.major != v.major : y != v;
+    return parts == 1 ? x.major == v.major : y == v;  // "==" or bare
+  }
+};
+
+Result<std::vector<Constraint>> parse_spec(const std::string& spec) {
+  std::vector<Constraint> out;
+  static const std::regex re(R"(\s*(>=|<=|==|!=|>|<)?\s*([0-9]+)(?:\.([0-9]+))?(?:\.[0-9]+)?\s*)");
+  for (auto& part : strings::split(spec, ',')) {
+    std::smatch mm;
+    std::string p(part);
+    if (!std::regex_match(p, mm, re))
+      return bad_input("invalid [cuda] version '" + spec + "'",
+                       "write \"auto\", \"torch\", a version such as \"12.4\", or a range such as \">=12.1,<13\"");
+    Constraint c;
+    c.op = mm[1].matched ? mm[1].str() : "==";
+    c.v.major = std::stoi(mm[2].str());
+    if (mm[3].matched) c.v.minor = std::stoi(mm[3].str());
+    c.parts = mm[3].matched ? 2 : 1;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string listing(const Resolution& r) {
+  std::string s;
+  for (auto& c : r.candidates) {
+    s += "\n  " + c.path.string() + " (" + c.found_by + ")";
+    if (c.toolkit) s += " CUDA " + c.toolkit->version.str() + " [" + c.toolkit->version_source + "]";
+    s += ": " + c.verdict;
+  }
+  if (r.candidates.empty()) s = "\n  (no candidate folder found)";
+  return s;
+}
+
+}  // namespace
+
+Result<Resolution> choose(Resolution res, const std::string& spec_in, const probe::Environment& env) {
+  std::string spec(strings::trim(spec_in));
+  if (spec.empty()) spec = "auto";
+  std::vector<Constraint> constraints;
+  if (spec != "auto" && spec != "torch") constraints = OPFORGE_TRY(parse_spec(spec));
+  std::optional<Version> torch_cuda = res.torch ? res.torch->cuda : std::nullopt;
+
+  std::vector<Candidate*> valid;
+  for (auto& c : res.candidates)
+    if (c.toolkit) valid.push_back(&c);
+  // Newest first; ties keep discovery order (CUDA_HOME first).
+  std::stable_sort(valid.begin(), valid.end(), [](auto* a, auto* b) { return a->toolkit->version > b->toolkit->version; });
+
+  Candidate* pick = nullptr;
+  std::string why;
+  auto home_pick = [&]() -> Candidate* {
+    for (auto* c : valid)
+      if (c->found_by.find("CUDA_HOME") != std::string::npos || c->found_by.find("CUDA_PATH") != std::string::npos)
+        return c;
+    return nullptr;
+  };
+
+  if (spec == "torch") {
+    if (!res.torch || !res.torch->torch_version)
+      return unsatisfied("[cuda] version = \"torch\", but " + std::string(res.torch ? "torch is not installed for " + res.torch->python : "the Python could not be run"),
+                         "install a CUDA-enabled torch for that Python, choose another one with --python / [cuda] python, or set [cuda] version to \"auto\" or \"X.Y\"");
+    if (!torch_cuda)
+      return unsatisfied("[cuda] version = \"torch\", but torch " + *res.torch->torch_version + " of " + res.torch->python + " is a CPU-only build",
+                         "install a CUDA-enabled torch, or set [cuda] version to \"auto\" or \"X.Y\"");
+    for (auto* c : valid)
+      if (c->toolkit->version == *torch_cuda) { pick = c; why = "same CUDA version as torch " + *res.torch->torch_version; break; }
+    if (!pick)
+      for (auto* c : valid)
+        if (c->toolkit->version.major == torch_cuda->major) {
+          pick = c;
+          why = "same CUDA major as torch";
+          res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + torch_cuda->str() + " in the minor version; this usually works (PyTorch only warns)");
+          break;
+        }
+    if (!pick && !valid.empty()) {
+      auto skip = env.get("DS_SKIP_CUDA_CHECK");
+      if (skip && *skip == "1") {
+        pick = valid.front();
+        why = "newest valid toolkit (DS_SKIP_CUDA_CHECK=1 bypasses the torch CUDA check)";
+        res.warnings.push_back("CUDA " + pick->toolkit->version.str() + " does not match torch's CUDA " + torch_cuda->str() + " (major mismatch, allowed by DS_SKIP_CUDA_CHECK=1)");
+      } else {
+        for (auto& c : res.candidates) if (c.toolkit) c.verdict = "not chosen: CUDA major differs from torch's " + torch_cuda->str();
+        return unsatisfied("no CUDA toolkit matches torch's CUDA " + torch_cuda->str() + " (major version mismatch):" + listing(res),
+                           "install CUDA " + torch_cuda->str() + ", or set DS_SKIP_CUDA_CHECK=1 to build anyway");
+      }
+    }
+  } else if (spec == "auto") {
+    if (auto* h = home_pick()) { pick = h; why = "CUDA_HOME/CUDA_PATH points to it"; }
+    if (!pick && torch_cuda)
+      for (auto* c : valid)
+        if (c->toolkit->version == *torch_cuda) { pick = c; why = "newest toolkit with torch's CUDA " + torch_cuda->str(); break; }
+    if (!pick && !valid.empty()) {
+      pick = valid.front();
+      why = "newest valid toolkit";
+      if (torch_cuda) res.warnings.push_back("no toolkit has torch's CUDA " + torch_cuda->str() + "; using CUDA " + pick->toolkit->version.str());
+    }
+  } else {
+    auto matches = [&](const Candidate* c) {
+      return std::all_of(constraints.begin(), constraints.end(), [&](auto& k) { return k.ok(c->toolkit->version); });
+    };
+    if (auto* h = home_pick(); h && matches(h)) { pick = h; why = "matches " + spec + "; CUDA_HOME/CUDA_PATH points to it"; }
+    if (!pick)
+      for (auto* c : valid)
+        if (matches(c)) { pick = c; why = "newest toolkit matching " + spec; break; }
+    for (auto* c : valid)
+      if (c != pick && !matches(c)) c->verdict = "not chosen: CUDA " + c->toolkit->version.str() + " does not match " + spec;
+  }
+
+  if (!pick) {
+    std::string hint = spec == "auto" ? "install a CUDA toolkit (or set CUDA_HOME to one)"
+                                      : "install a CUDA toolkit matching " + spec + " or change [cuda] version";
+    return unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(res), hint);
+  }
+  pick->chosen = true;
+  pick->verdict = "chosen: " + why;
+  for (auto* c : valid)
+    if (c != pick && c->verdict == "valid")
+      c->verdict = c->toolkit->version < pick->toolkit->version ? "not chosen: older than CUDA " + pick->toolkit->version.str()
+                   : "not chosen: " + why + " is CUDA " + pick->toolkit->version.str();
+  if (torch_cuda && spec != "torch" && pick->toolkit->version.major != torch_cuda->major)
+    res.warnings.push_back("torch's CUDA is " + torch_cuda->str() + " but the chosen toolkit is CUDA " + pick->toolkit->version.str() + " (the ops reach only the driver, so this is fine for opforge_ops; not for torch extensions)");
+  res.chosen = pick->toolkit;
+  return res;
+}
+
+Result<Resolution> resolve(probe::Machine m, const std::string& version_spec, const std::string& python) {
+  std::string spec(strings::trim(version_spec));
+  // Reject a malformed spec before spending a python start on it.
+  if (!spec.empty() && spec != "auto" && spec != "torch") OPFORGE_TRY(parse_spec(spec));
+  auto torch = read_torch(m, python);
+  return choose(discover(m, torch), spec, m.env);
+}
+
+std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Environment& env) {
+  auto prepend = [](const fs::path& dir, const std::optional<std::string>& cur) {
+    return (cur && !cur->empty()) ? dir.string() + ":" + *cur : dir.string();
+  };
+  return {{"CUDA_HOME", tk.root.string()},
+          {"PATH", prepend(tk.root / "bin", env.get("PATH"))},
+          {"LD_LIBRARY_PATH", prepend(tk.lib_dir, env.get("LD_LIBRARY_PATH"))}};
+}
+
+}  // namespace opforge::cuda

@@ -1,0 +1,51 @@
+#pragma once
+/// CUDA toolkit discovery and choice (facts §4).
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cuda/toolkit.h"
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::cuda {
+
+/// Pure parsers over captured real texts; nullopt when the text says nothing usable.
+std::optional<Version> parse_version_json(std::string_view text);    ///< "cuda": {"version": ...}
+std::optional<Version> parse_version_txt(std::string_view text);     ///< CUDA Version 10.2.89
+std::optional<Version> parse_nvcc_version(std::string_view text);    ///< release 13.0, V13.0.88
+std::optional<Version> parse_cuda_h(std::string_view text);          ///< #define CUDA_VERSION 13000
+/// torch/version.py: `__version__` and `cuda` (None for CPU builds).
+struct TorchVersionPy {
+  std::optional<std::string> version;
+  std::optional<Version> cuda;
+};
+TorchVersionPy parse_torch_version_py(std::string_view text);
+
+/// Reads torch's version and CUDA from <site-packages>/torch/version.py of `python` without
+/// importing torch (one python call at most: ask it for its site-packages paths; cache nothing).
+/// nullopt when the python cannot be run; torch_version nullopt when torch is not installed.
+std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python);
+
+/// Every candidate (facts §4 search order, wrapper scripts followed, pip-wheel toolkits under
+/// site-packages/nvidia), validated (bin/nvcc, cuda.h, libcudart*), with versions
+/// (version.json > version.txt > nvcc --version > cuda.h); nothing chosen.
+Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch);
+
+/// Chooses among `discovered` per spec (marks candidates, fills verdicts and warnings).
+/// The pure half of resolve().
+Result<Resolution> choose(Resolution discovered, const std::string& version_spec,
+                          const probe::Environment& env);
+
+/// discover + choose per spec: "auto" (newest valid, preferring torch's major.minor), "torch",
+/// "X.Y", ranges ">=12.1,<13". bad_input for a malformed spec; unsatisfied (exit 3) when nothing
+/// matches — the message lists every candidate and why. Honours CUDA_HOME/CUDA_PATH (from m.env)
+/// and DS_SKIP_CUDA_CHECK=1 for the torch major-mismatch error.
+Result<Resolution> resolve(probe::Machine m, const std::string& version_spec,
+                           const std::string& python);
+
+/// CUDA_HOME, PATH (toolkit bin prepended to the current PATH), LD_LIBRARY_PATH (lib dir prepended).
+std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Environment& env);
+
+}  // namespace opforge::cuda

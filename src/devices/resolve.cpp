@@ -1,0 +1,186 @@
+#include "devices/resolve.h"
+
+#include <algorithm>
+#include <set>
+
+#include "util/strings.h"
+
+namespace opforge::devices {
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using cuInit_t = CUresult (*)(unsigned);
+using cuDeviceGetCount_t = CUresult (*)(int*);
+using cuDeviceGet_t = CUresult (*)(CUdevice*, int);
+using cuDeviceGetAttribute_t = CUresult (*)(int*, int, CUdevice);
+using cuDeviceGetName_t = CUresult (*)(char*, int, CUdevice);
+
+constexpr int kAttrMajor = 75;
+constexpr int kAttrMinor = 76;
+constexpr CUresult kNoDevice = 100;
+
+/// nullopt: the driver could not be used at all (fall back); a vector (maybe empty): its answer.
+std::optional<std::vector<Gpu>> read_driver(probe::Machine m, std::string& why) {
+  // Never the bare libcuda.so: that is the toolkit's stub whose cuInit returns 34.
+  void* h = m.dl.open("libcuda.so.1");
+  if (!h) { why = "libcuda.so.1 cannot be loaded (no NVIDIA driver)"; return std::nullopt; }
+  auto init = reinterpret_cast<cuInit_t>(m.dl.symbol(h, "cuInit"));
+  auto count = reinterpret_cast<cuDeviceGetCount_t>(m.dl.symbol(h, "cuDeviceGetCount"));
+  auto get = reinterpret_cast<cuDeviceGet_t>(m.dl.symbol(h, "cuDeviceGet"));
+  auto attr = reinterpret_cast<cuDeviceGetAttribute_t>(m.dl.symbol(h, "cuDeviceGetAttribute"));
+  auto name = reinterpret_cast<cuDeviceGetName_t>(m.dl.symbol(h, "cuDeviceGetName"));
+  if (!init || !count || !get || !attr) {
+    m.dl.close(h);
+    why = "libcuda.so.1 lacks the driver API entry points";
+    return std::nullopt;
+  }
+  std::vector<Gpu> out;
+  CUresult rc = init(0);
+  if (rc == kNoDevice) { m.dl.close(h); why = "driver API: no CUDA device"; return out; }
+  if (rc != 0) {
+    m.dl.close(h);
+    why = "driver API: cuInit failed with error " + std::to_string(rc);
+    return std::nullopt;
+  }
+  int n = 0;
+  if (count(&n) != 0) { m.dl.close(h); why = "driver API: cuDeviceGetCount failed"; return std::nullopt; }
+  for (int i = 0; i < n; ++i) {
+    CUdevice d = 0;
+    if (get(&d, i) != 0) continue;
+    Gpu g;
+    g.index = i;
+    attr(&g.major, kAttrMajor, d);
+    attr(&g.minor, kAttrMinor, d);
+    if (name) {
+      char buf[256] = {};
+      if (name(buf, sizeof buf, d) == 0) g.name = buf;
+    }
+    out.push_back(g);
+  }
+  m.dl.close(h);
+  return out;
+}
+
+// nvidia-smi ignores CUDA_VISIBLE_DEVICES, so apply it here: indices or GPU-<uuid> prefixes.
+std::vector<Gpu> apply_visible(const std::vector<Gpu>& all, const std::optional<std::string>& visible) {
+  if (!visible) return all;
+  std::vector<Gpu> out;
+  for (auto& raw : strings::split(*visible, ',')) {
+    auto e = std::string(strings::trim(raw));
+    if (e.empty()) break;
+    bool numeric = std::all_of(e.begin(), e.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const Gpu* hit = nullptr;
+    for (auto& g : all) {
+      if (numeric ? g.index == std::stoi(e) : (!g.uuid.empty() && g.uuid.starts_with(e))) hit = &g;
+    }
+    // Like the driver: an invalid entry hides it and everything after it.
+    if (!hit) break;
+    out.push_back(*hit);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader) {
+  std::string why;
+  if (auto gpus = read_driver(m, why)) {
+    reader = gpus->empty() ? "driver API (" + why + ")" : "driver API";
+    return *gpus;
+  }
+  auto r = m.proc.run(probe::Command{
+      .argv = {"nvidia-smi", "--query-gpu=index,name,compute_cap,uuid", "--format=csv,noheader"},
+      .timeout = std::chrono::milliseconds(10000)});
+  if (!r || !r->ok()) {
+    reader = "none (" + why + "; nvidia-smi " + (r ? "failed" : "not found") + ")";
+    return {};
+  }
+  reader = "nvidia-smi";
+  return apply_visible(parse_nvidia_smi(r->out), m.env.get("CUDA_VISIBLE_DEVICES"));
+}
+
+std::vector<Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk) {
+  std::vector<Arch> plain;
+  if (!tk.nvcc.empty()) {
+    auto r = m.proc.run(probe::Command{.argv = {tk.nvcc.string(), "--list-gpu-arch"},
+                                       .timeout = std::chrono::milliseconds(20000)});
+    if (r && r->ok()) plain = parse_list_gpu_arch(r->out);
+  }
+  if (plain.empty()) plain = table_accepted(tk.version);
+  std::vector<Arch> out;
+  for (auto a : plain) {
+    out.push_back(a);
+    // 'a' variants exist from 9.0 on, 'f' from 10.0 on with CUDA 12.9+.
+    if (a.major >= 9) out.push_back(Arch{a.major, a.minor, 'a'});
+    if (a.major >= 10 && tk.version >= Version{12, 9}) out.push_back(Arch{a.major, a.minor, 'f'});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
+                             const std::string& recipe_list, const std::string& fallback) {
+  ArchDecision d;
+  std::vector<Arch> wanted;
+  auto env_list = m.env.get("TORCH_CUDA_ARCH_LIST");
+  if (env_list && !strings::trim(*env_list).empty()) {
+    auto parsed = parse_arch_list(*env_list);
+    if (!parsed) {
+      auto e = parsed.error();
+      e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
+      e.where.file = "TORCH_CUDA_ARCH_LIST";
+      e.where.line = 1;
+      return std::unexpected(e);
+    }
+    wanted = *parsed;
+    d.source = "TORCH_CUDA_ARCH_LIST";
+    d.gpu_reader = "not read (TORCH_CUDA_ARCH_LIST is set)";
+  } else if (!recipe_list.empty() && recipe_list != "auto") {
+    wanted = OPFORGE_TRY(parse_arch_list(recipe_list));
+    d.source = "recipe [arch] list";
+    d.gpu_reader = "not read ([arch] list is explicit)";
+  } else {
+    d.gpus = read_gpus(m, d.gpu_reader);
+    if (!d.gpus.empty()) {
+      std::set<std::pair<int, int>> kinds;
+      for (auto& g : d.gpus) kinds.insert({g.major, g.minor});
+      for (auto [M, mi] : kinds) wanted.push_back(Arch{M, mi});
+      wanted.back().ptx = true;
+      d.source = "GPUs";
+      if (kinds.size() > 1) d.notes.push_back("several GPU generations present: building for each");
+    } else {
+      wanted = OPFORGE_TRY(parse_arch_list(fallback));
+      d.source = "fallback";
+      d.notes.push_back("no GPU found (" + d.gpu_reader + "): using the recipe's fallback list " +
+                        fallback);
+    }
+  }
+  auto accepted = accepted_by(m, tk);
+  std::sort(wanted.begin(), wanted.end());
+  for (auto& a : wanted) {
+    Arch plain = a;
+    plain.ptx = false;
+    if (std::find(accepted.begin(), accepted.end(), plain) == accepted.end()) {
+      d.dropped.push_back({a.str(), "nvcc " + tk.version.str() + " does not accept sm_" + a.sm()});
+      continue;
+    }
+    // One entry per target; a +PTX duplicate wins.
+    auto same = std::find_if(d.arches.begin(), d.arches.end(), [&](const Arch& x) {
+      return x.major == a.major && x.minor == a.minor && x.suffix == a.suffix;
+    });
+    if (same != d.arches.end()) { same->ptx = same->ptx || a.ptx; continue; }
+    d.arches.push_back(a);
+  }
+  if (d.arches.empty()) {
+    std::string what;
+    for (auto& [e, why] : d.dropped) what += "\n  " + e + ": " + why;
+    return unsatisfied("no requested GPU architecture is accepted by nvcc " + tk.version.str() +
+                           " (from " + d.source + "):" + what,
+                       "choose architectures the toolkit supports, or another CUDA version");
+  }
+  return d;
+}
+
+}  // namespace opforge::devices

@@ -1,0 +1,42 @@
+#pragma once
+/// GPU architecture resolution: TORCH_CUDA_ARCH_LIST parsing, GPU reading, nvcc intersection.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cuda/toolkit.h"
+#include "devices/arch.h"
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::devices {
+
+/// TORCH_CUDA_ARCH_LIST syntax exactly as PyTorch (';' or ' ' separators, X.Y, 'a' suffix, +PTX,
+/// named arches of facts §3). bad_input with Error::where.column = 1-based column of the
+/// offending entry inside `text` (the recipe parser adds file/line).
+Result<std::vector<Arch>> parse_arch_list(std::string_view text);
+
+/// Parses `nvidia-smi --query-gpu=index,name,compute_cap --format=csv,noheader` output.
+std::vector<Gpu> parse_nvidia_smi(std::string_view text);
+
+/// Parses `nvcc --list-gpu-arch` output (compute_XY lines) into plain arches.
+std::vector<Arch> parse_list_gpu_arch(std::string_view text);
+
+/// The sm targets of the toolchains/ table for a CUDA version (facts §2).
+std::vector<Arch> table_accepted(const Version& cuda);
+
+/// Driver API via m.dl ("libcuda.so.1", cuInit, cuDeviceGetCount, cuDeviceGet,
+/// cuDeviceGetAttribute 75/76, name), honouring CUDA_VISIBLE_DEVICES; nvidia-smi fallback.
+/// `reader` is set to "driver API", "nvidia-smi" or "none" (with why).
+std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader);
+
+/// Which sm targets this nvcc accepts (nvcc --list-gpu-arch, table fallback). Plain targets
+/// imply their 'a'/'f' variants.
+std::vector<Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk);
+
+/// TORCH_CUDA_ARCH_LIST env > recipe list > GPUs (union, sorted, +PTX on last) > fallback (say
+/// so); intersected with accepted_by, every dropped entry reported with why.
+Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
+                             const std::string& recipe_list, const std::string& fallback);
+
+}  // namespace opforge::devices

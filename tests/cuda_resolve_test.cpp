@@ -1,0 +1,267 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cuda/resolve.h"
+#include "probe/fake_machine.h"
+
+namespace opforge::cuda {
+namespace {
+
+namespace sfs = std::filesystem;
+
+std::string slurp(const sfs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+std::string data(const std::string& rel) { return slurp(sfs::path(OPFORGE_TEST_DATA) / rel); }
+
+/// The real file system seen through a root folder, so that fixture toolkits sit at their real
+/// absolute places (/usr/local/cuda-11.8, ...) without touching the machine's own toolkits.
+class RootedFileSystem final : public probe::FileSystem {
+ public:
+  explicit RootedFileSystem(sfs::path root) : root_(sfs::canonical(root)), real_(probe::real_machine().fs) {}
+  sfs::path in(const sfs::path& p) const { return root_ / p.relative_path(); }
+  probe::FileType type_of(const sfs::path& p) const override { return real_.type_of(in(p)); }
+  probe::FileType resolved_type(const sfs::path& p) const override { return real_.resolved_type(in(p)); }
+  bool is_executable(const sfs::path& p) const override { return real_.is_executable(in(p)); }
+  Result<std::string> read_file(const sfs::path& p) const override { return real_.read_file(in(p)); }
+  Result<std::vector<std::string>> list_directory(const sfs::path& p) const override { return real_.list_directory(in(p)); }
+  Result<sfs::path> read_symlink(const sfs::path& p) const override { return real_.read_symlink(in(p)); }
+  Result<sfs::path> canonical(const sfs::path& p) const override {
+    auto c = OPFORGE_TRY(real_.canonical(in(p)));
+    return sfs::path("/") / c.lexically_relative(root_);
+  }
+  std::optional<probe::FileStamp> stamp(const sfs::path& p) const override { return real_.stamp(in(p)); }
+  Status write_file_atomic(const sfs::path&, std::string_view, unsigned) override { return failure("read-only"); }
+  Status create_directories(const sfs::path&) override { return failure("read-only"); }
+  Status create_symlink(const sfs::path&, const sfs::path&) override { return failure("read-only"); }
+  Status rename(const sfs::path&, const sfs::path&) override { return failure("read-only"); }
+  Status remove(const sfs::path&) override { return failure("read-only"); }
+  Status remove_all(const sfs::path&) override { return failure("read-only"); }
+  Result<sfs::path> make_temp_directory(std::string_view) override { return failure("read-only"); }
+
+ private:
+  sfs::path root_;
+  probe::FileSystem& real_;
+};
+
+const char* kSite = "/venv/lib/python3.11/site-packages";
+
+struct World {
+  RootedFileSystem fs{sfs::path(OPFORGE_TEST_FIXTURES) / "toolkits"};
+  probe::FakeMachine fake;
+  World() {
+    fake.env.set("PATH", "/usr/local/bin:/usr/bin");
+    fake.proc.on({"/usr/local/cuda-12.4/bin/nvcc", "--version"}, {0, 0, false, data("nvcc/12.4.txt"), ""});
+    fake.proc.on({std::string(kSite) + "/nvidia/cu13/bin/nvcc", "--version"}, {0, 0, false, data("nvcc/13.0.txt"), ""});
+    fake.proc.on({"python3"}, {0, 0, false, "\n/usr/lib/python311.zip\n" + std::string(kSite) + "\n", ""});
+  }
+  probe::Machine machine() { return probe::Machine{fs, fake.proc, fake.env, fake.dl}; }
+};
+
+std::optional<TorchInfo> torch_with(std::optional<std::string> cuda) {
+  TorchInfo t;
+  t.python = "python3";
+  t.torch_version = "2.6.0";
+  if (cuda) t.cuda = parse_version(*cuda);
+  t.site_packages = kSite;
+  return t;
+}
+
+TEST(CudaParse, VersionSourcesOnCapturedTexts) {
+  EXPECT_EQ(parse_nvcc_version(data("nvcc/13.0.txt")), (Version{13, 0}));
+  EXPECT_EQ(parse_nvcc_version(data("nvcc/12.4.txt")), (Version{12, 4}));
+  EXPECT_EQ(parse_nvcc_version(data("nvcc/11.8.txt")), (Version{11, 8}));
+  EXPECT_EQ(parse_nvcc_version(data("nvcc/10.2.txt")), (Version{10, 2}));
+  EXPECT_EQ(parse_version_json(data("cuda_version/version-12.6.json")), (Version{12, 6}));
+  EXPECT_EQ(parse_version_json(data("cuda_version/version-11.8.json")), (Version{11, 8}));
+  EXPECT_EQ(parse_version_txt(data("cuda_version/version-10.2.txt")), (Version{10, 2}));
+  EXPECT_EQ(parse_cuda_h(data("cuda_version/cuda-13.0.h")), (Version{13, 0}));
+  EXPECT_EQ(parse_version_json("{not json"), std::nullopt);
+  EXPECT_EQ(parse_nvcc_version("no release here"), std::nullopt);
+}
+
+TEST(CudaParse, TorchVersionPy) {
+  auto gpu = parse_torch_version_py(slurp(sfs::path(OPFORGE_TEST_FIXTURES) / "toolkits" / "venv/lib/python3.11/site-packages/torch/version.py"));
+  EXPECT_EQ(gpu.version, "2.6.0+cu124");
+  EXPECT_EQ(gpu.cuda, (Version{12, 4}));
+  auto cpu = parse_torch_version_py("__version__ = '1.13.0a0'\ndebug = False\ncuda = None\n");
+  EXPECT_EQ(cpu.version, "1.13.0a0");
+  EXPECT_EQ(cpu.cuda, std::nullopt);
+}
+
+TEST(CudaReadTorch, OnePythonCallThenVersionPy) {
+  World w;
+  auto t = read_torch(w.machine(), "python3");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->torch_version, "2.6.0+cu124");
+  EXPECT_EQ(t->cuda, (Version{12, 4}));
+  EXPECT_EQ(t->site_packages, kSite);
+  ASSERT_EQ(w.fake.proc.calls().size(), 1u);
+  EXPECT_EQ(w.fake.proc.calls()[0].argv[0], "python3");
+}
+
+TEST(CudaDiscover, FollowsWrapperAndAvoidsUsrLocalTrap) {
+  World w;
+  auto r = discover(w.machine(), torch_with("12.4"));
+  std::vector<std::string> roots;
+  for (auto& c : r.candidates) roots.push_back(c.path.string());
+  EXPECT_EQ(std::count(roots.begin(), roots.end(), "/usr/local"), 0);
+  const Candidate* c124 = nullptr;
+  for (auto& c : r.candidates) if (c.path == "/usr/local/cuda-12.4") c124 = &c;
+  ASSERT_TRUE(c124);
+  EXPECT_NE(c124->found_by.find("wrapper script /usr/local/bin/nvcc"), std::string::npos) << c124->found_by;
+  ASSERT_TRUE(c124->toolkit);
+  EXPECT_EQ(c124->toolkit->version_source, "nvcc --version");
+  for (auto& c : r.candidates) {
+    if (c.path == "/usr/local/cuda-10.2") { ASSERT_TRUE(c.toolkit); EXPECT_EQ(c.toolkit->version_source, "version.txt"); }
+    if (c.path == "/usr/local/cuda-11.8") {
+      ASSERT_TRUE(c.toolkit);
+      EXPECT_EQ(c.toolkit->version_source, "version.json");
+      EXPECT_EQ(c.toolkit->include_dir, "/usr/local/cuda-11.8/targets/x86_64-linux/include");
+      EXPECT_EQ(c.toolkit->lib_dir, "/usr/local/cuda-11.8/targets/x86_64-linux/lib");
+    }
+    if (c.path == "/opt/cuda") {
+      EXPECT_FALSE(c.toolkit);
+      EXPECT_EQ(c.verdict, "rejected: no libcudart* in lib64/, lib/ or targets/*/lib/");
+    }
+  }
+  // Version files answer first: nvcc ran only for the two toolkits without them.
+  EXPECT_EQ(w.fake.proc.calls().size(), 2u);
+}
+
+struct MatrixCase {
+  std::optional<std::string> torch_cuda;
+  std::string spec;
+  std::string chosen;
+};
+
+class CudaChooseMatrix : public testing::TestWithParam<MatrixCase> {};
+
+TEST_P(CudaChooseMatrix, Chooses) {
+  World w;
+  auto& p = GetParam();
+  auto r = choose(discover(w.machine(), torch_with(p.torch_cuda)), p.spec, w.fake.env);
+  ASSERT_TRUE(r) << r.error().render();
+  ASSERT_TRUE(r->chosen);
+  EXPECT_EQ(r->chosen->root.string(), p.chosen);
+  int chosen = 0;
+  for (auto& c : r->candidates) {
+    chosen += c.chosen;
+    EXPECT_FALSE(c.verdict.empty());
+    EXPECT_NE(c.verdict, "valid") << c.path;  // every other candidate says why not
+  }
+  EXPECT_EQ(chosen, 1);
+}
+
+const std::string kPip = std::string(kSite) + "/nvidia/cu13";
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, CudaChooseMatrix,
+    testing::Values(MatrixCase{"10.2", "auto", "/usr/local/cuda-10.2"},
+                    MatrixCase{"11.8", "auto", "/usr/local/cuda-11.8"},
+                    MatrixCase{"12.4", "auto", "/usr/local/cuda-12.4"},
+                    MatrixCase{"13.0", "auto", kPip},
+                    MatrixCase{std::nullopt, "auto", kPip},
+                    MatrixCase{"10.2", "torch", "/usr/local/cuda-10.2"},
+                    MatrixCase{"11.8", "torch", "/usr/local/cuda-11.8"},
+                    MatrixCase{"12.4", "torch", "/usr/local/cuda-12.4"},
+                    MatrixCase{"13.0", "torch", kPip},
+                    MatrixCase{std::nullopt, "11.8", "/usr/local/cuda-11.8"},
+                    MatrixCase{std::nullopt, ">=11,<12.5", "/usr/local/cuda-12.4"},
+                    MatrixCase{std::nullopt, ">=12.1,<13", "/usr/local/cuda-12.4"},
+                    MatrixCase{std::nullopt, "<11", "/usr/local/cuda-10.2"}));
+
+TEST(CudaChoose, NoTorchSitePackagesMeansNoPipToolkit) {
+  World w;
+  auto r = choose(discover(w.machine(), std::nullopt), "auto", w.fake.env);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->chosen->root, "/usr/local/cuda-12.4");
+}
+
+TEST(CudaChoose, CudaHomeWinsUnderAuto) {
+  World w;
+  w.fake.env.set("CUDA_HOME", "/usr/local/cuda-11.8");
+  auto r = choose(discover(w.machine(), torch_with("12.4")), "auto", w.fake.env);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->chosen->root, "/usr/local/cuda-11.8");
+}
+
+TEST(CudaChoose, TorchMinorMismatchWarns) {
+  World w;
+  auto r = choose(discover(w.machine(), torch_with("12.1")), "torch", w.fake.env);
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->chosen->root, "/usr/local/cuda-12.4");
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("minor"), std::string::npos);
+}
+
+TEST(CudaChoose, TorchMajorMismatchIsAnErrorUnlessSkipped) {
+  World w;
+  auto r = choose(discover(w.machine(), torch_with("9.2")), "torch", w.fake.env);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::unsatisfied);
+  EXPECT_NE(r.error().message.find("major version mismatch"), std::string::npos);
+  EXPECT_NE(r.error().hint.find("DS_SKIP_CUDA_CHECK=1"), std::string::npos);
+  w.fake.env.set("DS_SKIP_CUDA_CHECK", "1");
+  auto s = choose(discover(w.machine(), torch_with("9.2")), "torch", w.fake.env);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->chosen->root, kPip);
+}
+
+TEST(CudaChoose, TorchSpecWithCpuTorchSaysSo) {
+  World w;
+  auto r = choose(discover(w.machine(), torch_with(std::nullopt)), "torch", w.fake.env);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::unsatisfied);
+  EXPECT_NE(r.error().message.find("CPU-only"), std::string::npos);
+}
+
+TEST(CudaChoose, BadSpecAndUnsatisfiedListEveryCandidate) {
+  World w;
+  auto bad = choose(discover(w.machine(), torch_with(std::nullopt)), "twelve", w.fake.env);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
+  auto none = choose(discover(w.machine(), torch_with(std::nullopt)), "14.0", w.fake.env);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().kind, ErrorKind::unsatisfied);
+  for (auto root : {"/usr/local/cuda-10.2", "/usr/local/cuda-11.8", "/usr/local/cuda-12.4", "/opt/cuda"})
+    EXPECT_NE(none.error().message.find(root), std::string::npos) << root;
+}
+
+TEST(CudaExports, PrependsToCurrentValues) {
+  Toolkit tk;
+  tk.root = "/usr/local/cuda-12.4";
+  tk.lib_dir = "/usr/local/cuda-12.4/lib64";
+  probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}});
+  auto e = exports(tk, env);
+  EXPECT_EQ(e["CUDA_HOME"], "/usr/local/cuda-12.4");
+  EXPECT_EQ(e["PATH"], "/usr/local/cuda-12.4/bin:/usr/bin:/bin");
+  EXPECT_EQ(e["LD_LIBRARY_PATH"], "/usr/local/cuda-12.4/lib64");
+}
+
+TEST(CudaRealMachine, FindsTheRealToolkitNotUsrLocal) {
+  auto m = probe::real_machine();
+  if (m.fs.type_of("/usr/local/cuda-13.0") == probe::FileType::none) GTEST_SKIP() << "no /usr/local/cuda-13.0";
+  auto r = discover(m, std::nullopt);
+  bool found = false;
+  for (auto& c : r.candidates) {
+    EXPECT_NE(c.path, "/usr/local");
+    if (c.path == "/usr/local/cuda-13.0") {
+      found = true;
+      ASSERT_TRUE(c.toolkit) << c.verdict;
+      EXPECT_EQ(c.toolkit->version, (Version{13, 0}));
+      EXPECT_EQ(c.toolkit->root, "/usr/local/cuda-13.0");
+    }
+  }
+  EXPECT_TRUE(found);
+  auto torch = read_torch(m, "/usr/bin/python3");
+  ASSERT_TRUE(torch);
+  if (torch->torch_version) EXPECT_EQ(torch->cuda, std::nullopt);  // Debian's CPU-only torch
+}
+
+}  // namespace
+}  // namespace opforge::cuda

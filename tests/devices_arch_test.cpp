@@ -1,0 +1,186 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "devices/resolve.h"
+#include "probe/fake_machine.h"
+
+namespace opforge::devices {
+namespace {
+
+std::string data(const std::string& rel) {
+  std::ifstream in(std::filesystem::path(OPFORGE_TEST_DATA) / rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string joined(const std::vector<Arch>& v) {
+  ArchDecision d;
+  d.arches = v;
+  return d.str();
+}
+
+TEST(DevicesArch, StrSmGencode) {
+  Arch a{9, 0, 'a', true};
+  EXPECT_EQ(a.str(), "9.0a+PTX");
+  EXPECT_EQ(a.sm(), "90a");
+  EXPECT_EQ(a.gencode(), (std::vector<std::string>{"-gencode=arch=compute_90a,code=sm_90a",
+                                                   "-gencode=arch=compute_90a,code=compute_90a"}));
+  EXPECT_EQ((Arch{8, 6}).gencode(), (std::vector<std::string>{"-gencode=arch=compute_86,code=sm_86"}));
+  EXPECT_EQ((Arch{12, 0}).sm(), "120");
+}
+
+TEST(DevicesParse, PyTorchSyntax) {
+  EXPECT_EQ(joined(*parse_arch_list("8.0;9.0+PTX")), "8.0;9.0+PTX");
+  EXPECT_EQ(joined(*parse_arch_list("6.1 8.6")), "6.1;8.6");
+  EXPECT_EQ(joined(*parse_arch_list("9.0a;10.0f")), "9.0a;10.0f");
+  EXPECT_EQ(joined(*parse_arch_list("Ampere;Hopper")), "8.0;8.6+PTX;9.0+PTX");
+  EXPECT_EQ(joined(*parse_arch_list("Ampere+Tegra")), "8.7");
+  EXPECT_EQ(joined(*parse_arch_list("Blackwell")), "10.0;10.3;12.0;12.1+PTX");
+}
+
+TEST(DevicesParse, ErrorsPointAtTheEntry) {
+  auto r = parse_arch_list("8.0;86;9.0");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(r.error().message, "invalid architecture '86' in the arch list");
+  EXPECT_EQ(r.error().where.column, 5);
+  auto n = parse_arch_list("8.0;Amper");
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().where.column, 5);
+  EXPECT_TRUE(n.error().hint.starts_with("did you mean 'Ampere'?")) << n.error().hint;
+  auto e = parse_arch_list("8.6;;");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "empty entry in the arch list");
+  EXPECT_EQ(e.error().where.column, 5);
+  EXPECT_FALSE(parse_arch_list("   "));
+  EXPECT_FALSE(parse_arch_list("8.0+ptx"));
+}
+
+TEST(DevicesParse, NvidiaSmiAndListGpuArch) {
+  auto g = parse_nvidia_smi(data("nvidia_smi/two-kinds.csv"));
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[2].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(g[2].major, 9);
+  EXPECT_EQ(g[0].uuid, "GPU-4b1c8e2a-1111-2222-3333-444455556666");
+  auto one = parse_nvidia_smi(data("nvidia_smi/one.csv"));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].minor, 6);
+  auto acc = parse_list_gpu_arch(data("nvcc/13.0-list-gpu-arch.txt"));
+  EXPECT_EQ(joined(acc), "7.5;8.0;8.6;8.7;8.8;8.9;9.0;10.0;10.3;11.0;12.0;12.1");
+  EXPECT_EQ(joined(table_accepted(Version{13, 0})), joined(acc));
+}
+
+struct Gpus {
+  probe::FakeMachine fm;
+  cuda::Toolkit tk;
+  Gpus() {
+    tk.root = "/usr/local/cuda-13.0";
+    tk.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+    tk.version = {13, 0};
+    fm.proc.on({"/usr/local/cuda-13.0/bin/nvcc", "--list-gpu-arch"}, {0, 0, false, data("nvcc/13.0-list-gpu-arch.txt"), ""});
+  }
+  void smi(const std::string& file) {
+    fm.proc.on({"nvidia-smi"}, {0, 0, false, data(file), ""});
+  }
+};
+
+TEST(DevicesResolve, GpusUnionSortedPtxOnLast) {
+  Gpus w;
+  w.smi("nvidia_smi/two-kinds.csv");
+  auto d = resolve(w.fm.machine(), w.tk, "auto", "8.0");
+  ASSERT_TRUE(d) << d.error().render();
+  EXPECT_EQ(d->str(), "8.0;9.0+PTX");
+  EXPECT_EQ(d->source, "GPUs");
+  EXPECT_EQ(d->gpu_reader, "nvidia-smi");
+  EXPECT_EQ(d->gpus.size(), 3u);
+}
+
+TEST(DevicesResolve, CudaVisibleDevicesFiltersNvidiaSmi) {
+  Gpus w;
+  w.smi("nvidia_smi/two-kinds.csv");
+  w.fm.env.set("CUDA_VISIBLE_DEVICES", "2");
+  auto d = resolve(w.fm.machine(), w.tk, "auto", "8.0");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->str(), "9.0+PTX");
+  w.fm.env.set("CUDA_VISIBLE_DEVICES", "GPU-7d2e");
+  EXPECT_EQ(resolve(w.fm.machine(), w.tk, "auto", "8.0")->str(), "8.0+PTX");
+  w.fm.env.set("CUDA_VISIBLE_DEVICES", "");
+  auto none = resolve(w.fm.machine(), w.tk, "auto", "8.6");
+  EXPECT_EQ(none->source, "fallback");
+}
+
+TEST(DevicesResolve, NoGpuUsesFallbackAndSaysSo) {
+  Gpus w;
+  auto d = resolve(w.fm.machine(), w.tk, "auto", "7.0;8.0;8.6;9.0+PTX");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->source, "fallback");
+  EXPECT_EQ(d->str(), "8.0;8.6;9.0+PTX");
+  ASSERT_EQ(d->dropped.size(), 1u);
+  EXPECT_EQ(d->dropped[0].first, "7.0");
+  EXPECT_EQ(d->dropped[0].second, "nvcc 13.0 does not accept sm_70");
+  ASSERT_FALSE(d->notes.empty());
+  EXPECT_NE(d->notes[0].find("fallback"), std::string::npos);
+}
+
+TEST(DevicesResolve, EnvBeatsRecipeAndBadEnvIsBadInput) {
+  Gpus w;
+  w.fm.env.set("TORCH_CUDA_ARCH_LIST", "Hopper");
+  auto d = resolve(w.fm.machine(), w.tk, "8.0", "8.6");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->source, "TORCH_CUDA_ARCH_LIST");
+  EXPECT_EQ(d->str(), "9.0+PTX");
+  w.fm.env.set("TORCH_CUDA_ARCH_LIST", "9.x");
+  auto bad = resolve(w.fm.machine(), w.tk, "8.0", "8.6");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
+  w.fm.env.unset("TORCH_CUDA_ARCH_LIST");
+  EXPECT_EQ(resolve(w.fm.machine(), w.tk, "8.0;9.0a", "8.6")->str(), "8.0;9.0a");
+}
+
+TEST(DevicesResolve, NothingAcceptedIsUnsatisfied) {
+  Gpus w;
+  auto d = resolve(w.fm.machine(), w.tk, "6.0;7.0", "8.6");
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().kind, ErrorKind::unsatisfied);
+}
+
+// The driver API through fake symbols: two GPUs, 8.6 and 8.9.
+extern "C" int fake_init(unsigned) { return 0; }
+extern "C" int fake_count(int* n) { *n = 2; return 0; }
+extern "C" int fake_get(int* d, int i) { *d = i; return 0; }
+extern "C" int fake_attr(int* v, int a, int d) { *v = a == 75 ? 8 : (d == 0 ? 6 : 9); return 0; }
+extern "C" int fake_name(char* b, int, int d) { std::snprintf(b, 64, "GPU%d", d); return 0; }
+
+TEST(DevicesReadGpus, DriverApi) {
+  Gpus w;
+  w.fm.dl.add_library("libcuda.so.1", {{"cuInit", (void*)&fake_init}, {"cuDeviceGetCount", (void*)&fake_count},
+                                       {"cuDeviceGet", (void*)&fake_get}, {"cuDeviceGetAttribute", (void*)&fake_attr},
+                                       {"cuDeviceGetName", (void*)&fake_name}});
+  std::string reader;
+  auto g = read_gpus(w.fm.machine(), reader);
+  EXPECT_EQ(reader, "driver API");
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[1].name, "GPU1");
+  EXPECT_EQ(g[1].minor, 9);
+  EXPECT_EQ(w.fm.dl.opened(), (std::vector<std::string>{"libcuda.so.1"}));
+  auto d = resolve(w.fm.machine(), w.tk, "auto", "8.0");
+  EXPECT_EQ(d->str(), "8.6;8.9+PTX");
+  EXPECT_FALSE(d->notes.empty());  // several generations
+}
+
+TEST(DevicesRealMachine, AcceptedByRealNvcc) {
+  auto m = probe::real_machine();
+  if (!m.fs.is_executable("/usr/local/cuda-13.0/bin/nvcc")) GTEST_SKIP() << "nvcc 13.0 is not available";
+  cuda::Toolkit tk;
+  tk.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  tk.version = {13, 0};
+  auto acc = accepted_by(m, tk);
+  EXPECT_NE(std::find(acc.begin(), acc.end(), Arch{9, 0, 'a'}), acc.end());
+  EXPECT_EQ(std::find(acc.begin(), acc.end(), Arch{7, 0}), acc.end());
+}
+
+}  // namespace
+}  // namespace opforge::devices
