@@ -1,0 +1,44 @@
+# The CPU ops' unit tests: one executable per op, compiled from the op's own sources (they are not
+# part of opforge_core) with the same per-file ISA flags as src/kernels/<op>/op.toml.
+set(OPFORGE_KERNELS ${CMAKE_SOURCE_DIR}/src/kernels)
+
+# tests/CMakeLists.txt globs every tests/*_test.cpp into opforge_tests; these three link the kernel
+# sources instead, so take them back out of it (this fragment runs in the same directory scope).
+get_target_property(_opforge_test_sources opforge_tests SOURCES)
+list(FILTER _opforge_test_sources EXCLUDE REGEX "/kernels_(aio|cpu_adam|utils)_test\\.cpp$")
+set_property(TARGET opforge_tests PROPERTY SOURCES ${_opforge_test_sources})
+
+add_executable(kernels_aio_test ${CMAKE_CURRENT_SOURCE_DIR}/kernels_aio_test.cpp
+               ${OPFORGE_KERNELS}/aio/aio.cpp)
+target_include_directories(kernels_aio_test PRIVATE ${OPFORGE_KERNELS}/aio)
+target_link_libraries(kernels_aio_test PRIVATE GTest::gtest_main ${CMAKE_DL_LIBS})
+
+add_executable(kernels_cpu_adam_test ${CMAKE_CURRENT_SOURCE_DIR}/kernels_cpu_adam_test.cpp
+               ${OPFORGE_KERNELS}/cpu_adam/adam.cpp ${OPFORGE_KERNELS}/cpu_adam/adam_scalar.cpp
+               ${OPFORGE_KERNELS}/cpu_adam/adam_avx2.cpp ${OPFORGE_KERNELS}/cpu_adam/adam_avx512.cpp)
+target_include_directories(kernels_cpu_adam_test PRIVATE ${OPFORGE_KERNELS}/cpu_adam ${OPFORGE_KERNELS}/utils)
+set_source_files_properties(${OPFORGE_KERNELS}/cpu_adam/adam_scalar.cpp PROPERTIES
+  COMPILE_OPTIONS "-fno-tree-vectorize;-fno-tree-slp-vectorize;-ffp-contract=off")
+set_source_files_properties(${OPFORGE_KERNELS}/cpu_adam/adam_avx2.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+set_source_files_properties(${OPFORGE_KERNELS}/cpu_adam/adam_avx512.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx512f;-mavx512vl;-mavx512bw;-mavx512dq;-mfma;-mf16c")
+target_link_libraries(kernels_cpu_adam_test PRIVATE GTest::gtest_main Threads::Threads)
+
+add_executable(kernels_utils_test ${CMAKE_CURRENT_SOURCE_DIR}/kernels_utils_test.cpp
+               ${OPFORGE_KERNELS}/utils/flatten.cpp)
+target_include_directories(kernels_utils_test PRIVATE ${OPFORGE_KERNELS}/utils)
+target_link_libraries(kernels_utils_test PRIVATE GTest::gtest_main Threads::Threads)
+
+foreach(t kernels_aio_test kernels_cpu_adam_test kernels_utils_test)
+  target_compile_options(${t} PRIVATE -Wall -Wextra)
+  gtest_discover_tests(${t} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+endforeach()
+
+# The seed command of issue 5 end to end: needs `opforge build` (src/cli/build.cpp).
+if(EXISTS ${CMAKE_SOURCE_DIR}/src/cli/build.cpp)
+  add_test(NAME e2e.seed_command
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/seed_command.sh $<TARGET_FILE:opforge>
+                   ${CMAKE_BINARY_DIR}/e2e/seed_command)
+  set_tests_properties(e2e.seed_command PROPERTIES TIMEOUT 1800)
+endif()
