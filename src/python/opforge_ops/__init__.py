@@ -1,0 +1,12 @@
+"""Prebuilt DeepSpeed-style ops, packaged by opforge.
+
+Importing this package loads no native library and imports neither torch nor numpy: each op
+module loads its own library (``opforge_ops._native.load``) and imports torch lazily.
+"""
+from ._native import OpNotBuiltError, OpUnavailableError, available_ops, load  # noqa: F401
+from .build_info import BUILD_INFO as build_info
+
+__version__ = build_info.get('version', '0+unknown')
+
+__all__ = ['OpNotBuiltError', 'OpUnavailableError', 'available_ops', 'build_info', 'load',
+           '__version__']

@@ -1,0 +1,129 @@
+#include <algorithm>
+
+#include "util/strings.h"
+#include "wheel/internal.h"
+#include "wheel/wheel.h"
+
+namespace opforge::wheel {
+
+namespace {
+
+// Replaces the Version header of a METADATA text, keeping every other byte.
+std::string set_metadata_version(std::string_view text, std::string_view version) {
+  std::string out;
+  std::size_t start = 0;
+  bool in_headers = true, done = false;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+    std::string_view line = text.substr(start, end - start);
+    if (in_headers && (line == "\n" || line == "\r\n")) in_headers = false;
+    if (in_headers && !done && strings::to_lower(line.substr(0, 8)) == "version:") {
+      out += "Version: " + std::string(version) + "\n";
+      done = true;
+    } else {
+      out += line;
+    }
+    start = end;
+  }
+  return out;
+}
+
+Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel,
+                              const std::string& content) {
+  auto dir = OPFORGE_TRY(m.fs.make_temp_directory("opforge-strip-"));
+  fs::path tmp = dir / "lib.so";
+  auto cleanup = [&] { (void)m.fs.remove_all(dir); };
+  if (auto st = m.fs.write_file_atomic(tmp, content, 0755); !st) {
+    cleanup();
+    return std::unexpected(st.error());
+  }
+  probe::Command cmd;
+  cmd.argv = {"strip", "--strip-unneeded", tmp.string()};
+  auto res = m.proc.run(cmd);
+  if (!res) {
+    cleanup();
+    return std::unexpected(res.error());
+  }
+  if (!res->ok()) {
+    cleanup();
+    return failure("strip --strip-unneeded failed on " + path_in_wheel + ": " + res->err,
+                   "is binutils installed?");
+  }
+  auto out = m.fs.read_file(tmp);
+  cleanup();
+  return out;
+}
+
+}  // namespace
+
+Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::path& dist_dir,
+                          const NormalizeOptions& options) {
+  auto bytes = OPFORGE_TRY(m.fs.read_file(wheel));
+  auto entries = read_archive(bytes);
+  if (!entries) return bad_input(wheel.string() + ": " + entries.error().message);
+
+  std::string dist_info;
+  for (const auto& e : *entries) {
+    auto slash = e.path.find('/');
+    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info")) {
+      if (!dist_info.empty() && dist_info != e.path.substr(0, slash))
+        return bad_input(wheel.string() + " holds more than one .dist-info folder");
+      dist_info = e.path.substr(0, slash);
+    }
+  }
+  if (dist_info.empty()) return bad_input(wheel.string() + " has no .dist-info folder");
+  const std::string old_dist = dist_info.substr(0, dist_info.size() - std::string(".dist-info").size());
+
+  auto find = [&](const std::string& leaf) -> const Entry* {
+    for (const auto& e : *entries)
+      if (e.path == dist_info + "/" + leaf) return &e;
+    return nullptr;
+  };
+  const Entry* metadata = find("METADATA");
+  const Entry* wheel_file = find("WHEEL");
+  if (!metadata || !wheel_file)
+    return bad_input(wheel.string() + ": " + dist_info + " lacks METADATA or WHEEL");
+
+  Spec spec;
+  spec.name = header_value(metadata->content, "Name").value_or("");
+  std::string old_version = header_value(metadata->content, "Version").value_or("");
+  spec.version = options.version.value_or(old_version);
+  OPFORGE_CHECK(validate_version(spec.version));
+  spec.tags = header_values(wheel_file->content, "Tag");
+  spec.source_date_epoch = options.source_date_epoch;
+  const std::string new_dist = normalize_name(spec.name) + "-" + spec.version;
+
+  std::vector<File> extra;
+  for (const auto& e : *entries) {
+    if (e.is_directory) continue;
+    if (e.is_symlink) return bad_input(wheel.string() + ": " + e.path + " is a symlink");
+    if (auto why = unsafe_path_reason(e.path))
+      return bad_input(wheel.string() + ": " + e.path + " is " + *why);
+    unsigned mode = (e.mode & 0111) ? 0755 : 0644;
+    if (e.path.starts_with(dist_info + "/")) {
+      std::string leaf = e.path.substr(dist_info.size() + 1);
+      if (leaf == "METADATA" || leaf == "WHEEL" || leaf == "RECORD" || leaf == "RECORD.jws" ||
+          leaf == "RECORD.p7s")
+        continue;
+      extra.push_back({new_dist + ".dist-info/" + leaf, e.content, mode});
+      continue;
+    }
+    std::string path = e.path;
+    // The .data folder carries the version too.
+    if (path.starts_with(old_dist + ".data/")) path = new_dist + ".data/" + path.substr(old_dist.size() + 6);
+    std::string content = e.content;
+    if (options.strip == NormalizeOptions::Strip::yes && is_elf(content))
+      content = OPFORGE_TRY(strip_elf(m, e.path, content));
+    spec.files.push_back({path, std::move(content), mode});
+  }
+
+  auto packed = OPFORGE_TRY(pack_with_dist_info(
+      spec, std::move(extra), set_metadata_version(metadata->content, spec.version)));
+  OPFORGE_CHECK(m.fs.create_directories(dist_dir));
+  fs::path path = dist_dir / packed.filename;
+  OPFORGE_CHECK(m.fs.write_file_atomic(path, packed.bytes, 0644));
+  return Written{path, std::move(packed)};
+}
+
+}  // namespace opforge::wheel

@@ -1,0 +1,244 @@
+#include <algorithm>
+#include <set>
+
+#include "util/strings.h"
+#include "wheel/internal.h"
+#include "wheel/wheel.h"
+
+namespace opforge::wheel {
+
+namespace {
+
+std::vector<std::string_view> header_lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    auto line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;  // headers end at the first blank line
+    out.push_back(line);
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
+// One RECORD row; the csv quoting that pip/setuptools use for paths with commas.
+std::vector<std::string> csv_row(std::string_view line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cells.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  return cells;
+}
+
+struct FileName {
+  std::string name, version, tags;
+};
+
+std::optional<FileName> parse_file_name(std::string_view filename) {
+  if (!filename.ends_with(".whl")) return std::nullopt;
+  auto parts = strings::split(filename.substr(0, filename.size() - 4), '-');
+  if (parts.size() != 5 && parts.size() != 6) return std::nullopt;
+  std::size_t n = parts.size();
+  return FileName{parts[0], parts[1], parts[n - 3] + "-" + parts[n - 2] + "-" + parts[n - 1]};
+}
+
+}  // namespace
+
+std::optional<std::string> header_value(std::string_view text, std::string_view key) {
+  for (auto line : header_lines(text)) {
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (strings::to_lower(strings::trim(line.substr(0, colon))) == strings::to_lower(key))
+      return std::string(strings::trim(line.substr(colon + 1)));
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> header_values(std::string_view text, std::string_view key) {
+  std::vector<std::string> out;
+  for (auto line : header_lines(text)) {
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (strings::to_lower(strings::trim(line.substr(0, colon))) == strings::to_lower(key))
+      out.emplace_back(strings::trim(line.substr(colon + 1)));
+  }
+  return out;
+}
+
+std::vector<std::string> expand_tag(std::string_view compressed) {
+  auto parts = strings::split(compressed, '-');
+  std::vector<std::string> out;
+  if (parts.size() != 3) return out;
+  for (const auto& py : strings::split(parts[0], '.'))
+    for (const auto& abi : strings::split(parts[1], '.'))
+      for (const auto& plat : strings::split(parts[2], '.')) out.push_back(py + "-" + abi + "-" + plat);
+  return out;
+}
+
+Report verify_bytes(std::string_view filename, std::string_view bytes) {
+  Report r;
+  r.filename = std::string(filename);
+  auto problem = [&](std::string p) { r.problems.push_back(std::move(p)); };
+
+  auto fname = parse_file_name(filename);
+  if (!fname) problem("file name '" + std::string(filename) +
+                      "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
+
+  auto entries = read_archive(bytes);
+  if (!entries) {
+    problem(entries.error().message);
+    return r;
+  }
+
+  std::set<std::string> dist_infos;
+  std::map<std::string, const Entry*> by_path;
+  for (const auto& e : *entries) {
+    if (auto why = unsafe_path_reason(e.path)) problem(e.path + ": unsafe path (" + *why + ")");
+    if (e.is_symlink) problem(e.path + ": is a symlink (external attributes), not a file");
+    if (e.is_directory) continue;
+    if (!by_path.emplace(e.path, &e).second) problem(e.path + ": appears twice in the archive");
+    auto slash = e.path.find('/');
+    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info"))
+      dist_infos.insert(e.path.substr(0, slash));
+  }
+
+  if (dist_infos.size() != 1) {
+    problem("expected exactly one .dist-info folder, found " + std::to_string(dist_infos.size()));
+    return r;
+  }
+  const std::string dist_info = *dist_infos.begin();
+  if (fname) {
+    std::string expected = fname->name + "-" + fname->version + ".dist-info";
+    if (dist_info != expected)
+      problem(dist_info + ": does not match the file name (expected " + expected + ")");
+  }
+
+  auto get = [&](const std::string& leaf) -> const Entry* {
+    auto it = by_path.find(dist_info + "/" + leaf);
+    return it == by_path.end() ? nullptr : it->second;
+  };
+  const Entry* metadata = get("METADATA");
+  const Entry* wheel = get("WHEEL");
+  const Entry* record = get("RECORD");
+  if (!metadata) problem(dist_info + "/METADATA: missing");
+  if (!wheel) problem(dist_info + "/WHEEL: missing");
+  if (!record) problem(dist_info + "/RECORD: missing");
+
+  if (metadata && fname) {
+    auto name = header_value(metadata->content, "Name");
+    auto version = header_value(metadata->content, "Version");
+    if (!name || normalize_name(*name) != normalize_name(fname->name))
+      problem(dist_info + "/METADATA: Name '" + name.value_or("") +
+              "' does not match the file name's '" + fname->name + "'");
+    if (!version || *version != fname->version)
+      problem(dist_info + "/METADATA: Version '" + version.value_or("") +
+              "' differs from the file name's '" + fname->version + "'");
+  }
+  if (wheel && fname) {
+    auto tags = header_values(wheel->content, "Tag");
+    auto expected = expand_tag(fname->tags);
+    std::sort(tags.begin(), tags.end());
+    std::sort(expected.begin(), expected.end());
+    if (tags != expected)
+      problem(dist_info + "/WHEEL: tags {" + strings::join(tags, ", ") +
+              "} differ from the file name's {" + strings::join(expected, ", ") + "}");
+    if (header_value(wheel->content, "Wheel-Version").value_or("").substr(0, 2) != "1.")
+      problem(dist_info + "/WHEEL: Wheel-Version is not 1.x");
+  }
+
+  if (record) {
+    std::set<std::string> listed;
+    for (const auto& line : strings::split(record->content, '\n')) {
+      if (strings::trim(line).empty()) continue;
+      auto cells = csv_row(line);
+      if (cells.size() != 3) {
+        problem(dist_info + "/RECORD: malformed row '" + line + "'");
+        continue;
+      }
+      const std::string& path = cells[0];
+      listed.insert(path);
+      if (path == record->path) continue;
+      auto it = by_path.find(path);
+      if (it == by_path.end()) {
+        problem(path + ": listed in RECORD but missing from the archive");
+        continue;
+      }
+      ++r.files_checked;
+      const std::string& content = it->second->content;
+      if (cells[1] != record_hash(content))
+        problem(path + ": sha256 differs from RECORD (archive " + record_hash(content) +
+                ", RECORD " + cells[1] + ")");
+      if (cells[2] != std::to_string(content.size()))
+        problem(path + ": size " + std::to_string(content.size()) + " differs from RECORD's " +
+                cells[2]);
+    }
+    for (const auto& [path, entry] : by_path) {
+      bool signature = path == dist_info + "/RECORD.jws" || path == dist_info + "/RECORD.p7s";
+      if (!listed.contains(path) && !signature) problem(path + ": not listed in RECORD");
+    }
+  }
+  return r;
+}
+
+Result<Report> verify(const probe::FileSystem& fs, const fs::path& path) {
+  auto bytes = OPFORGE_TRY(fs.read_file(path));
+  return verify_bytes(path.filename().string(), bytes);
+}
+
+Result<Inspection> inspect(const probe::FileSystem& fs, const fs::path& wheel) {
+  auto bytes = OPFORGE_TRY(fs.read_file(wheel));
+  auto entries = read_archive(bytes);
+  if (!entries)
+    return bad_input(wheel.string() + ": " + entries.error().message, "is this a wheel?");
+  Inspection out;
+  out.filename = wheel.filename().string();
+  out.report = verify_bytes(out.filename, bytes);
+  std::map<std::string, ElfInfo> elfs;
+  for (const auto& e : *entries) {
+    if (e.is_directory) continue;
+    InspectedFile f{e.path, e.content.size(), e.mode & 07777, std::nullopt};
+    if (is_elf(e.content)) {
+      auto info = read_elf(e.content);
+      if (info) {
+        f.elf = *info;
+        elfs.emplace(e.path, std::move(*info));
+      } else {
+        out.report.problems.push_back(e.path + ": " + info.error().message);
+      }
+    }
+    auto slash = e.path.find('/');
+    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info")) {
+      std::string leaf = e.path.substr(slash + 1);
+      if (leaf == "WHEEL") out.tags = header_values(e.content, "Tag");
+      if (leaf == "METADATA") {
+        out.name = header_value(e.content, "Name").value_or("");
+        out.version = header_value(e.content, "Version").value_or("");
+      }
+    }
+    out.files.push_back(std::move(f));
+  }
+  out.computed = platform_tag(elfs);
+  return out;
+}
+
+}  // namespace opforge::wheel

@@ -1,0 +1,152 @@
+"""The opforge_ops package core: import without torch/numpy, finding and loading op libraries,
+and the CUDA run-time checks with exact messages.
+
+Runs against the default wheel unpacked on PYTHONPATH (tests/python.cmake); where that is absent
+(a branch without the default_wheel fixture) it falls back to the source tree, and says so.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_PACKAGE_DIR = os.path.normpath(os.path.join(HERE, '..', '..', 'src', 'python'))
+
+try:
+    import opforge_ops  # noqa: F401
+    FROM_WHEEL = True
+except ImportError:
+    sys.path.insert(0, SOURCE_PACKAGE_DIR)
+    FROM_WHEEL = False
+
+import opforge_ops  # noqa: E402
+from opforge_ops import _native  # noqa: E402
+
+
+def _python_path():
+    return os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(opforge_ops.__file__)),
+                                       os.environ.get('PYTHONPATH', '')] if p)
+
+
+def test_import_loads_neither_torch_nor_numpy():
+    code = ("import sys, opforge_ops; "
+            "bad = [m for m in ('torch', 'numpy') if m in sys.modules]; "
+            "print(opforge_ops.__version__); sys.exit(1 if bad else 0)")
+    env = dict(os.environ, PYTHONPATH=_python_path())
+    res = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_version_and_build_info_agree():
+    info = opforge_ops.build_info
+    assert opforge_ops.__version__ == info['version']
+    for key in ('opforge_version', 'toolkit_version', 'host_compiler', 'arch_list', 'ops',
+                'source_commit', 'notes'):
+        assert key in info
+    # Versions only, never absolute paths of the build machine.
+    for key in ('toolkit_version', 'host_compiler', 'source_commit', 'opforge_version'):
+        assert not str(info[key]).startswith('/'), key
+    if FROM_WHEEL:
+        assert info['source_checkout'] is False
+        # Every op the wheel says it built is there.
+        assert set(info['ops']) <= set(opforge_ops.available_ops())
+
+
+def test_every_built_op_loads_and_reports_its_abi():
+    for op in opforge_ops.available_ops():
+        lib = _native.load(op)
+        fn = getattr(lib, f'opforge_{op}_abi_version')
+        assert fn() >= 1, op
+
+
+@pytest.fixture
+def lib_dir(monkeypatch):
+    d = tempfile.mkdtemp(prefix='opforge-libdir-')
+    src = os.path.join(d, 'demo.c')
+    with open(src, 'w') as f:
+        f.write('__attribute__((visibility("default"))) int opforge_demo_abi_version(void) '
+                '{ return 7; }\n')
+    subprocess.run(['gcc', '-shared', '-fPIC', '-o', os.path.join(d, 'libopforge_demo.so'), src],
+                   check=True)
+    monkeypatch.setenv('OPFORGE_OPS_LIB_DIR', d)
+    _native._loaded.pop('demo', None)
+    yield d
+    _native._loaded.pop('demo', None)
+    shutil.rmtree(d)
+
+
+def test_lib_dir_comes_first(lib_dir):
+    assert 'demo' in opforge_ops.available_ops()
+    assert _native.find('demo') == os.path.join(lib_dir, 'libopforge_demo.so')
+    assert _native.load('demo').opforge_demo_abi_version() == 7
+    assert _native.load('demo') is _native.load('demo')
+
+
+def test_missing_op_names_the_build_variable(lib_dir):
+    with pytest.raises(opforge_ops.OpNotBuiltError) as e:
+        _native.load('fused_lamb')
+    msg = str(e.value)
+    assert msg.startswith("opforge_ops: op 'fused_lamb' is not built into this installation "
+                          f"(no libopforge_fused_lamb.so in {lib_dir}, ")
+    assert msg.endswith("rebuild the wheel with DS_BUILD_FUSED_LAMB=1 "
+                        "(e.g. `DS_BUILD_FUSED_LAMB=1 opforge build RECIPE`)")
+    assert isinstance(e.value, ImportError)
+
+
+INFO = {'toolkit_version': '13.0', 'arch_list': ['8.0', '9.0+PTX']}
+
+
+def test_cuda_problem_no_driver():
+    assert _native.cuda_problem('overflow', INFO, 'libcuda.so.1: cannot open shared object file',
+                                [(8, 0)]) == (
+        "opforge_ops: op 'overflow' needs the NVIDIA driver (libcuda.so.1), which cannot be "
+        "loaded: libcuda.so.1: cannot open shared object file. Install the NVIDIA driver on "
+        "this machine.")
+
+
+def test_cuda_problem_old_driver():
+    assert _native.cuda_problem('overflow', INFO, (12, 4), [(8, 0)]) == (
+        "opforge_ops: op 'overflow' was built with CUDA 13.0 and needs a driver for CUDA 13.x or "
+        "newer; this driver supports CUDA 12.4. Update the NVIDIA driver, or install a wheel "
+        "built for CUDA 12 (local version +cu12).")
+
+
+def test_cuda_problem_no_gpu(monkeypatch):
+    monkeypatch.setenv('CUDA_VISIBLE_DEVICES', '')
+    assert _native.cuda_problem('overflow', INFO, (13, 0), []) == (
+        "opforge_ops: op 'overflow' needs a CUDA GPU, but the driver reports none "
+        "(CUDA_VISIBLE_DEVICES='').")
+
+
+def test_cuda_problem_arch():
+    assert _native.cuda_problem('overflow', INFO, (13, 0), [(8, 6), (9, 0)]) is None
+    assert _native.cuda_problem('overflow', INFO, (13, 1), [(10, 0)]) is None  # PTX 9.0 JITs
+    assert _native.cuda_problem('overflow', INFO, (13, 0), [(8, 0), (7, 5)]) == (
+        "opforge_ops: op 'overflow' has no code for GPU 1 (compute capability 7.5): this wheel "
+        "holds 8.0;9.0+PTX. Rebuild with TORCH_CUDA_ARCH_LIST=\"7.5\" (or add 7.5 to the "
+        "recipe's [arch] list).")
+
+
+def test_arch_supports_rules():
+    assert _native.arch_supports(['8.0'], (8, 9))
+    assert not _native.arch_supports(['8.6'], (8, 0))
+    assert not _native.arch_supports(['8.0'], (9, 0))
+    assert _native.arch_supports(['9.0a'], (9, 0))
+    assert not _native.arch_supports(['9.0a'], (9, 1))
+
+
+def test_require_cuda_on_this_machine():
+    driver = _native.driver_version()
+    if isinstance(driver, str):
+        with pytest.raises(opforge_ops.OpUnavailableError) as e:
+            _native.require_cuda('overflow')
+        assert 'needs the NVIDIA driver (libcuda.so.1)' in str(e.value)
+        assert not _native.cuda_available('overflow')
+    else:
+        # A machine with a driver: the answer must agree with the pure check.
+        problem = _native.cuda_problem('overflow', opforge_ops.build_info, driver,
+                                       _native.device_capabilities())
+        assert _native.cuda_available('overflow') == (problem is None)

@@ -1,0 +1,110 @@
+#include <gtest/gtest.h>
+
+#include "wheel/wheel.h"
+
+namespace opforge::wheel {
+
+TEST(WheelNames, NormalizeCollapsesSeparatorRunsAndLowercases) {
+  EXPECT_EQ(normalize_name("opforge-ops"), "opforge_ops");
+  EXPECT_EQ(normalize_name("My.__Package--X"), "my_package_x");
+  EXPECT_EQ(normalize_name("a_b"), "a_b");
+}
+
+TEST(WheelNames, ValidVersions) {
+  for (const char* v : {"0.1.0", "1", "0.1.0+cu13.g8cd046f", "2.0rc1", "1.0.post2.dev3",
+                        "0.1.0+cpu", "1.2a3+abc.1"})
+    EXPECT_TRUE(validate_version(v).has_value()) << v;
+}
+
+TEST(WheelNames, InvalidVersionsSayWhy) {
+  auto e = validate_version("0.1.0+CU13");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(e.error().message,
+            "invalid version '0.1.0+CU13': local label 'CU13' may only hold a-z, 0-9 and '.', not 'C'");
+  EXPECT_FALSE(validate_version("0.1.0+cu13..g1"));
+  EXPECT_FALSE(validate_version("0.1.0+"));
+  EXPECT_FALSE(validate_version("0.1.0+cu-13"));
+  EXPECT_FALSE(validate_version("v0.1"));
+  EXPECT_FALSE(validate_version("0.1-1"));
+  EXPECT_FALSE(validate_version(""));
+}
+
+TEST(WheelNames, ExpandVersion) {
+  LocalVars v{13, 0, "8CD046F0123456789"};
+  EXPECT_EQ(*expand_version("0.1.0", "cu{cuda_major}.g{commit}", v), "0.1.0+cu13.g8cd046f");
+  EXPECT_EQ(*expand_version("0.1.0", "cu{cuda_major}{cuda_minor}", v), "0.1.0+cu130");
+  EXPECT_EQ(*expand_version("0.1.0", "none", v), "0.1.0");
+  EXPECT_EQ(*expand_version("0.1.0", "", v), "0.1.0");
+  auto e = expand_version("0.1.0", "cu{cuda}", v);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "local_version 'cu{cuda}' has an unknown placeholder {cuda}");
+  e = expand_version("0.1.0", "cu{cuda_major}", LocalVars{});
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message,
+            "local_version 'cu{cuda_major}' uses {cuda_major}, but no CUDA toolkit is used by this build");
+  e = expand_version("0.1.0", "g{commit}", LocalVars{13, 0, ""});
+  ASSERT_FALSE(e);
+  e = expand_version("0.1.0", "cu_{cuda_major}", v);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().kind, ErrorKind::bad_input);
+}
+
+TEST(WheelBuildInfo, SortedDictWithVersionsOnly) {
+  BuildInfo info;
+  info.opforge_version = "0.1.0";
+  info.package_version = "0.1.0+cu13.gabc1234";
+  info.toolkit_version = "13.0";
+  info.host_compiler = "gcc 12.2.0";
+  info.arch_list = {"8.0", "9.0+PTX"};
+  info.ops = {"cpu_adam", "overflow"};
+  info.op_kinds = {{"cpu_adam", "cpu"}, {"overflow", "cuda"}};
+  info.source_commit = "abc1234def";
+  info.notes = {{"cpu_adam", {"simd: runtime dispatch (avx2, avx512)"}}};
+  auto text = build_info_py(info);
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_EQ(*text,
+            "# Written by opforge build: how this wheel was built (versions only, no paths).\n"
+            "BUILD_INFO = {\n"
+            "    'arch_list': ['8.0', '9.0+PTX'],\n"
+            "    'host_compiler': 'gcc 12.2.0',\n"
+            "    'notes': {'cpu_adam': ['simd: runtime dispatch (avx2, avx512)']},\n"
+            "    'op_kinds': {'cpu_adam': 'cpu', 'overflow': 'cuda'},\n"
+            "    'ops': ['cpu_adam', 'overflow'],\n"
+            "    'opforge_version': '0.1.0',\n"
+            "    'source_checkout': False,\n"
+            "    'source_commit': 'abc1234def',\n"
+            "    'toolkit_version': '13.0',\n"
+            "    'version': '0.1.0+cu13.gabc1234',\n"
+            "}\n");
+  info.host_compiler = "/usr/bin/gcc";
+  auto bad = build_info_py(info);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "build_info host_compiler '/usr/bin/gcc' is an absolute path");
+}
+
+}  // namespace opforge::wheel
+
+#include "probe/fake_machine.h"
+
+namespace opforge::wheel {
+
+TEST(WheelCollect, WalksSortedSkipsBytecodeKeepsModes) {
+  probe::FakeFileSystem fs;
+  fs.add_file("/stage/opforge_ops/__init__.py", "A");
+  fs.add_file("/stage/opforge_ops/__pycache__/__init__.cpython-311.pyc", "junk");
+  fs.add_file("/stage/opforge_ops/stray.pyc", "junk");
+  fs.add_file("/stage/opforge_ops/_lib/libopforge_x.so", "ELF", 0755);
+  fs.add_file("/stage/opforge_ops/overflow/__init__.py", "B");
+  auto files = collect_files(fs, "/stage/opforge_ops", "opforge_ops");
+  ASSERT_TRUE(files) << files.error().message;
+  ASSERT_EQ(files->size(), 3u);
+  EXPECT_EQ((*files)[0].path, "opforge_ops/__init__.py");
+  EXPECT_EQ((*files)[0].mode, 0644u);
+  EXPECT_EQ((*files)[1].path, "opforge_ops/_lib/libopforge_x.so");
+  EXPECT_EQ((*files)[1].mode, 0755u);
+  EXPECT_EQ((*files)[2].path, "opforge_ops/overflow/__init__.py");
+  EXPECT_EQ((*files)[2].content, "B");
+}
+
+}  // namespace opforge::wheel
