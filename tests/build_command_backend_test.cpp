@@ -81,6 +81,32 @@ TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   EXPECT_EQ(*fs.read_file("/w/build/command.log"), "building\n");
 }
 
+TEST(BuildCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
+  auto zip = [](std::vector<std::pair<std::string, std::string>> files) {
+    // A tiny stored zip written by the system's python, so the test does not depend on wheel::pack.
+    fs::path dir = fs::temp_directory_path() / ("opforge-diffzip-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::string script = "import zipfile,sys\nz=zipfile.ZipFile(sys.argv[1],'w')\n";
+    for (auto& [n, c] : files) script += "z.writestr('" + n + "', '" + c + "')\n";
+    script += "z.close()\n";
+    std::ofstream(dir / "mk.py") << script;
+    std::string cmd = "python3 '" + (dir / "mk.py").string() + "' '" + (dir / "w.zip").string() + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::string bytes = slurp(dir / "w.zip");
+    fs::remove_all(dir);
+    return bytes;
+  };
+  std::string a = zip({{"p/a.py", "1"}, {"p/b.so", "x"}, {"p/gone.py", "g"}});
+  std::string b = zip({{"p/a.py", "1"}, {"p/b.so", "y"}, {"p/new.py", "n"}});
+  auto d = build::differing_entries(a, b);
+  ASSERT_TRUE(d) << d.error().render();
+  EXPECT_EQ(*d, (std::vector<std::string>{"p/b.so", "p/gone.py", "p/new.py"}));
+  auto same = build::differing_entries(a, a);
+  ASSERT_TRUE(same);
+  EXPECT_TRUE(same->empty());
+}
+
 TEST(BuildCommandBackend, FailureStopsWithTheLogTail) {
   fs::path work = fs::temp_directory_path() / ("opforge-cmdfail-" + std::to_string(::getpid()));
   fs::remove_all(work);
@@ -145,12 +171,11 @@ TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByt
   bool has_cuda = false;
   for (auto& [path, _] : ma) has_cuda |= path.find("libdemo_cuda") != std::string::npos;
   EXPECT_TRUE(has_cuda);
-  std::string differing;
-  for (auto& [path, content] : ma)
-    if (!mb.contains(path) || mb[path] != content) differing += " " + path;
-  for (auto& [path, _] : mb)
-    if (!ma.contains(path)) differing += " " + path;
-  EXPECT_EQ(differing, "") << "files differing between the two builds:" << differing;
+  auto differing = build::differing_entries(a, b);
+  ASSERT_TRUE(differing) << differing.error().render();
+  std::string names;
+  for (const auto& n : *differing) names += " " + n;
+  EXPECT_EQ(names, "") << "files differing between the two builds:" << names;
   EXPECT_TRUE(a == b) << "the two wheels differ in bytes";
   auto report = wheel::verify_bytes(wheels[0].filename().string(), a);
   EXPECT_TRUE(report.ok()) << (report.problems.empty() ? "" : report.problems.front());

@@ -77,6 +77,24 @@ Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::
   return out;
 }
 
+Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std::string_view wheel_b) {
+  auto a = OPFORGE_TRY(wheel::read_archive(wheel_a));
+  auto b = OPFORGE_TRY(wheel::read_archive(wheel_b));
+  std::map<std::string, const wheel::Entry*> in_b;
+  for (const auto& e : b) in_b[e.path] = &e;
+  std::vector<std::string> out;
+  for (const auto& e : a) {
+    auto it = in_b.find(e.path);
+    if (it == in_b.end() || it->second->content != e.content || it->second->mode != e.mode)
+      out.push_back(e.path);
+    if (it != in_b.end()) in_b.erase(it);
+  }
+  for (const auto& [path, _] : in_b) out.push_back(path);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
                                           const std::function<void(std::string_view)>& on_line) {
   const auto& b = plan.recipe.build;

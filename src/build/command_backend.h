@@ -40,6 +40,11 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
 Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::path& root,
                                          const std::string& glob);
 
+/// The entries that differ between two wheels (by content, mode, or presence), sorted: what a
+/// rebuild from another folder names when its bytes do not match. Empty when the entries are equal
+/// (the archives may still differ in zip metadata; compare bytes for that).
+Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std::string_view wheel_b);
+
 /// Runs plan.recipe.build.command in plan.source.root with command_environment(m.env.all(), plan),
 /// passing each output line to `on_line` (progress), keeps the full output in the log, and on a
 /// non-zero exit fails (ErrorKind::failed) with the log's last lines. The wheel is the one file
