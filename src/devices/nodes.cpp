@@ -1,0 +1,107 @@
+#include "devices/nodes.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+namespace opforge::devices {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string capability_str(int major, int minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+/// Marketing names make the warning readable; unknown majors just show the number.
+std::string generation(int major, int minor) {
+  switch (major) {
+    case 6: return "Pascal";
+    case 7: return minor >= 5 ? "Turing" : "Volta";
+    case 8: return minor >= 9 ? "Ada" : "Ampere";
+    case 9: return "Hopper";
+    case 10: case 11: case 12: return "Blackwell";
+    default: return "sm_" + std::to_string(major) + std::to_string(minor);
+  }
+}
+
+}  // namespace
+
+Result<NodeReport> parse_node_report(const fs::path& file, std::string_view json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return bad_input(file.string() + ": not a JSON object",
+                     "give the output of `opforge doctor --json` from each node");
+  NodeReport node;
+  node.file = file;
+  const json* list = nullptr;
+  if (j.contains("gpus")) {
+    const json& g = j["gpus"];
+    if (g.is_array()) list = &g;
+    else if (g.is_object() && g.contains("devices") && g["devices"].is_array()) list = &g["devices"];
+  }
+  if (!list)
+    return bad_input(file.string() + ": no \"gpus\" list in this report",
+                     "give the output of `opforge doctor --json` from each node");
+  int position = 0;
+  for (const auto& d : *list) {
+    Gpu gpu;
+    gpu.index = d.value("index", position);
+    gpu.name = d.value("name", std::string("GPU ") + std::to_string(gpu.index));
+    std::string cap = d.contains("capability") ? d.value("capability", std::string())
+                                               : d.value("compute_capability", std::string());
+    int major = 0, minor = 0;
+    char extra = 0;
+    if (std::sscanf(cap.c_str(), "%d.%d%c", &major, &minor, &extra) != 2 || major <= 0 || minor < 0)
+      return bad_input(file.string() + ": GPU " + std::to_string(gpu.index) + " (" + gpu.name +
+                           ") has capability \"" + cap + "\", expected MAJOR.MINOR such as \"9.0\"",
+                       "regenerate the report with `opforge doctor --json`");
+    gpu.major = major;
+    gpu.minor = minor;
+    gpu.uuid = d.value("uuid", std::string());
+    node.gpus.push_back(std::move(gpu));
+    ++position;
+  }
+  return node;
+}
+
+Result<NodesSummary> merge_nodes(probe::FileSystem& fs, const std::vector<fs::path>& reports) {
+  if (reports.empty()) return bad_input("no node reports given", "pass one `doctor --json` file per node");
+  NodesSummary s;
+  // capability → the files of the nodes that have it
+  std::map<std::pair<int, int>, std::set<std::string>> kinds;
+  for (const auto& file : reports) {
+    auto text = fs.read_file(file);
+    if (!text)
+      return bad_input("cannot read the node report " + file.string() + ": " + text.error().message,
+                       "run `opforge doctor --json > NODE.json` on each node");
+    auto node = OPFORGE_TRY(parse_node_report(file, *text));
+    if (node.gpus.empty())
+      s.warnings.push_back(file.string() + ": no GPU found on this node; it adds nothing to the arch list");
+    for (const auto& g : node.gpus) kinds[{g.major, g.minor}].insert(file.string());
+    s.nodes.push_back(std::move(node));
+  }
+  for (const auto& [cap, files] : kinds) s.arches.push_back(Arch{cap.first, cap.second, 0, false});
+  if (!s.arches.empty()) s.arches.back().ptx = true;
+  for (const auto& a : s.arches) {
+    if (!s.arch_list.empty()) s.arch_list += ";";
+    s.arch_list += capability_str(a.major, a.minor) + (a.ptx ? "+PTX" : "");
+  }
+  std::set<std::string> generations;
+  for (const auto& [cap, files] : kinds) generations.insert(generation(cap.first, cap.second));
+  if (generations.size() > 1) {
+    std::string what;
+    for (const auto& [cap, files] : kinds) {
+      what += (what.empty() ? "" : "; ") + generation(cap.first, cap.second) + " " +
+              capability_str(cap.first, cap.second) + " on";
+      for (const auto& f : files) what += " " + f;
+    }
+    s.warnings.push_back("mixed GPU generations (" + what + "): the wheel carries code for each, "
+                         "and synchronous training across them runs at the pace of the slowest");
+  }
+  return s;
+}
+
+}  // namespace opforge::devices

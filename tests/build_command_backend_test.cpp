@@ -1,0 +1,183 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "build/command_backend.h"
+#include "probe/fake_machine.h"
+#include "wheel/wheel.h"
+
+namespace fs = std::filesystem;
+using namespace opforge;
+
+namespace {
+
+plan::Plan base_plan(const fs::path& src, const fs::path& work) {
+  plan::Plan p;
+  p.source.root = src;
+  p.build_dir = work / "build";
+  p.dist_dir = work / "dist";
+  p.jobs = 2;
+  p.source_date_epoch = 1700000000;
+  p.recipe.build.backend = recipe::Backend::command;
+  return p;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags) {
+  auto p = base_plan("/src/ops", "/w");
+  p.exports = {{"TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"}, {"DS_BUILD_OPS", "0"}, {"DS_BUILD_AIO", "1"},
+               {"CUDA_HOME", "/usr/local/cuda-12.4"}, {"PATH", "/usr/local/cuda-12.4/bin:/usr/bin"}};
+  compiler::HostChoice host;
+  host.compiler.cc = "/usr/bin/gcc-11";
+  host.compiler.cxx = "/usr/bin/g++-11";
+  host.shim_dir = "/w/shim";
+  p.host = host;
+  auto env = build::command_environment({{"PATH", "/bin"}, {"CFLAGS", "-O3"}, {"HOME", "/h"}}, p);
+  EXPECT_EQ(env["PATH"], "/usr/local/cuda-12.4/bin:/usr/bin");
+  EXPECT_EQ(env["HOME"], "/h");
+  EXPECT_EQ(env["TORCH_CUDA_ARCH_LIST"], "8.0;9.0+PTX");
+  EXPECT_EQ(env["DS_BUILD_AIO"], "1");
+  EXPECT_EQ(env["CC"], "/w/shim/gcc-11");
+  EXPECT_EQ(env["CXX"], "/w/shim/g++-11");
+  EXPECT_EQ(env["NVCC_PREPEND_FLAGS"], "-ccbin /w/shim");
+  EXPECT_EQ(env["NVCC_APPEND_FLAGS"],
+            "-Xcompiler=-ffile-prefix-map=/src/ops=. -Xcompiler=-frandom-seed=opforge");
+  EXPECT_EQ(env["CFLAGS"], "-O3 -ffile-prefix-map=/src/ops=. -frandom-seed=opforge");
+  EXPECT_EQ(env["CXXFLAGS"], "-ffile-prefix-map=/src/ops=. -frandom-seed=opforge");
+  EXPECT_EQ(env["LDFLAGS"], "-Wl,--build-id=none");
+  EXPECT_EQ(env["SOURCE_DATE_EPOCH"], "1700000000");
+  EXPECT_EQ(env["MAX_JOBS"], "2");
+  EXPECT_EQ(env["PYTHONHASHSEED"], "0");
+}
+
+TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
+  probe::FakeDynamicLoader dl;
+  probe::Machine m{fs, proc, env, dl};
+  auto p = base_plan("/src", "/w");
+  p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
+  proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
+  auto r = build::run_command_backend(m, p);
+  ASSERT_FALSE(r);  // the fake command made no wheel
+  EXPECT_NE(r.error().message.find("no new file matching \"dist/*.whl\""), std::string::npos)
+      << r.error().message;
+  ASSERT_EQ(proc.calls().size(), 1u);
+  EXPECT_EQ(proc.calls()[0].argv, (std::vector<std::string>{"python3", "setup.py", "bdist_wheel"}));
+  EXPECT_EQ(proc.calls()[0].cwd, fs::path("/src"));
+  EXPECT_EQ(proc.calls()[0].output, probe::Output::lines);
+  EXPECT_EQ(*fs.read_file("/w/build/command.log"), "building\n");
+}
+
+TEST(BuildCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
+  auto zip = [](std::vector<std::pair<std::string, std::string>> files) {
+    // A tiny stored zip written by the system's python, so the test does not depend on wheel::pack.
+    fs::path dir = fs::temp_directory_path() / ("opforge-diffzip-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::string script = "import zipfile,sys\nz=zipfile.ZipFile(sys.argv[1],'w')\n";
+    for (auto& [n, c] : files) script += "z.writestr('" + n + "', '" + c + "')\n";
+    script += "z.close()\n";
+    std::ofstream(dir / "mk.py") << script;
+    std::string cmd = "python3 '" + (dir / "mk.py").string() + "' '" + (dir / "w.zip").string() + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::string bytes = slurp(dir / "w.zip");
+    fs::remove_all(dir);
+    return bytes;
+  };
+  std::string a = zip({{"p/a.py", "1"}, {"p/b.so", "x"}, {"p/gone.py", "g"}});
+  std::string b = zip({{"p/a.py", "1"}, {"p/b.so", "y"}, {"p/new.py", "n"}});
+  auto d = build::differing_entries(a, b);
+  ASSERT_TRUE(d) << d.error().render();
+  EXPECT_EQ(*d, (std::vector<std::string>{"p/b.so", "p/gone.py", "p/new.py"}));
+  auto same = build::differing_entries(a, a);
+  ASSERT_TRUE(same);
+  EXPECT_TRUE(same->empty());
+}
+
+TEST(BuildCommandBackend, FailureStopsWithTheLogTail) {
+  fs::path work = fs::temp_directory_path() / ("opforge-cmdfail-" + std::to_string(::getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work / "src");
+  auto p = base_plan(work / "src", work);
+  p.recipe.build.command = {"/bin/sh", "-c", "echo compiling; echo 'error: boom' >&2; exit 3"};
+  std::vector<std::string> lines;
+  auto r = build::run_command_backend(probe::real_machine(), p,
+                                      [&](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::failed);
+  EXPECT_NE(r.error().message.find("exit 3"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("error: boom"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().hint.find("command.log"), std::string::npos);
+  EXPECT_NE(slurp(work / "build" / "command.log").find("compiling"), std::string::npos);
+  EXPECT_FALSE(lines.empty());
+  fs::remove_all(work);
+}
+
+// Real setuptools project with a C extension and an nvcc-built CUDA library, built in two folders.
+TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByte) {
+  const fs::path nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "nvcc is not available at " << nvcc;
+  if (std::system("/usr/bin/python3 -c 'import setuptools, wheel' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 lacks setuptools or wheel";
+  fs::path top = fs::temp_directory_path() / ("opforge-cmdbuild-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  std::vector<fs::path> wheels;
+  for (const char* node : {"a", "bb/deeper"}) {
+    fs::path src = top / node / "project";
+    fs::create_directories(src.parent_path());
+    fs::copy(fs::path(OPFORGE_TEST_FIXTURES) / "setuptools_project", src, fs::copy_options::recursive);
+    auto p = base_plan(src, top / node);
+    p.recipe.build.command = {"/usr/bin/python3", "setup.py", "-q", "bdist_wheel"};
+    p.wheel_version = "0.3.0+cu13.gabc1234";
+    p.exports = {{"CUDA_HOME", "/usr/local/cuda-13.0"},
+                 {"PATH", "/usr/local/cuda-13.0/bin:/usr/bin:/bin"},
+                 {"TORCH_CUDA_ARCH_LIST", "8.0"},
+                 {"DS_BUILD_OPS", "0"},
+                 {"DS_BUILD_DEMO_CUDA", "1"}};
+    auto r = build::run_command_backend(probe::real_machine(), p);
+    ASSERT_TRUE(r) << r.error().render();
+    EXPECT_EQ(r->wheel.filename().string().rfind("demo_ops-0.3.0+cu13.gabc1234-", 0), 0u) << r->wheel;
+    wheels.push_back(r->wheel);
+  }
+  EXPECT_EQ(wheels[0].filename(), wheels[1].filename());
+  std::string a = slurp(wheels[0]), b = slurp(wheels[1]);
+  auto ea = wheel::read_archive(a);
+  auto eb = wheel::read_archive(b);
+  ASSERT_TRUE(ea && eb);
+  std::map<std::string, std::string> ma, mb;
+  for (auto& e : *ea) ma[e.path] = e.content;
+  for (auto& e : *eb) mb[e.path] = e.content;
+  ASSERT_TRUE(ma.contains("demo_ops/_build_env.py"));
+  const std::string& build_env = ma["demo_ops/_build_env.py"];
+  EXPECT_NE(build_env.find("TORCH_CUDA_ARCH_LIST = '8.0'"), std::string::npos) << build_env;
+  EXPECT_NE(build_env.find("'DS_BUILD_DEMO_CUDA': '1'"), std::string::npos) << build_env;
+  EXPECT_NE(build_env.find("SOURCE_DATE_EPOCH = '1700000000'"), std::string::npos) << build_env;
+  ASSERT_TRUE(ma.contains("demo_ops-0.3.0+cu13.gabc1234.dist-info/METADATA"));
+  EXPECT_NE(ma["demo_ops-0.3.0+cu13.gabc1234.dist-info/METADATA"].find("Version: 0.3.0+cu13.gabc1234"),
+            std::string::npos);
+  bool has_cuda = false;
+  for (auto& [path, _] : ma) has_cuda |= path.find("libdemo_cuda") != std::string::npos;
+  EXPECT_TRUE(has_cuda);
+  auto differing = build::differing_entries(a, b);
+  ASSERT_TRUE(differing) << differing.error().render();
+  std::string names;
+  for (const auto& n : *differing) names += " " + n;
+  EXPECT_EQ(names, "") << "files differing between the two builds:" << names;
+  EXPECT_TRUE(a == b) << "the two wheels differ in bytes";
+  auto report = wheel::verify_bytes(wheels[0].filename().string(), a);
+  EXPECT_TRUE(report.ok()) << (report.problems.empty() ? "" : report.problems.front());
+  fs::remove_all(top);
+}
