@@ -1,5 +1,7 @@
 #include "build/pipeline.h"
 
+#include "build/command_backend.h"
+
 #include "opforge/version.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
@@ -68,12 +70,29 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   plan::Plan& plan = outcome.plan;
   if (options.build_dir) plan.build_dir = fs::absolute(*options.build_dir);
   if (options.dist_dir) plan.dist_dir = fs::absolute(*options.dist_dir);
-  if (plan.recipe.build.backend == recipe::Backend::command)
-    return bad_input("[build] backend = \"command\" is not supported by this opforge yet",
-                     "use backend = \"native\"");
-
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));
+  auto recipe_text = m.fs.read_file(recipe_file).value_or("");
+
+  if (plan.recipe.build.backend == recipe::Backend::command) {
+    // A setup.py-style project builds its own wheel; opforge sets the environment, then
+    // normalises the wheel and records it.
+    auto out = OPFORGE_TRY(run_command_backend(m, plan, options.on_line));
+    auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
+    outcome.wheel = out.wheel;
+    outcome.wheel_sha256 = record::sha256_hex(bytes);
+    outcome.steps_run = 1;
+    record::Record rec;
+    rec.wheel = out.wheel.filename().string();
+    rec.outputs[rec.wheel] = outcome.wheel_sha256;
+    rec.inputs = record_inputs(m, plan, Graph{}, fs::absolute(recipe_file), recipe_text);
+    rec.inputs["command"] = plan.recipe.build.command;
+    rec.inputs["command_log"] = out.log.string();
+    outcome.record_path = record::path_for(out.wheel);
+    OPFORGE_CHECK(record::write(m.fs, outcome.record_path, rec));
+    outcome.record = std::move(rec);
+    return outcome;
+  }
 
   RunOptions run_options;
   run_options.launcher = options.launcher;
@@ -126,7 +145,6 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   outcome.tags = written.packed.tags;
   outcome.platform_reason = strings::join(written.packed.platform.reasons, "; ");
 
-  auto recipe_text = m.fs.read_file(recipe_file).value_or("");
   rec.wheel = written.path.filename().string();
   rec.outputs[rec.wheel] = written.packed.sha256;
   rec.inputs = record_inputs(m, plan, graph, fs::absolute(recipe_file), recipe_text);

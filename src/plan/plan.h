@@ -70,12 +70,16 @@ struct Resolvers {
 /// The real resolvers (those not compiled into this build report themselves as unavailable).
 Resolvers default_resolvers();
 
+/// The source stage: a local tree's commit and dirtiness, or a git source fetched into the cache
+/// (source/); release mode refuses dirty trees and moving revs.
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r);
+
 struct Options {
   std::optional<unsigned> jobs;        ///< -j N (beats MAX_JOBS and the recipe)
   std::optional<std::string> python;   ///< --python: the interpreter whose torch decides CUDA
   /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When
   /// null, the tree is the recipe's [source] path with no commit.
-  std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source;
+  std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source = plan::inspect_source;
   Resolvers resolvers = default_resolvers();
   fs::path cache_dir;                  ///< probe cache; empty: ops::default_cache_dir(env)
 };

@@ -14,7 +14,9 @@ int set_error(int code, const char* message);
 uint64_t threshold_bits_for(int dtype, double t);  // stats_cpu.cpp: the CPU path's rule
 }
 
-namespace {
+// A named namespace, not an anonymous one: nvcc hashes the source file's absolute path into
+// anonymous-namespace symbols, which would make the library depend on where the tree lives.
+namespace opforge_overflow_stats_detail {
 
 using opforge_overflow::Layout;
 using opforge_overflow::layout_of;
@@ -196,7 +198,8 @@ int sm_count() {
   return sms;
 }
 
-}  // namespace
+}  // namespace opforge_overflow_stats_detail
+using namespace opforge_overflow_stats_detail;
 
 extern "C" {
 

@@ -11,7 +11,8 @@ namespace opforge_overflow {
 int set_error(int code, const char* message);
 }
 
-namespace {
+// Named, not anonymous: see stats.cu (nvcc hashes the absolute path into anonymous names).
+namespace opforge_overflow_test_detail {
 
 __device__ __forceinline__ unsigned long long mix(unsigned long long z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -68,7 +69,8 @@ __global__ void fill_kernel(int which, void* out, unsigned long long n, unsigned
   }
 }
 
-}  // namespace
+}  // namespace opforge_overflow_test_detail
+using namespace opforge_overflow_test_detail;
 
 extern "C" int opforge_overflow_cuda_test_kernel(int which, void* out, uint64_t n, uint64_t index,
                                                  uint64_t seed, int* dtype_out, void* stream) {

@@ -1,0 +1,33 @@
+#include "ops/ops.h"
+#include "plan/plan.h"
+#include "source/source.h"
+
+namespace opforge::plan {
+
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r) {
+  SourceInfo out;
+  std::optional<source::Info> info;
+  if (r.source.git) {
+    auto cache = ops::default_cache_dir(m.env) / "git";
+    info = OPFORGE_TRY(source::fetch(*r.source.git, r.source.rev.value_or("HEAD"), cache));
+  } else {
+    out.root = r.source.path.value_or(r.dir);
+    info = OPFORGE_TRY(source::inspect(out.root));
+  }
+  if (info) {
+    if (r.source.git) out.root = info->root;
+    out.commit = info->commit;
+    out.dirty = info->dirty;
+    out.commit_time = info->commit_time;
+  }
+  if (r.build.release) {
+    if (!info)
+      return bad_input("[build] release = true needs a git source: " + out.root.string() + " has no commit",
+                       "build from a git checkout, or set release = false");
+    OPFORGE_CHECK(source::check_release(*info, r.source.rev.value_or(""), info->resolved_from == "branch",
+                                        std::nullopt));
+  }
+  return out;
+}
+
+}  // namespace opforge::plan
