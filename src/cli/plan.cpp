@@ -1,6 +1,7 @@
 // `opforge plan RECIPE`: the full resolved plan, written nowhere.
 #include <iostream>
 
+#include "build/native.h"
 #include "cli/command.h"
 #include "plan/json.h"
 #include "plan/plan.h"
@@ -46,8 +47,12 @@ void print_text(const plan::Plan& p) {
             << "dist dir      " << p.dist_dir.string() << "\n"
             << "\nexports\n";
   for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
-  // The build stage adds the exact compile commands here once it exists.
-  std::cout << "\ncommands      (the build stage lists the exact compile commands here)\n";
+  std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
+  if (auto graph = build::describe(p)) {
+    for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
+  } else {
+    std::cout << "  (cannot describe: " << graph.error().message << ")\n";
+  }
   if (!p.notes.empty()) {
     std::cout << "\nwhy\n";
     for (auto& n : p.notes) std::cout << "  " << n << "\n";
@@ -75,7 +80,15 @@ Registrar plan_command{{
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;
         auto p = OPFORGE_TRY(plan::make(probe::real_machine(), args->recipe, opts));
-        if (args->json) std::cout << plan::to_json(p).dump(2) << "\n";
+        if (args->json) {
+          auto j = plan::to_json(p);
+          if (auto graph = build::describe(p)) {
+            j["commands"] = nlohmann::json::array();
+            for (auto& step : graph->steps)
+              j["commands"].push_back({{"description", step.description}, {"argv", step.argv}});
+          }
+          std::cout << j.dump(2) << "\n";
+        }
         else print_text(p);
         return {};
       };
