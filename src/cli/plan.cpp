@@ -3,6 +3,8 @@
 
 #include "build/native.h"
 #include "cli/command.h"
+#include "devices/nodes.h"
+#include "probe/overlay_environment.h"
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "util/strings.h"
@@ -69,17 +71,37 @@ Registrar plan_command{{
         bool json = false;
         std::string python;
         unsigned jobs = 0;
+        std::vector<std::string> nodes;
       };
       auto args = std::make_shared<Args>();
       app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
       app.add_flag("--json", args->json, "print JSON");
       app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
       app.add_option("-j,--jobs", args->jobs, "parallel jobs")->check(CLI::Range(1u, 4096u));
+      app.add_option("--nodes", args->nodes,
+                     "`opforge doctor --json` reports of the cluster's nodes: their GPU kinds make the arch list");
       return [args]() -> Status {
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;
-        auto p = OPFORGE_TRY(plan::make(probe::real_machine(), args->recipe, opts));
+        auto real = probe::real_machine();
+        std::map<std::string, std::string> set;
+        std::vector<std::string> node_warnings;
+        if (!args->nodes.empty()) {
+          std::vector<std::filesystem::path> files(args->nodes.begin(), args->nodes.end());
+          auto summary = OPFORGE_TRY(devices::merge_nodes(real.fs, files));
+          if (summary.arch_list.empty())
+            return unsatisfied("no GPU in any of the " + std::to_string(files.size()) + " node reports",
+                               "run `opforge doctor --json` on nodes that have GPUs, or set [arch] list");
+          // The nodes' union decides, exactly as if TORCH_CUDA_ARCH_LIST had been set to it.
+          set["TORCH_CUDA_ARCH_LIST"] = summary.arch_list;
+          node_warnings = summary.warnings;
+        }
+        probe::OverlayEnvironment env(real.env, set);
+        auto p = OPFORGE_TRY(plan::make(probe::Machine{real.fs, real.proc, env, real.dl}, args->recipe, opts));
+        if (!args->nodes.empty())
+          p.notes.push_back("arch list from " + std::to_string(args->nodes.size()) + " node reports: " + set["TORCH_CUDA_ARCH_LIST"]);
+        for (auto& w : node_warnings) p.warnings.push_back(w);
         if (args->json) {
           auto j = plan::to_json(p);
           if (auto graph = build::describe(p)) {

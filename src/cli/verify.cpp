@@ -2,6 +2,7 @@
 
 #include "build/pipeline.h"
 #include "cli/command.h"
+#include "probe/overlay_environment.h"
 #include "wheel/wheel.h"
 
 namespace opforge::cli {
@@ -19,33 +20,6 @@ Status verify_wheel(const std::string& path) {
   return failure(path + ": the wheel does not verify:" + problems);
 }
 
-/// The environment of the recorded build on top of this one: the rebuild must see the same
-/// DS_BUILD_*, TORCH_CUDA_ARCH_LIST, SOURCE_DATE_EPOCH.
-class RecordedEnvironment final : public probe::Environment {
- public:
-  RecordedEnvironment(const probe::Environment& base, std::map<std::string, std::string> recorded)
-      : base_(base), recorded_(std::move(recorded)) {}
-  std::optional<std::string> get(const std::string& name) const override {
-    if (auto it = recorded_.find(name); it != recorded_.end()) return it->second;
-    if (name.starts_with("DS_BUILD_") || name == "TORCH_CUDA_ARCH_LIST" || name == "SOURCE_DATE_EPOCH")
-      return std::nullopt;  // unset at record time: keep it unset
-    return base_.get(name);
-  }
-  std::map<std::string, std::string> all() const override {
-    auto out = base_.all();
-    std::erase_if(out, [](auto& kv) {
-      return kv.first.starts_with("DS_BUILD_") || kv.first == "TORCH_CUDA_ARCH_LIST" || kv.first == "SOURCE_DATE_EPOCH";
-    });
-    for (auto& [k, v] : recorded_) out[k] = v;
-    return out;
-  }
-  unsigned cpu_count() const override { return base_.cpu_count(); }
-
- private:
-  const probe::Environment& base_;
-  std::map<std::string, std::string> recorded_;
-};
-
 /// Rebuilds from a build record into a temporary folder and compares every output's hash.
 Status verify_record(const std::string& path) {
   auto m = probe::real_machine();
@@ -57,7 +31,11 @@ Status verify_record(const std::string& path) {
   const auto recorded_env = expected.inputs.value("environment", nlohmann::json::object());
   for (auto& [k, v] : recorded_env.items())
     if (v.is_string()) recorded[k] = v.get<std::string>();
-  RecordedEnvironment env(m.env, recorded);
+  // The rebuild sees the recorded DS_BUILD_*, TORCH_CUDA_ARCH_LIST and SOURCE_DATE_EPOCH; those
+  // unset at record time stay unset.
+  probe::OverlayEnvironment env(m.env, recorded, [](const std::string& name) {
+    return name.starts_with("DS_BUILD_") || name == "TORCH_CUDA_ARCH_LIST" || name == "SOURCE_DATE_EPOCH";
+  });
   probe::Machine rebuild{m.fs, m.proc, env, m.dl};
   auto tmp = OPFORGE_TRY(m.fs.make_temp_directory("opforge-verify-"));
   build::PipelineOptions options;
