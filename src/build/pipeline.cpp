@@ -56,6 +56,32 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
   return in;
 }
 
+/// sha256 over everything that decides the wheel's bytes: the recorded inputs and every file.
+std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
+  std::string text = inputs.dump() + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
+                     spec.description + "\n" + spec.requires_python + "\n" + std::to_string(spec.source_date_epoch);
+  for (auto& f : spec.files)
+    text += "\n" + f.path + " " + std::to_string(f.mode) + " " + record::sha256_hex(f.content);
+  return record::sha256_hex(text);
+}
+
+/// The wheel and record in `dist` made from `fp`, when the wheel's bytes still match the record.
+std::optional<std::pair<fs::path, record::Record>> find_reusable(probe::Machine m, const fs::path& dist,
+                                                                 const nlohmann::json& fp) {
+  auto names = m.fs.list_directory(dist);
+  if (!names) return std::nullopt;
+  for (auto& name : *names) {
+    if (!name.ends_with(".whl.opforge-record.json")) continue;
+    auto text = m.fs.read_file(dist / name);
+    if (!text) continue;
+    auto rec = record::parse(dist / name, *text);
+    if (!rec || rec->inputs.value("fingerprint", nlohmann::json()) != fp) continue;
+    auto bytes = m.fs.read_file(dist / rec->wheel);
+    if (bytes && record::sha256_hex(*bytes) == rec->outputs[rec->wheel]) return std::make_pair(dist / rec->wheel, *rec);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 fs::path default_python_package(const probe::FileSystem& fs) {
@@ -139,6 +165,20 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   spec.requires_python = plan.recipe.package.requires_python;
   spec.files = std::move(files);
   spec.source_date_epoch = plan.source_date_epoch;
+
+  rec.inputs = record_inputs(m, plan, graph, fs::absolute(recipe_file), recipe_text);
+  rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
+  // A no-op rebuild: an intact wheel made from exactly these inputs is already in dist/.
+  if (auto reused = find_reusable(m, plan.dist_dir, rec.inputs["fingerprint"])) {
+    outcome.wheel = reused->first;
+    outcome.record = reused->second;
+    outcome.wheel_sha256 = outcome.record.outputs[outcome.record.wheel];
+    outcome.record_path = record::path_for(outcome.wheel);
+    auto parts = strings::split(outcome.wheel.stem().string(), '-');
+    if (parts.size() >= 5) outcome.tags = {parts[2] + "-" + parts[3] + "-" + parts[4]};
+    outcome.reused = true;
+    return outcome;
+  }
   auto written = OPFORGE_TRY(wheel::write(m.fs, spec, plan.dist_dir));
   outcome.wheel = written.path;
   outcome.wheel_sha256 = written.packed.sha256;
@@ -147,7 +187,6 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
 
   rec.wheel = written.path.filename().string();
   rec.outputs[rec.wheel] = written.packed.sha256;
-  rec.inputs = record_inputs(m, plan, graph, fs::absolute(recipe_file), recipe_text);
   outcome.record_path = record::path_for(written.path);
   OPFORGE_CHECK(record::write(m.fs, outcome.record_path, rec));
   outcome.record = std::move(rec);

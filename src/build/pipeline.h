@@ -24,6 +24,7 @@ struct Outcome {
   fs::path record_path;
   record::Record record;
   int steps_run = 0;
+  bool reused = false;  ///< an identical wheel from the same inputs was already in dist/
 };
 
 /// Holds the build folder's lock for the whole build: a second build fails at once, clearly.

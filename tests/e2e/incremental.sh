@@ -19,4 +19,15 @@ cat "$work/3.log"
 steps=$(grep '^\[' "$work/3.log" || true)
 grep -q "utils" <<<"$steps" || fail "utils was not rebuilt"
 if grep -v utils <<<"$steps" | grep -q .; then fail "other ops were rebuilt: $steps"; fi
+# A header: only the ops whose sources include it (depfiles) are rebuilt.
+touch "$work/src/src/kernels/utils/parallel.h"
+b > "$work/4.log" 2>&1 || { cat "$work/4.log"; fail "fourth build"; }
+cat "$work/4.log"
+steps=$(grep '^\[' "$work/4.log" || true)
+grep -q "c++ cpu_adam/adam.cpp" <<<"$steps" || fail "cpu_adam/adam.cpp (includes parallel.h) was not rebuilt"
+grep -q "c++ utils/flatten.cpp" <<<"$steps" || fail "utils/flatten.cpp (includes parallel.h) was not rebuilt"
+if grep -qE "aio|overflow|adam_(scalar|avx)" <<<"$steps"; then fail "files not including the header were rebuilt: $steps"; fi
+# Nothing changed again: the wheel from the same inputs is kept, not re-packed.
+b > "$work/5.log" 2>&1 || { cat "$work/5.log"; fail "fifth build"; }
+grep -q "kept as it is" "$work/5.log" || fail "the identical wheel was re-packed"
 echo "PASS"
