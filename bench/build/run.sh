@@ -18,8 +18,8 @@ build() {  # build BUILD_DIR JOBS [extra flags...] → seconds
 median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
 "$opforge" plan "$recipe" > /dev/null   # fill the probe cache
-j1=$(build "$work/b1" 1)
-j2=$(build "$work/b2" 2)
+j1=$(build "$work/b1" 1); h1=$(sha256sum "$work"/dist/*.whl | cut -c1-16); rm -rf "$work/dist"
+j2=$(build "$work/b2" 2); h2=$(sha256sum "$work"/dist/*.whl | cut -c1-16)
 noop=$(for i in 1 2 3 4 5 6 7; do build "$work/b2" 2; done | median)
 export CCACHE_DIR="$work/ccache"
 cc_cold=$(build "$work/c1" 2 --cache ccache)
@@ -30,6 +30,7 @@ hits=$(ccache --print-stats 2>/dev/null | awk -F'\t' '$1=="direct_cache_hit"||$1
 printf 'opforge build benchmarks (%s, %s cores)\n' "$(date -u +%F)" "$(nproc)"
 printf '%-44s %8.2f s\n' "cold build -j1" "$j1"
 printf '%-44s %8.2f s   speedup %.2fx (target >= 1.6x)\n' "cold build -j2" "$j2" "$(echo "$j1/$j2" | bc -l)"
+printf '%-44s %s / %s (%s)\n' "wheel sha256 -j1 / -j2" "$h1" "$h2" "$([ "$h1" = "$h2" ] && echo identical || echo DIFFERENT)"
 printf '%-44s %8.3f s   (target <= 0.2 s)\n' "no-op rebuild, median of 7" "$noop"
 printf '%-44s %8.2f s\n' "cold build -j2 through ccache (empty cache)" "$cc_cold"
 printf '%-44s %8.2f s   %.1fx faster than cold -j2 (target >= 5x); %s\n' "rebuild after deleting the build folder" "$cc_warm" "$(echo "$j2/$cc_warm" | bc -l)" "$hits"

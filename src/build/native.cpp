@@ -101,7 +101,9 @@ Result<Graph> describe(const plan::Plan& plan) {
         step.description = "nvcc " + seed;
         step.argv = {tk->nvcc.string(), "-ccbin", cxx, "-std=c++17", "-O3", "-cudart=static",
                      "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
-                     "-frandom-seed=" + seed, "--compress-mode=default", "--threads=2"};
+                     "-frandom-seed=" + seed, "--compress-mode=default",
+                     // One nvcc thread per architecture, within the job budget: -j1 means one core.
+                     "--threads=" + std::to_string(std::max<size_t>(1, std::min<size_t>(plan.arch.arches.size(), plan.jobs)))};
         for (auto& m : prefix_maps) step.argv.push_back("-Xcompiler=" + m);
         if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
         for (auto& arch : plan.arch.arches)
