@@ -13,6 +13,7 @@ struct BuildFlags {
   std::string python;
   std::string build_dir;
   std::string dist_dir;
+  bool release = false;
 };
 
 Status run_build(const BuildFlags& flags) {
@@ -20,6 +21,7 @@ Status run_build(const BuildFlags& flags) {
   build::PipelineOptions options;
   if (flags.jobs) options.plan.jobs = flags.jobs;
   if (!flags.python.empty()) options.plan.python = flags.python;
+  options.plan.release = flags.release;
   if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
   if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
   if (flags.cache == "ccache") options.launcher = build::Launcher::ccache;
@@ -54,6 +56,7 @@ Registrar reg{{"build", "Build the recipe's ops and package them into a reproduc
                  app.add_option("--python", flags->python, "the Python whose torch decides the CUDA version");
                  app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");
                  app.add_option("--dist-dir", flags->dist_dir, "where the wheel goes (default from the recipe)");
+                 app.add_flag("--release", flags->release, "refuse a dirty source tree or a moving git rev (a branch)");
                  return [flags] { return run_build(*flags); };
                }}};
 

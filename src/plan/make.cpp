@@ -77,6 +77,7 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
 Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& opts) {
   Plan plan;
   plan.recipe = OPFORGE_TRY(recipe::load(m, recipe_file));
+  if (opts.release) plan.recipe.build.release = true;  // --release: as if the recipe said so
   const recipe::Recipe& r = plan.recipe;
   auto& notes = plan.notes;
 

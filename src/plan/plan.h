@@ -75,6 +75,7 @@ Resolvers default_resolvers();
 Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r);
 
 struct Options {
+  bool release = false;                ///< --release: refuse dirty trees and moving revs
   std::optional<unsigned> jobs;        ///< -j N (beats MAX_JOBS and the recipe)
   std::optional<std::string> python;   ///< --python: the interpreter whose torch decides CUDA
   /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When
