@@ -1,6 +1,6 @@
 #include "record/record.h"
 
-#include <openssl/evp.h>
+#include "util/hash.h"
 
 namespace opforge::record {
 
@@ -35,18 +35,7 @@ Status write(probe::FileSystem& fs, const fs::path& path, const Record& record) 
   return fs.write_file_atomic(path, render(record), 0644);
 }
 
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
-}
+std::string sha256_hex(std::string_view bytes) { return opforge::sha256_hex(bytes); }
 
 std::vector<std::string> differences(const Record& expected, const Record& actual) {
   std::vector<std::string> out;
