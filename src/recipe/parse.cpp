@@ -7,10 +7,7 @@
 #include "recipe/toml_reader.h"
 #include "util/strings.h"
 
-#if __has_include("devices/resolve.h")
 #include "devices/resolve.h"
-#define OPFORGE_HAVE_DEVICES_RESOLVE 1
-#endif
 
 namespace opforge::recipe {
 namespace {
@@ -249,23 +246,9 @@ Status check_arch_list(std::string_view text) {
                                    Location{{}, 0, static_cast<int>(start) + 1, {}}});
     start += entry.size() + 1;
   }
-#ifdef OPFORGE_HAVE_DEVICES_RESOLVE
   auto parsed = devices::parse_arch_list(text);
   if (!parsed) return std::unexpected(parsed.error());
   return {};
-#else
-  // Until devices::parse_arch_list is available: the TORCH_CUDA_ARCH_LIST grammar, minimally.
-  std::size_t pos = 0;
-  for (auto& entry : strings::split(text, ';')) {
-    std::string e(entry);
-    if (!matches(e, "[0-9]+\\.[0-9][af]?(\\+PTX)?"))
-      return std::unexpected(Error{ErrorKind::bad_input, "invalid architecture '" + e + "'",
-                                   "write entries like 8.6 or 9.0+PTX, separated by ';'",
-                                   Location{{}, 0, static_cast<int>(pos) + 1, {}}});
-    pos += entry.size() + 1;
-  }
-  return {};
-#endif
 }
 
 namespace {
