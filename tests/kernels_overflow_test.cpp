@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "overflow.h"
+#include "scan_core.h"
 
 namespace {
 
@@ -120,6 +121,25 @@ TEST_P(PerDtype, NanAndInfAtEveryPositionClass) {
   }
 }
 
+// Finite random values with inf/NaN planted in some internal chunks only: the finite max must come
+// from the right chunk whether or not that chunk also holds a non-finite value.
+TEST_P(PerDtype, FiniteMaxBesideNonFiniteInSomeChunks) {
+  const Info info = GetParam();
+  std::mt19937_64 rng(7 + info.dtype);
+  const uint64_t n = 300007;
+  std::vector<unsigned char> buf(n * info.bytes + 8);
+  unsigned char* p = buf.data() + 3;
+  for (uint64_t i = 0; i < n; ++i) {
+    for (int b = 0; b < info.bytes; ++b) p[i * info.bytes + b] = static_cast<unsigned char>(rng());
+    // one below the top exponent bit keeps the value finite in every format (and varies its size)
+    p[i * info.bytes + info.bytes - 1] &= 0xbf;
+  }
+  std::vector<unsigned char> inf_bits(info.bytes, 0xff);  // all-ones: NaN everywhere
+  for (uint64_t pos : {uint64_t(5), uint64_t(70000), uint64_t(n - 2)})
+    std::memcpy(p + pos * info.bytes, inf_bits.data(), info.bytes);
+  expect_same(run(info, p, n), oracle(info, p, n), "finite max beside non-finite");
+}
+
 TEST_P(PerDtype, EveryPatternOfEightBitFormatsAndSignedZeros) {
   const Info info = GetParam();
   std::vector<unsigned char> buf(info.bytes * 2, 0);
@@ -194,6 +214,77 @@ TEST(OverflowCpu, CountAbove32Bits) {
   EXPECT_EQ(s.count, n);
   EXPECT_EQ(s.nan_count, 1u);
   EXPECT_EQ(s.zero_count, n - 1);
+}
+
+// The GPU kernel's per-thread code (scan_core.h) run on the host: the shares of `threads` grid-stride
+// threads together must give the CPU path's statistics, whatever the alignment, size and grid.
+template <int B, class W>
+opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, uint64_t n,
+                                    uint64_t threads) {
+  using namespace opforge_overflow;
+  const Layout l = layout_of(info.dtype);
+  const ScanParams<W> q = scan_params<W>(l, threshold_bits_for(info.dtype, 0.0));
+  RawCounts total = raw_zero();
+  for (uint64_t t = 0; t < threads; ++t) raw_add(total, scan_share<B, W>(p, n, t, threads, q));
+  const DerivedCounts d = derive(total, n, l.has_inf);
+  auto value = [&](unsigned long long bits) {
+    unsigned char e[8];
+    for (int b = 0; b < info.bytes; ++b) e[b] = static_cast<unsigned char>(bits >> (8 * b));
+    return decode(info.dtype, e);
+  };
+  opforge_overflow_stats s{};
+  s.count = n;
+  s.nan_count = d.nan;
+  s.posinf_count = d.posinf;
+  s.neginf_count = d.neginf;
+  s.zero_count = d.zero;
+  s.subnormal_count = d.subnormal;
+  s.over_threshold_count = d.over;
+  s.abs_min = d.finite ? value(total.mn) : INFINITY;
+  s.abs_max = d.finite ? value(total.mx) : -1.0;
+  return s;
+}
+
+opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, uint64_t n,
+                                    uint64_t threads) {
+  switch (info.bytes) {
+    case 1: return simulate_gpu<1, uint32_t>(info, p, n, threads);
+    case 2: return simulate_gpu<2, uint32_t>(info, p, n, threads);
+    case 4: return simulate_gpu<4, uint32_t>(info, p, n, threads);
+    default: return simulate_gpu<8, uint64_t>(info, p, n, threads);
+  }
+}
+
+TEST_P(PerDtype, GpuThreadSharesMatchTheCpuPath) {
+  const Info info = GetParam();
+  std::mt19937_64 rng(99 + info.dtype);
+  for (uint64_t n : {0ull, 1ull, 5ull, 17ull, 64ull, 1001ull, 40000ull}) {
+    std::vector<unsigned char> buf(n * info.bytes + 32);
+    for (auto& b : buf) b = static_cast<unsigned char>(rng());
+    // Mostly ordinary values (the kernel's fast path) with a random element now and then.
+    for (uint64_t i = 0; i < n; ++i)
+      if (rng() % 8 != 0) buf[16 + i * info.bytes + info.bytes - 1] = 0x3c;
+    for (int offset : {0, 1, 2, 4, 8, 12}) {
+      const unsigned char* p = buf.data() + offset;
+      for (uint64_t threads : {1ull, 2ull, 3ull, 32ull, 257ull, 5000ull}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " offset " + std::to_string(offset) + " threads " +
+                     std::to_string(threads));
+        expect_same(simulate_gpu(info, p, n, threads), run(info, p, n), "gpu shares");
+      }
+    }
+  }
+}
+
+TEST(OverflowGpuShares, PerThreadCountersAreFlushedBeforeTheyWrap) {
+  // One thread, more than kFlushVectors vectors of all-zero e5m2: every vector takes the slow path.
+  const Info info = kInfos[5];
+  const uint64_t n = (opforge_overflow::kFlushVectors + 1000) * 16 * 2 + 7;
+  std::vector<unsigned char> buf(n, 0);
+  buf[n / 2] = 0x7c;  // +inf
+  const opforge_overflow_stats s = simulate_gpu(info, buf.data(), n, 1);
+  EXPECT_EQ(s.zero_count, n - 1);
+  EXPECT_EQ(s.posinf_count, 1u);
+  expect_same(s, run(info, buf.data(), n), "flush");
 }
 
 }  // namespace

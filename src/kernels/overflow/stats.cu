@@ -8,10 +8,10 @@
 
 #include "dtype_traits.h"
 #include "overflow.h"
+#include "scan_core.h"
 
 namespace opforge_overflow {
 int set_error(int code, const char* message);
-uint64_t threshold_bits_for(int dtype, double t);  // stats_cpu.cpp: the CPU path's rule
 }
 
 // A named namespace, not an anonymous one: nvcc hashes the source file's absolute path into
@@ -22,14 +22,18 @@ using opforge_overflow::Layout;
 using opforge_overflow::layout_of;
 using opforge_overflow::set_error;
 
+using opforge_overflow::RawCounts;
+using opforge_overflow::ScanParams;
+
 constexpr int kThreads = 256;
+constexpr int kBlocksPerSm = 4;    // the register use (64/thread) allows 4 resident blocks per SM
 constexpr int kMaxPerLaunch = 48;  // keeps the kernel parameter block well under 4 KiB
 
 struct DevTensor {
   const unsigned char* data;
   unsigned long long count;
-  unsigned long long abs_mask, finite_end, nan_begin, min_normal, threshold;
-  int bytes, sign_shift;
+  unsigned long long abs_mask, last_finite, min_normal, threshold, pinf, ninf;
+  int bytes;
   int block_begin, block_end;  // this tensor's share of the grid
 };
 
@@ -38,57 +42,9 @@ struct Batch {
   int n;
 };
 
-struct Partial {
-  unsigned long long nan, pinf, ninf, zero, sub, over, mn, mx;
-};
-
-__device__ __forceinline__ void classify(unsigned long long x, const DevTensor& d, Partial& p) {
-  const unsigned long long a = x & d.abs_mask;
-  const bool neg = (x >> d.sign_shift) & 1;
-  const bool finite = a < d.finite_end;
-  const bool inf = a >= d.finite_end && a < d.nan_begin;
-  p.nan += a >= d.nan_begin;
-  p.pinf += inf && !neg;
-  p.ninf += inf && neg;
-  p.zero += a == 0;
-  p.sub += (a - 1) < (d.min_normal - 1);
-  p.over += finite && a > d.threshold;
-  if (finite) {
-    p.mn = a < p.mn ? a : p.mn;
-    p.mx = a > p.mx ? a : p.mx;
-  }
-}
-
-template <class U>
-__device__ __forceinline__ void scan_range(const DevTensor& d, unsigned long long begin,
-                                           unsigned long long stride, Partial& p) {
-  const U* base = reinterpret_cast<const U*>(d.data);
-  // Elements before the first 16-byte boundary and after the last are done one by one.
-  constexpr int kVec = 16 / sizeof(U);
-  unsigned long long head = (16 - (reinterpret_cast<uintptr_t>(d.data) & 15)) & 15;
-  head /= sizeof(U);
-  if (reinterpret_cast<uintptr_t>(d.data) % sizeof(U) != 0) head = d.count;  // misaligned element type
-  if (head > d.count) head = d.count;
-  const unsigned long long nvec = (d.count - head) / kVec;
-  const unsigned long long tail_begin = head + nvec * kVec;
-  for (unsigned long long i = begin; i < head; i += stride) classify(base[i], d, p);
-  const uint4* vec = reinterpret_cast<const uint4*>(base + head);
-  for (unsigned long long v = begin; v < nvec; v += stride) {
-    const uint4 w = __ldg(vec + v);
-    const U* e = reinterpret_cast<const U*>(&w);
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) classify(e[k], d, p);
-  }
-  for (unsigned long long i = tail_begin + begin; i < d.count; i += stride) classify(base[i], d, p);
-}
-
-__device__ void scan_unaligned_bytes(const DevTensor& d, unsigned long long begin,
-                                     unsigned long long stride, Partial& p) {
-  for (unsigned long long i = begin; i < d.count; i += stride) {
-    unsigned long long x = 0;
-    for (int b = 0; b < d.bytes; ++b) x |= (unsigned long long)d.data[i * d.bytes + b] << (8 * b);
-    classify(x, d, p);
-  }
+template <class W>
+__device__ __forceinline__ ScanParams<W> params(const DevTensor& d) {
+  return {W(d.abs_mask), W(d.last_finite), W(d.min_normal), W(d.threshold), W(d.pinf), W(d.ninf)};
 }
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
@@ -104,7 +60,8 @@ __device__ __forceinline__ unsigned long long warp_max(unsigned long long v) {
   return v;
 }
 
-// out[i].reserved holds the min magnitude bits and the bits of abs_max the max until finalize.
+// Until finalize, the count fields hold raw counts (scan_core.h), reserved holds the min magnitude
+// bits and abs_max the max magnitude bits.
 __global__ void init_kernel(Batch b, opforge_overflow_stats* out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= b.n) return;
@@ -114,7 +71,9 @@ __global__ void init_kernel(Batch b, opforge_overflow_stats* out) {
   out[i] = s;
 }
 
-__global__ void __launch_bounds__(kThreads) stats_kernel(Batch b, opforge_overflow_stats* out) {
+// Two 16-byte loads in flight per thread x 1024 threads = 32 KiB per SM, above what H100 memory
+// latency x bandwidth asks for (~18 KiB per SM); fewer registers would spill in the fp64 path.
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) stats_kernel(Batch b, opforge_overflow_stats* out) {
   int ti = 0;
   while (ti + 1 < b.n && blockIdx.x >= b.t[ti].block_end) ++ti;
   const DevTensor& d = b.t[ti];
@@ -122,43 +81,44 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(Batch b, opforge_overfl
   const unsigned long long nblocks = d.block_end - d.block_begin;
   const unsigned long long begin = (blockIdx.x - d.block_begin) * kThreads + threadIdx.x;
   const unsigned long long stride = nblocks * kThreads;
-  Partial p = {0, 0, 0, 0, 0, 0, ~0ull, 0};
-  if (reinterpret_cast<uintptr_t>(d.data) % d.bytes != 0) {
-    scan_unaligned_bytes(d, begin, stride, p);
-  } else {
-    switch (d.bytes) {
-      case 1: scan_range<unsigned char>(d, begin, stride, p); break;
-      case 2: scan_range<unsigned short>(d, begin, stride, p); break;
-      case 4: scan_range<unsigned int>(d, begin, stride, p); break;
-      default: scan_range<unsigned long long>(d, begin, stride, p); break;
-    }
+  using opforge_overflow::scan_share;
+  RawCounts p;
+  switch (d.bytes) {
+    case 1: p = scan_share<1, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
+    case 2: p = scan_share<2, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
+    case 4: p = scan_share<4, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
+    default:
+      p = scan_share<8, unsigned long long>(d.data, d.count, begin, stride,
+                                            params<unsigned long long>(d));
+      break;
   }
-  __shared__ Partial warps[kThreads / 32];
+  __shared__ RawCounts warps[kThreads / 32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  Partial w = {warp_sum(p.nan), warp_sum(p.pinf), warp_sum(p.ninf), warp_sum(p.zero),
-               warp_sum(p.sub), warp_sum(p.over), warp_min(p.mn), warp_max(p.mx)};
+  const RawCounts w = {warp_sum(p.nonfinite),    warp_sum(p.pinf),           warp_sum(p.ninf),
+                       warp_sum(p.zero),         warp_sum(p.below_normal),   warp_sum(p.above_threshold),
+                       warp_min(p.mn),           warp_max(p.mx)};
   if (lane == 0) warps[warp] = w;
   __syncthreads();
   if (threadIdx.x != 0) return;
-  Partial s = warps[0];
-  for (int k = 1; k < kThreads / 32; ++k) {
-    s.nan += warps[k].nan; s.pinf += warps[k].pinf; s.ninf += warps[k].ninf;
-    s.zero += warps[k].zero; s.sub += warps[k].sub; s.over += warps[k].over;
-    s.mn = min(s.mn, warps[k].mn); s.mx = max(s.mx, warps[k].mx);
-  }
+  RawCounts s = warps[0];
+  for (int k = 1; k < kThreads / 32; ++k) opforge_overflow::raw_add(s, warps[k]);
   opforge_overflow_stats* o = &out[ti];
-  if (s.nan) atomicAdd(reinterpret_cast<unsigned long long*>(&o->nan_count), s.nan);
-  if (s.pinf) atomicAdd(reinterpret_cast<unsigned long long*>(&o->posinf_count), s.pinf);
-  if (s.ninf) atomicAdd(reinterpret_cast<unsigned long long*>(&o->neginf_count), s.ninf);
-  if (s.zero) atomicAdd(reinterpret_cast<unsigned long long*>(&o->zero_count), s.zero);
-  if (s.sub) atomicAdd(reinterpret_cast<unsigned long long*>(&o->subnormal_count), s.sub);
-  if (s.over) atomicAdd(reinterpret_cast<unsigned long long*>(&o->over_threshold_count), s.over);
+  auto add = [](uint64_t* field, unsigned long long v) {
+    if (v) atomicAdd(reinterpret_cast<unsigned long long*>(field), v);
+  };
+  add(&o->nan_count, s.nonfinite);
+  add(&o->posinf_count, s.pinf);
+  add(&o->neginf_count, s.ninf);
+  add(&o->zero_count, s.zero);
+  add(&o->subnormal_count, s.below_normal);
+  add(&o->over_threshold_count, s.above_threshold);
   atomicMin(reinterpret_cast<unsigned long long*>(&o->reserved), s.mn);
   atomicMax(reinterpret_cast<unsigned long long*>(&o->abs_max), s.mx);
 }
 
 struct DevLayout {
   int exp_bits, mant_bits;
+  bool has_inf;
 };
 struct FinBatch {
   DevLayout l[kMaxPerLaunch];
@@ -177,10 +137,18 @@ __global__ void finalize_kernel(FinBatch f, opforge_overflow_stats* out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= f.n) return;
   opforge_overflow_stats& s = out[i];
-  const unsigned long long mx = *reinterpret_cast<unsigned long long*>(&s.abs_max);
-  const bool any_finite = s.count > s.nan_count + s.posinf_count + s.neginf_count;
-  s.abs_min = any_finite ? dev_magnitude(f.l[i], s.reserved) : HUGE_VAL;
-  s.abs_max = any_finite ? dev_magnitude(f.l[i], mx) : -1.0;
+  const RawCounts r = {s.nan_count, s.posinf_count, s.neginf_count, s.zero_count,
+                       s.subnormal_count, s.over_threshold_count, s.reserved,
+                       *reinterpret_cast<unsigned long long*>(&s.abs_max)};
+  const opforge_overflow::DerivedCounts d = opforge_overflow::derive(r, s.count, f.l[i].has_inf);
+  s.nan_count = d.nan;
+  s.posinf_count = d.posinf;
+  s.neginf_count = d.neginf;
+  s.zero_count = d.zero;
+  s.subnormal_count = d.subnormal;
+  s.over_threshold_count = d.over;
+  s.abs_min = d.finite ? dev_magnitude(f.l[i], r.mn) : HUGE_VAL;
+  s.abs_max = d.finite ? dev_magnitude(f.l[i], r.mx) : -1.0;
   s.reserved = 0;
 }
 
@@ -220,7 +188,8 @@ int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, in
   if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
   if (ndev == 0) return set_error(OPFORGE_OVERFLOW_ENODEV, "no CUDA device");
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int target_blocks = (sm_count() > 0 ? sm_count() : 108) * 4;
+  const int sms = sm_count();
+  const int target_blocks = (sms > 0 ? sms : 108) * kBlocksPerSm;
   for (int first = 0; first < ntensors; first += kMaxPerLaunch) {
     const int n = ntensors - first < kMaxPerLaunch ? ntensors - first : kMaxPerLaunch;
     Batch b{};
@@ -235,15 +204,17 @@ int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, in
       if (l.bytes == 0) return set_error(OPFORGE_OVERFLOW_EINVAL, "unknown dtype code");
       if (t.count > 0 && t.data == nullptr) return set_error(OPFORGE_OVERFLOW_EINVAL, "null data");
       DevTensor& d = b.t[i];
+      const ScanParams<unsigned long long> q = opforge_overflow::scan_params<unsigned long long>(
+          l, opforge_overflow::threshold_bits_for(t.dtype, t.threshold));
       d.data = static_cast<const unsigned char*>(t.data);
       d.count = t.count;
-      d.abs_mask = l.abs_mask();
-      d.finite_end = l.finite_end();
-      d.nan_begin = l.nan_begin();
-      d.min_normal = l.min_normal();
-      d.threshold = opforge_overflow::threshold_bits_for(t.dtype, t.threshold);
+      d.abs_mask = q.abs_mask;
+      d.last_finite = q.last_finite;
+      d.min_normal = q.min_normal;
+      d.threshold = q.threshold;
+      d.pinf = q.pinf;
+      d.ninf = q.ninf;
       d.bytes = l.bytes;
-      d.sign_shift = l.exp_bits + l.mant_bits;
       // Blocks in proportion to size, at least one (even for n = 0: it only writes the init values).
       unsigned long long share = total ? (t.count * (unsigned long long)target_blocks) / total : 0;
       const unsigned long long cap = (t.count + kThreads * 16ull - 1) / (kThreads * 16ull);
@@ -252,7 +223,7 @@ int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, in
       d.block_begin = next_block;
       d.block_end = next_block + int(share);
       next_block = d.block_end;
-      f.l[i] = {l.exp_bits, l.mant_bits};
+      f.l[i] = {l.exp_bits, l.mant_bits, l.has_inf};
     }
     opforge_overflow_stats* o = device_out + first;
     init_kernel<<<1, kMaxPerLaunch, 0, s>>>(b, o);

@@ -12,6 +12,7 @@
 
 #include "dtype_traits.h"
 #include "overflow.h"
+#include "scan_core.h"
 
 namespace opforge_overflow {
 namespace {
@@ -45,14 +46,11 @@ uint64_t threshold_bits(const Layout& l, double t) {
 }
 
 template <class U>
-struct Params {
-  U abs_mask, finite_end, nan_begin, min_normal, threshold;
-  int sign_shift;
-};
+using Params = ScanParams<U>;
 
 template <class U>
 struct Acc {
-  uint64_t nan = 0, posinf = 0, neginf = 0, zero = 0, sub = 0, over = 0;
+  uint64_t nonfinite = 0, pinf = 0, ninf = 0, zero = 0, below_normal = 0, above_thr = 0;
   U mn = std::numeric_limits<U>::max(), mx = 0;
 };
 
@@ -61,38 +59,49 @@ struct Acc {
 template <class U>
 constexpr uint32_t kChunk = sizeof(U) == 1 ? 127u : 32767u;  // signed counters must not wrap
 
+// The hot loop does the least work per element that still gives every statistic: six compares
+// feeding six counters, one min and one max (fp32 must keep up with np.sum's bandwidth).
+//  - NaN, subnormal and over-threshold counts are derived from these (scan_core.h, derive());
+//  - min over all magnitudes is the finite min (non-finite ones are the largest patterns);
+//  - max over all magnitudes is the finite max unless the chunk holds a non-finite value, and only
+//    then is the chunk scanned again with the non-finite values masked out.
 // Magnitudes have the sign bit cleared, so every comparison is done on the signed type: x86 has
 // signed vector compares only, and unsigned ones cost extra instructions per element.
 template <class U>
 [[gnu::always_inline]] inline void scan_chunk(const unsigned char* __restrict p, uint32_t n,
                                              const Params<U>& q, Acc<U>& acc) {
   using S = std::make_signed_t<U>;
-  const S abs_mask = S(q.abs_mask), finite_end = S(q.finite_end), nan_begin = S(q.nan_begin);
-  const S min_normal = S(q.min_normal), thr = S(q.threshold);
-  S nan = 0, pinf = 0, ninf = 0, zero = 0, sub = 0, over = 0;
-  S mn = abs_mask, mx = 0;  // abs_mask is above every finite magnitude
+  constexpr S abs_mask = S(std::numeric_limits<S>::max());  // every format: all bits but the sign
+  const S last_finite = S(q.last_finite), min_normal = S(q.min_normal), thr = S(q.threshold);
+  const S pinf_bits = S(q.pinf), ninf_bits = S(q.ninf);
+  S nonfinite = 0, pinf = 0, ninf = 0, zero = 0, below = 0, above = 0;
+  S mn = abs_mask, mx = 0;
   for (uint32_t i = 0; i < n; ++i) {
     U x;
     std::memcpy(&x, p + size_t(i) * sizeof(U), sizeof(U));
     const S a = S(x & U(abs_mask));
-    const S neg = S(x >> (8 * sizeof(U) - 1));  // the sign is the top bit in every format
-    const S finite = S(a < finite_end);
-    const S inf = S(a >= finite_end) & S(a < nan_begin);
-    nan += S(a >= nan_begin);
-    ninf += inf & neg;
-    pinf += inf & S(neg ^ 1);
+    nonfinite += S(a > last_finite);
+    pinf += S(S(x) == pinf_bits);
+    ninf += S(S(x) == ninf_bits);
     zero += S(a == 0);
-    sub += S(a != 0) & S(a < min_normal);
-    over += finite & S(a > thr);
-    const S not_finite = S(S(finite - 1) & abs_mask);  // masks, not selects: selects stop the vectoriser
-    const S for_min = S(a | not_finite);
-    const S for_max = S(a & S(~not_finite));
-    mn = for_min < mn ? for_min : mn;
-    mx = for_max > mx ? for_max : mx;
+    below += S(a < min_normal);
+    above += S(a > thr);
+    mn = a < mn ? a : mn;
+    mx = a > mx ? a : mx;
   }
-  acc.nan += U(nan); acc.posinf += U(pinf); acc.neginf += U(ninf); acc.zero += U(zero);
-  acc.sub += U(sub); acc.over += U(over);
-  if (U(mn) < acc.mn && mn < abs_mask) acc.mn = U(mn);
+  if (nonfinite != 0) {  // rare: recompute the max over the finite values of this chunk only
+    mx = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      U x;
+      std::memcpy(&x, p + size_t(i) * sizeof(U), sizeof(U));
+      const S a = S(x & U(abs_mask));
+      const S finite_a = S(a & -S(a <= last_finite));
+      mx = finite_a > mx ? finite_a : mx;
+    }
+  }
+  acc.nonfinite += U(nonfinite); acc.pinf += U(pinf); acc.ninf += U(ninf); acc.zero += U(zero);
+  acc.below_normal += U(below); acc.above_thr += U(above);
+  if (U(mn) < acc.mn) acc.mn = U(mn);
   if (U(mx) > acc.mx) acc.mx = U(mx);
 }
 
@@ -145,21 +154,22 @@ OVF_DISPATCH(uint64_t)
 template <class U>
 void stats_typed(const Layout& l, const void* data, uint64_t n, double threshold,
                  opforge_overflow_stats* out) {
-  Params<U> q{U(l.abs_mask()), U(l.finite_end()), U(l.nan_begin()), U(l.min_normal()),
-              U(threshold_bits(l, threshold)), l.exp_bits + l.mant_bits};
+  const Params<U> q = scan_params<U>(l, threshold_bits(l, threshold));
   Acc<U> acc;
   scan<U>(static_cast<const unsigned char*>(data), n, q, acc);
+  const DerivedCounts d = derive({acc.nonfinite, acc.pinf, acc.ninf, acc.zero, acc.below_normal,
+                                  acc.above_thr, acc.mn, acc.mx},
+                                 n, l.has_inf);
   *out = {};
   out->count = n;
-  out->nan_count = acc.nan;
-  out->posinf_count = acc.posinf;
-  out->neginf_count = acc.neginf;
-  out->zero_count = acc.zero;
-  out->subnormal_count = acc.sub;
-  out->over_threshold_count = acc.over;
-  const bool any_finite = n > acc.nan + acc.posinf + acc.neginf;
-  out->abs_min = any_finite ? magnitude_value(l, acc.mn) : std::numeric_limits<double>::infinity();
-  out->abs_max = any_finite ? magnitude_value(l, acc.mx) : -1.0;
+  out->nan_count = d.nan;
+  out->posinf_count = d.posinf;
+  out->neginf_count = d.neginf;
+  out->zero_count = d.zero;
+  out->subnormal_count = d.subnormal;
+  out->over_threshold_count = d.over;
+  out->abs_min = d.finite ? magnitude_value(l, acc.mn) : std::numeric_limits<double>::infinity();
+  out->abs_max = d.finite ? magnitude_value(l, acc.mx) : -1.0;
 }
 
 double dtype_max(const Layout& l) { return magnitude_value(l, l.finite_end() - 1); }
