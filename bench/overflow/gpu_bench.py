@@ -1,4 +1,4 @@
-"""GPU benchmark (needs a CUDA GPU; written for an H100, not yet run).
+"""GPU benchmark (needs a CUDA GPU; written for an H100, not yet run: bench/overflow/on_gpu.sh runs it).
 usage: PYTHONPATH=... OPFORGE_OPS_LIB_DIR=... python bench/overflow/gpu_bench.py
 Prints side by side: bytes/s of per-tensor and multi-tensor statistics vs torch.sum on 1 GiB of
 fp32/fp16/bf16 (target >= 0.95x), vs the transformers per-tensor sequence (target >= 5x), and the
@@ -40,9 +40,12 @@ def main():
     stream = torch.cuda.current_stream().cuda_stream
     dev_out = torch.empty(80 * 64, dtype=torch.uint8, device="cuda")
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
-    for dt in DT:
+    cases = [(dt, "randn") for dt in DT] + [(torch.float16, "relu")]
+    for dt, kind in cases:
         nbytes = 1 << 30
         x = torch.randn(nbytes // torch.tensor([], dtype=dt).element_size(), device="cuda").to(dt)
+        if kind == "relu":  # half zeros: most 16-byte vectors leave the kernel's fast path
+            x = torch.relu(x)
         one = (L.TensorDesc * 1)(L.TensorDesc(x.data_ptr(), x.numel(), DT[dt], 0, 0.0))
         parts = x.chunk(64)
         many = (L.TensorDesc * 64)(*[L.TensorDesc(p.data_ptr(), p.numel(), DT[dt], 0, 0.0) for p in parts])
@@ -50,7 +53,7 @@ def main():
         t_one = timed(lambda: lib.opforge_overflow_stats_cuda_multi(one, 1, ctypes.c_void_p(dev_out.data_ptr()), stream))
         t_many = timed(lambda: lib.opforge_overflow_stats_cuda_multi(many, 64, ctypes.c_void_p(dev_out.data_ptr()), stream))
         t_tf = timed(lambda: transformers_sequence(x), 5)
-        print(f"{str(dt):15s} torch.sum {nbytes / t_sum / 1e12:5.2f} TB/s | ours per-tensor {nbytes / t_one / 1e12:5.2f} TB/s "
+        print(f"{str(dt) + ' ' + kind:21s} torch.sum {nbytes / t_sum / 1e12:5.2f} TB/s | ours per-tensor {nbytes / t_one / 1e12:5.2f} TB/s "
               f"({t_sum / t_one:4.2f}x, target >= 0.95) | ours 64 tensors {nbytes / t_many / 1e12:5.2f} TB/s "
               f"({t_sum / t_many:4.2f}x) | vs transformers sequence {t_tf / t_one:5.1f}x (target >= 5)")
         del x, parts
@@ -68,20 +71,31 @@ def main():
         with torch.no_grad():
             model(input_ids=ids, decoder_input_ids=ids)
 
+    def wall(fn, reps=5):  # the hooks synchronise with the host: time the whole step on the host
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / reps
+
     texts, times = {}, {}
     for name, cls in (("none", None), ("transformers", TfDebug), ("opforge", DebugUnderflowOverflow)):
+        torch.manual_seed(0)  # the same weights for every run: the report texts must agree
         model = T5ForConditionalGeneration(cfg).half().cuda().eval()
         if cls is not None:
             cls(model, trace_batch_nums=[1])
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            times[name] = timed(lambda: step(model), 5)
+            times[name] = wall(lambda: step(model))
         texts[name] = buf.getvalue()
     over_tf = times["transformers"] - times["none"]
     over_us = times["opforge"] - times["none"]
     print(f"T5 fp16 step: plain {times['none']*1e3:.1f} ms | transformers hooks +{over_tf*1e3:.1f} ms | "
           f"opforge hooks +{over_us*1e3:.1f} ms | {over_tf / max(over_us, 1e-9):.1f}x less overhead (target >= 5) | "
-          f"same report text: {texts['transformers'] == texts['opforge']}")
+          f"same report text: {texts['transformers'] == texts['opforge']} "
+          f"({len(texts['opforge'].splitlines())} lines)")
 
 
 if __name__ == "__main__":

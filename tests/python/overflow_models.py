@@ -60,16 +60,17 @@ SCENARIOS = {
 }
 
 
-def run(cls, name):
+def run(cls, name, device="cpu"):
     """Runs a scenario with a DebugUnderflowOverflow class; returns stdout plus the error line."""
     kwargs, kinds = SCENARIOS[name]
-    model = Model()
+    model = Model().to(device)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         cls(model, **kwargs)
         try:
             for k, kind in enumerate(kinds):
-                model(*batch(k, kind))
+                x, scale = batch(k, kind)
+                model(x.to(device), scale)
             err = "no error"
         except ValueError as e:
             err = "ValueError: " + str(e)
