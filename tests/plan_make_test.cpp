@@ -169,6 +169,8 @@ TEST(PlanWheelVersion, TemplatesAndLabels) {
   EXPECT_EQ(*wheel_version(r, &tk, src), "0.1.0");
   r.package.local_version = "cu{cuda_major}.g{commit}";
   EXPECT_EQ(*wheel_version(r, nullptr, SourceInfo{}), "0.1.0+cpu");
+  r.package.local_version = "cu{cuda_major}.g{commit}";  // no commit: that segment is dropped
+  EXPECT_EQ(*wheel_version(r, &tk, SourceInfo{}), "0.1.0+cu12");
   r.package.local_version = "My-Label";
   auto bad = wheel_version(r, &tk, src);
   ASSERT_FALSE(bad);

@@ -30,26 +30,6 @@ TEST(WheelNames, InvalidVersionsSayWhy) {
   EXPECT_FALSE(validate_version(""));
 }
 
-TEST(WheelNames, ExpandVersion) {
-  LocalVars v{13, 0, "8CD046F0123456789"};
-  EXPECT_EQ(*expand_version("0.1.0", "cu{cuda_major}.g{commit}", v), "0.1.0+cu13.g8cd046f");
-  EXPECT_EQ(*expand_version("0.1.0", "cu{cuda_major}{cuda_minor}", v), "0.1.0+cu130");
-  EXPECT_EQ(*expand_version("0.1.0", "none", v), "0.1.0");
-  EXPECT_EQ(*expand_version("0.1.0", "", v), "0.1.0");
-  auto e = expand_version("0.1.0", "cu{cuda}", v);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().message, "local_version 'cu{cuda}' has an unknown placeholder {cuda}");
-  e = expand_version("0.1.0", "cu{cuda_major}", LocalVars{});
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().message,
-            "local_version 'cu{cuda_major}' uses {cuda_major}, but no CUDA toolkit is used by this build");
-  e = expand_version("0.1.0", "g{commit}", LocalVars{13, 0, ""});
-  ASSERT_FALSE(e);
-  e = expand_version("0.1.0", "cu_{cuda_major}", v);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().kind, ErrorKind::bad_input);
-}
-
 TEST(WheelBuildInfo, SortedDictWithVersionsOnly) {
   BuildInfo info;
   info.opforge_version = "0.1.0";

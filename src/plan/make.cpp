@@ -40,6 +40,9 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
                                   const SourceInfo& source) {
   const std::string& tmpl = recipe.package.local_version;
   if (tmpl == "none" || tmpl.empty()) return recipe.package.version;
+  Location loc;
+  if (auto it = recipe.locations.find("package.local_version"); it != recipe.locations.end())
+    loc = it->second;
   // Segments whose value is unknown are rewritten rather than left as placeholders: no toolkit
   // gives "cpu", no commit drops the segment.
   std::vector<std::string> segments;
@@ -62,10 +65,7 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
   if (source.dirty && !source.commit.empty()) segments.push_back("dirty");
   std::string label = strings::join(segments, ".");
   if (label.empty()) return recipe.package.version;
-  if (!std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {
-    Location loc;
-    if (auto it = recipe.locations.find("package.local_version"); it != recipe.locations.end())
-      loc = it->second;
+  if (!std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {  // placeholders: recipe/
     return bad_input("package.local_version gives the local version label '" + label +
                          "', which is not [a-z0-9] segments separated by dots",
                      "use lower-case letters, digits and dots, e.g. \"cu{cuda_major}.g{commit}\", or \"none\"",

@@ -29,18 +29,6 @@ std::string normalize_name(std::string_view name);
 /// bad_input naming the offending part otherwise (uppercase, `-`, `_`, empty segment...).
 Status validate_version(std::string_view version);
 
-struct LocalVars {
-  std::optional<int> cuda_major;  ///< nullopt when no CUDA toolkit is used
-  std::optional<int> cuda_minor;
-  std::string commit;             ///< full or short hex; {commit} takes its first 7 digits
-};
-
-/// `base` + "+" + the expanded `local_template` ({cuda_major}, {cuda_minor}, {commit}), or `base`
-/// alone for the template "none" or "". The result is checked with validate_version. bad_input
-/// for an unknown placeholder, or one whose value is unknown (no toolkit, not a git tree).
-Result<std::string> expand_version(std::string_view base, std::string_view local_template,
-                                   const LocalVars& vars);
-
 // ---------------------------------------------------------------------------------------------
 // ELF reading (libelf, from bytes)
 // ---------------------------------------------------------------------------------------------
