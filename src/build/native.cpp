@@ -19,8 +19,7 @@ std::optional<Lang> language_of(const fs::path& source) {
   return std::nullopt;
 }
 
-/// Paths inside the build folder are written relative to it in build.ninja (ninja runs there),
-/// which keeps the file free of the folder's absolute name.
+/// A path on a build line of build.ninja: '$', ' ' and ':' are escaped with '$'.
 std::string ninja_escape_path(const std::string& path) {
   std::string out;
   for (char c : path) {
@@ -76,7 +75,11 @@ Result<Graph> describe(const plan::Plan& plan) {
     fs::path unstripped = obj_dir / (lib_name + ".unstripped");
     fs::path library = build / "lib" / lib_name;
     std::vector<std::string> includes;
-    for (auto& inc : op.include_dirs) includes.push_back("-I" + (op.dir / inc).lexically_normal().string());
+    for (auto& inc : op.include_dirs) {
+      fs::path dir = (op.dir / inc).lexically_normal();
+      if (!dir.has_filename()) dir = dir.parent_path();  // "op/." normalises to "op/"
+      includes.push_back("-I" + dir.string());
+    }
 
     OpOutputs outputs{op.name, library, {}};
     std::vector<fs::path> objects;
@@ -190,6 +193,9 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     graph.env["CCACHE_NOHASHDIR"] = "1";
     graph.env["CCACHE_IGNOREOPTIONS"] = "-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*";
     if (!plan.recipe.build.remote.empty()) graph.env["CCACHE_REMOTE_STORAGE"] = plan.recipe.build.remote;
+    // This build's own counters (the user's global ccache statistics are left alone).
+    graph.env["CCACHE_STATSLOG"] = (plan.build_dir / "ccache-stats.log").string();
+    (void)m.fs.remove(plan.build_dir / "ccache-stats.log");
   }
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "lib"));
   for (auto& o : graph.outputs) OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "obj" / o.op));
@@ -220,7 +226,49 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     return failure("a build step failed:\n" + detail,
                    "fix the error above and run `opforge build` again; finished steps are kept");
   }
+  if (options.launcher == Launcher::ccache) {
+    auto log = m.fs.read_file(plan.build_dir / "ccache-stats.log");
+    result.cache = parse_ccache_stats_log(log ? *log : "");
+  }
   return result;
+}
+
+CacheStats parse_ccache_stats_log(std::string_view text) {
+  CacheStats s;
+  bool hit = false, remote = false, miss = false, open = false;
+  auto close_call = [&] {
+    if (!open) return;
+    s.hits += hit;
+    s.remote_hits += hit && remote;
+    s.misses += !hit && miss;
+    hit = remote = miss = false;
+  };
+  for (auto line : strings::split(text, '\n')) {
+    if (line.starts_with("# ")) {
+      close_call();
+      open = true;
+      ++s.calls;
+    } else if (line == "direct_cache_hit" || line == "preprocessed_cache_hit") {
+      hit = true;
+    } else if (line == "remote_storage_hit") {
+      remote = true;
+    } else if (line == "cache_miss") {
+      miss = true;
+    }
+  }
+  close_call();
+  return s;
+}
+
+std::string describe_cache_stats(const CacheStats& s) {
+  if (s.calls == 0) return "ccache: no compiler calls";
+  const int cacheable = s.hits + s.misses;
+  std::string out = "ccache: " + std::to_string(s.hits) + " of " + std::to_string(cacheable) +
+                    " compiles were cache hits";
+  if (cacheable) out += " (" + std::to_string((200 * s.hits + cacheable) / (2 * cacheable)) + "%)";
+  if (s.remote_hits) out += ", " + std::to_string(s.remote_hits) + " from remote storage";
+  if (s.calls > cacheable) out += "; " + std::to_string(s.calls - cacheable) + " calls not cacheable";
+  return out;
 }
 
 }  // namespace opforge::build

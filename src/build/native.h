@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,26 @@ struct RunOptions {
   std::function<void(std::string_view)> on_line;  ///< ninja's progress lines
 };
 
+/// What ccache did during one build.
+struct CacheStats {
+  int calls = 0;                     ///< compiler calls that went through ccache
+  int hits = 0;                      ///< results taken from the cache (local or remote)
+  int remote_hits = 0;               ///< of those, from remote storage
+  int misses = 0;                    ///< compiled and stored
+};
+
+/// Parses ccache's stats log (its `stats_log` setting: "# <source>" per call, then the names of
+/// the counters that call bumped); calls that neither hit nor missed were not cacheable.
+CacheStats parse_ccache_stats_log(std::string_view text);
+
+/// "ccache: 9 of 9 compiles were cache hits (100%), 9 from remote storage"
+std::string describe_cache_stats(const CacheStats& stats);
+
 struct RunResult {
   std::vector<OpOutputs> outputs;
   int steps_run = 0;                 ///< edges ninja executed (0 on a no-op rebuild)
   std::string log;                   ///< ninja's full output
+  std::optional<CacheStats> cache;   ///< with the ccache launcher: this build's hits and misses
 };
 
 /// Writes build.ninja atomically into plan.build_dir and runs ninja -j plan.jobs.

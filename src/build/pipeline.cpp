@@ -127,6 +127,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   auto graph = OPFORGE_TRY(describe(plan));
   auto ran = OPFORGE_TRY(run(m, plan, run_options));
   outcome.steps_run = ran.steps_run;
+  outcome.cache = ran.cache;
 
   // The wheel: the pure-Python package, the op libraries, and build_info.py.
   fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;

@@ -24,6 +24,7 @@ struct Outcome {
   fs::path record_path;
   record::Record record;
   int steps_run = 0;
+  std::optional<CacheStats> cache;  ///< the ccache launcher's hits and misses in this build
   bool reused = false;  ///< an identical wheel from the same inputs was already in dist/
 };
 

@@ -38,6 +38,7 @@ Status run_build(const BuildFlags& flags) {
     std::cout << (d.build ? "  built    " : "  skipped  ") << d.manifest.name
               << (d.build ? "" : " (" + d.reason + ")") << "\n";
   if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
+  else if (outcome.cache) std::cout << build::describe_cache_stats(*outcome.cache) << "\n";
   if (outcome.reused) std::cout << "the wheel in dist/ was made from these exact inputs: kept as it is\n";
   std::cout << "wheel:  " << outcome.wheel.string() << "\n"
             << "sha256: " << outcome.wheel_sha256 << "\n"

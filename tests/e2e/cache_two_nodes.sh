@@ -90,4 +90,9 @@ if [ "$bench" = "--bench" ]; then
   exit 0
 fi
 [ "$total" -gt 0 ] || { echo "FAIL: node b made no cacheable compilation"; exit 1; }
+# opforge's own summary (from this build's ccache stats log) agrees with ccache's counters.
+grep -F "ccache: $hits of $total compiles were cache hits (100%), $hits from remote storage" "$work/b/build.log" ||
+  [ "$hits" -ne "$total" ] || { echo "FAIL: no matching ccache line in node b's output:"; cat "$work/b/build.log"; exit 1; }
+grep "^ccache: " "$work/a/build.log" "$work/b/build.log"
+cp "$work/b/build/ccache-stats.log" "$work/ccache-stats.node-b.log" 2>/dev/null || true
 python3 -c "import sys; r = $hits / $total; print(f'remote hit rate {r:.0%}'); sys.exit(0 if r >= 0.9 else 1)"

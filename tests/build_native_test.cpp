@@ -1,0 +1,187 @@
+// The native backend on a hand-made plan and a fake machine: the exact commands and build.ninja
+// text, what a failing step reports, the ccache launcher and its per-build statistics (parsed from
+// ccache stats logs captured in tests/e2e/cache_two_nodes.sh).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "build/native.h"
+#include "probe/fake_machine.h"
+
+namespace opforge::build {
+namespace {
+
+std::string data(const std::string& rel) {
+  std::ifstream in(std::string(OPFORGE_TEST_DATA) + "/" + rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// One CPU op and one CUDA op under /src, built into "/b d" (a space: escaping), CUDA 13.0, 8.0;9.0+PTX.
+plan::Plan two_op_plan() {
+  plan::Plan p;
+  p.source.root = "/src";
+  p.build_dir = "/b d";
+  p.jobs = 2;
+  cuda::Toolkit tk;
+  tk.root = "/usr/local/cuda-13.0";
+  tk.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  tk.include_dir = "/usr/local/cuda-13.0/include";
+  tk.lib_dir = "/usr/local/cuda-13.0/lib64";
+  tk.version = Version{13, 0, 0};
+  p.cuda.chosen = tk;
+  compiler::HostChoice h;
+  h.compiler.cc = "/usr/bin/gcc-12";
+  h.compiler.cxx = "/usr/bin/g++-12";
+  p.host = h;
+  p.arch.arches = {devices::Arch{8, 0, 0, false}, devices::Arch{9, 0, 0, true}};
+  ops::Decision cpu;
+  cpu.build = true;
+  cpu.manifest.name = "cpuop";
+  cpu.manifest.dir = "/src/ops/cpuop";
+  cpu.manifest.sources = {"a.cpp"};
+  cpu.manifest.libraries = {"aio"};
+  ops::Decision gpu;
+  gpu.build = true;
+  gpu.manifest.name = "vec";
+  gpu.manifest.kind = ops::Kind::cuda;
+  gpu.manifest.dir = "/src/ops/vec";
+  gpu.manifest.sources = {"k.cu"};
+  gpu.manifest.include_dirs = {"."};
+  ops::Decision skipped = cpu;
+  skipped.build = false;
+  skipped.manifest.name = "zzz";
+  p.ops = {cpu, gpu, skipped};
+  return p;
+}
+
+TEST(BuildDescribe, ExactCommandsWithTheReproducibilityFlags) {
+  auto g = describe(two_op_plan());
+  ASSERT_TRUE(g) << g.error().render();
+  ASSERT_EQ(g->steps.size(), 6u);  // per built op: compile, link, strip
+  ASSERT_EQ(g->outputs.size(), 2u);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(g->steps[0].argv,
+            (V{"/usr/bin/g++-12", "-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden",
+               "-frandom-seed=cpuop/a.cpp", "-ffile-prefix-map=/src=.", "-ffile-prefix-map=/b d=build",
+               "-MD", "-MF", "/b d/obj/cpuop/a.cpp.o.d", "-c", "/src/ops/cpuop/a.cpp", "-o",
+               "/b d/obj/cpuop/a.cpp.o"}));
+  EXPECT_EQ(g->steps[1].argv,
+            (V{"/usr/bin/g++-12", "-shared", "-o", "/b d/obj/cpuop/libopforge_cpuop.so.unstripped",
+               "/b d/obj/cpuop/a.cpp.o", "-Wl,--build-id=none", "-Wl,-soname,libopforge_cpuop.so",
+               "-Wl,-z,noexecstack", "-laio"}));
+  EXPECT_EQ(g->steps[2].argv, (V{"strip", "--strip-unneeded", "-o", "/b d/lib/libopforge_cpuop.so",
+                                 "/b d/obj/cpuop/libopforge_cpuop.so.unstripped"}));
+  EXPECT_EQ(g->steps[3].argv,
+            (V{"/usr/local/cuda-13.0/bin/nvcc", "-ccbin", "/usr/bin/g++-12", "-std=c++17", "-O3",
+               "-cudart=static", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+               "-frandom-seed=vec/k.cu", "--compress-mode=default", "--threads=2",
+               "-Xcompiler=-ffile-prefix-map=/src=.", "-Xcompiler=-ffile-prefix-map=/b d=build",
+               "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
+               "-gencode=arch=compute_90,code=compute_90", "-I/src/ops/vec", "-MD", "-MF",
+               "/b d/obj/vec/k.cu.o.d", "-c", "/src/ops/vec/k.cu", "-o", "/b d/obj/vec/k.cu.o"}));
+  EXPECT_EQ(g->steps[4].argv.back(), "-lpthread");  // static cudart needs dl, rt, pthread
+  EXPECT_EQ(g->outputs[1].library, "/b d/lib/libopforge_vec.so");
+}
+
+TEST(BuildDescribe, OneNvccThreadWithOneJob) {
+  auto p = two_op_plan();
+  p.jobs = 1;
+  auto g = describe(p);
+  ASSERT_TRUE(g);
+  EXPECT_NE(std::find(g->steps[3].argv.begin(), g->steps[3].argv.end(), "--threads=1"), g->steps[3].argv.end());
+}
+
+TEST(BuildDescribe, ErrorsNameTheOp) {
+  auto p = two_op_plan();
+  p.ops[0].manifest.sources = {"a.f90"};
+  auto g = describe(p);
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error().message, "op 'cpuop': cannot compile a.f90");
+  EXPECT_EQ(g.error().kind, ErrorKind::bad_input);
+  p = two_op_plan();
+  p.cuda.chosen.reset();
+  g = describe(p);
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error().message, "op 'vec' needs a CUDA toolkit, and none was resolved");
+}
+
+TEST(BuildRenderNinja, EscapesPathsAndKeepsCommandsVerbatim) {
+  auto g = describe(two_op_plan());
+  ASSERT_TRUE(g);
+  const std::string text = render_ninja(*g, "/b d");
+  EXPECT_TRUE(text.starts_with("# Written by opforge: do not edit.\nninja_required_version = 1.10\n"
+                               "builddir = /b$ d\n"));
+  EXPECT_NE(text.find("build /b$ d/obj/cpuop/a.cpp.o: cxx /src/ops/cpuop/a.cpp\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  dep = /b$ d/obj/cpuop/a.cpp.o.d\n"), std::string::npos);
+  EXPECT_NE(text.find("  desc = c++ cpuop/a.cpp\n"), std::string::npos);
+  EXPECT_NE(text.find("'-ffile-prefix-map=/b d=build'"), std::string::npos) << "shell-quoted in cmd";
+  EXPECT_TRUE(text.ends_with("\ndefault /b$ d/lib/libopforge_cpuop.so /b$ d/lib/libopforge_vec.so\n"));
+}
+
+TEST(BuildRun, AFailingStepIsReportedWithItsCommandAndOutput) {
+  probe::FakeMachine fm;
+  fm.env.set("PATH", "/usr/bin");
+  const std::string out =
+      "[1/6] c++ cpuop/a.cpp\n[2/6] nvcc vec/k.cu\nFAILED: /b d/obj/vec/k.cu.o\n/usr/local/cuda-13.0/bin/nvcc ...\n"
+      "/src/ops/vec/k.cu(3): error: identifier \"x\" is undefined\nninja: build stopped: subcommand failed.\n";
+  fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 1, .out = out});
+  auto r = run(fm.machine(), two_op_plan(), RunOptions{});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::failed);
+  EXPECT_TRUE(r.error().message.starts_with("a build step failed:\nFAILED: /b d/obj/vec/k.cu.o\n"))
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("identifier \"x\" is undefined"), std::string::npos);
+  EXPECT_TRUE(fm.fs.read_file("/b d/build.ninja")) << "build.ninja is written before ninja runs";
+  ASSERT_EQ(fm.proc.calls().size(), 1u);
+  EXPECT_EQ(fm.proc.calls()[0].argv, (std::vector<std::string>{"ninja", "-C", "/b d", "-j", "2"}));
+}
+
+TEST(BuildRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {
+  probe::FakeMachine fm;
+  fm.env.set("PATH", "/usr/bin");
+  fm.fs.add_file("/b d/ccache-stats.log", data("ccache/stats-log.node-b-remote.txt"));
+  fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 0, .out = "[1/6] c++ cpuop/a.cpp\n"});
+  RunOptions o;
+  o.launcher = Launcher::ccache;
+  auto r = run(fm.machine(), two_op_plan(), o);
+  ASSERT_TRUE(r) << r.error().render();
+  const auto& env = *fm.proc.calls().at(0).env;
+  EXPECT_EQ(env.at("CCACHE_STATSLOG"), "/b d/ccache-stats.log");
+  EXPECT_EQ(env.at("CCACHE_BASEDIR"), "/");
+  EXPECT_EQ(env.at("CCACHE_NOHASHDIR"), "1");
+  const std::string ninja = *fm.fs.read_file("/b d/build.ninja");
+  EXPECT_NE(ninja.find("cmd = ccache /usr/bin/g++-12 -std=c++17"), std::string::npos);
+  EXPECT_NE(ninja.find("cmd = ccache /usr/local/cuda-13.0/bin/nvcc"), std::string::npos);
+  EXPECT_EQ(ninja.find("cmd = ccache strip"), std::string::npos);
+  EXPECT_EQ(ninja.find("cmd = ccache /usr/bin/g++-12 -shared"), std::string::npos);
+  // The log in the folder was left by an earlier build: it is removed before ninja runs, and this
+  // fake ninja wrote none, so this build counted nothing.
+  ASSERT_TRUE(r->cache);
+  EXPECT_EQ(r->cache->calls, 0);
+}
+
+TEST(BuildCcacheStats, CapturedLogs) {
+  CacheStats a = parse_ccache_stats_log(data("ccache/stats-log.node-a.txt"));
+  EXPECT_EQ(a.calls, 9);
+  EXPECT_EQ(a.hits, 0);
+  EXPECT_EQ(a.misses, 9);
+  EXPECT_EQ(describe_cache_stats(a), "ccache: 0 of 9 compiles were cache hits (0%)");
+  CacheStats b = parse_ccache_stats_log(data("ccache/stats-log.node-b-remote.txt"));
+  EXPECT_EQ(b.calls, 9);
+  EXPECT_EQ(b.hits, 9);
+  EXPECT_EQ(b.remote_hits, 9);
+  EXPECT_EQ(describe_cache_stats(b),
+            "ccache: 9 of 9 compiles were cache hits (100%), 9 from remote storage");
+  // A local hit and a call ccache could not cache (e.g. linking through it), as ccache 4.7 logs them.
+  CacheStats c = parse_ccache_stats_log("# a.c\ndirect_cache_hit\nlocal_storage_hit\n"
+                                        "# b.c\ncalled_for_link\n");
+  EXPECT_EQ(describe_cache_stats(c),
+            "ccache: 1 of 1 compiles were cache hits (100%); 1 calls not cacheable");
+  EXPECT_EQ(describe_cache_stats(parse_ccache_stats_log("")), "ccache: no compiler calls");
+}
+
+}  // namespace
+}  // namespace opforge::build
