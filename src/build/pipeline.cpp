@@ -32,7 +32,7 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
   in["opforge_version"] = kVersion;
   in["recipe"] = {{"path", recipe_file.string()}, {"sha256", record::sha256_hex(recipe_text)}};
   in["source"] = {{"root", plan.source.root.string()}, {"commit", plan.source.commit},
-                  {"dirty", plan.source.dirty}};
+                  {"dirty", plan.source.dirty}, {"release", plan.recipe.build.release}};
   if (plan.cuda.chosen) {
     auto& tk = *plan.cuda.chosen;
     in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()},

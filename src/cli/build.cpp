@@ -2,6 +2,7 @@
 
 #include "build/pipeline.h"
 #include "cli/command.h"
+#include "record/record.h"
 
 namespace opforge::cli {
 namespace {
@@ -14,6 +15,7 @@ struct BuildFlags {
   std::string build_dir;
   std::string dist_dir;
   bool release = false;
+  std::string release_of;
 };
 
 Status run_build(const BuildFlags& flags) {
@@ -22,6 +24,10 @@ Status run_build(const BuildFlags& flags) {
   if (flags.jobs) options.plan.jobs = flags.jobs;
   if (!flags.python.empty()) options.plan.python = flags.python;
   options.plan.release = flags.release;
+  if (!flags.release_of.empty()) {
+    auto rec = OPFORGE_TRY(record::load(m.fs, flags.release_of));
+    options.plan.release_commit = OPFORGE_TRY(record::source_commit(flags.release_of, rec));
+  }
   if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
   if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
   if (flags.cache == "ccache") options.launcher = build::Launcher::ccache;
@@ -58,6 +64,9 @@ Registrar reg{{"build", "Build the recipe's ops and package them into a reproduc
                  app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");
                  app.add_option("--dist-dir", flags->dist_dir, "where the wheel goes (default from the recipe)");
                  app.add_flag("--release", flags->release, "refuse a dirty source tree or a moving git rev (a branch)");
+                 app.add_option("--release-of", flags->release_of,
+                                "rebuild the release a build record describes: --release, and the source must "
+                                "resolve to the record's commit (a branch rev is then accepted)");
                  return [flags] { return run_build(*flags); };
                }}};
 

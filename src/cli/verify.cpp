@@ -23,8 +23,7 @@ Status verify_wheel(const std::string& path) {
 /// Rebuilds from a build record into a temporary folder and compares every output's hash.
 Status verify_record(const std::string& path) {
   auto m = probe::real_machine();
-  auto text = OPFORGE_TRY(m.fs.read_file(path));
-  auto expected = OPFORGE_TRY(record::parse(path, text));
+  auto expected = OPFORGE_TRY(record::load(m.fs, path));
   std::string recipe = expected.inputs.value("recipe", nlohmann::json::object()).value("path", "");
   if (recipe.empty()) return bad_input(path + ": the record names no recipe");
   std::map<std::string, std::string> recorded;
@@ -37,8 +36,11 @@ Status verify_record(const std::string& path) {
     return name.starts_with("DS_BUILD_") || name == "TORCH_CUDA_ARCH_LIST" || name == "SOURCE_DATE_EPOCH";
   });
   probe::Machine rebuild{m.fs, m.proc, env, m.dl};
-  auto tmp = OPFORGE_TRY(m.fs.make_temp_directory("opforge-verify-"));
   build::PipelineOptions options;
+  // A release is rebuilt from its own commit: a branch that has moved since is refused by name.
+  if (expected.inputs.value("source", nlohmann::json::object()).value("release", false))
+    options.plan.release_commit = OPFORGE_TRY(record::source_commit(path, expected));
+  auto tmp = OPFORGE_TRY(m.fs.make_temp_directory("opforge-verify-"));
   options.build_dir = tmp / "build";
   options.dist_dir = tmp / "dist";
   auto outcome = build::build_wheel(rebuild, recipe, options);

@@ -78,6 +78,10 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   Plan plan;
   plan.recipe = OPFORGE_TRY(recipe::load(m, recipe_file));
   if (opts.release) plan.recipe.build.release = true;  // --release: as if the recipe said so
+  if (opts.release_commit) {
+    plan.recipe.build.release = true;
+    plan.recipe.build.release_commit = opts.release_commit;
+  }
   const recipe::Recipe& r = plan.recipe;
   auto& notes = plan.notes;
 

@@ -76,6 +76,7 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r);
 
 struct Options {
   bool release = false;                ///< --release: refuse dirty trees and moving revs
+  std::optional<std::string> release_commit;  ///< --release-of: release mode pinned to this commit
   std::optional<unsigned> jobs;        ///< -j N (beats MAX_JOBS and the recipe)
   std::optional<std::string> python;   ///< --python: the interpreter whose torch decides CUDA
   /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When

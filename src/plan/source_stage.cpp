@@ -25,7 +25,7 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r) {
       return bad_input("[build] release = true needs a git source: " + out.root.string() + " has no commit",
                        "build from a git checkout, or set release = false");
     OPFORGE_CHECK(source::check_release(*info, r.source.rev.value_or(""), info->resolved_from == "branch",
-                                        std::nullopt));
+                                        r.build.release_commit));
   }
   return out;
 }

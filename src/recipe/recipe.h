@@ -67,6 +67,9 @@ struct Recipe {
     fs::path build_dir = "build/opforge";  ///< relative to the recipe's folder
     fs::path dist_dir = "dist";            ///< relative to the recipe's folder
     bool release = false;              ///< refuse dirty trees and moving revs
+    /// Not from the TOML: the commit a build record names (`build --release-of`, `verify`); the
+    /// source must resolve to it, and a branch rev is then accepted.
+    std::optional<std::string> release_commit;
   } build;
 
   /// Where each key was written ("ops.aio", "arch.list", ...), for errors raised after parsing.

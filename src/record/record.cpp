@@ -31,6 +31,20 @@ Result<Record> parse(const fs::path& file, std::string_view text) {
   return r;
 }
 
+Result<Record> load(const probe::FileSystem& fs, const fs::path& file) {
+  auto text = OPFORGE_TRY(fs.read_file(file));
+  return parse(file, text);
+}
+
+Result<std::string> source_commit(const fs::path& file, const Record& record) {
+  auto source = record.inputs.value("source", nlohmann::json::object());
+  std::string commit = source.is_object() ? source.value("commit", "") : "";
+  if (commit.empty())
+    return bad_input(file.string() + ": the record names no source commit (that build was not made from git)",
+                     "pass the record of a build made from a git source");
+  return commit;
+}
+
 Status write(probe::FileSystem& fs, const fs::path& path, const Record& record) {
   return fs.write_file_atomic(path, render(record), 0644);
 }

@@ -26,6 +26,12 @@ std::string render(const Record& record);
 Result<Record> parse(const fs::path& file, std::string_view text);
 Status write(probe::FileSystem& fs, const fs::path& path, const Record& record);
 
+/// Reads and parses a record file.
+Result<Record> load(const probe::FileSystem& fs, const fs::path& file);
+
+/// The source commit a record names; bad_input when it names none (the build was not from git).
+Result<std::string> source_commit(const fs::path& file, const Record& record);
+
 /// Hex sha256 of bytes.
 std::string sha256_hex(std::string_view bytes);
 
