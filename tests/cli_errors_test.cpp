@@ -152,6 +152,12 @@ const Case kCases[] = {
      "  hint: see https://toml.io for the syntax\n"},
     {"jobs_flag_zero", "", "", "plan r.toml -j 0", 2, "--jobs: Value 0 not in range 1 to 4096\nRun with --help for more information.\n"},
     {"env_format_bad", "", "", "env r.toml --format fish", 2, "--format: fish not in {sh,json}", true},
+    {"release_of_missing_record", "", "", "build r.toml --release-of nope.json", 2,
+     "opforge: error: nope.json: no such build record\n"
+     "  hint: pass the .opforge-record.json written beside a wheel in the dist folder\n"},
+    {"verify_missing_record", "", "", "verify nope.json", 2,
+     "opforge: error: nope.json: no such build record\n"
+     "  hint: pass the .opforge-record.json written beside a wheel in the dist folder\n"},
 };
 
 struct CliRun {

@@ -32,6 +32,9 @@ Result<Record> parse(const fs::path& file, std::string_view text) {
 }
 
 Result<Record> load(const probe::FileSystem& fs, const fs::path& file) {
+  if (fs.resolved_type(file) != probe::FileType::regular)  // a path the user typed: bad input
+    return bad_input(file.string() + ": no such build record",
+                     "pass the .opforge-record.json written beside a wheel in the dist folder");
   auto text = OPFORGE_TRY(fs.read_file(file));
   return parse(file, text);
 }
