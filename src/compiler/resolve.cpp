@@ -4,6 +4,8 @@
 #include <regex>
 #include <set>
 
+#include <toml++/toml.h>
+
 #include "util/strings.h"
 
 namespace opforge::compiler {
@@ -29,13 +31,22 @@ Limits parse_host_config(std::string_view text) {
 }
 
 Limits table_limits(const Version& v) {
-  // facts §1; also in toolchains/cuda-host-compilers.toml for people.
   struct Row { Version from; int gcc; int clang; };
-  static const Row rows[] = {
-      {{13, 0}, 15, 20}, {{12, 8}, 14, 19}, {{12, 6}, 13, 18}, {{12, 4}, 13, 17}, {{12, 2}, 12, 16},
-      {{12, 1}, 12, 15}, {{12, 0}, 12, 14}, {{11, 8}, 11, 14}, {{11, 6}, 11, 13}, {{11, 4, 1}, 11, 12},
-      {{11, 2}, 10, 11}, {{11, 1}, 10, 10}, {{11, 0}, 9, 9},   {{10, 1}, 8, 8},   {{10, 0}, 7, 6},
-  };
+  static const std::vector<Row> rows = [] {
+    // Compiled in from toolchains/cuda-host-compilers.toml (CMakeLists.txt); tests check it parses.
+    static constexpr std::string_view text =
+#include "opforge/cuda-host-compilers.toml.inc"
+        ;
+    std::vector<Row> out;
+    auto table = toml::parse(text, std::string_view("toolchains/cuda-host-compilers.toml"));
+    for (auto& node : *table["limit"].as_array()) {
+      auto& r = *node.as_table();
+      out.push_back({*parse_version(r["from"].value_or(std::string())), int(r["max_gcc"].value_or(0)),
+                     int(r["max_clang"].value_or(0))});
+    }
+    std::sort(out.begin(), out.end(), [](const Row& a, const Row& b) { return b.from < a.from; });
+    return out;
+  }();
   Limits l;
   l.source = "toolchains/cuda-host-compilers.toml";
   for (auto& r : rows)

@@ -5,6 +5,8 @@
 
 #include "devices/arch.h"
 #include "devices/resolve.h"
+#include <toml++/toml.h>
+
 #include "util/strings.h"
 
 namespace opforge::devices {
@@ -150,23 +152,29 @@ std::vector<Arch> parse_list_gpu_arch(std::string_view text) {
 }
 
 std::vector<Arch> table_accepted(const Version& v) {
-  auto list = [](std::initializer_list<int> sms) {
-    std::vector<Arch> out;
-    for (int s : sms) out.push_back(Arch{s / 10, s % 10});
+  struct Row { Version from; std::vector<Arch> sms; };
+  static const std::vector<Row> rows = [] {
+    // Compiled in from toolchains/cuda-gpu-targets.toml (CMakeLists.txt); tests check it parses.
+    static constexpr std::string_view text =
+#include "opforge/cuda-gpu-targets.toml.inc"
+        ;
+    std::vector<Row> out;
+    auto table = toml::parse(text, std::string_view("toolchains/cuda-gpu-targets.toml"));
+    for (auto& node : *table["targets"].as_array()) {
+      auto& r = *node.as_table();
+      Row row{*parse_version(r["from"].value_or(std::string())), {}};
+      for (auto& sm : *r["sm"].as_array()) {
+        const int s = int(sm.value_or(0));
+        row.sms.push_back(Arch{s / 10, s % 10});
+      }
+      out.push_back(std::move(row));
+    }
+    std::sort(out.begin(), out.end(), [](const Row& a, const Row& b) { return b.from < a.from; });
     return out;
-  };
-  auto ge = [&](int M, int m) { return v >= Version{M, m}; };
-  std::vector<Arch> out;
-  if (ge(13, 0)) out = list({75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121});
-  else if (ge(12, 9)) out = list({50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121});
-  else if (ge(12, 8)) out = list({50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 120});
-  else if (ge(12, 0)) out = list({50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90});
-  else if (ge(11, 8)) out = list({35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90});
-  else if (ge(11, 4)) out = list({35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87});
-  else if (ge(11, 1)) out = list({35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86});
-  else if (ge(11, 0)) out = list({35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80});
-  else if (ge(10, 0)) out = list({30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75});
-  return out;
+  }();
+  for (auto& r : rows)
+    if (v >= r.from) return r.sms;
+  return {};
 }
 
 }  // namespace opforge::devices
