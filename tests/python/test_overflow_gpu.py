@@ -88,3 +88,22 @@ def test_report_on_a_cuda_model(name):
                 os.path.dirname(__file__), "..", "data")), "overflow", name + ".txt")) as f:
             want = f.read()
     assert overflow_models.run(overflow.DebugUnderflowOverflow, name, device="cuda") == want
+
+
+@pytest.mark.parametrize("name", ["finite_trace", "trace_1_3", "abort_after"])
+def test_deferred_report_on_a_cuda_model(name):
+    # Launched per frame on the GPU, read once per batch: the same text as the per-frame mode.
+    want = overflow_models.run(overflow.DebugUnderflowOverflow, name, device="cuda")
+    got = overflow_models.run(lambda m, **kw: overflow.DebugUnderflowOverflow(m, deferred=True, **kw), name,
+                              device="cuda")
+    assert got == want
+
+
+def test_pending_stats_one_read_for_many_launches():
+    from opforge_ops.overflow._stats import PendingStats
+    p = PendingStats()
+    ts = [planted(torch.float16, 1000 + k, k) for k in range(5)] + [torch.ones(3)]  # one host tensor
+    slots = [p.add([t]) [0] for t in ts]
+    got = p.read()
+    for t, slot in zip(ts, slots):
+        assert same(got[slot], overflow.tensor_stats(t.cpu())) is None

@@ -110,3 +110,24 @@ def test_file_output_gets_the_report(tmp_path):
     text = open(str(path)).read()
     golden = open(os.path.join(DATA, "finite_trace.txt")).read()
     assert golden.startswith(text)
+
+
+def test_deferred_mode_keeps_no_tensor_alive():
+    # Statistics are launched per frame; until the batch ends only numbers and labels are kept.
+    model = overflow_models.Model()
+    d = overflow.DebugUnderflowOverflow(model, deferred=True)
+    seen = []
+
+    def holds_tensor(x):
+        if torch.is_tensor(x):
+            return True
+        return isinstance(x, (list, tuple)) and any(holds_tensor(y) for y in x)
+
+    def check(module, input, output):  # runs after the debugger's hook of the same module
+        seen.append(len(d._pending))
+        assert not holds_tensor(d._pending)
+
+    model.head.register_forward_hook(check)
+    model(*overflow_models.batch(0))
+    assert seen and seen[0] > 0 and d._pending == []
+    d.remove()

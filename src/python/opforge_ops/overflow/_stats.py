@@ -75,6 +75,67 @@ def stats_many(tensors, threshold=0.0):
     return [TensorStats(s) for s in out]
 
 
+class PendingStats:
+    """Statistics launched now and read later (the deferred report mode): CUDA tensors are scanned
+    by an asynchronous launch on the current stream into a device buffer, without a host
+    synchronisation and without keeping the tensors alive; read() copies every buffer back at once.
+    Host tensors and arrays are scanned at once (nothing to wait for)."""
+
+    def __init__(self):
+        self._host = {}      # slot -> TensorStats
+        self._launches = []  # (device buffer of Stats, [slots])
+        self._slots = 0
+
+    def add(self, tensors, threshold=0.0):
+        """Slots (ints) of tensors, in order; read()[slot] is the statistics of each."""
+        slots = list(range(self._slots, self._slots + len(tensors)))
+        self._slots += len(tensors)
+        cuda = [(slot, t) for slot, t in zip(slots, tensors) if getattr(t, "is_cuda", False)]
+        host = [(slot, t) for slot, t in zip(slots, tensors) if not getattr(t, "is_cuda", False)]
+        if host:
+            for (slot, _), st in zip(host, stats_many([t for _, t in host], threshold)):
+                self._host[slot] = st
+        by_device = {}
+        for slot, t in cuda:
+            by_device.setdefault(t.device, []).append((slot, t))
+        for device, entries in by_device.items():
+            self._launch(device, entries, threshold)
+        return slots
+
+    def _launch(self, device, entries, threshold):
+        import torch
+        # Copies made here (non-contiguous tensors) may be freed on return: the caching allocator
+        # only reuses their memory for work queued after this launch on the same stream.
+        ts = [t if t.is_contiguous() else t.contiguous() for _, t in entries]
+        descs = (L.TensorDesc * len(ts))(*[
+            L.TensorDesc(t.data_ptr() if t.numel() else 0, t.numel(), _torch_code(t), 0, threshold) for t in ts])
+        out = torch.empty(len(ts) * ctypes.sizeof(L.Stats), dtype=torch.uint8, device=device)
+        stream = torch.cuda.current_stream(device).cuda_stream
+        L.check(L.lib().opforge_overflow_stats_cuda_multi(descs, len(ts), ctypes.c_void_p(out.data_ptr()),
+                                                          ctypes.c_void_p(stream)))
+        self._launches.append((out, [slot for slot, _ in entries]))
+
+    def read(self):
+        """TensorStats for every slot added: one device-to-host copy per device, one wait."""
+        results = [None] * self._slots
+        for slot, st in self._host.items():
+            results[slot] = st
+        if self._launches:
+            import torch
+            by_device = {}
+            for out, slots in self._launches:
+                by_device.setdefault(out.device, []).append((out, slots))
+            for launches in by_device.values():
+                host = torch.cat([out for out, _ in launches]).cpu().numpy().tobytes()
+                size, k = ctypes.sizeof(L.Stats), 0
+                for _, slots in launches:
+                    for slot in slots:
+                        results[slot] = TensorStats(L.Stats.from_buffer_copy(host, k * size))
+                        k += 1
+        self._host, self._launches, self._slots = {}, [], 0
+        return results
+
+
 def tensor_stats(var, threshold=0.0):
     """TensorStats of one torch tensor or numpy array (threshold <= 0: the dtype's max / 2)."""
     return stats_many([var], threshold)[0]

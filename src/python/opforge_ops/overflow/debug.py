@@ -51,19 +51,31 @@ def _fallback(var):
     return _Result(None, a.min(), a.max(), bool(np.isnan(var).any()), bool(np.isinf(var).any()))
 
 
-def analyse(tensors):
-    """_Result for each tensor; the native ones in one call per device kind (one synchronisation)."""
-    results = [None] * len(tensors)
-    groups = {}
+def _prepare(tensors):
+    """Results of the tensors the library does not read, and the indices of those it reads."""
+    results, native = [None] * len(tensors), []
     for i, v in enumerate(tensors):
         if not _has_storage(v):
             results[i] = _Result(NO_STORAGE_LABEL)
         elif _numel(v) == 0:
             results[i] = _Result(EMPTY_LABEL)
         elif _stats.supported(v):
-            groups.setdefault(bool(getattr(v, "is_cuda", False)), []).append(i)
+            native.append(i)
         else:
             results[i] = _fallback(v)
+    return results, native
+
+
+def _from_stats(s):
+    return _Result(None, s.abs_min, s.abs_max, s.nan > 0, s.inf > 0, s)
+
+
+def analyse(tensors):
+    """_Result for each tensor; the native ones in one call per device kind (one synchronisation)."""
+    results, native = _prepare(tensors)
+    groups = {}
+    for i in native:
+        groups.setdefault(bool(getattr(tensors[i], "is_cuda", False)), []).append(i)
     for idx in groups.values():
         try:
             st = _stats.stats_many([tensors[i] for i in idx])
@@ -72,7 +84,21 @@ def analyse(tensors):
                 results[i] = _fallback(tensors[i])
             continue
         for i, s in zip(idx, st):
-            results[i] = _Result(None, s.abs_min, s.abs_max, s.nan > 0, s.inf > 0, s)
+            results[i] = _from_stats(s)
+    return results
+
+
+def launch(tensors, pending):
+    """Like analyse(), but the native statistics are launched into `pending` (a PendingStats) and
+    read later: an entry is a _Result, or the slot (int) of pending.read() that holds it."""
+    results, native = _prepare(tensors)
+    if native:
+        try:
+            slots = pending.add([tensors[i] for i in native])
+        except _lib.OverflowLibError:
+            slots = None
+        for k, i in enumerate(native):
+            results[i] = slots[k] if slots is not None else _fallback(tensors[i])
     return results
 
 
@@ -136,11 +162,13 @@ class DebugUnderflowOverflow:
         self.detected_overflow = False
         self.prefix = "                 "
         self.extended = extended
-        # deferred: frames of a batch keep references to their tensors and are analysed together
-        # (one native call, one synchronisation) when the root module finishes; a detection then
-        # raises at the end of the batch instead of at the faulting frame. Trace batches are not deferred.
+        # deferred: each frame's statistics are launched at once (asynchronously on the GPU, without
+        # keeping the tensors alive) and read together when the root module finishes: one
+        # synchronisation per batch. A detection then raises at the end of the batch instead of at
+        # the faulting frame. Trace batches are not deferred.
         self.deferred = deferred
         self._pending = []
+        self._pending_stats = _stats.PendingStats()
         rank = _dist_rank()
         if isinstance(file, str) and rank is not None:
             file = file.format(rank=rank)
@@ -215,29 +243,39 @@ class DebugUnderflowOverflow:
             items.append((output, "output"))
         return items
 
-    def create_frame(self, module, input, output):
+    def _frame(self, module, input, output, deferred):
+        """(lines before, header, [(kind, ctx)], results) of a frame; kind is "tensor", None or "other".
+        The results are read now, or launched into the pending statistics when deferred."""
         header = f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}"
         items = self._frame_items(module, input, output)
-        self._render([(self.frame, header, items)])
+        tensors = [v for v, _ in items if _is_tensor(v)]
+        results = launch(tensors, self._pending_stats) if deferred else analyse(tensors)
+        kinds = [("tensor" if _is_tensor(v) else None if v is None else "other", ctx) for v, ctx in items]
+        return self.frame, header, kinds, results
+
+    def create_frame(self, module, input, output):
+        self._render([self._frame(module, input, output, deferred=False)])
 
     def _render(self, frames):
-        """Lines and nan/inf messages of frames [(lines before, header, items)], one native call."""
-        tensors = [v for _, _, items in frames for v, _ in items if _is_tensor(v)]
-        results = iter(analyse(tensors))
-        for before, header, items in frames:
+        """Lines and nan/inf messages of frames; slots of deferred results are read here, at once."""
+        if any(isinstance(r, int) for *_, results in frames for r in results):
+            stats = self._pending_stats.read()
+            frames = [(before, header, kinds, [_from_stats(stats[r]) if isinstance(r, int) else r for r in results])
+                      for before, header, kinds, results in frames]
+        for before, header, kinds, results in frames:
             self.frame = list(before)
             self.expand_frame(header)
-            self._render_items(items, results)
+            self._render_items(kinds, iter(results))
             self.save_frame()
 
-    def _render_items(self, items, results):
-        for var, ctx in items:
-            if _is_tensor(var):
+    def _render_items(self, kinds, results):
+        for kind, ctx in kinds:
+            if kind == "tensor":
                 r = next(results)
                 self.expand_frame(self._line(r, ctx))
                 if _report_flags(r, ctx, self._emit):
                     self.detected_overflow = True
-            elif var is None:
+            elif kind is None:
                 self.expand_frame(f"{'None':>17} {ctx}")
             else:
                 self.expand_frame(f"{'not a tensor':>17} {ctx}")
@@ -254,13 +292,11 @@ class DebugUnderflowOverflow:
             self.batch_number += 1
             last_frame_of_batch = True
         if self.deferred and not trace_mode and not last_frame_of_batch:
-            header = f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}"
-            self._pending.append((self.frame, header, self._frame_items(module, input, output)))
+            self._pending.append(self._frame(module, input, output, deferred=True))
             self.frame = []
             return
         if self._pending:
-            header = f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}"
-            pending = self._pending + [(self.frame, header, self._frame_items(module, input, output))]
+            pending = self._pending + [self._frame(module, input, output, deferred=True)]
             self._pending = []
             self._render(pending)
         else:
