@@ -62,3 +62,12 @@ def test_cuda_entry_points_fail_cleanly_without_a_gpu():
     rc = lib.opforge_overflow_stats_cuda_sync(descs, 1, out, None)
     assert rc == -19
     assert lib.opforge_overflow_last_error().decode() != ""
+
+
+def test_one_device_per_call():
+    torch = pytest.importorskip("torch")
+    from opforge_ops.overflow import stats_many
+    assert [s.count for s in stats_many([torch.ones(3), np.ones(2, dtype=np.float32)])] == [3, 2]
+    if torch.cuda.is_available():
+        with pytest.raises(ValueError, match="one device's tensors per call"):
+            stats_many([torch.ones(3), torch.ones(3, device="cuda")])

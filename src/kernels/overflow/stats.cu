@@ -239,21 +239,32 @@ int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors, int
                                      opforge_overflow_stats* host_out, void* stream) {
   if (ntensors <= 0) return ntensors < 0 ? set_error(OPFORGE_OVERFLOW_EINVAL, "ntensors < 0") : 0;
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  // Grow-only device and pinned buffers, one per thread: one copy and one synchronisation per call.
-  thread_local opforge_overflow_stats* dev = nullptr;
-  thread_local opforge_overflow_stats* pinned = nullptr;
-  thread_local int capacity = 0;
+  // Grow-only device and pinned buffers per thread and per GPU (the results must live on the GPU
+  // that runs the launch): one copy and one synchronisation per call.
+  struct Buffers {
+    opforge_overflow_stats* dev = nullptr;
+    opforge_overflow_stats* pinned = nullptr;
+    int capacity = 0;
+  };
+  constexpr int kMaxDevices = 64;
+  thread_local Buffers per_device[kMaxDevices];
+  int device = 0;
   cudaError_t e;
-  if (capacity < ntensors) {
-    if (dev) cudaFree(dev);
-    if (pinned) cudaFreeHost(pinned);
-    dev = nullptr; pinned = nullptr; capacity = 0;
-    if ((e = cudaMalloc(&dev, sizeof(opforge_overflow_stats) * ntensors)) != cudaSuccess)
+  if ((e = cudaGetDevice(&device)) != cudaSuccess) return cuda_fail(e, "cudaGetDevice");
+  if (device < 0 || device >= kMaxDevices) return set_error(OPFORGE_OVERFLOW_EINVAL, "device ordinal above 63");
+  Buffers& b = per_device[device];
+  if (b.capacity < ntensors) {
+    if (b.dev) cudaFree(b.dev);
+    if (b.pinned) cudaFreeHost(b.pinned);
+    b = Buffers{};
+    if ((e = cudaMalloc(&b.dev, sizeof(opforge_overflow_stats) * ntensors)) != cudaSuccess)
       return cuda_fail(e, "cudaMalloc");
-    if ((e = cudaMallocHost(&pinned, sizeof(opforge_overflow_stats) * ntensors)) != cudaSuccess)
+    if ((e = cudaMallocHost(&b.pinned, sizeof(opforge_overflow_stats) * ntensors)) != cudaSuccess)
       return cuda_fail(e, "cudaMallocHost");
-    capacity = ntensors;
+    b.capacity = ntensors;
   }
+  opforge_overflow_stats* dev = b.dev;
+  opforge_overflow_stats* pinned = b.pinned;
   int rc = opforge_overflow_stats_cuda_multi(tensors, ntensors, dev, stream);
   if (rc != 0) return rc;
   if ((e = cudaMemcpyAsync(pinned, dev, sizeof(opforge_overflow_stats) * ntensors,

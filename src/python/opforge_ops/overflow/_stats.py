@@ -43,19 +43,17 @@ def supported(var):
 
 
 def stats_many(tensors, threshold=0.0):
-    """TensorStats for each tensor (all on one device kind): one native call, one synchronisation."""
+    """TensorStats for each tensor (all on one device): one native call, one synchronisation."""
     if not tensors:
         return []
+    where = {str(t.device) if getattr(t, "is_cuda", False) else "cpu" for t in tensors}
+    if len(where) > 1:
+        raise ValueError("stats_many: tensors on %s; pass one device's tensors per call" % ", ".join(sorted(where)))
     keep = []
     descs = (L.TensorDesc * len(tensors))()
-    cuda = False
-    stream = None
+    cuda = where != {"cpu"}
     for i, t in enumerate(tensors):
         if hasattr(t, "data_ptr"):
-            if t.is_cuda:
-                cuda = True
-                import torch
-                stream = torch.cuda.current_stream(t.device).cuda_stream
             if t.numel() and not t.is_contiguous():
                 t = t.contiguous()
             keep.append(t)
@@ -69,7 +67,11 @@ def stats_many(tensors, threshold=0.0):
     out = (L.Stats * len(tensors))()
     lib = L.lib()
     if cuda:
-        L.check(lib.opforge_overflow_stats_cuda_sync(descs, len(tensors), out, stream))
+        import torch
+        device = tensors[0].device
+        with torch.cuda.device(device):  # the launch goes to the tensors' GPU, on its current stream
+            L.check(lib.opforge_overflow_stats_cuda_sync(descs, len(tensors), out,
+                                                         torch.cuda.current_stream(device).cuda_stream))
     else:
         L.check(lib.opforge_overflow_stats_cpu_multi(descs, len(tensors), out))
     return [TensorStats(s) for s in out]
@@ -111,8 +113,9 @@ class PendingStats:
             L.TensorDesc(t.data_ptr() if t.numel() else 0, t.numel(), _torch_code(t), 0, threshold) for t in ts])
         out = torch.empty(len(ts) * ctypes.sizeof(L.Stats), dtype=torch.uint8, device=device)
         stream = torch.cuda.current_stream(device).cuda_stream
-        L.check(L.lib().opforge_overflow_stats_cuda_multi(descs, len(ts), ctypes.c_void_p(out.data_ptr()),
-                                                          ctypes.c_void_p(stream)))
+        with torch.cuda.device(device):
+            L.check(L.lib().opforge_overflow_stats_cuda_multi(descs, len(ts), ctypes.c_void_p(out.data_ptr()),
+                                                              ctypes.c_void_p(stream)))
         self._launches.append((out, [slot for slot, _ in entries]))
 
     def read(self):

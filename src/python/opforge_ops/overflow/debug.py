@@ -71,11 +71,12 @@ def _from_stats(s):
 
 
 def analyse(tensors):
-    """_Result for each tensor; the native ones in one call per device kind (one synchronisation)."""
+    """_Result for each tensor; the native ones in one call per device (one synchronisation each)."""
     results, native = _prepare(tensors)
     groups = {}
     for i in native:
-        groups.setdefault(bool(getattr(tensors[i], "is_cuda", False)), []).append(i)
+        t = tensors[i]  # one call per device: a launch reads one GPU's memory
+        groups.setdefault(str(t.device) if getattr(t, "is_cuda", False) else "cpu", []).append(i)
     for idx in groups.values():
         try:
             st = _stats.stats_many([tensors[i] for i in idx])
