@@ -60,12 +60,21 @@ OVF_HD inline DerivedCounts derive(const RawCounts& r, unsigned long long count,
 /// "above the threshold" is a pattern comparison. Host only; defined in stats_cpu.cpp.
 uint64_t threshold_bits_for(int dtype, double t);
 
+/// Scan parameters from what the GPU kernel receives per tensor. The inf patterns are
+/// +/-finite_end; formats without inf (e4m3fn) have their NaN there (see derive()).
+template <class W>
+OVF_HD inline ScanParams<W> make_scan_params(int bytes, unsigned long long last_finite,
+                                             unsigned long long min_normal,
+                                             unsigned long long threshold_bits) {
+  const W sign = W(W(1) << (8 * bytes - 1));  // every format: the top bit
+  const W inf = W(W(last_finite) + 1);
+  return {W(sign - 1), W(last_finite), W(min_normal), W(threshold_bits), inf, W(sign | inf)};
+}
+
 /// Scan parameters of a layout (threshold_bits from threshold_bits_for()).
 template <class W>
 inline ScanParams<W> scan_params(const Layout& l, uint64_t threshold_bits) {
-  const uint64_t sign = uint64_t(1) << (8 * l.bytes - 1);
-  return {W(l.abs_mask()), W(l.finite_end() - 1), W(l.min_normal()), W(threshold_bits),
-          W(l.finite_end()), W(sign | l.finite_end())};
+  return make_scan_params<W>(l.bytes, l.finite_end() - 1, l.min_normal(), threshold_bits);
 }
 
 // Per-thread counters are 32-bit (64-bit adds cost two instructions on the GPU); they are added

@@ -27,12 +27,12 @@ using opforge_overflow::ScanParams;
 
 constexpr int kThreads = 256;
 constexpr int kBlocksPerSm = 4;    // the register use (64/thread) allows 4 resident blocks per SM
-constexpr int kMaxPerLaunch = 48;  // keeps the kernel parameter block well under 4 KiB
+constexpr int kMaxPerLaunch = 48;  // 48 x 56-byte DevTensor: the parameter block stays under 4 KiB
 
-struct DevTensor {
+struct DevTensor {  // 56 bytes: 48 of them stay well under the classic 4 KiB parameter limit
   const unsigned char* data;
   unsigned long long count;
-  unsigned long long abs_mask, last_finite, min_normal, threshold, pinf, ninf;
+  unsigned long long last_finite, min_normal, threshold;  // the rest of ScanParams follows from bytes
   int bytes;
   int block_begin, block_end;  // this tensor's share of the grid
 };
@@ -44,7 +44,7 @@ struct Batch {
 
 template <class W>
 __device__ __forceinline__ ScanParams<W> params(const DevTensor& d) {
-  return {W(d.abs_mask), W(d.last_finite), W(d.min_normal), W(d.threshold), W(d.pinf), W(d.ninf)};
+  return opforge_overflow::make_scan_params<W>(d.bytes, d.last_finite, d.min_normal, d.threshold);
 }
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
@@ -208,12 +208,9 @@ int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, in
           l, opforge_overflow::threshold_bits_for(t.dtype, t.threshold));
       d.data = static_cast<const unsigned char*>(t.data);
       d.count = t.count;
-      d.abs_mask = q.abs_mask;
       d.last_finite = q.last_finite;
       d.min_normal = q.min_normal;
       d.threshold = q.threshold;
-      d.pinf = q.pinf;
-      d.ninf = q.ninf;
       d.bytes = l.bytes;
       // Blocks in proportion to size, at least one (even for n = 0: it only writes the init values).
       unsigned long long share = total ? (t.count * (unsigned long long)target_blocks) / total : 0;
