@@ -150,6 +150,46 @@ TEST(CompilerLink, RefusesNonSymlinksIdempotentUnlinkExact) {
   EXPECT_EQ(*d.fm.fs.list_directory("/usr/local/cuda-x/bin"), (std::vector<std::string>{"nvcc"}));
 }
 
+TEST(CompilerLink, UnlinkRemovesOnlyWhatLinkMadeAndRestoresWhatItReplaced) {
+  Debian d("host_config/11.8.h");
+  auto& fs = d.fm.fs;
+  fs.add_file("/usr/local/cuda-x/bin/nvcc", "", 0755);
+  ASSERT_TRUE(fs.create_symlink("/usr/bin/gcc-10", "/usr/local/cuda-x/bin/gcc"));  // the user's own
+  auto c = *resolve(d.fm.machine(), d.tk, "auto", false, "/tmp/shim");
+  ASSERT_TRUE(link_system(fs, d.tk, c));
+  EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/gcc"), "/usr/bin/gcc-11");
+  EXPECT_EQ(*fs.read_file("/usr/local/cuda-x/bin/.opforge-links"),
+            "g++\t/usr/bin/g++-11\t\ngcc\t/usr/bin/gcc-11\t/usr/bin/gcc-10\n");
+  ASSERT_TRUE(link_system(fs, d.tk, c));  // again: the first previous target is kept
+  EXPECT_EQ(*fs.read_file("/usr/local/cuda-x/bin/.opforge-links"),
+            "g++\t/usr/bin/g++-11\t\ngcc\t/usr/bin/gcc-11\t/usr/bin/gcc-10\n");
+  auto n = unlink_system(fs, d.tk);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 2);
+  EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/gcc"), "/usr/bin/gcc-10");  // put back
+  EXPECT_EQ(fs.type_of("/usr/local/cuda-x/bin/g++"), probe::FileType::none);
+  EXPECT_EQ(fs.type_of("/usr/local/cuda-x/bin/.opforge-links"), probe::FileType::none);
+  // A second unlink, or one after the user re-pointed a link, leaves everything alone.
+  EXPECT_EQ(*unlink_system(fs, d.tk), 0);
+  ASSERT_TRUE(link_system(fs, d.tk, c));
+  ASSERT_TRUE(fs.create_symlink("/usr/bin/g++-12", "/usr/local/cuda-x/bin/g++"));
+  EXPECT_EQ(*unlink_system(fs, d.tk), 1);
+  EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/g++"), "/usr/bin/g++-12");
+  EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/gcc"), "/usr/bin/gcc-10");
+}
+
+// A user's own compiler link that is already what opforge would make is not claimed.
+TEST(CompilerLink, AnIdenticalLinkOfTheUsersStaysTheirs) {
+  Debian d("host_config/11.8.h");
+  auto& fs = d.fm.fs;
+  fs.add_file("/usr/local/cuda-x/bin/nvcc", "", 0755);
+  ASSERT_TRUE(fs.create_symlink("/usr/bin/gcc-11", "/usr/local/cuda-x/bin/gcc"));
+  auto c = *resolve(d.fm.machine(), d.tk, "auto", false, "/tmp/shim");
+  ASSERT_TRUE(link_system(fs, d.tk, c));
+  EXPECT_EQ(*unlink_system(fs, d.tk), 1);  // only g++
+  EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/gcc"), "/usr/bin/gcc-11");
+}
+
 // ---- The old-gcc scenario with the real nvcc, on a view of the real CUDA 13.0 whose
 // host_config.h says "gcc > 11" as CUDA 11.8's does.
 

@@ -1,5 +1,5 @@
 // `opforge toolchain link|unlink RECIPE [--into DIR | --system]`: the compiler symlinks an nvcc
-// that needs an older gcc, and their removal. Writes symlinks only.
+// that needs an older gcc, and their removal. Writes symlinks and their list (.opforge-links) only.
 #include <iostream>
 
 #include "cli/command.h"
@@ -50,9 +50,10 @@ Status run(Args& a, bool link) {
     return bad_input("say where the links go: --into DIR or --system");
   auto tk = OPFORGE_TRY(toolkit_of(m, a));
   if (!link) {
-    if (a.system) OPFORGE_CHECK(compiler::unlink_system(m.fs, tk));
-    else OPFORGE_CHECK(compiler::remove_shim(m.fs, a.into));
-    std::cout << "removed opforge's compiler links from " << (a.system ? (tk.root / "bin").string() : a.into) << "\n";
+    const int removed = OPFORGE_TRY(a.system ? compiler::unlink_system(m.fs, tk) : compiler::remove_shim(m.fs, a.into));
+    const std::string dir = a.system ? (tk.root / "bin").string() : a.into;
+    if (removed == 0) std::cout << "no compiler links made by opforge in " << dir << ": nothing removed\n";
+    else std::cout << "removed opforge's " << removed << " compiler link" << (removed == 1 ? "" : "s") << " from " << dir << "\n";
     return {};
   }
   auto choice = OPFORGE_TRY(compiler::resolve(m, tk, a.host, a.allow_unsupported, a.into.empty() ? fs::path("/nonexistent") : fs::path(a.into)));

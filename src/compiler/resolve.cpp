@@ -1,6 +1,7 @@
 #include "compiler/resolve.h"
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -253,6 +254,35 @@ bool looks_like_compiler(const fs::path& target) {
   return std::regex_match(target.filename().string(), re);
 }
 
+// What opforge made in a folder: "<name>\t<target>\t<previous target or empty>" per line, so that
+// unlink removes exactly those links and puts back a compiler link of the user's it replaced.
+constexpr const char* kManifest = ".opforge-links";
+
+struct Made {
+  fs::path target, previous;
+};
+
+std::map<std::string, Made> read_manifest(const probe::FileSystem& fs, const fs::path& dir) {
+  std::map<std::string, Made> out;
+  auto text = fs.read_file(dir / kManifest);
+  if (!text) return out;
+  for (auto line : strings::split(*text, '\n')) {
+    auto f = strings::split(line, '\t');
+    if (f.size() == 3 && !f[0].empty()) out[std::string(f[0])] = {std::string(f[1]), std::string(f[2])};
+  }
+  return out;
+}
+
+Status write_manifest(probe::FileSystem& fs, const fs::path& dir, const std::map<std::string, Made>& made) {
+  if (made.empty()) {
+    if (fs.type_of(dir / kManifest) != probe::FileType::none) OPFORGE_CHECK(fs.remove(dir / kManifest));
+    return {};
+  }
+  std::string text;
+  for (auto& [name, m] : made) text += name + "\t" + m.target.string() + "\t" + m.previous.string() + "\n";
+  return fs.write_file_atomic(dir / kManifest, text, 0644);
+}
+
 Status place_links(probe::FileSystem& fs, const fs::path& dir,
                    const std::vector<std::pair<std::string, fs::path>>& links) {
   // Check everything first so that a refusal leaves nothing half-done.
@@ -270,23 +300,41 @@ Status place_links(probe::FileSystem& fs, const fs::path& dir,
                          "remove it yourself if it should be replaced");
   }
   if (fs.resolved_type(dir) != probe::FileType::directory) OPFORGE_CHECK(fs.create_directories(dir));
+  auto made = read_manifest(fs, dir);
+  const auto before = made.size();
+  bool changed = false;
   for (auto& [name, target] : links) {
     auto p = dir / name;
+    std::optional<fs::path> cur;
     if (fs.type_of(p) == probe::FileType::symlink)
-      if (auto cur = fs.read_symlink(p); cur && *cur == target) continue;
+      if (auto c = fs.read_symlink(p)) cur = *c;
+    if (cur && *cur == target) continue;  // already right: ours stays ours, the user's stays theirs
+    // A link of the user's that gets replaced is remembered; one of ours keeps its first previous.
+    fs::path previous = made.count(name) ? made[name].previous : cur.value_or(fs::path());
     OPFORGE_CHECK(fs.create_symlink(target, p));
+    made[name] = {target, previous};
+    changed = true;
   }
+  if (changed || made.size() != before) OPFORGE_CHECK(write_manifest(fs, dir, made));
   return {};
 }
 
-Status remove_links(probe::FileSystem& fs, const fs::path& dir, const std::vector<std::string>& names) {
-  for (auto& name : names) {
+/// Removes the links opforge made in dir (those still pointing where it left them) and restores
+/// what they replaced; links it did not make are left alone. Returns how many were removed.
+Result<int> remove_links(probe::FileSystem& fs, const fs::path& dir) {
+  auto made = read_manifest(fs, dir);
+  int removed = 0;
+  for (auto& [name, m] : made) {
     auto p = dir / name;
     if (fs.type_of(p) != probe::FileType::symlink) continue;
     auto cur = fs.read_symlink(p);
-    if (cur && looks_like_compiler(*cur)) OPFORGE_CHECK(fs.remove(p));
+    if (!cur || *cur != m.target) continue;  // changed since: not ours any more
+    if (m.previous.empty()) OPFORGE_CHECK(fs.remove(p));
+    else OPFORGE_CHECK(fs.create_symlink(m.previous, p));
+    ++removed;
   }
-  return {};
+  OPFORGE_CHECK(write_manifest(fs, dir, {}));
+  return removed;
 }
 
 }  // namespace
@@ -304,12 +352,12 @@ Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostCho
   return place_links(fs, tk.root / "bin", {{"gcc", c.cc}, {"g++", c.cxx}});
 }
 
-Status unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk) {
-  return remove_links(fs, tk.root / "bin", {"gcc", "g++"});
+Result<int> unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk) {
+  return remove_links(fs, tk.root / "bin");
 }
 
-Status remove_shim(probe::FileSystem& fs, const fs::path& shim_dir) {
-  return remove_links(fs, shim_dir, {"gcc", "g++", "cc", "c++"});
+Result<int> remove_shim(probe::FileSystem& fs, const fs::path& shim_dir) {
+  return remove_links(fs, shim_dir);
 }
 
 }  // namespace opforge::compiler

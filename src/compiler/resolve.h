@@ -44,10 +44,11 @@ Status create_shim(probe::FileSystem& fs, const HostChoice& choice);
 /// anything that is not a symlink it would create (or an earlier opforge compiler link); idempotent.
 Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostChoice& choice);
 
-/// Removes exactly what link_system made: gcc/g++ symlinks in <root>/bin pointing to a compiler.
-Status unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk);
+/// Removes exactly what link_system made (listed in <root>/bin/.opforge-links, and still pointing
+/// where it left them), restoring any compiler link of the user's it replaced. Returns the count.
+Result<int> unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk);
 
-/// Removes the gcc/g++/cc/c++ compiler symlinks of a shim folder made by create_shim.
-Status remove_shim(probe::FileSystem& fs, const fs::path& shim_dir);
+/// Removes the links create_shim (or `toolchain link --into`) made in a folder, the same way.
+Result<int> remove_shim(probe::FileSystem& fs, const fs::path& shim_dir);
 
 }  // namespace opforge::compiler
