@@ -234,12 +234,7 @@ opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, ui
   };
   opforge_overflow_stats s{};
   s.count = n;
-  s.nan_count = d.nan;
-  s.posinf_count = d.posinf;
-  s.neginf_count = d.neginf;
-  s.zero_count = d.zero;
-  s.subnormal_count = d.subnormal;
-  s.over_threshold_count = d.over;
+  store_counts(d, &s);
   s.abs_min = d.finite ? value(total.mn) : INFINITY;
   s.abs_max = d.finite ? value(total.mx) : -1.0;
   return s;

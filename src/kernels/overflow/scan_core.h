@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dtype_traits.h"
+#include "overflow.h"
 
 // `#pragma unroll` in device code only (gcc, also in nvcc's host pass, warns about it).
 #ifdef __CUDA_ARCH__
@@ -59,6 +60,16 @@ OVF_HD inline DerivedCounts derive(const RawCounts& r, unsigned long long count,
 /// Largest finite magnitude pattern whose value is <= t (t <= 0 or NaN: the dtype's max / 2), so
 /// "above the threshold" is a pattern comparison. Host only; defined in stats_cpu.cpp.
 uint64_t threshold_bits_for(int dtype, double t);
+
+/// The count fields of the ABI's statistics (abs_min/abs_max are the caller's: it knows the layout).
+OVF_HD inline void store_counts(const DerivedCounts& d, opforge_overflow_stats* s) {
+  s->nan_count = d.nan;
+  s->posinf_count = d.posinf;
+  s->neginf_count = d.neginf;
+  s->zero_count = d.zero;
+  s->subnormal_count = d.subnormal;
+  s->over_threshold_count = d.over;
+}
 
 /// Scan parameters from what the GPU kernel receives per tensor. The inf patterns are
 /// +/-finite_end; formats without inf (e4m3fn) have their NaN there (see derive()).

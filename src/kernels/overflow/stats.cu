@@ -141,12 +141,7 @@ __global__ void finalize_kernel(FinBatch f, opforge_overflow_stats* out) {
                        s.subnormal_count, s.over_threshold_count, s.reserved,
                        *reinterpret_cast<unsigned long long*>(&s.abs_max)};
   const opforge_overflow::DerivedCounts d = opforge_overflow::derive(r, s.count, f.l[i].has_inf);
-  s.nan_count = d.nan;
-  s.posinf_count = d.posinf;
-  s.neginf_count = d.neginf;
-  s.zero_count = d.zero;
-  s.subnormal_count = d.subnormal;
-  s.over_threshold_count = d.over;
+  opforge_overflow::store_counts(d, &s);
   s.abs_min = d.finite ? dev_magnitude(f.l[i], r.mn) : HUGE_VAL;
   s.abs_max = d.finite ? dev_magnitude(f.l[i], r.mx) : -1.0;
   s.reserved = 0;

@@ -162,12 +162,7 @@ void stats_typed(const Layout& l, const void* data, uint64_t n, double threshold
                                  n, l.has_inf);
   *out = {};
   out->count = n;
-  out->nan_count = d.nan;
-  out->posinf_count = d.posinf;
-  out->neginf_count = d.neginf;
-  out->zero_count = d.zero;
-  out->subnormal_count = d.subnormal;
-  out->over_threshold_count = d.over;
+  store_counts(d, out);
   out->abs_min = d.finite ? magnitude_value(l, acc.mn) : std::numeric_limits<double>::infinity();
   out->abs_max = d.finite ? magnitude_value(l, acc.mx) : -1.0;
 }
