@@ -116,26 +116,42 @@ template <class U>
   }
 }
 
+// x86-64: an AVX2 twin chosen at run time. Elsewhere (aarch64, e.g. Grace) the baseline
+// already has 128-bit SIMD (NEON), and the generic body is the only one.
+#if defined(__x86_64__) || defined(__i386__)
+#define OVF_AVX2_TWIN(U)                                                                 \
+  __attribute__((target("avx2"))) void scan_avx2_##U(const unsigned char* p, uint64_t n, \
+                                                     const Params<U>& q, Acc<U>& acc) {  \
+    scan_all<U>(p, n, q, acc);                                                           \
+  }
+#else
+#define OVF_AVX2_TWIN(U)                                                                 \
+  void scan_avx2_##U(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) { \
+    scan_all<U>(p, n, q, acc);                                                           \
+  }
+#endif
 #define OVF_VARIANTS(U)                                                                        \
   void scan_generic_##U(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) { \
     scan_all<U>(p, n, q, acc);                                                                 \
   }                                                                                            \
-  __attribute__((target("avx2"))) void scan_avx2_##U(const unsigned char* p, uint64_t n,       \
-                                                     const Params<U>& q, Acc<U>& acc) {        \
-    scan_all<U>(p, n, q, acc);                                                                 \
-  }
+  OVF_AVX2_TWIN(U)
 OVF_VARIANTS(uint8_t)
 OVF_VARIANTS(uint16_t)
 OVF_VARIANTS(uint32_t)
 OVF_VARIANTS(uint64_t)
 #undef OVF_VARIANTS
+#undef OVF_AVX2_TWIN
 
 bool use_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
   static const bool yes = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") != 0;
   }();
   return yes;
+#else
+  return false;
+#endif
 }
 
 template <class U>
