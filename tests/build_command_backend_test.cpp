@@ -7,12 +7,15 @@
 
 #include "build/command_backend.h"
 #include "probe/fake_machine.h"
+#include "test_util.h"
 #include "wheel/wheel.h"
 
 namespace fs = std::filesystem;
 using namespace opforge;
 
 namespace {
+
+using test_util::slurp;
 
 plan::Plan base_plan(const fs::path& src, const fs::path& work) {
   plan::Plan p;
@@ -25,12 +28,6 @@ plan::Plan base_plan(const fs::path& src, const fs::path& work) {
   return p;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 }  // namespace
 

@@ -3,21 +3,15 @@
 // ccache stats logs captured in tests/e2e/cache_two_nodes.sh).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "build/native.h"
 #include "probe/fake_machine.h"
+#include "test_util.h"
 
 namespace opforge::build {
 namespace {
 
-std::string data(const std::string& rel) {
-  std::ifstream in(std::string(OPFORGE_TEST_DATA) + "/" + rel);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test_util::data;
+
 
 /// One CPU op and one CUDA op under /src, built into "/b d" (a space: escaping), CUDA 13.0, 8.0;9.0+PTX.
 plan::Plan two_op_plan() {

@@ -6,19 +6,15 @@
 #include "compiler/resolve.h"
 #include "cuda/resolve.h"
 #include "probe/fake_machine.h"
+#include "test_util.h"
 
 namespace opforge::compiler {
 namespace {
 
 namespace sfs = std::filesystem;
 
-std::string slurp(const sfs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-std::string data(const std::string& rel) { return slurp(sfs::path(OPFORGE_TEST_DATA) / rel); }
+using test_util::data;
+using test_util::slurp;
 
 TEST(CompilerHostConfig, LimitsFromRealAndVariantHeaders) {
   auto l13 = parse_host_config(data("host_config/13.0.h"));

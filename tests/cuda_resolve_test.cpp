@@ -5,19 +5,15 @@
 
 #include "cuda/resolve.h"
 #include "probe/fake_machine.h"
+#include "test_util.h"
 
 namespace opforge::cuda {
 namespace {
 
 namespace sfs = std::filesystem;
 
-std::string slurp(const sfs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-std::string data(const std::string& rel) { return slurp(sfs::path(OPFORGE_TEST_DATA) / rel); }
+using test_util::data;
+using test_util::slurp;
 
 /// The real file system seen through a root folder, so that fixture toolkits sit at their real
 /// absolute places (/usr/local/cuda-11.8, ...) without touching the machine's own toolkits.

@@ -5,16 +5,13 @@
 
 #include "devices/resolve.h"
 #include "probe/fake_machine.h"
+#include "test_util.h"
 
 namespace opforge::devices {
 namespace {
 
-std::string data(const std::string& rel) {
-  std::ifstream in(std::filesystem::path(OPFORGE_TEST_DATA) / rel);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test_util::data;
+
 
 std::string joined(const std::vector<Arch>& v) {
   ArchDecision d;

@@ -120,14 +120,7 @@ TEST(WheelFatbin, FindsEachArchitectureInAnNvccLibrary) {
   const std::string nvcc = "/usr/local/cuda-13.0/bin/nvcc";
   if (!std::filesystem::exists(nvcc)) GTEST_SKIP() << "nvcc is not available at " << nvcc;
   auto dir = testing::temp_dir("nvcc");
-  testing::spit(dir / "k.cu",
-                "__global__ void k(float* x) { x[threadIdx.x] *= 2.f; }\n"
-                "extern \"C\" int opforge_k_run(float* x) { k<<<1, 32>>>(x); return 0; }\n");
-  std::string cmd = nvcc +
-                    " -shared -Xcompiler=-fPIC -gencode arch=compute_80,code=sm_80"
-                    " -gencode arch=compute_90,code=[sm_90,compute_90] -o " +
-                    (dir / "k.so").string() + " " + (dir / "k.cu").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_TRUE(testing::build_nvcc_library(nvcc, dir));
   auto info = read_elf(testing::slurp(dir / "k.so"));
   ASSERT_TRUE(info) << info.error().message;
   std::vector<std::string> names;

@@ -1,33 +1,15 @@
 #pragma once
 // Test helpers for the wheel tests: real gcc/nvcc builds of tiny shared libraries into a temp dir.
-#include <unistd.h>
-
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "test_util.h"
 
 namespace opforge::wheel::testing {
 
-inline std::filesystem::path temp_dir(const std::string& tag) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("opforge-wheel-" + tag + "-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline void spit(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
+using test_util::slurp;
+using test_util::spit;
+using test_util::temp_dir;
 
 /// Compiles `source` (C) into a shared library with gcc and returns its bytes ("" on failure).
 inline std::string build_so(const std::string& tag, const std::string& source,
@@ -38,6 +20,19 @@ inline std::string build_so(const std::string& tag, const std::string& source,
                     " " + (dir / "lib.c").string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) return "";
   return slurp(dir / "lib.so");
+}
+
+/// Compiles a one-kernel CUDA library with the real nvcc (sm_80 SASS, sm_90 SASS + PTX) into
+/// dir/k.so; false when nvcc fails.
+inline bool build_nvcc_library(const std::string& nvcc, const std::filesystem::path& dir) {
+  spit(dir / "k.cu",
+       "__global__ void k(float* x) { x[threadIdx.x] *= 2.f; }\n"
+       "extern \"C\" int opforge_k_run(float* x) { k<<<1, 32>>>(x); return 0; }\n");
+  std::string cmd = nvcc +
+                    " -shared -Xcompiler=-fPIC -gencode arch=compute_80,code=sm_80"
+                    " -gencode arch=compute_90,code=[sm_90,compute_90] -o " +
+                    (dir / "k.so").string() + " " + (dir / "k.cu").string() + " 2>&1";
+  return std::system(cmd.c_str()) == 0;
 }
 
 }  // namespace opforge::wheel::testing

@@ -1,0 +1,37 @@
+#pragma once
+// Helpers shared by the C++ tests: whole-file reads and writes, a per-process temp folder, and the
+// captured outputs under tests/data.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace opforge::test_util {
+
+inline std::filesystem::path temp_dir(const std::string& tag) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("opforge-test-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void spit(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+/// A file of tests/data (captured real outputs), e.g. data("nvcc/13.0-version.txt").
+inline std::string data(const std::string& rel) {
+  return slurp(std::filesystem::path(OPFORGE_TEST_DATA) / rel);
+}
+
+}  // namespace opforge::test_util
