@@ -1,0 +1,127 @@
+"""What one rank knows about itself: host, launcher ranks, GPU, versions, the opforge_ops build it
+loaded and whether that build carries code for its GPU, a memory touch and the overflow self-test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+from typing import Any, Dict, Optional
+
+from .. import _native
+from ..build_info import BUILD_INFO
+from . import fatbin
+
+# Test-only: replaces this process's build_info, so that tests can show how a rank with another
+# wheel is reported. Never set it in a real run.
+FAKE_BUILD_INFO_ENV = 'OPFORGE_NODECHECK_TEST_BUILD_INFO'
+
+
+def build_info() -> Dict[str, Any]:
+    fake = os.environ.get(FAKE_BUILD_INFO_ENV)
+    return dict(json.loads(fake)) if fake else dict(BUILD_INFO)
+
+
+def driver_release() -> Optional[str]:
+    """The kernel module's version ('570.86.15'), from /proc/driver/nvidia/version."""
+    try:
+        with open('/proc/driver/nvidia/version') as f:
+            text = f.read()
+    except OSError:
+        return None
+    import re
+    m = re.search(r'Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+)+)', text)
+    return m.group(1) if m else None
+
+
+def overflow_library(capability: Optional[str]) -> Dict[str, Any]:
+    """Where the overflow op's library is, the GPU code its fatbinary holds, and whether that code
+    runs on a GPU of `capability` ('9.0'; None without a GPU)."""
+    path = _native.find('overflow')
+    out: Dict[str, Any] = {'path': path, 'images': [], 'holds_gpu_arch': None}
+    if path is None:
+        out['error'] = 'not built into this installation'
+        return out
+    try:
+        images = fatbin.library_images(path)
+    except (OSError, fatbin.FatbinError) as e:
+        out['error'] = f'cannot read its fatbinary: {e}'
+        if capability:
+            out['holds_gpu_arch'] = False
+        return out
+    out['images'] = [i.name for i in images]
+    if capability:
+        major, minor = (int(x) for x in capability.split('.'))
+        out['holds_gpu_arch'] = _native.arch_supports(fatbin.arch_list(images), (major, minor))
+    return out
+
+
+def collect(rank: int, local_rank: int, world_size: int, launcher: str, device) -> Dict[str, Any]:
+    """The facts of this rank; `device` is the torch.device it uses (cuda:N or cpu)."""
+    import torch
+    facts: Dict[str, Any] = {
+        'rank': rank, 'local_rank': local_rank, 'world_size': world_size, 'launcher': launcher,
+        'host': socket.gethostname(), 'pid': os.getpid(), 'kernel': platform.release(),
+        'python': platform.python_version(), 'torch': torch.__version__,
+        'cuda': torch.version.cuda, 'nccl': None, 'driver': driver_release(),
+        'driver_cuda': None, 'gpu': None,
+    }
+    if torch.cuda.is_available():
+        try:
+            facts['nccl'] = '.'.join(str(x) for x in torch.cuda.nccl.version())
+        except Exception:  # a build without NCCL
+            facts['nccl'] = None
+        drv = _native.driver_version()
+        facts['driver_cuda'] = None if isinstance(drv, str) else f'{drv[0]}.{drv[1]}'
+    capability = None
+    if device.type == 'cuda':
+        p = torch.cuda.get_device_properties(device)
+        capability = f'{p.major}.{p.minor}'
+        facts['gpu'] = {'index': device.index, 'name': p.name, 'capability': capability,
+                        'memory_bytes': p.total_memory, 'uuid': str(getattr(p, 'uuid', '') or ''),
+                        'visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')}
+    build = build_info()
+    facts['opforge_ops'] = {k: build.get(k) for k in ('version', 'source_commit', 'arch_list',
+                                                      'ops', 'toolkit_version', 'opforge_version')}
+    facts['opforge_ops']['overflow_library'] = overflow_library(capability)
+    facts['opforge_ops']['package'] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    facts['executable'] = sys.executable
+    return facts
+
+
+def touch_memory(device, nbytes: int) -> Dict[str, Any]:
+    """Allocates `nbytes` on `device`, writes every byte and reads it back."""
+    import torch
+    n = nbytes // 4
+    t = torch.empty(n, dtype=torch.int32, device=device)
+    t.copy_(torch.arange(n, dtype=torch.int32, device=device))
+    ok = int(t.sum(dtype=torch.int64).item()) == n * (n - 1) // 2
+    del t
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+    return {'bytes': nbytes, 'ok': ok}
+
+
+def selftest(device) -> Dict[str, Any]:
+    """The overflow op's GPU self-test (its test kernels against the CPU oracle) on `device`."""
+    if device.type != 'cuda':
+        return {'status': 'skipped', 'detail': 'no GPU'}
+    import torch
+    from .. import OpNotBuiltError
+    try:
+        from ..overflow import OverflowLibError, selftest as run
+    except ImportError as e:
+        return {'status': 'failed', 'detail': f'cannot import opforge_ops.overflow: {e}'}
+    try:
+        with torch.cuda.device(device):
+            failures = run()
+    except OpNotBuiltError as e:
+        return {'status': 'skipped', 'detail': str(e)}
+    except (OverflowLibError, _native.OpUnavailableError, OSError) as e:
+        return {'status': 'failed', 'detail': str(e)}
+    if failures:
+        return {'status': 'failed', 'detail': f'{len(failures)} case(s) differ: ' + '; '.join(failures[:3])}
+    return {'status': 'passed', 'detail': ''}
