@@ -36,6 +36,13 @@ def build_identity(build: Dict[str, Any]) -> str:
                       sort_keys=True)
 
 
+def _build_text(b: Dict[str, Any]) -> str:
+    extra = [f"commit {b['source_commit'][:12]}" if b.get('source_commit') else '',
+             f"arch {';'.join(b['arch_list'])}" if b.get('arch_list') else '']
+    extra = [e for e in extra if e]
+    return (b.get('version') or '?') + (f" ({', '.join(extra)})" if extra else '')
+
+
 def _groups(facts: Sequence[Dict[str, Any]], key) -> Dict[str, List[int]]:
     out: Dict[str, List[int]] = {}
     for f in facts:
@@ -44,27 +51,29 @@ def _groups(facts: Sequence[Dict[str, Any]], key) -> Dict[str, List[int]]:
 
 
 def _differ(what: str, groups: Dict[str, List[int]], show=lambda v: v) -> str:
-    return f'{what} differ: ' + '; '.join(f'{rank_list(rs)} {show(v)}' for v, rs in
-                                          sorted(groups.items(), key=lambda kv: kv[1][0]))
+    return f'{what} differ: ' + '; '.join(
+        f"{rank_list(rs)} {'has' if len(rs) == 1 else 'have'} {show(v)}"
+        for v, rs in sorted(groups.items(), key=lambda kv: kv[1][0]))
 
 
 def check(facts: Sequence[Dict[str, Any]]) -> Tuple[List[str], List[str]]:
-    """(failures, warnings) for the facts of every rank (dicts as facts.collect returns)."""
+    """(failures, warnings) for the facts of every rank (dicts as facts.collect returns). Each
+    failure starts with 'step consistency: ' (the step that found it)."""
     failures: List[str] = []
     warnings: List[str] = []
     builds = _groups(facts, lambda f: build_identity(f['opforge_ops']))
     if len(builds) > 1:
         failures.append(_differ('opforge_ops builds', builds,
-                                lambda v: 'have ' + (json.loads(v).get('version') or '?')))
+                                lambda v: _build_text(json.loads(v))))
     for key, what in (('torch', 'torch versions'), ('cuda', 'CUDA versions (torch.version.cuda)'),
                       ('nccl', 'NCCL versions')):
         groups = _groups(facts, lambda f: str(f.get(key)))
         if len(groups) > 1:
-            failures.append(_differ(what, groups, lambda v: 'have ' + v))
+            failures.append(_differ(what, groups))
     gpus = _groups([f for f in facts if f.get('gpu')], lambda f: f"{f['gpu']['name']} "
                                                              f"({f['gpu']['capability']})")
     if len(gpus) > 1:
-        warnings.append(_differ('GPU kinds', gpus, lambda v: 'have ' + v) +
+        warnings.append(_differ('GPU kinds', gpus) +
                         '; synchronous training runs at the pace of the slowest GPU')
     if gpus and len(gpus) < len(facts) and any(not f.get('gpu') for f in facts):
         failures.append(f"{rank_list([f['rank'] for f in facts if not f.get('gpu')])} see no GPU "
@@ -81,4 +90,4 @@ def check(facts: Sequence[Dict[str, Any]]) -> Tuple[List[str], List[str]]:
     for host, rs in old.items():
         warnings.append(f'{host}: kernel older than {MIN_KERNEL[0]}.{MIN_KERNEL[1]} '
                         f'({rank_list(rs)}); multi-process jobs can hang there: upgrade the kernel')
-    return failures, warnings
+    return ['step consistency: ' + f for f in failures], warnings

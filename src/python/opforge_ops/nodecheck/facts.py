@@ -14,14 +14,18 @@ from .. import _native
 from ..build_info import BUILD_INFO
 from . import fatbin
 
-# Test-only: replaces this process's build_info, so that tests can show how a rank with another
-# wheel is reported. Never set it in a real run.
+# Test-only: 'RANK=JSON' overrides keys of that rank's build_info, so that tests can show how a
+# rank with another wheel is reported. Never set it in a real run.
 FAKE_BUILD_INFO_ENV = 'OPFORGE_NODECHECK_TEST_BUILD_INFO'
 
 
-def build_info() -> Dict[str, Any]:
-    fake = os.environ.get(FAKE_BUILD_INFO_ENV)
-    return dict(json.loads(fake)) if fake else dict(BUILD_INFO)
+def build_info(rank: int) -> Dict[str, Any]:
+    info = dict(BUILD_INFO)
+    fake = os.environ.get(FAKE_BUILD_INFO_ENV, '')
+    who, _, override = fake.partition('=')
+    if fake and int(who) == rank:
+        info.update(json.loads(override))
+    return info
 
 
 def driver_release() -> Optional[str]:
@@ -82,7 +86,7 @@ def collect(rank: int, local_rank: int, world_size: int, launcher: str, device) 
         facts['gpu'] = {'index': device.index, 'name': p.name, 'capability': capability,
                         'memory_bytes': p.total_memory, 'uuid': str(getattr(p, 'uuid', '') or ''),
                         'visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')}
-    build = build_info()
+    build = build_info(rank)
     facts['opforge_ops'] = {k: build.get(k) for k in ('version', 'source_commit', 'arch_list',
                                                       'ops', 'toolkit_version', 'opforge_version')}
     facts['opforge_ops']['overflow_library'] = overflow_library(capability)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -70,6 +71,7 @@ class Monitor:
         self._faults = _faults(self.rank)
         self.steps: List[Dict[str, Any]] = []
         self.is_store_host = False
+        self.finished = False  # set once the verdict is known: the threads stop watching
 
     # --- store helpers (never block: a missing key reads as None) ---
     def _get(self, key: str) -> Optional[str]:
@@ -96,7 +98,7 @@ class Monitor:
 
     def _heartbeat(self) -> None:
         key = f'hb/{self.rank}'
-        while True:
+        while not self.finished:
             try:
                 self.store.add(key, 1)
             except Exception:
@@ -109,7 +111,7 @@ class Monitor:
                                         'another rank exited')
 
     def _watch(self) -> None:
-        while True:
+        while not self.finished:
             time.sleep(HEARTBEAT_S)
             step = self.step
             if step and time.monotonic() > self.deadline:
@@ -119,6 +121,8 @@ class Monitor:
             try:
                 abort = self._get('abort')
             except Exception as e:
+                if self.finished:
+                    return
                 self.fail(step or 'start', f'lost the rendezvous store at {self.launch.endpoint} '
                                            f'({e}); the rank or launcher that served it is gone')
             if abort:
@@ -193,23 +197,22 @@ class Monitor:
             if self.is_store_host:
                 time.sleep(GRACE_S)  # let the judging rank read the store before it goes
             return None
-        failed_step = first['step']
         lines = []
         for r in range(self.world):
             at = self._get(f'at/{r}')
-            arrived = self._get(f'arrive/{failed_step}/{r}') is not None
-            done = self._get(f'done/{failed_step}/{r}') is not None
+            arrived = at is not None and self._get(f'arrive/{at}/{r}') is not None
             if r not in alive:
-                where = f"last at step {at}" if at else 'before the rendezvous'
-                lines.append(f'rank {r} is gone (no heartbeat for {GRACE_S:g} s: killed or crashed; '
-                             f'{where})')
-            elif not arrived and not done:
-                lines.append(f'rank {r} did not arrive at step {failed_step} (alive, still at '
-                             f'step {at or "start"})')
-        if not lines or first['rank'] == self.rank or not first['reason'].startswith('stopping'):
-            lines.append(f"step {failed_step}: rank {first['rank']}: {first['reason']}")
+                where = (f'during step {at}' if arrived else f'before it arrived at step {at}') \
+                    if at else 'before the rendezvous'
+                lines.append(f'rank {r} is gone (no heartbeat for {GRACE_S:g} s: killed or crashed) '
+                             f'{where}')
+            elif at and not arrived:
+                lines.append(f'rank {r} did not arrive at step {at} within {self.opts.timeout:g} s '
+                             f'(alive, stuck before the step)')
+        if lines:
+            lines.append(f"first error: rank {first['rank']} at step {first['step']}: {first['reason']}")
         else:
-            lines.append(f"step {failed_step}")
+            lines.append(f"step {first['step']}: rank {first['rank']}: {first['reason']}")
         if self.is_store_host:
             time.sleep(GRACE_S)
         return lines
@@ -217,6 +220,9 @@ class Monitor:
 
 def _describe(e: BaseException, launch: Launch, step: str) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    # gloo: "[/path/pair.cc:545] Read error [127.0.0.1]:62185: Connection reset by peer. This is
+    # typically caused by ..." -> the middle part
+    text = re.sub(r'^\[[^\]]*\.(cc|cpp|h):\d+\]\s*', '', text).split(' This is typically')[0]
     if step != 'rendezvous':
         return f'{type(e).__name__}: {text}'
     if 'address already in use' in text.lower():
@@ -318,6 +324,7 @@ def run(launch: Launch, opts: Options) -> int:
         while not store.check(['verdict']):
             time.sleep(0.05)
         ok = json.loads(store.get('verdict').decode())['ok']
+        mon.finished = True
         store.set(f'exit/{launch.rank}', '1')
         if host:  # the others read the store until they leave
             keys = [f'exit/{r}' for r in range(launch.world_size)]
@@ -328,7 +335,11 @@ def run(launch: Launch, opts: Options) -> int:
         dist.destroy_process_group()
     except Exception:
         pass
-    return 0 if ok else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not a normal interpreter exit: its teardown of torch's threads and of a store whose
+    # server (rank 0) may already be gone can abort the process after the verdict.
+    os._exit(0 if ok else 1)
 
 
 def verdict(ranks: List[Dict[str, Any]]):
