@@ -33,6 +33,9 @@ def parser() -> argparse.ArgumentParser:
                    help='write the report as JSON (rank 0)')
     p.add_argument('--timeout', type=float, default=60.0, metavar='S',
                    help='deadline of each step in seconds (default 60)')
+    p.add_argument('--rendezvous-timeout', type=float, default=120.0, metavar='S',
+                   help='deadline of the rendezvous, which waits for every rank to start '
+                        '(default 120)')
     p.add_argument('--min-bytes', type=_size, default=8, metavar='SIZE',
                    help='smallest bandwidth message (default 8)')
     p.add_argument('--max-bytes', type=_size, default=None, metavar='SIZE',
@@ -51,8 +54,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(args_list)
-    if args.timeout <= 0 or args.factor < 2 or (args.nproc is not None and args.nproc < 1):
-        print('nodecheck: --timeout must be > 0, --factor >= 2 and --nproc >= 1', file=sys.stderr)
+    if min(args.timeout, args.rendezvous_timeout) <= 0 or args.factor < 2 or \
+            (args.nproc is not None and args.nproc < 1):
+        print('nodecheck: --timeout and --rendezvous-timeout must be > 0, --factor >= 2 and '
+              '--nproc >= 1', file=sys.stderr)
         return 2
     try:
         launch = detect(os.environ, args.master_addr, args.master_port)
@@ -66,12 +71,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             nproc = len(device_capabilities()) or 2
         steps = 14 + (0 if args.quick else 2 * len(bw.sizes(args.min_bytes, args.max_bytes or (1 << 30),
                                                              args.factor)))
-        return run_local(args_list, nproc, backstop_s=args.timeout * steps + 30)
+        return run_local(args_list, nproc,
+                         backstop_s=args.rendezvous_timeout + 120 + args.timeout * steps + 30)
     if os.environ.get(WORKER_ENV) is None and args.nproc is not None:
         print(f'nodecheck: --nproc is for a check started without a launcher; {launch.launcher} '
               f'already started {launch.world_size} ranks', file=sys.stderr)
         return 2
     from .worker import Options, run
-    return run(launch, Options(timeout=args.timeout, quick=args.quick, json_path=args.json_path,
+    return run(launch, Options(timeout=args.timeout, rendezvous_timeout=args.rendezvous_timeout,
+                               quick=args.quick, json_path=args.json_path,
                                min_bytes=args.min_bytes, max_bytes=args.max_bytes,
                                factor=args.factor, backend=args.backend))

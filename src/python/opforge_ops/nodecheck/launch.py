@@ -75,7 +75,7 @@ def detect(env: Mapping[str, str], master_addr: Optional[str] = None,
             raise LaunchError('RANK and WORLD_SIZE are set but MASTER_ADDR is not; launch with '
                               'torchrun, or set MASTER_ADDR and MASTER_PORT')
         world = _int(env, 'WORLD_SIZE')
-        return Launch('torchrun', _int(env, 'RANK'), world, _int(env, 'LOCAL_RANK'),
+        return Launch('local' if env.get(WORKER_ENV) else 'torchrun', _int(env, 'RANK'), world, _int(env, 'LOCAL_RANK'),
                       _int(env, 'LOCAL_WORLD_SIZE') if 'LOCAL_WORLD_SIZE' in env else world,
                       addr, port, agent_store=env.get('TORCHELASTIC_USE_AGENT_STORE') == 'True')
     if 'OMPI_COMM_WORLD_RANK' in env:

@@ -33,6 +33,7 @@ GRACE_S = 1.0  # how long a failing rank watches the others' heartbeats before i
 class Options:
     def __init__(self, **kw: Any) -> None:
         self.timeout: float = kw.get('timeout', 60.0)
+        self.rendezvous_timeout: float = kw.get('rendezvous_timeout', 120.0)
         self.quick: bool = kw.get('quick', False)
         self.json_path: Optional[str] = kw.get('json_path')
         self.min_bytes: int = kw.get('min_bytes', 8)
@@ -67,6 +68,7 @@ class Monitor:
         self.step: Optional[str] = None
         self.deadline = 0.0
         self.step_timeout = opts.timeout
+        self.started = time.monotonic()
         self._failing = threading.Lock()
         self._faults = _faults(self.rank)
         self.steps: List[Dict[str, Any]] = []
@@ -115,7 +117,7 @@ class Monitor:
             time.sleep(HEARTBEAT_S)
             step = self.step
             if step and time.monotonic() > self.deadline:
-                self.fail(step, f'this rank did not finish the step within {self.step_timeout:g} s')
+                self.fail(step, f'this rank did not finish the step within its deadline ({self.step_timeout:g} s)')
             if self.store is None:
                 continue
             try:
@@ -135,7 +137,8 @@ class Monitor:
     @contextmanager
     def stage(self, name: str, timeout: Optional[float] = None) -> Iterator[None]:
         self.step_timeout = timeout or self.opts.timeout
-        self.deadline = time.monotonic() + self.step_timeout
+        self.started = time.monotonic()
+        self.deadline = self.started + self.step_timeout
         self.step = name
         start = time.monotonic()
         try:
@@ -165,7 +168,8 @@ class Monitor:
             while True:  # another thread is already failing; it ends the process
                 time.sleep(3600)
         try:
-            _say(f'rank {self.rank}: FAIL at step {step}: {reason}')
+            _say(f'rank {self.rank}: FAIL at step {step} after {time.monotonic() - self.started:.1f} s: '
+                 f'{reason}')
             if first is None:
                 first = {'rank': self.rank, 'step': step, 'reason': reason}
             lines = self._judge(step, first)
@@ -258,7 +262,8 @@ def run(launch: Launch, opts: Options) -> int:
             device = torch.device('cpu')
     mon.record('device', 'passed', str(device))
 
-    with mon.stage('rendezvous'):
+    # The rendezvous waits for the slowest rank's start (torch's import), hence its own deadline.
+    with mon.stage('rendezvous', timeout=opts.rendezvous_timeout):
         fd = os.environ.get(LISTEN_FD_ENV)
         host = launch.rank == 0 and not launch.agent_store
         kwargs: Dict[str, Any] = {}
@@ -266,7 +271,7 @@ def run(launch: Launch, opts: Options) -> int:
             kwargs['master_listen_fd'] = int(fd)
             kwargs['use_libuv'] = False  # the libuv server cannot adopt a listening socket
         base = dist.TCPStore(launch.master_addr, launch.master_port, None, host,
-                             timedelta(seconds=opts.timeout), wait_for_workers=False, **kwargs)
+                             timedelta(seconds=opts.rendezvous_timeout), wait_for_workers=False, **kwargs)
         mon.is_store_host = host
         store = dist.PrefixStore('opforge-nodecheck', base)
         mon.attach(store)
