@@ -117,7 +117,11 @@ class Monitor:
             time.sleep(HEARTBEAT_S)
             step = self.step
             if step and time.monotonic() > self.deadline:
-                self.fail(step, f'this rank did not finish the step within its deadline ({self.step_timeout:g} s)')
+                if step == 'rendezvous' and self.store is None:
+                    self.fail(step, _describe(TimeoutError(f'no answer within {self.step_timeout:g} s'),
+                                              self.launch, step))
+                self.fail(step, f'this rank did not finish the step within its deadline '
+                                f'({self.step_timeout:g} s)')
             if self.store is None:
                 continue
             try:
