@@ -180,10 +180,12 @@ class Monitor:
             if lines is not None:
                 _say('FAIL: ' + '; '.join(lines))
                 report.write_failure(self.opts.json_path, self.launch, step, lines, self.steps)
-        except Exception as e:  # the store went away meanwhile: say what we know
-            _say(f'rank {self.rank}: could not reach the other ranks to judge them ({e})')
-            if self.rank == 0:
-                _say(f"FAIL: step {first['step']}: rank {first['rank']}: {first['reason']}")
+        except Exception as e:
+            # The store is gone with the rank or launcher that served it: nobody can judge the
+            # others, so every rank left says what it knows.
+            _say(f"FAIL: step {step}: rank {self.rank}: {reason}; the rendezvous store at "
+                 f"{self.launch.endpoint} is gone too ({type(e).__name__}), so rank 0 or the "
+                 f"launcher serving it has stopped")
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
