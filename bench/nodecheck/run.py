@@ -7,7 +7,7 @@
    alternating in the same processes (target ratio >= 0.95: the check adds nothing to what it
    measures).
 
-usage: bench/nodecheck/run.py [--size 256M] [--nproc 2,4] [--repeats 3]
+usage: bench/nodecheck/run.py [--size 256M] [--nproc 2,4] [--repeats 3] [--only wall|busbw]
 Runs with the PyPI torch environment ($OPFORGE_TORCH_VENV, default ~/.cache/opforge/torch-venv)
 and the opforge_ops on PYTHONPATH (default: the source tree)."""
 import argparse
@@ -60,20 +60,28 @@ def main():
     ap.add_argument('--size', default='256M')
     ap.add_argument('--nproc', default='2,4')
     ap.add_argument('--repeats', type=int, default=3)
+    ap.add_argument('--only', choices=('wall', 'busbw'), default=None)
     args = ap.parse_args()
     sys.path.insert(0, env()['PYTHONPATH'].split(os.pathsep)[0])
     from opforge_ops.nodecheck import bandwidth as bw
     size = bw.parse_size(args.size)
     print(subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip())
     print(f'nodecheck: {os.cpu_count()} CPUs, torch from {VENV}, median of {args.repeats}')
+    if args.only != 'busbw':
+        walls(args)
+    if args.only != 'wall':
+        for n in [int(x) for x in args.nproc.split(',')]:
+            print(compare(n, size).rstrip())
+
+
+def walls(args):
     imp = statistics.median(wall([PYTHON, '-c', 'import torch'])[0] for _ in range(args.repeats))
     print(f'  import torch alone                    {imp:6.2f} s')
     for n in [int(x) for x in args.nproc.split(',')]:
         t = statistics.median(wall([PYTHON, '-m', 'opforge_ops.nodecheck', '--nproc', str(n),
                                     '--quick'])[0] for _ in range(args.repeats))
-        print(f'  check --quick, {n} local processes     {t:6.2f} s   (target < 10 s)')
-    for n in [int(x) for x in args.nproc.split(',')]:
-        print(compare(n, size).rstrip())
+        print(f'  check --quick, {n} local processes     {t:6.2f} s   (target < 10 s; '
+              f'{t - imp:.2f} s beyond one import)')
 
 
 if __name__ == '__main__':
