@@ -104,7 +104,7 @@ class Monitor:
             try:
                 self.store.add(key, 1)
             except Exception:
-                pass  # the monitor reports a lost store
+                return  # the store is gone (the monitor says so); torch would log every retry
             time.sleep(HEARTBEAT_S)
 
     def _sigterm(self) -> None:
