@@ -51,10 +51,12 @@ def test_fatbin_of_the_wheel_matches_opforge_inspect():
     lib = next(f for f in json.loads(res.stdout)['files']
                if f['path'].endswith('libopforge_overflow.so'))
     assert names == {img['name'] for img in lib['elf']['fatbin']}
-    # The default wheel is built for 9.0 (tests/e2e/default_wheel.sh): SASS and PTX of sm_90.
-    assert names == {'sm_90', 'compute_90'}
-    assert set(fatbin.arch_list(images)) == {'9.0', '9.0+PTX'}
+    # The default wheel is built with TORCH_CUDA_ARCH_LIST=9.0 (tests/e2e/default_wheel.sh): SASS
+    # for sm_90 and no PTX, so it runs on 9.x and nothing newer.
+    assert names == {'sm_90'}
+    assert fatbin.arch_list(images) == ['9.0']
     assert _native.arch_supports(fatbin.arch_list(images), (9, 0))
+    assert not _native.arch_supports(fatbin.arch_list(images), (10, 0))
     assert not _native.arch_supports(fatbin.arch_list(images), (8, 6))
 
 
@@ -62,6 +64,24 @@ def test_a_cpu_library_has_no_gpu_code():
     path = _native.find('utils')
     assert path is not None
     assert fatbin.library_images(path) == []
+
+
+def _entry(kind, arch, payload):
+    import struct
+    head = struct.pack('<HHIQI', kind, 0x0101, 64, len(payload), 0) + bytes(4)  # 24 bytes so far
+    head += struct.pack('<II', 0, arch) + bytes(32)  # tool version, arch at +28, rest up to 64
+    return head + payload
+
+
+def test_fatbin_with_sass_and_ptx_as_nvcc_lays_it_out():
+    import struct
+    entries = _entry(2, 80, bytes(16)) + _entry(1, 90, bytes(24)) + _entry(2, 90, bytes(8))
+    one = struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(entries)) + entries
+    section = one + bytes(8) + one  # two fatbinaries, padding between
+    images = fatbin.parse_fatbin(section)
+    assert [i.name for i in images] == ['sm_80', 'compute_90', 'sm_90'] * 2
+    assert fatbin.arch_list(sorted(set(images), key=lambda i: (i.arch, i.kind))) == \
+        ['8.0', '9.0+PTX', '9.0']
 
 
 def test_bad_fatbinaries_are_errors(tmp_path):
