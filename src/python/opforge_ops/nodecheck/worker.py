@@ -294,9 +294,10 @@ def run(launch: Launch, opts: Options) -> int:
                                  device)
         mine['backend'] = backend
     with mon.stage('memory'):
-        nbytes = opts.touch_bytes
         if device.type == 'cuda':
-            nbytes = min(nbytes, torch.cuda.mem_get_info(device)[0] // 4)
+            nbytes = min(opts.touch_bytes, torch.cuda.mem_get_info(device)[0] // 4)
+        else:  # a CPU rank has no device memory to prove; a token touch keeps --quick quick
+            nbytes = 8 << 20
         mine['memory_touch'] = facts_mod.touch_memory(device, nbytes)
     mon.record('memory', 'passed' if mine['memory_touch']['ok'] else 'failed',
                f"{bw.human(nbytes)} on {device}")
