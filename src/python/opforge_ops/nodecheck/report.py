@@ -86,7 +86,8 @@ def text(rep: Dict[str, Any]) -> List[str]:
         if status == 'skipped':
             detail = next((s['detail'] for f in rep['ranks'] for s in f['steps'] if s['name'] == name), '')
         by_status.setdefault(status, []).append(name + (f' ({detail})' if detail else ''))
-    lines.append(f"collectives ({rep['backend']}, {rep['world_size']} ranks, results checked): " +
+    n = rep['world_size']
+    lines.append(f"collectives ({rep['backend']}, {n} rank{'' if n == 1 else 's'}, results checked): " +
                  '; '.join(f"{k}: {', '.join(by_status[k])}"
                            for k in ('passed', 'skipped', 'failed', 'missing') if k in by_status))
     lines += table_lines(rep.get('bandwidth'), rep['backend'])
