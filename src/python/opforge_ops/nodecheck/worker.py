@@ -275,7 +275,7 @@ def run(launch: Launch, opts: Options) -> int:
         kwargs: Dict[str, Any] = {}
         if host and fd is not None:
             kwargs['master_listen_fd'] = int(fd)
-            kwargs['use_libuv'] = False  # the libuv server cannot adopt a listening socket
+            kwargs['use_libuv'] = False  # the classic server adopts the socket (tested); libuv's is not relied on
         base = dist.TCPStore(launch.master_addr, launch.master_port, None, host,
                              timedelta(seconds=opts.rendezvous_timeout), wait_for_workers=False, **kwargs)
         mon.is_store_host = host
