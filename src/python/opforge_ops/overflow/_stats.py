@@ -1,6 +1,13 @@
-"""Statistics of tensors and arrays through the native library (CPU or CUDA), one call per list."""
+"""Statistics of tensors and arrays through the native library (CPU or CUDA), one call per list.
+
+The hooks call this once per frame, so the per-tensor Python work is kept small: descriptors are
+packed with one struct call into a reused buffer, the library is called through a prototype that
+takes plain addresses, and a tensor's statistics come back as a raw 10-tuple (`Raw`, the fields of
+`opforge_overflow_stats` in order) that is only turned into text when a report is printed."""
 import ctypes
 import math
+import struct
+import threading
 
 from . import _lib as L
 
@@ -8,20 +15,42 @@ _NP_CODES = {"float32": L.F32, "float16": L.F16, "float64": L.F64}
 _TORCH_NAMES = {"float32": L.F32, "float16": L.F16, "bfloat16": L.BF16, "float64": L.F64,
                 "float8_e4m3fn": L.F8E4M3FN, "float8_e5m2": L.F8E5M2}
 
+# struct layouts of TensorDesc (pointer, count, dtype, pad, threshold) and Stats (8 counters, 2 doubles)
+_DESC = struct.Struct("=QQiid")
+_STATS_FIELDS = 10
+_STATS_SIZE = 80
+assert _DESC.size == ctypes.sizeof(L.TensorDesc) and _STATS_SIZE == ctypes.sizeof(L.Stats)
+_UNPACK = {}  # k -> Struct of k Stats records
+
+# Raw tuple indices
+COUNT, NAN, POSINF, NEGINF, ZERO, SUBNORMAL, OVER, _RESERVED, ABS_MIN, ABS_MAX = range(_STATS_FIELDS)
+
+
+def _unpacker(k):
+    s = _UNPACK.get(k)
+    if s is None:
+        s = _UNPACK[k] = struct.Struct("=" + "8Q2d" * k)
+    return s
+
+
+def abs_min_max(r):
+    """(abs_min, abs_max) of a raw record as torch's abs().min()/max() would give them."""
+    if r[NAN]:
+        return math.nan, math.nan
+    inf = r[POSINF] + r[NEGINF]
+    return (r[ABS_MIN] if r[COUNT] - inf else math.inf), (math.inf if inf else r[ABS_MAX])
+
 
 class TensorStats:
     """Statistics of one tensor; abs_min/abs_max are what torch's abs().min()/max() would give."""
     __slots__ = ("count", "nan", "posinf", "neginf", "zero", "subnormal", "over", "abs_min", "abs_max")
 
     def __init__(self, s):
-        self.count, self.nan, self.posinf, self.neginf = s.count, s.nan_count, s.posinf_count, s.neginf_count
-        self.zero, self.subnormal, self.over = s.zero_count, s.subnormal_count, s.over_threshold_count
-        finite = self.count - self.nan - self.posinf - self.neginf
-        if self.nan:
-            self.abs_min = self.abs_max = math.nan
-        else:
-            self.abs_max = math.inf if (self.posinf or self.neginf) else s.abs_max
-            self.abs_min = s.abs_min if finite else math.inf
+        if not isinstance(s, tuple):
+            s = (s.count, s.nan_count, s.posinf_count, s.neginf_count, s.zero_count, s.subnormal_count,
+                 s.over_threshold_count, 0, s.abs_min, s.abs_max)
+        (self.count, self.nan, self.posinf, self.neginf, self.zero, self.subnormal, self.over) = s[:7]
+        self.abs_min, self.abs_max = abs_min_max(s)
 
     @property
     def inf(self):
@@ -31,50 +60,137 @@ class TensorStats:
         return "TensorStats(%s)" % ", ".join("%s=%r" % (k, getattr(self, k)) for k in self.__slots__)
 
 
+_torch_codes = None  # torch.dtype -> code, built on first use (torch is imported by then)
+
+
+def torch_codes():
+    global _torch_codes
+    if _torch_codes is None:
+        import torch
+        _torch_codes = {getattr(torch, n): c for n, c in _TORCH_NAMES.items() if hasattr(torch, n)}
+    return _torch_codes
+
+
+def _strided():
+    import torch
+    return torch.strided
+
+
 def _torch_code(t):
-    return _TORCH_NAMES.get(str(t.dtype).replace("torch.", ""))
+    return torch_codes().get(t.dtype)
+
+
+def native_array(a):
+    """The numpy array the library reads for `a` (byte-swapped to native order when needed), or None
+    when its dtype is not one the library reads."""
+    dt = getattr(a, "dtype", None)
+    if getattr(dt, "name", None) not in _NP_CODES:
+        return None
+    if not dt.isnative:  # byte order is part of the dtype: read the values, not the bytes
+        a = a.astype(dt.newbyteorder("="))
+    return a
 
 
 def supported(var):
-    """True when the native library can read var (a float torch tensor or numpy array)."""
+    """True when the native library can read var (a dense float torch tensor or a numpy array)."""
     if hasattr(var, "data_ptr"):
-        return _torch_code(var) is not None
-    return getattr(getattr(var, "dtype", None), "name", None) in _NP_CODES
+        import torch
+        return _torch_code(var) is not None and var.layout == torch.strided
+    return native_array(var) is not None
+
+
+class _Scratch(threading.local):
+    """Per-thread descriptor and output buffers, grown on demand and reused across calls."""
+
+    def __init__(self):
+        self.cap = 0
+        self.grow(64)
+
+    def grow(self, k):
+        self.cap = max(k, 2 * self.cap)
+        self.desc = (L.TensorDesc * self.cap)()
+        self.out = (L.Stats * self.cap)()
+        self.desc_addr = ctypes.addressof(self.desc)
+        self.out_addr = ctypes.addressof(self.out)
+
+
+_scratch = _Scratch()
+_cpu_multi = None
+
+
+def _cpu_fn():
+    global _cpu_multi
+    if _cpu_multi is None:
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+        _cpu_multi = proto(("opforge_overflow_stats_cpu_multi", L.lib()))
+    return _cpu_multi
+
+
+def _describe(tensors, threshold, desc):
+    """Packs the descriptors of tensors into desc; returns the objects whose memory is read (contiguous
+    copies and byte-swapped arrays must live until the call returns)."""
+    keep = []
+    pack = _DESC.pack_into
+    codes = torch_codes() if any(hasattr(t, "data_ptr") for t in tensors) else None
+    for i, t in enumerate(tensors):
+        if codes is not None and hasattr(t, "data_ptr"):
+            code = codes.get(t.dtype)
+            if code is None or t.layout != _strided() or t.is_meta:
+                raise ValueError("opforge overflow statistics read dense float tensors with storage, not "
+                                 "%s %s %s" % (t.dtype, t.layout, t.device))
+            n = t.numel()
+            if n and not t.is_contiguous():
+                t = t.contiguous()
+                keep.append(t)
+            pack(desc, i * 32, t.data_ptr() if n else 0, n, code, 0, threshold)
+        else:
+            import numpy as np
+            a = native_array(t)
+            if a is None:
+                raise ValueError("opforge overflow statistics read float16/32/64 arrays, not %r"
+                                 % (getattr(t, "dtype", type(t)),))
+            a = np.ascontiguousarray(a)
+            keep.append(a)
+            pack(desc, i * 32, a.ctypes.data if a.size else 0, a.size, _NP_CODES[a.dtype.name], 0, threshold)
+    return keep
+
+
+def raw_many(tensors, threshold=0.0):
+    """Raw records (10-tuples, see module doc) of tensors on one device: one native call."""
+    k = len(tensors)
+    if not k:
+        return []
+    s = _scratch
+    if k > s.cap:
+        s.grow(k)
+    keep = _describe(tensors, threshold, s.desc)
+    t0 = tensors[0]
+    if getattr(t0, "is_cuda", False):
+        import torch
+        device = t0.device
+        with torch.cuda.device(device):  # the launch goes to the tensors' GPU, on its current stream
+            L.check(L.lib().opforge_overflow_stats_cuda_sync(s.desc, k, s.out,
+                                                             torch.cuda.current_stream(device).cuda_stream))
+    else:
+        rc = _cpu_fn()(s.desc_addr, k, s.out_addr)
+        if rc:
+            L.check(rc)
+    del keep
+    vals = _unpacker(k).unpack_from(s.out)
+    return [vals[j:j + _STATS_FIELDS] for j in range(0, k * _STATS_FIELDS, _STATS_FIELDS)]
+
+
+def _check_one_device(tensors):
+    where = {str(t.device) if getattr(t, "is_cuda", False) else "cpu" for t in tensors}
+    if len(where) > 1:
+        raise ValueError("stats_many: tensors on %s; pass one device's tensors per call" % ", ".join(sorted(where)))
 
 
 def stats_many(tensors, threshold=0.0):
     """TensorStats for each tensor (all on one device): one native call, one synchronisation."""
-    if not tensors:
-        return []
-    where = {str(t.device) if getattr(t, "is_cuda", False) else "cpu" for t in tensors}
-    if len(where) > 1:
-        raise ValueError("stats_many: tensors on %s; pass one device's tensors per call" % ", ".join(sorted(where)))
-    keep = []
-    descs = (L.TensorDesc * len(tensors))()
-    cuda = where != {"cpu"}
-    for i, t in enumerate(tensors):
-        if hasattr(t, "data_ptr"):
-            if t.numel() and not t.is_contiguous():
-                t = t.contiguous()
-            keep.append(t)
-            ptr = t.data_ptr() if t.numel() else 0
-            descs[i] = L.TensorDesc(ptr, t.numel(), _torch_code(t), 0, threshold)
-        else:
-            import numpy as np
-            a = np.ascontiguousarray(t)
-            keep.append(a)
-            descs[i] = L.TensorDesc(a.ctypes.data if a.size else 0, a.size, _NP_CODES[a.dtype.name], 0, threshold)
-    out = (L.Stats * len(tensors))()
-    lib = L.lib()
-    if cuda:
-        import torch
-        device = tensors[0].device
-        with torch.cuda.device(device):  # the launch goes to the tensors' GPU, on its current stream
-            L.check(lib.opforge_overflow_stats_cuda_sync(descs, len(tensors), out,
-                                                         torch.cuda.current_stream(device).cuda_stream))
-    else:
-        L.check(lib.opforge_overflow_stats_cpu_multi(descs, len(tensors), out))
-    return [TensorStats(s) for s in out]
+    tensors = list(tensors)
+    _check_one_device(tensors)
+    return [TensorStats(r) for r in raw_many(tensors, threshold)]
 
 
 class PendingStats:
@@ -84,45 +200,50 @@ class PendingStats:
     Host tensors and arrays are scanned at once (nothing to wait for)."""
 
     def __init__(self):
-        self._host = {}      # slot -> TensorStats
+        self._host = {}      # slot -> raw record
         self._launches = []  # (device buffer of Stats, [slots])
         self._slots = 0
+
+    def __len__(self):
+        return self._slots
 
     def add(self, tensors, threshold=0.0):
         """Slots (ints) of tensors, in order; read()[slot] is the statistics of each."""
         slots = list(range(self._slots, self._slots + len(tensors)))
         self._slots += len(tensors)
-        cuda = [(slot, t) for slot, t in zip(slots, tensors) if getattr(t, "is_cuda", False)]
         host = [(slot, t) for slot, t in zip(slots, tensors) if not getattr(t, "is_cuda", False)]
         if host:
-            for (slot, _), st in zip(host, stats_many([t for _, t in host], threshold)):
-                self._host[slot] = st
-        by_device = {}
-        for slot, t in cuda:
-            by_device.setdefault(t.device, []).append((slot, t))
-        for device, entries in by_device.items():
-            self._launch(device, entries, threshold)
+            for (slot, _), r in zip(host, raw_many([t for _, t in host], threshold)):
+                self._host[slot] = r
+        if len(host) < len(tensors):
+            by_device = {}
+            for slot, t in zip(slots, tensors):
+                if getattr(t, "is_cuda", False):
+                    by_device.setdefault(t.device, []).append((slot, t))
+            for device, entries in by_device.items():
+                self._launch(device, entries, threshold)
         return slots
 
     def _launch(self, device, entries, threshold):
         import torch
         # Copies made here (non-contiguous tensors) may be freed on return: the caching allocator
         # only reuses their memory for work queued after this launch on the same stream.
-        ts = [t if t.is_contiguous() else t.contiguous() for _, t in entries]
-        descs = (L.TensorDesc * len(ts))(*[
-            L.TensorDesc(t.data_ptr() if t.numel() else 0, t.numel(), _torch_code(t), 0, threshold) for t in ts])
-        out = torch.empty(len(ts) * ctypes.sizeof(L.Stats), dtype=torch.uint8, device=device)
+        ts = [t for _, t in entries]
+        descs = (L.TensorDesc * len(ts))()
+        keep = _describe(ts, threshold, descs)
+        out = torch.empty(len(ts) * _STATS_SIZE, dtype=torch.uint8, device=device)
         stream = torch.cuda.current_stream(device).cuda_stream
         with torch.cuda.device(device):
             L.check(L.lib().opforge_overflow_stats_cuda_multi(descs, len(ts), ctypes.c_void_p(out.data_ptr()),
                                                               ctypes.c_void_p(stream)))
+        del keep
         self._launches.append((out, [slot for slot, _ in entries]))
 
-    def read(self):
-        """TensorStats for every slot added: one device-to-host copy per device, one wait."""
+    def read_raw(self):
+        """Raw records for every slot added: one device-to-host copy per device, one wait."""
         results = [None] * self._slots
-        for slot, st in self._host.items():
-            results[slot] = st
+        for slot, r in self._host.items():
+            results[slot] = r
         if self._launches:
             import torch
             by_device = {}
@@ -130,13 +251,18 @@ class PendingStats:
                 by_device.setdefault(out.device, []).append((out, slots))
             for launches in by_device.values():
                 host = torch.cat([out for out, _ in launches]).cpu().numpy().tobytes()
-                size, k = ctypes.sizeof(L.Stats), 0
+                vals = _unpacker(len(host) // _STATS_SIZE).unpack(host)
+                k = 0
                 for _, slots in launches:
                     for slot in slots:
-                        results[slot] = TensorStats(L.Stats.from_buffer_copy(host, k * size))
-                        k += 1
+                        results[slot] = vals[k:k + _STATS_FIELDS]
+                        k += _STATS_FIELDS
         self._host, self._launches, self._slots = {}, [], 0
         return results
+
+    def read(self):
+        """TensorStats for every slot added: one device-to-host copy per device, one wait."""
+        return [TensorStats(r) for r in self.read_raw()]
 
 
 def tensor_stats(var, threshold=0.0):

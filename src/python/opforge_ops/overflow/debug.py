@@ -1,14 +1,36 @@
-"""Drop-in DebugUnderflowOverflow: transformers' report text, statistics from one native call per frame."""
+"""Drop-in DebugUnderflowOverflow: transformers' report text, statistics from one native call per frame.
+
+The hook keeps only numbers per frame (raw statistics records, labels, the module's precomputed
+header); a frame's text is built only when it is printed (a trace or a dump), which is rare, so the
+per-hook cost is the statistics call and a little bookkeeping."""
 import collections
+import logging
+import math
+import os
 import sys
 
 from . import _lib
 from . import _stats
+from ._stats import abs_min_max
 
 # Printed instead of the abs-min/abs-max pair where transformers itself crashes (empty tensors) or
 # cannot read data (tensors without storage, e.g. ZeRO-3 partitioned placeholders on "meta").
 EMPTY_LABEL = "empty"
 NO_STORAGE_LABEL = "no storage"
+
+_P17 = " " * 17
+_NONE_PREFIX = f"{'None':>17} "
+_OTHER_PREFIX = f"{'not a tensor':>17} "
+_TENSOR, _NONE, _OTHER = 0, 1, 2
+_CTX_CACHE = {}
+
+
+def _ctx(*idx):
+    """ "input[i]" / "output[i]" / "output[i][j]", cached: the hook builds them for every call."""
+    s = _CTX_CACHE.get(idx)
+    if s is None:
+        s = _CTX_CACHE[idx] = idx[0] + "".join(f"[{i}]" for i in idx[1:])
+    return s
 
 
 def _torch():
@@ -17,21 +39,18 @@ def _torch():
 
 
 def _is_tensor(var):
-    if "torch" in sys.modules and sys.modules["torch"].is_tensor(var):
-        return True
+    """What transformers' hook treats as a tensor: torch tensors only (a numpy array is "not a tensor")."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.is_tensor(var)
+
+
+def _is_array(var):
     return type(var).__module__ == "numpy" and type(var).__name__ == "ndarray"
 
 
-def _has_storage(var):
-    return not getattr(var, "is_meta", False)
-
-
-def _numel(var):
-    return var.numel() if hasattr(var, "numel") else var.size
-
-
 class _Result:
-    """What a tensor line needs: the two formatted numbers' sources and the nan/inf flags."""
+    """A tensor line's source when it does not come from a raw statistics record: a label, or the
+    abs-min/abs-max computed by torch (dtypes the library does not read), and the nan/inf flags."""
     __slots__ = ("label", "abs_min", "abs_max", "has_nan", "has_inf", "stats")
 
     def __init__(self, label=None, abs_min=None, abs_max=None, has_nan=False, has_inf=False, stats=None):
@@ -39,71 +58,144 @@ class _Result:
         self.has_nan, self.has_inf, self.stats = has_nan, has_inf, stats
 
 
+_NO_STORAGE = _Result(NO_STORAGE_LABEL)
+_EMPTY = _Result(EMPTY_LABEL)
+
+
+def _dense_result(d, torch):
+    """transformers' own computation (abs().min()/max(), isnan/isinf) on a dense tensor; bool tensors,
+    which torch's abs() rejects, are read as 0/1."""
+    if d.dtype == torch.bool:
+        d = d.to(torch.uint8)
+    a = d.abs()
+    return _Result(None, a.min().item(), a.max().item(), bool(torch.isnan(d).any().item()),
+                   bool(torch.isinf(d).any().item()))
+
+
+def _torch_result(t, torch):
+    """The line of a tensor the library does not read: storage-less, empty, sparse, bool, integer,
+    complex, or on a device other than CPU/CUDA."""
+    if t.is_meta:
+        return _NO_STORAGE
+    if t.numel() == 0:
+        return _EMPTY
+    if t.layout == torch.sparse_coo:
+        # Only the stored values can be nan/inf; unstored elements are zeros.
+        v = t.coalesce().values()
+        if v.numel() == 0:
+            return _Result(None, 0, 0)
+        r = _fallback(v)
+        if v.numel() < t.numel() and not r.has_nan:
+            r.abs_min = 0.0
+        return r
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    return _dense_result(t, torch)
+
+
 def _fallback(var):
-    """transformers' own computation, for dtypes the library does not read (ints) or no library."""
+    """A _Result computed without the library: torch (or numpy) operations."""
     if hasattr(var, "data_ptr"):
         torch = _torch()
-        a = var.abs()
-        return _Result(None, a.min(), a.max(), bool(torch.isnan(var).any().item()),
-                       bool(torch.isinf(var).any().item()))
+        if var.is_meta:
+            return _NO_STORAGE
+        if var.numel() == 0:
+            return _EMPTY
+        if _stats.supported(var) and var.device.type in ("cpu", "cuda"):
+            try:
+                return _from_raw(_stats.raw_many([var])[0])
+            except _lib.OverflowLibError:
+                return _dense_result(var, torch)
+        return _torch_result(var, torch)
     import numpy as np
-    a = np.abs(var)
-    return _Result(None, a.min(), a.max(), bool(np.isnan(var).any()), bool(np.isinf(var).any()))
+    a = _stats.native_array(var)
+    if a is None:
+        a = np.asarray(var)
+    if a.size == 0:
+        return _EMPTY
+    if a.size and _stats.native_array(a) is not None:
+        try:
+            return _from_raw(_stats.raw_many([a])[0])
+        except _lib.OverflowLibError:
+            pass
+    b = np.abs(a)
+    return _Result(None, b.min(), b.max(), bool(np.isnan(a).any()), bool(np.isinf(a).any()))
 
 
-def _prepare(tensors):
-    """Results of the tensors the library does not read, and the indices of those it reads."""
-    results, native = [None] * len(tensors), []
-    for i, v in enumerate(tensors):
-        if not _has_storage(v):
-            results[i] = _Result(NO_STORAGE_LABEL)
-        elif _numel(v) == 0:
-            results[i] = _Result(EMPTY_LABEL)
-        elif _stats.supported(v):
-            native.append(i)
-        else:
-            results[i] = _fallback(v)
-    return results, native
-
-
-def _from_stats(s):
-    return _Result(None, s.abs_min, s.abs_max, s.nan > 0, s.inf > 0, s)
+def _from_raw(r):
+    mn, mx = abs_min_max(r)
+    return _Result(None, mn, mx, r[1] > 0, (r[2] + r[3]) > 0, _stats.TensorStats(r))
 
 
 def analyse(tensors):
-    """_Result for each tensor; the native ones in one call per device (one synchronisation each)."""
-    results, native = _prepare(tensors)
-    groups = {}
-    for i in native:
-        t = tensors[i]  # one call per device: a launch reads one GPU's memory
-        groups.setdefault(str(t.device) if getattr(t, "is_cuda", False) else "cpu", []).append(i)
-    for idx in groups.values():
-        try:
-            st = _stats.stats_many([tensors[i] for i in idx])
-        except _lib.OverflowLibError:
-            for i in idx:
-                results[i] = _fallback(tensors[i])
-            continue
-        for i, s in zip(idx, st):
-            results[i] = _from_stats(s)
-    return results
+    """_Result for each tensor (torch tensors or numpy arrays)."""
+    return [_fallback(t) for t in tensors]
 
 
-def launch(tensors, pending):
-    """Like analyse(), but the native statistics are launched into `pending` (a PendingStats) and
-    read later: an entry is a _Result, or the slot (int) of pending.read() that holds it."""
-    results, native = _prepare(tensors)
-    if native:
-        try:
-            slots = pending.add([tensors[i] for i in native])
-        except _lib.OverflowLibError:
-            slots = None
-        for k, i in enumerate(native):
-            results[i] = slots[k] if slots is not None else _fallback(tensors[i])
-    return results
+def _flags(r):
+    """(has_nan, has_inf) of a raw record or a _Result."""
+    if r.__class__ is tuple:
+        return r[1] > 0, (r[2] + r[3]) > 0
+    return r.has_nan, r.has_inf
+
+
+def _line(r, ctx, extended):
+    if r.__class__ is tuple:
+        mn, mx = abs_min_max(r)
+        line = f"{mn:8.2e} {mx:8.2e} {ctx}"
+        if extended:
+            line += (f" [zeros={r[4]} subnormal={r[5]} near_overflow={r[6]} nan={r[1]}"
+                     f" inf={r[2] + r[3]}]")
+        return line
+    if r.label is not None:
+        return f"{r.label:>17} {ctx}"
+    line = f"{r.abs_min:8.2e} {r.abs_max:8.2e} {ctx}"
+    if extended and r.stats is not None:
+        s = r.stats
+        line += f" [zeros={s.zero} subnormal={s.subnormal} near_overflow={s.over} nan={s.nan} inf={s.inf}]"
+    return line
+
+
+class _Frame:
+    """One module call: the lines pending before it (batch start), its header, the items' labels and
+    kinds, and the statistics of its tensors (raw records, _Results, or deferred slots). str() is
+    the frame text transformers would have saved."""
+    __slots__ = ("before", "header", "ctxs", "kinds", "results", "extended", "batch_number", "root")
+
+    def __init__(self, before, header, ctxs, kinds, results, extended):
+        self.before, self.header, self.ctxs, self.kinds = before, header, ctxs, kinds
+        self.results, self.extended = results, extended
+        self.batch_number, self.root = 0, False
+
+    def __str__(self):
+        lines = list(self.before)
+        lines.append(self.header)
+        results = iter(self.results)
+        for kind, ctx in zip(self.kinds, self.ctxs):
+            if kind == _TENSOR:
+                lines.append(_line(next(results), ctx, self.extended))
+            elif kind == _NONE:
+                lines.append(_NONE_PREFIX + ctx)
+            else:
+                lines.append(_OTHER_PREFIX + ctx)
+        return "\n".join(lines)
+
+    def flagged(self):
+        """(ctx, has_nan, has_inf) of each tensor with a nan or an inf."""
+        out = []
+        results = iter(self.results)
+        for kind, ctx in zip(self.kinds, self.ctxs):
+            if kind == _TENSOR:
+                nan, inf = _flags(next(results))
+                if nan or inf:
+                    out.append((ctx, nan, inf))
+        return out
 
 
 class _Sink:
+    """Where report lines go: print(), a logger, or a file (a path is opened on first use and
+    closed by close())."""
+
     def __init__(self, logger=None, file=None, rank_prefix=None):
         self.logger, self.file, self.prefix = logger, file, rank_prefix or ""
         self._fh = None
@@ -112,7 +204,10 @@ class _Sink:
         if self.prefix:
             text = "\n".join(self.prefix + line for line in text.split("\n"))
         if self.logger is not None:
-            self.logger.info(text)
+            # At INFO when the logger shows INFO; otherwise at WARNING, so that a logger left at
+            # logging's default level (WARNING) still gets the report.
+            level = logging.INFO if self.logger.isEnabledFor(logging.INFO) else logging.WARNING
+            self.logger.log(level, text)
         elif self.file is not None:
             if self._fh is None:
                 self._fh = open(self.file, "a") if isinstance(self.file, str) else self.file
@@ -121,35 +216,62 @@ class _Sink:
         else:
             print(text)
 
+    def close(self):
+        if self._fh is not None and isinstance(self.file, str):
+            self._fh.close()
+        self._fh = None
+
 
 def detect_overflow(var, ctx):
-    """Prints "<ctx> has nans" / "<ctx> has infs" like transformers; True when either is present."""
-    r = analyse([var])[0]
-    return _report_flags(r, ctx, print)
+    """Prints "<ctx> has nans" / "<ctx> has infs" like transformers; True when either is present.
 
-
-def _report_flags(r, ctx, emit):
-    if r.has_nan:
-        emit(f"{ctx} has nans")
-    if r.has_inf:
-        emit(f"{ctx} has infs")
-    return r.has_nan or r.has_inf
+    Beyond transformers (which raises for these): numpy arrays of any byte order are read by value;
+    Python floats and ints are checked with math.isnan/isinf; a tensor without storage (meta) has
+    nothing to read: False, nothing printed. Anything else raises TypeError, as in transformers."""
+    if isinstance(var, (float, int)):
+        nan, inf = math.isnan(var), math.isinf(var)
+    elif _is_tensor(var) or _is_array(var):
+        r = _fallback(var)
+        nan, inf = r.has_nan, r.has_inf
+    else:
+        raise TypeError(f"detect_overflow: expected a torch.Tensor, a numpy array or a number, got "
+                        f"{type(var).__name__}")
+    if nan:
+        print(f"{ctx} has nans")
+    if inf:
+        print(f"{ctx} has infs")
+    return nan or inf
 
 
 def _dist_rank():
-    if "torch" not in sys.modules:
+    """The rank under an initialised torch.distributed with more than one process, else None."""
+    torch = sys.modules.get("torch")
+    if torch is None:
         return None
-    dist = sys.modules["torch"].distributed
+    dist = torch.distributed
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         return dist.get_rank()
     return None
+
+
+def _file_rank():
+    """The rank that names a file: torch.distributed's when initialised, else $RANK (as set by
+    torchrun and most launchers), else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank()
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
 
 
 class DebugUnderflowOverflow:
     """transformers.debug_utils.DebugUnderflowOverflow with the same report, plus:
     remove() / context manager, logger= or file= output (file may contain "{rank}"), a rank prefix
     under torch.distributed, extended=True (zero/subnormal/near-overflow counts appended to each line),
-    and a line of its own for empty tensors and tensors without storage."""
+    deferred=True (statistics read in batches, see docs/overflow.md), and a line of its own for
+    empty tensors and tensors without storage."""
 
     def __init__(self, model, max_frames_to_save=21, trace_batch_nums=None, abort_after_batch_num=None,
                  *, logger=None, file=None, rank_prefix=True, extended=False, deferred=False):
@@ -161,34 +283,54 @@ class DebugUnderflowOverflow:
         self.batch_number = 0
         self.total_calls = 0
         self.detected_overflow = False
-        self.prefix = "                 "
+        self.prefix = _P17
         self.extended = extended
         # deferred: each frame's statistics are launched at once (asynchronously on the GPU, without
-        # keeping the tensors alive) and read together when the root module finishes: one
-        # synchronisation per batch. A detection then raises at the end of the batch instead of at
-        # the faulting frame. Trace batches are not deferred.
+        # keeping the tensors alive) and read together when the root module finishes, when
+        # max_frames_to_save frames are pending, and on remove(). Frames are then replayed in order,
+        # so a detection reports the same frame, batch number and dump as the per-frame mode, later.
         self.deferred = deferred
+        self._max_pending = max(1, max_frames_to_save)
         self._pending = []
         self._pending_stats = _stats.PendingStats()
+        if isinstance(file, str) and "{rank}" in file:
+            file = file.format(rank=_file_rank())
         rank = _dist_rank()
-        if isinstance(file, str) and rank is not None:
-            file = file.format(rank=rank)
         self._emit = _Sink(logger, file, f"[rank{rank}] " if (rank is not None and rank_prefix and file is None) else "")
         self.module_names = {m: name for name, m in self.model.named_modules()}
+        torch = _torch()
+        self._torch = torch
+        self._strided = torch.strided
+        base = torch.nn.Module.named_parameters
+        # per module: its header line, and whether its own parameters can be read from _parameters
+        # (what named_parameters(recurse=False) yields unless a class overrides it)
+        self._meta = {m: (f"{self.prefix} {name} {m.__class__.__name__}", type(m).named_parameters is base)
+                      for m, name in self.module_names.items()}
         self._handles = []
         self.model.apply(lambda m: self._handles.append(m.register_forward_hook(self.forward_hook)))
 
     # hooks that can be removed
     def remove(self):
-        for h in self._handles:
-            h.remove()
-        self._handles = []
+        """Removes the hooks, reports pending deferred frames (raising the ValueError of a
+        detection, like the hook would) and closes a file opened from a path."""
+        try:
+            if self._pending:
+                self._flush()
+        finally:
+            for h in self._handles:
+                h.remove()
+            self._handles = []
+            self._emit.close()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.remove()
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.remove()
+        except ValueError:
+            if exc_type is None:
+                raise
         return False
 
     def save_frame(self, frame=None):
@@ -201,7 +343,7 @@ class DebugUnderflowOverflow:
         self.frame.append(line)
 
     def trace_frames(self):
-        self._emit("\n".join(self.frames))
+        self._emit("\n".join(map(str, self.frames)))
         self.frames = []
 
     def reset_saved_frames(self):
@@ -211,7 +353,7 @@ class DebugUnderflowOverflow:
         self._emit(f"\nDetected inf/nan during batch_number={self.batch_number}")
         self._emit(f"Last {len(self.frames)} forward frames:")
         self._emit(f"{'abs min':8} {'abs max':8} metadata")
-        self._emit("\n".join(self.frames))
+        self._emit("\n".join(map(str, self.frames)))
         self._emit("\n\n")
         self.frames = []
 
@@ -219,72 +361,151 @@ class DebugUnderflowOverflow:
         self.expand_frame(f"\n\n{self.prefix} *** Starting batch number={self.batch_number} ***")
         self.expand_frame(f"{'abs min':8} {'abs max':8} metadata")
 
-    def _line(self, r, ctx):
-        if r.label is not None:
-            return f"{r.label:>17} {ctx}"
-        line = f"{r.abs_min:8.2e} {r.abs_max:8.2e} {ctx}"
-        if self.extended and r.stats is not None:
-            s = r.stats
-            line += f" [zeros={s.zero} subnormal={s.subnormal} near_overflow={s.over} nan={s.nan} inf={s.inf}]"
-        return line
-
-    def _frame_items(self, module, input, output):
-        items = [(p, name) for name, p in module.named_parameters(recurse=False)]
-        if isinstance(input, tuple):
-            items += [(x, f"input[{i}]") for i, x in enumerate(input)]
+    def _collect(self, module, input, output, pending):
+        """The frame of one module call; its statistics are read now (pending None) or launched into
+        the pending statistics (deferred)."""
+        header, fast = self._meta[module]
+        is_tensor = self._torch.is_tensor
+        ctxs, kinds, tensors = [], [], []
+        if fast:
+            for name, p in module._parameters.items():
+                if p is not None and not any(p is q for q in tensors):
+                    ctxs.append(name)
+                    tensors.append(p)
         else:
-            items.append((input, "input"))
+            for name, p in module.named_parameters(recurse=False):
+                ctxs.append(name)
+                tensors.append(p)
+        kinds = [_TENSOR] * len(tensors)
+        if isinstance(input, tuple):
+            for i, x in enumerate(input):
+                ctxs.append(_ctx("input", i))
+                if is_tensor(x):
+                    kinds.append(_TENSOR)
+                    tensors.append(x)
+                else:
+                    kinds.append(_NONE if x is None else _OTHER)
+        else:
+            ctxs.append("input")
+            if is_tensor(input):
+                kinds.append(_TENSOR)
+                tensors.append(input)
+            else:
+                kinds.append(_NONE if input is None else _OTHER)
         if isinstance(output, tuple):
             for i, x in enumerate(output):
                 if isinstance(x, tuple):
-                    items += [(y, f"output[{i}][{j}]") for j, y in enumerate(x)]
+                    for j, y in enumerate(x):
+                        ctxs.append(_ctx("output", i, j))
+                        if is_tensor(y):
+                            kinds.append(_TENSOR)
+                            tensors.append(y)
+                        else:
+                            kinds.append(_NONE if y is None else _OTHER)
                 else:
-                    items.append((x, f"output[{i}]"))
+                    ctxs.append(_ctx("output", i))
+                    if is_tensor(x):
+                        kinds.append(_TENSOR)
+                        tensors.append(x)
+                    else:
+                        kinds.append(_NONE if x is None else _OTHER)
         else:
-            items.append((output, "output"))
-        return items
+            ctxs.append("output")
+            if is_tensor(output):
+                kinds.append(_TENSOR)
+                tensors.append(output)
+            else:
+                kinds.append(_NONE if output is None else _OTHER)
+        before, self.frame = self.frame, []
+        return _Frame(before, header, ctxs, kinds, self._results(tensors, pending), self.extended)
 
-    def _frame(self, module, input, output, deferred):
-        """(lines before, header, [(kind, ctx)], results) of a frame; kind is "tensor", None or "other".
-        The results are read now, or launched into the pending statistics when deferred."""
-        header = f"{self.prefix} {self.module_names[module]} {module.__class__.__name__}"
-        items = self._frame_items(module, input, output)
-        tensors = [v for v, _ in items if _is_tensor(v)]
-        results = launch(tensors, self._pending_stats) if deferred else analyse(tensors)
-        kinds = [("tensor" if _is_tensor(v) else None if v is None else "other", ctx) for v, ctx in items]
-        return self.frame, header, kinds, results
+    def _results(self, tensors, pending):
+        """Per tensor: a raw record (read now), a slot of `pending` (deferred) or a _Result. The
+        tensors the library reads go to it in one call per device."""
+        results = [None] * len(tensors)
+        codes = _stats.torch_codes()
+        strided = self._strided
+        cpu, cuda = [], None
+        for i, t in enumerate(tensors):
+            if t.dtype in codes and t.layout == strided and not t.is_meta:
+                if t.is_cpu:
+                    if t.numel():
+                        cpu.append(i)
+                        continue
+                elif t.is_cuda:
+                    if t.numel():
+                        if cuda is None:
+                            cuda = {}
+                        cuda.setdefault(t.device, []).append(i)
+                        continue
+            results[i] = _torch_result(t, self._torch)
+        groups = [cpu] if cpu else []
+        if cuda:
+            groups += cuda.values()
+        for idx in groups:
+            ts = [tensors[i] for i in idx]
+            try:
+                got = pending.add(ts) if pending is not None else _stats.raw_many(ts)
+            except _lib.OverflowLibError:
+                got = [_dense_result(t, self._torch) for t in ts]
+            for i, r in zip(idx, got):
+                results[i] = r
+        return results
+
+    def _save(self, frame):
+        """Saves a frame whose statistics are read; prints its nan/inf messages. True on a detection."""
+        self.frames.append(frame)
+        found = False
+        for r in frame.results:
+            if r.__class__ is tuple:
+                if r[1] or r[2] or r[3]:
+                    found = True
+                    break
+            elif r.has_nan or r.has_inf:
+                found = True
+                break
+        if found:
+            for ctx, nan, inf in frame.flagged():
+                if nan:
+                    self._emit(f"{ctx} has nans")
+                if inf:
+                    self._emit(f"{ctx} has infs")
+            self.detected_overflow = True
+        return found
 
     def create_frame(self, module, input, output):
-        self._render([self._frame(module, input, output, deferred=False)])
+        self._save(self._collect(module, input, output, None))
 
-    def _render(self, frames):
-        """Lines and nan/inf messages of frames; slots of deferred results are read here, at once."""
-        if any(isinstance(r, int) for *_, results in frames for r in results):
-            stats = self._pending_stats.read()
-            frames = [(before, header, kinds, [_from_stats(stats[r]) if isinstance(r, int) else r for r in results])
-                      for before, header, kinds, results in frames]
-        for before, header, kinds, results in frames:
-            self.frame = list(before)
-            self.expand_frame(header)
-            self._render_items(kinds, iter(results))
-            self.save_frame()
+    def _flush(self):
+        """Reads the statistics of the pending (deferred) frames and saves them in order, as the
+        per-frame mode would have; at the first detection, dumps the frames saved up to it (the
+        later ones are dropped) with its batch number, and raises."""
+        pending, self._pending = self._pending, []
+        if len(self._pending_stats):
+            raw = self._pending_stats.read_raw()
+            for frame in pending:
+                frame.results = [raw[r] if r.__class__ is int else r for r in frame.results]
+        for frame in pending:
+            if self._save(frame):
+                self.batch_number = frame.batch_number
+                self.frame = []
+                if frame.root:
+                    self.batch_start_frame()
+                self._raise_detected()
 
-    def _render_items(self, kinds, results):
-        for kind, ctx in kinds:
-            if kind == "tensor":
-                r = next(results)
-                self.expand_frame(self._line(r, ctx))
-                if _report_flags(r, ctx, self._emit):
-                    self.detected_overflow = True
-            elif kind is None:
-                self.expand_frame(f"{'None':>17} {ctx}")
-            else:
-                self.expand_frame(f"{'not a tensor':>17} {ctx}")
+    def _raise_detected(self):
+        self.dump_saved_frames()
+        raise ValueError(
+            "DebugUnderflowOverflow: inf/nan detected, aborting as there is no point running further. "
+            "Please scroll up above this traceback to see the activation values prior to this event."
+        )
 
     def forward_hook(self, module, input, output):
         last_frame_of_batch = False
         trace_mode = self.batch_number in self.trace_batch_nums
         if trace_mode:
+            if self._pending:
+                self._flush()
             self.reset_saved_frames()
         if self.total_calls == 0:
             self.batch_start_frame()
@@ -292,26 +513,24 @@ class DebugUnderflowOverflow:
         if module == self.model:
             self.batch_number += 1
             last_frame_of_batch = True
-        if self.deferred and not trace_mode and not last_frame_of_batch:
-            self._pending.append(self._frame(module, input, output, deferred=True))
-            self.frame = []
-            return
-        if self._pending:
-            pending = self._pending + [self._frame(module, input, output, deferred=True)]
-            self._pending = []
-            self._render(pending)
+        if self.deferred and not trace_mode and not self.detected_overflow:
+            frame = self._collect(module, input, output, self._pending_stats)
+            frame.batch_number, frame.root = self.batch_number, last_frame_of_batch
+            self._pending.append(frame)
+            if last_frame_of_batch:
+                self.batch_start_frame()
+            if last_frame_of_batch or len(self._pending) >= self._max_pending:
+                self._flush()
         else:
-            self.create_frame(module, input, output)
-        if trace_mode:
-            self.trace_frames()
-        if last_frame_of_batch:
-            self.batch_start_frame()
-        if self.detected_overflow and not trace_mode:
-            self.dump_saved_frames()
-            raise ValueError(
-                "DebugUnderflowOverflow: inf/nan detected, aborting as there is no point running further. "
-                "Please scroll up above this traceback to see the activation values prior to this event."
-            )
+            if self._pending:
+                self._flush()
+            self._save(self._collect(module, input, output, None))
+            if trace_mode:
+                self.trace_frames()
+            if last_frame_of_batch:
+                self.batch_start_frame()
+            if self.detected_overflow and not trace_mode:
+                self._raise_detected()
         if self.abort_after_batch_num is not None and self.batch_number > self.abort_after_batch_num:
             raise ValueError(
                 f"DebugUnderflowOverflow: aborting after {self.batch_number} batches due to"
