@@ -22,15 +22,9 @@ _P17 = " " * 17
 _NONE_PREFIX = f"{'None':>17} "
 _OTHER_PREFIX = f"{'not a tensor':>17} "
 _TENSOR, _NONE, _OTHER = 0, 1, 2
-_CTX_CACHE = {}
-
-
-def _ctx(*idx):
-    """ "input[i]" / "output[i]" / "output[i][j]", cached: the hook builds them for every call."""
-    s = _CTX_CACHE.get(idx)
-    if s is None:
-        s = _CTX_CACHE[idx] = idx[0] + "".join(f"[{i}]" for i in idx[1:])
-    return s
+_NCTX = 64  # "input[i]" / "output[i]" made once: the hook names every item of every call
+_IN = [f"input[{i}]" for i in range(_NCTX)]
+_OUT = [f"output[{i}]" for i in range(_NCTX)]
 
 
 def _torch():
@@ -301,6 +295,13 @@ class DebugUnderflowOverflow:
         torch = _torch()
         self._torch = torch
         self._strided = torch.strided
+        self._Tensor = torch.Tensor
+        self._codes = _stats.torch_codes()
+        self._cpu_multi = None
+        try:
+            self._cpu_multi = _stats._cpu_fn()
+        except _lib.OverflowLibError:  # no library: every tensor takes transformers' torch computation
+            self._codes = {}
         base = torch.nn.Module.named_parameters
         # per module: its header line, and whether its own parameters can be read from _parameters
         # (what named_parameters(recurse=False) yields unless a class overrides it)
@@ -362,108 +363,140 @@ class DebugUnderflowOverflow:
         self.expand_frame(f"{'abs min':8} {'abs max':8} metadata")
 
     def _collect(self, module, input, output, pending):
-        """The frame of one module call; its statistics are read now (pending None) or launched into
-        the pending statistics (deferred)."""
+        """The frame of one module call and whether it holds a nan/inf (None when deferred: not known
+        yet). The statistics of CPU tensors are read now, in one native call; CUDA tensors go in one
+        call per device, read now, or launched into `pending` (deferred) and read later. This runs
+        for every module call, so the common case is written out with few calls and allocations."""
         header, fast = self._meta[module]
-        is_tensor = self._torch.is_tensor
+        Tensor = self._Tensor
         ctxs, kinds, tensors = [], [], []
         if fast:
             for name, p in module._parameters.items():
-                if p is not None and not any(p is q for q in tensors):
+                if p is not None:
+                    ctxs.append(name)
+                    tensors.append(p)
+            if len(tensors) > 1 and len(set(map(id, tensors))) < len(tensors):
+                ctxs, tensors = [], []  # a parameter under two names: named_parameters() yields it once
+                for name, p in module.named_parameters(recurse=False):
                     ctxs.append(name)
                     tensors.append(p)
         else:
             for name, p in module.named_parameters(recurse=False):
                 ctxs.append(name)
                 tensors.append(p)
-        kinds = [_TENSOR] * len(tensors)
-        if isinstance(input, tuple):
+        if tensors:
+            kinds = [_TENSOR] * len(tensors)
+        if input.__class__ is tuple or isinstance(input, tuple):
             for i, x in enumerate(input):
-                ctxs.append(_ctx("input", i))
-                if is_tensor(x):
+                ctxs.append(_IN[i] if i < _NCTX else f"input[{i}]")
+                if isinstance(x, Tensor):
                     kinds.append(_TENSOR)
                     tensors.append(x)
                 else:
                     kinds.append(_NONE if x is None else _OTHER)
         else:
             ctxs.append("input")
-            if is_tensor(input):
+            if isinstance(input, Tensor):
                 kinds.append(_TENSOR)
                 tensors.append(input)
             else:
                 kinds.append(_NONE if input is None else _OTHER)
-        if isinstance(output, tuple):
+        if isinstance(output, Tensor):
+            ctxs.append("output")
+            kinds.append(_TENSOR)
+            tensors.append(output)
+        elif isinstance(output, tuple):
             for i, x in enumerate(output):
-                if isinstance(x, tuple):
+                if isinstance(x, Tensor):
+                    ctxs.append(_OUT[i] if i < _NCTX else f"output[{i}]")
+                    kinds.append(_TENSOR)
+                    tensors.append(x)
+                elif isinstance(x, tuple):
                     for j, y in enumerate(x):
-                        ctxs.append(_ctx("output", i, j))
-                        if is_tensor(y):
+                        ctxs.append(f"output[{i}][{j}]")
+                        if isinstance(y, Tensor):
                             kinds.append(_TENSOR)
                             tensors.append(y)
                         else:
                             kinds.append(_NONE if y is None else _OTHER)
                 else:
-                    ctxs.append(_ctx("output", i))
-                    if is_tensor(x):
-                        kinds.append(_TENSOR)
-                        tensors.append(x)
-                    else:
-                        kinds.append(_NONE if x is None else _OTHER)
+                    ctxs.append(_OUT[i] if i < _NCTX else f"output[{i}]")
+                    kinds.append(_NONE if x is None else _OTHER)
         else:
             ctxs.append("output")
-            if is_tensor(output):
-                kinds.append(_TENSOR)
-                tensors.append(output)
-            else:
-                kinds.append(_NONE if output is None else _OTHER)
-        before, self.frame = self.frame, []
-        return _Frame(before, header, ctxs, kinds, self._results(tensors, pending), self.extended)
+            kinds.append(_NONE if output is None else _OTHER)
 
-    def _results(self, tensors, pending):
-        """Per tensor: a raw record (read now), a slot of `pending` (deferred) or a _Result. The
-        tensors the library reads go to it in one call per device."""
-        results = [None] * len(tensors)
-        codes = _stats.torch_codes()
-        strided = self._strided
-        cpu, cuda = [], None
+        # statistics: CPU tensors packed straight into the native call's descriptors
+        k = len(tensors)
+        results = [None] * k
+        scratch = _stats._scratch
+        if k > scratch.cap:
+            scratch.grow(k)
+        desc = scratch.desc
+        codes, strided, pack = self._codes, self._strided, _stats._DESC.pack_into
+        cpu_idx, cuda, keep = [], None, None
         for i, t in enumerate(tensors):
-            if t.dtype in codes and t.layout == strided and not t.is_meta:
+            code = codes.get(t.dtype)
+            if code is not None and t.layout is strided:
                 if t.is_cpu:
-                    if t.numel():
-                        cpu.append(i)
+                    n = t.numel()
+                    if n:
+                        if not t.is_contiguous():
+                            t = t.contiguous()
+                            if keep is None:
+                                keep = []
+                            keep.append(t)
+                        pack(desc, len(cpu_idx) * 32, t.data_ptr(), n, code, 0, 0.0)
+                        cpu_idx.append(i)
                         continue
-                elif t.is_cuda:
-                    if t.numel():
-                        if cuda is None:
-                            cuda = {}
-                        cuda.setdefault(t.device, []).append(i)
-                        continue
+                elif t.is_cuda and t.numel():
+                    if cuda is None:
+                        cuda = {}
+                    cuda.setdefault(t.device, []).append(i)
+                    continue
             results[i] = _torch_result(t, self._torch)
-        groups = [cpu] if cpu else []
-        if cuda:
-            groups += cuda.values()
-        for idx in groups:
-            ts = [tensors[i] for i in idx]
+        found = None if pending is not None and cuda else False
+        if cpu_idx:
+            n = len(cpu_idx)
             try:
-                got = pending.add(ts) if pending is not None else _stats.raw_many(ts)
+                rc = self._cpu_multi(scratch.desc_addr, n, scratch.out_addr)
+                if rc:
+                    _lib.check(rc)
             except _lib.OverflowLibError:
-                got = [_dense_result(t, self._torch) for t in ts]
-            for i, r in zip(idx, got):
-                results[i] = r
-        return results
+                for i in cpu_idx:
+                    results[i] = _dense_result(tensors[i], self._torch)
+            else:
+                vals = _stats._unpacker(n).unpack_from(scratch.out)
+                j = 0
+                for i in cpu_idx:
+                    results[i] = vals[j:j + 10]
+                    j += 10
+                if any(vals[1::10]) or any(vals[2::10]) or any(vals[3::10]):
+                    found = True
+        keep = None
+        if cuda:
+            for idx in cuda.values():
+                ts = [tensors[i] for i in idx]
+                try:
+                    got = pending.add(ts) if pending is not None else _stats.raw_many(ts)
+                except _lib.OverflowLibError:
+                    got = [_dense_result(t, self._torch) for t in ts]
+                for i, r in zip(idx, got):
+                    results[i] = r
+                    if r.__class__ is tuple and (r[1] or r[2] or r[3]):
+                        found = True
+        if k > len(cpu_idx):
+            for r in results:
+                if r.__class__ is _Result and (r.has_nan or r.has_inf):
+                    found = True
+        before, self.frame = self.frame, []
+        return _Frame(before, header, ctxs, kinds, results, self.extended), found
 
-    def _save(self, frame):
+    def _save(self, frame, found=None):
         """Saves a frame whose statistics are read; prints its nan/inf messages. True on a detection."""
         self.frames.append(frame)
-        found = False
-        for r in frame.results:
-            if r.__class__ is tuple:
-                if r[1] or r[2] or r[3]:
-                    found = True
-                    break
-            elif r.has_nan or r.has_inf:
-                found = True
-                break
+        if found is None:
+            found = any(nan or inf for _, nan, inf in frame.flagged())
         if found:
             for ctx, nan, inf in frame.flagged():
                 if nan:
@@ -474,7 +507,7 @@ class DebugUnderflowOverflow:
         return found
 
     def create_frame(self, module, input, output):
-        self._save(self._collect(module, input, output, None))
+        self._save(*self._collect(module, input, output, None))
 
     def _flush(self):
         """Reads the statistics of the pending (deferred) frames and saves them in order, as the
@@ -514,7 +547,7 @@ class DebugUnderflowOverflow:
             self.batch_number += 1
             last_frame_of_batch = True
         if self.deferred and not trace_mode and not self.detected_overflow:
-            frame = self._collect(module, input, output, self._pending_stats)
+            frame, _ = self._collect(module, input, output, self._pending_stats)
             frame.batch_number, frame.root = self.batch_number, last_frame_of_batch
             self._pending.append(frame)
             if last_frame_of_batch:
@@ -524,7 +557,7 @@ class DebugUnderflowOverflow:
         else:
             if self._pending:
                 self._flush()
-            self._save(self._collect(module, input, output, None))
+            self._save(*self._collect(module, input, output, None))
             if trace_mode:
                 self.trace_frames()
             if last_frame_of_batch:
