@@ -19,12 +19,22 @@ EMPTY_LABEL = "empty"
 NO_STORAGE_LABEL = "no storage"
 
 _P17 = " " * 17
-_NONE_PREFIX = f"{'None':>17} "
-_OTHER_PREFIX = f"{'not a tensor':>17} "
-_TENSOR, _NONE, _OTHER = 0, 1, 2
-_NCTX = 64  # "input[i]" / "output[i]" made once: the hook names every item of every call
+
+# A frame's items: the label (str) of a tensor, or a 1-tuple holding the whole line of a None or a
+# non-tensor. Those for the first _NCTX positions are made once: the hook names every item of every call.
+_NCTX = 64
+
+
+def _lit(kind, ctx):
+    return (f"{kind:>17} {ctx}",)
+
+
 _IN = [f"input[{i}]" for i in range(_NCTX)]
 _OUT = [f"output[{i}]" for i in range(_NCTX)]
+_IN_LIT = [(_lit("None", c), _lit("not a tensor", c)) for c in _IN]
+_OUT_LIT = [(_lit("None", c), _lit("not a tensor", c)) for c in _OUT]
+_INPUT_LIT = (_lit("None", "input"), _lit("not a tensor", "input"))
+_OUTPUT_LIT = (_lit("None", "output"), _lit("not a tensor", "output"))
 
 
 def _torch():
@@ -40,6 +50,19 @@ def _is_tensor(var):
 
 def _is_array(var):
     return type(var).__module__ == "numpy" and type(var).__name__ == "ndarray"
+
+
+def _dense(t):
+    """True when t's elements fill [data_ptr, data_ptr + numel) in some order (a permuted view of a
+    contiguous tensor, e.g. T5's position bias): the statistics do not depend on the order, so that
+    memory is read as is instead of a contiguous copy."""
+    expect = 1
+    for stride, size in sorted(zip(t.stride(), t.shape)):
+        if size != 1:
+            if stride != expect:
+                return False
+            expect *= size
+    return True
 
 
 class _Result:
@@ -151,38 +174,44 @@ def _line(r, ctx, extended):
 
 
 class _Frame:
-    """One module call: the lines pending before it (batch start), its header, the items' labels and
-    kinds, and the statistics of its tensors (raw records, _Results, or deferred slots). str() is
+    """One module call: the lines pending before it (batch start), its header, its items (see _lit)
+    and the statistics of its tensors: `vals`, the raw records of all of them in one flat tuple
+    (`results` None), or `results`, one raw record, _Result or deferred slot per tensor. str() is
     the frame text transformers would have saved."""
-    __slots__ = ("before", "header", "ctxs", "kinds", "results", "extended", "batch_number", "root")
+    __slots__ = ("before", "header", "items", "vals", "results", "extended", "batch_number", "root")
 
-    def __init__(self, before, header, ctxs, kinds, results, extended):
-        self.before, self.header, self.ctxs, self.kinds = before, header, ctxs, kinds
+    def __init__(self, before, header, items, vals, results, extended):
+        self.before, self.header, self.items, self.vals = before, header, items, vals
         self.results, self.extended = results, extended
         self.batch_number, self.root = 0, False
+
+    def tensor_results(self):
+        if self.results is None:
+            v = self.vals
+            return [v[j:j + 10] for j in range(0, len(v), 10)]
+        return self.results
 
     def __str__(self):
         lines = list(self.before)
         lines.append(self.header)
-        results = iter(self.results)
-        for kind, ctx in zip(self.kinds, self.ctxs):
-            if kind == _TENSOR:
-                lines.append(_line(next(results), ctx, self.extended))
-            elif kind == _NONE:
-                lines.append(_NONE_PREFIX + ctx)
+        results = iter(self.tensor_results())
+        extended = self.extended
+        for item in self.items:
+            if item.__class__ is str:
+                lines.append(_line(next(results), item, extended))
             else:
-                lines.append(_OTHER_PREFIX + ctx)
+                lines.append(item[0])
         return "\n".join(lines)
 
     def flagged(self):
         """(ctx, has_nan, has_inf) of each tensor with a nan or an inf."""
         out = []
-        results = iter(self.results)
-        for kind, ctx in zip(self.kinds, self.ctxs):
-            if kind == _TENSOR:
+        results = iter(self.tensor_results())
+        for item in self.items:
+            if item.__class__ is str:
                 nan, inf = _flags(next(results))
                 if nan or inf:
-                    out.append((ctx, nan, inf))
+                    out.append((item, nan, inf))
         return out
 
 
@@ -369,128 +398,126 @@ class DebugUnderflowOverflow:
         for every module call, so the common case is written out with few calls and allocations."""
         header, fast = self._meta[module]
         Tensor = self._Tensor
-        ctxs, kinds, tensors = [], [], []
+        items, tensors = [], []
         if fast:
             for name, p in module._parameters.items():
                 if p is not None:
-                    ctxs.append(name)
+                    items.append(name)
                     tensors.append(p)
             if len(tensors) > 1 and len(set(map(id, tensors))) < len(tensors):
-                ctxs, tensors = [], []  # a parameter under two names: named_parameters() yields it once
+                items, tensors = [], []  # a parameter under two names: named_parameters() yields it once
                 for name, p in module.named_parameters(recurse=False):
-                    ctxs.append(name)
+                    items.append(name)
                     tensors.append(p)
         else:
             for name, p in module.named_parameters(recurse=False):
-                ctxs.append(name)
+                items.append(name)
                 tensors.append(p)
-        if tensors:
-            kinds = [_TENSOR] * len(tensors)
-        if input.__class__ is tuple or isinstance(input, tuple):
+        if isinstance(input, tuple):
             for i, x in enumerate(input):
-                ctxs.append(_IN[i] if i < _NCTX else f"input[{i}]")
                 if isinstance(x, Tensor):
-                    kinds.append(_TENSOR)
+                    items.append(_IN[i] if i < _NCTX else f"input[{i}]")
                     tensors.append(x)
+                elif i < _NCTX:
+                    items.append(_IN_LIT[i][x is not None])
                 else:
-                    kinds.append(_NONE if x is None else _OTHER)
+                    items.append(_lit("None" if x is None else "not a tensor", f"input[{i}]"))
+        elif isinstance(input, Tensor):
+            items.append("input")
+            tensors.append(input)
         else:
-            ctxs.append("input")
-            if isinstance(input, Tensor):
-                kinds.append(_TENSOR)
-                tensors.append(input)
-            else:
-                kinds.append(_NONE if input is None else _OTHER)
+            items.append(_INPUT_LIT[input is not None])
         if isinstance(output, Tensor):
-            ctxs.append("output")
-            kinds.append(_TENSOR)
+            items.append("output")
             tensors.append(output)
         elif isinstance(output, tuple):
             for i, x in enumerate(output):
                 if isinstance(x, Tensor):
-                    ctxs.append(_OUT[i] if i < _NCTX else f"output[{i}]")
-                    kinds.append(_TENSOR)
+                    items.append(_OUT[i] if i < _NCTX else f"output[{i}]")
                     tensors.append(x)
                 elif isinstance(x, tuple):
                     for j, y in enumerate(x):
-                        ctxs.append(f"output[{i}][{j}]")
                         if isinstance(y, Tensor):
-                            kinds.append(_TENSOR)
+                            items.append(f"output[{i}][{j}]")
                             tensors.append(y)
                         else:
-                            kinds.append(_NONE if y is None else _OTHER)
+                            items.append(_lit("None" if y is None else "not a tensor", f"output[{i}][{j}]"))
+                elif i < _NCTX:
+                    items.append(_OUT_LIT[i][x is not None])
                 else:
-                    ctxs.append(_OUT[i] if i < _NCTX else f"output[{i}]")
-                    kinds.append(_NONE if x is None else _OTHER)
+                    items.append(_lit("None" if x is None else "not a tensor", f"output[{i}]"))
         else:
-            ctxs.append("output")
-            kinds.append(_NONE if output is None else _OTHER)
+            items.append(_OUTPUT_LIT[output is not None])
+        before, self.frame = self.frame, []
 
-        # statistics: CPU tensors packed straight into the native call's descriptors
+        # The common case: every tensor a non-empty dense CPU tensor of a dtype the library reads,
+        # packed straight into the descriptors of one native call.
         k = len(tensors)
-        results = [None] * k
         scratch = _stats._scratch
         if k > scratch.cap:
             scratch.grow(k)
-        desc = scratch.desc
-        codes, strided, pack = self._codes, self._strided, _stats._DESC.pack_into
-        cpu_idx, cuda, keep = [], None, None
-        for i, t in enumerate(tensors):
+        desc, codes, strided, pack = scratch.desc, self._codes, self._strided, _stats._DESC.pack_into
+        off, keep = 0, None
+        for t in tensors:
             code = codes.get(t.dtype)
-            if code is not None and t.layout is strided:
+            if code is None or t.layout is not strided or not t.is_cpu:
+                break
+            n = t.numel()
+            if not n:
+                break
+            if not t.is_contiguous() and not _dense(t):
+                t = t.contiguous()
+                if keep is None:
+                    keep = []
+                keep.append(t)
+            pack(desc, off, t.data_ptr(), n, code, 0, 0.0)
+            off += 32
+        else:
+            if not k:
+                return _Frame(before, header, items, (), None, self.extended), False
+            rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
+            if not rc:
+                vals = _stats._unpacker(k).unpack_from(scratch.out)
+                found = any(vals[1::10]) or any(vals[2::10]) or any(vals[3::10])
+                return _Frame(before, header, items, vals, None, self.extended), found
+        keep = None
+        return self._collect_mixed(before, header, items, tensors, pending)
+
+    def _collect_mixed(self, before, header, items, tensors, pending):
+        """_collect for frames with CUDA tensors, tensors the library does not read, or no library."""
+        k = len(tensors)
+        results = [None] * k
+        codes, strided = self._codes, self._strided
+        cpu_idx, cuda = [], None
+        for i, t in enumerate(tensors):
+            if t.dtype in codes and t.layout is strided and t.numel():
                 if t.is_cpu:
-                    n = t.numel()
-                    if n:
-                        if not t.is_contiguous():
-                            t = t.contiguous()
-                            if keep is None:
-                                keep = []
-                            keep.append(t)
-                        pack(desc, len(cpu_idx) * 32, t.data_ptr(), n, code, 0, 0.0)
-                        cpu_idx.append(i)
-                        continue
-                elif t.is_cuda and t.numel():
+                    cpu_idx.append(i)
+                    continue
+                if t.is_cuda:
                     if cuda is None:
                         cuda = {}
                     cuda.setdefault(t.device, []).append(i)
                     continue
             results[i] = _torch_result(t, self._torch)
-        found = None if pending is not None and cuda else False
-        if cpu_idx:
-            n = len(cpu_idx)
-            try:
-                rc = self._cpu_multi(scratch.desc_addr, n, scratch.out_addr)
-                if rc:
-                    _lib.check(rc)
-            except _lib.OverflowLibError:
-                for i in cpu_idx:
-                    results[i] = _dense_result(tensors[i], self._torch)
-            else:
-                vals = _stats._unpacker(n).unpack_from(scratch.out)
-                j = 0
-                for i in cpu_idx:
-                    results[i] = vals[j:j + 10]
-                    j += 10
-                if any(vals[1::10]) or any(vals[2::10]) or any(vals[3::10]):
-                    found = True
-        keep = None
+        groups = [cpu_idx] if cpu_idx else []
         if cuda:
-            for idx in cuda.values():
-                ts = [tensors[i] for i in idx]
-                try:
-                    got = pending.add(ts) if pending is not None else _stats.raw_many(ts)
-                except _lib.OverflowLibError:
-                    got = [_dense_result(t, self._torch) for t in ts]
-                for i, r in zip(idx, got):
-                    results[i] = r
-                    if r.__class__ is tuple and (r[1] or r[2] or r[3]):
-                        found = True
-        if k > len(cpu_idx):
-            for r in results:
-                if r.__class__ is _Result and (r.has_nan or r.has_inf):
-                    found = True
-        before, self.frame = self.frame, []
-        return _Frame(before, header, ctxs, kinds, results, self.extended), found
+            groups += cuda.values()
+        found = False
+        for idx in groups:
+            ts = [tensors[i] for i in idx]
+            try:
+                got = pending.add(ts) if pending is not None and ts[0].is_cuda else _stats.raw_many(ts)
+            except _lib.OverflowLibError:
+                got = [_dense_result(t, self._torch) for t in ts]
+            for i, r in zip(idx, got):
+                results[i] = r
+        for r in results:
+            if r.__class__ is not int and any(_flags(r)):
+                found = True
+        if pending is not None and cuda:
+            found = None
+        return _Frame(before, header, items, None, results, self.extended), found
 
     def _save(self, frame, found=None):
         """Saves a frame whose statistics are read; prints its nan/inf messages. True on a detection."""
@@ -517,7 +544,8 @@ class DebugUnderflowOverflow:
         if len(self._pending_stats):
             raw = self._pending_stats.read_raw()
             for frame in pending:
-                frame.results = [raw[r] if r.__class__ is int else r for r in frame.results]
+                if frame.results is not None:
+                    frame.results = [raw[r] if r.__class__ is int else r for r in frame.results]
         for frame in pending:
             if self._save(frame):
                 self.batch_number = frame.batch_number
@@ -557,7 +585,11 @@ class DebugUnderflowOverflow:
         else:
             if self._pending:
                 self._flush()
-            self._save(*self._collect(module, input, output, None))
+            frame, found = self._collect(module, input, output, None)
+            if found:
+                self._save(frame, True)
+            else:
+                self.frames.append(frame)
             if trace_mode:
                 self.trace_frames()
             if last_frame_of_batch:
