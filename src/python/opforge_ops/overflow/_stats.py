@@ -26,6 +26,16 @@ _UNPACK = {}  # k -> Struct of k Stats records
 COUNT, NAN, POSINF, NEGINF, ZERO, SUBNORMAL, OVER, _RESERVED, ABS_MIN, ABS_MAX = range(_STATS_FIELDS)
 
 
+_FLAGS = {}  # k -> Struct reading only the nan, +inf and -inf counters of k Stats records
+
+
+def _flag_unpacker(k):
+    s = _FLAGS.get(k)
+    if s is None:
+        s = _FLAGS[k] = struct.Struct("=" + "8x3Q48x" * k)
+    return s
+
+
 def _unpacker(k):
     s = _UNPACK.get(k)
     if s is None:
@@ -109,7 +119,9 @@ class _Scratch(threading.local):
     def grow(self, k):
         self.cap = max(k, 2 * self.cap)
         self.desc = (L.TensorDesc * self.cap)()
-        self.out = (L.Stats * self.cap)()
+        self.out_bytes = bytearray(self.cap * _STATS_SIZE)
+        self.out = (L.Stats * self.cap).from_buffer(self.out_bytes)
+        self.out_view = memoryview(self.out_bytes)  # bytes(out_view[:n]): a copy without a ctypes call
         self.desc_addr = ctypes.addressof(self.desc)
         self.out_addr = ctypes.addressof(self.out)
 

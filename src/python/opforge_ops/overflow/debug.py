@@ -85,6 +85,8 @@ def _dense_result(d, torch):
     if d.dtype == torch.bool:
         d = d.to(torch.uint8)
     a = d.abs()
+    if not (d.is_floating_point() or d.is_complex()):  # integers: no nan or inf to look for
+        return _Result(None, a.min().item(), a.max().item())
     return _Result(None, a.min().item(), a.max().item(), bool(torch.isnan(d).any().item()),
                    bool(torch.isinf(d).any().item()))
 
@@ -175,7 +177,7 @@ def _line(r, ctx, extended):
 
 class _Frame:
     """One module call: the lines pending before it (batch start), its header, its items (see _lit)
-    and the statistics of its tensors: `vals`, the raw records of all of them in one flat tuple
+    and the statistics of its tensors: `vals`, the native records of all of them as bytes
     (`results` None), or `results`, one raw record, _Result or deferred slot per tensor. str() is
     the frame text transformers would have saved."""
     __slots__ = ("before", "header", "items", "vals", "results", "extended", "batch_number", "root")
@@ -187,7 +189,7 @@ class _Frame:
 
     def tensor_results(self):
         if self.results is None:
-            v = self.vals
+            v = _stats._unpacker(len(self.vals) // 80).unpack(self.vals)
             return [v[j:j + 10] for j in range(0, len(v), 10)]
         return self.results
 
@@ -474,11 +476,12 @@ class DebugUnderflowOverflow:
             off += 32
         else:
             if not k:
-                return _Frame(before, header, items, (), None, self.extended), False
+                return _Frame(before, header, items, b"", None, self.extended), False
             rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
             if not rc:
-                vals = _stats._unpacker(k).unpack_from(scratch.out)
-                found = any(vals[1::10]) or any(vals[2::10]) or any(vals[3::10])
+                # only the nan/+inf/-inf counters are read now; the rest when the frame is printed
+                vals = bytes(scratch.out_view[:80 * k])
+                found = any(_stats._flag_unpacker(k).unpack(vals))
                 return _Frame(before, header, items, vals, None, self.extended), found
         keep = None
         return self._collect_mixed(before, header, items, tensors, pending)
