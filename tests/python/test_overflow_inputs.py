@@ -233,3 +233,61 @@ def test_logger_at_the_default_level_still_gets_the_report():
     with overflow.DebugUnderflowOverflow(model, trace_batch_nums=[0], logger=log):
         model(*overflow_models.batch(0))
     assert records and all(level == logging.INFO for level, _ in records)
+
+
+def test_permuted_views_and_integer_tensors_in_a_frame():
+    # A permuted view of a contiguous tensor is read in place, an expanded one through a copy; an
+    # integer tensor takes torch's computation: the lines are those of the values.
+    class Pass(torch.nn.Module):
+        def forward(self, a, b, c):
+            return a
+
+    base = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4) - 5.0
+    base[1, 2, 3] = float("-inf")
+    model = Pass()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), overflow.DebugUnderflowOverflow(model, trace_batch_nums=[0]):
+        model(base.permute(2, 0, 1), torch.tensor([1.5, -2.0]).expand(3, 2), torch.tensor([3, -7]))
+    text = out.getvalue()
+    assert "0.00e+00      inf input[0]\n" in text and "input[0] has infs\n" in text
+    assert "1.50e+00 2.00e+00 input[1]\n" in text
+    assert "3.00e+00 7.00e+00 input[2]\n" in text
+
+
+class Tied(torch.nn.Module):
+    """Two modules sharing one large weight (like T5's shared embedding and lm_head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(300, 300, bias=False)
+        self.b = torch.nn.Linear(300, 300, bias=False)
+        self.b.weight = self.a.weight
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+def test_large_parameter_statistics_reused_only_while_unchanged():
+    model = Tied()
+    with torch.no_grad():
+        model.a.weight.copy_(torch.linspace(-1, 1, 90000).reshape(300, 300))
+    x = torch.full((1, 300), 1e-3)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), overflow.DebugUnderflowOverflow(model, trace_batch_nums=[1, 2]) as d:
+        model(x)  # batch 0 counts the root: statistics are reused from batch 1 on
+        splices = []
+        splice = d._splice
+        d._splice = lambda scratch, k, hits, big: splices.append((bool(hits), bool(big))) or splice(
+            scratch, k, hits, big)
+        model(x)
+        assert splices == [(False, True), (True, False)]  # read by `a`, reused by `b`
+
+        def poison(module, inp):  # an in-place change between the two uses (version counter)
+            with torch.no_grad():
+                model.a.weight[0, 0] = float("inf")
+        h = model.b.register_forward_pre_hook(poison)
+        model(x)
+        h.remove()
+    lines = [line for line in out.getvalue().splitlines() if line.endswith(" weight")]
+    assert len(lines) == 4 and lines[2] != lines[3] and lines[3].split()[1] == "inf"
+    assert "weight has infs" in out.getvalue()

@@ -23,6 +23,7 @@ _P17 = " " * 17
 # A frame's items: the label (str) of a tensor, or a 1-tuple holding the whole line of a None or a
 # non-tensor. Those for the first _NCTX positions are made once: the hook names every item of every call.
 _NCTX = 64
+_BIG_PARAM = 1 << 16  # parameters this large have their statistics reused within a batch
 
 
 def _lit(kind, ctx):
@@ -327,6 +328,12 @@ class DebugUnderflowOverflow:
         self._torch = torch
         self._strided = torch.strided
         self._Tensor = torch.Tensor
+        self._Parameter = torch.nn.Parameter
+        # Statistics of large CPU parameters, reused within a batch (tied weights such as T5's shared
+        # embedding are read by several modules per forward): valid while the parameter's data
+        # pointer, size and version counter are unchanged, emptied at every batch end. None until
+        # the root module has run once, so nothing is reused where batches are not counted.
+        self._param_cache = None
         self._codes = _stats.torch_codes()
         self._cpu_multi = None
         try:
@@ -459,7 +466,7 @@ class DebugUnderflowOverflow:
         if k > scratch.cap:
             scratch.grow(k)
         desc, codes, strided, pack = scratch.desc, self._codes, self._strided, _stats._DESC.pack_into
-        off, keep = 0, None
+        off, keep, cache, hits, big = 0, None, self._param_cache, None, None
         for t in tensors:
             code = codes.get(t.dtype)
             if code is None or t.layout is not strided or not t.is_cpu:
@@ -467,6 +474,19 @@ class DebugUnderflowOverflow:
             n = t.numel()
             if not n:
                 break
+            if n >= _BIG_PARAM and cache is not None and isinstance(t, self._Parameter):
+                ptr, version = t.data_ptr(), t._version
+                e = cache.get(id(t))
+                if e is not None and e[0] == ptr and e[1] == version and e[2] == n:
+                    if hits is None:
+                        hits = []
+                    hits.append((off // 32, e[3]))
+                    pack(desc, off, 0, 0, code, 0, 0.0)  # nothing to read: the record is known
+                    off += 32
+                    continue
+                if big is None:
+                    big = []
+                big.append((off // 32, id(t), ptr, version, n))
             if not t.is_contiguous() and not _dense(t):
                 t = t.contiguous()
                 if keep is None:
@@ -480,11 +500,23 @@ class DebugUnderflowOverflow:
             rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
             if not rc:
                 # only the nan/+inf/-inf counters are read now; the rest when the frame is printed
-                vals = bytes(scratch.out_view[:80 * k])
+                if hits is None and big is None:
+                    vals = bytes(scratch.out_view[:80 * k])
+                else:
+                    vals = self._splice(scratch, k, hits, big)
                 found = any(_stats._flag_unpacker(k).unpack(vals))
                 return _Frame(before, header, items, vals, None, self.extended), found
         keep = None
         return self._collect_mixed(before, header, items, tensors, pending)
+
+    def _splice(self, scratch, k, hits, big):
+        """The records of a frame with large parameters: known ones put in, new ones remembered."""
+        buf = bytearray(scratch.out_view[:80 * k])
+        for slot, rec in hits or ():
+            buf[80 * slot:80 * slot + 80] = rec
+        for slot, key, ptr, version, n in big or ():
+            self._param_cache[key] = (ptr, version, n, bytes(buf[80 * slot:80 * slot + 80]))
+        return bytes(buf)
 
     def _collect_mixed(self, before, header, items, tensors, pending):
         """_collect for frames with CUDA tensors, tensors the library does not read, or no library."""
@@ -577,6 +609,7 @@ class DebugUnderflowOverflow:
         if module == self.model:
             self.batch_number += 1
             last_frame_of_batch = True
+            self._param_cache = {}  # a new batch: parameters may have been updated
         if self.deferred and not trace_mode and not self.detected_overflow:
             frame, _ = self._collect(module, input, output, self._pending_stats)
             frame.batch_number, frame.root = self.batch_number, last_frame_of_batch
