@@ -334,6 +334,7 @@ class DebugUnderflowOverflow:
         # pointer, size and version counter are unchanged, emptied at every batch end. None until
         # the root module has run once, so nothing is reused where batches are not counted.
         self._param_cache = None
+        self._steady = False  # see forward_hook
         self._codes = _stats.torch_codes()
         self._cpu_multi = None
         try:
@@ -597,6 +598,23 @@ class DebugUnderflowOverflow:
         )
 
     def forward_hook(self, module, input, output):
+        # Steady state (not the first call, no trace, no deferral, nothing detected or pending):
+        # a non-root module's frame is saved and nothing else happens unless it holds a nan/inf.
+        if self._steady and module is not self.model:
+            self.total_calls += 1
+            frame, found = self._collect(module, input, output, None)
+            if not found:
+                self.frames.append(frame)
+                return
+            self._steady = False
+            self._save(frame, True)
+            self._raise_detected()
+        self._steady = False
+        self._forward_hook(module, input, output)
+        self._steady = (not self.deferred and not self.detected_overflow and not self._pending
+                        and self.total_calls > 0 and self.batch_number not in self.trace_batch_nums)
+
+    def _forward_hook(self, module, input, output):
         last_frame_of_batch = False
         trace_mode = self.batch_number in self.trace_batch_nums
         if trace_mode:
