@@ -42,7 +42,10 @@ else
 fi
 "$py" "$here/bench/overflow/gpu_bench.py" > "$out/gpu_bench.txt" 2>&1 || status=1
 if "$py" -c "import transformers" 2>/dev/null; then
-  "$py" "$here/bench/overflow/hook_bench.py" --device cuda > "$out/hook_bench.txt" 2>&1 || status=1
+  # fp16 first (the target); a random-weight T5 may overflow in fp16, then bf16 as well
+  "$py" "$here/bench/overflow/hook_bench.py" --device cuda > "$out/hook_bench.txt" 2>&1 ||
+    "$py" "$here/bench/overflow/hook_bench.py" --device cuda --dtype bfloat16 >> "$out/hook_bench.txt" 2>&1 ||
+    status=1
 else
   echo "transformers is not installed here: hook benchmark not run" > "$out/hook_bench.txt"
 fi
