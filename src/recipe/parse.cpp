@@ -234,10 +234,13 @@ struct Parser {
       if (!wheel::find_cpu_target(v)) {
         auto names = wheel::cpu_target_names();
         std::string msg = "build.cpu_target: unknown CPU target \"" + v + "\"";
+        // Levels highest first, so that one past the last ("x86-64-v5") suggests v4.
+        auto guess = strings::did_you_mean(v, {"x86-64-v4", "x86-64-v3", "x86-64-v2", "x86-64"});
+        if (!guess) guess = strings::did_you_mean(v, names);
         if (v == "native")
           msg = "build.cpu_target = \"native\" names the build machine's CPU, not the CPUs the wheel runs on";
-        else if (auto g = strings::did_you_mean(v, names))
-          msg += "; did you mean \"" + *g + "\"?";
+        else if (guess)
+          msg += "; did you mean \"" + *guess + "\"?";
         return std::unexpected(r.error_at(*n, msg, "accepted values: " + strings::join(names, ", ") +
                                                        " (leave the key out to keep the project's own flags)"));
       }
