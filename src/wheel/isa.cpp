@@ -92,8 +92,9 @@ struct NamedCpu {
 // gcc 12's -march names whose families make a level plus extras (gcc -march=NAME -dM -E).
 const std::vector<NamedCpu>& named_cpus() {
   static const std::vector<NamedCpu> cpus = {
-      {"haswell", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT"}},
-      {"broadwell", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX"}},
+      // gcc 12's haswell and broadwell leave AES out (only skylake and later have it).
+      {"haswell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT"}},
+      {"broadwell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX"}},
       {"skylake", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
                       "CLFLUSHOPT", "XSAVEC", "XSAVES"}},
       {"skylake-avx512", 4, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
