@@ -116,7 +116,7 @@ std::string text(const wheel::Inspection& in) {
       // Where the most demanding code starts, so a user can tell a dispatched kernel from the plain path.
       for (const auto& u : f.isa->families)
         if ((u.level == f.isa->level && u.level > 1) || u.level == 0)
-          out += "        first " + wheel::describe_use(u) + "\n";
+          out += "        " + wheel::describe_use(u) + "\n";
     }
     if (!f.elf->fatbin.empty()) {
       std::set<std::string> sass, ptx;

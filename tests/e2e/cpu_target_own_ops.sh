@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # opforge's own cpu_adam holds AVX-512 and AVX2 code on purpose (one file per SIMD level, chosen at
 # run time): `inspect` reports it in the default wheel, and a cpu_target = "x86-64-v3" build still
-# passes because op.toml's per-file ISA flags allow exactly those families in that library.
+# passes because op.toml's per-file ISA flags allow exactly those families in that library, and
+# gives the same cpu_adam bytes (its flags never say -march=native).
 # usage: cpu_target_own_ops.sh OPFORGE_BINARY SOURCE_DIR DEFAULT_WHEEL_DIR WORK_DIR
 set -euo pipefail
 OPFORGE=$(realpath "$1") SRC=$(realpath "$2") DEFAULT=$3 WORK=$4
@@ -42,4 +43,8 @@ TOML
 for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
 DS_BUILD_CPU_ADAM=1 "$OPFORGE" build "$WORK/recipe.toml" > "$WORK/build.log" 2>&1 \
   || { tail -30 "$WORK/build.log" >&2; fail "cpu_adam with cpu_target = x86-64-v3 did not build"; }
+# The wrappers change nothing for sources that never ask for -march=native: same library bytes.
+lib=opforge_ops/_lib/libopforge_cpu_adam.so
+a=$(unzip -p "$whl" "$lib" | sha256sum) b=$(unzip -p "$WORK"/dist/*.whl "$lib" | sha256sum)
+[ "$a" = "$b" ] || fail "cpu_adam differs between the default wheel and the cpu_target build"
 echo "cpu_target_own_ops: ok"
