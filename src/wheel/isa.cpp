@@ -194,6 +194,16 @@ std::vector<std::string> families_of_set(ZydisISASet set) {
   return {name};  // Zydis's own name for anything else (SSE4A, FMA4, RDTSCP, MONITOR ...)
 }
 
+// families_of_set for every set, worked out once: it runs for every decoded instruction.
+const std::vector<std::string>& families_cached(ZydisISASet set) {
+  static const auto table = [] {
+    std::vector<std::vector<std::string>> t(ZYDIS_ISA_SET_MAX_VALUE + 1);
+    for (int i = 0; i <= ZYDIS_ISA_SET_MAX_VALUE; ++i) t[i] = families_of_set(static_cast<ZydisISASet>(i));
+    return t;
+  }();
+  return table[set];
+}
+
 int level_of(std::string_view family) {
   const IsaFamily* f = family_named(family);
   return f ? f->level : 0;
@@ -284,6 +294,8 @@ Result<IsaUse> read_isa(std::string_view bytes) {
   ZydisDecoder decoder;
   if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
     return failure("cannot initialise the Zydis decoder");
+  // No operand decoding: the mnemonic and ISA set are all that is needed.
+  ZydisDecoderEnableMode(&decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
   std::map<std::string, FamilyUse> found;
   for (Elf_Scn* scn = elf_nextscn(h.elf, nullptr); scn; scn = elf_nextscn(h.elf, scn)) {
     GElf_Shdr shdr;
@@ -302,7 +314,13 @@ Result<IsaUse> read_isa(std::string_view bytes) {
         continue;
       }
       ++use.instructions;
-      for (auto& family : families_of_set(ins.meta.isa_set)) {
+      // TZCNT is `rep bsf`: where BMI1 is missing it runs as BSF, and gcc emits it for generic
+      // x86-64 code (__builtin_ctz), so it says nothing about the CPU the code needs.
+      if (ins.mnemonic == ZYDIS_MNEMONIC_TZCNT) {
+        off += ins.length;
+        continue;
+      }
+      for (auto& family : families_cached(ins.meta.isa_set)) {
         auto [it, fresh] = found.try_emplace(family);
         FamilyUse& f = it->second;
         ++f.count;
