@@ -315,8 +315,9 @@ Result<IsaUse> read_isa(std::string_view bytes) {
       }
       ++use.instructions;
       // TZCNT is `rep bsf`: where BMI1 is missing it runs as BSF, and gcc emits it for generic
-      // x86-64 code (__builtin_ctz), so it says nothing about the CPU the code needs.
-      if (ins.mnemonic == ZYDIS_MNEMONIC_TZCNT) {
+      // x86-64 code (__builtin_ctz). XGETBV is feature detection (libgcc's __builtin_cpu_supports
+      // runs it only after cpuid reports OSXSAVE). Neither says what CPU the code needs.
+      if (ins.mnemonic == ZYDIS_MNEMONIC_TZCNT || ins.mnemonic == ZYDIS_MNEMONIC_XGETBV) {
         off += ins.length;
         continue;
       }
