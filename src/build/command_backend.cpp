@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "compiler/resolve.h"
 #include "wheel/wheel.h"
 
 namespace opforge::build {
@@ -110,6 +111,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   for (const auto& p : OPFORGE_TRY(match_glob(m.fs, plan.source.root, b.wheel_glob)))
     before[p] = m.fs.stamp(p);
 
+  if (plan.host && plan.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
   out.env = command_environment(m.env.all(), plan);
   probe::Command cmd;
   cmd.argv = b.command;

@@ -2,8 +2,11 @@
 
 #include "build/command_backend.h"
 
+#include <fnmatch.h>
+
 #include "opforge/version.h"
 #include "util/strings.h"
+#include "wheel/isa.h"
 #include "wheel/wheel.h"
 
 namespace opforge::build {
@@ -42,6 +45,7 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
     in["compiler"] = {{"cxx", plan.host->compiler.cxx.string()}, {"version", compiler_text(plan)},
                       {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
   in["arch_list"] = plan.arch.str();
+  if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
   in["source_date_epoch"] = plan.source_date_epoch;
   nlohmann::json ops = nlohmann::json::object();
   for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
@@ -82,6 +86,38 @@ std::optional<std::pair<fs::path, record::Record>> find_reusable(probe::Machine 
   return std::nullopt;
 }
 
+/// With a cpu_target: the ELF files checked against it (build/cpu_check in the docs). A file may
+/// exceed the target when [build] cpu_dispatch names it, or, for a native op, by the ISA flags its
+/// op.toml gives single sources (those files are compiled for one SIMD level by design and the op
+/// picks one at run time).
+Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std::string, std::string_view>>& files,
+                        const std::map<std::string, std::string>& op_of_path) {
+  if (plan.recipe.build.cpu_target.empty()) return {};
+  auto target = wheel::find_cpu_target(plan.recipe.build.cpu_target);
+  if (!target) return bad_input("unknown [build] cpu_target \"" + plan.recipe.build.cpu_target + "\"");
+  auto allowance = [&](const std::string& path) {
+    wheel::IsaAllowance a;
+    for (const auto& glob : plan.recipe.build.cpu_dispatch)
+      if (::fnmatch(glob.c_str(), path.c_str(), 0) == 0) {
+        a.everything = true;
+        a.why = "[build] cpu_dispatch \"" + glob + "\"";
+        return a;
+      }
+    auto op = op_of_path.find(path);
+    if (op == op_of_path.end()) return a;
+    for (const auto& d : plan.ops) {
+      if (d.manifest.name != op->second) continue;
+      std::vector<std::string> flags;
+      for (const auto& [source, f] : d.manifest.source_flags) flags.insert(flags.end(), f.begin(), f.end());
+      a.families = wheel::families_of_flags(flags);
+      a.why = "op " + d.manifest.name + ": per-file ISA flags in op.toml [source_flags]";
+    }
+    return a;
+  };
+  auto checks = OPFORGE_TRY(wheel::check_cpu_target(files, *target, allowance));
+  return wheel::require_cpu_target(checks, *target);
+}
+
 }  // namespace
 
 fs::path default_python_package(const probe::FileSystem& fs) {
@@ -105,6 +141,17 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     // normalises the wheel and records it.
     auto out = OPFORGE_TRY(run_command_backend(m, plan, options.on_line));
     auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
+    if (!plan.recipe.build.cpu_target.empty()) {
+      auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
+      std::vector<std::pair<std::string, std::string_view>> files;
+      for (const auto& e : entries) files.emplace_back(e.path, e.content);
+      if (auto checked = check_cpu_target(plan, files, {}); !checked) {
+        (void)m.fs.remove(out.wheel);  // not a wheel for this recipe; the command's own stays
+        Error e = checked.error();
+        e.hint += "; the command's wheel is " + out.raw_wheel.string() + " (`opforge inspect` it)";
+        return std::unexpected(e);
+      }
+    }
     outcome.wheel = out.wheel;
     outcome.wheel_sha256 = record::sha256_hex(bytes);
     outcome.steps_run = 1;
@@ -155,6 +202,13 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   }
   if (any_cuda)
     for (auto& a : plan.arch.arches) info.arch_list.push_back(a.str());
+  {
+    std::vector<std::pair<std::string, std::string_view>> elfs;
+    std::map<std::string, std::string> op_of_path;
+    for (auto& o : ran.outputs) op_of_path["opforge_ops/_lib/" + o.library.filename().string()] = o.op;
+    for (auto& f : files) elfs.emplace_back(f.path, f.content);
+    OPFORGE_CHECK(check_cpu_target(plan, elfs, op_of_path));
+  }
   files.push_back({"opforge_ops/build_info.py", OPFORGE_TRY(wheel::build_info_py(info)), 0644});
   std::sort(files.begin(), files.end(), [](auto& a, auto& b) { return a.path < b.path; });
 

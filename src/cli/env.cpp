@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "compiler/resolve.h"
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "util/strings.h"
@@ -26,7 +27,10 @@ Registrar env_command{{
       return [args]() -> Status {
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
-        auto p = OPFORGE_TRY(plan::make(probe::real_machine(), args->recipe, opts));
+        auto m = probe::real_machine();
+        auto p = OPFORGE_TRY(plan::make(m, args->recipe, opts));
+        // CC, CXX and PATH name the shim (or the cpu_target wrappers): make it, as a build would.
+        if (p.host && p.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(m.fs, *p.host));
         if (args->format == "json") {
           std::cout << nlohmann::json(p.exports).dump(2) << "\n";
         } else {

@@ -1,5 +1,8 @@
-// `opforge inspect WHEEL [--json]`: files, tags, what each ELF needs, the GPU code inside.
+// `opforge inspect WHEEL [--json] [--cpu-target T]`: files, tags, what each ELF needs, the GPU
+// code inside, and the x86-64 level its CPU code needs (checked against T when given).
+#include <algorithm>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -11,6 +14,35 @@
 namespace opforge::cli {
 namespace {
 
+nlohmann::json isa_json(const wheel::IsaUse& u) {
+  nlohmann::json j{{"analysed", u.analysed}};
+  if (!u.analysed) {
+    j["why"] = u.why;
+    return j;
+  }
+  j["level"] = wheel::level_name(u.level);
+  j["summary"] = u.summary();
+  j["instructions"] = u.instructions;
+  j["undecodable_bytes"] = u.undecodable;
+  j["families"] = nlohmann::json::array();
+  for (const auto& f : u.families)
+    j["families"].push_back({{"family", f.family},
+                             {"level", f.level ? nlohmann::json(wheel::level_name(f.level)) : nlohmann::json()},
+                             {"count", f.count},
+                             {"first_address", f.first_address},
+                             {"first_mnemonic", f.first_mnemonic},
+                             {"first_symbol", f.first_symbol}});
+  return j;
+}
+
+/// Highest level any analysed file needs (1 = x86-64; 0 when no file was analysed).
+int wheel_level(const wheel::Inspection& in) {
+  int level = 0;
+  for (const auto& f : in.files)
+    if (f.isa && f.isa->analysed) level = std::max(level, f.isa->level);
+  return level;
+}
+
 nlohmann::json to_json(const wheel::Inspection& in) {
   nlohmann::json j;
   j["wheel"] = in.filename;
@@ -21,6 +53,8 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["computed_platform_reasons"] = in.computed.reasons;
   j["valid"] = in.report.ok();
   j["problems"] = in.report.problems;
+  int level = wheel_level(in);
+  j["cpu_level"] = level ? nlohmann::json(wheel::level_name(level)) : nlohmann::json();
   j["files"] = nlohmann::json::array();
   for (const auto& f : in.files) {
     char mode[8];
@@ -41,6 +75,7 @@ nlohmann::json to_json(const wheel::Inspection& in) {
                                {"arch", img.arch},
                                {"compressed", img.compressed},
                                {"size", img.size}});
+      if (f.isa) e["isa"] = isa_json(*f.isa);
       fj["elf"] = std::move(e);
     }
     j["files"].push_back(std::move(fj));
@@ -55,6 +90,7 @@ std::string text(const wheel::Inspection& in) {
   out += "  tags: " + strings::join(in.tags, ", ") + "\n";
   out += "  platform opforge computes: " + in.computed.platform + "\n";
   for (const auto& r : in.computed.reasons) out += "    because " + r + "\n";
+  if (int level = wheel_level(in)) out += "  cpu code needs: " + wheel::level_name(level) + " (the highest of its files)\n";
   out += in.report.ok() ? "  RECORD, names and paths: valid\n" : "  problems:\n";
   for (const auto& p : in.report.problems) out += "    " + p + "\n";
   out += "  files:\n";
@@ -70,6 +106,17 @@ std::string text(const wheel::Inspection& in) {
         if (v.starts_with("GLIBC") || v.starts_with("CXXABI") || v.starts_with("GCC"))
           interesting.push_back(v);
       if (!interesting.empty()) out += "      " + lib + ": " + strings::join(interesting, " ") + "\n";
+    }
+    if (f.isa) {
+      out += "      cpu: " + f.isa->summary();
+      std::vector<std::string> counts;
+      for (const auto& u : f.isa->families) counts.push_back(u.family + " " + std::to_string(u.count));
+      if (!counts.empty()) out += " (" + strings::join(counts, ", ") + ")";
+      out += "\n";
+      // Where the most demanding code starts, so a user can tell a dispatched kernel from the plain path.
+      for (const auto& u : f.isa->families)
+        if ((u.level == f.isa->level && u.level > 1) || u.level == 0)
+          out += "        " + wheel::describe_use(u) + "\n";
     }
     if (!f.elf->fatbin.empty()) {
       std::set<std::string> sass, ptx;
@@ -90,14 +137,28 @@ const Registrar kInspect{Registration{
       auto json = std::make_shared<bool>(false);
       app.add_option("wheel", *wheel_path, "the .whl file")->required();
       app.add_flag("--json", *json, "print JSON");
-      return [wheel_path, json]() -> Status {
+      auto cpu_target = std::make_shared<std::string>();
+      app.add_option("--cpu-target", *cpu_target,
+                     "fail (exit 1) when a file's code needs more than this CPU (x86-64-v3, ...)");
+      return [wheel_path, json, cpu_target]() -> Status {
         auto m = probe::real_machine();
+        std::optional<wheel::CpuTarget> target;
+        if (!cpu_target->empty()) {
+          target = wheel::find_cpu_target(*cpu_target);
+          if (!target)
+            return bad_input("--cpu-target: unknown CPU target \"" + *cpu_target + "\"",
+                             "accepted values: " + strings::join(wheel::cpu_target_names(), ", "));
+        }
         auto in = OPFORGE_TRY(wheel::inspect(m.fs, *wheel_path));
         if (*json)
           std::cout << to_json(in).dump(2) << "\n";
         else
           std::cout << text(in);
-        return {};
+        if (!target) return {};
+        std::vector<wheel::IsaCheck> checks;
+        for (const auto& f : in.files)
+          if (f.isa) checks.push_back({f.path, *f.isa, wheel::above_target(*f.isa, *target), {}, {}});
+        return wheel::require_cpu_target(checks, *target);
       };
     }}};
 

@@ -32,6 +32,8 @@ struct HostChoice {
   Compiler compiler;
   Limits limits;
   std::optional<fs::path> shim_dir;  ///< folder with gcc/g++/cc/c++ symlinks, when needed
+  /// Non-empty: shim_dir holds wrappers that pin this CPU target (compiler/cpu_target.h).
+  std::string cpu_target;
   bool allow_unsupported = false;    ///< add -allow-unsupported-compiler
   std::string reason;                ///< why this compiler
   std::vector<Compiler> installed;   ///< everything found

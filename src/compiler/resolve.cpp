@@ -1,5 +1,7 @@
 #include "compiler/resolve.h"
 
+#include "compiler/cpu_target.h"
+
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -342,6 +344,11 @@ Result<int> remove_links(probe::FileSystem& fs, const fs::path& dir) {
 Status create_shim(probe::FileSystem& fs, const HostChoice& choice) {
   if (!choice.shim_dir) return {};
   const auto& c = choice.compiler;
+  if (!choice.cpu_target.empty()) {
+    auto target = wheel::find_cpu_target(choice.cpu_target);
+    if (!target) return bad_input("unknown CPU target \"" + choice.cpu_target + "\"");
+    return write_wrappers(fs, *choice.shim_dir, c, *target);
+  }
   return place_links(fs, *choice.shim_dir,
                      {{"gcc", c.cc}, {"g++", c.cxx}, {"cc", c.cc}, {"c++", c.cxx}});
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "compiler/cpu_target.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
 #include "util/strings.h"
@@ -192,6 +193,19 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
     }
   }
 
+  // --- CPU target: every host compile goes through wrappers that pin -march (compiler/cpu_target.h),
+  // kept in the cache folder so that every build folder shares them.
+  if (!r.build.cpu_target.empty()) {
+    auto target = wheel::find_cpu_target(r.build.cpu_target);
+    if (!target) return bad_input("unknown [build] cpu_target \"" + r.build.cpu_target + "\"");
+    if (!plan.host) plan.host = OPFORGE_TRY(compiler::host_without_toolkit(m, r.compiler.host));
+    fs::path cache = opts.cache_dir.empty() ? ops::default_cache_dir(m.env) : opts.cache_dir;
+    fs::path dir = compiler::wrapper_dir(m.fs, cache.empty() ? plan.build_dir : cache, plan.host->compiler, *target);
+    plan.host = compiler::pin_cpu_target(*plan.host, dir, target->name);
+    notes.push_back("cpu target: " + target->name + " (-march=native becomes -march=" + target->name +
+                    "; compilers wrapped in " + dir.string() + ")");
+  }
+
   // --- ops
   ops::DecideContext ctx;
   ctx.cuda_unavailable = cuda_unavailable;
@@ -241,7 +255,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
     }
     ex["TORCH_CUDA_ARCH_LIST"] = arch_string(plan.arch.arches);
   }
-  if (plan.host && any_cuda) {
+  if (plan.host && (any_cuda || !plan.host->cpu_target.empty())) {
     if (plan.host->shim_dir) {
       ex["CC"] = (*plan.host->shim_dir / "gcc").string();
       ex["CXX"] = (*plan.host->shim_dir / "g++").string();

@@ -8,6 +8,7 @@
 #include "util/strings.h"
 
 #include "devices/resolve.h"
+#include "wheel/isa.h"
 
 namespace opforge::recipe {
 namespace {
@@ -192,7 +193,7 @@ struct Parser {
 
   Status build(const toml::table& t) {
     OPFORGE_CHECK(r.check_keys(t, {"backend", "command", "wheel_glob", "jobs", "cache", "remote",
-                                   "build_dir", "dist_dir", "release"},
+                                   "build_dir", "dist_dir", "release", "cpu_target", "cpu_dispatch"},
                                "[build]"));
     if (auto* n = t.get("backend")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.backend"));
@@ -228,6 +229,25 @@ struct Parser {
     if (auto* n = t.get("build_dir")) out.build.build_dir = OPFORGE_TRY(r.string(*n, "build.build_dir"));
     if (auto* n = t.get("dist_dir")) out.build.dist_dir = OPFORGE_TRY(r.string(*n, "build.dist_dir"));
     if (auto* n = t.get("release")) out.build.release = OPFORGE_TRY(r.boolean(*n, "build.release"));
+    if (auto* n = t.get("cpu_target")) {
+      auto v = OPFORGE_TRY(r.string(*n, "build.cpu_target"));
+      if (!wheel::find_cpu_target(v)) {
+        auto names = wheel::cpu_target_names();
+        std::string msg = "build.cpu_target: unknown CPU target \"" + v + "\"";
+        // Levels highest first, so that one past the last ("x86-64-v5") suggests v4.
+        auto guess = strings::did_you_mean(v, {"x86-64-v4", "x86-64-v3", "x86-64-v2", "x86-64"});
+        if (!guess) guess = strings::did_you_mean(v, names);
+        if (v == "native")
+          msg = "build.cpu_target = \"native\" names the build machine's CPU, not the CPUs the wheel runs on";
+        else if (guess)
+          msg += "; did you mean \"" + *guess + "\"?";
+        return std::unexpected(r.error_at(*n, msg, "accepted values: " + strings::join(names, ", ") +
+                                                       " (leave the key out to keep the project's own flags)"));
+      }
+      out.build.cpu_target = v;
+      remember("build.cpu_target", *n);
+    }
+    if (auto* n = t.get("cpu_dispatch")) out.build.cpu_dispatch = OPFORGE_TRY(r.string_array(*n, "build.cpu_dispatch"));
     return {};
   }
 };

@@ -67,6 +67,11 @@ struct Recipe {
     fs::path build_dir = "build/opforge";  ///< relative to the recipe's folder
     fs::path dist_dir = "dist";            ///< relative to the recipe's folder
     bool release = false;              ///< refuse dirty trees and moving revs
+    /// The CPU the wheel's code must run on ("x86-64-v3", "skylake-avx512"; wheel/isa.h lists
+    /// them); empty: the project's own -march flags are kept and nothing is checked.
+    std::string cpu_target;
+    /// Globs of wheel paths whose code above cpu_target is chosen at run time (not checked).
+    std::vector<std::string> cpu_dispatch;
     /// Not from the TOML: the commit a build record names (`build --release-of`, `verify`); the
     /// source must resolve to it, and a branch rev is then accepted.
     std::optional<std::string> release_commit;

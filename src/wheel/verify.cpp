@@ -221,6 +221,7 @@ Result<Inspection> inspect(const probe::FileSystem& fs, const fs::path& wheel) {
       auto info = read_elf(e.content);
       if (info) {
         f.elf = *info;
+        if (auto isa = read_isa(e.content)) f.isa = std::move(*isa);
         elfs.emplace(e.path, std::move(*info));
       } else {
         out.report.problems.push_back(e.path + ": " + info.error().message);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "probe/machine.h"
+#include "wheel/isa.h"
 #include "util/error.h"
 
 namespace opforge::wheel {
@@ -171,6 +172,7 @@ struct InspectedFile {
   std::uint64_t size = 0;
   unsigned mode = 0;
   std::optional<ElfInfo> elf;
+  std::optional<IsaUse> isa;          ///< with elf: the instruction sets its code uses
 };
 
 struct Inspection {

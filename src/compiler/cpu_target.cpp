@@ -1,0 +1,111 @@
+#include "compiler/cpu_target.h"
+
+#include <set>
+
+#include "compiler/resolve.h"
+#include "util/hash.h"
+#include "util/strings.h"
+
+namespace opforge::compiler {
+namespace {
+
+bool is_level(const wheel::CpuTarget& t) { return t.name.starts_with("x86-64"); }
+
+}  // namespace
+
+std::string simd_macro_for(std::string_view macro, const wheel::CpuTarget& target) {
+  const bool avx512 = target.allows("AVX-512F");
+  const bool avx256 = target.allows("AVX2") && target.allows("FMA") && target.allows("F16C");
+  if (macro == "__AVX512__" && !avx512) return avx256 ? "__AVX256__" : "__SCALAR__";
+  if (macro == "__AVX256__" && !avx256) return "__SCALAR__";
+  return std::string(macro);
+}
+
+std::string wrapper_script(const fs::path& real, const wheel::CpuTarget& target) {
+  // gcc accepts no psABI level as -mtune: a level keeps the generic tuning.
+  const std::string tune = is_level(target) ? "generic" : target.name;
+  std::string s;
+  s += "#!/bin/sh\n";
+  s += "# Written by opforge (recipe [build] cpu_target = \"" + target.name + "\"): runs " +
+       real.string() + "\n";
+  s += "# for CPU target " + target.name + " whatever -march=native the build asks for.\n";
+  s += "n=$#\n";
+  s += "while [ \"$n\" -gt 0 ]; do\n";
+  s += "  a=$1\n";
+  s += "  shift\n";
+  s += "  n=$((n - 1))\n";
+  s += "  case $a in\n";
+  s += "    -march=native) a=-march=" + target.name + " ;;\n";
+  s += "    -mtune=native|-mcpu=native) a=-mtune=" + tune + " ;;\n";
+  for (std::string macro : {"__AVX512__", "__AVX256__"}) {
+    std::string to = simd_macro_for(macro, target);
+    if (to != macro) s += "    -D" + macro + ") a=-D" + to + " ;;\n";
+  }
+  s += "  esac\n";
+  s += "  set -- \"$@\" \"$a\"\n";
+  s += "done\n";
+  s += "exec " + strings::shell_quote(real.string()) + " \"$@\"\n";
+  return s;
+}
+
+fs::path wrapper_dir(const probe::FileSystem& fs, const fs::path& root, const Compiler& compiler,
+                     const wheel::CpuTarget& target) {
+  std::string key = target.name;
+  for (const auto& p : {compiler.cc, compiler.cxx}) {
+    key += "\n" + p.string();
+    if (auto real = fs.canonical(p)) {
+      key += " " + real->string();
+      if (auto st = fs.stamp(*real))
+        key += " " + std::to_string(st->size) + " " + std::to_string(st->mtime_ns);
+    }
+  }
+  return root / "cpu-shim" / (target.name + "-" + sha256_hex(key).substr(0, 16));
+}
+
+Status write_wrappers(probe::FileSystem& fs, const fs::path& dir, const Compiler& compiler,
+                      const wheel::CpuTarget& target) {
+  std::vector<std::pair<std::string, fs::path>> names = {
+      {"gcc", compiler.cc}, {"g++", compiler.cxx}, {"cc", compiler.cc}, {"c++", compiler.cxx}};
+  if (compiler.family == Family::clang) names = {{"clang", compiler.cc}, {"clang++", compiler.cxx},
+                                                 {"cc", compiler.cc}, {"c++", compiler.cxx}};
+  names.emplace_back(compiler.cc.filename().string(), compiler.cc);
+  names.emplace_back(compiler.cxx.filename().string(), compiler.cxx);
+  if (fs.resolved_type(dir) != probe::FileType::directory) OPFORGE_CHECK(fs.create_directories(dir));
+  std::set<std::string> done;
+  for (const auto& [name, real] : names) {
+    if (name.empty() || !done.insert(name).second) continue;
+    // The real compiler by its absolute path: the shim folder is first on PATH for command
+    // builds, so a bare name would find the wrapper itself.
+    fs::path target_path = real.is_absolute() ? real : fs.canonical(real).value_or(real);
+    std::string text = wrapper_script(target_path, target);
+    if (auto cur = fs.read_file(dir / name); cur && *cur == text && fs.is_executable(dir / name)) continue;
+    if (fs.type_of(dir / name) == probe::FileType::symlink) OPFORGE_CHECK(fs.remove(dir / name));
+    OPFORGE_CHECK(fs.write_file_atomic(dir / name, text, 0755));
+  }
+  return {};
+}
+
+Result<HostChoice> host_without_toolkit(probe::Machine m, const std::string& host) {
+  HostChoice choice;
+  choice.installed = find_installed(m);
+  // find_installed lists the default compiler first.
+  for (const auto& c : choice.installed) {
+    bool named = c.cxx == fs::path(host) || c.cc == fs::path(host) || c.cxx.filename() == host ||
+                 c.cc.filename() == host;
+    if (host == "auto" || named) {
+      choice.compiler = c;
+      choice.reason = host == "auto" ? "the default compiler (no CUDA toolkit to satisfy)" : "[compiler] host";
+      return choice;
+    }
+  }
+  return unsatisfied("no host compiler " + (host == "auto" ? std::string("(gcc or clang) on PATH") : "'" + host + "' on PATH"),
+                     "install g++ (apt-get install g++) or set [compiler] host");
+}
+
+HostChoice pin_cpu_target(HostChoice choice, const fs::path& dir, const std::string& target) {
+  choice.shim_dir = dir;
+  choice.cpu_target = target;
+  return choice;
+}
+
+}  // namespace opforge::compiler

@@ -1,0 +1,475 @@
+// Instruction-set use of ELF code. The levels are the x86-64 psABI's (x86-64-v2: SSE3, SSSE3,
+// SSE4.1, SSE4.2, POPCNT, CMPXCHG16B, LAHF/SAHF; -v3: AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT,
+// MOVBE, XSAVE; -v4: AVX-512F, BW, CD, DQ, VL), which gcc's -march=x86-64-vN follows. Which
+// extension an instruction belongs to comes from Zydis (its ISA sets are Intel XED's); the gcc
+// -march names below list what gcc 12 defines for them (`gcc -march=NAME -dM -E`), which
+// tests/wheel_isa_test.cpp checks against the real gcc.
+#include "wheel/isa.h"
+
+#include <Zydis/Zydis.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "util/strings.h"
+
+namespace opforge::wheel {
+namespace {
+
+constexpr std::array<IsaFamily, 45> kFamilies{{
+    {"SSE3", 2, "__SSE3__"},
+    {"SSSE3", 2, "__SSSE3__"},
+    {"SSE4.1", 2, "__SSE4_1__"},
+    {"SSE4.2", 2, "__SSE4_2__"},
+    {"POPCNT", 2, "__POPCNT__"},
+    {"CX16", 2, "__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16"},
+    {"LAHF-SAHF", 2, "__LAHF_SAHF__"},
+    {"AVX", 3, "__AVX__"},
+    {"AVX2", 3, "__AVX2__"},
+    {"BMI1", 3, "__BMI__"},
+    {"BMI2", 3, "__BMI2__"},
+    {"F16C", 3, "__F16C__"},
+    {"FMA", 3, "__FMA__"},
+    {"LZCNT", 3, "__LZCNT__"},
+    {"MOVBE", 3, "__MOVBE__"},
+    {"XSAVE", 3, "__XSAVE__"},
+    {"AVX-512F", 4, "__AVX512F__"},
+    {"AVX-512BW", 4, "__AVX512BW__"},
+    {"AVX-512CD", 4, "__AVX512CD__"},
+    {"AVX-512DQ", 4, "__AVX512DQ__"},
+    {"AVX-512VL", 4, "__AVX512VL__"},
+    {"AES", 0, "__AES__"},
+    {"PCLMULQDQ", 0, "__PCLMUL__"},
+    {"SHA", 0, "__SHA__"},
+    {"RDRAND", 0, "__RDRND__"},
+    {"RDSEED", 0, "__RDSEED__"},
+    {"ADX", 0, "__ADX__"},
+    {"FSGSBASE", 0, "__FSGSBASE__"},
+    {"XSAVEOPT", 0, "__XSAVEOPT__"},
+    {"XSAVEC", 0, "__XSAVEC__"},
+    {"XSAVES", 0, "__XSAVES__"},
+    {"CLFLUSHOPT", 0, "__CLFLUSHOPT__"},
+    {"CLWB", 0, "__CLWB__"},
+    {"PKU", 0, "__PKU__"},
+    {"RDPID", 0, "__RDPID__"},
+    {"GFNI", 0, "__GFNI__"},
+    {"VAES", 0, "__VAES__"},
+    {"VPCLMULQDQ", 0, "__VPCLMULQDQ__"},
+    {"AVX-VNNI", 0, "__AVXVNNI__"},
+    {"AVX-512VNNI", 0, "__AVX512VNNI__"},
+    {"AVX-512VBMI", 0, "__AVX512VBMI__"},
+    {"AVX-512VBMI2", 0, "__AVX512VBMI2__"},
+    {"AVX-512IFMA", 0, "__AVX512IFMA__"},
+    {"AVX-512BITALG", 0, "__AVX512BITALG__"},
+    {"AVX-512VPOPCNTDQ", 0, "__AVX512VPOPCNTDQ__"},
+}};
+
+const IsaFamily* family_named(std::string_view name) {
+  for (const auto& f : kFamilies)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::set<std::string> families_up_to(int level) {
+  std::set<std::string> out;
+  for (const auto& f : kFamilies)
+    if (f.level >= 2 && f.level <= level) out.emplace(f.name);
+  return out;
+}
+
+struct NamedCpu {
+  std::string_view name;
+  int level;
+  std::vector<std::string_view> extra;  // families beyond the level
+};
+
+// gcc 12's -march names whose families make a level plus extras (gcc -march=NAME -dM -E).
+const std::vector<NamedCpu>& named_cpus() {
+  static const std::vector<NamedCpu> cpus = {
+      // gcc 12's haswell and broadwell leave AES out (only skylake and later have it).
+      {"haswell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT"}},
+      {"broadwell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX"}},
+      {"skylake", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
+                      "CLFLUSHOPT", "XSAVEC", "XSAVES"}},
+      {"skylake-avx512", 4, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
+                             "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB", "PKU"}},
+      {"cascadelake", 4, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
+                          "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB", "PKU", "AVX-512VNNI"}},
+      {"icelake-server", 4, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
+                             "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB", "PKU", "AVX-512VNNI", "SHA",
+                             "RDPID", "GFNI", "VAES", "VPCLMULQDQ", "AVX-512VBMI", "AVX-512VBMI2",
+                             "AVX-512IFMA", "AVX-512BITALG", "AVX-512VPOPCNTDQ"}},
+      {"znver2", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
+                     "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA", "CLWB", "RDPID"}},
+      {"znver3", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
+                     "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA", "CLWB", "RDPID", "VAES", "VPCLMULQDQ",
+                     "PKU"}},
+  };
+  return cpus;
+}
+
+// Instruction sets every x86-64 CPU runs (the psABI baseline: x87, MMX, SSE, SSE2, CMOV, FXSR,
+// long mode) and hint instructions that are NOPs where the feature is missing (endbr64: CET).
+bool baseline_set(ZydisISASet set) {
+  switch (set) {
+    case ZYDIS_ISA_SET_I86: case ZYDIS_ISA_SET_I186: case ZYDIS_ISA_SET_I286PROTECTED:
+    case ZYDIS_ISA_SET_I286REAL: case ZYDIS_ISA_SET_I386: case ZYDIS_ISA_SET_I486:
+    case ZYDIS_ISA_SET_I486REAL: case ZYDIS_ISA_SET_PENTIUMREAL: case ZYDIS_ISA_SET_PENTIUMMMX:
+    case ZYDIS_ISA_SET_PPRO: case ZYDIS_ISA_SET_CMOV: case ZYDIS_ISA_SET_FCMOV:
+    case ZYDIS_ISA_SET_X87: case ZYDIS_ISA_SET_SSE: case ZYDIS_ISA_SET_SSE2:
+    case ZYDIS_ISA_SET_SSE2MMX: case ZYDIS_ISA_SET_SSEMXCSR: case ZYDIS_ISA_SET_SSE_PREFETCH:
+    case ZYDIS_ISA_SET_FXSAVE: case ZYDIS_ISA_SET_FXSAVE64: case ZYDIS_ISA_SET_LONGMODE:
+    case ZYDIS_ISA_SET_PAUSE: case ZYDIS_ISA_SET_FAT_NOP: case ZYDIS_ISA_SET_PREFETCH_NOP:
+    case ZYDIS_ISA_SET_CLFSH: case ZYDIS_ISA_SET_CET: case ZYDIS_ISA_SET_RDPMC:
+    case ZYDIS_ISA_SET_INVALID:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The families one instruction set belongs to (two for a 128/256-bit AVX-512 form: it also
+// needs AVX-512VL); empty for the baseline.
+std::vector<std::string> families_of_set(ZydisISASet set) {
+  if (baseline_set(set)) return {};
+  switch (set) {
+    case ZYDIS_ISA_SET_SSE3: case ZYDIS_ISA_SET_SSE3X87: return {"SSE3"};
+    case ZYDIS_ISA_SET_SSSE3: case ZYDIS_ISA_SET_SSSE3MMX: return {"SSSE3"};
+    case ZYDIS_ISA_SET_SSE4: return {"SSE4.1"};
+    case ZYDIS_ISA_SET_SSE42: return {"SSE4.2"};
+    case ZYDIS_ISA_SET_POPCNT: return {"POPCNT"};
+    case ZYDIS_ISA_SET_CMPXCHG16B: return {"CX16"};
+    case ZYDIS_ISA_SET_LAHF: return {"LAHF-SAHF"};
+    case ZYDIS_ISA_SET_AVX: return {"AVX"};
+    case ZYDIS_ISA_SET_AVX2: case ZYDIS_ISA_SET_AVX2GATHER: return {"AVX2"};
+    case ZYDIS_ISA_SET_BMI1: return {"BMI1"};
+    case ZYDIS_ISA_SET_BMI2: return {"BMI2"};
+    case ZYDIS_ISA_SET_F16C: return {"F16C"};
+    case ZYDIS_ISA_SET_FMA: return {"FMA"};
+    case ZYDIS_ISA_SET_LZCNT: return {"LZCNT"};
+    case ZYDIS_ISA_SET_MOVBE: return {"MOVBE"};
+    case ZYDIS_ISA_SET_XSAVE: return {"XSAVE"};
+    case ZYDIS_ISA_SET_XSAVEOPT: return {"XSAVEOPT"};
+    case ZYDIS_ISA_SET_XSAVEC: return {"XSAVEC"};
+    case ZYDIS_ISA_SET_XSAVES: return {"XSAVES"};
+    case ZYDIS_ISA_SET_AES: return {"AES"};
+    case ZYDIS_ISA_SET_AVXAES: return {"AES", "AVX"};
+    case ZYDIS_ISA_SET_PCLMULQDQ: return {"PCLMULQDQ"};
+    case ZYDIS_ISA_SET_VPCLMULQDQ: return {"VPCLMULQDQ"};
+    case ZYDIS_ISA_SET_GFNI: case ZYDIS_ISA_SET_AVX_GFNI: return {"GFNI"};
+    case ZYDIS_ISA_SET_VAES: return {"VAES"};
+    case ZYDIS_ISA_SET_SHA: return {"SHA"};
+    case ZYDIS_ISA_SET_RDRAND: return {"RDRAND"};
+    case ZYDIS_ISA_SET_RDSEED: return {"RDSEED"};
+    case ZYDIS_ISA_SET_ADOX_ADCX: return {"ADX"};
+    case ZYDIS_ISA_SET_RDWRFSGS: return {"FSGSBASE"};
+    case ZYDIS_ISA_SET_CLFLUSHOPT: return {"CLFLUSHOPT"};
+    case ZYDIS_ISA_SET_CLWB: return {"CLWB"};
+    case ZYDIS_ISA_SET_PKU: return {"PKU"};
+    case ZYDIS_ISA_SET_RDPID: return {"RDPID"};
+    case ZYDIS_ISA_SET_AVX_VNNI: return {"AVX-VNNI"};
+    default: break;
+  }
+  // AVX-512: "AVX512F_512", "AVX512BW_KOP", "AVX512_VNNI_256" → "AVX-512F", "AVX-512BW",
+  // "AVX-512VNNI" (+ "AVX-512VL" for the 128/256-bit forms). The _128N forms (vmovd/vmovq-like
+  // moves) need no VL.
+  std::string name = ZydisISASetGetString(set);
+  if (name.starts_with("AVX512")) {
+    auto us = name.rfind('_');
+    std::string size = us == std::string::npos ? "" : name.substr(us + 1);
+    std::string base = us == std::string::npos ? name.substr(6) : name.substr(6, us - 6);
+    if (base.starts_with("_")) base.erase(0, 1);
+    // "AVX512_VPCLMULQDQ_128" and friends are the EVEX forms of a family of their own.
+    if (base == "VPCLMULQDQ" || base == "VAES" || base == "GFNI") return {base, "AVX-512F"};
+    std::vector<std::string> out{"AVX-512" + base};
+    if (size == "128" || size == "256") out.emplace_back("AVX-512VL");
+    return out;
+  }
+  return {name};  // Zydis's own name for anything else (SSE4A, FMA4, RDTSCP, MONITOR ...)
+}
+
+// families_of_set for every set, worked out once: it runs for every decoded instruction.
+const std::vector<std::string>& families_cached(ZydisISASet set) {
+  static const auto table = [] {
+    std::vector<std::vector<std::string>> t(ZYDIS_ISA_SET_MAX_VALUE + 1);
+    for (int i = 0; i <= ZYDIS_ISA_SET_MAX_VALUE; ++i) t[i] = families_of_set(static_cast<ZydisISASet>(i));
+    return t;
+  }();
+  return table[set];
+}
+
+int level_of(std::string_view family) {
+  const IsaFamily* f = family_named(family);
+  return f ? f->level : 0;
+}
+
+// Sort key: by level (level-0 families last), then by the table's order, then by name.
+std::tuple<int, std::size_t, std::string> order_key(const std::string& family) {
+  int level = level_of(family);
+  std::size_t index = kFamilies.size();
+  for (std::size_t i = 0; i < kFamilies.size(); ++i)
+    if (kFamilies[i].name == family) index = i;
+  return {level == 0 ? 99 : level, index, family};
+}
+
+struct ElfHandle {
+  Elf* elf = nullptr;
+  ~ElfHandle() {
+    if (elf) elf_end(elf);
+  }
+};
+
+struct FunctionSymbol {
+  std::size_t section = 0;
+  std::uint64_t value = 0, size = 0;
+  std::string name;
+};
+
+std::vector<FunctionSymbol> function_symbols(Elf* elf) {
+  std::vector<FunctionSymbol> out;
+  for (GElf_Word type : {SHT_SYMTAB, SHT_DYNSYM}) {
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type || shdr.sh_entsize == 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!data) continue;
+      std::size_t count = shdr.sh_size / shdr.sh_entsize;
+      for (std::size_t i = 0; i < count; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+        if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF) continue;
+        const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        if (name && *name) out.push_back({sym.st_shndx, sym.st_value, sym.st_size, name});
+      }
+    }
+    if (!out.empty()) break;  // .symtab when there is one, else the exported .dynsym
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const IsaFamily> isa_families() { return kFamilies; }
+
+std::string level_name(int level) {
+  return level <= 1 ? "x86-64" : "x86-64-v" + std::to_string(level);
+}
+
+std::string IsaUse::summary() const {
+  if (!analysed) return "not analysed (" + why + ")";
+  std::vector<std::string> outside;
+  for (const auto& f : families)
+    if (f.level == 0) outside.push_back(f.family);
+  std::string out = level_name(level);
+  if (!outside.empty()) out += " + " + strings::join(outside, ", ");
+  return out;
+}
+
+Result<IsaUse> read_isa(std::string_view bytes) {
+  if (bytes.size() < 4 || bytes.substr(0, 4) != std::string_view("\x7f" "ELF", 4))
+    return bad_input("not an ELF file (no \\x7fELF magic)");
+  if (elf_version(EV_CURRENT) == EV_NONE) return failure("libelf is out of date");
+  std::string copy(bytes);
+  ElfHandle h;
+  h.elf = elf_memory(copy.data(), copy.size());
+  GElf_Ehdr ehdr;
+  if (!h.elf || elf_kind(h.elf) != ELF_K_ELF || !gelf_getehdr(h.elf, &ehdr))
+    return bad_input(std::string("cannot read ELF: ") + elf_errmsg(-1));
+  IsaUse use;
+  if (ehdr.e_machine != EM_X86_64) {
+    use.why = ehdr.e_machine == EM_AARCH64 ? "aarch64 code" : "not x86-64 code (e_machine " +
+                                                                  std::to_string(ehdr.e_machine) + ")";
+    return use;
+  }
+  use.analysed = true;
+  const bool relocatable = ehdr.e_type == ET_REL;
+  auto symbols = function_symbols(h.elf);
+
+  ZydisDecoder decoder;
+  if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+    return failure("cannot initialise the Zydis decoder");
+  // No operand decoding: the mnemonic and ISA set are all that is needed.
+  ZydisDecoderEnableMode(&decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+  std::map<std::string, FamilyUse> found;
+  for (Elf_Scn* scn = elf_nextscn(h.elf, nullptr); scn; scn = elf_nextscn(h.elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_type == SHT_NOBITS)
+      continue;
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf) continue;
+    const auto* code = static_cast<const std::uint8_t*>(data->d_buf);
+    const std::size_t size = data->d_size, index = elf_ndxscn(scn);
+    const std::uint64_t base = relocatable ? 0 : shdr.sh_addr;
+    ZydisDecodedInstruction ins;
+    for (std::size_t off = 0; off < size;) {
+      if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, nullptr, code + off, size - off, &ins))) {
+        ++use.undecodable;
+        ++off;
+        continue;
+      }
+      ++use.instructions;
+      // TZCNT is `rep bsf`: where BMI1 is missing it runs as BSF, and gcc emits it for generic
+      // x86-64 code (__builtin_ctz). XGETBV is feature detection (libgcc's __builtin_cpu_supports
+      // runs it only after cpuid reports OSXSAVE). Neither says what CPU the code needs.
+      if (ins.mnemonic == ZYDIS_MNEMONIC_TZCNT || ins.mnemonic == ZYDIS_MNEMONIC_XGETBV) {
+        off += ins.length;
+        continue;
+      }
+      for (auto& family : families_cached(ins.meta.isa_set)) {
+        auto [it, fresh] = found.try_emplace(family);
+        FamilyUse& f = it->second;
+        ++f.count;
+        if (!fresh) continue;
+        f.family = family;
+        f.level = level_of(family);
+        f.first_address = base + off;
+        f.first_mnemonic = ZydisMnemonicGetString(ins.mnemonic);
+        for (const auto& s : symbols)
+          if (s.section == index && f.first_address >= s.value && f.first_address < s.value + s.size)
+            f.first_symbol = s.name;
+      }
+      off += ins.length;
+    }
+  }
+  for (auto& [name, f] : found) {
+    use.level = std::max(use.level, f.level);
+    use.families.push_back(std::move(f));
+  }
+  std::sort(use.families.begin(), use.families.end(),
+            [](const FamilyUse& a, const FamilyUse& b) { return order_key(a.family) < order_key(b.family); });
+  return use;
+}
+
+std::vector<std::string> cpu_target_names() {
+  std::vector<std::string> out = {"x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
+  for (const auto& cpu : named_cpus()) out.emplace_back(cpu.name);
+  return out;
+}
+
+std::optional<CpuTarget> find_cpu_target(std::string_view name) {
+  for (int level = 1; level <= 4; ++level)
+    if (name == level_name(level)) return CpuTarget{std::string(name), level, families_up_to(level)};
+  for (const auto& cpu : named_cpus()) {
+    if (cpu.name != name) continue;
+    CpuTarget t{std::string(name), cpu.level, families_up_to(cpu.level)};
+    for (auto f : cpu.extra) t.families.emplace(f);
+    return t;
+  }
+  return std::nullopt;
+}
+
+std::set<std::string> families_of_flags(const std::vector<std::string>& flags) {
+  // gcc's implications (gcc/common/config/i386/i386-common.cc, OPTION_MASK_ISA_*_SET): each
+  // SSE/AVX level implies the ones below it; AVX-512 subsets imply AVX-512F.
+  using L = std::vector<std::string>;
+  const L sse42 = {"SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"};
+  const L avx = {"SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT", "AVX", "XSAVE"};
+  auto plus = [](L base, std::initializer_list<std::string> more) {
+    base.insert(base.end(), more);
+    return base;
+  };
+  const std::map<std::string, L, std::less<>> kFlags = {
+      {"sse3", {"SSE3"}},
+      {"ssse3", {"SSE3", "SSSE3"}},
+      {"sse4.1", {"SSE3", "SSSE3", "SSE4.1"}},
+      {"sse4.2", sse42},
+      {"sse4", sse42},
+      {"popcnt", {"POPCNT"}},
+      {"cx16", {"CX16"}},
+      {"sahf", {"LAHF-SAHF"}},
+      {"avx", avx},
+      {"avx2", plus(avx, {"AVX2"})},
+      {"fma", plus(avx, {"FMA"})},
+      {"f16c", plus(avx, {"F16C"})},
+      {"bmi", {"BMI1"}},
+      {"bmi2", {"BMI2"}},
+      {"lzcnt", {"LZCNT"}},
+      {"movbe", {"MOVBE"}},
+      {"xsave", {"XSAVE"}},
+      {"aes", {"AES"}},
+      {"pclmul", {"PCLMULQDQ"}},
+  };
+  std::set<std::string> out;
+  for (const auto& flag : flags) {
+    if (flag.starts_with("-march=")) {
+      if (auto t = find_cpu_target(std::string_view(flag).substr(7))) out.insert(t->families.begin(), t->families.end());
+      continue;
+    }
+    if (!flag.starts_with("-m")) continue;
+    std::string_view name = std::string_view(flag).substr(2);
+    if (auto it = kFlags.find(name); it != kFlags.end()) {
+      out.insert(it->second.begin(), it->second.end());
+    } else if (name.starts_with("avx512")) {
+      // -mavx512f → AVX-512F; -mavx512vl → AVX-512VL; each implies AVX-512F and AVX2.
+      std::string sub(name.substr(6));
+      for (auto& c : sub) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      out.insert("AVX-512" + sub);
+      out.insert("AVX-512F");
+      const auto avx2 = kFlags.find("avx2")->second;
+      out.insert(avx2.begin(), avx2.end());
+    }
+  }
+  return out;
+}
+
+std::vector<FamilyUse> above_target(const IsaUse& use, const CpuTarget& target,
+                                    const std::set<std::string>& allowed) {
+  std::vector<FamilyUse> out;
+  for (const auto& f : use.families)
+    if (!target.allows(f.family) && !allowed.contains(f.family)) out.push_back(f);
+  return out;
+}
+
+std::string describe_use(const FamilyUse& use) {
+  char addr[32];
+  std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(use.first_address));
+  std::string out = use.family + " (" + std::to_string(use.count) + ", first " + use.first_mnemonic + " at " + addr;
+  if (!use.first_symbol.empty()) out += " in " + use.first_symbol;
+  return out + ")";
+}
+
+Result<std::vector<IsaCheck>> check_cpu_target(
+    const std::vector<std::pair<std::string, std::string_view>>& files, const CpuTarget& target,
+    const std::function<IsaAllowance(const std::string&)>& allowance) {
+  std::vector<IsaCheck> out;
+  for (const auto& [path, bytes] : files) {
+    if (bytes.size() < 4 || bytes.substr(0, 4) != std::string_view("\x7f" "ELF", 4)) continue;
+    auto use = read_isa(bytes);
+    if (!use) return bad_input(path + ": " + use.error().message);
+    IsaCheck c{path, std::move(*use), {}, {}, {}};
+    IsaAllowance allowed = allowance ? allowance(path) : IsaAllowance{};
+    for (auto& f : above_target(c.use, target)) {
+      if (allowed.everything || allowed.families.contains(f.family)) {
+        c.dispatched.push_back(f);
+        c.why_allowed = allowed.why;
+      } else {
+        c.above.push_back(f);
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Status require_cpu_target(const std::vector<IsaCheck>& checks, const CpuTarget& target) {
+  std::string msg;
+  for (const auto& c : checks) {
+    if (c.above.empty()) continue;
+    std::vector<std::string> parts;
+    for (const auto& f : c.above) parts.push_back(describe_use(f));
+    msg += "\n  " + c.path + ": " + strings::join(parts, ", ");
+  }
+  if (msg.empty()) return {};
+  return failure("the wheel holds code above cpu_target \"" + target.name + "\":" + msg,
+                 "the project compiles these files for a newer CPU by other means than -march=native "
+                 "(e.g. -mavx512f or -march=<cpu> in its flags): remove those flags, or, when the file "
+                 "picks its SIMD code at run time (cpuid), list it in [build] cpu_dispatch");
+}
+
+}  // namespace opforge::wheel
