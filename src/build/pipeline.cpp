@@ -141,7 +141,8 @@ Status recover_dist(probe::Machine m, const fs::path& dist) {
   auto strip = [](std::string_view n, std::string_view suffix) {  // ".R.opforge-new" → "R"
     return std::string(n.substr(1, n.size() - 1 - suffix.size()));
   };
-  for (const auto& n : names) {
+  const auto listed = names;  // `names` is refreshed below as files move
+  for (const auto& n : listed) {
     if (!n.starts_with(".") || !n.ends_with(std::string(kRecordSuffix) + std::string(kNew))) continue;
     std::string rec = strip(n, kNew);
     std::string whl = rec.substr(0, rec.size() - kRecordSuffix.size());
@@ -151,7 +152,7 @@ Status recover_dist(probe::Machine m, const fs::path& dist) {
       names = OPFORGE_TRY(m.fs.list_directory(dist));
     }
   }
-  for (const auto& n : names) {
+  for (const auto& n : listed) {
     if (!n.starts_with(".") || !n.ends_with(std::string(kRecordSuffix) + std::string(kOld))) continue;
     std::string rec = strip(n, kOld);
     std::string whl = rec.substr(0, rec.size() - kRecordSuffix.size());
@@ -161,6 +162,7 @@ Status recover_dist(probe::Machine m, const fs::path& dist) {
       names = OPFORGE_TRY(m.fs.list_directory(dist));
     }
   }
+  names = OPFORGE_TRY(m.fs.list_directory(dist));
   for (const auto& n : names) {
     if (!n.starts_with(".")) continue;
     bool ours = ((n.ends_with(kNew) || n.ends_with(kOld)) &&

@@ -14,6 +14,7 @@
 #include "wheel/wheel.h"
 
 namespace opforge::cli {
+namespace fs = std::filesystem;
 namespace {
 
 /// Recipes are small; this keeps a record from pointing verify at something endless.

@@ -9,22 +9,30 @@
 set -euo pipefail
 opforge=$1 src=$2 work=$3
 . "$src/tests/e2e/lib.sh"
-rm -rf "$work"; mkdir -p "$work"
+rm -rf "$work"; mkdir -p "$work/ops/twice"
+# A CPU op and a small CUDA op: nvcc keeps the compile step long enough to be killed inside it.
+cp -r "$src/tests/fixtures/ops/cpuop" "$work/ops/"
+cat > "$work/ops/twice/op.toml" <<EOF
+name = "twice"
+kind = "cuda"
+description = "two small kernels"
+sources = ["a.cu", "b.cu"]
+EOF
+printf '__global__ void twice_a(float* x) { x[threadIdx.x] *= 2.f; }\n' > "$work/ops/twice/a.cu"
+printf '__global__ void twice_b(float* x) { x[threadIdx.x] += 1.f; }\n' > "$work/ops/twice/b.cu"
 cat > "$work/r.toml" <<EOF
 [package]
 name = "kill-points"
 version = "1.0.0"
 local_version = "none"
 [source]
-path = "$src/tests/fixtures"
+path = "$work"
 ops_dir = "ops"
 [cuda]
 version = "auto"
 [ops]
 cpuop = true
-vecadd = "auto"
-nolib = false
-aiolike = false
+twice = true
 EOF
 export TORCH_CUDA_ARCH_LIST="9.0" OPFORGE_CACHE_DIR="$work/cache"
 A=1700000000 B=1700000100
