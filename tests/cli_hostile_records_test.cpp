@@ -182,6 +182,10 @@ const Case kCases[] = {
      "r.json: field 'inputs.recipe' must be an object, not a string"},
     {"record_env_value_array", record_file(record_json("{\"environment\": {\"DS_BUILD_X\": []}}")), "verify r.json", 2,
      "r.json: field 'inputs.environment.DS_BUILD_X' must be a string, not an array"},
+    {"record_env_ld_preload", record_file(record_json("{\"environment\": {\"LD_PRELOAD\": \"/tmp/evil.so\"}}")),
+     "verify r.json", 2,
+     "r.json: field 'inputs.environment.LD_PRELOAD' is not a variable opforge records (DS_*, TORCH_CUDA_ARCH_LIST, "
+     "CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH)"},
     {"record_command_number", record_file(record_json("{\"command\": [\"sh\", 1]}")), "verify r.json", 2,
      "r.json: field 'inputs.command[1]' must be a string, not a number"},
     {"record_outputs_null", record_file("{\"format\": \"opforge-build-record/1\", \"wheel\": \"w.whl\", \"outputs\": {\"w.whl\": null}}"),

@@ -48,7 +48,8 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
   nlohmann::json ops = nlohmann::json::object();
   for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
   in["ops"] = ops;
-  // The variables that change what is built (DeepSpeed/PyTorch conventions).
+  // The variables that change what is built (DeepSpeed/PyTorch conventions); each must pass
+  // record::recorded_variable, or the record will not read back.
   nlohmann::json env = nlohmann::json::object();
   for (auto& [k, v] : m.env.all())
     if (k.starts_with("DS_BUILD_") || k == "TORCH_CUDA_ARCH_LIST" || k == "CUDA_HOME" ||

@@ -20,6 +20,11 @@ namespace {
 /// Recipes are small; this keeps a record from pointing verify at something endless.
 constexpr std::uint64_t kMaxRecipeBytes = 16 * 1024 * 1024;
 
+/// The rebuild sees every recorded variable; these, when unset at record time, stay unset.
+bool unset_unless_recorded(const std::string& name) {
+  return name.starts_with("DS_BUILD_") || name == "TORCH_CUDA_ARCH_LIST" || name == "SOURCE_DATE_EPOCH";
+}
+
 Status verify_wheel(const std::string& path) {
   auto m = probe::real_machine();
   auto report = OPFORGE_TRY(wheel::verify(m.fs, path));
@@ -115,11 +120,7 @@ Status verify_record(const std::string& path, bool allow_run) {
     return bad_input(path + ": nothing was run: verifying a record rebuilds it, running what is listed above",
                      "read the list, then pass --allow-run to rebuild and compare");
 
-  // The rebuild sees the recorded DS_BUILD_*, TORCH_CUDA_ARCH_LIST and SOURCE_DATE_EPOCH; those
-  // unset at record time stay unset.
-  probe::OverlayEnvironment env(m.env, expected.environment, [](const std::string& name) {
-    return name.starts_with("DS_BUILD_") || name == "TORCH_CUDA_ARCH_LIST" || name == "SOURCE_DATE_EPOCH";
-  });
+  probe::OverlayEnvironment env(m.env, expected.environment, unset_unless_recorded);
   probe::Machine rebuild{m.fs, m.proc, env, m.dl};
   build::PipelineOptions options;
   // A release is rebuilt from its own commit: a branch that has moved since is refused by name.

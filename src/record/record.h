@@ -52,6 +52,12 @@ struct Record {
   std::string fingerprint;                      ///< inputs.fingerprint (native builds)
 };
 
+/// The environment variables a record holds and `verify` replays: those that change what is
+/// built (DeepSpeed's DS_*, PyTorch's TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH,
+/// SOURCE_DATE_EPOCH). parse() refuses any other name in inputs.environment, so that a
+/// hand-written record cannot hand the rebuild LD_PRELOAD or PATH.
+bool recorded_variable(std::string_view name);
+
 /// "<dist>/<wheel>.opforge-record.json".
 fs::path path_for(const fs::path& wheel_path);
 std::string render(const Record& record);
