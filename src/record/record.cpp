@@ -156,7 +156,8 @@ Result<Record> parse(const fs::path& file, std::string_view text) {
   r.format_version = OPFORGE_TRY(format_version(file, j));
   Reader read(file);
   OPFORGE_CHECK(read.string(j, "", "wheel", r.wheel));
-  if (r.wheel.empty() || r.wheel.find('/') != std::string::npos || r.wheel == "." || r.wheel == "..")
+  // Absent is allowed (--release-of needs only the source); present, it names a file beside the record.
+  if (r.wheel.find('/') != std::string::npos || r.wheel == "." || r.wheel == "..")
     return bad_input(file.string() + ": field 'wheel' must name a wheel file (no folder)",
                      "pass the .opforge-record.json written beside a wheel");
   OPFORGE_CHECK(read.string_map(j, "", "outputs", r.outputs));

@@ -41,7 +41,7 @@ struct Record {
   /// The writer fills this; parse() also fills the typed views below from it.
   nlohmann::json inputs = nlohmann::json::object();
   std::map<std::string, std::string> outputs;   ///< name → sha256 (each .so, the wheel)
-  std::string wheel;                            ///< wheel file name
+  std::string wheel;                            ///< wheel file name (no folder; empty when absent)
 
   // Typed views of `inputs` (filled by parse(); absent fields stay empty).
   std::string recipe_path;                      ///< inputs.recipe.path
