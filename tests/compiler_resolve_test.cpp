@@ -174,6 +174,28 @@ TEST(CompilerLink, UnlinkRemovesOnlyWhatLinkMadeAndRestoresWhatItReplaced) {
   EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/gcc"), "/usr/bin/gcc-10");
 }
 
+// A tampered .opforge-links: rows naming paths outside bin/, other names, or a previous target
+// that is not a compiler are ignored; nothing outside bin/ is touched or re-pointed.
+TEST(CompilerLink, UnlinkIgnoresTamperedRows) {
+  Debian d("host_config/11.8.h");
+  auto& fs = d.fm.fs;
+  fs.add_file("/usr/local/cuda-x/bin/nvcc", "", 0755);
+  fs.add_symlink("/etc/alternatives/python", "/usr/bin/python3.11");
+  fs.add_symlink("/usr/local/cuda-x/bin/ld", "/usr/bin/ld.bfd");
+  fs.add_symlink("/usr/local/cuda-x/bin/gcc", "/usr/bin/gcc-11");
+  fs.add_file("/usr/local/cuda-x/bin/.opforge-links",
+              "../../../../etc/alternatives/python\t/usr/bin/python3.11\t\n"
+              "/etc/alternatives/python\t/usr/bin/python3.11\t/tmp/evil\n"
+              "ld\t/usr/bin/ld.bfd\t\n"
+              "gcc\t/usr/bin/gcc-11\t/tmp/evil\n");
+  auto n = unlink_system(fs, d.tk);
+  ASSERT_TRUE(n) << n.error().render();
+  EXPECT_EQ(*n, 0);
+  EXPECT_EQ(*fs.read_symlink("/etc/alternatives/python"), "/usr/bin/python3.11");
+  EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/ld"), "/usr/bin/ld.bfd");
+  EXPECT_EQ(*fs.read_symlink("/usr/local/cuda-x/bin/gcc"), "/usr/bin/gcc-11") << "not re-pointed to /tmp/evil";
+}
+
 // A user's own compiler link that is already what opforge would make is not claimed.
 TEST(CompilerLink, AnIdenticalLinkOfTheUsersStaysTheirs) {
   Debian d("host_config/11.8.h");

@@ -1,5 +1,7 @@
 #include "build/pipeline.h"
 
+#include <algorithm>
+
 #include "build/command_backend.h"
 
 #include <fnmatch.h>
@@ -50,7 +52,8 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
   nlohmann::json ops = nlohmann::json::object();
   for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
   in["ops"] = ops;
-  // The variables that change what is built (DeepSpeed/PyTorch conventions).
+  // The variables that change what is built (DeepSpeed/PyTorch conventions); each must pass
+  // record::recorded_variable, or the record will not read back.
   nlohmann::json env = nlohmann::json::object();
   for (auto& [k, v] : m.env.all())
     if (k.starts_with("DS_BUILD_") || k == "TORCH_CUDA_ARCH_LIST" || k == "CUDA_HOME" ||
@@ -69,21 +72,112 @@ std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
   return record::sha256_hex(text);
 }
 
-/// The wheel and record in `dist` made from `fp`, when the wheel's bytes still match the record.
+/// The wheel `name` and its record in `dist`, when the record was made from these inputs
+/// (`fingerprint`) and the wheel's bytes still match it. Only the record of the wheel this build
+/// makes is read: other files in dist/ are not this build's business.
 std::optional<std::pair<fs::path, record::Record>> find_reusable(probe::Machine m, const fs::path& dist,
-                                                                 const nlohmann::json& fp) {
-  auto names = m.fs.list_directory(dist);
-  if (!names) return std::nullopt;
-  for (auto& name : *names) {
-    if (!name.ends_with(".whl.opforge-record.json")) continue;
-    auto text = m.fs.read_file(dist / name);
-    if (!text) continue;
-    auto rec = record::parse(dist / name, *text);
-    if (!rec || rec->inputs.value("fingerprint", nlohmann::json()) != fp) continue;
-    auto bytes = m.fs.read_file(dist / rec->wheel);
-    if (bytes && record::sha256_hex(*bytes) == rec->outputs[rec->wheel]) return std::make_pair(dist / rec->wheel, *rec);
+                                                                 const std::string& name,
+                                                                 const std::string& fingerprint) {
+  auto wheel = dist / name;
+  auto record_path = record::path_for(wheel);
+  if (m.fs.type_of(record_path) != probe::FileType::regular) return std::nullopt;
+  auto text = m.fs.read_regular_file(record_path, record::kMaxBytes);
+  if (!text) return std::nullopt;
+  auto rec = record::parse(record_path, *text);
+  if (!rec || rec->wheel != name || rec->fingerprint != fingerprint) return std::nullopt;
+  auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
+  auto recorded = rec->outputs.find(name);
+  if (!bytes || recorded == rec->outputs.end() || record::sha256_hex(*bytes) != recorded->second) return std::nullopt;
+  return std::make_pair(wheel, *rec);
+}
+
+// Committing a wheel and its record into dist/. Two renames cannot be one atomic step, so the
+// record is the commit point and a wheel without its record is not committed:
+//   1. the wheel and the record are written completely under hidden names (.W.opforge-new,
+//      .R.opforge-new);
+//   2. an existing record of the same name is moved aside (.R.opforge-old), so that no record
+//      ever sits beside a wheel it does not describe;
+//   3. the wheel is renamed into place, 4. the record is renamed into place (committed),
+//   5. the old record is removed.
+// A kill at any moment leaves either the previous pair, the new pair, or a wheel without a record
+// plus hidden files that say which; recover_dist() (next build, under the build lock) finishes
+// the commit when the new wheel is in place, or puts the previous record back, and removes every
+// stale temporary.
+constexpr std::string_view kNew = ".opforge-new", kOld = ".opforge-old";
+constexpr std::string_view kRecordSuffix = ".opforge-record.json";
+
+fs::path hidden(const fs::path& file, std::string_view suffix) {
+  return file.parent_path() / ("." + file.filename().string() + std::string(suffix));
+}
+
+Status commit(probe::Machine m, const fs::path& wheel, std::string_view bytes, const record::Record& rec) {
+  const auto record_path = record::path_for(wheel);
+  OPFORGE_CHECK(m.fs.create_directories(wheel.parent_path()));
+  OPFORGE_CHECK(m.fs.write_file_atomic(hidden(wheel, kNew), bytes, 0644));
+  OPFORGE_CHECK(m.fs.write_file_atomic(hidden(record_path, kNew), record::render(rec), 0644));
+  probe::stop_here_for_tests(m.env, "wheel-written");
+  if (m.fs.type_of(record_path) != probe::FileType::none)
+    OPFORGE_CHECK(m.fs.rename(record_path, hidden(record_path, kOld)));
+  probe::stop_here_for_tests(m.env, "record-stashed");
+  OPFORGE_CHECK(m.fs.rename(hidden(wheel, kNew), wheel));
+  probe::stop_here_for_tests(m.env, "wheel-renamed");
+  OPFORGE_CHECK(m.fs.rename(hidden(record_path, kNew), record_path));
+  probe::stop_here_for_tests(m.env, "record-renamed");
+  return m.fs.remove(hidden(record_path, kOld));
+}
+
+/// True when `record_file` (opforge's own staging name) describes the wheel `wheel` as it is now.
+bool describes(probe::Machine m, const fs::path& record_file, const fs::path& wheel) {
+  auto text = m.fs.read_regular_file(record_file, record::kMaxBytes);
+  if (!text) return false;
+  auto rec = record::parse(record_file, *text);
+  if (!rec || rec->wheel != wheel.filename().string()) return false;
+  auto it = rec->outputs.find(rec->wheel);
+  auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
+  return it != rec->outputs.end() && bytes && record::sha256_hex(*bytes) == it->second;
+}
+
+/// Finishes or undoes a commit a kill interrupted, then removes opforge's stale temporaries from
+/// `dist` (only hidden names opforge makes: .W.opforge-new, .R.opforge-old, .X.tmp-*).
+Status recover_dist(probe::Machine m, const fs::path& dist) {
+  if (m.fs.type_of(dist) != probe::FileType::directory) return {};
+  auto names = OPFORGE_TRY(m.fs.list_directory(dist));
+  auto present = [&](const std::string& n) { return std::binary_search(names.begin(), names.end(), n); };
+  auto strip = [](std::string_view n, std::string_view suffix) {  // ".R.opforge-new" → "R"
+    return std::string(n.substr(1, n.size() - 1 - suffix.size()));
+  };
+  const auto listed = names;  // `names` is refreshed below as files move
+  for (const auto& n : listed) {
+    if (!n.starts_with(".") || !n.ends_with(std::string(kRecordSuffix) + std::string(kNew))) continue;
+    std::string rec = strip(n, kNew);
+    std::string whl = rec.substr(0, rec.size() - kRecordSuffix.size());
+    // The wheel was renamed into place but its record was not: finish the commit.
+    if (!present("." + whl + std::string(kNew)) && present(whl) && describes(m, dist / n, dist / whl)) {
+      OPFORGE_CHECK(m.fs.rename(dist / n, dist / rec));
+      names = OPFORGE_TRY(m.fs.list_directory(dist));
+    }
   }
-  return std::nullopt;
+  for (const auto& n : listed) {
+    if (!n.starts_with(".") || !n.ends_with(std::string(kRecordSuffix) + std::string(kOld))) continue;
+    std::string rec = strip(n, kOld);
+    std::string whl = rec.substr(0, rec.size() - kRecordSuffix.size());
+    // The previous record was moved aside and the previous wheel is still there: put it back.
+    if (!present(rec) && present(whl) && describes(m, dist / n, dist / whl)) {
+      OPFORGE_CHECK(m.fs.rename(dist / n, dist / rec));
+      names = OPFORGE_TRY(m.fs.list_directory(dist));
+    }
+  }
+  names = OPFORGE_TRY(m.fs.list_directory(dist));
+  for (const auto& n : names) {
+    if (!n.starts_with(".")) continue;
+    bool ours = ((n.ends_with(kNew) || n.ends_with(kOld)) &&
+                 (n.find(".whl") != std::string::npos)) ||
+                n.find(".whl.tmp-") != std::string::npos ||
+                n.find(std::string(kRecordSuffix) + ".tmp-") != std::string::npos ||
+                n.find(std::string(kNew) + ".tmp-") != std::string::npos;
+    if (ours) OPFORGE_CHECK(m.fs.remove(dist / n));
+  }
+  return {};
 }
 
 /// With a cpu_target: the ELF files checked against it (build/cpu_check in the docs). A file may
@@ -134,12 +228,15 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   if (options.dist_dir) plan.dist_dir = fs::absolute(*options.dist_dir);
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));
+  OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
   auto recipe_text = m.fs.read_file(recipe_file).value_or("");
 
   if (plan.recipe.build.backend == recipe::Backend::command) {
     // A setup.py-style project builds its own wheel; opforge sets the environment, then
-    // normalises the wheel and records it.
-    auto out = OPFORGE_TRY(run_command_backend(m, plan, options.on_line));
+    // normalises the wheel (into the build folder) and commits it with its record.
+    plan::Plan staged = plan;
+    staged.dist_dir = plan.build_dir / "normalized";
+    auto out = OPFORGE_TRY(run_command_backend(m, staged, options.on_line));
     auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
     if (!plan.recipe.build.cpu_target.empty()) {
       auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
@@ -152,7 +249,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
         return std::unexpected(e);
       }
     }
-    outcome.wheel = out.wheel;
+    outcome.wheel = plan.dist_dir / out.wheel.filename();
     outcome.wheel_sha256 = record::sha256_hex(bytes);
     outcome.steps_run = 1;
     record::Record rec;
@@ -161,8 +258,9 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     rec.inputs = record_inputs(m, plan, Graph{}, fs::absolute(recipe_file), recipe_text);
     rec.inputs["command"] = plan.recipe.build.command;
     rec.inputs["command_log"] = out.log.string();
-    outcome.record_path = record::path_for(out.wheel);
-    OPFORGE_CHECK(record::write(m.fs, outcome.record_path, rec));
+    outcome.record_path = record::path_for(outcome.wheel);
+    OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
+    (void)m.fs.remove(out.wheel);
     outcome.record = std::move(rec);
     return outcome;
   }
@@ -223,8 +321,9 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
 
   rec.inputs = record_inputs(m, plan, graph, fs::absolute(recipe_file), recipe_text);
   rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
+  const auto name = OPFORGE_TRY(wheel::file_name(spec));
   // A no-op rebuild: an intact wheel made from exactly these inputs is already in dist/.
-  if (auto reused = find_reusable(m, plan.dist_dir, rec.inputs["fingerprint"])) {
+  if (auto reused = find_reusable(m, plan.dist_dir, name, rec.inputs["fingerprint"].get<std::string>())) {
     outcome.wheel = reused->first;
     outcome.record = reused->second;
     outcome.wheel_sha256 = outcome.record.outputs[outcome.record.wheel];
@@ -234,16 +333,16 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     outcome.reused = true;
     return outcome;
   }
-  auto written = OPFORGE_TRY(wheel::write(m.fs, spec, plan.dist_dir));
-  outcome.wheel = written.path;
-  outcome.wheel_sha256 = written.packed.sha256;
-  outcome.tags = written.packed.tags;
-  outcome.platform_reason = strings::join(written.packed.platform.reasons, "; ");
+  auto packed = OPFORGE_TRY(wheel::pack(spec));
+  outcome.wheel = plan.dist_dir / packed.filename;
+  outcome.wheel_sha256 = packed.sha256;
+  outcome.tags = packed.tags;
+  outcome.platform_reason = strings::join(packed.platform.reasons, "; ");
 
-  rec.wheel = written.path.filename().string();
-  rec.outputs[rec.wheel] = written.packed.sha256;
-  outcome.record_path = record::path_for(written.path);
-  OPFORGE_CHECK(record::write(m.fs, outcome.record_path, rec));
+  rec.wheel = packed.filename;
+  rec.outputs[rec.wheel] = packed.sha256;
+  outcome.record_path = record::path_for(outcome.wheel);
+  OPFORGE_CHECK(commit(m, outcome.wheel, packed.bytes, rec));
   outcome.record = std::move(rec);
   return outcome;
 }

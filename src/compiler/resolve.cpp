@@ -266,7 +266,8 @@ struct Made {
 
 std::map<std::string, Made> read_manifest(const probe::FileSystem& fs, const fs::path& dir) {
   std::map<std::string, Made> out;
-  auto text = fs.read_file(dir / kManifest);
+  // A list is a few lines; a FIFO or a device in its place would never end.
+  auto text = fs.read_regular_file(dir / kManifest, 64 * 1024);
   if (!text) return out;
   for (auto line : strings::split(*text, '\n')) {
     auto f = strings::split(line, '\t');
@@ -321,12 +322,22 @@ Status place_links(probe::FileSystem& fs, const fs::path& dir,
   return {};
 }
 
+/// The names place_links() makes. The list file may have been edited by anyone who can write
+/// the folder, so unlink trusts a row only for these names, directly inside the folder.
+bool is_link_name(std::string_view name) {
+  return name == "gcc" || name == "g++" || name == "cc" || name == "c++";
+}
+
 /// Removes the links opforge made in dir (those still pointing where it left them) and restores
 /// what they replaced; links it did not make are left alone. Returns how many were removed.
 Result<int> remove_links(probe::FileSystem& fs, const fs::path& dir) {
   auto made = read_manifest(fs, dir);
   int removed = 0;
   for (auto& [name, m] : made) {
+    // Anything else in the list (a path with '/', "..", another name) was not written by link.
+    if (!is_link_name(name)) continue;
+    // A previous target is only ever a compiler link of the user's (place_links refuses others).
+    if (!m.previous.empty() && !looks_like_compiler(m.previous)) continue;
     auto p = dir / name;
     if (fs.type_of(p) != probe::FileType::symlink) continue;
     auto cur = fs.read_symlink(p);

@@ -46,6 +46,8 @@ Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostCho
 
 /// Removes exactly what link_system made (listed in <root>/bin/.opforge-links, and still pointing
 /// where it left them), restoring any compiler link of the user's it replaced. Returns the count.
+/// The list is not trusted: only its gcc, g++, cc and c++ rows are used, only those entries
+/// directly inside that bin/ are touched, and only while they are symlinks to the recorded target.
 Result<int> unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk);
 
 /// Removes the links create_shim (or `toolchain link --into`) made in a folder, the same way.

@@ -42,6 +42,26 @@ class FileSystem {
   /// Absolute path with every symlink resolved.
   virtual Result<fs::path> canonical(const fs::path& path) const = 0;
   virtual std::optional<FileStamp> stamp(const fs::path& path) const = 0;
+  /// Reads a file a user named, which may be anything: bad_input ("PATH: no such file", "PATH: is a
+  /// FIFO, not a regular file", "PATH: is N bytes, more than the limit of M") unless, after
+  /// following symlinks, it is a regular file of at most `max_bytes`. Never blocks on a FIFO and
+  /// never reads a device. The default suits fakes; the real one checks the opened descriptor.
+  virtual Result<std::string> read_regular_file(const fs::path& path, std::uint64_t max_bytes) const {
+    switch (resolved_type(path)) {
+      case FileType::none: return bad_input(path.string() + ": no such file");
+      case FileType::directory: return bad_input(path.string() + ": is a directory, not a regular file");
+      case FileType::regular: break;
+      default: return bad_input(path.string() + ": is not a regular file");
+    }
+    auto st = stamp(path);
+    if (st && st->size > max_bytes)
+      return bad_input(path.string() + ": is " + std::to_string(st->size) +
+                       " bytes, more than the limit of " + std::to_string(max_bytes));
+    auto text = read_file(path);
+    if (text && text->size() > max_bytes)
+      return bad_input(path.string() + ": is more than the limit of " + std::to_string(max_bytes) + " bytes");
+    return text;
+  }
 
   /// Writes to a temporary file beside `path`, then renames: never half-written.
   virtual Status write_file_atomic(const fs::path& path, std::string_view content,
@@ -123,6 +143,11 @@ struct Machine {
 
 /// The real machine (process-wide singletons).
 Machine real_machine();
+
+/// Test-only fault injection: when the environment has OPFORGE_TEST_STOP_AT=`point`, the process
+/// SIGKILLs itself here, so that tests can stop a build exactly at a dangerous moment (between
+/// two renames). Points: "wheel-written", "record-stashed", "wheel-renamed", "record-renamed".
+void stop_here_for_tests(const Environment& env, std::string_view point);
 
 /// Looks up `name` on a PATH-style list of folders; nullopt when absent.
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,6 +77,57 @@ class RealFileSystem final : public FileSystem {
       }
       if (n == 0) break;
       out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out;
+  }
+  Result<std::string> read_regular_file(const fs::path& path, std::uint64_t max_bytes) const override {
+    // O_NONBLOCK: opening a FIFO with no writer would wait forever; the type check below refuses
+    // it (and devices such as /dev/zero, which never end) on the descriptor actually opened.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+      int err = errno;
+      if (err == ENOENT || err == ENOTDIR) return bad_input(path.string() + ": no such file");
+      return std::unexpected(io_error("cannot read", path, err));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return std::unexpected(io_error("cannot read", path, err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO"
+                         : S_ISCHR(st.st_mode)  ? "a character device"
+                         : S_ISBLK(st.st_mode)  ? "a block device"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "not a regular file";
+      return bad_input(path.string() + ": is " + what + ", not a regular file");
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+      ::close(fd);
+      return bad_input(path.string() + ": is " + std::to_string(st.st_size) +
+                       " bytes, more than the limit of " + std::to_string(max_bytes));
+    }
+    std::string out;
+    out.reserve(static_cast<std::size_t>(st.st_size));
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int err = errno;
+        ::close(fd);
+        return std::unexpected(io_error("cannot read", path, err));
+      }
+      if (n == 0) break;
+      out.append(buf, static_cast<size_t>(n));
+      if (out.size() > max_bytes) {  // grew while being read
+        ::close(fd);
+        return bad_input(path.string() + ": is more than the limit of " + std::to_string(max_bytes) + " bytes");
+      }
     }
     ::close(fd);
     return out;
@@ -243,9 +295,16 @@ class RealProcessRunner final : public ProcessRunner {
 
     auto argv = to_cstrings(command.argv);
     auto envp = to_cstrings(env_strings);
+    const pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) return failure(std::string("fork: ") + errno_text(errno));
     if (pid == 0) {
+      // The child is a watchdog that leads a new process group for the command and everything
+      // it starts. When opforge dies, even by SIGKILL, the kernel sends the watchdog SIGTERM
+      // (PR_SET_PDEATHSIG, tied to the forking thread: opforge runs commands from its main
+      // thread) and it stops the command and the group. A parent-death signal on the command
+      // alone would reach ninja but not the compilers ninja started.
+      ::setpgid(0, 0);
       if (capture) {
         ::dup2(out_pipe[1], 1);
         ::dup2(command.output == Output::lines ? out_pipe[1] : err_pipe[1], 2);
@@ -261,14 +320,58 @@ class RealProcessRunner final : public ProcessRunner {
         (void)!::write(2, msg.data(), msg.size());
         ::_exit(127);
       }
-      if (command.env)
-        ::execve(exe.c_str(), argv.data(), envp.data());
-      else
-        ::execv(exe.c_str(), argv.data());
-      std::string msg = "cannot execute " + exe + ": " + errno_text(errno) + "\n";
-      (void)!::write(2, msg.data(), msg.size());
-      ::_exit(127);
+      // The watchdog never execs, so O_CLOEXEC does not close these: a write end it kept would
+      // keep the command's stdin open forever.
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], in_pipe[0], in_pipe[1]})
+        if (fd > 2) ::close(fd);
+      // SIGTERM (opforge died) and SIGCHLD (the command ended) are taken with sigwaitinfo, so
+      // neither can slip in between a check and a wait.
+      sigset_t watched, previous;
+      sigemptyset(&watched);
+      sigaddset(&watched, SIGTERM);
+      sigaddset(&watched, SIGCHLD);
+      ::sigprocmask(SIG_BLOCK, &watched, &previous);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(128 + SIGKILL);  // opforge died before prctl
+      pid_t cmd = ::fork();
+      if (cmd == 0) {
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives exec
+        if (command.env)
+          ::execve(exe.c_str(), argv.data(), envp.data());
+        else
+          ::execv(exe.c_str(), argv.data());
+        std::string msg = "cannot execute " + exe + ": " + errno_text(errno) + "\n";
+        (void)!::write(2, msg.data(), msg.size());
+        ::_exit(127);
+      }
+      if (cmd < 0) {
+        std::string msg = "cannot execute " + exe + ": fork: " + errno_text(errno) + "\n";
+        (void)!::write(2, msg.data(), msg.size());
+        ::_exit(127);
+      }
+      // The watchdog holds no pipe ends: EOF on them means the command's side is closed.
+      for (int fd = 0; fd <= 2; ++fd) ::close(fd);
+      int st = 0;
+      for (;;) {
+        if (::waitpid(cmd, &st, WNOHANG) == cmd) break;
+        siginfo_t info{};
+        if (::sigwaitinfo(&watched, &info) != SIGTERM) continue;
+        // opforge is gone. SIGTERM first: ninja answers it by signalling each job's own process
+        // group (the compilers) and exiting; then SIGKILL for whatever is left in ours.
+        ::kill(cmd, SIGTERM);
+        for (int i = 0; i < 100 && ::waitpid(cmd, &st, WNOHANG) != cmd; ++i) ::usleep(20000);
+        ::kill(0, SIGKILL);
+      }
+      if (WIFEXITED(st)) ::_exit(WEXITSTATUS(st));
+      // Report the command's signal as our own.
+      int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+      ::prctl(PR_SET_PDEATHSIG, 0);
+      ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+      ::signal(sig, SIG_DFL);
+      ::kill(::getpid(), sig);
+      ::_exit(128 + sig);
     }
+    ::setpgid(pid, pid);  // also here, so that a kill of the group below cannot come first
 
     ProcessResult result;
     if (command.stdin_text) {
@@ -297,7 +400,7 @@ class RealProcessRunner final : public ProcessRunner {
           auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
               deadline - std::chrono::steady_clock::now());
           if (left.count() <= 0) {
-            ::kill(pid, SIGKILL);
+            ::kill(-pid, SIGKILL);
             result.timed_out = true;
             break;
           }
@@ -343,7 +446,7 @@ class RealProcessRunner final : public ProcessRunner {
       if (w < 0 && errno == EINTR) continue;
       if (w == 0) {  // inherit mode with a timeout: poll the child
         if (std::chrono::steady_clock::now() >= deadline) {
-          ::kill(pid, SIGKILL);
+          ::kill(-pid, SIGKILL);
           result.timed_out = true;
           ::waitpid(pid, &status, 0);
           break;
@@ -407,6 +510,10 @@ Machine real_machine() {
   static RealEnvironment env;
   static RealDynamicLoader dl;
   return Machine{fs, proc, env, dl};
+}
+
+void stop_here_for_tests(const Environment& env, std::string_view point) {
+  if (env.get("OPFORGE_TEST_STOP_AT") == std::optional<std::string>(std::string(point))) ::kill(::getpid(), SIGKILL);
 }
 
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,

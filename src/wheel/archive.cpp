@@ -218,7 +218,33 @@ Result<std::string> zip_entries(const std::vector<File>& ordered, std::int64_t e
   return bytes;
 }
 
-Result<std::vector<Entry>> read_archive(std::string_view bytes) {
+namespace {
+
+std::string mib(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+bool in_dist_info(std::string_view path) {
+  auto slash = path.find('/');
+  return slash != std::string_view::npos && path.substr(0, slash).ends_with(".dist-info") &&
+         path.find('/', slash + 1) == std::string_view::npos;
+}
+
+struct DigestCloser {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+}  // namespace
+
+Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep, const Limits& limits) {
+  if (bytes.size() > limits.archive_bytes)
+    return bad_input("the archive is " + std::to_string(bytes.size()) + " bytes, more than the limit of " +
+                     mib(limits.archive_bytes));
+  // libzip opens an empty buffer as an empty archive; a file too short for the end-of-central-
+  // directory record is no archive at all.
+  if (bytes.size() < 22)
+    return bad_input("not a zip archive (" + std::to_string(bytes.size()) + " bytes; even an empty zip has 22)");
   zip_error_t err;
   zip_error_init(&err);
   zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &err);
@@ -229,8 +255,40 @@ Result<std::vector<Entry>> read_archive(std::string_view bytes) {
     return bad_input("not a valid zip archive: " + zip_error_text(&err));
   }
   std::unique_ptr<zip_t, ZipCloser> za(raw);
-  std::vector<Entry> out;
   zip_int64_t n = zip_get_num_entries(za.get(), 0);
+  if (n < 0 || static_cast<std::uint64_t>(n) > limits.entries)
+    return bad_input("the archive has " + std::to_string(n) + " entries, more than the limit of " +
+                     std::to_string(limits.entries));
+  // Every declared size is checked before anything is inflated; the reads below then stop at the
+  // declared size (libzip checks the CRC at the end), so no entry can grow past what was checked.
+  std::uint64_t total = 0;
+  for (zip_int64_t k = 0; k < n; ++k) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(za.get(), static_cast<zip_uint64_t>(k), 0, &st) != 0)
+      return bad_input("cannot read zip entry " + std::to_string(k));
+    std::string name = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "#" + std::to_string(k);
+    if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE))
+      return bad_input("zip entry " + name + " has no size");
+    if (st.size > limits.entry_bytes)
+      return bad_input("zip entry " + name + " declares " + std::to_string(st.size) +
+                       " bytes, more than the limit of " + mib(limits.entry_bytes) + " for one file");
+    total += st.size;
+    if (total > limits.total_bytes)
+      return bad_input("the archive's entries add up to more than the limit of " + mib(limits.total_bytes));
+    if (st.size > (1u << 20) && st.size / std::max<zip_uint64_t>(st.comp_size, 1) > limits.ratio)
+      return bad_input("zip entry " + name + " inflates " + std::to_string(st.comp_size) + " bytes to " +
+                       std::to_string(st.size) + ", more than " + std::to_string(limits.ratio) +
+                       " times (a zip bomb?)");
+  }
+  // Many entries can share one compressed stream (overlapping entries): the whole archive's
+  // ratio bounds that too.
+  if (total > (1u << 20) && total / bytes.size() > limits.ratio)
+    return bad_input("the archive's " + std::to_string(bytes.size()) + " bytes inflate to " + std::to_string(total) +
+                     ", more than " + std::to_string(limits.ratio) + " times (a zip bomb?)");
+
+  std::vector<Entry> out;
+  std::vector<char> buf(1 << 16);
   for (zip_int64_t k = 0; k < n; ++k) {
     auto i = static_cast<zip_uint64_t>(k);
     Entry e;
@@ -248,11 +306,37 @@ Result<std::vector<Entry>> read_archive(std::string_view bytes) {
     if (!e.is_directory) {
       zip_file_t* zf = zip_fopen_index(za.get(), i, 0);
       if (!zf) return bad_input("cannot open zip entry " + e.path + ": " + zip_strerror(za.get()));
-      e.content.resize(st.size);
-      zip_int64_t got = zip_fread(zf, e.content.data(), st.size);
+      std::unique_ptr<EVP_MD_CTX, DigestCloser> md(EVP_MD_CTX_new());
+      EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+      bool kept = keep == Keep::all || in_dist_info(e.path);
+      bool first = true;
+      for (;;) {
+        zip_int64_t got = zip_fread(zf, buf.data(), buf.size());
+        if (got < 0) {
+          zip_fclose(zf);
+          return bad_input("cannot read zip entry " + e.path + " (corrupt data)");
+        }
+        if (got == 0) break;
+        std::string_view chunk(buf.data(), static_cast<std::size_t>(got));
+        if (first && keep == Keep::dist_info_and_elf && is_elf(chunk)) kept = true;
+        first = false;
+        e.size += chunk.size();
+        if (e.size > st.size) {  // libzip stops at the declared size; this is a second fence
+          zip_fclose(zf);
+          return bad_input("zip entry " + e.path + " holds more than its declared " + std::to_string(st.size) + " bytes");
+        }
+        EVP_DigestUpdate(md.get(), chunk.data(), chunk.size());
+        if (kept) e.content.append(chunk);
+      }
       zip_fclose(zf);
-      if (got < 0 || static_cast<zip_uint64_t>(got) != st.size)
+      if (e.size != st.size)
         return bad_input("cannot read zip entry " + e.path + " (corrupt data)");
+      unsigned char digest[EVP_MAX_MD_SIZE];
+      unsigned len = 0;
+      EVP_DigestFinal_ex(md.get(), digest, &len);
+      e.sha256.assign(reinterpret_cast<char*>(digest), len);
+    } else {
+      e.sha256 = sha256_raw("");
     }
     out.push_back(std::move(e));
   }
@@ -332,6 +416,20 @@ Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info
   out.bytes = OPFORGE_TRY(zip_entries(ordered, spec.source_date_epoch));
   out.sha256 = sha256_hex(out.bytes);
   return out;
+}
+
+Result<std::string> file_name(const Spec& spec) {
+  if (spec.name.empty()) return bad_input("the wheel needs a name");
+  OPFORGE_CHECK(validate_version(spec.version));
+  std::map<std::string, ElfInfo> elfs;
+  for (const auto& f : spec.files)
+    if (is_elf(f.content)) {
+      auto info = read_elf(f.content);
+      if (!info) return bad_input(f.path + ": " + info.error().message);
+      elfs.emplace(f.path, std::move(*info));
+    }
+  auto tags = spec.tags.empty() ? std::vector<std::string>{"py3-none-" + platform_tag(elfs).platform} : spec.tags;
+  return normalize_name(spec.name) + "-" + spec.version + "-" + compressed_tag(tags) + ".whl";
 }
 
 Result<Packed> pack(const Spec& spec) { return pack_with_dist_info(spec, {}, std::nullopt); }

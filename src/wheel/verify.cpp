@@ -9,6 +9,13 @@ namespace opforge::wheel {
 
 namespace {
 
+/// Untrusted text quoted in a problem: at most 200 bytes of it.
+std::string clip(std::string_view text) {
+  constexpr std::size_t kMax = 200;
+  if (text.size() <= kMax) return std::string(text);
+  return std::string(text.substr(0, kMax)) + "… (" + std::to_string(text.size()) + " bytes)";
+}
+
 std::vector<std::string_view> header_lines(std::string_view text) {
   std::vector<std::string_view> out;
   std::size_t start = 0;
@@ -96,23 +103,30 @@ std::vector<std::string> expand_tag(std::string_view compressed) {
 }
 
 Report verify_bytes(std::string_view filename, std::string_view bytes) {
+  auto entries = read_archive(bytes, Keep::dist_info);
+  if (!entries) {
+    Report r = verify_entries(filename, {});
+    r.problems = {entries.error().message};
+    if (!parse_file_name(filename))
+      r.problems.insert(r.problems.begin(), "file name '" + clip(filename) +
+                                                "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
+    return r;
+  }
+  return verify_entries(filename, *entries);
+}
+
+Report verify_entries(std::string_view filename, const std::vector<Entry>& entries) {
   Report r;
   r.filename = std::string(filename);
   auto problem = [&](std::string p) { r.problems.push_back(std::move(p)); };
 
   auto fname = parse_file_name(filename);
-  if (!fname) problem("file name '" + std::string(filename) +
+  if (!fname) problem("file name '" + clip(filename) +
                       "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
-
-  auto entries = read_archive(bytes);
-  if (!entries) {
-    problem(entries.error().message);
-    return r;
-  }
 
   std::set<std::string> dist_infos;
   std::map<std::string, const Entry*> by_path;
-  for (const auto& e : *entries) {
+  for (const auto& e : entries) {
     if (auto why = unsafe_path_reason(e.path)) problem(e.path + ": unsafe path (" + *why + ")");
     if (e.is_symlink) problem(e.path + ": is a symlink (external attributes), not a file");
     if (e.is_directory) continue;
@@ -172,7 +186,7 @@ Report verify_bytes(std::string_view filename, std::string_view bytes) {
       if (strings::trim(line).empty()) continue;
       auto cells = csv_row(line);
       if (cells.size() != 3) {
-        problem(dist_info + "/RECORD: malformed row '" + line + "'");
+        problem(dist_info + "/RECORD: malformed row '" + clip(line) + "'");
         continue;
       }
       const std::string& path = cells[0];
@@ -184,13 +198,12 @@ Report verify_bytes(std::string_view filename, std::string_view bytes) {
         continue;
       }
       ++r.files_checked;
-      const std::string& content = it->second->content;
-      if (cells[1] != record_hash(content))
-        problem(path + ": sha256 differs from RECORD (archive " + record_hash(content) +
-                ", RECORD " + cells[1] + ")");
-      if (cells[2] != std::to_string(content.size()))
-        problem(path + ": size " + std::to_string(content.size()) + " differs from RECORD's " +
-                cells[2]);
+      const Entry& entry = *it->second;
+      const std::string hash = "sha256=" + urlsafe_b64_nopad(entry.sha256);
+      if (cells[1] != hash)
+        problem(path + ": sha256 differs from RECORD (archive " + hash + ", RECORD " + clip(cells[1]) + ")");
+      if (cells[2] != std::to_string(entry.size))
+        problem(path + ": size " + std::to_string(entry.size) + " differs from RECORD's " + clip(cells[2]));
     }
     for (const auto& [path, entry] : by_path) {
       bool signature = path == dist_info + "/RECORD.jws" || path == dist_info + "/RECORD.p7s";
@@ -200,23 +213,46 @@ Report verify_bytes(std::string_view filename, std::string_view bytes) {
   return r;
 }
 
+namespace {
+
+/// The wheel file's bytes, or bad_input naming it: missing, not a regular file, too large.
+Result<std::string> read_wheel(const probe::FileSystem& fs, const fs::path& path) {
+  auto bytes = fs.read_regular_file(path, Limits{}.archive_bytes);
+  if (!bytes) {
+    auto e = bytes.error();
+    if (e.kind == ErrorKind::bad_input && e.hint.empty()) e.hint = "pass a .whl file";
+    return std::unexpected(std::move(e));
+  }
+  return bytes;
+}
+
+}  // namespace
+
 Result<Report> verify(const probe::FileSystem& fs, const fs::path& path) {
-  auto bytes = OPFORGE_TRY(fs.read_file(path));
-  return verify_bytes(path.filename().string(), bytes);
+  auto bytes = OPFORGE_TRY(read_wheel(fs, path));
+  auto entries = read_archive(bytes, Keep::dist_info);
+  if (!entries) return bad_input(path.string() + ": " + entries.error().message, "is this a wheel?");
+  return verify_entries(path.filename().string(), *entries);
 }
 
 Result<Inspection> inspect(const probe::FileSystem& fs, const fs::path& wheel) {
-  auto bytes = OPFORGE_TRY(fs.read_file(wheel));
-  auto entries = read_archive(bytes);
-  if (!entries)
-    return bad_input(wheel.string() + ": " + entries.error().message, "is this a wheel?");
+  auto bytes = OPFORGE_TRY(read_wheel(fs, wheel));
+  auto in = inspect_bytes(wheel.filename().string(), bytes);
+  if (!in) return bad_input(wheel.string() + ": " + in.error().message, in.error().hint);
+  return in;
+}
+
+Result<Inspection> inspect_bytes(std::string_view filename, std::string_view bytes) {
+  auto entries = read_archive(bytes, Keep::dist_info_and_elf);
+  if (!entries) return bad_input(entries.error().message, "is this a wheel?");
+  if (entries->empty()) return bad_input("an empty zip archive, not a wheel", "is this a wheel?");
   Inspection out;
-  out.filename = wheel.filename().string();
-  out.report = verify_bytes(out.filename, bytes);
+  out.filename = std::string(filename);
+  out.report = verify_entries(out.filename, *entries);
   std::map<std::string, ElfInfo> elfs;
   for (const auto& e : *entries) {
     if (e.is_directory) continue;
-    InspectedFile f{e.path, e.content.size(), e.mode & 07777, std::nullopt};
+    InspectedFile f{e.path, e.size, e.mode & 07777, std::nullopt};
     if (is_elf(e.content)) {
       auto info = read_elf(e.content);
       if (info) {

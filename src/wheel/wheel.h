@@ -114,6 +114,10 @@ struct Packed {
   std::string sha256;                ///< hex of `bytes`
 };
 
+/// The file name pack() gives `spec`, without compressing anything (ELF files are read for the
+/// platform tag as pack() reads them).
+Result<std::string> file_name(const Spec& spec);
+
 /// Builds the archive in memory: entries sorted, .dist-info last, RECORD the very last, fixed
 /// mtime/permissions/deflate level, no extra fields. Same Spec → same bytes, whatever TZ says.
 Result<Packed> pack(const Spec& spec);
@@ -132,14 +136,38 @@ Result<Written> write(probe::FileSystem& fs, const Spec& spec, const fs::path& d
 
 struct Entry {
   std::string path;
-  std::string content;
+  std::string content;               ///< empty unless kept (see Keep)
   unsigned mode = 0;                 ///< st_mode bits from the external attributes (type + perms)
   bool is_symlink = false;
   bool is_directory = false;
+  std::uint64_t size = 0;            ///< uncompressed bytes, as read
+  std::string sha256;                ///< raw digest of the uncompressed bytes
 };
 
-/// Every entry of a zip archive, in archive order.
-Result<std::vector<Entry>> read_archive(std::string_view bytes);
+/// Wheels are untrusted input: a zip may declare a 1 TiB entry in 800 bytes or inflate a few
+/// megabytes into gigabytes. read_archive refuses (bad_input, naming the entry and the limit) any
+/// archive beyond these; real wheels of CUDA ops stay far below them.
+struct Limits {
+  std::uint64_t archive_bytes = 2ull << 30;        ///< the .whl file itself
+  std::uint64_t entries = 100000;
+  std::uint64_t entry_bytes = 1ull << 30;          ///< one entry, uncompressed
+  std::uint64_t total_bytes = 4ull << 30;          ///< all entries, uncompressed
+  /// Uncompressed/compressed for entries above 1 MiB (deflate tops out near 1032; shared
+  /// libraries compress 2-10x).
+  std::uint64_t ratio = 200;
+};
+
+/// Which entries read_archive keeps the content of; the others are streamed through sha256 only,
+/// so that memory holds what the caller looks at, not the whole inflated archive.
+enum class Keep {
+  all,
+  dist_info,          ///< files directly inside a *.dist-info/ folder (verify)
+  dist_info_and_elf,  ///< those and ELF files (inspect)
+};
+
+/// Every entry of a zip archive, in archive order, within `limits`.
+Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep = Keep::all,
+                                        const Limits& limits = {});
 
 struct Report {
   std::string filename;
@@ -150,8 +178,12 @@ struct Report {
 
 /// Checks a wheel's bytes: RECORD hashes and sizes, no unlisted or missing file, name/version
 /// identical in file name, .dist-info and METADATA, WHEEL tags vs the file name, path safety.
+/// An archive beyond Limits is one problem (the limit it passes).
 Report verify_bytes(std::string_view filename, std::string_view bytes);
-/// Reads `path` and verify_bytes() it; an error only when the file cannot be read.
+/// The same checks on entries read_archive() already read (with at least Keep::dist_info).
+Report verify_entries(std::string_view filename, const std::vector<Entry>& entries);
+/// Reads `path` (a regular file within Limits::archive_bytes) and verify_bytes() it. bad_input
+/// when the file is missing, not a regular file, too large, or not a zip archive within Limits.
 Result<Report> verify(const probe::FileSystem& fs, const fs::path& path);
 
 struct NormalizeOptions {
@@ -185,7 +217,10 @@ struct Inspection {
   Report report;                       ///< verify_bytes()
 };
 
+/// Reads `wheel` once (as verify() does, same errors) and describes it.
 Result<Inspection> inspect(const probe::FileSystem& fs, const fs::path& wheel);
+/// inspect() on bytes already read (the fuzzers' entry point).
+Result<Inspection> inspect_bytes(std::string_view filename, std::string_view bytes);
 
 // ---------------------------------------------------------------------------------------------
 // build_info.py
