@@ -243,6 +243,42 @@ TEST(CudaExports, PrependsToCurrentValues) {
   EXPECT_EQ(e["LD_LIBRARY_PATH"], "/usr/local/cuda-12.4/lib64");
 }
 
+// A toolkit the user named is used or refused with the reason, never passed over.
+TEST(CudaChoose, UserNamedToolkitIsUsedOrRefused) {
+  struct Row { const char* var; const char* value; const char* spec; std::optional<std::string> torch;
+               ErrorKind kind; const char* message; };
+  for (auto& row : {
+           Row{"CUDA_HOME", "/nonexistent", "auto", std::nullopt, ErrorKind::bad_input,
+               "CUDA_HOME=/nonexistent is not a CUDA toolkit: no such folder"},
+           Row{"CUDA_PATH", "/usr/local/include", "auto", std::nullopt, ErrorKind::bad_input,
+               "CUDA_PATH=/usr/local/include is not a CUDA toolkit: no executable bin/nvcc"},
+           Row{"CUDA_HOME", "/usr/local/cuda-11.8", ">=12", std::nullopt, ErrorKind::unsatisfied,
+               "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, which does not match [cuda] version = \">=12\""},
+           Row{"CUDA_HOME", "/usr/local/cuda-11.8", "torch", "12.4", ErrorKind::unsatisfied,
+               "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, but torch 2.6.0 is built for CUDA 12.4"}}) {
+    World w;
+    w.fake.env.set(row.var, row.value);
+    auto r = choose(discover(w.machine(), row.torch ? torch_with(*row.torch) : std::nullopt), row.spec, w.fake.env);
+    ASSERT_FALSE(r) << row.value;
+    EXPECT_EQ(r.error().kind, row.kind);
+    EXPECT_TRUE(r.error().message.starts_with(row.message)) << r.error().message;
+    EXPECT_TRUE(names_user_toolkit(r.error()));
+  }
+  World w;
+  w.fake.env.set("CUDA_PATH", "/usr/local/cuda-11.8");
+  auto r = choose(discover(w.machine(), torch_with("12.4")), "!=12.4", w.fake.env);
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->chosen->root, "/usr/local/cuda-11.8");
+  w.fake.env.set("CUDA_HOME", "");  // empty counts as unset
+  EXPECT_TRUE(choose(discover(w.machine(), torch_with("12.4")), "auto", w.fake.env));
+}
+
+TEST(CudaParsers, HugeNumbersAreNoVersion) {
+  EXPECT_EQ(parse_cuda_h("#define CUDA_VERSION 99999999999\n"), std::nullopt);
+  EXPECT_EQ(parse_nvcc_version("release 99999999999.1, V1"), std::nullopt);
+  EXPECT_EQ(parse_version_txt("CUDA Version 99999999999.2"), std::nullopt);
+}
+
 TEST(CudaRealMachine, FindsTheRealToolkitNotUsrLocal) {
   auto m = probe::real_machine();
   if (m.fs.type_of("/usr/local/cuda-13.0") == probe::FileType::none) GTEST_SKIP() << "no /usr/local/cuda-13.0";

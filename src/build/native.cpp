@@ -38,6 +38,42 @@ std::string ninja_escape_value(const std::string& value) {
   return out;
 }
 
+/// The object of `source` under the op's object folder: a source in a sibling folder
+/// ("../utils/x.cpp", inside the source tree) gets "_up_" for "..", so no object path leaves
+/// obj/<op>/ whatever the manifest says.
+fs::path object_path(const fs::path& obj_dir, const fs::path& source) {
+  fs::path rel;
+  for (auto& part : source.lexically_normal().relative_path())
+    rel /= part == ".." ? fs::path("_up_") : part;
+  return obj_dir / (rel.string() + ".o");
+}
+
+/// A string build.ninja cannot hold: ninja has no escape for a line break (and '\0' ends the
+/// text), nor for '|' in a path. The manifest refuses these with file:line:col; this check covers
+/// every other source of a string (recipe paths, toolkit and compiler paths, flags).
+Status check_ninja_string(std::string_view s, bool path) {
+  for (char c : s)
+    if (c == '\n' || c == '\r' || c == '\0' || (path && c == '|'))
+      return bad_input("cannot write build.ninja: '" + strings::cut(s) + "' contains " +
+                           (c == '|' ? std::string("'|'") : std::string("a line break or NUL")),
+                       "rename the path or remove the character from the flag");
+  return {};
+}
+
+Status check_graph(const Graph& graph, const fs::path& build) {
+  for (auto& step : graph.steps) {
+    for (auto& a : step.argv) OPFORGE_CHECK(check_ninja_string(a, false));
+    OPFORGE_CHECK(check_ninja_string(step.description, false));
+    OPFORGE_CHECK(check_ninja_string(step.output.string(), true));
+    OPFORGE_CHECK(check_ninja_string(step.depfile, true));
+    for (auto& in : step.inputs) OPFORGE_CHECK(check_ninja_string(in.string(), true));
+    auto rel = step.output.lexically_normal().lexically_relative(build.lexically_normal());
+    if (rel.empty() || *rel.begin() == "..")
+      return failure("internal: output '" + step.output.string() + "' is outside the build folder");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<Graph> describe(const plan::Plan& plan) {
@@ -89,7 +125,7 @@ Result<Graph> describe(const plan::Plan& plan) {
         return bad_input("op '" + op.name + "': cannot compile " + source.string(),
                          "sources must end in .c, .cpp, .cc, .cxx or .cu");
       fs::path src = (op.dir / source).lexically_normal();
-      fs::path obj = obj_dir / (source.string() + ".o");
+      fs::path obj = object_path(obj_dir, source);
       std::string seed = op.name + "/" + source.generic_string();
       std::vector<std::string> extra;
       if (auto it = op.source_flags.find(source.generic_string()); it != op.source_flags.end())
@@ -158,6 +194,8 @@ Result<Graph> describe(const plan::Plan& plan) {
     graph.steps.push_back(strip);
     graph.outputs.push_back(std::move(outputs));
   }
+  OPFORGE_CHECK(check_ninja_string(build.string(), true));
+  OPFORGE_CHECK(check_graph(graph, build));
   return graph;
 }
 

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdlib>
+#include <exception>
 #include <iostream>
 
 #include "cli/command.h"
@@ -12,7 +14,30 @@ std::vector<Registration>& registry() {
 }
 }  // namespace opforge::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+/// The last resort: errors are values, so an exception reaching here is a bug in opforge. It gets
+/// one line and exit 1 instead of abort()'s core dump and exit 134; its cause is to be fixed.
+[[noreturn]] void internal_error(const char* what) {
+  std::cerr << "opforge: internal error: " << opforge::strings::cut(what) << "\n"
+            << "  hint: this is a bug in opforge; please report it with the command line\n";
+  std::_Exit(1);
+}
+
+/// Exceptions thrown where nothing can catch them (a destructor, a noexcept function, a thread).
+[[noreturn]] void on_terminate() {
+  if (auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      internal_error(x.what());
+    } catch (...) {
+    }
+  }
+  internal_error("std::terminate was called");
+}
+
+int run_main(int argc, char** argv) {
   using namespace opforge;
   CLI::App app{"opforge: prebuild CUDA/C++ ops into reproducible binary wheels"};
   app.set_version_flag("--version", std::string("opforge ") + kVersion);
@@ -52,4 +77,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set_terminate(on_terminate);
+  try {
+    return run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    internal_error("out of memory");
+  } catch (const std::exception& e) {
+    internal_error(e.what());
+  } catch (...) {
+    internal_error("an unknown exception");
+  }
 }

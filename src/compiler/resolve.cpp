@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::compiler {
@@ -19,15 +20,17 @@ Limits parse_host_config(std::string_view text) {
   static const std::regex clang_ge(R"(__clang_major__\s*>=\s*([0-9]+))");
   static const std::regex clang_gt(R"(__clang_major__\s*>\s*([0-9]+))");
   // std::regex over the whole 15 kB header is slow (doctor's budget): only candidate lines.
+  // A number no compiler can have (a damaged or hand-edited header) reads as "no limit found".
+  auto major = [](const std::string& digits) { return numbers::parse_int<int>(digits).value_or(0); };
   for (auto& line : strings::split(text, '\n')) {
     std::smatch mm;
     if (l.max_gcc == 0 && line.find("__GNUC__") != std::string::npos && std::regex_search(line, mm, gnu))
-      l.max_gcc = std::stoi(mm[1].str());
+      l.max_gcc = major(mm[1].str());
     // The Grace (aarch64) clang check has its own range; the host check is the plain one.
     if (l.max_clang == 0 && line.starts_with("#if") && line.find("__clang_major__") != std::string::npos &&
         line.find("__GRCO_CLANG_COMPILER__") == std::string::npos) {
-      if (std::regex_search(line, mm, clang_ge)) l.max_clang = std::stoi(mm[1].str()) - 1;
-      else if (std::regex_search(line, mm, clang_gt)) l.max_clang = std::stoi(mm[1].str());
+      if (std::regex_search(line, mm, clang_ge)) l.max_clang = std::max(0, major(mm[1].str()) - 1);
+      else if (std::regex_search(line, mm, clang_gt)) l.max_clang = major(mm[1].str());
     }
   }
   return l;
@@ -123,7 +126,8 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     std::optional<Version> v;
     static const std::regex llvm_dir(R"(/llvm-([0-9]+)/bin/)");
     std::smatch lm;
-    if (fam == Family::clang && std::regex_search(real, lm, llvm_dir)) v = Version{std::stoi(lm[1].str()), 0, 0};
+    auto llvm_major = [&] { return numbers::parse_int<int>(lm[1].str()); };
+    if (fam == Family::clang && std::regex_search(real, lm, llvm_dir) && llvm_major()) v = Version{*llvm_major(), 0, 0};
     else v = ask_version(m, cc, fam);
     if (!v) continue;
     Compiler c{fam, cc, *cxx, *v, fam == Family::gcc && cc.filename() == "gcc"};

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::cuda {
@@ -51,8 +52,10 @@ std::optional<Version> parse_cuda_h(std::string_view text) {
   static const std::regex re(R"(#define\s+CUDA_VERSION\s+([0-9]+))");
   auto s = search(text, re);
   if (!s) return std::nullopt;
-  int n = std::stoi(*s);
-  return Version{n / 1000, (n % 1000) / 10, 0};
+  // CUDA_VERSION is major * 1000 + minor * 10 (13000 is 13.0); anything past 6 digits is junk.
+  auto n = numbers::parse_int<int>(*s);
+  if (!n || *n > 999999) return std::nullopt;
+  return Version{*n / 1000, (*n % 1000) / 10, 0};
 }
 
 TorchVersionPy parse_torch_version_py(std::string_view text) {
@@ -142,7 +145,8 @@ struct Finder {
 
   /// Fills c.toolkit when valid; returns the rejection reason otherwise.
   std::string validate(const fs::path& root, Candidate& c) {
-    if (m.fs.resolved_type(root) != probe::FileType::directory) return "rejected: no such folder";
+    if (auto type = m.fs.resolved_type(root); type != probe::FileType::directory)
+      return type == probe::FileType::none ? "rejected: no such folder" : "rejected: not a folder";
     Toolkit tk;
     tk.root = root;
     tk.nvcc = root / "bin" / "nvcc";
@@ -239,39 +243,15 @@ Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
 
 namespace {
 
-struct Constraint {
-  std::string op;
-  Version v;
-  int parts = 2;
-  bool ok(const Version& x) const {
-    Version y = x;
-    if (parts == 1) y.minor = 0;
-    if (op == ">=") return y >= v;
-    if (op == ">") return parts == 1 ? x.major > v.major : y > v;
-    if (op == "<=") return parts == 1 ? x.major <= v.major : y <= v;
-    if (op == "<") return y < v;
-    if (op == "!=") return parts == 1 ? x.major != v.major : y != v;
-    return parts == 1 ? x.major == v.major : y == v;  // "==" or bare
+Result<std::vector<VersionClause>> parse_spec(const std::string& spec) {
+  auto clauses = parse_version_spec(spec);
+  if (!clauses) {
+    Error e = clauses.error();
+    e.where = {};  // the recipe's own check points at the file; here the spec has no location
+    e.message = "invalid [cuda] version: " + e.message;
+    return std::unexpected(e);
   }
-};
-
-Result<std::vector<Constraint>> parse_spec(const std::string& spec) {
-  std::vector<Constraint> out;
-  static const std::regex re(R"(\s*(>=|<=|==|!=|>|<)?\s*([0-9]+)(?:\.([0-9]+))?(?:\.[0-9]+)?\s*)");
-  for (auto& part : strings::split(spec, ',')) {
-    std::smatch mm;
-    std::string p(part);
-    if (!std::regex_match(p, mm, re))
-      return bad_input("invalid [cuda] version '" + spec + "'",
-                       "write \"auto\", \"torch\", a version such as \"12.4\", or a range such as \">=12.1,<13\"");
-    Constraint c;
-    c.op = mm[1].matched ? mm[1].str() : "==";
-    c.v.major = std::stoi(mm[2].str());
-    if (mm[3].matched) c.v.minor = std::stoi(mm[3].str());
-    c.parts = mm[3].matched ? 2 : 1;
-    out.push_back(c);
-  }
-  return out;
+  return clauses;
 }
 
 std::string listing(const Resolution& r) {
@@ -290,7 +270,7 @@ std::string listing(const Resolution& r) {
 Result<Resolution> choose(Resolution res, const std::string& spec_in, const probe::Environment& env) {
   std::string spec(strings::trim(spec_in));
   if (spec.empty()) spec = "auto";
-  std::vector<Constraint> constraints;
+  std::vector<VersionClause> constraints;
   if (spec != "auto" && spec != "torch") constraints = OPFORGE_TRY(parse_spec(spec));
   std::optional<Version> torch_cuda = res.torch ? res.torch->cuda : std::nullopt;
 
@@ -302,6 +282,26 @@ Result<Resolution> choose(Resolution res, const std::string& spec_in, const prob
 
   Candidate* pick = nullptr;
   std::string why;
+  // A toolkit the user named (PyTorch's order: CUDA_HOME, else CUDA_PATH) is used or refused,
+  // never passed over in silence.
+  std::string var, value;
+  for (const char* v : {"CUDA_HOME", "CUDA_PATH"})
+    if (auto x = env.get(v); x && !x->empty()) { var = v; value = *x; break; }
+  Candidate* named = nullptr;
+  if (!var.empty()) {
+    for (auto& c : res.candidates)
+      if (c.found_by.find(var) != std::string::npos) { named = &c; break; }
+    if (!named || !named->toolkit) {
+      std::string reason = named ? named->verdict : "rejected: not looked at";
+      if (reason.starts_with("rejected: ")) reason = reason.substr(10);
+      return bad_input(var + "=" + strings::cut(value) + " is not a CUDA toolkit: " + reason,
+                       "point " + var + " at a toolkit's folder (holding bin/nvcc, include/cuda.h and lib64/libcudart*), or unset it");
+    }
+  }
+  auto conflict = [&](const std::string& what) {
+    return unsatisfied(var + "=" + strings::cut(value) + " is CUDA " + named->toolkit->version.str() + ", " + what,
+                       "point " + var + " at a matching toolkit, unset it, or change [cuda] version");
+  };
   auto home_pick = [&]() -> Candidate* {
     for (auto* c : valid)
       if (c->found_by.find("CUDA_HOME") != std::string::npos || c->found_by.find("CUDA_PATH") != std::string::npos)
@@ -316,8 +316,19 @@ Result<Resolution> choose(Resolution res, const std::string& spec_in, const prob
     if (!torch_cuda)
       return unsatisfied("[cuda] version = \"torch\", but torch " + *res.torch->torch_version + " of " + res.torch->python + " is a CPU-only build",
                          "install a CUDA-enabled torch, or set [cuda] version to \"auto\" or \"X.Y\"");
+    if (named) {
+      bool same_major = named->toolkit->version.major == torch_cuda->major;
+      auto skip = env.get("DS_SKIP_CUDA_CHECK");
+      if (!same_major && !(skip && *skip == "1"))
+        return conflict("but torch " + *res.torch->torch_version + " is built for CUDA " + torch_cuda->str() +
+                        " ([cuda] version = \"torch\"; DS_SKIP_CUDA_CHECK=1 allows a major mismatch)");
+      pick = named;
+      why = var + " points to it";
+      if (named->toolkit->version != *torch_cuda)
+        res.warnings.push_back("CUDA " + named->toolkit->version.str() + " (" + var + ") differs from torch's CUDA " + torch_cuda->str());
+    }
     for (auto* c : valid)
-      if (c->toolkit->version == *torch_cuda) { pick = c; why = "same CUDA version as torch " + *res.torch->torch_version; break; }
+      if (!pick && c->toolkit->version == *torch_cuda) { pick = c; why = "same CUDA version as torch " + *res.torch->torch_version; break; }
     if (!pick)
       for (auto* c : valid)
         if (c->toolkit->version.major == torch_cuda->major) {
@@ -339,7 +350,7 @@ Result<Resolution> choose(Resolution res, const std::string& spec_in, const prob
       }
     }
   } else if (spec == "auto") {
-    if (auto* h = home_pick()) { pick = h; why = "CUDA_HOME/CUDA_PATH points to it"; }
+    if (named) { pick = named; why = var + " points to it"; }
     if (!pick && torch_cuda)
       for (auto* c : valid)
         if (c->toolkit->version == *torch_cuda) { pick = c; why = "newest toolkit with torch's CUDA " + torch_cuda->str(); break; }
@@ -350,8 +361,9 @@ Result<Resolution> choose(Resolution res, const std::string& spec_in, const prob
     }
   } else {
     auto matches = [&](const Candidate* c) {
-      return std::all_of(constraints.begin(), constraints.end(), [&](auto& k) { return k.ok(c->toolkit->version); });
+      return std::all_of(constraints.begin(), constraints.end(), [&](auto& k) { return k.accepts(c->toolkit->version); });
     };
+    if (named && !matches(named)) return conflict("which does not match [cuda] version = \"" + spec + "\"");
     if (auto* h = home_pick(); h && matches(h)) { pick = h; why = "matches " + spec + "; CUDA_HOME/CUDA_PATH points to it"; }
     if (!pick)
       for (auto* c : valid)
@@ -383,6 +395,10 @@ Result<Resolution> resolve(probe::Machine m, const std::string& version_spec, co
   if (!spec.empty() && spec != "auto" && spec != "torch") OPFORGE_TRY(parse_spec(spec));
   auto torch = read_torch(m, python);
   return choose(discover(m, torch), spec, m.env);
+}
+
+bool names_user_toolkit(const Error& e) {
+  return e.message.starts_with("CUDA_HOME=") || e.message.starts_with("CUDA_PATH=");
 }
 
 std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Environment& env) {

@@ -7,6 +7,7 @@
 #include "devices/resolve.h"
 #include <toml++/toml.h>
 
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::devices {
@@ -70,7 +71,7 @@ std::optional<Arch> parse_entry(std::string_view e) {
   if (minor.size() != 1 || major.size() > 2) return std::nullopt;
   for (char c : major) if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
   if (!std::isdigit(static_cast<unsigned char>(minor[0]))) return std::nullopt;
-  a.major = std::stoi(std::string(major));
+  a.major = numbers::parse_int<int>(major).value_or(0);  // at most two digits: always fits
   a.minor = minor[0] - '0';
   return a;
 }
@@ -121,8 +122,9 @@ std::vector<Gpu> parse_nvidia_smi(std::string_view text) {
     Gpu g;
     auto idx = std::string(strings::trim(fields[0]));
     auto cap = parse_version(strings::trim(fields[2]));
-    if (idx.empty() || !std::isdigit(static_cast<unsigned char>(idx[0])) || !cap) continue;
-    g.index = std::stoi(idx);
+    auto index = numbers::parse_int<int>(idx);
+    if (!index || *index < 0 || !cap) continue;
+    g.index = *index;
     g.name = std::string(strings::trim(fields[1]));
     g.major = cap->major;
     g.minor = cap->minor;
@@ -142,7 +144,9 @@ std::vector<Arch> parse_list_gpu_arch(std::string_view text) {
     bool digits = std::all_of(num.begin(), num.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (!digits) continue;
     Arch a;
-    a.major = std::stoi(std::string(num.substr(0, num.size() - 1)));
+    auto major = numbers::parse_int<int>(num.substr(0, num.size() - 1));
+    if (!major) continue;
+    a.major = *major;
     a.minor = num.back() - '0';
     out.push_back(a);
   }

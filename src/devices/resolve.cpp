@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::devices {
@@ -73,7 +74,8 @@ std::vector<Gpu> apply_visible(const std::vector<Gpu>& all, const std::optional<
     bool numeric = std::all_of(e.begin(), e.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     const Gpu* hit = nullptr;
     for (auto& g : all) {
-      if (numeric ? g.index == std::stoi(e) : (!g.uuid.empty() && g.uuid.starts_with(e))) hit = &g;
+      // A number too large for an index matches no GPU, like any other unknown index.
+      if (numeric ? numbers::parse_int<int>(e) == g.index : (!g.uuid.empty() && g.uuid.starts_with(e))) hit = &g;
     }
     // Like the driver: an invalid entry hides it and everything after it.
     if (!hit) break;

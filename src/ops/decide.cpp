@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/ops.h"
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::ops {
@@ -28,21 +29,21 @@ std::vector<std::string> user_flags(const probe::Environment& env) {
   return out;
 }
 
-std::optional<long> parse_int(std::string_view text) {
-  long v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
 enum class Want { off, on, automatic };
 
 }  // namespace
 
 fs::path default_cache_dir(const probe::Environment& env) {
-  if (auto v = env.get("OPFORGE_CACHE_DIR"); v && !v->empty()) return *v;
-  if (auto v = env.get("XDG_CACHE_HOME"); v && !v->empty()) return fs::path(*v) / "opforge";
-  if (auto v = env.get("HOME"); v && !v->empty()) return fs::path(*v) / ".cache" / "opforge";
+  // Only absolute folders: a relative HOME or XDG_CACHE_HOME (the XDG spec says to ignore those)
+  // would put the cache inside the working folder, often the source tree, making it dirty.
+  auto absolute = [&](const char* var) -> std::optional<fs::path> {
+    auto v = env.get(var);
+    if (!v || v->empty() || v->find('\0') != std::string::npos || !fs::path(*v).is_absolute()) return std::nullopt;
+    return fs::path(*v);
+  };
+  if (auto v = env.get("OPFORGE_CACHE_DIR"); v && !v->empty()) return *v;  // the user's choice
+  if (auto v = absolute("XDG_CACHE_HOME")) return *v / "opforge";
+  if (auto v = absolute("HOME")) return *v / ".cache" / "opforge";
   return {};
 }
 
@@ -69,6 +70,16 @@ Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideCon
       command_path = *found;
   fs::path compiler_path = command_path;
   if (auto canon = m.fs.canonical(compiler_path)) compiler_path = *canon;
+  // Without a compiler every probe fails: say so, rather than "<library> not found".
+  if (!m.fs.is_executable(compiler_path)) {
+    ProbeOutcome missing;
+    missing.compiler_missing =
+        ctx.probe_compiler.find('/') == std::string::npos
+            ? "the C++ compiler '" + ctx.probe_compiler + "' is not on PATH ('" +
+                  strings::cut(m.env.get("PATH").value_or(""), 120) + "')"
+            : "the C++ compiler '" + strings::cut(ctx.probe_compiler) + "' is not an executable file";
+    return missing;
+  }
   std::vector<std::string> argv = {command_path.string(), "probe.cpp", "-o", "probe"};
   for (auto& f : user_flags(m.env)) argv.push_back(f);
   for (auto& lib : p.libraries) argv.push_back("-l" + lib);
@@ -131,9 +142,9 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
   for (auto& [name, value] : m.env.all()) {
     if (!name.starts_with("DS_BUILD_") || value.empty()) continue;
     if (name == "DS_BUILD_STRING") continue;  // DeepSpeed's version suffix, not an op switch
-    auto v = parse_int(strings::trim(value));
+    auto v = numbers::parse_int<long>(strings::trim(value));
     if (!v)
-      return bad_input("environment variable " + name + "='" + value + "' is not an integer",
+      return bad_input("environment variable " + name + "='" + strings::cut(value) + "' is not an integer",
                        "use " + name + "=1 to build, " + name + "=0 to skip");
     if (name != "DS_BUILD_OPS" && std::find(vars.begin(), vars.end(), name) == vars.end()) {
       std::string msg = "environment variable " + name + " names no op";
@@ -197,7 +208,10 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
     for (auto& p : op.probes) {
       if (!why_not.empty()) break;
       auto outcome = OPFORGE_TRY(run_probe(m, p, ctx));
-      if (!outcome.ok) {
+      if (!outcome.compiler_missing.empty()) {
+        why_not = "cannot look for " + p.name + ": " + outcome.compiler_missing;
+        fix = "install a C++ compiler (apt-get install g++), or fix PATH or [compiler] host";
+      } else if (!outcome.ok) {
         why_not = p.name + " not found (compiling and linking `" + p.code + "`" +
                   (p.libraries.empty() ? "" : " with -l" + strings::join(p.libraries, " -l")) +
                   " failed)";

@@ -29,11 +29,70 @@ Result<Probe> parse_probe(const TomlReader& r, const toml::node& node) {
   return p;
 }
 
+/// Every string of the manifest except free text (description, a probe's C code) goes into a
+/// command line in build.ninja, where a line break ends the command and starts another: refuse
+/// control characters in them here, where the error can point at the file.
+Status check_strings(const TomlReader& r, const toml::node& node, std::string_view key) {
+  if (key == "description" || key == "code") return {};
+  if (auto* s = node.as_string()) {
+    const std::string& v = s->get();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      auto c = static_cast<unsigned char>(v[i]);
+      if (c < 0x20 || c == 0x7F)
+        return std::unexpected(r.error_at(node, std::string(key) + ": '" + strings::cut(v) +
+                                                    "' contains a control character (code " +
+                                                    std::to_string(c) + ")",
+                                          "flags, paths and names are one line of printable text"));
+    }
+  } else if (auto* a = node.as_array()) {
+    for (auto& item : *a) OPFORGE_CHECK(check_strings(r, item, key));
+  } else if (auto* t = node.as_table()) {
+    for (auto&& [k, v] : *t) {
+      for (char c : k.str())
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+          return std::unexpected(Error{ErrorKind::bad_input, "a key contains a control character",
+                                       "flags, paths and names are one line of printable text",
+                                       r.at(k.source())});
+      OPFORGE_CHECK(check_strings(r, v, k.str()));
+    }
+  }
+  return {};
+}
+
+/// A path of the manifest (source or include folder) relative to the op's folder must stay
+/// inside `root` (the source tree): compiling it must not read, nor its object be written,
+/// outside. `op_in_root` is the op's folder relative to root.
+Status check_inside(const TomlReader& r, const toml::node& node, const std::string& value,
+                    std::string_view key, const fs::path& op_in_root) {
+  fs::path p(value);
+  std::string why;
+  if (value.empty()) why = "is empty";
+  else if (p.is_absolute()) why = "is an absolute path";
+  else if (value.find('|') != std::string::npos) why = "contains '|', which build.ninja cannot hold in a path";
+  else {
+    fs::path in_root = (op_in_root / p).lexically_normal();
+    if (!in_root.empty() && *in_root.begin() == "..") why = "leads outside the source tree";
+  }
+  if (why.empty()) return {};
+  return std::unexpected(r.error_at(node, std::string(key) + " '" + strings::cut(value) + "' " + why,
+                                    "name files and folders relative to the op's folder, inside the source tree"));
+}
+
 }  // namespace
 
-Result<Manifest> parse_manifest(const fs::path& path, std::string_view text) {
+Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, const fs::path& root) {
   TomlReader r(path, text);
   toml::table doc = OPFORGE_TRY(r.parse());
+  OPFORGE_CHECK(check_strings(r, doc, "op.toml"));
+  // The op's folder relative to the source tree (default: the folder holding the ops).
+  fs::path op_dir = path.parent_path();
+  fs::path op_in_root = op_dir.filename();
+  if (!root.empty()) {
+    op_in_root = op_dir.lexically_normal().lexically_relative(root.lexically_normal());
+    if (op_in_root.empty() || *op_in_root.begin() == "..")
+      return bad_input("op folder '" + op_dir.string() + "' is outside the source tree '" + root.string() + "'",
+                       "keep [source] ops_dir inside the source tree");
+  }
   OPFORGE_CHECK(r.check_keys(doc, {"name", "kind", "description", "build_var", "sources",
                                    "include_dirs", "cxx_flags", "nvcc_flags", "ldflags",
                                    "libraries", "source_flags", "probe"},
@@ -47,36 +106,45 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text) {
   auto* name = doc.get("name");
   if (!name) return whole("op.toml has no 'name'", "add name = \"<op>\" ([a-z][a-z0-9_]*)");
   m.name = OPFORGE_TRY(r.string(*name, "name"));
-  if (!std::regex_match(m.name, std::regex("[a-z][a-z0-9_]*")))
-    return std::unexpected(r.error_at(*name, "op name '" + m.name + "' must match [a-z][a-z0-9_]*"));
+  // Length first: libstdc++'s std::regex recurses once per character.
+  if (m.name.size() > 64 || !std::regex_match(m.name, std::regex("[a-z][a-z0-9_]*")))
+    return std::unexpected(r.error_at(*name, "op name '" + strings::cut(m.name) + "' must match [a-z][a-z0-9_]*"));
   auto* kind = doc.get("kind");
   if (!kind) return whole("op.toml has no 'kind'", "add kind = \"cpu\" or kind = \"cuda\"");
   auto k = OPFORGE_TRY(r.string(*kind, "kind"));
   if (k == "cpu") m.kind = Kind::cpu;
   else if (k == "cuda") m.kind = Kind::cuda;
-  else return std::unexpected(r.error_at(*kind, "kind must be \"cpu\" or \"cuda\", not \"" + k + "\""));
+  else return std::unexpected(r.error_at(*kind, "kind must be \"cpu\" or \"cuda\", not \"" + strings::cut(k) + "\""));
   if (auto* n = doc.get("description")) m.description = OPFORGE_TRY(r.string(*n, "description"));
   m.build_var = "DS_BUILD_" + strings::to_upper(m.name);
   if (auto* n = doc.get("build_var")) {
     m.build_var = OPFORGE_TRY(r.string(*n, "build_var"));
-    if (!std::regex_match(m.build_var, std::regex("DS_BUILD_[A-Z0-9_]+")))
-      return std::unexpected(r.error_at(*n, "build_var '" + m.build_var + "' must look like DS_BUILD_<NAME>"));
+    if (m.build_var.size() > 128 || !std::regex_match(m.build_var, std::regex("DS_BUILD_[A-Z0-9_]+")))
+      return std::unexpected(r.error_at(*n, "build_var '" + strings::cut(m.build_var) + "' must look like DS_BUILD_<NAME>"));
   }
   auto* sources = doc.get("sources");
   if (!sources) return whole("op.toml has no 'sources'", "list the op's .cpp/.cu files");
+  const auto* source_items = sources->as_array();
+  std::size_t index = 0;
   for (auto& s : OPFORGE_TRY(r.string_array(*sources, "sources"))) {
-    fs::path p(s);
+    OPFORGE_CHECK(check_inside(r, *source_items->get(index++), s, "source", op_in_root));
+    fs::path p = fs::path(s).lexically_normal();
     auto ext = p.extension().string();
     if (ext != ".cpp" && ext != ".cc" && ext != ".c" && ext != ".cu")
-      return std::unexpected(r.error_at(*sources, "source '" + s + "' is not .cpp, .cc, .c or .cu"));
+      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
     if (ext == ".cu" && m.kind == Kind::cpu)
-      return std::unexpected(r.error_at(*sources, "source '" + s + "' is CUDA but kind is \"cpu\"",
+      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"",
                                         "set kind = \"cuda\""));
     m.sources.push_back(p);
   }
   if (m.sources.empty()) return std::unexpected(r.error_at(*sources, "sources is empty"));
-  if (auto* n = doc.get("include_dirs"))
-    for (auto& s : OPFORGE_TRY(r.string_array(*n, "include_dirs"))) m.include_dirs.emplace_back(s);
+  if (auto* n = doc.get("include_dirs")) {
+    std::size_t i = 0;
+    for (auto& s : OPFORGE_TRY(r.string_array(*n, "include_dirs"))) {
+      OPFORGE_CHECK(check_inside(r, *n->as_array()->get(i++), s, "include folder", op_in_root));
+      m.include_dirs.emplace_back(s);
+    }
+  }
   if (auto* n = doc.get("cxx_flags")) m.cxx_flags = OPFORGE_TRY(r.string_array(*n, "cxx_flags"));
   if (auto* n = doc.get("nvcc_flags")) m.nvcc_flags = OPFORGE_TRY(r.string_array(*n, "nvcc_flags"));
   if (auto* n = doc.get("ldflags")) m.ldflags = OPFORGE_TRY(r.string_array(*n, "ldflags"));
@@ -88,10 +156,10 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text) {
   if (auto* n = doc.get("source_flags")) {
     const toml::table* t = OPFORGE_TRY(r.table(*n, "source_flags"));
     for (auto&& [key, v] : *t) {
-      std::string file(key.str());
+      std::string file = fs::path(std::string(key.str())).lexically_normal().generic_string();
       if (std::find(m.sources.begin(), m.sources.end(), fs::path(file)) == m.sources.end())
         return std::unexpected(Error{ErrorKind::bad_input,
-                                     "source_flags names '" + file + "', which is not in sources", {},
+                                     "source_flags names '" + strings::cut(key.str()) + "', which is not in sources", {},
                                      r.at(key.source())});
       m.source_flags[file] = OPFORGE_TRY(r.string_array(v, "source_flags"));
     }
@@ -105,7 +173,8 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text) {
   return m;
 }
 
-Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir) {
+Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir,
+                                             const fs::path& root) {
   if (m.fs.resolved_type(ops_dir) != probe::FileType::directory)
     return bad_input("ops folder '" + ops_dir.string() + "' does not exist",
                      "set [source] ops_dir to the folder holding <op>/op.toml");
@@ -114,7 +183,7 @@ Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& o
     fs::path file = ops_dir / entry / "op.toml";
     if (m.fs.resolved_type(file) != probe::FileType::regular) continue;
     auto text = OPFORGE_TRY(m.fs.read_file(file));
-    auto manifest = OPFORGE_TRY(parse_manifest(file, text));
+    auto manifest = OPFORGE_TRY(parse_manifest(file, text, root.empty() ? ops_dir : root));
     for (auto& other : out) {
       if (other.name == manifest.name || other.build_var == manifest.build_var)
         return bad_input("ops '" + other.dir.string() + "' and '" + manifest.dir.string() +

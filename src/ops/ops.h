@@ -13,11 +13,16 @@
 namespace opforge::ops {
 
 /// Parses one op.toml (`path` is shown in errors and its folder becomes Manifest::dir).
-Result<Manifest> parse_manifest(const fs::path& path, std::string_view text);
+/// Sources and include folders must stay inside `root` (default: the folder holding the op's
+/// folder); control characters in flags, paths and names are bad_input (they would end a
+/// command in build.ninja).
+Result<Manifest> parse_manifest(const fs::path& path, std::string_view text,
+                                const fs::path& root = {});
 
 /// Every `<ops_dir>/<op>/op.toml`, sorted by op name. A missing folder is bad_input; duplicate
-/// names or build variables are bad_input.
-Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir);
+/// names or build variables are bad_input. `root` is the source tree (default: ops_dir).
+Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir,
+                                             const fs::path& root = {});
 
 /// What the ops need from the rest of the plan.
 struct DecideContext {
@@ -29,7 +34,8 @@ struct DecideContext {
   fs::path cache_dir;
 };
 
-/// $OPFORGE_CACHE_DIR, else $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (empty if none).
+/// $OPFORGE_CACHE_DIR, else $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (empty if none);
+/// a relative XDG_CACHE_HOME or HOME is skipped.
 fs::path default_cache_dir(const probe::Environment& env);
 
 /// Decides every op (sorted by name): requested by DS_BUILD_* (when any is set, DeepSpeed rules)
@@ -45,6 +51,7 @@ struct ProbeOutcome {
   bool ok = false;
   bool cached = false;
   std::string output;  ///< compiler output on failure
+  std::string compiler_missing;  ///< why the probe could not run at all (no compiler); ok is false
 };
 
 /// Compiles and links the probe (or answers from the cache).

@@ -3,21 +3,16 @@
 #include <regex>
 
 #include "compiler/cpu_target.h"
+#include "cuda/resolve.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::plan {
 namespace {
 
 constexpr std::int64_t kMinEpoch = 315532800;  // 1980-01-01: the oldest time a zip entry holds
-
-std::optional<long long> parse_int(std::string_view text) {
-  long long v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  return v;
-}
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
@@ -66,8 +61,9 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
   if (source.dirty && !source.commit.empty()) segments.push_back("dirty");
   std::string label = strings::join(segments, ".");
   if (label.empty()) return recipe.package.version;
-  if (!std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {  // placeholders: recipe/
-    return bad_input("package.local_version gives the local version label '" + label +
+  // Length first: libstdc++'s std::regex recurses once per character.
+  if (label.size() > 256 || !std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {  // placeholders: recipe/
+    return bad_input("package.local_version gives the local version label '" + strings::cut(label) +
                          "', which is not [a-z0-9] segments separated by dots",
                      "use lower-case letters, digits and dots, e.g. \"cu{cuda_major}.g{commit}\", or \"none\"",
                      loc);
@@ -103,17 +99,24 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   }
   std::optional<unsigned> max_jobs;
   if (auto v = m.env.get("MAX_JOBS"); v && !v->empty()) {
-    auto n = parse_int(strings::trim(*v));
-    if (!n || *n < 1 || *n > 4096)
-      return bad_input("environment variable MAX_JOBS='" + *v + "' is not a positive integer",
+    auto n = numbers::parse_int<long long>(strings::trim(*v));
+    if (!n && n.error() == numbers::IntError::out_of_range)
+      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is too large",
                        "use e.g. MAX_JOBS=8, or unset it");
-    max_jobs = static_cast<unsigned>(*n);
+    if (!n || *n < 1)
+      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is not a positive integer",
+                       "use e.g. MAX_JOBS=8, or unset it");
+    // More jobs than ninja can usefully run are not an error: they are capped.
+    constexpr long long kMaxJobs = 4096;
+    if (*n > kMaxJobs)
+      notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(kMaxJobs));
+    max_jobs = static_cast<unsigned>(std::min(*n, kMaxJobs));
   }
   std::optional<std::int64_t> env_epoch;
   if (auto v = m.env.get("SOURCE_DATE_EPOCH"); v && !v->empty()) {
-    auto n = parse_int(strings::trim(*v));
+    auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
     if (!n || *n < 0)
-      return bad_input("environment variable SOURCE_DATE_EPOCH='" + *v +
+      return bad_input("environment variable SOURCE_DATE_EPOCH='" + strings::cut(*v) +
                            "' is not a non-negative integer (seconds since 1970)",
                        "use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it");
     env_epoch = *n;
@@ -136,7 +139,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   if (plan.source.ops_dir.empty()) plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
   plan.build_dir = (r.dir / r.build.build_dir).lexically_normal();
   plan.dist_dir = (r.dir / r.build.dist_dir).lexically_normal();
-  auto manifests = OPFORGE_TRY(ops::load_manifests(m, plan.source.ops_dir));
+  auto manifests = OPFORGE_TRY(ops::load_manifests(m, plan.source.ops_dir, plan.source.root));
   notes.push_back("ops: " + std::to_string(manifests.size()) + " manifests in " + plan.source.ops_dir.string());
 
   // --- toolkit, host compiler, architectures. A missing toolkit is not yet an error: only a
@@ -146,7 +149,8 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   auto cuda = opts.resolvers.cuda ? opts.resolvers.cuda(m, r.cuda.version, python)
                                   : Result<cuda::Resolution>(unsatisfied("CUDA toolkit resolution is not available"));
   if (!cuda) {
-    if (cuda.error().kind == ErrorKind::bad_input) return std::unexpected(cuda.error());
+    if (cuda.error().kind == ErrorKind::bad_input || cuda::names_user_toolkit(cuda.error()))
+      return std::unexpected(cuda.error());
     cuda_unavailable = cuda.error().message;
     notes.push_back("toolkit: none (" + cuda_unavailable + ")");
   } else {

@@ -1,11 +1,13 @@
 #include <charconv>
 #include <algorithm>
+#include <cstdint>
 #include <regex>
 
 #include "probe/machine.h"
 #include "recipe/recipe.h"
 #include "recipe/toml_reader.h"
 #include "util/strings.h"
+#include "util/version.h"
 
 #include "devices/resolve.h"
 #include "wheel/isa.h"
@@ -17,6 +19,9 @@ const std::vector<std::string> kSections = {"package", "source", "cuda",  "compi
                                             "arch",    "ops",    "build"};
 
 bool matches(const std::string& s, const char* pattern) {
+  // libstdc++'s std::regex recurses once per character: a long value would overflow the stack.
+  // Nothing these patterns describe (names, versions) is that long.
+  if (s.size() > 256) return false;
   return std::regex_match(s, std::regex(pattern));
 }
 
@@ -45,7 +50,7 @@ struct Parser {
     if (auto* n = t.get("name")) {
       out.package.name = OPFORGE_TRY(r.string(*n, "package.name"));
       if (!matches(out.package.name, "[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"))
-        return std::unexpected(r.error_at(*n, "package.name '" + out.package.name +
+        return std::unexpected(r.error_at(*n, "package.name '" + strings::cut(out.package.name) +
                                                   "' is not a valid distribution name",
                                           "use letters, digits, '.', '_' and '-'"));
     }
@@ -53,7 +58,7 @@ struct Parser {
       out.package.version = OPFORGE_TRY(r.string(*n, "package.version"));
       if (!matches(out.package.version,
                    "[0-9]+(\\.[0-9]+)*((a|b|rc)[0-9]+)?(\\.post[0-9]+)?(\\.dev[0-9]+)?"))
-        return std::unexpected(r.error_at(*n, "package.version '" + out.package.version +
+        return std::unexpected(r.error_at(*n, "package.version '" + strings::cut(out.package.version) +
                                                   "' is not a PEP 440 version",
                                           "write it like 0.1.0, 1.2rc1 or 2.0.post1"));
     }
@@ -68,7 +73,7 @@ struct Parser {
         static const std::vector<std::string> known = {"cuda_major", "cuda_minor", "commit"};
         if (close == std::string::npos ||
             std::find(known.begin(), known.end(), name) == known.end()) {
-          std::string msg = "package.local_version: unknown placeholder '{" + name + "}'";
+          std::string msg = "package.local_version: unknown placeholder '{" + strings::cut(name) + "}'";
           if (auto g = strings::did_you_mean(name, known)) msg += "; did you mean '{" + *g + "}'?";
           return std::unexpected(Error{ErrorKind::bad_input, msg,
                                        "placeholders: {cuda_major}, {cuda_minor}, {commit}",
@@ -111,6 +116,9 @@ struct Parser {
       remember("source.ops_dir", *n);
       if (out.source.ops_dir.is_absolute())
         return std::unexpected(r.error_at(*n, "source.ops_dir must be relative to the source tree"));
+      if (auto norm = out.source.ops_dir.lexically_normal(); !norm.empty() && *norm.begin() == "..")
+        return std::unexpected(r.error_at(*n, "source.ops_dir leads outside the source tree",
+                                          "name a folder inside the source tree, such as \"src/kernels\""));
     }
     return {};
   }
@@ -120,13 +128,14 @@ struct Parser {
     if (auto* n = t.get("version")) {
       out.cuda.version = OPFORGE_TRY(r.string(*n, "cuda.version"));
       remember("cuda.version", *n);
-      const char* ver = "[0-9]+(\\.[0-9]+)?";
-      std::string cmp = std::string("\\s*(>=|<=|>|<|==)\\s*") + ver + "\\s*";
-      if (!matches(out.cuda.version, "auto|torch") && !matches(out.cuda.version, ver) &&
-          !matches(out.cuda.version, (cmp + "(," + cmp + ")*").c_str()))
-        return std::unexpected(r.error_at(
-            *n, "cuda.version '" + out.cuda.version + "' is not a CUDA version or range",
-            "use \"auto\", \"torch\", \"12.4\" or a range such as \">=12.1,<13\""));
+      // One grammar with the resolver (util/version.h): "!=" is accepted by both.
+      auto spec = parse_version_spec(out.cuda.version);
+      if (!spec) {
+        Error e = spec.error();
+        e.message = "cuda.version: " + e.message;
+        e.where = r.inside_string(*n, e.where.column);
+        return std::unexpected(e);
+      }
     }
     if (auto* n = t.get("python")) out.cuda.python = OPFORGE_TRY(r.string(*n, "cuda.python"));
     return {};
@@ -184,8 +193,8 @@ struct Parser {
       } else if (auto* s = node.as_string(); s && s->get() == "auto") {
         out.ops[name] = OpRequest::automatic;
       } else {
-        std::string got = node.as_string() ? "\"" + node.as_string()->get() + "\"" : type_name(node);
-        return std::unexpected(r.error_at(node, "ops." + name + " must be true, false or \"auto\", not " + got));
+        std::string got = node.as_string() ? "\"" + strings::cut(node.as_string()->get()) + "\"" : type_name(node);
+        return std::unexpected(r.error_at(node, "ops." + strings::cut(name) + " must be true, false or \"auto\", not " + got));
       }
     }
     return {};
@@ -200,7 +209,7 @@ struct Parser {
       if (v == "native") out.build.backend = Backend::native;
       else if (v == "command") out.build.backend = Backend::command;
       else
-        return std::unexpected(r.error_at(*n, "build.backend must be \"native\" or \"command\", not \"" + v + "\""));
+        return std::unexpected(r.error_at(*n, "build.backend must be \"native\" or \"command\", not \"" + strings::cut(v) + "\""));
     }
     if (auto* n = t.get("command")) out.build.command = OPFORGE_TRY(r.string_array(*n, "build.command"));
     if (out.build.backend == Backend::command && out.build.command.empty()) {
@@ -211,8 +220,9 @@ struct Parser {
     if (auto* n = t.get("wheel_glob")) out.build.wheel_glob = OPFORGE_TRY(r.string(*n, "build.wheel_glob"));
     if (auto* n = t.get("jobs")) {
       remember("build.jobs", *n);
-      if (auto* i = n->as_integer(); i && i->get() >= 1 && i->get() <= 4096) {
-        out.build.jobs = static_cast<unsigned>(i->get());
+      if (auto* i = n->as_integer(); i && i->get() >= 1) {
+        // Like MAX_JOBS: more jobs than ninja usefully runs are capped, not refused.
+        out.build.jobs = static_cast<unsigned>(std::min<std::int64_t>(i->get(), 4096));
       } else if (auto* s = n->as_string(); s && s->get() == "auto") {
         out.build.jobs = 0;
       } else {
@@ -223,7 +233,7 @@ struct Parser {
       auto v = OPFORGE_TRY(r.string(*n, "build.cache"));
       if (v == "none") out.build.cache = Cache::none;
       else if (v == "ccache") out.build.cache = Cache::ccache;
-      else return std::unexpected(r.error_at(*n, "build.cache must be \"none\" or \"ccache\", not \"" + v + "\""));
+      else return std::unexpected(r.error_at(*n, "build.cache must be \"none\" or \"ccache\", not \"" + strings::cut(v) + "\""));
     }
     if (auto* n = t.get("remote")) out.build.remote = OPFORGE_TRY(r.string(*n, "build.remote"));
     if (auto* n = t.get("build_dir")) out.build.build_dir = OPFORGE_TRY(r.string(*n, "build.build_dir"));
@@ -303,8 +313,14 @@ Result<Recipe> parse_file(const fs::path& path, std::string_view text) {
 }
 
 Result<Recipe> load(probe::Machine m, const fs::path& file) {
-  if (m.fs.resolved_type(file) != probe::FileType::regular)
-    return bad_input("recipe file '" + file.string() + "' does not exist",
+  // The operating system would read the path only up to the NUL: another file than the one named.
+  if (auto pos = file.native().find('\0'); pos != std::string::npos)
+    return bad_input("recipe path '" + strings::cut(file.native().substr(0, pos)) + "\\0...' contains a NUL byte",
+                     "pass the path of a recipe such as recipes/default.toml");
+  if (auto type = m.fs.resolved_type(file); type != probe::FileType::regular)
+    // Only regular files: a FIFO would block the read, /dev/zero would never end.
+    return bad_input("recipe file '" + strings::cut(file.string()) + "' " +
+                         (type == probe::FileType::none ? "does not exist" : "is not a regular file"),
                      "pass the path of a recipe such as recipes/default.toml");
   auto text = OPFORGE_TRY(m.fs.read_file(file));
   fs::path abs = OPFORGE_TRY(m.fs.canonical(file));

@@ -1,7 +1,9 @@
 #include "recipe/toml_reader.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "recipe/toml_guard.h"
 #include "util/strings.h"
 
 namespace opforge::recipe {
@@ -13,6 +15,12 @@ TomlReader::TomlReader(std::filesystem::path file, std::string_view text)
 }
 
 Result<toml::table> TomlReader::parse() const {
+  if (auto bad = check_toml_text(text_)) {
+    Location loc{file_.string(), bad->line, bad->column, {}};
+    if (bad->line >= 1 && bad->line <= static_cast<int>(lines_.size())) loc.source_line = lines_[bad->line - 1];
+    return std::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + bad->message,
+                                 bad->hint.empty() ? "see https://toml.io for the syntax" : bad->hint, loc});
+  }
   try {
     return toml::parse(text_, file_.string());
   } catch (const toml::parse_error& e) {
@@ -65,7 +73,7 @@ Status TomlReader::check_keys(const toml::table& table, const std::vector<std::s
   for (auto&& [key, node] : table) {
     std::string name(key.str());
     if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
-    std::string msg = "unknown key '" + name + "' in " + std::string(where);
+    std::string msg = "unknown key '" + strings::cut(name) + "' in " + std::string(where);
     if (auto guess = strings::did_you_mean(name, allowed)) msg += "; did you mean '" + *guess + "'?";
     Location loc = at(key.source());
     return std::unexpected(Error{ErrorKind::bad_input, msg,
@@ -74,8 +82,25 @@ Status TomlReader::check_keys(const toml::table& table, const std::vector<std::s
   return {};
 }
 
+namespace {
+
+/// A NUL ("\u0000" in TOML) would cut a path or an argument where the operating system reads it.
+std::optional<Error> nul_in(const TomlReader& r, const toml::node& node, std::string_view key,
+                            const std::string& value) {
+  auto pos = value.find('\0');
+  if (pos == std::string::npos) return std::nullopt;
+  return r.error_at(node, std::string(key) + " contains a NUL character (\\u0000) after '" +
+                              strings::cut(value.substr(0, pos), 60) + "'",
+                    "remove it");
+}
+
+}  // namespace
+
 Result<std::string> TomlReader::string(const toml::node& node, std::string_view key) const {
-  if (auto* s = node.as_string()) return s->get();
+  if (auto* s = node.as_string()) {
+    if (auto e = nul_in(*this, node, key, s->get())) return std::unexpected(*e);
+    return s->get();
+  }
   return std::unexpected(error_at(node, std::string(key) + " must be a string, not " + type_name(node)));
 }
 
@@ -97,6 +122,7 @@ Result<std::vector<std::string>> TomlReader::string_array(const toml::node& node
     if (!s)
       return std::unexpected(error_at(
           item, std::string(key) + " must be an array of strings; this item is " + type_name(item)));
+    if (auto e = nul_in(*this, item, key, s->get())) return std::unexpected(*e);
     out.push_back(s->get());
   }
   return out;

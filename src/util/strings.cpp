@@ -93,4 +93,29 @@ std::string to_lower(std::string_view text) {
   return s;
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7F) {
+      out += c;
+      continue;
+    }
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[u >> 4];
+    out += hex[u & 15];
+  }
+  return out;
+}
+
+std::string cut(std::string_view value, std::size_t keep) {
+  if (value.size() <= keep) return printable(value);
+  std::size_t n = keep;
+  // Back up over UTF-8 continuation bytes so the kept part stays valid text.
+  while (n > 0 && (static_cast<unsigned char>(value[n]) & 0xC0) == 0x80) --n;
+  return printable(value.substr(0, n)) + "\u2026 (" + std::to_string(value.size()) + " bytes)";
+}
+
 }  // namespace opforge::strings

@@ -18,5 +18,12 @@ std::optional<std::string> did_you_mean(std::string_view word,
                                         const std::vector<std::string>& candidates);
 std::string to_upper(std::string_view text);
 std::string to_lower(std::string_view text);
+/// Control characters (line breaks, tabs, ESC, ...) written as \xNN: a value shown in a message
+/// stays on its line and sends nothing to the terminal.
+std::string printable(std::string_view text);
+/// A value as shown in a message: printable(), whole when short, else its first `keep` bytes
+/// (never half a UTF-8 character) and "… (N bytes)", so that a 10 MB value does not become a
+/// 10 MB message.
+std::string cut(std::string_view value, std::size_t keep = 200);
 
 }  // namespace opforge::strings

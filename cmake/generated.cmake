@@ -1,0 +1,13 @@
+# Generated headers shared by the main build and the fuzz build (tests/fuzz/CMakeLists.txt):
+# opforge/version.h, and the fallback tables (facts §1, §2) compiled in from toolchains/*.toml,
+# their one source: each becomes a raw string literal that compiler/ and devices/ parse with
+# TOML++ on first use.
+function(opforge_generate_sources root out_dir)
+  configure_file(${root}/cmake/version.h.in ${out_dir}/opforge/version.h @ONLY)
+  foreach(table cuda-host-compilers cuda-gpu-targets)
+    file(READ ${root}/toolchains/${table}.toml table_text)
+    file(CONFIGURE OUTPUT ${out_dir}/opforge/${table}.toml.inc
+         CONTENT "R\"OPFORGE_TOML(@table_text@)OPFORGE_TOML\"\n" @ONLY)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${root}/toolchains/${table}.toml)
+  endforeach()
+endfunction()

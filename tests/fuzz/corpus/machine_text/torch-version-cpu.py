@@ -1,0 +1,3 @@
+__version__ = '1.13.0'
+debug = False
+cuda: Optional[str] = None
