@@ -76,10 +76,10 @@ const Case kCases[] = {
      "  ^\n"
      "  hint: ops: aiolike, cpuop, nolib, vecadd\n"},
     {"cuda_version_bad", "[cuda]\nversion = \"twelve\"\n", "", "plan r.toml", 2,
-     "opforge: error: r.toml:5:11: cuda.version 'twelve' is not a CUDA version or range\n"
+     "opforge: error: r.toml:5:12: cuda.version: invalid CUDA version spec 'twelve': expected a number\n"
      "  version = \"twelve\"\n"
-     "            ^\n"
-     "  hint: use \"auto\", \"torch\", \"12.4\" or a range such as \">=12.1,<13\"\n"},
+     "             ^\n"
+     "  hint: write \"auto\", \"torch\", a version such as \"12.4\", or a range such as \">=12.1,<13\"\n"},
     {"backend_bad", "[build]\nbackend = \"make\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:5:11: build.backend must be \"native\" or \"command\", not \"make\"\n"
      "  backend = \"make\"\n"
@@ -142,7 +142,7 @@ const Case kCases[] = {
     {"recipe_true_missing_library", "[ops]\nnolib = true\ncpuop = true\n", "", "plan r.toml", 3,
      "opforge: error: op 'nolib' was requested (recipe: true) but cannot be built: libopforge-missing not found (compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
      "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},
-    {"requested_cuda_op_without_toolkit", "[cuda]\nversion = \"99.0\"\n", "DS_BUILD_VECADD=1 CUDA_HOME=/nonexistent",
+    {"requested_cuda_op_without_toolkit", "[cuda]\nversion = \"99.0\"\n", "DS_BUILD_VECADD=1",
      "plan r.toml", 3,
      "opforge: error: op 'vecadd' was requested (DS_BUILD_VECADD=1) but cannot be built: it needs CUDA: ", true},
     {"duplicate_table", "[package]\nname = \"x\"\n[cuda]\n[source]\n", "", "plan r.toml", 2,

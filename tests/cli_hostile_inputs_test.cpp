@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct Case {
   int exit_code;
   std::string expected;  ///< a stable part of the output (stderr, else stdout)
 };
+
+/// gtest prints a row by its name (not as 200 bytes of hex).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 const std::string kPlainOp = "name = \"plain\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n";
 std::string op_with(const std::string& lines) {
