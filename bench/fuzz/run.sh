@@ -5,10 +5,13 @@
 # it grew, executions per second and the crashes found, in bench/results/fuzz.txt.
 # A crash input is kept under $WORK/<name>/: once fixed, copy it into tests/fuzz/corpus/<name>/.
 #   usage: bench/fuzz/run.sh [BUILD_DIR]      (default build/fuzz; built if missing)
+#   MAX_TIME=SECONDS caps each fuzzer's run (the executions column then says how far it got).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/fuzz}
 runs=${RUNS:-1000000}
+time_cap=()
+[ -n "${MAX_TIME:-}" ] && time_cap=(-max_total_time="$MAX_TIME")
 work=${WORK:-$build/bench-work}
 out=bench/results/fuzz.txt
 tests/fuzz/build.sh tests/fuzz "$build" clang-19 clang++-19 >/dev/null
@@ -30,7 +33,7 @@ for harness in tests/fuzz/*_fuzz.cpp; do
   # -error_exitcode stays the default (77): keep going to record the figures either way.
   set +e
   "$bin" -runs="$runs" -seed=1 -max_len=16384 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$work/$name/" "$work/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1
+    "${time_cap[@]}" -artifact_prefix="$work/$name/" "$work/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1
   rc=$?
   set -e
   seconds=$(( $(date +%s) - start ))
