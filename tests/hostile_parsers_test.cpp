@@ -132,7 +132,10 @@ TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
                   Bad{"a = \"\xc0\xaf\"\n", 1, 6, "invalid UTF-8 (byte 0xC0)"},      // overlong '/'
                   Bad{"a = 1\x7f\n", 1, 6, "control character 0x7F in the file"},
                   Bad{std::string("a = \"x\0y\"\n", 10), 1, 7, "control character 0x00 in the file"},
-                  Bad{"a = 1\rb = 2\n", 1, 6, "control character 0x0D in the file"}}) {
+                  Bad{"a = 1\rb = 2\n", 1, 6, "control character 0x0D in the file"},
+                  // Found by the fuzzers (tests/fuzz/corpus/*/regression-*):
+                  Bad{"name =[ }n \"", 1, 9, "'}' closes a '['"},
+                  Bad{"a = \"\"\"x\\\n  \xce\x9a\"\"\"\n", 2, 3, "non-ASCII character right after a line-ending backslash"}}) {
     auto r = recipe::check_toml_text(b.text);
     ASSERT_TRUE(r) << b.text;
     EXPECT_EQ(r->message, b.message) << b.text;

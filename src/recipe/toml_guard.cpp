@@ -52,6 +52,8 @@ std::optional<TomlGuardError> check_toml_text(std::string_view text) {
   int depth = 0;             // open '[' / '{' of values
   bool after_equals = false; // a value follows on this logical line
   int key_dots = 0;
+  std::string open;           // the '[' and '{' of values still open, innermost last
+  bool trimming = false;      // after a line-ending backslash in a """ string
   auto error = [&](std::string message, std::string hint = {}) {
     return TomlGuardError{line, column, std::move(message), std::move(hint)};
   };
@@ -63,6 +65,12 @@ std::optional<TomlGuardError> check_toml_text(std::string_view text) {
     if (n == 0)
       return error("invalid UTF-8 (byte " + hex(u) + ")", "save the file as UTF-8");
     if (n > 1) {
+      // TOML++ 3.3.0 trims the whitespace after a line-ending backslash with a whitespace test
+      // that is undefined for most non-ASCII code points.
+      if (state == State::ml_basic && trimming)
+        return error("non-ASCII character right after a line-ending backslash",
+                     "put an ASCII character first, or remove the backslash");
+      trimming = false;
       if (state == State::normal)
         return error("non-ASCII character outside a string",
                      "TOML keys are ASCII letters, digits, '_' and '-'; quote other keys (\"...\")");
@@ -98,7 +106,14 @@ std::optional<TomlGuardError> check_toml_text(std::string_view text) {
         if (c == '\'') state = State::normal;
         break;
       case State::ml_basic:
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n' && text[i + 1] != '\r') { ++i; ++column; }
+        if (c == ' ' || c == '\t') break;
+        trimming = false;
+        if (c == '\\') {
+          std::size_t k = i + 1;
+          while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+          if (k < text.size() && (text[k] == '\n' || text[k] == '\r')) trimming = true;
+          else if (i + 1 < text.size()) { ++i; ++column; }
+        }
         else if (text.substr(i, 3) == "\"\"\"") { state = State::normal; i += 2; column += 2; }
         break;
       case State::ml_literal:
@@ -113,13 +128,18 @@ std::optional<TomlGuardError> check_toml_text(std::string_view text) {
         else if (c == '`')
           return error("'`' outside a string", "TOML strings are quoted with \" or '");
         else if (c == '=') after_equals = true;
-        else if (c == '{') ++depth;
-        else if (c == '}') { if (depth > 0) --depth; }
-        else if (c == ']') { if (depth > 0) --depth; }
+        else if (c == '{') { ++depth; open += '{'; }
+        else if (c == '}' || (c == ']' && depth > 0)) {
+          // TOML++ 3.3.0 asserts (parse_value) on a '}' where an array expects a value.
+          if (!open.empty() && open.back() != (c == '}' ? '{' : '['))
+            return error(std::string("'") + c + "' closes a '" + open.back() + "'");
+          if (depth > 0) --depth;
+          if (!open.empty()) open.pop_back();
+        }
         else if (c == '.' && depth == 0 && !after_equals && ++key_dots > 64)
           return error("key with more than 64 dotted parts");
         else if (c == '[') {
-          if (depth > 0 || after_equals) { ++depth; break; }
+          if (depth > 0 || after_equals) { ++depth; open += '['; break; }
           // A table header: after "[" or "[[" and spaces, a key must start.
           std::size_t k = i + 1;
           if (k < text.size() && text[k] == '[') ++k;

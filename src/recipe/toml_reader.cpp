@@ -22,6 +22,17 @@ Result<toml::table> TomlReader::parse() const {
                                  bad->hint.empty() ? "see https://toml.io for the syntax" : bad->hint, loc});
   }
   try {
+    // TOML++ 3.3.0 asks is_non_ascii_horizontal_whitespace() about characters it meets between
+    // tokens, and that function reaches __builtin_unreachable for most non-ASCII code points.
+    // The guard above keeps them inside strings and comments of a well-formed file; a malformed
+    // one can make the parser look at them anyway, so it is first parsed with every non-ASCII
+    // byte replaced by 'x' (same lines, same structure): only a file that passes goes further.
+    if (std::any_of(text_.begin(), text_.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+      std::string ascii = text_;
+      for (auto& c : ascii)
+        if (static_cast<unsigned char>(c) >= 0x80) c = 'x';
+      (void)toml::parse(ascii, file_.string());
+    }
     return toml::parse(text_, file_.string());
   } catch (const toml::parse_error& e) {
     return std::unexpected(Error{ErrorKind::bad_input,
