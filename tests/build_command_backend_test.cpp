@@ -90,28 +90,22 @@ TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   probe::FakeDynamicLoader dl;
   probe::Machine m{fs, proc, env, dl};
   for (const char* top : {"/one/src", "/elsewhere/deeper/src"}) {
-    fs.add_file(std::string(top) + "/setup.py", "print('hi')
-");
-    fs.add_file(std::string(top) + "/run.sh", "#!/bin/sh
-", 0755);
-    fs.add_file(std::string(top) + "/csrc/k.cu", "__global__ void k() {}
-");
+    fs.add_file(std::string(top) + "/setup.py", "print('hi')\n");
+    fs.add_file(std::string(top) + "/run.sh", "#!/bin/sh\n", 0755);
+    fs.add_file(std::string(top) + "/csrc/k.cu", "__global__ void k() {}\n");
     fs.add_symlink(std::string(top) + "/pkg/op_builder", "../op_builder");
-    fs.add_file(std::string(top) + "/op_builder/builder.py", "class OpBuilder: pass
-");
+    fs.add_file(std::string(top) + "/op_builder/builder.py", "class OpBuilder: pass\n");
   }
   // Leftovers of an earlier in-tree build and the git folder are never copied.
   fs.add_file("/one/src/build/lib/stale.so", "old");
   fs.add_file("/one/src/dist/old.whl", "old");
-  fs.add_file("/one/src/.git/HEAD", "ref: refs/heads/main
-");
+  fs.add_file("/one/src/.git/HEAD", "ref: refs/heads/main\n");
   fs.add_file("/one/src/csrc/__pycache__/x.pyc", "x");
   auto a = build::make_scratch_tree(m, "/one/src", "/cache");
   ASSERT_TRUE(a) << a.error().render();
   std::string first = a->root.string();
   EXPECT_EQ(a->root.parent_path(), fs::path("/cache/trees"));
-  EXPECT_EQ(*fs.read_file(a->root / "csrc/k.cu"), "__global__ void k() {}
-");
+  EXPECT_EQ(*fs.read_file(a->root / "csrc/k.cu"), "__global__ void k() {}\n");
   EXPECT_TRUE(fs.is_executable(a->root / "run.sh"));
   EXPECT_EQ(fs.type_of(a->root / "pkg/op_builder"), probe::FileType::symlink);
   EXPECT_EQ(fs.type_of(a->root / "build"), probe::FileType::none);
@@ -124,8 +118,7 @@ TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   ASSERT_TRUE(b) << b.error().render();
   EXPECT_EQ(b->root.string(), first);  // same content, same path, from any folder
   EXPECT_EQ(fs.type_of(b->root / "build"), probe::FileType::none);
-  fs.add_file("/elsewhere/deeper/src/csrc/k.cu", "__global__ void k2() {}
-");
+  fs.add_file("/elsewhere/deeper/src/csrc/k.cu", "__global__ void k2() {}\n");
   auto c = build::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
   ASSERT_TRUE(c);
   EXPECT_NE(c->root.string(), first);
@@ -153,7 +146,7 @@ TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
   EXPECT_EQ(fs.type_of("/w/shim/g++"), probe::FileType::symlink);
   EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
   ASSERT_EQ(proc.calls().size(), 1u);
-  EXPECT_EQ((*proc.calls()[0].env)["CXX"], "/w/shim/g++");
+  EXPECT_EQ(proc.calls()[0].env->at("CXX"), "/w/shim/g++");
   EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
 }
 

@@ -8,6 +8,9 @@
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -97,4 +100,20 @@ TEST(CliDeepspeed, UnreadableOpBuilderIsExit2) {
   EXPECT_NE(r.out.find("cannot read DeepSpeed's op builders in '" + (tree / "op_builder").string() + "'"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("bad.py"), std::string::npos) << r.out;
+}
+
+TEST(CliDeepspeed, TheGuidesVariablesSelectExactlyTheirOps) {
+  auto r = run(opforge("TORCH_CUDA_ARCH_LIST=8.6 DS_BUILD_CPU_ADAM=1 DS_BUILD_HIO=1") + "plan --json " +
+               recipe("guide.toml", "fused_thing = true\n"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  std::vector<std::string> built;
+  for (auto& op : j["ops"])
+    if (op["build"] == true) built.push_back(op["name"]);
+  EXPECT_EQ(built, (std::vector<std::string>{"cpu_adam", "host_io"}));  // the variables beat [ops]
+  EXPECT_EQ(j["command"]["environment"]["TORCH_CUDA_ARCH_LIST"], "8.6");
+  EXPECT_EQ(j["command"]["environment"]["DS_BUILD_FUSED_THING"], "0");
+  EXPECT_EQ(j["command"]["environment"]["DS_ACCELERATOR"], "cuda");
+  EXPECT_EQ(j["source"]["catalogue"], "op_builder");
 }
