@@ -89,7 +89,7 @@ std::map<std::string, std::string> command_exports(const std::map<std::string, s
   std::map<std::string, std::string> out;
   for (auto& [k, v] : command_environment(base, plan, tree)) {
     auto it = base.find(k);
-    if (it == base.end() || it->second != v) out[k] = v;
+    if (it == base.end() || it->second != v || plan.exports.contains(k)) out[k] = v;
   }
   return out;
 }

@@ -43,7 +43,8 @@ struct CommandOutput {
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const fs::path& tree = {});
 
-/// The variables command_environment sets or changes relative to `base`: what `opforge env` prints.
+/// The variables command_environment sets or changes relative to `base`, and every plan export
+/// (even where `base` agrees): what `opforge env` and `opforge plan` print.
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
                                                    const plan::Plan& plan, const fs::path& tree = {});
 
