@@ -45,8 +45,9 @@ TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags)
   EXPECT_EQ(env["HOME"], "/h");
   EXPECT_EQ(env["TORCH_CUDA_ARCH_LIST"], "8.0;9.0+PTX");
   EXPECT_EQ(env["DS_BUILD_AIO"], "1");
-  EXPECT_EQ(env["CC"], "/w/shim/gcc-11");
-  EXPECT_EQ(env["CXX"], "/w/shim/g++-11");
+  // The shim holds gcc/g++/cc/c++ links (compiler::invocation): the names nvcc looks for.
+  EXPECT_EQ(env["CC"], "/w/shim/gcc");
+  EXPECT_EQ(env["CXX"], "/w/shim/g++");
   EXPECT_EQ(env["NVCC_PREPEND_FLAGS"], "-ccbin /w/shim");
   EXPECT_EQ(env["NVCC_APPEND_FLAGS"],
             "-Xcompiler=-ffile-prefix-map=/src/ops=. -Xcompiler=-frandom-seed=opforge");
@@ -56,6 +57,97 @@ TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags)
   EXPECT_EQ(env["SOURCE_DATE_EPOCH"], "1700000000");
   EXPECT_EQ(env["MAX_JOBS"], "2");
   EXPECT_EQ(env["PYTHONHASHSEED"], "0");
+  EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");  // no compiler cache asked for: every file compiles
+}
+
+TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
+  auto p = base_plan("/src/ops", "/w");
+  cuda::TorchInfo torch;
+  torch.python = "python3";
+  torch.python_cflags = "-DNDEBUG -g -fwrapv -O2 -Wall ";
+  p.cuda.torch = torch;
+  p.recipe.build.cache = recipe::Cache::ccache;
+  p.recipe.build.remote = "redis://127.0.0.1:6379";
+  auto env = build::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
+  // setuptools would take CFLAGS instead of sysconfig's: Python's own come first, then the caller's.
+  EXPECT_EQ(env["CFLAGS"],
+            "-DNDEBUG -g -fwrapv -O2 -Wall -I/opt/aio/include -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
+  EXPECT_EQ(env["CXXFLAGS"], "-DNDEBUG -g -fwrapv -O2 -Wall -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
+  EXPECT_FALSE(env.contains("TORCH_NO_COMPILER_WRAPPER"));
+  EXPECT_EQ(env["CCACHE_BASEDIR"], "/cache/trees/0123");
+  EXPECT_EQ(env["CCACHE_REMOTE_STORAGE"], "redis://127.0.0.1:6379");
+  // `opforge env` prints exactly what differs from the caller's environment.
+  auto delta = build::command_exports({{"CFLAGS", "-I/opt/aio/include"}, {"HOME", "/h"}}, p, "/t");
+  EXPECT_FALSE(delta.contains("HOME"));
+  EXPECT_TRUE(delta.contains("CFLAGS"));
+  EXPECT_EQ(delta["SOURCE_DATE_EPOCH"], "1700000000");
+}
+
+TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeEnvironment env(std::map<std::string, std::string>{});
+  probe::FakeDynamicLoader dl;
+  probe::Machine m{fs, proc, env, dl};
+  for (const char* top : {"/one/src", "/elsewhere/deeper/src"}) {
+    fs.add_file(std::string(top) + "/setup.py", "print('hi')\n");
+    fs.add_file(std::string(top) + "/run.sh", "#!/bin/sh\n", 0755);
+    fs.add_file(std::string(top) + "/csrc/k.cu", "__global__ void k() {}\n");
+    fs.add_symlink(std::string(top) + "/pkg/op_builder", "../op_builder");
+    fs.add_file(std::string(top) + "/op_builder/builder.py", "class OpBuilder: pass\n");
+  }
+  // Leftovers of an earlier in-tree build and the git folder are never copied.
+  fs.add_file("/one/src/build/lib/stale.so", "old");
+  fs.add_file("/one/src/dist/old.whl", "old");
+  fs.add_file("/one/src/.git/HEAD", "ref: refs/heads/main\n");
+  fs.add_file("/one/src/csrc/__pycache__/x.pyc", "x");
+  auto a = build::make_scratch_tree(m, "/one/src", "/cache");
+  ASSERT_TRUE(a) << a.error().render();
+  std::string first = a->root.string();
+  EXPECT_EQ(a->root.parent_path(), fs::path("/cache/trees"));
+  EXPECT_EQ(*fs.read_file(a->root / "csrc/k.cu"), "__global__ void k() {}\n");
+  EXPECT_TRUE(fs.is_executable(a->root / "run.sh"));
+  EXPECT_EQ(fs.type_of(a->root / "pkg/op_builder"), probe::FileType::symlink);
+  EXPECT_EQ(fs.type_of(a->root / "build"), probe::FileType::none);
+  EXPECT_EQ(fs.type_of(a->root / "dist"), probe::FileType::none);
+  EXPECT_EQ(fs.type_of(a->root / ".git"), probe::FileType::none);
+  EXPECT_EQ(fs.type_of(a->root / "csrc/__pycache__"), probe::FileType::none);
+  // A leftover inside the scratch tree is gone at the next build: it is made fresh.
+  fs.add_file(a->root / "build/leftover.o", "x");
+  auto b = build::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
+  ASSERT_TRUE(b) << b.error().render();
+  EXPECT_EQ(b->root.string(), first);  // same content, same path, from any folder
+  EXPECT_EQ(fs.type_of(b->root / "build"), probe::FileType::none);
+  fs.add_file("/elsewhere/deeper/src/csrc/k.cu", "__global__ void k2() {}\n");
+  auto c = build::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->root.string(), first);
+}
+
+TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
+  probe::FakeDynamicLoader dl;
+  probe::Machine m{fs, proc, env, dl};
+  fs.add_file("/src/setup.py", "");
+  fs.add_file("/usr/bin/gcc-11", "", 0755);
+  fs.add_file("/usr/bin/g++-11", "", 0755);
+  auto p = base_plan("/src", "/w");
+  compiler::HostChoice host;
+  host.compiler.cc = "/usr/bin/gcc-11";
+  host.compiler.cxx = "/usr/bin/g++-11";
+  host.shim_dir = "/w/shim";
+  p.host = host;
+  p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
+  proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
+  auto r = build::run_command_backend(m, p, {}, "/cache");
+  ASSERT_FALSE(r);  // the fake command made no wheel
+  EXPECT_EQ(fs.type_of("/w/shim/g++"), probe::FileType::symlink);
+  EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
+  ASSERT_EQ(proc.calls().size(), 1u);
+  EXPECT_EQ(proc.calls()[0].env->at("CXX"), "/w/shim/g++");
+  EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
 }
 
 TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
@@ -67,13 +159,15 @@ TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   auto p = base_plan("/src", "/w");
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
-  auto r = build::run_command_backend(m, p);
+  fs.add_file("/src/setup.py", "");
+  auto r = build::run_command_backend(m, p, {}, "/cache");
   ASSERT_FALSE(r);  // the fake command made no wheel
-  EXPECT_NE(r.error().message.find("no new file matching \"dist/*.whl\""), std::string::npos)
+  EXPECT_NE(r.error().message.find("made no file matching \"dist/*.whl\""), std::string::npos)
       << r.error().message;
   ASSERT_EQ(proc.calls().size(), 1u);
   EXPECT_EQ(proc.calls()[0].argv, (std::vector<std::string>{"python3", "setup.py", "bdist_wheel"}));
-  EXPECT_EQ(proc.calls()[0].cwd, fs::path("/src"));
+  // It runs in a fresh copy, never in the source tree itself.
+  EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
   EXPECT_EQ(proc.calls()[0].output, probe::Output::lines);
   EXPECT_EQ(*fs.read_file("/w/build/command.log"), "building\n");
 }
@@ -112,7 +206,7 @@ TEST(BuildCommandBackend, FailureStopsWithTheLogTail) {
   p.recipe.build.command = {"/bin/sh", "-c", "echo compiling; echo 'error: boom' >&2; exit 3"};
   std::vector<std::string> lines;
   auto r = build::run_command_backend(probe::real_machine(), p,
-                                      [&](std::string_view l) { lines.emplace_back(l); });
+                                      [&](std::string_view l) { lines.emplace_back(l); }, work / "cache");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::failed);
   EXPECT_NE(r.error().message.find("exit 3"), std::string::npos) << r.error().message;
@@ -144,7 +238,7 @@ TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByt
                  {"TORCH_CUDA_ARCH_LIST", "8.0"},
                  {"DS_BUILD_OPS", "0"},
                  {"DS_BUILD_DEMO_CUDA", "1"}};
-    auto r = build::run_command_backend(probe::real_machine(), p);
+    auto r = build::run_command_backend(probe::real_machine(), p, {}, top / "cache");
     ASSERT_TRUE(r) << r.error().render();
     EXPECT_EQ(r->wheel.filename().string().rfind("demo_ops-0.3.0+cu13.gabc1234-", 0), 0u) << r->wheel;
     wheels.push_back(r->wheel);

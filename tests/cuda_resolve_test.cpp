@@ -47,6 +47,12 @@ class RootedFileSystem final : public probe::FileSystem {
 
 const char* kSite = "/venv/lib/python3.11/site-packages";
 
+// What the python probe prints for a venv whose torch is in site-packages.
+std::string python_probe_output() {
+  return std::string("{\"torch\": \"") + kSite + "/torch/__init__.py\", \"locations\": [\"" + kSite +
+         "/torch\"], \"path\": [\"\", \"/usr/lib/python311.zip\", \"" + kSite + "\"], \"cflags\": \"-O3\"}\n";
+}
+
 struct World {
   RootedFileSystem fs{sfs::path(OPFORGE_TEST_FIXTURES) / "toolkits"};
   probe::FakeMachine fake;
@@ -54,7 +60,7 @@ struct World {
     fake.env.set("PATH", "/usr/local/bin:/usr/bin");
     fake.proc.on({"/usr/local/cuda-12.4/bin/nvcc", "--version"}, {0, 0, false, data("nvcc/12.4.txt"), ""});
     fake.proc.on({std::string(kSite) + "/nvidia/cu13/bin/nvcc", "--version"}, {0, 0, false, data("nvcc/13.0.txt"), ""});
-    fake.proc.on({"python3"}, {0, 0, false, "\n/usr/lib/python311.zip\n" + std::string(kSite) + "\n", ""});
+    fake.proc.on({"python3"}, {0, 0, false, python_probe_output(), ""});
   }
   probe::Machine machine() { return probe::Machine{fs, fake.proc, fake.env, fake.dl}; }
 };

@@ -3,8 +3,15 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <regex>
+
+#include <chrono>
+#include <thread>
 
 #include "compiler/resolve.h"
+#include "ops/ops.h"
+#include "util/hash.h"
+#include "util/strings.h"
 #include "wheel/wheel.h"
 
 namespace opforge::build {
@@ -28,19 +35,17 @@ std::string tail_lines(const std::string& text, std::size_t n) {
 }  // namespace
 
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
-                                                       const plan::Plan& plan) {
+                                                       const plan::Plan& plan, const fs::path& tree_in) {
+  const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
   std::map<std::string, std::string> env = base;
   for (const auto& [k, v] : plan.exports) env[k] = v;
 
   if (plan.host) {
-    const auto& c = plan.host->compiler;
-    fs::path cc = plan.host->shim_dir ? *plan.host->shim_dir / c.cc.filename() : c.cc;
-    fs::path cxx = plan.host->shim_dir ? *plan.host->shim_dir / c.cxx.filename() : c.cxx;
-    if (!plan.exports.contains("CC") && !cc.empty()) env["CC"] = cc.string();
-    if (!plan.exports.contains("CXX") && !cxx.empty()) env["CXX"] = cxx.string();
-    std::string ccbin = plan.host->shim_dir ? plan.host->shim_dir->string() : cxx.string();
-    if (!ccbin.empty() && !plan.exports.contains("NVCC_PREPEND_FLAGS")) {
-      std::string flags = "-ccbin " + ccbin;
+    auto via = compiler::invocation(*plan.host);
+    if (!plan.exports.contains("CC") && !via.cc.empty()) env["CC"] = via.cc.string();
+    if (!plan.exports.contains("CXX") && !via.cxx.empty()) env["CXX"] = via.cxx.string();
+    if (!via.ccbin.empty() && !plan.exports.contains("NVCC_PREPEND_FLAGS")) {
+      std::string flags = "-ccbin " + via.ccbin.string();
       if (plan.host->allow_unsupported) flags += " -allow-unsupported-compiler";
       append_flags(env, "NVCC_PREPEND_FLAGS", flags);
     }
@@ -48,17 +53,139 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
 
   // One fixed seed for every file is enough: it only replaces the per-run random names gcc gives
   // to anonymous-namespace symbols.
-  const std::string src = plan.source.root.string();
-  const std::string map = "-ffile-prefix-map=" + src + "=.";
+  const std::string map = "-ffile-prefix-map=" + tree.string() + "=.";
   const std::string seed = "-frandom-seed=opforge";
-  append_flags(env, "CFLAGS", map + " " + seed);
-  append_flags(env, "CXXFLAGS", map + " " + seed);
+  // setuptools uses CFLAGS/CXXFLAGS from the environment *instead of* Python's own: keep those first.
+  const std::string python_cflags =
+      plan.cuda.torch ? std::string(strings::trim(plan.cuda.torch->python_cflags)) : std::string();
+  for (const char* var : {"CFLAGS", "CXXFLAGS"}) {
+    std::string user = env.contains(var) ? env[var] : std::string();
+    env[var] = python_cflags;
+    if (!user.empty()) append_flags(env, var, user);
+    append_flags(env, var, map + " " + seed);
+  }
   append_flags(env, "LDFLAGS", "-Wl,--build-id=none");
   append_flags(env, "NVCC_APPEND_FLAGS", "-Xcompiler=" + map + " -Xcompiler=" + seed);
   env["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
   if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
   env["PYTHONHASHSEED"] = "0";
+  if (plan.recipe.build.cache == recipe::Cache::ccache) {
+    // torch's BuildExtension puts ccache in front of the host compiler and nvcc when it is on PATH.
+    // The scratch tree's path is the same for the same content, so hits need no base_dir trick;
+    // the prefix map only rewrites paths it makes identical anyway (facts: ignore it in the hash).
+    env.erase("TORCH_NO_COMPILER_WRAPPER");
+    env["CCACHE_BASEDIR"] = tree.string();
+    env["CCACHE_NOHASHDIR"] = "1";
+    env["CCACHE_IGNOREOPTIONS"] = "-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*";
+    if (!plan.recipe.build.remote.empty()) env["CCACHE_REMOTE_STORAGE"] = plan.recipe.build.remote;
+  } else {
+    env["TORCH_NO_COMPILER_WRAPPER"] = "1";  // every compile runs for real
+  }
   return env;
+}
+
+std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
+                                                   const plan::Plan& plan, const fs::path& tree) {
+  std::map<std::string, std::string> out;
+  for (auto& [k, v] : command_environment(base, plan, tree)) {
+    auto it = base.find(k);
+    if (it == base.end() || it->second != v || plan.exports.contains(k)) out[k] = v;
+  }
+  return out;
+}
+
+namespace {
+
+struct TreeEntry {
+  fs::path rel;
+  probe::FileType type;
+  std::string content;  ///< file bytes, or the symlink's target
+  unsigned mode = 0644;
+};
+
+bool skipped(const fs::path& rel) {
+  const std::string name = rel.filename().string();
+  if (name == ".git" || name == "__pycache__") return true;
+  const bool top = !rel.has_parent_path() || rel.parent_path().empty();
+  return top && (name == "build" || name == "dist");
+}
+
+Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out) {
+  auto names = m.fs.list_directory(root / rel);
+  if (!names) return std::unexpected(names.error());
+  for (auto& n : *names) {
+    fs::path r = rel.empty() ? fs::path(n) : rel / n;
+    if (skipped(r)) continue;
+    fs::path p = root / r;
+    auto type = m.fs.type_of(p);
+    if (type == probe::FileType::symlink) {
+      auto target = OPFORGE_TRY(m.fs.read_symlink(p));
+      // A link that stays inside the tree is kept as a link (DeepSpeed's deepspeed/ops/op_builder
+      // -> ../../op_builder); any other is copied as what it points to.
+      auto inside = (r.parent_path() / target).lexically_normal();
+      if (!target.is_absolute() && !inside.empty() && *inside.begin() != "..") {
+        out.push_back({r, type, target.string(), 0777});
+        continue;
+      }
+      type = m.fs.resolved_type(p);
+    }
+    if (type == probe::FileType::directory) {
+      out.push_back({r, type, "", 0755});
+      OPFORGE_CHECK(collect_tree(m, root, r, out));
+    } else if (type == probe::FileType::regular) {
+      out.push_back({r, type, OPFORGE_TRY(m.fs.read_file(p)), m.fs.is_executable(p) ? 0755u : 0644u});
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, const fs::path& cache_dir,
+                                      const std::function<void(std::string_view)>& on_wait) {
+  if (cache_dir.empty())
+    return bad_input("no cache folder for the build tree", "set OPFORGE_CACHE_DIR (or HOME)");
+  std::vector<TreeEntry> entries;
+  if (auto st = collect_tree(m, source, {}, entries); !st)
+    return failure("cannot read the source tree " + source.string() + ": " + st.error().message);
+  std::string digest;
+  for (auto& e : entries)
+    digest += e.rel.string() + "\n" + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) +
+              " " + sha256_hex(e.content) + "\n";
+  ScratchTree out;
+  out.content_hash = sha256_hex(digest);
+  const fs::path trees = cache_dir / "trees";
+  out.root = trees / out.content_hash.substr(0, 16);
+  OPFORGE_CHECK(m.fs.create_directories(trees));
+  const fs::path lock_file = trees / (out.content_hash.substr(0, 16) + ".lock");
+  for (int waited = 0;; ++waited) {
+    auto lock = m.fs.try_lock(lock_file);
+    if (lock) {
+      out.lock = *lock;
+      break;
+    }
+    if (waited == 0 && on_wait) on_wait("waiting for another build of the same tree (" + lock_file.string() + ")");
+    if (waited > 4 * 3600)
+      return failure("another build has held " + lock_file.string() + " for over 4 hours", "remove the lock file if no build is running");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  OPFORGE_CHECK(m.fs.remove_all(out.root));
+  OPFORGE_CHECK(m.fs.create_directories(out.root));
+  for (auto& e : entries) {
+    fs::path dst = out.root / e.rel;
+    if (e.type == probe::FileType::directory) OPFORGE_CHECK(m.fs.create_directories(dst));
+    else if (e.type == probe::FileType::symlink) OPFORGE_CHECK(m.fs.create_symlink(e.content, dst));
+    else OPFORGE_CHECK(m.fs.write_file_atomic(dst, e.content, e.mode));
+  }
+  return out;
+}
+
+std::string torch_requirement(const std::string& v) {
+  auto parts = strings::split(v, '.');
+  if (parts.size() < 2 || parts[0].empty() || parts[1].empty()) return "";
+  auto digits = [](std::string_view s) { return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); };
+  if (!digits(parts[0]) || !digits(parts[1])) return "";
+  return "torch==" + std::string(parts[0]) + "." + std::string(parts[1]) + ".*";
 }
 
 Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::path& root,
@@ -96,8 +223,44 @@ Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std
   return out;
 }
 
+namespace {
+
+// deepspeed/git_version_info_installed.py is Python written by DeepSpeed's setup.py:
+// version='0.19.8+...' and installed_ops={'cpu_adam': 1, 'utils': False, ...}.
+std::string set_ds_version(const std::string& text, const std::string& version) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    std::string line = text.substr(start, end - start);
+    if (line.starts_with("version=")) line = "version='" + version + "'" + (nl == std::string::npos ? "" : "\n");
+    out += line;
+    start = end;
+  }
+  return out;
+}
+
+std::vector<std::string> ds_installed_ops(const std::string& text) {
+  std::vector<std::string> out;
+  for (auto& line : strings::split(text, '\n')) {
+    if (!line.starts_with("installed_ops=")) continue;
+    static const std::regex entry(R"(['"]([A-Za-z0-9_]+)['"]\s*:\s*(True|1))");
+    std::string rest(line);
+    for (std::sregex_iterator it(rest.begin(), rest.end(), entry), end; it != end; ++it)
+      out.push_back((*it)[1].str());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+constexpr const char* kDsVersionFile = "deepspeed/git_version_info_installed.py";
+
+}  // namespace
+
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
-                                          const std::function<void(std::string_view)>& on_line) {
+                                          const std::function<void(std::string_view)>& on_line,
+                                          const fs::path& cache_dir_in) {
   const auto& b = plan.recipe.build;
   if (b.command.empty())
     return bad_input("[build] backend = \"command\" needs a command",
@@ -106,44 +269,48 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.log = plan.build_dir / "command.log";
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
 
-  // Remember what matched before, so a stale wheel from an earlier run is never taken.
-  std::map<fs::path, std::optional<probe::FileStamp>> before;
-  for (const auto& p : OPFORGE_TRY(match_glob(m.fs, plan.source.root, b.wheel_glob)))
-    before[p] = m.fs.stamp(p);
+  // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
+  const fs::path cache_dir = cache_dir_in.empty() ? ops::default_cache_dir(m.env) : cache_dir_in;
+  auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
+  out.tree = tree.root;
+  out.tree_hash = tree.content_hash;
+  auto cleanup = [&] { (void)m.fs.remove_all(tree.root); };
+  if (plan.host && compiler::invocation(*plan.host).needs_shim)
+    OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
 
-  if (plan.host && plan.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
-  out.env = command_environment(m.env.all(), plan);
+  out.env = command_environment(m.env.all(), plan, tree.root);
   probe::Command cmd;
   cmd.argv = b.command;
-  cmd.cwd = plan.source.root;
+  cmd.cwd = tree.root;
   cmd.env = out.env;
   cmd.output = probe::Output::lines;
   cmd.on_line = [&](std::string_view line) { if (on_line) on_line(line); };
   auto result = m.proc.run(cmd);
-  if (!result)
+  if (!result) {
+    cleanup();
     return failure("cannot start the build command " + b.command.front() + ": " + result.error().message,
                    "check [build] command and that its program is on PATH");
+  }
   OPFORGE_CHECK(m.fs.write_file_atomic(out.log, result->out));
   if (!result->ok()) {
     std::string how = result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code)
                                              : "signal " + std::to_string(result->signal);
-    return failure("the build command failed (" + how + "); its last lines:\n" + tail_lines(result->out, 25),
+    // The tree stays for inspection until the next build of the same content.
+    return failure("the build command failed (" + how + ") in " + tree.root.string() + "; its last lines:\n" +
+                       tail_lines(result->out, 25),
                    "full log: " + out.log.string());
   }
 
-  std::vector<fs::path> fresh;
-  auto after = OPFORGE_TRY(match_glob(m.fs, plan.source.root, b.wheel_glob));
-  for (const auto& p : after) {
-    auto it = before.find(p);
-    if (it == before.end() || it->second != m.fs.stamp(p)) fresh.push_back(p);
-  }
-  if (fresh.empty())
-    return failure("the build command succeeded but made no new file matching \"" + b.wheel_glob +
-                       "\" in " + plan.source.root.string(),
+  auto fresh = OPFORGE_TRY(match_glob(m.fs, tree.root, b.wheel_glob));
+  if (fresh.empty()) {
+    cleanup();
+    return failure("the build command succeeded but made no file matching \"" + b.wheel_glob + "\"",
                    "set [build] wheel_glob to where the command writes its wheel; log: " + out.log.string());
+  }
   if (fresh.size() > 1) {
     std::string names;
-    for (const auto& p : fresh) names += "\n  " + p.string();
+    for (const auto& p : fresh) names += "\n  " + p.filename().string();
+    cleanup();
     return failure("the build command made several wheels matching \"" + b.wheel_glob + "\":" + names,
                    "narrow [build] wheel_glob to one of them");
   }
@@ -152,8 +319,21 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   wheel::NormalizeOptions opts;
   opts.source_date_epoch = plan.source_date_epoch;
   if (!plan.wheel_version.empty()) opts.version = plan.wheel_version;
-  auto written = OPFORGE_TRY(wheel::normalize(m, out.raw_wheel, plan.dist_dir, opts));
-  out.wheel = written.path;
+  if (plan.cuda.torch && plan.cuda.torch->torch_version)
+    if (auto req = torch_requirement(*plan.cuda.torch->torch_version); !req.empty() && plan.source.catalogue == "op_builder")
+      opts.requires_dist.push_back(req);
+  std::vector<std::string> installed;
+  const std::string version = plan.wheel_version;
+  opts.rewrite = [&installed, version](const std::string& path, const std::string& content) -> std::optional<std::string> {
+    if (path != kDsVersionFile) return std::nullopt;
+    installed = ds_installed_ops(content);
+    return version.empty() ? std::nullopt : std::optional<std::string>(set_ds_version(content, version));
+  };
+  auto written = wheel::normalize(m, out.raw_wheel, plan.dist_dir, opts);
+  cleanup();
+  if (!written) return std::unexpected(written.error());
+  out.wheel = written->path;
+  out.installed_ops = installed;
   return out;
 }
 

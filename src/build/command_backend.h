@@ -4,6 +4,7 @@
 /// deterministically with wheel::normalize.
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <map>
 #include <string>
 #include <string_view>
@@ -20,20 +21,47 @@ namespace opforge::build {
 
 struct CommandOutput {
   fs::path wheel;       ///< the normalised wheel in plan.dist_dir
-  fs::path raw_wheel;   ///< the wheel the command produced (left in place)
+  fs::path raw_wheel;   ///< the wheel the command produced (removed with the scratch tree)
+  fs::path tree;        ///< the scratch tree the command ran in
+  std::string tree_hash;  ///< its content hash
+  /// DeepSpeed trees: the ops its git_version_info_installed.py lists as installed.
+  std::vector<std::string> installed_ops;
   fs::path log;         ///< plan.build_dir / "command.log": the command's full output
   std::map<std::string, std::string> env;  ///< what the command ran with (for the build record)
 };
 
 /// The command's environment: `base` (the caller's environment), then plan.exports on top, then
-/// what makes the output reproducible and uses the plan's compiler:
+/// what makes the output reproducible and uses the plan's compiler (compiler::invocation):
 /// CC/CXX (the chosen host compiler, or its shim), NVCC_PREPEND_FLAGS=-ccbin <shim or c++>,
-/// NVCC_APPEND_FLAGS / CFLAGS / CXXFLAGS with -ffile-prefix-map=<source>=. and one fixed
-/// -frandom-seed, LDFLAGS with -Wl,--build-id=none, SOURCE_DATE_EPOCH, MAX_JOBS, PYTHONHASHSEED=0.
-/// Flags are appended to values already in `base`/exports, never replacing them.
+/// NVCC_APPEND_FLAGS / CFLAGS / CXXFLAGS with -ffile-prefix-map=<tree>=. and one fixed
+/// -frandom-seed, LDFLAGS with -Wl,--build-id=none, SOURCE_DATE_EPOCH, MAX_JOBS, PYTHONHASHSEED=0,
+/// and the compiler cache (recipe [build] cache: CCACHE_* for torch's own ccache wrapping; none:
+/// TORCH_NO_COMPILER_WRAPPER=1). setuptools takes CFLAGS/CXXFLAGS from the environment instead of
+/// Python's own (sysconfig CFLAGS: -DNDEBUG -fwrapv -O2 ...), so those come first, then the
+/// caller's, then opforge's. `tree` is where the command runs (default: plan.source.root).
 /// Paths with spaces cannot be passed through NVCC_*_FLAGS (nvcc splits them on spaces).
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
-                                                       const plan::Plan& plan);
+                                                       const plan::Plan& plan, const fs::path& tree = {});
+
+/// The variables command_environment sets or changes relative to `base`, and every plan export
+/// (even where `base` agrees): what `opforge env` and `opforge plan` print.
+std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
+                                                   const plan::Plan& plan, const fs::path& tree = {});
+
+/// A fresh copy of a source tree for one command build, at a path that depends only on the tree's
+/// content: nvcc derives internal symbol names (`_INTERNAL_<hash>_`) from the source path, so the
+/// same content must compile at the same path whatever folder the user's checkout is in.
+struct ScratchTree {
+  fs::path root;              ///< <cache_dir>/trees/<first 16 hex of content_hash>
+  std::string content_hash;   ///< sha256 over relative paths, modes, contents (symlinks: targets)
+  std::shared_ptr<void> lock; ///< held while the tree is in use (concurrent builds of one tree wait)
+};
+
+/// Copies `source` (without .git, __pycache__, and the top-level build/ and dist/ — never a stale
+/// build) into a fresh ScratchTree under cache_dir, waiting for another build of the same content
+/// to finish (`on_wait` is told once). Only symlinks that stay inside the tree are kept as links.
+Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, const fs::path& cache_dir,
+                                      const std::function<void(std::string_view)>& on_wait = {});
 
 /// Finds the files matching `glob` (a folder part without wildcards, then a file name pattern with
 /// `*`/`?`/`[...]`, e.g. "dist/*.whl"), relative to `root`; sorted.
@@ -45,12 +73,21 @@ Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::
 /// (the archives may still differ in zip metadata; compare bytes for that).
 Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std::string_view wheel_b);
 
-/// Runs plan.recipe.build.command in plan.source.root with command_environment(m.env.all(), plan),
+/// Copies plan.source.root into a scratch tree (make_scratch_tree under `cache_dir`, default
+/// ops::default_cache_dir), creates the compiler shim when the plan uses one, and runs
+/// plan.recipe.build.command there with command_environment(m.env.all(), plan, tree),
 /// passing each output line to `on_line` (progress), keeps the full output in the log, and on a
 /// non-zero exit fails (ErrorKind::failed) with the log's last lines. The wheel is the one file
 /// matching wheel_glob that is new or changed by this run; it is normalised into plan.dist_dir with
 /// plan.wheel_version (when not empty) in its file name, .dist-info and METADATA.
+/// DeepSpeed trees: the wheel's deepspeed/git_version_info_installed.py gets version='<wheel
+/// version>'; with a torch version known, METADATA requires torch==X.Y.* (compiled extensions load
+/// only with the torch they were built against). The scratch tree is removed afterwards.
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
-                                          const std::function<void(std::string_view)>& on_line = {});
+                                          const std::function<void(std::string_view)>& on_line = {},
+                                          const fs::path& cache_dir = {});
+
+/// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
+std::string torch_requirement(const std::string& torch_version);
 
 }  // namespace opforge::build

@@ -82,17 +82,9 @@ Result<Graph> describe(const plan::Plan& plan) {
   const fs::path& src_root = plan.source.root;
   std::string cxx = "g++", cc = "gcc";
   if (plan.host) {
-    if (plan.host->shim_dir) {
-      cxx = (*plan.host->shim_dir / "g++").string();
-      cc = (*plan.host->shim_dir / "gcc").string();
-      if (plan.host->compiler.family == compiler::Family::clang) {
-        cxx = (*plan.host->shim_dir / "c++").string();
-        cc = (*plan.host->shim_dir / "cc").string();
-      }
-    } else {
-      cxx = plan.host->compiler.cxx.string();
-      cc = plan.host->compiler.cc.string();
-    }
+    auto via = compiler::invocation(*plan.host);
+    cxx = via.cxx.string();
+    cc = via.cc.string();
   }
   // Reproducibility (facts §8): paths mapped, a stable seed per file, no build id, no debug info.
   std::vector<std::string> prefix_maps = {"-ffile-prefix-map=" + src_root.string() + "=.",

@@ -57,7 +57,8 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
   nlohmann::json env = nlohmann::json::object();
   for (auto& [k, v] : m.env.all())
     if (k.starts_with("DS_BUILD_") || k == "TORCH_CUDA_ARCH_LIST" || k == "CUDA_HOME" ||
-        k == "CUDA_PATH" || k == "SOURCE_DATE_EPOCH" || k == "DS_SKIP_CUDA_CHECK")
+        k == "CUDA_PATH" || k == "SOURCE_DATE_EPOCH" || k == "DS_SKIP_CUDA_CHECK" || k == "DS_ACCELERATOR" ||
+        k == "DS_ENABLE_NINJA" || k == "MAX_JOBS")
       env[k] = v;
   in["environment"] = env;
   return in;
@@ -252,12 +253,35 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     outcome.wheel = plan.dist_dir / out.wheel.filename();
     outcome.wheel_sha256 = record::sha256_hex(bytes);
     outcome.steps_run = 1;
+    auto parts = strings::split(out.wheel.stem().string(), '-');
+    if (parts.size() >= 5) outcome.tags = {parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()};
     record::Record rec;
     rec.wheel = out.wheel.filename().string();
     rec.outputs[rec.wheel] = outcome.wheel_sha256;
     rec.inputs = record_inputs(m, plan, Graph{}, fs::absolute(recipe_file), recipe_text);
     rec.inputs["command"] = plan.recipe.build.command;
     rec.inputs["command_log"] = out.log.string();
+    rec.inputs["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
+    rec.inputs["catalogue"] = plan.source.catalogue;
+    // The ops the plan decided, and (DeepSpeed) those its installed-ops record lists: setup.py may
+    // add dependencies (async_io brings pin_memory).
+    nlohmann::json ops = nlohmann::json::object();
+    for (auto& d : plan.ops)
+      if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
+    rec.inputs["ops"] = ops;
+    if (plan.source.catalogue == "op_builder") rec.inputs["ops_installed"] = out.installed_ops;
+    if (plan.cuda.torch && plan.cuda.torch->torch_version)
+      rec.inputs["torch"] = {{"version", *plan.cuda.torch->torch_version},
+                             {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
+                             {"python", plan.cuda.torch->python},
+                             {"requirement", torch_requirement(*plan.cuda.torch->torch_version)}};
+    // What the command ran with, beyond the caller's environment.
+    nlohmann::json cenv = nlohmann::json::object();
+    for (auto& [k, v] : out.env) {
+      auto base = m.env.get(k);
+      if (!base || *base != v) cenv[k] = v;
+    }
+    rec.inputs["command_environment"] = cenv;
     outcome.record_path = record::path_for(outcome.wheel);
     OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
     (void)m.fs.remove(out.wheel);

@@ -1,11 +1,17 @@
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <regex>
 
 #include "build/pipeline.h"
 #include "cli/command.h"
 #include "record/record.h"
+#include "recipe/recipe.h"
 
 namespace opforge::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct BuildFlags {
   std::string recipe;
@@ -33,16 +39,44 @@ Status run_build(const BuildFlags& flags) {
   if (flags.cache == "ccache") options.launcher = build::Launcher::ccache;
   else if (!flags.cache.empty() && flags.cache != "none")
     return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
-  options.on_line = [](std::string_view line) {
+  // A project's own build (setup.py) prints thousands of lines, all kept in command.log: the
+  // terminal gets its extensions, ninja's progress (one object per line) and its errors.
+  const bool command = [&] {
+    auto r = recipe::load(m, flags.recipe);
+    return r && r->build.backend == recipe::Backend::command;
+  }();
+  options.on_line = [command](std::string_view line) {
     if (line.starts_with("ninja: Entering") || line.starts_with("ninja: no work")) return;
+    if (command) {
+      static const std::regex progress(R"(^(\[\d+/\d+\]) .* -o (\S+)(\s.*)?$)");
+      std::string text(line);
+      std::smatch mm;
+      if (std::regex_match(text, mm, progress)) {
+        std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
+      } else if (text.starts_with("building '") || text.find("error:") != std::string::npos ||
+                 text.find("Error:") != std::string::npos || text.find("Error ") != std::string::npos) {
+        std::cout << text << "\n" << std::flush;
+      }
+      return;
+    }
     std::cout << line << "\n" << std::flush;
   };
   auto outcome = OPFORGE_TRY(build::build_wheel(m, flags.recipe, options));
   const auto& plan = outcome.plan;
   for (auto& w : plan.warnings) std::cout << "warning: " << w << "\n";
-  for (auto& d : plan.ops)
+  for (auto& d : plan.ops) {
+    // DeepSpeed's two dozen builders: those nobody asked for are not listed.
+    if (plan.source.catalogue == "op_builder" && !d.build && d.reason == "not requested") continue;
     std::cout << (d.build ? "  built    " : "  skipped  ") << d.manifest.name
               << (d.build ? "" : " (" + d.reason + ")") << "\n";
+  }
+  // Ops a project's setup.py added on its own (DeepSpeed: pin_memory with async_io).
+  if (auto it = outcome.record.inputs.find("ops_installed"); it != outcome.record.inputs.end() && it->is_array())
+    for (auto& op : *it) {
+      std::string name = op.is_string() ? op.get<std::string>() : "";
+      bool planned = std::any_of(plan.ops.begin(), plan.ops.end(), [&](auto& d) { return d.build && d.manifest.name == name; });
+      if (!name.empty() && !planned) std::cout << "  built    " << name << " (added by the project's setup.py)\n";
+    }
   if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
   else if (outcome.cache) std::cout << build::describe_cache_stats(*outcome.cache) << "\n";
   if (outcome.reused) std::cout << "the wheel in dist/ was made from these exact inputs: kept as it is\n";

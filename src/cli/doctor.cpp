@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cuda/mismatch.h"
 #include "compiler/resolve.h"
 #include "cuda/resolve.h"
 #include "devices/resolve.h"
@@ -36,6 +37,7 @@ json gather(probe::Machine m, const std::string& python, const std::string& reci
     t["version"] = *torch->torch_version;
     t["cuda"] = torch->cuda ? json(torch->cuda->str()) : json(nullptr);
     t["site_packages"] = torch->site_packages.string();
+    t["location"] = torch->torch_dir.string();
     t["status"] = torch->cuda ? "CUDA " + torch->cuda->str() : std::string("CPU-only build");
   }
   j["torch"] = t;
@@ -54,7 +56,11 @@ json gather(probe::Machine m, const std::string& python, const std::string& reci
   std::optional<cuda::Toolkit> chosen;
   if (res) {
     chosen = res->chosen;
-    for (auto& w : res->warnings) j["warnings"].push_back(w);
+    std::string match;
+    if (torch && chosen) match = cuda::torch_match(*torch, *chosen).message;
+    for (auto& w : res->warnings)
+      if (match.empty() || w.find("in the minor version") == std::string::npos) j["warnings"].push_back(w);
+    if (!match.empty()) j["warnings"].push_back(match);
   }
   const auto& cands = res ? res->candidates : found.candidates;
   for (auto& c : cands) {

@@ -1,6 +1,7 @@
 // `opforge env RECIPE`: the plan's exports, for `eval` in a shell or for another build tool.
 #include <iostream>
 
+#include "build/command_backend.h"
 #include "cli/command.h"
 #include "compiler/resolve.h"
 #include "plan/json.h"
@@ -27,14 +28,17 @@ Registrar env_command{{
       return [args]() -> Status {
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
-        auto m = probe::real_machine();
-        auto p = OPFORGE_TRY(plan::make(m, args->recipe, opts));
+        auto real = probe::real_machine();
+        auto p = OPFORGE_TRY(plan::make(real, args->recipe, opts));
+        // The same variables a command build gets (compiler, toolkit, ops, reproducibility), for a
+        // build run in the source tree itself.
+        auto vars = build::command_exports(real.env.all(), p);
         // CC, CXX and PATH name the shim (or the cpu_target wrappers): make it, as a build would.
-        if (p.host && p.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(m.fs, *p.host));
+        if (p.host && p.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(real.fs, *p.host));
         if (args->format == "json") {
-          std::cout << nlohmann::json(p.exports).dump(2) << "\n";
+          std::cout << nlohmann::json(vars).dump(2) << "\n";
         } else {
-          for (auto& [k, v] : p.exports) {
+          for (auto& [k, v] : vars) {
             // Always quoted: values with spaces or '$' survive `eval` unchanged.
             std::string q = strings::shell_quote(v);
             if (q.empty() || q.front() != '\'') {

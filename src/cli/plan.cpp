@@ -1,6 +1,7 @@
 // `opforge plan RECIPE`: the full resolved plan, written nowhere.
 #include <iostream>
 
+#include "build/command_backend.h"
 #include "build/native.h"
 #include "cli/command.h"
 #include "devices/nodes.h"
@@ -12,10 +13,14 @@
 namespace opforge::cli {
 namespace {
 
+// The scratch tree's path depends on the tree's content, which plan does not read.
+const char* kScratchPlaceholder = "<cache>/trees/<content hash>";
+
 void print_text(const plan::Plan& p) {
   std::cout << "recipe        " << p.recipe.file.string() << "\n"
             << "source        " << p.source.root.string()
             << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
+            << (p.source.not_fetched.empty() ? std::string() : "(not fetched: would fetch " + p.source.not_fetched + ")")
             << "\n"
             << "ops folder    " << p.source.ops_dir.string() << "\n\n";
   std::cout << "CUDA toolkit  "
@@ -39,21 +44,38 @@ void print_text(const plan::Plan& p) {
   std::cout << "\n";
   for (auto& [e, why] : p.arch.dropped) std::cout << "  dropped " << e << ": " << why << "\n";
   std::cout << "\nops\n";
-  for (auto& d : p.ops)
+  if (p.source.catalogue == "none") std::cout << "  (no op catalogue: the command decides what it builds)\n";
+  std::size_t quiet = 0;
+  for (auto& d : p.ops) {
+    // A DeepSpeed tree lists two dozen builders: those nobody asked for are counted, not listed.
+    if (p.source.catalogue == "op_builder" && !d.build && d.reason == "not requested") {
+      ++quiet;
+      continue;
+    }
     std::cout << "  " << (d.build ? "build " : "skip  ") << d.manifest.name << " ("
-              << (d.manifest.kind == ops::Kind::cuda ? "cuda" : "cpu") << ", " << d.requested_by
-              << "): " << d.reason << "\n";
+              << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
+  }
+  if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";
   std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"
             << "jobs          " << p.jobs << "\n"
             << "build dir     " << p.build_dir.string() << "\n"
             << "dist dir      " << p.dist_dir.string() << "\n"
             << "\nexports\n";
-  for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
-  std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
-  if (auto graph = build::describe(p)) {
-    for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
+  if (p.recipe.build.backend == recipe::Backend::command) {
+    // The command's full environment beyond the caller's: exactly what the build will set.
+    for (auto& [k, v] : build::command_exports(probe::real_machine().env.all(), p, kScratchPlaceholder))
+      std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+    std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
+              << "  " << strings::shell_join(p.recipe.build.command) << "\n"
+              << "  wheel: " << p.recipe.build.wheel_glob << "\n";
   } else {
-    std::cout << "  (cannot describe: " << graph.error().message << ")\n";
+    for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+    std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
+    if (auto graph = build::describe(p)) {
+      for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
+    } else {
+      std::cout << "  (cannot describe: " << graph.error().message << ")\n";
+    }
   }
   if (!p.notes.empty()) {
     std::cout << "\nwhy\n";
@@ -84,6 +106,7 @@ Registrar plan_command{{
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;
+        opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r, false); };
         auto real = probe::real_machine();
         std::map<std::string, std::string> set;
         std::vector<std::string> node_warnings;
@@ -104,7 +127,10 @@ Registrar plan_command{{
         for (auto& w : node_warnings) p.warnings.push_back(w);
         if (args->json) {
           auto j = plan::to_json(p);
-          if (auto graph = build::describe(p)) {
+          if (p.recipe.build.backend == recipe::Backend::command) {
+            j["command"] = {{"argv", p.recipe.build.command},
+                            {"environment", build::command_exports(real.env.all(), p, kScratchPlaceholder)}};
+          } else if (auto graph = build::describe(p)) {
             j["commands"] = nlohmann::json::array();
             for (auto& step : graph->steps)
               j["commands"].push_back({{"description", step.description}, {"argv", step.argv}});

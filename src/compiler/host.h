@@ -40,3 +40,33 @@ struct HostChoice {
 };
 
 }  // namespace opforge::compiler
+
+namespace opforge::compiler {
+
+/// How a build reaches the chosen compiler. One rule for native builds, command builds and
+/// `opforge env`: through the shim folder when there is one (gcc/g++, or cc/c++ for clang), else
+/// the compiler's own paths; nvcc gets `-ccbin <ccbin>`.
+struct Invocation {
+  fs::path cc;
+  fs::path cxx;
+  fs::path ccbin;  ///< the shim folder, or cxx
+  bool needs_shim = false;  ///< the shim folder must exist (compiler::create_shim) before use
+};
+
+inline Invocation invocation(const HostChoice& c) {
+  Invocation out;
+  if (c.shim_dir) {
+    const bool clang = c.compiler.family == Family::clang;
+    out.cc = *c.shim_dir / (clang ? "cc" : "gcc");
+    out.cxx = *c.shim_dir / (clang ? "c++" : "g++");
+    out.ccbin = *c.shim_dir;
+    out.needs_shim = true;
+  } else {
+    out.cc = c.compiler.cc;
+    out.cxx = c.compiler.cxx;
+    out.ccbin = c.compiler.cxx;
+  }
+  return out;
+}
+
+}  // namespace opforge::compiler

@@ -1,4 +1,5 @@
 #include "cuda/resolve.h"
+#include "util/hash.h"
 
 #include <algorithm>
 #include <regex>
@@ -69,25 +70,59 @@ TorchVersionPy parse_torch_version_py(std::string_view text) {
   return out;
 }
 
+PythonProbe parse_python_probe(std::string_view text) {
+  PythonProbe out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return out;
+  out.ok = true;
+  if (j.contains("torch") && j["torch"].is_string()) out.torch_origin = j["torch"].get<std::string>();
+  if (j.contains("locations") && j["locations"].is_array())
+    for (auto& l : j["locations"])
+      if (l.is_string()) out.torch_locations.emplace_back(l.get<std::string>());
+  if (j.contains("path") && j["path"].is_array())
+    for (auto& p : j["path"])
+      if (p.is_string()) out.sys_path.push_back(p.get<std::string>());
+  if (j.contains("cflags") && j["cflags"].is_string()) out.cflags = j["cflags"].get<std::string>();
+  return out;
+}
+
 std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python) {
-  // Only the path list: importing torch costs seconds, starting python tens of milliseconds.
+  // find_spec locates the package as `import torch` would (PYTHONPATH, .pth files, editable
+  // installs) without importing it: importing torch costs seconds, starting python milliseconds.
   auto r = m.proc.run(probe::Command{
-      .argv = {python, "-c", "import sys\nfor p in sys.path:\n  print(p)"},
+      .argv = {python, "-c",
+               "import importlib.util, json, sys, sysconfig\n"
+               "s = importlib.util.find_spec('torch')\n"
+               "print(json.dumps({'torch': s.origin if s else None,\n"
+               "  'locations': list(s.submodule_search_locations or []) if s else [],\n"
+               "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or ''}))"},
       .timeout = std::chrono::milliseconds(20000)});
   if (!r || !r->ok()) return std::nullopt;
+  auto probe = parse_python_probe(r->out);
+  if (!probe.ok) return std::nullopt;
   TorchInfo info;
   info.python = python;
-  for (auto& line : strings::split(r->out, '\n')) {
-    auto p = std::string(strings::trim(line));
-    if (p.empty() || !(p.ends_with("site-packages") || p.ends_with("dist-packages"))) continue;
-    if (info.site_packages.empty() && m.fs.resolved_type(fs::path(p)) == probe::FileType::directory)
+  info.python_cflags = probe.cflags;
+  for (auto& p : probe.sys_path) {
+    if (!(p.ends_with("site-packages") || p.ends_with("dist-packages"))) continue;
+    if (m.fs.resolved_type(fs::path(p)) == probe::FileType::directory) {
       info.site_packages = p;
-    auto text = m.fs.read_file(fs::path(p) / "torch" / "version.py");
+      break;
+    }
+  }
+  std::vector<fs::path> dirs = probe.torch_locations;
+  if (!probe.torch_origin.empty()) dirs.push_back(fs::path(probe.torch_origin).parent_path());
+  for (auto& dir : dirs) {
+    auto text = m.fs.read_file(dir / "version.py");
     if (!text) continue;
     auto parsed = parse_torch_version_py(*text);
     info.torch_version = parsed.version ? parsed.version : std::optional<std::string>("unknown");
     info.cuda = parsed.cuda;
-    info.site_packages = p;
+    info.torch_dir = dir;
+    info.torch_version_py_sha256 = sha256_hex(*text);
+    // pip-wheel toolkits (nvidia/*) sit beside torch.
+    auto parent = dir.parent_path();
+    if (parent.filename().string().ends_with("-packages")) info.site_packages = parent;
     break;
   }
   return info;

@@ -167,6 +167,7 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
 
   const bool by_env = !env_values.empty();
   std::vector<Decision> out;
+  std::vector<Want> wants;
   for (auto& op : manifests) {
     Decision d;
     d.manifest = op;
@@ -181,6 +182,8 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
       } else {
         d.requested_by = "DS_BUILD_OPS unset (default 0) while other DS_BUILD_* are set";
       }
+    } else if (recipe.ops.empty() && ctx.default_off) {
+      d.requested_by = "no [ops] table and no DS_BUILD_*: DeepSpeed's default DS_BUILD_OPS=0";
     } else if (recipe.ops.empty()) {
       want = Want::automatic;
       d.requested_by = "no [ops] table: \"auto\"";
@@ -194,16 +197,39 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
       d.requested_by = "recipe: not listed in [ops]";
     }
 
+    out.push_back(std::move(d));
+    wants.push_back(want);
+  }
+
+  // The project's own verdicts, asked once for every op still in question.
+  std::map<std::string, Compatibility> verdicts;
+  if (ctx.compatibility) {
+    std::vector<Manifest> ask;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (wants[i] != Want::off && !(needs_toolkit(out[i].manifest.kind) && !ctx.cuda_unavailable.empty()))
+        ask.push_back(out[i].manifest);
+    if (!ask.empty()) verdicts = OPFORGE_TRY(ctx.compatibility(ask));
+  }
+
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    Decision& d = out[i];
+    const Manifest& op = d.manifest;
+    const Want want = wants[i];
     if (want == Want::off) {
       d.build = false;
       d.reason = "not requested";
-      out.push_back(std::move(d));
       continue;
     }
     std::string why_not, fix;
-    if (op.kind == Kind::cuda && !ctx.cuda_unavailable.empty()) {
+    if (needs_toolkit(op.kind) && !ctx.cuda_unavailable.empty()) {
       why_not = "it needs CUDA: " + ctx.cuda_unavailable;
       fix = "install a CUDA toolkit or set CUDA_HOME, or do not request " + op.name;
+    }
+    if (auto it = verdicts.find(op.name); why_not.empty() && it != verdicts.end() && !it->second.ok) {
+      std::string cls = op.builder_class.substr(op.builder_class.find(':') + 1);
+      why_not = cls + ".is_compatible() says no" +
+                (it->second.reason.empty() ? std::string() : ": " + it->second.reason);
+      fix = "fix what it names, or do not request " + op.name + " (" + op.build_var + "=0)";
     }
     for (auto& p : op.probes) {
       if (!why_not.empty()) break;
@@ -220,7 +246,7 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
     }
     if (why_not.empty()) {
       d.build = true;
-      d.reason = "compatible";
+      d.reason = verdicts.contains(op.name) ? "compatible (is_compatible())" : "compatible";
       if (!op.probes.empty()) {
         std::vector<std::string> pn;
         for (auto& p : op.probes) pn.push_back(p.name);
@@ -234,7 +260,6 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
       d.build = false;
       d.reason = "skipped: " + why_not + "; to build it, " + fix;
     }
-    out.push_back(std::move(d));
   }
   return out;
 }

@@ -10,7 +10,17 @@ namespace opforge::ops {
 
 namespace fs = std::filesystem;
 
-enum class Kind { cpu, cuda };
+/// cpu_cuda: a CPU op that still compiles against the CUDA toolkit (DeepSpeed's builders that
+/// derive from CUDAOpBuilder without .cu sources, e.g. async_io: CUDA headers, -lcudart).
+enum class Kind { cpu, cuda, cpu_cuda };
+
+/// "cpu" | "cuda" | "cpu+cuda".
+inline const char* kind_name(Kind k) {
+  return k == Kind::cuda ? "cuda" : k == Kind::cpu_cuda ? "cpu+cuda" : "cpu";
+}
+
+/// Whether building the op needs a CUDA toolkit.
+inline bool needs_toolkit(Kind k) { return k != Kind::cpu; }
 
 /// A compatibility probe: compile and link a tiny program with the chosen host compiler.
 struct Probe {
@@ -36,6 +46,8 @@ struct Manifest {
   std::string build_var;     ///< DS_BUILD_OVERFLOW by default
   std::vector<Probe> probes;
   std::string library_name;  ///< file name of the shared library, e.g. "libopforge_overflow.so"
+  /// DeepSpeed builders: "op_builder.fused_adam:FusedAdamBuilder" (module:class); empty for op.toml.
+  std::string builder_class;
 };
 
 struct Decision {

@@ -1,10 +1,13 @@
 #pragma once
 /// Reading op manifests and deciding which ops a plan builds. Called by plan/ and by doctor.
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ops/deepspeed.h"
 #include "ops/manifest.h"
 #include "probe/machine.h"
 #include "recipe/recipe.h"
@@ -32,6 +35,12 @@ struct DecideContext {
   std::string probe_compiler = "c++";
   /// Folder of the probe cache (see default_cache_dir); empty disables the cache.
   fs::path cache_dir;
+  /// The project's own compatibility verdicts (DeepSpeed's is_compatible()), asked once for all
+  /// the ops that are wanted and need no toolkit that is missing. Null: only op.toml probes count.
+  std::function<Result<std::map<std::string, Compatibility>>(const std::vector<Manifest>&)> compatibility;
+  /// With neither [ops] nor DS_BUILD_*: build nothing (DeepSpeed's own default, DS_BUILD_OPS=0,
+  /// since its ops are JIT-compiled at run time) instead of every op "auto".
+  bool default_off = false;
 };
 
 /// $OPFORGE_CACHE_DIR, else $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (empty if none);

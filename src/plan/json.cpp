@@ -7,7 +7,9 @@ nlohmann::json to_json(const Plan& p) {
   json j;
   j["recipe"] = p.recipe.file.string();
   j["source"] = {{"root", p.source.root.string()}, {"ops_dir", p.source.ops_dir.string()},
-                 {"commit", p.source.commit}, {"dirty", p.source.dirty}};
+                 {"commit", p.source.commit}, {"dirty", p.source.dirty}, {"catalogue", p.source.catalogue}};
+  if (!p.source.not_fetched.empty()) j["source"]["not_fetched"] = p.source.not_fetched;
+  j["cuda_minor_mismatch"] = p.cuda_minor_mismatch;
   json cands = json::array();
   for (auto& c : p.cuda.candidates)
     cands.push_back({{"path", c.path.string()}, {"found_by", c.found_by}, {"chosen", c.chosen},
@@ -29,7 +31,7 @@ nlohmann::json to_json(const Plan& p) {
   json ops = json::array();
   for (auto& d : p.ops)
     ops.push_back({{"name", d.manifest.name},
-                   {"kind", d.manifest.kind == ops::Kind::cuda ? "cuda" : "cpu"},
+                   {"kind", ops::kind_name(d.manifest.kind)},
                    {"build", d.build}, {"build_var", d.manifest.build_var},
                    {"requested_by", d.requested_by}, {"reason", d.reason}});
   j["ops"] = ops;

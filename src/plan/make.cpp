@@ -4,6 +4,8 @@
 
 #include "compiler/cpu_target.h"
 #include "cuda/resolve.h"
+#include "compiler/host.h"
+#include "cuda/mismatch.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
 #include "util/numbers.h"
@@ -136,16 +138,51 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
                          "use [source] path = \"...\" with a checked-out tree");
     plan.source.root = *r.source.path;
   }
-  if (plan.source.ops_dir.empty()) plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
+  if (plan.source.ops_dir.empty() && plan.source.not_fetched.empty())
+    plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
   plan.build_dir = (r.dir / r.build.build_dir).lexically_normal();
   plan.dist_dir = (r.dir / r.build.dist_dir).lexically_normal();
-  auto manifests = OPFORGE_TRY(ops::load_manifests(m, plan.source.ops_dir, plan.source.root));
-  notes.push_back("ops: " + std::to_string(manifests.size()) + " manifests in " + plan.source.ops_dir.string());
+  const bool command = r.build.backend == recipe::Backend::command;
+  const std::string python = opts.python.value_or(r.cuda.python);
+  plan.python = python;
+
+  // --- the op catalogue: op.toml manifests, DeepSpeed's op_builder/, or none (command backend).
+  std::vector<ops::Manifest> manifests;
+  const bool explicit_ops_dir = r.locations.contains("source.ops_dir");
+  const bool ops_dir_exists = m.fs.resolved_type(plan.source.ops_dir) == probe::FileType::directory;
+  fs::path ds_root;
+  if (!plan.source.not_fetched.empty())
+    ;  // no tree yet
+  else if (explicit_ops_dir && plan.source.ops_dir.filename() == "op_builder" &&
+      ops::has_op_builder(m.fs, plan.source.ops_dir.parent_path()))
+    ds_root = plan.source.ops_dir.parent_path();
+  else if (!explicit_ops_dir && !ops_dir_exists && ops::has_op_builder(m.fs, plan.source.root))
+    ds_root = plan.source.root;
+  if (!ds_root.empty()) {
+    if (!command)
+      return bad_input("'" + (ds_root / "op_builder").string() +
+                           "' holds DeepSpeed's op builders, which build through its own setup.py",
+                       "set [build] backend = \"command\" (see docs/external-projects.md)");
+    plan.source.catalogue = "op_builder";
+    plan.source.ops_dir = ds_root / "op_builder";
+    manifests = OPFORGE_TRY(ops::load_deepspeed_catalogue(m, ds_root, python));
+    notes.push_back("ops: " + std::to_string(manifests.size()) + " DeepSpeed op builders in " + plan.source.ops_dir.string());
+  } else if (!plan.source.not_fetched.empty()) {
+    plan.source.catalogue = "none";
+    notes.push_back("source: not fetched yet (" + plan.source.not_fetched +
+                    "): `opforge build` fetches it; the op table and its verdicts need the tree");
+  } else if (command && !explicit_ops_dir && !ops_dir_exists) {
+    plan.source.catalogue = "none";
+    notes.push_back("ops: no op catalogue in " + plan.source.root.string() +
+                    " (neither op.toml manifests nor op_builder/): the command decides what it builds");
+  } else {
+    manifests = OPFORGE_TRY(ops::load_manifests(m, plan.source.ops_dir, plan.source.root));
+    notes.push_back("ops: " + std::to_string(manifests.size()) + " manifests in " + plan.source.ops_dir.string());
+  }
 
   // --- toolkit, host compiler, architectures. A missing toolkit is not yet an error: only a
   // CUDA op that is explicitly requested makes it one (ops::decide).
   std::string cuda_unavailable;
-  const std::string python = opts.python.value_or(r.cuda.python);
   auto cuda = opts.resolvers.cuda ? opts.resolvers.cuda(m, r.cuda.version, python)
                                   : Result<cuda::Resolution>(unsatisfied("CUDA toolkit resolution is not available"));
   if (!cuda) {
@@ -159,6 +196,22 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
     if (!plan.cuda.chosen) cuda_unavailable = "no CUDA toolkit found";
   }
   const cuda::Toolkit* tk = plan.cuda.chosen ? &*plan.cuda.chosen : nullptr;
+  // torch's extension builder (what a command build compiles with) refuses a toolkit of another
+  // CUDA major whatever DS_SKIP_CUDA_CHECK says; a minor difference is PyTorch's warning, and
+  // DeepSpeed's stricter check (exact major.minor) is told through DS_SKIP_CUDA_CHECK=1.
+  if (tk && plan.cuda.torch) {
+    auto match = cuda::torch_match(*plan.cuda.torch, *tk);
+    const Version& tc = *plan.cuda.torch->cuda;
+    if (match.mismatch == cuda::Mismatch::major && command)
+      return unsatisfied(match.message, "install CUDA " + std::to_string(tc.major) + ".x (or set CUDA_HOME to one), or a torch built for CUDA " +
+                                            std::to_string(tk->version.major));
+    if (match.mismatch == cuda::Mismatch::minor) {
+      plan.cuda_minor_mismatch = true;
+      // The resolver's own minor-mismatch warning says the same in fewer words.
+      std::erase_if(plan.warnings, [](const std::string& w) { return w.find("in the minor version") != std::string::npos; });
+      plan.warnings.push_back(match.message);
+    }
+  }
   std::string probe_compiler = r.compiler.host == "auto" ? "c++" : r.compiler.host;
   if (tk) {
     notes.push_back("toolkit: CUDA " + tk->version.str() + " at " + tk->root.string());
@@ -215,13 +268,51 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   ctx.cuda_unavailable = cuda_unavailable;
   ctx.probe_compiler = probe_compiler;
   ctx.cache_dir = opts.cache_dir.empty() ? ops::default_cache_dir(m.env) : opts.cache_dir;
+  // The toolkit and compiler a command build gets (before the ops are decided: DeepSpeed's
+  // is_compatible() runs in that environment).
+  std::map<std::string, std::string> toolkit_exports;
+  if (tk && cuda_unavailable.empty()) {
+    toolkit_exports = opts.resolvers.cuda_exports ? opts.resolvers.cuda_exports(*tk, m.env)
+                                                  : std::map<std::string, std::string>{{"CUDA_HOME", tk->root.string()}};
+    toolkit_exports["TORCH_CUDA_ARCH_LIST"] = arch_string(plan.arch.arches);
+    if (plan.host) {
+      auto via = compiler::invocation(*plan.host);
+      toolkit_exports["CC"] = via.cc.string();
+      toolkit_exports["CXX"] = via.cxx.string();
+      if (via.needs_shim) {
+        std::string path = toolkit_exports.count("PATH") ? toolkit_exports["PATH"] : m.env.get("PATH").value_or("");
+        toolkit_exports["PATH"] = via.ccbin.string() + (path.empty() ? "" : ":" + path);
+      }
+    }
+    if (plan.source.catalogue == "op_builder") {
+      // A GPU-less build machine must still build for the CUDA accelerator (DeepSpeed picks its CPU
+      // accelerator when no GPU is visible).
+      toolkit_exports["DS_ACCELERATOR"] = "cuda";
+      if (plan.cuda_minor_mismatch) toolkit_exports["DS_SKIP_CUDA_CHECK"] = "1";
+    }
+  }
+  if (plan.source.catalogue == "op_builder") {
+    ctx.default_off = true;
+    auto env = m.env.all();
+    for (auto& [k, v] : toolkit_exports) env[k] = v;
+    if (!env.contains("DS_ACCELERATOR")) env["DS_ACCELERATOR"] = "cuda";
+    auto cache_dir = ctx.cache_dir;
+    std::string torch_id = plan.cuda.torch ? plan.cuda.torch->torch_dir.string() + ":" + plan.cuda.torch->torch_version_py_sha256 : "";
+    ctx.compatibility = [m, root = ds_root, python, env, cache_dir, torch_id](const std::vector<ops::Manifest>& ask) {
+      return ops::deepspeed_compatibility(m, {root, python, ask, env, cache_dir, torch_id});
+    };
+  }
   plan.ops = OPFORGE_TRY(ops::decide(m, manifests, r, ctx));
   bool any_cuda = false;
   for (auto& d : plan.ops) {
-    notes.push_back("op " + d.manifest.name + ": " + (d.build ? "build" : "skip") + " — " +
-                    d.requested_by + "; " + d.reason);
-    if (d.build && d.manifest.kind == ops::Kind::cuda) any_cuda = true;
+    // DeepSpeed has two dozen builders: those nobody asked for are left out of the notes.
+    if (d.build || plan.source.catalogue != "op_builder" || d.reason != "not requested")
+      notes.push_back("op " + d.manifest.name + ": " + (d.build ? "build" : "skip") + " — " +
+                      d.requested_by + "; " + d.reason);
+    if (d.build && ops::needs_toolkit(d.manifest.kind)) any_cuda = true;
   }
+  // A command build gets the toolkit whenever one is usable: its setup.py decides what it compiles.
+  if (command && tk && cuda_unavailable.empty()) any_cuda = true;
 
   // --- jobs, epoch, version
   if (opts.jobs) {
@@ -251,23 +342,28 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
 
   // --- exports
   auto& ex = plan.exports;
-  if (tk && any_cuda) {
-    if (opts.resolvers.cuda_exports) {
-      ex = opts.resolvers.cuda_exports(*tk, m.env);
-    } else {
-      ex["CUDA_HOME"] = tk->root.string();
-    }
-    ex["TORCH_CUDA_ARCH_LIST"] = arch_string(plan.arch.arches);
-  }
-  if (plan.host && (any_cuda || !plan.host->cpu_target.empty())) {
-    if (plan.host->shim_dir) {
-      ex["CC"] = (*plan.host->shim_dir / "gcc").string();
-      ex["CXX"] = (*plan.host->shim_dir / "g++").string();
+  if (tk && any_cuda) ex = toolkit_exports;
+  // A pinned CPU target reaches the compiler through the shim's wrappers, CUDA or not.
+  if (plan.host && !(tk && any_cuda) && !plan.host->cpu_target.empty()) {
+    auto via = compiler::invocation(*plan.host);
+    ex["CC"] = via.cc.string();
+    ex["CXX"] = via.cxx.string();
+    if (via.needs_shim) {
       std::string path = ex.count("PATH") ? ex["PATH"] : m.env.get("PATH").value_or("");
-      ex["PATH"] = plan.host->shim_dir->string() + (path.empty() ? "" : ":" + path);
-    } else {
-      ex["CC"] = plan.host->compiler.cc.string();
-      ex["CXX"] = plan.host->compiler.cxx.string();
+      ex["PATH"] = via.ccbin.string() + (path.empty() ? "" : ":" + path);
+    }
+  }
+  if (plan.source.catalogue == "op_builder") {
+    // torch's BuildExtension uses ninja (and MAX_JOBS) only when DeepSpeed is told to.
+    ex["DS_ENABLE_NINJA"] = "1";
+    // DeepSpeed's own version: version.txt + DS_BUILD_STRING, so that its __version__ is the wheel's.
+    if (auto vt = m.fs.read_file(ds_root / "version.txt")) {
+      std::string base(strings::trim(*vt));
+      if (plan.wheel_version.starts_with(base) && plan.wheel_version.size() > base.size())
+        ex["DS_BUILD_STRING"] = plan.wheel_version.substr(base.size());
+      else if (plan.wheel_version != base)
+        notes.push_back("version: the recipe's " + plan.wheel_version + " differs from version.txt's " + base +
+                        "; the wheel's files are rewritten to " + plan.wheel_version);
     }
   }
   // Every op gets an explicit 1/0 and DS_BUILD_OPS=0, so a DeepSpeed-style build sees exactly

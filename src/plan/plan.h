@@ -26,6 +26,12 @@ struct SourceInfo {
   std::string commit;       ///< full hex commit, empty when not a git tree
   bool dirty = false;
   std::optional<std::int64_t> commit_time;  ///< seconds since the epoch
+  /// Where the op catalogue came from: "op.toml" (manifests in ops_dir), "op_builder" (DeepSpeed's
+  /// builder classes), or "none" (a plain setup.py project; command backend only).
+  std::string catalogue = "op.toml";
+  /// A git source that plan did not fetch (plan writes nothing): what would be fetched. The tree,
+  /// and so the op verdicts, are then unknown.
+  std::string not_fetched;
 };
 
 struct Plan {
@@ -43,6 +49,10 @@ struct Plan {
   /// Exports for `opforge env` and for the command backend: CUDA_HOME, PATH, LD_LIBRARY_PATH,
   /// TORCH_CUDA_ARCH_LIST, DS_BUILD_*, MAX_JOBS, SOURCE_DATE_EPOCH ...
   std::map<std::string, std::string> exports;
+  /// The toolkit's CUDA minor version differs from torch's (same major): accepted with a warning,
+  /// and DeepSpeed's stricter check is told through DS_SKIP_CUDA_CHECK=1.
+  bool cuda_minor_mismatch = false;
+  std::string python;                    ///< the project's Python (torch, DeepSpeed's checks)
   std::vector<std::string> notes;        ///< one line per decision worth explaining
   std::vector<std::string> warnings;
 };
@@ -73,6 +83,9 @@ Resolvers default_resolvers();
 /// The source stage: a local tree's commit and dirtiness, or a git source fetched into the cache
 /// (source/); release mode refuses dirty trees and moving revs.
 Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r);
+/// With fetch = false, a git source whose repository is not in the cache yet is not cloned:
+/// SourceInfo::not_fetched says what would be fetched (root stays empty).
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, bool fetch);
 
 struct Options {
   bool release = false;                ///< --release: refuse dirty trees and moving revs
@@ -81,7 +94,8 @@ struct Options {
   std::optional<std::string> python;   ///< --python: the interpreter whose torch decides CUDA
   /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When
   /// null, the tree is the recipe's [source] path with no commit.
-  std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source = plan::inspect_source;
+  std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source =
+      [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r); };
   Resolvers resolvers = default_resolvers();
   fs::path cache_dir;                  ///< probe cache; empty: ops::default_cache_dir(env)
 };

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 
 #include "util/strings.h"
 #include "wheel/internal.h"
@@ -27,6 +28,42 @@ std::string set_metadata_version(std::string_view text, std::string_view version
     start = end;
   }
   return out;
+}
+
+// The distribution name a requirement starts with, normalised ("torch>=2" → "torch").
+std::string requirement_name(std::string_view req) {
+  std::size_t end = 0;
+  while (end < req.size() && (std::isalnum(static_cast<unsigned char>(req[end])) || req[end] == '-' ||
+                              req[end] == '_' || req[end] == '.'))
+    ++end;
+  return normalize_name(std::string(req.substr(0, end)));
+}
+
+// Sets Requires-Dist headers: replaces those naming the same distributions, appends the rest after
+// the last header.
+std::string set_requires(std::string_view text, const std::vector<std::string>& reqs) {
+  if (reqs.empty()) return std::string(text);
+  std::vector<std::string> names;
+  for (auto& r : reqs) names.push_back(requirement_name(r));
+  std::string head, body;
+  std::size_t start = 0;
+  bool in_headers = true;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+    std::string_view line = text.substr(start, end - start);
+    start = end;
+    if (in_headers && (line == "\n" || line == "\r\n")) in_headers = false;
+    if (!in_headers) { body += line; continue; }
+    if (strings::to_lower(line.substr(0, 14)) == "requires-dist:") {
+      auto value = strings::trim(line.substr(14));
+      if (std::find(names.begin(), names.end(), requirement_name(value)) != names.end()) continue;
+    }
+    head += line;
+  }
+  if (!head.empty() && head.back() != '\n') head += "\n";
+  for (auto& r : reqs) head += "Requires-Dist: " + r + "\n";
+  return head + body;
 }
 
 Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel,
@@ -113,13 +150,15 @@ Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::pat
     // The .data folder carries the version too.
     if (path.starts_with(old_dist + ".data/")) path = new_dist + ".data/" + path.substr(old_dist.size() + 6);
     std::string content = e.content;
+    if (options.rewrite)
+      if (auto changed = options.rewrite(e.path, content)) content = std::move(*changed);
     if (options.strip == NormalizeOptions::Strip::yes && is_elf(content))
       content = OPFORGE_TRY(strip_elf(m, e.path, content));
     spec.files.push_back({path, std::move(content), mode});
   }
 
   auto packed = OPFORGE_TRY(pack_with_dist_info(
-      spec, std::move(extra), set_metadata_version(metadata->content, spec.version)));
+      spec, std::move(extra), set_requires(set_metadata_version(metadata->content, spec.version), options.requires_dist)));
   OPFORGE_CHECK(m.fs.create_directories(dist_dir));
   fs::path path = dist_dir / packed.filename;
   OPFORGE_CHECK(m.fs.write_file_atomic(path, packed.bytes, 0644));

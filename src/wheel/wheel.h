@@ -5,6 +5,7 @@
 /// normalize's `strip`, probe::ProcessRunner.
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -190,6 +191,11 @@ struct NormalizeOptions {
   std::int64_t source_date_epoch = 315532800;
   std::optional<std::string> version;  ///< replace the version everywhere (e.g. add a local label)
   enum class Strip { yes, no } strip = Strip::yes;  ///< `strip --strip-unneeded` every ELF file
+  /// `Requires-Dist:` values to set in METADATA (e.g. "torch==2.15.*"); one already there for the
+  /// same distribution name is replaced.
+  std::vector<std::string> requires_dist;
+  /// Rewrites a package file (path in the wheel, content) → new content, or nullopt to keep it.
+  std::function<std::optional<std::string>(const std::string&, const std::string&)> rewrite;
 };
 
 /// Re-packs an existing wheel (e.g. from setup.py bdist_wheel) deterministically: sorted entries,

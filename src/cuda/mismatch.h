@@ -1,0 +1,37 @@
+#pragma once
+/// torch's CUDA against a toolkit's, as PyTorch's extension builder judges it: a different major is
+/// an error (torch refuses to build extensions, whatever DeepSpeed's DS_SKIP_CUDA_CHECK says), a
+/// different minor a warning. DeepSpeed is stricter (exact major.minor, or a same-major list that
+/// has no 13.x entries) and is told through DS_SKIP_CUDA_CHECK=1.
+#include <optional>
+#include <string>
+
+#include "cuda/toolkit.h"
+
+namespace opforge::cuda {
+
+enum class Mismatch { none, minor, major };
+
+struct TorchMatch {
+  Mismatch mismatch = Mismatch::none;
+  std::string message;  ///< names both versions; empty when none
+};
+
+inline TorchMatch torch_match(const TorchInfo& torch, const Toolkit& tk) {
+  TorchMatch out;
+  if (!torch.cuda) return out;
+  const Version& tc = *torch.cuda;
+  if (tk.version.major != tc.major) {
+    out.mismatch = Mismatch::major;
+    out.message = "CUDA " + tk.version.str() + " at " + tk.root.string() + " and torch's CUDA " + tc.str() + " (" +
+                  torch.python + ") differ in the major version: torch cannot build extensions with it";
+  } else if (tk.version.minor != tc.minor) {
+    out.mismatch = Mismatch::minor;
+    out.message = "CUDA " + tk.version.str() + " differs from torch's CUDA " + tc.str() +
+                  " in the minor version: accepted (PyTorch only warns); DeepSpeed's stricter check is "
+                  "bypassed with DS_SKIP_CUDA_CHECK=1";
+  }
+  return out;
+}
+
+}  // namespace opforge::cuda

@@ -1,0 +1,174 @@
+// DeepSpeed's op_builder/ as an op catalogue, on a small stand-in tree
+// (tests/fixtures/fake_deepspeed: a CUDA builder, a CPU builder from op_builder/cpu, a builder whose
+// is_compatible() says no, one with a custom BUILD_VAR), read by Debian's python3 (no torch needed).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "ops/deepspeed.h"
+#include "ops/ops.h"
+#include "probe/fake_machine.h"
+#include "test_util.h"
+
+namespace sfs = std::filesystem;
+using namespace opforge;
+
+namespace {
+
+const sfs::path kTree = sfs::path(OPFORGE_TEST_FIXTURES) / "fake_deepspeed";
+const char* kPython = "/usr/bin/python3";
+
+// Counts the processes a stage starts, running them for real.
+struct CountingRunner final : probe::ProcessRunner {
+  probe::ProcessRunner& real = probe::real_machine().proc;
+  int runs = 0;
+  Result<probe::ProcessResult> run(const probe::Command& c) override {
+    ++runs;
+    return real.run(c);
+  }
+};
+
+const ops::Manifest* find(const std::vector<ops::Manifest>& v, const std::string& name) {
+  for (auto& m : v)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+sfs::path temp_dir(const std::string& tag) {
+  auto d = sfs::temp_directory_path() / ("opforge-ds-" + tag + "-" + std::to_string(::getpid()));
+  sfs::remove_all(d);
+  sfs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(OpsDeepspeed, CatalogueComesFromTheBuilderClassesWithoutImportingThem) {
+  auto m = probe::real_machine();
+  ASSERT_TRUE(ops::has_op_builder(m.fs, kTree));
+  auto cat = ops::load_deepspeed_catalogue(m, kTree, kPython);
+  ASSERT_TRUE(cat) << cat.error().render();
+  ASSERT_EQ(cat->size(), 4u);
+  auto* fused = find(*cat, "fused_thing");
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(fused->kind, ops::Kind::cuda);  // it compiles a .cu file
+  EXPECT_EQ(fused->build_var, "DS_BUILD_FUSED_THING");
+  EXPECT_EQ(fused->builder_class, "op_builder.fused_thing:FusedThingBuilder");
+  EXPECT_EQ(fused->sources, (std::vector<sfs::path>{"csrc/thing/frontend.cpp", "csrc/thing/kernel.cu"}));
+  auto* hio = find(*cat, "host_io");
+  ASSERT_TRUE(hio);
+  EXPECT_EQ(hio->build_var, "DS_BUILD_HIO");  // custom, as async_io's DS_BUILD_AIO
+  EXPECT_EQ(hio->kind, ops::Kind::cpu_cuda);  // a CUDAOpBuilder with only .cpp sources
+  EXPECT_EQ(hio->sources.size(), 3u);         // self.lib_sources() + [...]
+  auto* adam = find(*cat, "cpu_adam");
+  ASSERT_TRUE(adam);
+  EXPECT_EQ(adam->kind, ops::Kind::cpu);
+  EXPECT_EQ(adam->builder_class, "op_builder.cpu.cpu_thing:CPUAdamBuilder");
+  ASSERT_TRUE(find(*cat, "never"));
+}
+
+TEST(OpsDeepspeed, UnreadableOpBuilderIsBadInput) {
+  auto dir = temp_dir("broken");
+  sfs::create_directories(dir / "op_builder");
+  std::ofstream(dir / "op_builder" / "builder.py") << "class OpBuilder:\n  pass\n";
+  std::ofstream(dir / "op_builder" / "broken.py") << "class BrokenBuilder(OpBuilder:\n";
+  auto cat = ops::load_deepspeed_catalogue(probe::real_machine(), dir, kPython);
+  ASSERT_FALSE(cat);
+  EXPECT_EQ(cat.error().kind, ErrorKind::bad_input);
+  EXPECT_NE(cat.error().message.find("cannot read DeepSpeed's op builders"), std::string::npos) << cat.error().message;
+  EXPECT_NE(cat.error().message.find("SyntaxError"), std::string::npos) << cat.error().message;
+  sfs::remove_all(dir);
+}
+
+TEST(OpsDeepspeed, CompatibilityIsDeepSpeedsOwnVerdictAskedOnceAndCached) {
+  auto real = probe::real_machine();
+  CountingRunner runner;
+  probe::Machine m{real.fs, runner, real.env, real.dl};
+  auto cat = ops::load_deepspeed_catalogue(m, kTree, kPython);
+  ASSERT_TRUE(cat);
+  auto cache = temp_dir("compat");
+  ops::CompatibilityQuery q{kTree, kPython, *cat, {{"PATH", "/usr/bin:/bin"}}, cache, "torch-id"};
+  runner.runs = 0;
+  auto v = ops::deepspeed_compatibility(m, q);
+  ASSERT_TRUE(v) << v.error().render();
+  EXPECT_EQ(runner.runs, 1);  // one Python run for every op
+  EXPECT_TRUE((*v)["fused_thing"].ok);
+  EXPECT_TRUE((*v)["cpu_adam"].ok);
+  EXPECT_FALSE((*v)["never"].ok);
+  EXPECT_EQ((*v)["never"].reason, "never requires libnever-dev, which was not found");
+  auto again = ops::deepspeed_compatibility(m, q);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(runner.runs, 1);  // answered from the cache
+  EXPECT_EQ((*again)["never"].reason, (*v)["never"].reason);
+  q.torch_identity = "another torch";
+  ASSERT_TRUE(ops::deepspeed_compatibility(m, q));
+  EXPECT_EQ(runner.runs, 2);  // another torch, another answer
+  sfs::remove_all(cache);
+}
+
+TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeDynamicLoader dl;
+  auto cat = ops::parse_deepspeed_catalogue(kTree, R"({"ops": [
+    {"name": "cpu_adam", "build_var": "DS_BUILD_CPU_ADAM", "class": "op_builder.cpu.a:CPUAdamBuilder", "kind": "cpu", "sources": []},
+    {"name": "fused_thing", "build_var": "DS_BUILD_FUSED_THING", "class": "op_builder.f:FusedThingBuilder", "kind": "cuda", "sources": null},
+    {"name": "never", "build_var": "DS_BUILD_NEVER", "class": "op_builder.never:NeverBuilder", "kind": "cpu", "sources": []}]})");
+  ASSERT_TRUE(cat) << cat.error().render();
+  ops::DecideContext ctx;
+  std::vector<std::string> asked;
+  ctx.compatibility = [&](const std::vector<ops::Manifest>& ask) -> Result<std::map<std::string, ops::Compatibility>> {
+    std::map<std::string, ops::Compatibility> out;
+    for (auto& a : ask) {
+      asked.push_back(a.name);
+      out[a.name] = a.name == "never" ? ops::Compatibility{false, "never requires libnever-dev"} : ops::Compatibility{true, ""};
+    }
+    return out;
+  };
+  ctx.default_off = true;
+  recipe::Recipe r;
+
+  {  // DS_BUILD_* select by the catalogue's variables; an incompatible explicit request is exit 3
+    probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_CPU_ADAM", "1"}, {"DS_BUILD_NEVER", "1"}});
+    auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, r, ctx);
+    ASSERT_FALSE(d);
+    EXPECT_EQ(d.error().kind, ErrorKind::unsatisfied);
+    EXPECT_NE(d.error().message.find("NeverBuilder.is_compatible() says no: never requires libnever-dev"), std::string::npos)
+        << d.error().message;
+    EXPECT_EQ(asked, (std::vector<std::string>{"cpu_adam", "never"}));  // only what was asked for
+  }
+  {  // "auto" ops that DeepSpeed calls incompatible are skipped, with its reason
+    probe::FakeEnvironment env(std::map<std::string, std::string>{});
+    r.ops = {{"cpu_adam", recipe::OpRequest::on}, {"never", recipe::OpRequest::automatic}};
+    auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, r, ctx);
+    ASSERT_TRUE(d) << d.error().render();
+    EXPECT_TRUE((*d)[0].build);
+    EXPECT_FALSE((*d)[2].build);
+    EXPECT_NE((*d)[2].reason.find("skipped: NeverBuilder.is_compatible() says no"), std::string::npos) << (*d)[2].reason;
+  }
+  {  // a misspelt op: exit 2 with a suggestion from the catalogue
+    probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_FUSED_THNG", "1"}});
+    auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
+    ASSERT_FALSE(d);
+    EXPECT_EQ(d.error().kind, ErrorKind::bad_input);
+    EXPECT_NE(d.error().message.find("did you mean DS_BUILD_FUSED_THING?"), std::string::npos) << d.error().message;
+  }
+  {  // neither [ops] nor DS_BUILD_*: DeepSpeed's default, nothing prebuilt
+    probe::FakeEnvironment env(std::map<std::string, std::string>{});
+    auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
+    ASSERT_TRUE(d);
+    for (auto& op : *d) EXPECT_FALSE(op.build) << op.manifest.name;
+  }
+  {  // a CUDA op without a toolkit is not even asked about
+    probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_FUSED_THING", "1"}});
+    auto no_cuda = ctx;
+    no_cuda.cuda_unavailable = "no CUDA toolkit found";
+    asked.clear();
+    auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, no_cuda);
+    ASSERT_FALSE(d);
+    EXPECT_EQ(d.error().kind, ErrorKind::unsatisfied);
+    EXPECT_TRUE(asked.empty());
+  }
+}
