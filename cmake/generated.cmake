@@ -1,5 +1,5 @@
 # Generated headers shared by the main build and the fuzz build (tests/fuzz/CMakeLists.txt):
-# opforge/version.h, and the fallback tables (facts §1, §2) compiled in from toolchains/*.toml,
+# opforge/version.h, and the fallback tables (docs/reference.md §1, §2) compiled in from toolchains/*.toml,
 # their one source: each becomes a raw string literal that compiler/ and devices/ parse with
 # TOML++ on first use.
 function(opforge_generate_sources root out_dir)

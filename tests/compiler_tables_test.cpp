@@ -1,5 +1,5 @@
 // The fallback tables are compiled in from toolchains/*.toml: what the code uses must be what the
-// files on disk say (a stale build would not), plus spot checks against facts §1 and §2.
+// files on disk say (a stale build would not), plus spot checks against docs/reference.md §1 and §2.
 #include <gtest/gtest.h>
 
 #include <toml++/toml.h>

@@ -35,7 +35,7 @@ foreach(t kernels_aio_test kernels_cpu_adam_test kernels_utils_test)
   gtest_discover_tests(${t} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
 endforeach()
 
-# The seed command of issue 5 end to end: needs `opforge build` (src/cli/build.cpp).
+# The guides' seed command end to end.
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/cli/build.cpp)
   add_test(NAME e2e.seed_command
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/seed_command.sh $<TARGET_FILE:opforge>

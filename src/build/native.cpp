@@ -86,7 +86,7 @@ Result<Graph> describe(const plan::Plan& plan) {
     cxx = via.cxx.string();
     cc = via.cc.string();
   }
-  // Reproducibility (facts §8): paths mapped, a stable seed per file, no build id, no debug info.
+  // Reproducibility (docs/reference.md §5): paths mapped, a stable seed per file, no build id, no debug info.
   std::vector<std::string> prefix_maps = {"-ffile-prefix-map=" + src_root.string() + "=.",
                                           "-ffile-prefix-map=" + build.string() + "=build"};
 
@@ -217,7 +217,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     for (auto& step : graph.steps)
       if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc")
         step.argv.insert(step.argv.begin(), "ccache");
-    // facts §8: hits across folders need base_dir and hash_dir off, and the absolute prefix map
+    // docs/reference.md §5: hits across folders need base_dir and hash_dir off, and the absolute prefix map
     // ignored (it only rewrites paths it makes identical anyway).
     graph.env["CCACHE_BASEDIR"] = "/";
     graph.env["CCACHE_NOHASHDIR"] = "1";

@@ -1,6 +1,6 @@
 #pragma once
 /// Host compilers: which are installed, which the chosen nvcc accepts, and the shim that makes an
-/// accepted one visible to nvcc (facts §1).
+/// accepted one visible to nvcc (docs/reference.md §1).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,7 +17,7 @@ namespace opforge::compiler {
 /// a field stays 0 when the header does not say.
 Limits parse_host_config(std::string_view text);
 
-/// The toolchains/ table (facts §1) for a CUDA version; source names the table.
+/// The toolchains/ table (docs/reference.md §1) for a CUDA version; source names the table.
 Limits table_limits(const Version& cuda);
 
 /// Whether `c` is within `limits`.

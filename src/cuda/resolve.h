@@ -1,5 +1,5 @@
 #pragma once
-/// CUDA toolkit discovery and choice (facts §4).
+/// CUDA toolkit discovery and choice (docs/reference.md §4).
 #include <map>
 #include <optional>
 #include <string>
@@ -40,7 +40,7 @@ PythonProbe parse_python_probe(std::string_view json);
 /// nullopt when the python cannot be run; torch_version nullopt when torch is not installed.
 std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python);
 
-/// Every candidate (facts §4 search order, wrapper scripts followed, pip-wheel toolkits under
+/// Every candidate (docs/reference.md §4 search order, wrapper scripts followed, pip-wheel toolkits under
 /// site-packages/nvidia), validated (bin/nvcc, cuda.h, libcudart*), with versions
 /// (version.json > version.txt > nvcc --version > cuda.h); nothing chosen.
 Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch);

@@ -39,7 +39,7 @@ std::string ArchDecision::str() const {
 
 namespace {
 
-// PyTorch's named arches (torch/utils/cpp_extension.py), facts §3.
+// PyTorch's named arches (torch/utils/cpp_extension.py), docs/reference.md §3.
 const std::map<std::string, std::string>& named_arches() {
   static const std::map<std::string, std::string> table = {
       {"Kepler+Tesla", "3.7"},       {"Kepler", "3.5+PTX"},

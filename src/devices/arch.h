@@ -1,5 +1,5 @@
 #pragma once
-/// GPU architectures in TORCH_CUDA_ARCH_LIST syntax (facts §3) and the GPUs of the machine.
+/// GPU architectures in TORCH_CUDA_ARCH_LIST syntax (docs/reference.md §3) and the GPUs of the machine.
 #include <optional>
 #include <string>
 #include <vector>

@@ -12,7 +12,7 @@
 namespace opforge::devices {
 
 /// TORCH_CUDA_ARCH_LIST syntax exactly as PyTorch (';' or ' ' separators, X.Y, 'a' suffix, +PTX,
-/// named arches of facts §3). bad_input with Error::where.column = 1-based column of the
+/// named arches of docs/reference.md §3). bad_input with Error::where.column = 1-based column of the
 /// offending entry inside `text` (the recipe parser adds file/line).
 Result<std::vector<Arch>> parse_arch_list(std::string_view text);
 
@@ -22,7 +22,7 @@ std::vector<Gpu> parse_nvidia_smi(std::string_view text);
 /// Parses `nvcc --list-gpu-arch` output (compute_XY lines) into plain arches.
 std::vector<Arch> parse_list_gpu_arch(std::string_view text);
 
-/// The sm targets of the toolchains/ table for a CUDA version (facts §2).
+/// The sm targets of the toolchains/ table for a CUDA version (docs/reference.md §2).
 std::vector<Arch> table_accepted(const Version& cuda);
 
 /// Driver API via m.dl ("libcuda.so.1", cuInit, cuDeviceGetCount, cuDeviceGet,

@@ -90,11 +90,11 @@ enum class Output {
 
 struct Command {
   std::vector<std::string> argv;
-  fs::path cwd;                                   ///< empty: the current directory
-  std::optional<std::map<std::string, std::string>> env;  ///< the full environment; nullopt: inherit
+  fs::path cwd{};                                 ///< empty: the current directory
+  std::optional<std::map<std::string, std::string>> env{};  ///< the full environment; nullopt: inherit
   Output output = Output::capture;
-  std::function<void(std::string_view)> on_line;  ///< with Output::lines
-  std::optional<std::string> stdin_text;
+  std::function<void(std::string_view)> on_line{};  ///< with Output::lines
+  std::optional<std::string> stdin_text{};
   std::chrono::milliseconds timeout{0};           ///< 0: none
 };
 

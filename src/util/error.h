@@ -7,7 +7,7 @@
 
 namespace opforge {
 
-/// What went wrong, which decides the exit code (design.md).
+/// What went wrong, which decides the exit code (docs/architecture.md).
 enum class ErrorKind {
   bad_input,    ///< recipe, flags, environment values: exit 2
   unsatisfied,  ///< a valid recipe the machine cannot satisfy (no toolkit, no compiler, missing lib): exit 3

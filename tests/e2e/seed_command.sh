@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5's seed command end to end: the DS_BUILD_* variables users already type select exactly the
+# The guides' seed command end to end: the DS_BUILD_* variables users already type select exactly the
 # ops in the wheel.
 #   TORCH_CUDA_ARCH_LIST="8.6" DS_BUILD_CPU_ADAM=1 DS_BUILD_UTILS=1 opforge build → cpu_adam, utils
 #   … + DS_BUILD_AIO=1                                                        → + aio
