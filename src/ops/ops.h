@@ -60,7 +60,7 @@ struct ProbeOutcome {
   bool ok = false;
   bool cached = false;
   std::string output;  ///< compiler output on failure
-  std::string compiler_missing;  ///< why the probe could not run at all (no compiler); ok is false
+  std::string compiler_missing{};  ///< why the probe could not run at all (no compiler); ok is false
 };
 
 /// Compiles and links the probe (or answers from the cache).

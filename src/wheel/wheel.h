@@ -210,7 +210,7 @@ struct InspectedFile {
   std::uint64_t size = 0;
   unsigned mode = 0;
   std::optional<ElfInfo> elf;
-  std::optional<IsaUse> isa;          ///< with elf: the instruction sets its code uses
+  std::optional<IsaUse> isa{};        ///< with elf: the instruction sets its code uses
 };
 
 struct Inspection {
