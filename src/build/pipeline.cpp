@@ -244,9 +244,9 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
       std::vector<std::pair<std::string, std::string_view>> files;
       for (const auto& e : entries) files.emplace_back(e.path, e.content);
       if (auto checked = check_cpu_target(plan, files, {}); !checked) {
-        (void)m.fs.remove(out.wheel);  // not a wheel for this recipe; the command's own stays
+        // Not a wheel for this recipe: it stays in the build folder (never in dist/) to be inspected.
         Error e = checked.error();
-        e.hint += "; the command's wheel is " + out.raw_wheel.string() + " (`opforge inspect` it)";
+        e.hint += "; the refused wheel is " + out.wheel.string() + " (`opforge inspect` it)";
         return std::unexpected(e);
       }
     }
