@@ -1,3 +1,4 @@
+#include <limits>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -26,6 +27,31 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 Error io_error(const std::string& what, const fs::path& path, int err) {
   return Error{ErrorKind::failed, what + " " + path.string() + ": " + errno_text(err), {}, {}};
+}
+
+/// Reads `fd` to its end and closes it; more than `max_bytes` is bad_input (a file that grew while
+/// being read).
+Result<std::string> read_to_end(int fd, const fs::path& path, std::uint64_t max_bytes, std::size_t expect = 0) {
+  std::string out;
+  out.reserve(expect);
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return std::unexpected(io_error("cannot read", path, err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return bad_input(path.string() + ": is more than the limit of " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  ::close(fd);
+  return out;
 }
 
 FileType to_type(const fs::file_status& st) {
@@ -65,21 +91,7 @@ class RealFileSystem final : public FileSystem {
   Result<std::string> read_file(const fs::path& path) const override {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return std::unexpected(io_error("cannot read", path, errno));
-    std::string out;
-    char buf[65536];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(fd);
-        return std::unexpected(io_error("cannot read", path, err));
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return out;
+    return read_to_end(fd, path, std::numeric_limits<std::uint64_t>::max());
   }
   Result<std::string> read_regular_file(const fs::path& path, std::uint64_t max_bytes) const override {
     // O_NONBLOCK: opening a FIFO with no writer would wait forever; the type check below refuses
@@ -111,26 +123,7 @@ class RealFileSystem final : public FileSystem {
       return bad_input(path.string() + ": is " + std::to_string(st.st_size) +
                        " bytes, more than the limit of " + std::to_string(max_bytes));
     }
-    std::string out;
-    out.reserve(static_cast<std::size_t>(st.st_size));
-    char buf[65536];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(fd);
-        return std::unexpected(io_error("cannot read", path, err));
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<size_t>(n));
-      if (out.size() > max_bytes) {  // grew while being read
-        ::close(fd);
-        return bad_input(path.string() + ": is more than the limit of " + std::to_string(max_bytes) + " bytes");
-      }
-    }
-    ::close(fd);
-    return out;
+    return read_to_end(fd, path, max_bytes, static_cast<std::size_t>(st.st_size));
   }
   Result<std::vector<std::string>> list_directory(const fs::path& path) const override {
     std::error_code ec;
