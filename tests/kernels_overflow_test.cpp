@@ -270,6 +270,42 @@ TEST_P(PerDtype, GpuThreadSharesMatchTheCpuPath) {
   }
 }
 
+TEST_P(PerDtype, GpuSharesOnZeroHeavyData) {
+  // ReLU-like data: zeros (both signs), subnormals and ordinary values mixed within every vector,
+  // nothing above the threshold: the kernel's count_low path, word-at-a-time for 1- and 2-byte
+  // formats. Then the same with a rare inf/NaN so that some vectors take the full classification.
+  const Info info = GetParam();
+  std::mt19937_64 rng(7 + info.dtype);
+  const uint64_t n = 4099;
+  for (int rare : {0, 1}) {
+    std::vector<unsigned char> buf(n * info.bytes + 32, 0);
+    unsigned char* p = buf.data() + 16;
+    for (uint64_t i = 0; i < n; ++i) {
+      unsigned char* e = p + i * info.bytes;
+      const unsigned kind = rng() % 8;
+      const unsigned char sign = (rng() & 1) ? 0x80 : 0;
+      if (kind < 4) {  // zero
+        e[info.bytes - 1] = sign;
+      } else if (kind < 6) {  // small: subnormal (or the lowest normals of wide-mantissa formats)
+        for (int b = 0; b + 1 < info.bytes; ++b) e[b] = static_cast<unsigned char>(rng());
+        e[info.bytes - 1] = sign | (info.bytes == 1 ? static_cast<unsigned char>(1 + rng() % 3) : 0);
+      } else {  // ordinary
+        for (int b = 0; b + 1 < info.bytes; ++b) e[b] = static_cast<unsigned char>(rng());
+        e[info.bytes - 1] = sign | 0x3c;
+      }
+      if (rare && rng() % 500 == 0) std::memset(e, 0xff, info.bytes);  // NaN in every format
+    }
+    for (int offset : {0, 1, 2, 4, 8}) {
+      for (uint64_t threads : {1ull, 7ull, 64ull}) {
+        SCOPED_TRACE("rare " + std::to_string(rare) + " offset " + std::to_string(offset) + " threads " +
+                     std::to_string(threads));
+        const unsigned char* q = p - 16 + offset;
+        expect_same(simulate_gpu(info, q, n, threads), run(info, q, n), "zero-heavy");
+      }
+    }
+  }
+}
+
 TEST(OverflowGpuShares, PerThreadCountersAreFlushedBeforeTheyWrap) {
   // One thread, more than kFlushVectors vectors of all-zero e5m2: every vector takes the slow path.
   const Info info = kInfos[5];

@@ -53,6 +53,9 @@ def measure(name, device, dtype, rounds, profile):
     variants = {"plain": build(name, device, dtype), "transformers": build(name, device, dtype),
                 "opforge": build(name, device, dtype)}
     hooks = {"transformers": TfDebug(variants["transformers"]), "opforge": OpDebug(variants["opforge"])}
+    if device == "cuda":  # the deferred mode: launches per frame, one read per batch
+        variants["deferred"] = build(name, device, dtype)
+        hooks["deferred"] = OpDebug(variants["deferred"], deferred=True)
     # On CPU the clock is the thread's CPU time (one torch thread: the whole step runs on this thread),
     # which a loaded shared machine disturbs far less than the wall clock; on CUDA the wall clock.
     clock = time.perf_counter if device == "cuda" else time.thread_time
@@ -85,6 +88,10 @@ def measure(name, device, dtype, rounds, profile):
           f"({over_op / calls * 1e6:5.1f} us/hook) | {over_tf / max(over_op, 1e-9):5.1f}x less overhead "
           f"(target >= {5 if name == 'tiny' else 20}) | same text: {texts[0] == texts[1]} "
           f"({len(texts[1].splitlines())} lines) | medians of {rounds} rounds, {clock.__name__}")
+    if "deferred" in med:
+        over_d = med["deferred"] - med["plain"]
+        print(f"{name:5s} deferred=True: opforge +{over_d * 1e3:7.2f} ms ({over_d / calls * 1e6:5.1f} us/hook) | "
+              f"{over_tf / max(over_d, 1e-9):5.1f}x less overhead than transformers")
     if profile:
         import cProfile
         import pstats

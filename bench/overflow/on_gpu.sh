@@ -41,6 +41,7 @@ else
   echo "pytest is not installed here: GPU tests not run" > "$out/pytest.txt"
 fi
 "$py" "$here/bench/overflow/gpu_bench.py" > "$out/gpu_bench.txt" 2>&1 || status=1
+"$py" "$here/bench/overflow/latency.py" >> "$out/gpu_bench.txt" 2>&1 || status=1
 if "$py" -c "import transformers" 2>/dev/null; then
   # fp16 first (the target); a random-weight T5 may overflow in fp16, then bf16 as well
   "$py" "$here/bench/overflow/hook_bench.py" --device cuda > "$out/hook_bench.txt" 2>&1 ||

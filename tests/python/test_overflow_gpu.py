@@ -107,3 +107,34 @@ def test_pending_stats_one_read_for_many_launches():
     got = p.read()
     for t, slot in zip(ts, slots):
         assert same(got[slot], overflow.tensor_stats(t.cpu())) is None
+
+
+def test_one_launch_read_agrees_with_the_asynchronous_path():
+    # stats_many reads through one fused launch with per-thread scratch; PendingStats through the
+    # init/scan/finalize launches into a caller's buffer. Same answers, on two streams in turn and
+    # across calls that reuse the scratch (more than one launch's 48 tensors, empty ones included).
+    from opforge_ops.overflow._stats import PendingStats
+    ts = [planted(dt, n, k) for k, (dt, n) in enumerate(
+        [(torch.float16, 0), (torch.float32, 1), (torch.bfloat16, 5000), (torch.float16, (1 << 20) + 3),
+         (torch.float64, 33)] * 11)]
+    streams = [torch.cuda.current_stream(), torch.cuda.Stream()]
+    for round_ in range(4):
+        with torch.cuda.stream(streams[round_ % 2]):
+            p = PendingStats()
+            slots = p.add(ts)
+            pending = p.read()
+            fused = overflow.stats_many(ts)
+        for t, slot, s in zip(ts, slots, fused):
+            assert same(s, pending[slot]) is None, (t.dtype, t.numel(), same(s, pending[slot]))
+
+
+def test_test_kernel_refuses_an_output_off_its_element_size():
+    import ctypes
+    from opforge_ops.overflow import _lib as L
+    buf = torch.empty(1 << 12, dtype=torch.uint8, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    rc = L.lib().opforge_overflow_cuda_test_kernel(5, buf.data_ptr() + 2, 100, 0, 7, None, stream)
+    assert rc == -22  # OPFORGE_OVERFLOW_EINVAL
+    assert "aligned" in L.lib().opforge_overflow_last_error().decode()
+    torch.cuda.synchronize()  # nothing was launched: the context is still good
+    assert overflow.tensor_stats(torch.ones(10, device="cuda")).count == 10

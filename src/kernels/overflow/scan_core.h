@@ -5,8 +5,9 @@
 // Speed: H100-class memory feeds ~1.7e12 fp16 elements/s, which leaves the SMs ~10 integer
 // instructions per element. So each 16-byte vector first gets only abs, min and max per element;
 // when the vector's magnitudes all lie in [smallest normal, threshold] (the common case) nothing is
-// zero, subnormal, above the threshold or non-finite, and the counters need no update. Otherwise the
-// vector is classified element by element (6 compares feeding 6 counters).
+// zero, subnormal, above the threshold or non-finite, and the counters need no update; when they are
+// only below the threshold (zeros: ReLU outputs), only the zero and subnormal counters can move
+// (count_low). Otherwise the vector is classified element by element (6 compares, 6 counters).
 #pragma once
 #include <stdint.h>
 #include <string.h>
@@ -140,6 +141,44 @@ OVF_HD inline W element(const Vec16& v, int k) {
   }
 }
 
+OVF_HD inline uint32_t popcount32(uint32_t x) {
+#ifdef __CUDA_ARCH__
+  return __popc(x);
+#else
+  return uint32_t(__builtin_popcount(x));
+#endif
+}
+
+/// Zero and below-normal counts of a vector whose magnitudes are all finite and not above the
+/// threshold: the only counters such a vector can move (ReLU outputs and sparse gradients are
+/// full of zeros, so this path is common). 1- and 2-byte formats are counted a word at a time:
+/// a lane's magnitude a is below 2^(L-1) (sign cleared), so a + (2^(L-1) - m) has the lane's top
+/// bit clear exactly when a < m, and never carries into the next lane.
+template <int B, class W>
+OVF_HD inline void count_low(const Vec16& v, const ScanParams<W>& q, Counts32& c) {
+  if constexpr (B <= 2) {
+    constexpr uint32_t lanes = B == 1 ? 0x01010101u : 0x00010001u;
+    constexpr uint32_t half = 1u << (8 * B - 1);
+    constexpr uint32_t top = lanes * half;
+    constexpr uint32_t mask = lanes * (half - 1u);
+    constexpr uint32_t k_zero = lanes * (half - 1u);
+    const uint32_t k_below = lanes * (half - uint32_t(q.min_normal));
+OVF_UNROLL
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t a = v.w[w] & mask;
+      c.below += popcount32(~(a + k_below) & top);
+      c.zero += popcount32(~(a + k_zero) & top);
+    }
+  } else {
+OVF_UNROLL
+    for (int k = 0; k < 16 / B; ++k) {
+      const W a = element<B, W>(v, k) & q.abs_mask;
+      c.zero += a == 0;
+      c.below += a < q.min_normal;
+    }
+  }
+}
+
 template <int B, class W>
 OVF_HD inline void scan_vector(const Vec16& v, const ScanParams<W>& q, Counts32& c, W& mn, W& mx) {
   constexpr int kVec = 16 / B;
@@ -150,9 +189,10 @@ OVF_UNROLL
     vmin = a < vmin ? a : vmin;
     vmax = a > vmax ? a : vmax;
   }
-  if (vmin >= q.min_normal && vmax <= q.threshold) {  // all normal, finite, not above threshold
+  if (vmax <= q.threshold) {  // all finite, none above the threshold (the threshold is finite)
     mn = vmin < mn ? vmin : mn;
     mx = vmax > mx ? vmax : mx;
+    if (vmin < q.min_normal) count_low<B, W>(v, q, c);
     return;
   }
 OVF_UNROLL

@@ -35,7 +35,10 @@ struct DevTensor {  // 56 bytes: 48 of them stay well under the classic 4 KiB pa
   unsigned long long last_finite, min_normal, threshold;  // the rest of ScanParams follows from bytes
   int bytes;
   int block_begin, block_end;  // this tensor's share of the grid
+  unsigned char exp_bits, mant_bits;  // the layout, for the magnitudes of abs_min/abs_max
+  bool has_inf;
 };
+static_assert(sizeof(DevTensor) == 56, "DevTensor grew: check the parameter block size");
 
 struct Batch {
   DevTensor t[kMaxPerLaunch];
@@ -59,6 +62,12 @@ __device__ __forceinline__ unsigned long long warp_max(unsigned long long v) {
   for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_down_sync(0xffffffffu, v, o));
   return v;
 }
+// Lane 0 gets the warp's total (every lane must call it).
+__device__ __forceinline__ RawCounts warp_reduce(const RawCounts& p) {
+  return {warp_sum(p.nonfinite), warp_sum(p.pinf),         warp_sum(p.ninf),
+          warp_sum(p.zero),      warp_sum(p.below_normal), warp_sum(p.above_threshold),
+          warp_min(p.mn),        warp_max(p.mx)};
+}
 
 // Until finalize, the count fields hold raw counts (scan_core.h), reserved holds the min magnitude
 // bits and abs_max the max magnitude bits.
@@ -71,37 +80,46 @@ __global__ void init_kernel(Batch b, opforge_overflow_stats* out) {
   out[i] = s;
 }
 
-// Two 16-byte loads in flight per thread x 1024 threads = 32 KiB per SM, above what H100 memory
-// latency x bandwidth asks for (~18 KiB per SM); fewer registers would spill in the fp64 path.
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm) stats_kernel(Batch b, opforge_overflow_stats* out) {
+// This block's share of its tensor, summed over the block: valid in thread 0. Every thread of the
+// block must call it (warp shuffles and a barrier).
+__device__ __forceinline__ RawCounts block_scan(const Batch& b, int* tensor) {
   int ti = 0;
   while (ti + 1 < b.n && blockIdx.x >= b.t[ti].block_end) ++ti;
+  *tensor = ti;
   const DevTensor& d = b.t[ti];
-  if (blockIdx.x < d.block_begin || blockIdx.x >= d.block_end) return;
-  const unsigned long long nblocks = d.block_end - d.block_begin;
-  const unsigned long long begin = (blockIdx.x - d.block_begin) * kThreads + threadIdx.x;
-  const unsigned long long stride = nblocks * kThreads;
-  using opforge_overflow::scan_share;
-  RawCounts p;
-  switch (d.bytes) {
-    case 1: p = scan_share<1, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
-    case 2: p = scan_share<2, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
-    case 4: p = scan_share<4, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
-    default:
-      p = scan_share<8, unsigned long long>(d.data, d.count, begin, stride,
-                                            params<unsigned long long>(d));
-      break;
+  RawCounts p = opforge_overflow::raw_zero();
+  if (blockIdx.x >= d.block_begin && blockIdx.x < d.block_end) {
+    const unsigned long long nblocks = d.block_end - d.block_begin;
+    const unsigned long long begin = (blockIdx.x - d.block_begin) * kThreads + threadIdx.x;
+    const unsigned long long stride = nblocks * kThreads;
+    using opforge_overflow::scan_share;
+    switch (d.bytes) {
+      case 1: p = scan_share<1, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
+      case 2: p = scan_share<2, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
+      case 4: p = scan_share<4, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
+      default:
+        p = scan_share<8, unsigned long long>(d.data, d.count, begin, stride,
+                                              params<unsigned long long>(d));
+        break;
+    }
   }
   __shared__ RawCounts warps[kThreads / 32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const RawCounts w = {warp_sum(p.nonfinite),    warp_sum(p.pinf),           warp_sum(p.ninf),
-                       warp_sum(p.zero),         warp_sum(p.below_normal),   warp_sum(p.above_threshold),
-                       warp_min(p.mn),           warp_max(p.mx)};
+  const RawCounts w = warp_reduce(p);
   if (lane == 0) warps[warp] = w;
   __syncthreads();
-  if (threadIdx.x != 0) return;
   RawCounts s = warps[0];
-  for (int k = 1; k < kThreads / 32; ++k) opforge_overflow::raw_add(s, warps[k]);
+  if (threadIdx.x == 0)
+    for (int k = 1; k < kThreads / 32; ++k) opforge_overflow::raw_add(s, warps[k]);
+  return s;
+}
+
+// Two 16-byte loads in flight per thread x 1024 threads = 32 KiB per SM, above what H100 memory
+// latency x bandwidth asks for (~18 KiB per SM); fewer registers would spill in the fp64 path.
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) stats_kernel(Batch b, opforge_overflow_stats* out) {
+  int ti;
+  const RawCounts s = block_scan(b, &ti);
+  if (threadIdx.x != 0) return;
   opforge_overflow_stats* o = &out[ti];
   auto add = [](uint64_t* field, unsigned long long v) {
     if (v) atomicAdd(reinterpret_cast<unsigned long long*>(field), v);
@@ -133,18 +151,62 @@ __device__ double dev_magnitude(DevLayout l, unsigned long long a) {
   return ldexp(double((1ull << l.mant_bits) + m), e - bias - l.mant_bits);
 }
 
+// The reported statistics of one tensor from its raw counts (min/max as magnitude bits).
+__device__ void finish(const RawCounts& r, unsigned long long count, DevLayout l, opforge_overflow_stats* out) {
+  const opforge_overflow::DerivedCounts d = opforge_overflow::derive(r, count, l.has_inf);
+  opforge_overflow_stats s = {};
+  s.count = count;
+  opforge_overflow::store_counts(d, &s);
+  s.abs_min = d.finite ? dev_magnitude(l, r.mn) : HUGE_VAL;
+  s.abs_max = d.finite ? dev_magnitude(l, r.mx) : -1.0;
+  *out = s;
+}
+
 __global__ void finalize_kernel(FinBatch f, opforge_overflow_stats* out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= f.n) return;
-  opforge_overflow_stats& s = out[i];
+  const opforge_overflow_stats& s = out[i];
   const RawCounts r = {s.nan_count, s.posinf_count, s.neginf_count, s.zero_count,
                        s.subnormal_count, s.over_threshold_count, s.reserved,
-                       *reinterpret_cast<unsigned long long*>(&s.abs_max)};
-  const opforge_overflow::DerivedCounts d = opforge_overflow::derive(r, s.count, f.l[i].has_inf);
-  opforge_overflow::store_counts(d, &s);
-  s.abs_min = d.finite ? dev_magnitude(f.l[i], r.mn) : HUGE_VAL;
-  s.abs_max = d.finite ? dev_magnitude(f.l[i], r.mx) : -1.0;
-  s.reserved = 0;
+                       *reinterpret_cast<const unsigned long long*>(&s.abs_max)};
+  finish(r, s.count, f.l[i], &out[i]);
+}
+
+__device__ __forceinline__ RawCounts load_partial(const RawCounts* p) {
+  // Written by other blocks, maybe on other SMs: read around the (non-coherent) L1.
+  const unsigned long long* q = reinterpret_cast<const unsigned long long*>(p);
+  return {__ldcg(q), __ldcg(q + 1), __ldcg(q + 2), __ldcg(q + 3),
+          __ldcg(q + 4), __ldcg(q + 5), __ldcg(q + 6), __ldcg(q + 7)};
+}
+
+// The synchronous read in one launch: each block leaves its sums in partial[block]; the last
+// block to finish (ticket) adds them up per tensor (a warp per tensor), writes the results to
+// `out` (mapped pinned host memory: no copy) and puts the ticket back to 0 for the next launch.
+// That saves the init and finalize launches and the copy of the asynchronous path, most of a
+// small read's time. The scratch is the calling thread's own, and that thread waits for each
+// launch before the next, so launches never share it.
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    fused_kernel(Batch b, RawCounts* partial, unsigned int* ticket, opforge_overflow_stats* out) {
+  int ti;
+  const RawCounts s = block_scan(b, &ti);
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    partial[blockIdx.x] = s;
+    __threadfence();
+    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int i = warp; i < b.n; i += kThreads / 32) {
+    const DevTensor& d = b.t[i];
+    RawCounts r = opforge_overflow::raw_zero();
+    for (int k = d.block_begin + lane; k < d.block_end; k += 32) opforge_overflow::raw_add(r, load_partial(partial + k));
+    r = warp_reduce(r);
+    if (lane == 0) finish(r, d.count, DevLayout{d.exp_bits, d.mant_bits, d.has_inf}, &out[i]);
+  }
+  if (threadIdx.x == 0) *ticket = 0;
 }
 
 int cuda_fail(cudaError_t e, const char* what) {
@@ -159,6 +221,57 @@ int sm_count() {
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
   return sms;
+}
+
+int check_device() {
+  int ndev = 0;
+  const cudaError_t e = cudaGetDeviceCount(&ndev);
+  if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
+  if (ndev == 0) return set_error(OPFORGE_OVERFLOW_ENODEV, "no CUDA device");
+  return 0;
+}
+
+// Blocks for a full launch: enough resident blocks to keep every SM's memory pipe busy.
+int grid_target() {
+  const int sms = sm_count();
+  return (sms > 0 ? sms : 108) * kBlocksPerSm;
+}
+
+// The launch parameters of n (<= kMaxPerLaunch) tensors: blocks in proportion to size, at least
+// one each (even for an empty tensor: it only writes the initial values), at most one per 4096
+// elements; the grid gets *blocks <= target_blocks + n blocks.
+int make_batch(const opforge_overflow_tensor* tensors, int n, int target_blocks, Batch* b, int* blocks) {
+  b->n = n;
+  unsigned long long total = 0;
+  for (int i = 0; i < n; ++i) total += tensors[i].count;
+  int next_block = 0;
+  for (int i = 0; i < n; ++i) {
+    const opforge_overflow_tensor& t = tensors[i];
+    const Layout l = layout_of(t.dtype);
+    if (l.bytes == 0) return set_error(OPFORGE_OVERFLOW_EINVAL, "unknown dtype code");
+    if (t.count > 0 && t.data == nullptr) return set_error(OPFORGE_OVERFLOW_EINVAL, "null data");
+    DevTensor& d = b->t[i];
+    const ScanParams<unsigned long long> q = opforge_overflow::scan_params<unsigned long long>(
+        l, opforge_overflow::threshold_bits_for(t.dtype, t.threshold));
+    d.data = static_cast<const unsigned char*>(t.data);
+    d.count = t.count;
+    d.last_finite = q.last_finite;
+    d.min_normal = q.min_normal;
+    d.threshold = q.threshold;
+    d.bytes = l.bytes;
+    unsigned long long share = total ? (t.count * (unsigned long long)target_blocks) / total : 0;
+    const unsigned long long cap = (t.count + kThreads * 16ull - 1) / (kThreads * 16ull);
+    if (share > cap) share = cap;
+    if (share < 1) share = 1;
+    d.block_begin = next_block;
+    d.block_end = next_block + int(share);
+    next_block = d.block_end;
+    d.exp_bits = static_cast<unsigned char>(l.exp_bits);
+    d.mant_bits = static_cast<unsigned char>(l.mant_bits);
+    d.has_inf = l.has_inf;
+  }
+  *blocks = next_block;
+  return 0;
 }
 
 }  // namespace opforge_overflow_stats_detail
@@ -178,50 +291,23 @@ int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, in
   if (ntensors < 0 || (ntensors > 0 && (tensors == nullptr || device_out == nullptr)))
     return set_error(OPFORGE_OVERFLOW_EINVAL, "bad tensor list");
   if (ntensors == 0) return 0;
-  int ndev = 0;
-  cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
-  if (ndev == 0) return set_error(OPFORGE_OVERFLOW_ENODEV, "no CUDA device");
+  int rc = check_device();
+  if (rc != 0) return rc;
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int sms = sm_count();
-  const int target_blocks = (sms > 0 ? sms : 108) * kBlocksPerSm;
+  const int target_blocks = grid_target();
   for (int first = 0; first < ntensors; first += kMaxPerLaunch) {
     const int n = ntensors - first < kMaxPerLaunch ? ntensors - first : kMaxPerLaunch;
     Batch b{};
+    int blocks = 0;
+    if ((rc = make_batch(tensors + first, n, target_blocks, &b, &blocks)) != 0) return rc;
     FinBatch f{};
-    b.n = f.n = n;
-    unsigned long long total = 0;
-    for (int i = 0; i < n; ++i) total += tensors[first + i].count;
-    int next_block = 0;
-    for (int i = 0; i < n; ++i) {
-      const opforge_overflow_tensor& t = tensors[first + i];
-      const Layout l = layout_of(t.dtype);
-      if (l.bytes == 0) return set_error(OPFORGE_OVERFLOW_EINVAL, "unknown dtype code");
-      if (t.count > 0 && t.data == nullptr) return set_error(OPFORGE_OVERFLOW_EINVAL, "null data");
-      DevTensor& d = b.t[i];
-      const ScanParams<unsigned long long> q = opforge_overflow::scan_params<unsigned long long>(
-          l, opforge_overflow::threshold_bits_for(t.dtype, t.threshold));
-      d.data = static_cast<const unsigned char*>(t.data);
-      d.count = t.count;
-      d.last_finite = q.last_finite;
-      d.min_normal = q.min_normal;
-      d.threshold = q.threshold;
-      d.bytes = l.bytes;
-      // Blocks in proportion to size, at least one (even for n = 0: it only writes the init values).
-      unsigned long long share = total ? (t.count * (unsigned long long)target_blocks) / total : 0;
-      const unsigned long long cap = (t.count + kThreads * 16ull - 1) / (kThreads * 16ull);
-      if (share > cap) share = cap;
-      if (share < 1) share = 1;
-      d.block_begin = next_block;
-      d.block_end = next_block + int(share);
-      next_block = d.block_end;
-      f.l[i] = {l.exp_bits, l.mant_bits, l.has_inf};
-    }
+    f.n = n;
+    for (int i = 0; i < n; ++i) f.l[i] = {b.t[i].exp_bits, b.t[i].mant_bits, b.t[i].has_inf};
     opforge_overflow_stats* o = device_out + first;
     init_kernel<<<1, kMaxPerLaunch, 0, s>>>(b, o);
-    stats_kernel<<<next_block, kThreads, 0, s>>>(b, o);
+    stats_kernel<<<blocks, kThreads, 0, s>>>(b, o);
     finalize_kernel<<<1, kMaxPerLaunch, 0, s>>>(f, o);
-    e = cudaGetLastError();
+    const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return cuda_fail(e, "stats kernel launch");
   }
   return 0;
@@ -230,13 +316,20 @@ int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, in
 int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors, int ntensors,
                                      opforge_overflow_stats* host_out, void* stream) {
   if (ntensors <= 0) return ntensors < 0 ? set_error(OPFORGE_OVERFLOW_EINVAL, "ntensors < 0") : 0;
+  if (tensors == nullptr || host_out == nullptr) return set_error(OPFORGE_OVERFLOW_EINVAL, "bad tensor list");
+  int rc = check_device();
+  if (rc != 0) return rc;
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  // Grow-only device and pinned buffers per thread and per GPU (the results must live on the GPU
-  // that runs the launch): one copy and one synchronisation per call.
+  // Grow-only scratch and mapped pinned results per thread and per GPU (they must live on the GPU
+  // that runs the launch). The thread waits for each launch before it returns, so the next call
+  // finds the scratch idle (ticket back at 0) whichever stream it uses.
   struct Buffers {
-    opforge_overflow_stats* dev = nullptr;
-    opforge_overflow_stats* pinned = nullptr;
-    int capacity = 0;
+    RawCounts* partial = nullptr;
+    unsigned int* ticket = nullptr;
+    opforge_overflow_stats* pinned = nullptr;  // host memory the kernel writes through its mapping
+    opforge_overflow_stats* mapped = nullptr;  // the same memory as the device sees it
+    int blocks = 0;
+    bool dirty = false;  // a launch failed: the ticket may be left anywhere
   };
   constexpr int kMaxDevices = 64;
   thread_local Buffers per_device[kMaxDevices];
@@ -245,25 +338,43 @@ int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors, int
   if ((e = cudaGetDevice(&device)) != cudaSuccess) return cuda_fail(e, "cudaGetDevice");
   if (device < 0 || device >= kMaxDevices) return set_error(OPFORGE_OVERFLOW_EINVAL, "device ordinal above 63");
   Buffers& b = per_device[device];
-  if (b.capacity < ntensors) {
-    if (b.dev) cudaFree(b.dev);
+  const int target_blocks = grid_target();
+  const int need_blocks = target_blocks + kMaxPerLaunch;  // make_batch never asks for more
+  if (b.blocks < need_blocks) {
+    if (b.partial) cudaFree(b.partial);
+    if (b.ticket) cudaFree(b.ticket);
     if (b.pinned) cudaFreeHost(b.pinned);
     b = Buffers{};
-    if ((e = cudaMalloc(&b.dev, sizeof(opforge_overflow_stats) * ntensors)) != cudaSuccess)
-      return cuda_fail(e, "cudaMalloc");
-    if ((e = cudaMallocHost(&b.pinned, sizeof(opforge_overflow_stats) * ntensors)) != cudaSuccess)
-      return cuda_fail(e, "cudaMallocHost");
-    b.capacity = ntensors;
+    if ((e = cudaMalloc(&b.partial, sizeof(RawCounts) * need_blocks)) != cudaSuccess) return cuda_fail(e, "cudaMalloc");
+    if ((e = cudaMalloc(&b.ticket, sizeof(unsigned int))) != cudaSuccess) return cuda_fail(e, "cudaMalloc");
+    if ((e = cudaHostAlloc(&b.pinned, sizeof(opforge_overflow_stats) * kMaxPerLaunch, cudaHostAllocMapped)) !=
+        cudaSuccess)
+      return cuda_fail(e, "cudaHostAlloc");
+    if ((e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&b.mapped), b.pinned, 0)) != cudaSuccess)
+      return cuda_fail(e, "cudaHostGetDevicePointer");
+    b.blocks = need_blocks;
+    b.dirty = true;
   }
-  opforge_overflow_stats* dev = b.dev;
-  opforge_overflow_stats* pinned = b.pinned;
-  int rc = opforge_overflow_stats_cuda_multi(tensors, ntensors, dev, stream);
-  if (rc != 0) return rc;
-  if ((e = cudaMemcpyAsync(pinned, dev, sizeof(opforge_overflow_stats) * ntensors,
-                           cudaMemcpyDeviceToHost, s)) != cudaSuccess)
-    return cuda_fail(e, "cudaMemcpyAsync");
-  if ((e = cudaStreamSynchronize(s)) != cudaSuccess) return cuda_fail(e, "cudaStreamSynchronize");
-  for (int i = 0; i < ntensors; ++i) host_out[i] = pinned[i];
+  if (b.dirty) {
+    if ((e = cudaMemset(b.ticket, 0, sizeof(unsigned int))) != cudaSuccess) return cuda_fail(e, "cudaMemset");
+    b.dirty = false;
+  }
+  for (int first = 0; first < ntensors; first += kMaxPerLaunch) {
+    const int n = ntensors - first < kMaxPerLaunch ? ntensors - first : kMaxPerLaunch;
+    Batch batch{};
+    int blocks = 0;
+    if ((rc = make_batch(tensors + first, n, target_blocks, &batch, &blocks)) != 0) return rc;
+    fused_kernel<<<blocks, kThreads, 0, s>>>(batch, b.partial, b.ticket, b.mapped);
+    if ((e = cudaGetLastError()) != cudaSuccess) {
+      b.dirty = true;
+      return cuda_fail(e, "stats kernel launch");
+    }
+    if ((e = cudaStreamSynchronize(s)) != cudaSuccess) {
+      b.dirty = true;
+      return cuda_fail(e, "cudaStreamSynchronize");
+    }
+    for (int i = 0; i < n; ++i) host_out[first + i] = b.pinned[i];
+  }
   return 0;
 }
 

@@ -80,6 +80,11 @@ extern "C" int opforge_overflow_cuda_test_kernel(int which, void* out, uint64_t 
   if (which < 1 || which > 7) return opforge_overflow::set_error(OPFORGE_OVERFLOW_EINVAL, "unknown test case");
   if (dtype_out) *dtype_out = dtypes[which];
   if (n == 0) return 0;
+  // The kernel stores whole elements: a pointer off the element size faults on the GPU
+  // (misaligned address) and poisons the context for every later call in the process.
+  const uintptr_t size = dtypes[which] == OPFORGE_OVERFLOW_F32 ? 4 : 2;
+  if (reinterpret_cast<uintptr_t>(out) % size != 0)
+    return opforge_overflow::set_error(OPFORGE_OVERFLOW_EINVAL, "output not aligned to the element size");
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess || ndev == 0)

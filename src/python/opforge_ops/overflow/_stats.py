@@ -138,6 +138,30 @@ def _cpu_fn():
     return _cpu_multi
 
 
+_cuda_sync = None
+
+
+def _cuda_fn():
+    """The synchronous CUDA read as a bare ctypes function (no argument conversion per call)."""
+    global _cuda_sync
+    if _cuda_sync is None:
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+        _cuda_sync = proto(("opforge_overflow_stats_cuda_sync", L.lib()))
+    return _cuda_sync
+
+
+def cuda_read(device, desc_addr, k, out_addr):
+    """Runs the synchronous CUDA read of k packed descriptors on `device` (an index), on that device's
+    current stream; returns the library's code. The launch must run with that device current."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: a few us less
+    stream = raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+    if torch.cuda.current_device() == device:
+        return _cuda_fn()(desc_addr, k, out_addr, stream)
+    with torch.cuda.device(device):
+        return _cuda_fn()(desc_addr, k, out_addr, stream)
+
+
 def _describe(tensors, threshold, desc):
     """Packs the descriptors of tensors into desc; returns the objects whose memory is read (contiguous
     copies and byte-swapped arrays must live until the call returns)."""
@@ -178,11 +202,10 @@ def raw_many(tensors, threshold=0.0):
     keep = _describe(tensors, threshold, s.desc)
     t0 = tensors[0]
     if getattr(t0, "is_cuda", False):
-        import torch
-        device = t0.device
-        with torch.cuda.device(device):  # the launch goes to the tensors' GPU, on its current stream
-            L.check(L.lib().opforge_overflow_stats_cuda_sync(s.desc, k, s.out,
-                                                             torch.cuda.current_stream(device).cuda_stream))
+        # the launch goes to the tensors' GPU, on its current stream
+        rc = cuda_read(t0.get_device(), s.desc_addr, k, s.out_addr)
+        if rc:
+            L.check(rc)
     else:
         rc = _cpu_fn()(s.desc_addr, k, s.out_addr)
         if rc:

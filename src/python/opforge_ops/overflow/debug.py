@@ -460,18 +460,23 @@ class DebugUnderflowOverflow:
             items.append(_OUTPUT_LIT[output is not None])
         before, self.frame = self.frame, []
 
-        # The common case: every tensor a non-empty dense CPU tensor of a dtype the library reads,
-        # packed straight into the descriptors of one native call.
+        # The common case: every tensor a non-empty dense tensor of a dtype the library reads, all
+        # on the CPU or all on one GPU, packed straight into the descriptors of one native call.
         k = len(tensors)
         scratch = _stats._scratch
         if k > scratch.cap:
             scratch.grow(k)
         desc, codes, strided, pack = scratch.desc, self._codes, self._strided, _stats._DESC.pack_into
         off, keep, cache, hits, big = 0, None, self._param_cache, None, None
+        where = None  # -1: the CPU, else a CUDA device index
         for t in tensors:
             code = codes.get(t.dtype)
-            if code is None or t.layout is not strided or not t.is_cpu:
+            if code is None or t.layout is not strided:
                 break
+            w = -1 if t.is_cpu else (t.get_device() if t.is_cuda else None)
+            if w is None or (where is not None and w != where) or (w != -1 and pending is not None):
+                break  # mixed devices, or a deferred CUDA read: _collect_mixed
+            where = w
             n = t.numel()
             if not n:
                 break
@@ -498,7 +503,10 @@ class DebugUnderflowOverflow:
         else:
             if not k:
                 return _Frame(before, header, items, b"", None, self.extended), False
-            rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
+            if where == -1:
+                rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
+            else:
+                rc = _stats.cuda_read(where, scratch.desc_addr, k, scratch.out_addr)
             if not rc:
                 # only the nan/+inf/-inf counters are read now; the rest when the frame is printed
                 if hits is None and big is None:

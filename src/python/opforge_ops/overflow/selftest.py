@@ -27,25 +27,39 @@ def selftest(n=1 << 20 | 3, verbose=False):
         raise L.OverflowLibError("selftest needs a CUDA GPU: " + lib.opforge_overflow_last_error().decode())
     failures = []
     stream = torch.cuda.current_stream().cuda_stream
+
+    def compare(label, ptr, host, dtype, ok):
+        desc = (L.TensorDesc * 1)(L.TensorDesc(ptr, n, dtype, 0, 0.0))
+        gpu = (L.Stats * 1)()
+        L.check(lib.opforge_overflow_stats_cuda_sync(desc, 1, gpu, stream))
+        cpu = (L.Stats * 1)()
+        L.check(lib.opforge_overflow_stats_cpu(host, n, dtype, 0.0, cpu))
+        g, c = gpu[0], cpu[0]
+        if not all(getattr(g, f) == getattr(c, f) for f, _ in L.Stats._fields_ if f != "reserved"):
+            failures.append(f"{label}: GPU and CPU differ: {TensorStats(g)} vs {TensorStats(c)}")
+        if not ok(TensorStats(c)):
+            failures.append(f"{label}: {TensorStats(c)}")
+        if verbose:
+            print(label, TensorStats(g))
+
     for which, (name, ok) in _CASES.items():
+        dt = ctypes.c_int()
+        L.check(lib.opforge_overflow_cuda_test_kernel(which, None, 0, 0, 0, ctypes.byref(dt), stream))
+        size = _BYTES[dt.value]
         for index in ([0, n - 1, n - 2] if which >= 6 else [0]):
-            buf = torch.empty(n * 4 + 16, dtype=torch.uint8, device="cuda")
-            for offset in (0, 2, 4):  # unaligned starts
-                dt = ctypes.c_int()
+            buf = torch.empty(n * 4 + 64, dtype=torch.uint8, device="cuda")
+            # Starts off the 16-byte vector boundary by whole elements (what torch views give), and
+            # then the same bytes copied to an odd address (read element by element).
+            for k in (0, 1, 2):
+                offset = k * size
                 L.check(lib.opforge_overflow_cuda_test_kernel(which, buf.data_ptr() + offset, n, index, 7,
-                                                              ctypes.byref(dt), stream))
-                desc = (L.TensorDesc * 1)(L.TensorDesc(buf.data_ptr() + offset, n, dt.value, 0, 0.0))
-                gpu = (L.Stats * 1)()
-                L.check(lib.opforge_overflow_stats_cuda_sync(desc, 1, gpu, stream))
+                                                              None, stream))
                 host = buf.cpu().numpy()
-                cpu = (L.Stats * 1)()
-                L.check(lib.opforge_overflow_stats_cpu(host.ctypes.data + offset, n, dt.value, 0.0, cpu))
-                g, c = gpu[0], cpu[0]
-                same = all(getattr(g, f) == getattr(c, f) for f, _ in L.Stats._fields_ if f != "reserved")
-                if not same:
-                    failures.append(f"case {which} ({name}) index {index} offset {offset}: GPU and CPU differ")
-                if not ok(TensorStats(c)):
-                    failures.append(f"case {which} ({name}) index {index} offset {offset}: {TensorStats(c)}")
-                if verbose:
-                    print(which, name, index, offset, TensorStats(g))
+                label = f"case {which} ({name}) index {index} offset {offset}"
+                compare(label, buf.data_ptr() + offset, host.ctypes.data + offset, dt.value, ok)
+            odd = torch.empty_like(buf)
+            odd[1:1 + n * size].copy_(buf[2 * size:2 * size + n * size])
+            host = odd.cpu().numpy()
+            compare(f"case {which} ({name}) index {index} offset 1 (copied)", odd.data_ptr() + 1,
+                    host.ctypes.data + 1, dt.value, ok)
     return failures
