@@ -109,23 +109,26 @@ def test_pending_stats_one_read_for_many_launches():
         assert same(got[slot], overflow.tensor_stats(t.cpu())) is None
 
 
-def test_one_launch_read_agrees_with_the_asynchronous_path():
-    # stats_many reads through one fused launch with per-thread scratch; PendingStats through the
-    # init/scan/finalize launches into a caller's buffer. Same answers, on two streams in turn and
-    # across calls that reuse the scratch (more than one launch's 48 tensors, empty ones included).
+def test_synchronous_and_deferred_reads_agree_on_many_streams():
+    # stats_many reads into mapped host memory and waits; PendingStats launches into device chunks
+    # and reads later. Same answers as each other and as the CPU, on many streams in turn and across
+    # calls that reuse the scratch (more than one launch's 48 tensors, empty ones included).
     from opforge_ops.overflow._stats import PendingStats
     ts = [planted(dt, n, k) for k, (dt, n) in enumerate(
         [(torch.float16, 0), (torch.float32, 1), (torch.bfloat16, 5000), (torch.float16, (1 << 20) + 3),
          (torch.float64, 33)] * 11)]
-    streams = [torch.cuda.current_stream(), torch.cuda.Stream()]
-    for round_ in range(4):
-        with torch.cuda.stream(streams[round_ % 2]):
+    # ten streams: a thread's one-launch scratch serves eight, the others take init/scan/finalize
+    streams = [torch.cuda.current_stream()] + [torch.cuda.Stream() for _ in range(9)]
+    for round_ in range(12):
+        with torch.cuda.stream(streams[round_ % len(streams)]):
             p = PendingStats()
             slots = p.add(ts)
             pending = p.read()
             fused = overflow.stats_many(ts)
         for t, slot, s in zip(ts, slots, fused):
-            assert same(s, pending[slot]) is None, (t.dtype, t.numel(), same(s, pending[slot]))
+            assert same(s, pending[slot]) is None, (round_, t.dtype, t.numel(), same(s, pending[slot]))
+            if round_ in (0, 11):
+                assert same(s, overflow.tensor_stats(t.cpu())) is None, (round_, t.dtype, t.numel())
 
 
 def test_test_kernel_refuses_an_output_off_its_element_size():

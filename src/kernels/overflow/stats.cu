@@ -216,25 +216,64 @@ int cuda_fail(cudaError_t e, const char* what) {
                    m.c_str());
 }
 
-int sm_count() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-  return sms;
-}
+constexpr int kMaxDevices = 64;
 
-int check_device() {
-  int ndev = 0;
-  const cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
-  if (ndev == 0) return set_error(OPFORGE_OVERFLOW_ENODEV, "no CUDA device");
+// The current device, and the blocks for a full launch on it (enough resident blocks to keep
+// every SM's memory pipe busy); the SM count is asked once per device and thread.
+int current_device(int* device, int* target_blocks) {
+  thread_local int sms[kMaxDevices] = {};
+  const cudaError_t e = cudaGetDevice(device);
+  if (e != cudaSuccess) return cuda_fail(e, "cudaGetDevice");
+  if (*device < 0 || *device >= kMaxDevices) return set_error(OPFORGE_OVERFLOW_EINVAL, "device ordinal above 63");
+  int& n = sms[*device];
+  if (n == 0) {
+    int count = 0;
+    const cudaError_t c = cudaGetDeviceCount(&count);
+    if (c != cudaSuccess) return cuda_fail(c, "cudaGetDeviceCount");
+    if (count == 0) return set_error(OPFORGE_OVERFLOW_ENODEV, "no CUDA device");
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, *device) != cudaSuccess || n <= 0) n = 108;
+  }
+  *target_blocks = n * kBlocksPerSm;
   return 0;
 }
 
-// Blocks for a full launch: enough resident blocks to keep every SM's memory pipe busy.
-int grid_target() {
-  const int sms = sm_count();
-  return (sms > 0 ? sms : 108) * kBlocksPerSm;
+// Scratch of the one-launch kernel (partial sums per block, the ticket), one per device and stream
+// of a thread: launches on one stream run in order, so they never share it; a thread that uses
+// more than kMaxScratch streams gets the three-launch path for the others.
+struct Scratch {
+  int device = -1;
+  cudaStream_t stream = nullptr;
+  RawCounts* partial = nullptr;
+  unsigned int* ticket = nullptr;
+  int blocks = 0;
+  bool dirty = false;  // a launch failed: the ticket may be left anywhere
+};
+constexpr int kMaxScratch = 8;
+
+Scratch* scratch_for(int device, cudaStream_t stream, int blocks) {
+  thread_local Scratch table[kMaxScratch];
+  Scratch* free_slot = nullptr;
+  for (Scratch& s : table) {
+    if (s.device == device && s.stream == stream && s.blocks >= blocks) return &s;
+    if (s.device == device && s.stream == stream) {  // too small (never, with one GPU per ordinal)
+      s.dirty = true;
+      return nullptr;
+    }
+    if (s.device < 0 && free_slot == nullptr) free_slot = &s;
+  }
+  if (free_slot == nullptr) return nullptr;
+  Scratch s;
+  if (cudaMalloc(&s.partial, sizeof(RawCounts) * blocks) != cudaSuccess) return nullptr;
+  if (cudaMalloc(&s.ticket, sizeof(unsigned int)) != cudaSuccess ||
+      cudaMemset(s.ticket, 0, sizeof(unsigned int)) != cudaSuccess) {
+    cudaFree(s.partial);
+    return nullptr;
+  }
+  s.device = device;
+  s.stream = stream;
+  s.blocks = blocks;
+  *free_slot = s;
+  return free_slot;
 }
 
 // The launch parameters of n (<= kMaxPerLaunch) tensors: blocks in proportion to size, at least
@@ -274,6 +313,43 @@ int make_batch(const opforge_overflow_tensor* tensors, int n, int target_blocks,
   return 0;
 }
 
+
+// Statistics of tensors into out (device-visible) on a stream, batches of kMaxPerLaunch: one
+// launch each with this thread's scratch for the stream, else init + scan + finalize.
+int launch(const opforge_overflow_tensor* tensors, int ntensors, opforge_overflow_stats* out, cudaStream_t s) {
+  int device = 0, target_blocks = 0;
+  int rc = current_device(&device, &target_blocks);
+  if (rc != 0) return rc;
+  Scratch* scratch = scratch_for(device, s, target_blocks + kMaxPerLaunch);  // make_batch's bound
+  if (scratch != nullptr && scratch->dirty) {
+    if (cudaMemsetAsync(scratch->ticket, 0, sizeof(unsigned int), s) != cudaSuccess) scratch = nullptr;
+    else scratch->dirty = false;
+  }
+  for (int first = 0; first < ntensors; first += kMaxPerLaunch) {
+    const int n = ntensors - first < kMaxPerLaunch ? ntensors - first : kMaxPerLaunch;
+    Batch b{};
+    int blocks = 0;
+    if ((rc = make_batch(tensors + first, n, target_blocks, &b, &blocks)) != 0) return rc;
+    opforge_overflow_stats* o = out + first;
+    if (scratch != nullptr) {
+      fused_kernel<<<blocks, kThreads, 0, s>>>(b, scratch->partial, scratch->ticket, o);
+    } else {
+      FinBatch f{};
+      f.n = n;
+      for (int i = 0; i < n; ++i) f.l[i] = {b.t[i].exp_bits, b.t[i].mant_bits, b.t[i].has_inf};
+      init_kernel<<<1, kMaxPerLaunch, 0, s>>>(b, o);
+      stats_kernel<<<blocks, kThreads, 0, s>>>(b, o);
+      finalize_kernel<<<1, kMaxPerLaunch, 0, s>>>(f, o);
+    }
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+      if (scratch != nullptr) scratch->dirty = true;
+      return cuda_fail(e, "stats kernel launch");
+    }
+  }
+  return 0;
+}
+
 }  // namespace opforge_overflow_stats_detail
 using namespace opforge_overflow_stats_detail;
 
@@ -291,89 +367,41 @@ int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, in
   if (ntensors < 0 || (ntensors > 0 && (tensors == nullptr || device_out == nullptr)))
     return set_error(OPFORGE_OVERFLOW_EINVAL, "bad tensor list");
   if (ntensors == 0) return 0;
-  int rc = check_device();
-  if (rc != 0) return rc;
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int target_blocks = grid_target();
-  for (int first = 0; first < ntensors; first += kMaxPerLaunch) {
-    const int n = ntensors - first < kMaxPerLaunch ? ntensors - first : kMaxPerLaunch;
-    Batch b{};
-    int blocks = 0;
-    if ((rc = make_batch(tensors + first, n, target_blocks, &b, &blocks)) != 0) return rc;
-    FinBatch f{};
-    f.n = n;
-    for (int i = 0; i < n; ++i) f.l[i] = {b.t[i].exp_bits, b.t[i].mant_bits, b.t[i].has_inf};
-    opforge_overflow_stats* o = device_out + first;
-    init_kernel<<<1, kMaxPerLaunch, 0, s>>>(b, o);
-    stats_kernel<<<blocks, kThreads, 0, s>>>(b, o);
-    finalize_kernel<<<1, kMaxPerLaunch, 0, s>>>(f, o);
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return cuda_fail(e, "stats kernel launch");
-  }
-  return 0;
+  return launch(tensors, ntensors, device_out, static_cast<cudaStream_t>(stream));
 }
 
 int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors, int ntensors,
                                      opforge_overflow_stats* host_out, void* stream) {
   if (ntensors <= 0) return ntensors < 0 ? set_error(OPFORGE_OVERFLOW_EINVAL, "ntensors < 0") : 0;
   if (tensors == nullptr || host_out == nullptr) return set_error(OPFORGE_OVERFLOW_EINVAL, "bad tensor list");
-  int rc = check_device();
-  if (rc != 0) return rc;
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  // Grow-only scratch and mapped pinned results per thread and per GPU (they must live on the GPU
-  // that runs the launch). The thread waits for each launch before it returns, so the next call
-  // finds the scratch idle (ticket back at 0) whichever stream it uses.
-  struct Buffers {
-    RawCounts* partial = nullptr;
-    unsigned int* ticket = nullptr;
+  // Mapped pinned results per thread and GPU: the kernel writes them, no copy. Each batch of
+  // kMaxPerLaunch is waited for before the next reuses the buffer.
+  struct Results {
     opforge_overflow_stats* pinned = nullptr;  // host memory the kernel writes through its mapping
     opforge_overflow_stats* mapped = nullptr;  // the same memory as the device sees it
-    int blocks = 0;
-    bool dirty = false;  // a launch failed: the ticket may be left anywhere
   };
-  constexpr int kMaxDevices = 64;
-  thread_local Buffers per_device[kMaxDevices];
-  int device = 0;
+  thread_local Results per_device[kMaxDevices];
+  int device = 0, target_blocks = 0;
+  int rc = current_device(&device, &target_blocks);
+  if (rc != 0) return rc;
+  Results& r = per_device[device];
   cudaError_t e;
-  if ((e = cudaGetDevice(&device)) != cudaSuccess) return cuda_fail(e, "cudaGetDevice");
-  if (device < 0 || device >= kMaxDevices) return set_error(OPFORGE_OVERFLOW_EINVAL, "device ordinal above 63");
-  Buffers& b = per_device[device];
-  const int target_blocks = grid_target();
-  const int need_blocks = target_blocks + kMaxPerLaunch;  // make_batch never asks for more
-  if (b.blocks < need_blocks) {
-    if (b.partial) cudaFree(b.partial);
-    if (b.ticket) cudaFree(b.ticket);
-    if (b.pinned) cudaFreeHost(b.pinned);
-    b = Buffers{};
-    if ((e = cudaMalloc(&b.partial, sizeof(RawCounts) * need_blocks)) != cudaSuccess) return cuda_fail(e, "cudaMalloc");
-    if ((e = cudaMalloc(&b.ticket, sizeof(unsigned int))) != cudaSuccess) return cuda_fail(e, "cudaMalloc");
-    if ((e = cudaHostAlloc(&b.pinned, sizeof(opforge_overflow_stats) * kMaxPerLaunch, cudaHostAllocMapped)) !=
+  if (r.pinned == nullptr) {
+    if ((e = cudaHostAlloc(&r.pinned, sizeof(opforge_overflow_stats) * kMaxPerLaunch, cudaHostAllocMapped)) !=
         cudaSuccess)
       return cuda_fail(e, "cudaHostAlloc");
-    if ((e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&b.mapped), b.pinned, 0)) != cudaSuccess)
+    if ((e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&r.mapped), r.pinned, 0)) != cudaSuccess) {
+      cudaFreeHost(r.pinned);
+      r.pinned = nullptr;
       return cuda_fail(e, "cudaHostGetDevicePointer");
-    b.blocks = need_blocks;
-    b.dirty = true;
+    }
   }
-  if (b.dirty) {
-    if ((e = cudaMemset(b.ticket, 0, sizeof(unsigned int))) != cudaSuccess) return cuda_fail(e, "cudaMemset");
-    b.dirty = false;
-  }
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
   for (int first = 0; first < ntensors; first += kMaxPerLaunch) {
     const int n = ntensors - first < kMaxPerLaunch ? ntensors - first : kMaxPerLaunch;
-    Batch batch{};
-    int blocks = 0;
-    if ((rc = make_batch(tensors + first, n, target_blocks, &batch, &blocks)) != 0) return rc;
-    fused_kernel<<<blocks, kThreads, 0, s>>>(batch, b.partial, b.ticket, b.mapped);
-    if ((e = cudaGetLastError()) != cudaSuccess) {
-      b.dirty = true;
-      return cuda_fail(e, "stats kernel launch");
-    }
-    if ((e = cudaStreamSynchronize(s)) != cudaSuccess) {
-      b.dirty = true;
-      return cuda_fail(e, "cudaStreamSynchronize");
-    }
-    for (int i = 0; i < n; ++i) host_out[first + i] = b.pinned[i];
+    if ((rc = launch(tensors + first, n, r.mapped, s)) != 0) return rc;
+    if ((e = cudaStreamSynchronize(s)) != cudaSuccess) return cuda_fail(e, "cudaStreamSynchronize");
+    for (int i = 0; i < n; ++i) host_out[first + i] = r.pinned[i];
   }
   return 0;
 }

@@ -228,16 +228,32 @@ def stats_many(tensors, threshold=0.0):
     return [TensorStats(r) for r in raw_many(tensors, threshold)]
 
 
+_cuda_multi = None
+
+
+def _cuda_multi_fn():
+    global _cuda_multi
+    if _cuda_multi is None:
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+        _cuda_multi = proto(("opforge_overflow_stats_cuda_multi", L.lib()))
+    return _cuda_multi
+
+
 class PendingStats:
     """Statistics launched now and read later (the deferred report mode): CUDA tensors are scanned
     by an asynchronous launch on the current stream into a device buffer, without a host
     synchronisation and without keeping the tensors alive; read() copies every buffer back at once.
-    Host tensors and arrays are scanned at once (nothing to wait for)."""
+    Host tensors and arrays are scanned at once (nothing to wait for). Results go into device
+    chunks of _CHUNK records, allocated once per device and reused after each read."""
+
+    _CHUNK = 4096
 
     def __init__(self):
         self._host = {}      # slot -> raw record
-        self._launches = []  # (device buffer of Stats, [slots])
+        self._launches = []  # (device index, chunk, first record in it, count, first slot)
         self._slots = 0
+        self._chunks = {}    # device index -> [device buffers of _CHUNK records or more]
+        self._used = {}      # device index -> [records written in each chunk]
 
     def __len__(self):
         return self._slots
@@ -254,25 +270,56 @@ class PendingStats:
             by_device = {}
             for slot, t in zip(slots, tensors):
                 if getattr(t, "is_cuda", False):
-                    by_device.setdefault(t.device, []).append((slot, t))
+                    by_device.setdefault(t.get_device(), []).append((slot, t))
             for device, entries in by_device.items():
-                self._launch(device, entries, threshold)
+                # Copies made here (non-contiguous tensors) may be freed on return: the caching
+                # allocator only reuses their memory for work queued after this launch on that stream.
+                ts = [t for _, t in entries]
+                sc = _scratch
+                if len(ts) > sc.cap:
+                    sc.grow(len(ts))
+                keep = _describe(ts, threshold, sc.desc)
+                c, off = self._launch(device, sc.desc_addr, len(ts))
+                del keep
+                for k, (slot, _) in enumerate(entries):
+                    self._launches.append((device, c, off + k, 1, slot))
         return slots
 
-    def _launch(self, device, entries, threshold):
+    def add_packed(self, device, desc_addr, k):
+        """Slots of k descriptors already packed at desc_addr (CUDA tensors of one device, alive
+        until this returns): one launch."""
+        c, off = self._launch(device, desc_addr, k)
+        slot = self._slots
+        self._slots += k
+        self._launches.append((device, c, off, k, slot))
+        return range(slot, slot + k)
+
+    def _launch(self, device, desc_addr, k):
+        """Launches the read of k packed descriptors into this device's chunks: (chunk, first record)."""
         import torch
-        # Copies made here (non-contiguous tensors) may be freed on return: the caching allocator
-        # only reuses their memory for work queued after this launch on the same stream.
-        ts = [t for _, t in entries]
-        descs = (L.TensorDesc * len(ts))()
-        keep = _describe(ts, threshold, descs)
-        out = torch.empty(len(ts) * _STATS_SIZE, dtype=torch.uint8, device=device)
-        stream = torch.cuda.current_stream(device).cuda_stream
-        with torch.cuda.device(device):
-            L.check(L.lib().opforge_overflow_stats_cuda_multi(descs, len(ts), ctypes.c_void_p(out.data_ptr()),
-                                                              ctypes.c_void_p(stream)))
-        del keep
-        self._launches.append((out, [slot for slot, _ in entries]))
+        chunks = self._chunks.setdefault(device, [])
+        used = self._used.setdefault(device, [])
+        c = len(used) - 1
+        if c < 0 or used[c] + k > chunks[c].numel() // _STATS_SIZE:  # a launch's records stay in one chunk
+            c += 1
+            if c == len(chunks) or chunks[c].numel() < k * _STATS_SIZE:
+                buf = torch.empty(max(self._CHUNK, k) * _STATS_SIZE, dtype=torch.uint8,
+                                  device=torch.device("cuda", device))
+                chunks[c:c + 1] = [buf]
+            used.append(0)
+        off = used[c]
+        out = chunks[c].data_ptr() + off * _STATS_SIZE
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        stream = raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+        if torch.cuda.current_device() == device:
+            rc = _cuda_multi_fn()(desc_addr, k, out, stream)
+        else:
+            with torch.cuda.device(device):
+                rc = _cuda_multi_fn()(desc_addr, k, out, stream)
+        if rc:
+            L.check(rc)
+        used[c] = off + k
+        return c, off
 
     def read_raw(self):
         """Raw records for every slot added: one device-to-host copy per device, one wait."""
@@ -281,18 +328,19 @@ class PendingStats:
             results[slot] = r
         if self._launches:
             import torch
-            by_device = {}
-            for out, slots in self._launches:
-                by_device.setdefault(out.device, []).append((out, slots))
-            for launches in by_device.values():
-                host = torch.cat([out for out, _ in launches]).cpu().numpy().tobytes()
-                vals = _unpacker(len(host) // _STATS_SIZE).unpack(host)
-                k = 0
-                for _, slots in launches:
-                    for slot in slots:
-                        results[slot] = vals[k:k + _STATS_FIELDS]
-                        k += _STATS_FIELDS
-        self._host, self._launches, self._slots = {}, [], 0
+            host, start = {}, {}
+            for device, used in self._used.items():
+                # launches may have gone to other streams than the current one: wait for the device
+                torch.cuda.synchronize(device)
+                parts = [ch[:n * _STATS_SIZE] for ch, n in zip(self._chunks[device], used)]
+                data = (torch.cat(parts) if len(parts) > 1 else parts[0]).cpu().numpy().tobytes()
+                host[device] = _unpacker(len(data) // _STATS_SIZE).unpack(data)
+                start[device] = [sum(used[:c]) for c in range(len(used))]
+            for device, c, off, k, slot in self._launches:
+                vals, base = host[device], (start[device][c] + off) * _STATS_FIELDS
+                for j in range(k):
+                    results[slot + j] = vals[base + j * _STATS_FIELDS:base + (j + 1) * _STATS_FIELDS]
+        self._host, self._launches, self._slots, self._used = {}, [], 0, {}
         return results
 
     def read(self):

@@ -467,15 +467,17 @@ class DebugUnderflowOverflow:
         if k > scratch.cap:
             scratch.grow(k)
         desc, codes, strided, pack = scratch.desc, self._codes, self._strided, _stats._DESC.pack_into
-        off, keep, cache, hits, big = 0, None, self._param_cache, None, None
+        # (deferred frames read every tensor: their records are not known when the hook runs)
+        off, keep, hits, big = 0, None, None, None
+        cache = self._param_cache if pending is None else None
         where = None  # -1: the CPU, else a CUDA device index
         for t in tensors:
             code = codes.get(t.dtype)
             if code is None or t.layout is not strided:
                 break
             w = -1 if t.is_cpu else (t.get_device() if t.is_cuda else None)
-            if w is None or (where is not None and w != where) or (w != -1 and pending is not None):
-                break  # mixed devices, or a deferred CUDA read: _collect_mixed
+            if w is None or (where is not None and w != where):
+                break  # mixed devices: _collect_mixed
             where = w
             n = t.numel()
             if not n:
@@ -505,6 +507,12 @@ class DebugUnderflowOverflow:
                 return _Frame(before, header, items, b"", None, self.extended), False
             if where == -1:
                 rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
+            elif pending is not None:  # deferred: launched now, read at the batch's end
+                try:
+                    slots = pending.add_packed(where, scratch.desc_addr, k)
+                    return _Frame(before, header, items, None, list(slots), self.extended), None
+                except _lib.OverflowLibError:
+                    rc = 1
             else:
                 rc = _stats.cuda_read(where, scratch.desc_addr, k, scratch.out_addr)
             if not rc:
