@@ -56,6 +56,9 @@ def measure(name, device, dtype, rounds, profile):
     if device == "cuda":  # the deferred mode: launches per frame, one read per batch
         variants["deferred"] = build(name, device, dtype)
         hooks["deferred"] = OpDebug(variants["deferred"], deferred=True)
+    # the floor: a forward hook that does nothing, on every module (torch's own cost of calling hooks)
+    variants["empty"] = build(name, device, dtype)
+    variants["empty"].apply(lambda m: m.register_forward_hook(lambda *a: None))
     # On CPU the clock is the thread's CPU time (one torch thread: the whole step runs on this thread),
     # which a loaded shared machine disturbs far less than the wall clock; on CUDA the wall clock.
     clock = time.perf_counter if device == "cuda" else time.thread_time
@@ -88,6 +91,9 @@ def measure(name, device, dtype, rounds, profile):
           f"({over_op / calls * 1e6:5.1f} us/hook) | {over_tf / max(over_op, 1e-9):5.1f}x less overhead "
           f"(target >= {5 if name == 'tiny' else 20}) | same text: {texts[0] == texts[1]} "
           f"({len(texts[1].splitlines())} lines) | medians of {rounds} rounds, {clock.__name__}")
+    floor = med["empty"] - med["plain"]
+    print(f"{name:5s} hooks that do nothing: +{floor * 1e3:7.2f} ms ({floor / calls * 1e6:5.1f} us/hook) | above that: "
+          f"transformers {(over_tf - floor) / calls * 1e6:6.1f} us/hook, opforge {(over_op - floor) / calls * 1e6:5.1f} us/hook")
     if "deferred" in med:
         over_d = med["deferred"] - med["plain"]
         print(f"{name:5s} deferred=True: opforge +{over_d * 1e3:7.2f} ms ({over_d / calls * 1e6:5.1f} us/hook) | "
@@ -95,10 +101,14 @@ def measure(name, device, dtype, rounds, profile):
     if profile:
         import cProfile
         import pstats
-        m, d = variants["opforge"], hooks["opforge"]
-        with torch.no_grad():
-            cProfile.runctx("for _ in range(20): m(**x)", globals(), locals(), "/tmp/hook_bench.prof")
-        pstats.Stats("/tmp/hook_bench.prof").sort_stats("tottime").print_stats(15)
+        for k in ("opforge", "deferred"):
+            if k not in variants:
+                continue
+            m = variants[k]
+            print(f"--- profile: {k}, 20 steps")
+            with torch.no_grad():
+                cProfile.runctx("for _ in range(20): m(**x)", globals(), locals(), "/tmp/hook_bench.prof")
+            pstats.Stats("/tmp/hook_bench.prof").sort_stats("tottime").print_stats(22)
     return texts[0] == texts[1]
 
 

@@ -135,7 +135,17 @@ def run_inner(debug_kwargs, calls, bad_call=None, bad_layer=3):
     return d, out.getvalue(), err
 
 
-def test_deferred_pending_frames_are_bounded_when_the_root_never_runs():
+def test_deferred_pending_frames_are_bounded_when_the_root_never_runs(monkeypatch):
+    from opforge_ops.overflow import debug
+    monkeypatch.setattr(debug, "_MAX_PENDING", 5)
+    model = Outer()
+    d = overflow.DebugUnderflowOverflow(model, deferred=True, max_frames_to_save=5)
+    most = 0
+    for _ in range(20):
+        model.inner(torch.ones(1, 2))
+        most = max(most, len(d._pending))
+    assert d.total_calls == 20 * 7 and 0 < most < 5  # 7 frames a call, flushed whenever 5 were pending
+    d.remove()
     d, text, err = run_inner(dict(deferred=True, max_frames_to_save=5), 20)
     assert err == "no error" and text == ""
     assert len(d._pending) == 0 and d.frames.maxlen == 5

@@ -24,6 +24,9 @@ _P17 = " " * 17
 # non-tensor. Those for the first _NCTX positions are made once: the hook names every item of every call.
 _NCTX = 64
 _BIG_PARAM = 1 << 16  # parameters this large have their statistics reused within a batch
+# Deferred frames wait for the root module's end, or until this many are pending (a bound on the
+# memory held when the root module never runs): each flush is a synchronisation, so it stays rare.
+_MAX_PENDING = 4096
 
 
 def _lit(kind, ctx):
@@ -316,7 +319,7 @@ class DebugUnderflowOverflow:
         # max_frames_to_save frames are pending, and on remove(). Frames are then replayed in order,
         # so a detection reports the same frame, batch number and dump as the per-frame mode, later.
         self.deferred = deferred
-        self._max_pending = max(1, max_frames_to_save)
+        self._max_pending = _MAX_PENDING
         self._pending = []
         self._pending_stats = _stats.PendingStats()
         if isinstance(file, str) and "{rank}" in file:
