@@ -1,4 +1,4 @@
-"""GPU benchmark (needs a CUDA GPU; written for an H100, not yet run: bench/overflow/on_gpu.sh runs it).
+"""GPU benchmark (needs a CUDA GPU; bench/overflow/on_gpu.sh runs it; results: bench/results/overflow_gpu.txt).
 usage: PYTHONPATH=... OPFORGE_OPS_LIB_DIR=... python bench/overflow/gpu_bench.py
 Prints side by side: bytes/s of per-tensor and multi-tensor statistics vs torch.sum on 1 GiB of
 fp32/fp16/bf16 (target >= 0.95x), vs the transformers per-tensor sequence (target >= 5x), and the
