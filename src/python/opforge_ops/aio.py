@@ -7,58 +7,61 @@ the library falls back to buffered I/O and says so in ``last_note()``. Errors ar
 the errno and a message naming the file. libaio is opened at first use (libaio.so.1, then
 Ubuntu 24.04's libaio.so.1t64); without it the first call raises ``OpUnavailableError``.
 """
+from __future__ import annotations
+
 import ctypes
+import os
 import threading
+from typing import Any, Union
 
 from . import _native
-from .utils import _address
+from ._buffers import host_buffer
 
 __all__ = ['aligned_empty', 'available', 'file_size', 'read', 'read_into', 'write', 'last_note', 'last_used_direct',
            'DEFAULT_BLOCK_SIZE', 'DEFAULT_QUEUE_DEPTH']
 
+PathLike = Union[str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
+
+ABI_VERSION = 1
 DEFAULT_BLOCK_SIZE = 1 << 20
 DEFAULT_QUEUE_DEPTH = 32
 _BUFFERED = 1
 
-_lib = None
 _local = threading.local()
 
 
-def _library():
-    global _lib
-    if _lib is None:
-        lib = _native.load('aio')
-        u64, vp, i = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int
-        lib.opforge_aio_last_error.restype = ctypes.c_char_p
-        lib.opforge_aio_last_note.restype = ctypes.c_char_p
-        lib.opforge_aio_file_size.argtypes = [ctypes.c_char_p, ctypes.POINTER(u64)]
-        lib.opforge_aio_read.argtypes = [ctypes.c_char_p, vp, u64, u64, i, i, ctypes.POINTER(i)]
-        lib.opforge_aio_write.argtypes = [ctypes.c_char_p, vp, u64, u64, i, i, ctypes.POINTER(i)]
-        if lib.opforge_aio_available() != 0:
-            raise _native.OpUnavailableError(lib.opforge_aio_last_error().decode(errors='replace'))
-        _lib = lib
-    return _lib
+def _declare(lib: ctypes.CDLL) -> None:
+    u64, vp, i = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int
+    lib.opforge_aio_last_error.restype = ctypes.c_char_p
+    lib.opforge_aio_last_note.restype = ctypes.c_char_p
+    lib.opforge_aio_file_size.argtypes = [ctypes.c_char_p, ctypes.POINTER(u64)]
+    lib.opforge_aio_read.argtypes = [ctypes.c_char_p, vp, u64, u64, i, i, ctypes.POINTER(i)]
+    lib.opforge_aio_write.argtypes = [ctypes.c_char_p, vp, u64, u64, i, i, ctypes.POINTER(i)]
+    if lib.opforge_aio_available() != 0:
+        raise _native.OpUnavailableError(_library.error(lib))
 
 
-def available():
+_library = _native.OpLibrary('aio', ABI_VERSION, _declare)
+
+
+def available() -> bool:
     """True when the aio library is built and libaio can be opened on this machine."""
     try:
         _library()
         return True
-    except (ImportError, RuntimeError):
+    except _native.OpError:
         return False
 
 
-def _raise(lib, rc):
-    raise OSError(-rc, lib.opforge_aio_last_error().decode(errors='replace'))
+def _raise(lib: ctypes.CDLL, rc: int) -> None:
+    raise OSError(-rc, _library.error(lib))
 
 
-def _path(path):
-    import os
+def _path(path: PathLike) -> bytes:
     return os.fsencode(path)
 
 
-def aligned_empty(nbytes, alignment=4096):
+def aligned_empty(nbytes: int, alignment: int = 4096) -> Any:
     """A new uint8 numpy array of nbytes whose data starts on an `alignment` boundary: O_DIRECT
     then reads and writes it in place, without bounce buffers (numpy's own large arrays usually
     start 16 bytes past a page)."""
@@ -68,28 +71,30 @@ def aligned_empty(nbytes, alignment=4096):
     return raw[skip:skip + nbytes]
 
 
-def file_size(path):
+def file_size(path: PathLike) -> int:
+    """The file's size in bytes (OSError naming the file when it cannot be read)."""
     lib = _library()
     size = ctypes.c_uint64()
     rc = lib.opforge_aio_file_size(_path(path), ctypes.byref(size))
     if rc:
         _raise(lib, rc)
-    return size.value
+    return int(size.value)
 
 
-def _finish(lib, direct):
+def _finish(lib: ctypes.CDLL, direct: ctypes.c_int) -> None:
     _local.direct = bool(direct.value)
     _local.note = lib.opforge_aio_last_note().decode(errors='replace')
 
 
-def read_into(path, out, *, block_size=DEFAULT_BLOCK_SIZE, queue_depth=DEFAULT_QUEUE_DEPTH, direct=True):
+def read_into(path: PathLike, out: Any, *, block_size: int = DEFAULT_BLOCK_SIZE,
+              queue_depth: int = DEFAULT_QUEUE_DEPTH, direct: bool = True) -> int:
     """Reads the whole file into the start of `out` (which must be at least as large); returns the
     number of bytes read (the file's size)."""
     lib = _library()
     size = file_size(path)
-    addr, nbytes, keep = _address(out, writable=True)
+    addr, nbytes, keep = host_buffer(out, writable=True)
     if nbytes < size:
-        raise ValueError(f'{path}: the file has {size} bytes, the buffer only {nbytes}')
+        raise ValueError(f'{os.fsdecode(path)}: the file has {size} bytes, the buffer only {nbytes}')
     used = ctypes.c_int()
     rc = lib.opforge_aio_read(_path(path), addr, size, block_size, queue_depth,
                               0 if direct else _BUFFERED, ctypes.byref(used))
@@ -100,7 +105,7 @@ def read_into(path, out, *, block_size=DEFAULT_BLOCK_SIZE, queue_depth=DEFAULT_Q
     return size
 
 
-def read(path, out=None, **options):
+def read(path: PathLike, out: Any = None, **options: Any) -> Any:
     """Reads the whole file; into `out` when given (returned), else into a new bytearray."""
     if out is None:
         out = bytearray(file_size(path))
@@ -108,10 +113,11 @@ def read(path, out=None, **options):
     return out
 
 
-def write(path, buf, *, block_size=DEFAULT_BLOCK_SIZE, queue_depth=DEFAULT_QUEUE_DEPTH, direct=True):
+def write(path: PathLike, buf: Any, *, block_size: int = DEFAULT_BLOCK_SIZE,
+          queue_depth: int = DEFAULT_QUEUE_DEPTH, direct: bool = True) -> int:
     """Creates or truncates the file and writes all of `buf` to it; returns the bytes written."""
     lib = _library()
-    addr, nbytes, keep = _address(buf, writable=False)
+    addr, nbytes, keep = host_buffer(buf, writable=False)
     used = ctypes.c_int()
     rc = lib.opforge_aio_write(_path(path), addr, nbytes, block_size, queue_depth,
                                0 if direct else _BUFFERED, ctypes.byref(used))
@@ -122,11 +128,11 @@ def write(path, buf, *, block_size=DEFAULT_BLOCK_SIZE, queue_depth=DEFAULT_QUEUE
     return nbytes
 
 
-def last_used_direct():
+def last_used_direct() -> bool | None:
     """Whether the last read/write on this thread used O_DIRECT."""
     return getattr(_local, 'direct', None)
 
 
-def last_note():
+def last_note() -> str:
     """What the last read/write on this thread decided, e.g. the buffered fallback; '' if nothing."""
     return getattr(_local, 'note', '')

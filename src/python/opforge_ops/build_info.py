@@ -1,6 +1,9 @@
-# Placeholder for a source checkout: `opforge build` writes the real file into the wheel
-# (versions of the toolkit, compiler, arch list and ops it was built with).
-BUILD_INFO = {
+"""How this installation was built. In a wheel, `opforge build` writes this file (versions of the
+toolkit, compiler, arch list and ops it was built with); in a source checkout it is this
+placeholder. Keys: see docs/ops.md."""
+from typing import Any, Dict
+
+BUILD_INFO: Dict[str, Any] = {
     'arch_list': [],
     'host_compiler': '',
     'notes': {},

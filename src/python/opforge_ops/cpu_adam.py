@@ -8,71 +8,79 @@ spread over the usable cores.
   weight decay, and ``step(half_params=...)`` also writes fp16/bf16 copies of the new parameters.
 - ``adam_step``: the functional form over numpy arrays (or torch tensors).
 """
+from __future__ import annotations
+
 import ctypes
 import logging
+from typing import Any, Sequence
 
 from . import _native
-from .utils import _address, _is_numpy, _is_torch
+from ._buffers import Buffer, host_buffer, is_numpy_array, is_torch_tensor
 
-__all__ = ['CPUAdam', 'adam_step', 'simd_level', 'set_simd_level', 'best_simd_level', 'SIMD_LEVELS']
+# CPUAdam comes from the module's __getattr__ (made when first asked for: it imports torch).
+__all__ = ['CPUAdam', 'adam_step', 'simd_level', 'set_simd_level', 'best_simd_level', 'SIMD_LEVELS']  # noqa: F822
 
+ABI_VERSION = 1
 SIMD_LEVELS = ('scalar', 'avx2', 'avx512')
 _ADAMW, _NO_BIAS_CORRECTION, _HALF_FP16, _HALF_BF16 = 1, 2, 4, 8
 
-_lib = None
 _log = logging.getLogger(__name__)
 
 
-def _library():
-    global _lib
-    if _lib is None:
-        lib = _native.load('cpu_adam')
-        f, i, u64, vp = ctypes.c_float, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p
-        lib.opforge_cpu_adam_last_error.restype = ctypes.c_char_p
-        lib.opforge_cpu_adam_simd_name.restype = ctypes.c_char_p
-        lib.opforge_cpu_adam_simd_name.argtypes = [i]
-        lib.opforge_cpu_adam_set_simd_level.argtypes = [i]
-        lib.opforge_cpu_adam_step.argtypes = [vp, vp, vp, vp, u64, ctypes.c_int64, f, f, f, f, f, i, vp, i]
-        _lib = lib
-        _log.info('opforge cpu_adam: SIMD level %s (best on this CPU: %s)', simd_level(), best_simd_level())
-    return _lib
+def _declare(lib: ctypes.CDLL) -> None:
+    f, i, u64, vp = ctypes.c_float, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p
+    lib.opforge_cpu_adam_last_error.restype = ctypes.c_char_p
+    lib.opforge_cpu_adam_simd_name.restype = ctypes.c_char_p
+    lib.opforge_cpu_adam_simd_name.argtypes = [i]
+    lib.opforge_cpu_adam_set_simd_level.argtypes = [i]
+    lib.opforge_cpu_adam_step.argtypes = [vp, vp, vp, vp, u64, ctypes.c_int64, f, f, f, f, f, i, vp, i]
+    _log.info('opforge cpu_adam: SIMD level %s (best on this CPU: %s)',
+              _simd_name(lib, lib.opforge_cpu_adam_simd_level()),
+              _simd_name(lib, lib.opforge_cpu_adam_best_simd_level()))
 
 
-def simd_level():
+_library = _native.OpLibrary('cpu_adam', ABI_VERSION, _declare)
+
+
+def _simd_name(lib: ctypes.CDLL, level: int) -> str:
+    return str(lib.opforge_cpu_adam_simd_name(level).decode())
+
+
+def simd_level() -> str:
     """The SIMD level steps use: 'avx512', 'avx2' or 'scalar'."""
     lib = _library()
-    return lib.opforge_cpu_adam_simd_name(lib.opforge_cpu_adam_simd_level()).decode()
+    return _simd_name(lib, lib.opforge_cpu_adam_simd_level())
 
 
-def best_simd_level():
+def best_simd_level() -> str:
     """The best level the running CPU supports."""
     lib = _library()
-    return lib.opforge_cpu_adam_simd_name(lib.opforge_cpu_adam_best_simd_level()).decode()
+    return _simd_name(lib, lib.opforge_cpu_adam_best_simd_level())
 
 
-def set_simd_level(name):
+def set_simd_level(name: str) -> None:
     """Forces a level for this process (tests, benchmarks); ValueError if the CPU lacks it."""
     lib = _library()
     if name not in SIMD_LEVELS:
         raise ValueError(f'unknown SIMD level {name!r}; one of {SIMD_LEVELS}')
     if lib.opforge_cpu_adam_set_simd_level(SIMD_LEVELS.index(name)) != 0:
-        raise ValueError(lib.opforge_cpu_adam_last_error().decode())
+        raise ValueError(_library.error(lib))
 
 
-def _fp32(x, what):
-    if _is_torch(x):
+def _fp32(x: Any, what: str) -> Buffer:
+    if is_torch_tensor(x):
         import torch
         if x.dtype != torch.float32:
             raise TypeError(f'{what} must be float32, got {x.dtype}')
-    elif _is_numpy(x):
+    elif is_numpy_array(x):
         if str(x.dtype) != 'float32':
             raise TypeError(f'{what} must be float32, got {x.dtype}')
     else:
         raise TypeError(f'{what} must be a numpy array or a torch CPU tensor, got {type(x).__name__}')
-    return _address(x, writable=what != 'grads')
+    return host_buffer(x, writable=what != 'grads')
 
 
-def _half_flag(half_out, half_dtype):
+def _half_flag(half_out: Any, half_dtype: str | None) -> int:
     dtype = str(half_out.dtype).replace('torch.', '')
     if half_dtype is None:
         half_dtype = {'float16': 'fp16', 'bfloat16': 'bf16'}.get(dtype)
@@ -83,9 +91,10 @@ def _half_flag(half_out, half_dtype):
     return _HALF_FP16 if half_dtype == 'fp16' else _HALF_BF16
 
 
-def adam_step(params, grads, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-              weight_decay=0.0, adamw=False, bias_correction=True, half_out=None, half_dtype=None,
-              threads=0):
+def adam_step(params: Any, grads: Any, exp_avg: Any, exp_avg_sq: Any, *, step: int, lr: float = 1e-3,
+              betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+              adamw: bool = False, bias_correction: bool = True, half_out: Any = None,
+              half_dtype: str | None = None, threads: int = 0) -> None:
     """One Adam (adamw=True: AdamW) step, in place on `params`, `exp_avg`, `exp_avg_sq`.
 
     Arrays: float32, contiguous, of one size. `step` is the 1-based step number. `half_out`
@@ -101,20 +110,21 @@ def adam_step(params, grads, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 
         raise ValueError(f'params, grads, exp_avg, exp_avg_sq differ in size: {nbytes}, {gb}, {mb}, {vb} bytes')
     n = nbytes // 4
     flags = (_ADAMW if adamw else 0) | (0 if bias_correction else _NO_BIAS_CORRECTION)
-    h, kh = None, None
+    h: int | None = None
+    kh: object = None
     if half_out is not None:
         flags |= _half_flag(half_out, half_dtype)
-        h, hb, kh = _address(half_out, writable=True)
+        h, hb, kh = host_buffer(half_out, writable=True)
         if hb != 2 * n:
             raise ValueError(f'half_out has {hb} bytes, {2 * n} needed')
     rc = lib.opforge_cpu_adam_step(p, g, m, v, n, int(step), lr, betas[0], betas[1], eps,
                                    weight_decay, flags, h, threads)
     del kp, kg, km, kv, kh
     if rc != 0:
-        raise ValueError(lib.opforge_cpu_adam_last_error().decode())
+        raise ValueError(_library.error(lib))
 
 
-def _make_optimizer():
+def _make_optimizer() -> type:
     import torch
 
     class CPUAdam(torch.optim.Optimizer):
@@ -125,8 +135,9 @@ def _make_optimizer():
         to the gradient as torch.optim.Adam). threads=0 uses every usable core.
         """
 
-        def __init__(self, params, lr=1e-3, bias_correction=True, betas=(0.9, 0.999), eps=1e-8,
-                     weight_decay=0.0, adamw_mode=True, threads=0):
+        def __init__(self, params: Any, lr: float = 1e-3, bias_correction: bool = True,
+                     betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                     weight_decay: float = 0.0, adamw_mode: bool = True, threads: int = 0) -> None:
             if lr < 0.0 or eps < 0.0 or weight_decay < 0.0:
                 raise ValueError('lr, eps and weight_decay must be >= 0')
             if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
@@ -138,7 +149,7 @@ def _make_optimizer():
             _library()
 
         @torch.no_grad()
-        def step(self, closure=None, half_params=None):
+        def step(self, closure: Any = None, half_params: Sequence[Any] | None = None) -> Any:
             """One step for every parameter with a gradient. half_params: optional list (same
             order as the parameters of all groups) of fp16/bf16 tensors to receive copies."""
             loss = None
@@ -176,10 +187,10 @@ def _make_optimizer():
     return CPUAdam
 
 
-_optimizer_class = None
+_optimizer_class: type | None = None
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # PEP 562: the optimizer class subclasses torch.optim.Optimizer, so it is made (and torch
     # imported) only when someone asks for it.
     global _optimizer_class

@@ -7,8 +7,6 @@ all_reduce busbw = algbw * 2(n-1)/n; all_gather busbw = algbw * (n-1)/n.
 """
 from __future__ import annotations
 
-from typing import List
-
 ELEMENT_BYTES = 4  # float32
 
 
@@ -28,7 +26,7 @@ def busbw_gbps(collective: str, nbytes: int, seconds: float, n: int) -> float:
     return algbw_gbps(nbytes, seconds) * bus_factor(collective, n)
 
 
-def sizes(min_bytes: int, max_bytes: int, factor: int = 2) -> List[int]:
+def sizes(min_bytes: int, max_bytes: int, factor: int = 2) -> list[int]:
     """min, min*factor, ... up to max_bytes (as nccl-tests' -b -e -f)."""
     out, s = [], max(ELEMENT_BYTES, min_bytes)
     while s <= max_bytes:

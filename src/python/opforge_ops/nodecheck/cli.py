@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional
 
 from . import bandwidth as bw
 from .launch import WORKER_ENV, LaunchError, detect, run_local
@@ -51,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(args_list)
     if min(args.timeout, args.rendezvous_timeout) <= 0 or args.factor < 2 or \

@@ -2,9 +2,10 @@
 it slower or riskier than it should be (warnings). Pure: tests feed it any cluster."""
 from __future__ import annotations
 
+import functools
 import json
 import re
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Sequence
 
 # Linux before 5.5 can hang multi-process training (the kernel-version warning that accelerate
 # prints, "below the recommended minimum of 5.5.0").
@@ -24,50 +25,54 @@ def rank_list(ranks: Sequence[int]) -> str:
     return ('rank ' if len(rs) == 1 else 'ranks ') + ', '.join(parts)
 
 
-def kernel_version(release: str) -> Tuple[int, int]:
+def kernel_version(release: str) -> tuple[int, int]:
     m = re.match(r'(\d+)\.(\d+)', release)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-def build_identity(build: Dict[str, Any]) -> str:
+def build_identity(build: dict[str, Any]) -> str:
     """What tells two opforge_ops builds apart: the wheel version (which carries the commit),
     the source commit and the arch list."""
     return json.dumps({k: build.get(k) for k in ('version', 'source_commit', 'arch_list', 'ops')},
                       sort_keys=True)
 
 
-def _build_text(b: Dict[str, Any]) -> str:
+def _build_text(b: dict[str, Any]) -> str:
     extra = [f"commit {b['source_commit'][:12]}" if b.get('source_commit') else '',
              f"arch {';'.join(b['arch_list'])}" if b.get('arch_list') else '']
     extra = [e for e in extra if e]
     return (b.get('version') or '?') + (f" ({', '.join(extra)})" if extra else '')
 
 
-def _groups(facts: Sequence[Dict[str, Any]], key) -> Dict[str, List[int]]:
-    out: Dict[str, List[int]] = {}
+def _fact_text(f: dict[str, Any], key: str) -> str:
+    return str(f.get(key))
+
+
+def _groups(facts: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
     for f in facts:
         out.setdefault(key(f), []).append(f['rank'])
     return out
 
 
-def _differ(what: str, groups: Dict[str, List[int]], show=lambda v: v) -> str:
+def _differ(what: str, groups: dict[str, list[int]], show: Callable[[str], str] = lambda v: v) -> str:
     return f'{what} differ: ' + '; '.join(
         f"{rank_list(rs)} {'has' if len(rs) == 1 else 'have'} {show(v)}"
         for v, rs in sorted(groups.items(), key=lambda kv: kv[1][0]))
 
 
-def check(facts: Sequence[Dict[str, Any]]) -> Tuple[List[str], List[str]]:
+def check(facts: Sequence[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """(failures, warnings) for the facts of every rank (dicts as facts.collect returns). Each
     failure starts with 'step consistency: ' (the step that found it)."""
-    failures: List[str] = []
-    warnings: List[str] = []
+    failures: list[str] = []
+    warnings: list[str] = []
     builds = _groups(facts, lambda f: build_identity(f['opforge_ops']))
     if len(builds) > 1:
         failures.append(_differ('opforge_ops builds', builds,
                                 lambda v: _build_text(json.loads(v))))
     for key, what in (('torch', 'torch versions'), ('cuda', 'CUDA versions (torch.version.cuda)'),
                       ('nccl', 'NCCL versions')):
-        groups = _groups(facts, lambda f: str(f.get(key)))
+        groups = _groups(facts, functools.partial(_fact_text, key=key))
         if len(groups) > 1:
             failures.append(_differ(what, groups))
     gpus = _groups([f for f in facts if f.get('gpu')], lambda f: f"{f['gpu']['name']} "

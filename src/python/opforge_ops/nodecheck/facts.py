@@ -8,7 +8,7 @@ import os
 import platform
 import socket
 import sys
-from typing import Any, Dict, Optional
+from typing import Any
 
 from .. import _native
 from ..build_info import BUILD_INFO
@@ -19,7 +19,7 @@ from . import fatbin
 FAKE_BUILD_INFO_ENV = 'OPFORGE_NODECHECK_TEST_BUILD_INFO'
 
 
-def build_info(rank: int) -> Dict[str, Any]:
+def build_info(rank: int) -> dict[str, Any]:
     info = dict(BUILD_INFO)
     fake = os.environ.get(FAKE_BUILD_INFO_ENV, '')
     who, _, override = fake.partition('=')
@@ -28,7 +28,7 @@ def build_info(rank: int) -> Dict[str, Any]:
     return info
 
 
-def driver_release() -> Optional[str]:
+def driver_release() -> str | None:
     """The kernel module's version ('570.86.15'), from /proc/driver/nvidia/version."""
     try:
         with open('/proc/driver/nvidia/version') as f:
@@ -40,11 +40,11 @@ def driver_release() -> Optional[str]:
     return m.group(1) if m else None
 
 
-def overflow_library(capability: Optional[str]) -> Dict[str, Any]:
+def overflow_library(capability: str | None) -> dict[str, Any]:
     """Where the overflow op's library is, the GPU code its fatbinary holds, and whether that code
     runs on a GPU of `capability` ('9.0'; None without a GPU)."""
     path = _native.find('overflow')
-    out: Dict[str, Any] = {'path': path, 'images': [], 'holds_gpu_arch': None}
+    out: dict[str, Any] = {'path': path, 'images': [], 'holds_gpu_arch': None}
     if path is None:
         out['error'] = 'not built into this installation'
         return out
@@ -62,10 +62,10 @@ def overflow_library(capability: Optional[str]) -> Dict[str, Any]:
     return out
 
 
-def collect(rank: int, local_rank: int, world_size: int, launcher: str, device) -> Dict[str, Any]:
+def collect(rank: int, local_rank: int, world_size: int, launcher: str, device: Any) -> dict[str, Any]:
     """The facts of this rank; `device` is the torch.device it uses (cuda:N or cpu)."""
     import torch
-    facts: Dict[str, Any] = {
+    facts: dict[str, Any] = {
         'rank': rank, 'local_rank': local_rank, 'world_size': world_size, 'launcher': launcher,
         'host': socket.gethostname(), 'pid': os.getpid(), 'kernel': platform.release(),
         'python': platform.python_version(), 'torch': torch.__version__,
@@ -95,7 +95,7 @@ def collect(rank: int, local_rank: int, world_size: int, launcher: str, device) 
     return facts
 
 
-def touch_memory(device, nbytes: int) -> Dict[str, Any]:
+def touch_memory(device: Any, nbytes: int) -> dict[str, Any]:
     """Allocates `nbytes` on `device`, writes every byte and reads it back."""
     import torch
     n = nbytes // 4
@@ -109,14 +109,16 @@ def touch_memory(device, nbytes: int) -> Dict[str, Any]:
     return {'bytes': nbytes, 'ok': ok}
 
 
-def selftest(device) -> Dict[str, Any]:
+def selftest(device: Any) -> dict[str, Any]:
     """The overflow op's GPU self-test (its test kernels against the CPU oracle) on `device`."""
     if device.type != 'cuda':
         return {'status': 'skipped', 'detail': 'no GPU'}
     import torch
+
     from .. import OpNotBuiltError
     try:
-        from ..overflow import OverflowLibError, selftest as run
+        from ..overflow import OverflowLibError
+        from ..overflow import selftest as run
     except ImportError as e:
         return {'status': 'failed', 'detail': f'cannot import opforge_ops.overflow: {e}'}
     try:

@@ -9,7 +9,7 @@ ELF, u32 header size at +4, u64 payload size at +8, u32 arch at +28 such as 90 f
 from __future__ import annotations
 
 import struct
-from typing import List, NamedTuple, Optional
+from typing import NamedTuple
 
 FATBIN_MAGIC = 0xBA55ED50
 
@@ -27,7 +27,7 @@ class Image(NamedTuple):
         return f'{self.kind}_{self.arch}'
 
 
-def elf_section(data: bytes, wanted: str) -> Optional[bytes]:
+def elf_section(data: bytes, wanted: str) -> bytes | None:
     """The bytes of the named section of a 64-bit little-endian ELF file, or None when absent."""
     if data[:4] != b'\x7fELF':
         raise FatbinError('not an ELF file')
@@ -38,7 +38,7 @@ def elf_section(data: bytes, wanted: str) -> Optional[bytes]:
     if shoff == 0 or shnum == 0 or shoff + shnum * shentsize > len(data):
         raise FatbinError('the ELF section headers are missing or truncated')
 
-    def header(i: int):
+    def header(i: int) -> tuple[int, ...]:
         # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size
         return struct.unpack_from('<IIQQQQ', data, shoff + i * shentsize)
 
@@ -56,9 +56,9 @@ def elf_section(data: bytes, wanted: str) -> Optional[bytes]:
     return None
 
 
-def parse_fatbin(section: bytes) -> List[Image]:
+def parse_fatbin(section: bytes) -> list[Image]:
     """The images of a ``.nv_fatbin`` section, in file order."""
-    images: List[Image] = []
+    images: list[Image] = []
     off = 0
     while off + 16 <= len(section):
         magic, = struct.unpack_from('<I', section, off)
@@ -86,7 +86,7 @@ def parse_fatbin(section: bytes) -> List[Image]:
     return images
 
 
-def library_images(path: str) -> List[Image]:
+def library_images(path: str) -> list[Image]:
     """The distinct images of the library at `path`, sorted; [] for a library without GPU code."""
     with open(path, 'rb') as f:
         data = f.read()
@@ -96,7 +96,7 @@ def library_images(path: str) -> List[Image]:
     return sorted(set(parse_fatbin(section)), key=lambda i: (i.arch, i.kind))
 
 
-def arch_list(images: List[Image]) -> List[str]:
+def arch_list(images: list[Image]) -> list[str]:
     """Images as TORCH_CUDA_ARCH_LIST entries ('9.0', '9.0+PTX') for _native.arch_supports."""
     out = []
     for img in images:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional
+from typing import Mapping, TextIO
 
 DEFAULT_PORT = 29500  # torchrun's default master port
 
@@ -30,7 +30,7 @@ class Launch:
     master_addr: str
     master_port: int
     agent_store: bool = False  # torchrun's agent already serves the store at master_addr:port
-    listen_fd: Optional[int] = None  # the local launcher hands rank 0 a bound, listening socket
+    listen_fd: int | None = None  # the local launcher hands rank 0 a bound, listening socket
 
     @property
     def endpoint(self) -> str:
@@ -58,8 +58,8 @@ def first_slurm_host(nodelist: str) -> str:
     return prefix + first
 
 
-def detect(env: Mapping[str, str], master_addr: Optional[str] = None,
-           master_port: Optional[int] = None) -> Optional[Launch]:
+def detect(env: Mapping[str, str], master_addr: str | None = None,
+           master_port: int | None = None) -> Launch | None:
     """The launch this environment describes, or None when no launcher started this process.
 
     torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
@@ -112,7 +112,7 @@ LISTEN_FD_ENV = 'OPFORGE_NODECHECK_LISTEN_FD'
 
 
 def local_env(base: Mapping[str, str], rank: int, nproc: int, port: int,
-              listen_fd: Optional[int]) -> Dict[str, str]:
+              listen_fd: int | None) -> dict[str, str]:
     env = dict(base)
     for k in [k for k in env if k.startswith(('OMPI_COMM_WORLD_', 'SLURM_'))]:
         del env[k]  # the local launcher's workers are its own world, whatever started it
@@ -130,7 +130,7 @@ def local_env(base: Mapping[str, str], rank: int, nproc: int, port: int,
     return env
 
 
-def run_local(argv: List[str], nproc: int, backstop_s: float, out=sys.stdout) -> int:
+def run_local(argv: list[str], nproc: int, backstop_s: float, out: TextIO = sys.stdout) -> int:
     """Starts `nproc` workers of this module on this host and waits for them.
 
     Rank 0 gets a socket already bound to a free loopback port (no race with other programs that
@@ -143,7 +143,7 @@ def run_local(argv: List[str], nproc: int, backstop_s: float, out=sys.stdout) ->
     sock.bind(('127.0.0.1', 0))
     sock.listen(128)
     port = sock.getsockname()[1]
-    procs: List[subprocess.Popen] = []
+    procs: list[subprocess.Popen] = []
     cmd = [sys.executable, '-m', 'opforge_ops.nodecheck'] + argv
     try:
         for rank in range(nproc):

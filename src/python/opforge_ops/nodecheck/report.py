@@ -10,23 +10,24 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from . import bandwidth as bw
 from .consistency import rank_list
+from .launch import Launch
 
 SCHEMA = 'opforge-nodecheck/1'
 
 
-def build(launch, backend: str, ranks: List[Dict[str, Any]], table: Optional[Dict[str, Any]],
-          failures: List[str], warnings: List[str]) -> Dict[str, Any]:
-    gpus = []
+def build(launch: Launch, backend: str, ranks: list[dict[str, Any]], table: dict[str, Any] | None,
+          failures: list[str], warnings: list[str]) -> dict[str, Any]:
+    gpus: list[dict[str, Any]] = []
     for f in ranks:
         g = f.get('gpu')
         if g and not any(x['host'] == f['host'] and x['index'] == g['index'] for x in gpus):
             gpus.append({'index': g['index'], 'name': g['name'], 'capability': g['capability'],
                          'uuid': g.get('uuid', ''), 'host': f['host'], 'rank': f['rank']})
-    steps = {}
+    steps: dict[str, set[str]] = {}
     for f in ranks:
         for s in f['steps']:
             steps.setdefault(s['name'], set()).add(s['status'])
@@ -45,7 +46,7 @@ def build(launch, backend: str, ranks: List[Dict[str, Any]], table: Optional[Dic
     }
 
 
-def rank_line(f: Dict[str, Any]) -> str:
+def rank_line(f: dict[str, Any]) -> str:
     g = f.get('gpu')
     gpu = f"{g['name']} (cc {g['capability']}, {g['memory_bytes'] / 2**30:.0f} GiB)" if g else 'no GPU'
     lib = f['opforge_ops'].get('overflow_library') or {}
@@ -61,7 +62,7 @@ def rank_line(f: Dict[str, Any]) -> str:
             f"{' (' + st['detail'] + ')' if st.get('detail') else ''}")
 
 
-def table_lines(table: Optional[Dict[str, Any]], backend: str) -> List[str]:
+def table_lines(table: dict[str, Any] | None, backend: str) -> list[str]:
     if not table:
         return []
     if 'skipped' in table:
@@ -77,9 +78,9 @@ def table_lines(table: Optional[Dict[str, Any]], backend: str) -> List[str]:
     return out
 
 
-def text(rep: Dict[str, Any]) -> List[str]:
+def text(rep: dict[str, Any]) -> list[str]:
     lines = [rank_line(f) for f in rep['ranks']]
-    by_status: Dict[str, List[str]] = {}
+    by_status: dict[str, list[str]] = {}
     for name in ('barrier', 'all_reduce', 'all_gather', 'broadcast', 'reduce_scatter'):
         status = rep['steps'].get(name, 'missing')
         detail = ''
@@ -96,7 +97,7 @@ def text(rep: Dict[str, Any]) -> List[str]:
     return lines
 
 
-def _atomic_write(path: str, data: Dict[str, Any]) -> None:
+def _atomic_write(path: str, data: dict[str, Any]) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix='.nodecheck-', suffix='.json')
     try:
@@ -109,13 +110,13 @@ def _atomic_write(path: str, data: Dict[str, Any]) -> None:
         raise
 
 
-def write_json(path: Optional[str], rep: Dict[str, Any]) -> None:
+def write_json(path: str | None, rep: dict[str, Any]) -> None:
     if path:
         _atomic_write(path, rep)
 
 
-def write_failure(path: Optional[str], launch, step: str, lines: List[str],
-                  steps: List[Dict[str, Any]]) -> None:
+def write_failure(path: str | None, launch: Launch, step: str, lines: list[str],
+                  steps: list[dict[str, Any]]) -> None:
     """The report of a check that stopped early: the reasons, no cluster facts."""
     if path:
         _atomic_write(path, {'schema': SCHEMA, 'ok': False, 'verdict': 'FAIL: ' + '; '.join(lines),

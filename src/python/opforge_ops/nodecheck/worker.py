@@ -17,10 +17,11 @@ import threading
 import time
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Iterator
 
 from . import bandwidth as bw
-from . import consistency, facts as facts_mod, report
+from . import consistency, report
+from . import facts as facts_mod
 from .launch import LISTEN_FD_ENV, Launch
 
 # Test-only faults, comma-separated ACTION:RANK:STEP, with ACTION kill (SIGKILL itself when the
@@ -35,15 +36,15 @@ class Options:
         self.timeout: float = kw.get('timeout', 60.0)
         self.rendezvous_timeout: float = kw.get('rendezvous_timeout', 120.0)
         self.quick: bool = kw.get('quick', False)
-        self.json_path: Optional[str] = kw.get('json_path')
+        self.json_path: str | None = kw.get('json_path')
         self.min_bytes: int = kw.get('min_bytes', 8)
-        self.max_bytes: Optional[int] = kw.get('max_bytes')
+        self.max_bytes: int | None = kw.get('max_bytes')
         self.factor: int = kw.get('factor', 2)
         self.backend: str = kw.get('backend', 'auto')
         self.touch_bytes: int = kw.get('touch_bytes', 64 << 20)
 
 
-def _faults(rank: int) -> Dict[str, str]:
+def _faults(rank: int) -> dict[str, str]:
     out = {}
     for item in filter(None, os.environ.get(FAULT_ENV, '').split(',')):
         action, r, step = item.split(':', 2)
@@ -64,19 +65,19 @@ class Monitor:
         self.launch = launch
         self.rank, self.world = launch.rank, launch.world_size
         self.opts = opts
-        self.store = None  # the check's own namespace in the rendezvous store
-        self.step: Optional[str] = None
+        self.store: Any = None  # the check's own namespace in the rendezvous store
+        self.step: str | None = None
         self.deadline = 0.0
         self.step_timeout = opts.timeout
         self.started = time.monotonic()
         self._failing = threading.Lock()
         self._faults = _faults(self.rank)
-        self.steps: List[Dict[str, Any]] = []
+        self.steps: list[dict[str, Any]] = []
         self.is_store_host = False
         self.finished = False  # set once the verdict is known: the threads stop watching
 
     # --- store helpers (never block: a missing key reads as None) ---
-    def _get(self, key: str) -> Optional[str]:
+    def _get(self, key: str) -> str | None:
         if self.store is None or not self.store.check([key]):
             return None
         return self.store.get(key).decode()
@@ -94,7 +95,7 @@ class Monitor:
         threading.Thread(target=self._watch, daemon=True, name='nodecheck-monitor').start()
         threading.Thread(target=self._sigterm, daemon=True, name='nodecheck-sigterm').start()
 
-    def attach(self, store) -> None:
+    def attach(self, store: Any) -> None:
         self.store = store
         threading.Thread(target=self._heartbeat, daemon=True, name='nodecheck-heartbeat').start()
 
@@ -139,7 +140,7 @@ class Monitor:
 
     # --- steps ---
     @contextmanager
-    def stage(self, name: str, timeout: Optional[float] = None) -> Iterator[None]:
+    def stage(self, name: str, timeout: float | None = None) -> Iterator[None]:
         self.step_timeout = timeout or self.opts.timeout
         self.started = time.monotonic()
         self.deadline = self.started + self.step_timeout
@@ -166,7 +167,7 @@ class Monitor:
                            'seconds': round(getattr(self, 'last_seconds', 0.0), 4)})
 
     # --- failure ---
-    def fail(self, step: str, reason: str, first: Optional[Dict[str, Any]] = None) -> None:
+    def fail(self, step: str, reason: str, first: dict[str, Any] | None = None) -> None:
         """Says why this rank stops, judges the others, and exits 1. Runs once per process."""
         if not self._failing.acquire(blocking=False):
             while True:  # another thread is already failing; it ends the process
@@ -191,7 +192,7 @@ class Monitor:
             sys.stderr.flush()
             os._exit(1)
 
-    def _judge(self, step: str, first: Dict[str, Any]) -> Optional[List[str]]:
+    def _judge(self, step: str, first: dict[str, Any]) -> list[str] | None:
         """The final FAIL reasons when this rank is the lowest one still alive, else None."""
         if self.store is None:
             return [f"step {first['step']}: {first['reason']}"]
@@ -272,7 +273,7 @@ def run(launch: Launch, opts: Options) -> int:
     with mon.stage('rendezvous', timeout=opts.rendezvous_timeout):
         fd = os.environ.get(LISTEN_FD_ENV)
         host = launch.rank == 0 and not launch.agent_store
-        kwargs: Dict[str, Any] = {}
+        kwargs: dict[str, Any] = {}
         if host and fd is not None:
             kwargs['master_listen_fd'] = int(fd)
             kwargs['use_libuv'] = False  # the classic server adopts the socket (tested); libuv's is not relied on
@@ -354,7 +355,7 @@ def run(launch: Launch, opts: Options) -> int:
     os._exit(0 if ok else 1)
 
 
-def verdict(ranks: List[Dict[str, Any]]):
+def verdict(ranks: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     failures, warnings = consistency.check(ranks)
     for f in ranks:
         for s in f['steps']:
@@ -365,7 +366,7 @@ def verdict(ranks: List[Dict[str, Any]]):
 
 # ----------------------------------------------------------------------------- collectives
 
-def _barrier(torch, dist, launch, device, backend):
+def _barrier(torch: Any, dist: Any, launch: Launch, device: Any, backend: str) -> tuple[str, str]:
     if backend == 'nccl':
         dist.barrier(device_ids=[device.index])
     else:
@@ -373,7 +374,7 @@ def _barrier(torch, dist, launch, device, backend):
     return 'passed', ''
 
 
-def _all_reduce(torch, dist, launch, device, backend):
+def _all_reduce(torch: Any, dist: Any, launch: Launch, device: Any, backend: str) -> tuple[str, str]:
     n, r = launch.world_size, launch.rank
     base = torch.arange(1, 1025, dtype=torch.float32, device=device)
     t = base * (r + 1)
@@ -384,7 +385,7 @@ def _all_reduce(torch, dist, launch, device, backend):
     return 'passed', f'sum over {n} ranks'
 
 
-def _all_gather(torch, dist, launch, device, backend):
+def _all_gather(torch: Any, dist: Any, launch: Launch, device: Any, backend: str) -> tuple[str, str]:
     n, r = launch.world_size, launch.rank
     base = torch.arange(256, dtype=torch.float32, device=device)
     out = [torch.full((256,), -1.0, device=device) for _ in range(n)]
@@ -395,7 +396,7 @@ def _all_gather(torch, dist, launch, device, backend):
     return 'passed', f'{n} slots'
 
 
-def _broadcast(torch, dist, launch, device, backend):
+def _broadcast(torch: Any, dist: Any, launch: Launch, device: Any, backend: str) -> tuple[str, str]:
     n, r = launch.world_size, launch.rank
     root = n - 1  # not rank 0, so that a sender other than the store host is exercised
     want = torch.arange(512, dtype=torch.float32, device=device) + 7
@@ -406,7 +407,7 @@ def _broadcast(torch, dist, launch, device, backend):
     return 'passed', f'from rank {root}'
 
 
-def _reduce_scatter(torch, dist, launch, device, backend):
+def _reduce_scatter(torch: Any, dist: Any, launch: Launch, device: Any, backend: str) -> tuple[str, str]:
     n, r = launch.world_size, launch.rank
     base = torch.arange(64, dtype=torch.float32, device=device)
     inputs = [(base + 100 * q) * (r + 1) for q in range(n)]
@@ -430,7 +431,7 @@ COLLECTIVES = [('barrier', _barrier), ('all_reduce', _all_reduce), ('all_gather'
 
 # ----------------------------------------------------------------------------- bandwidth
 
-def memory_cap(torch, device, local_world: int) -> int:
+def memory_cap(torch: Any, device: Any, local_world: int) -> int:
     """Bytes one collective of the sweep may use: a quarter of the free memory (buffers for the
     input and the output), shared by the ranks of this node on CPU."""
     if device.type == 'cuda':
@@ -443,14 +444,14 @@ def memory_cap(torch, device, local_world: int) -> int:
     return avail // (4 * max(1, local_world))
 
 
-def time_collective(torch, dist, coll: str, size: int, n: int, device) -> tuple:
+def time_collective(torch: Any, dist: Any, coll: str, size: int, n: int, device: Any) -> tuple[int, float]:
     """(bytes, seconds per call on this rank): the timed loop, identical to calling
     torch.distributed directly (the benchmark compares the two)."""
     if coll == 'all_reduce':
         t = torch.ones(max(1, size // bw.ELEMENT_BYTES), dtype=torch.float32, device=device)
         nbytes = t.numel() * bw.ELEMENT_BYTES
 
-        def call():
+        def call() -> None:
             dist.all_reduce(t)
     else:
         per = bw.all_gather_layout(size, n)
@@ -458,7 +459,7 @@ def time_collective(torch, dist, coll: str, size: int, n: int, device) -> tuple:
         out = torch.empty(per * n, dtype=torch.float32, device=device)
         nbytes = per * n * bw.ELEMENT_BYTES
 
-        def call():
+        def call() -> None:
             dist.all_gather_into_tensor(out, inp)
     iters = bw.iterations(nbytes)
     call()  # warm-up: connections, buffers
@@ -472,7 +473,7 @@ def time_collective(torch, dist, coll: str, size: int, n: int, device) -> tuple:
     return nbytes, (time.perf_counter() - start) / iters
 
 
-def sweep(mon: Monitor, torch, dist, launch: Launch, device, opts: Options) -> Dict[str, Any]:
+def sweep(mon: Monitor, torch: Any, dist: Any, launch: Launch, device: Any, opts: Options) -> dict[str, Any]:
     n = launch.world_size
     with mon.stage('bandwidth plan'):
         default = (1 << 30) if device.type == 'cuda' else (256 << 20)
@@ -480,7 +481,7 @@ def sweep(mon: Monitor, torch, dist, launch: Launch, device, opts: Options) -> D
         c = torch.tensor([cap], dtype=torch.float64, device=device)
         dist.all_reduce(c, op=dist.ReduceOp.MIN)  # every rank sweeps the same sizes
         cap = bw.pow2_floor(int(c.item()))
-    table: Dict[str, Any] = {'max_bytes': cap, 'ranks': n, 'average': 'mean over ranks',
+    table: dict[str, Any] = {'max_bytes': cap, 'ranks': n, 'average': 'mean over ranks',
                              'all_reduce': [], 'all_gather': []}
     for size in bw.sizes(opts.min_bytes, cap, opts.factor):
         for coll in ('all_reduce', 'all_gather'):

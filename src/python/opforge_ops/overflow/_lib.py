@@ -1,8 +1,18 @@
-"""ctypes binding of libopforge_overflow.so (C ABI in src/kernels/overflow/overflow.h)."""
-import ctypes
-import os
+"""ctypes binding of libopforge_overflow.so (C ABI in src/kernels/overflow/overflow.h), loaded
+through the package's one loader (``opforge_ops._native``)."""
+from __future__ import annotations
 
+import ctypes
+
+from .. import _native
+
+ABI_VERSION = 1
 F32, F16, BF16, F64, F8E4M3FN, F8E5M2 = 0, 1, 2, 3, 4, 5
+
+# The name overflow's errors had before the package had one error type: every OpError (an op not
+# built, a library that does not load, a failed call) is an OverflowLibError, so code that catches
+# it keeps working.
+OverflowLibError = _native.OpError
 
 
 class Stats(ctypes.Structure):
@@ -18,61 +28,29 @@ class TensorDesc(ctypes.Structure):
                 ("pad", ctypes.c_int32), ("threshold", ctypes.c_double)]
 
 
-class OverflowLibError(RuntimeError):
-    pass
+def _declare(lib: ctypes.CDLL) -> None:
+    lib.opforge_overflow_last_error.restype = ctypes.c_char_p
+    lib.opforge_overflow_cpu_isa.restype = ctypes.c_char_p
+    lib.opforge_overflow_dtype_max.restype = ctypes.c_double
+    lib.opforge_overflow_dtype_max.argtypes = [ctypes.c_int]
+    lib.opforge_overflow_stats_cpu.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int,
+                                               ctypes.c_double, ctypes.POINTER(Stats)]
+    lib.opforge_overflow_stats_cpu_multi.argtypes = [ctypes.POINTER(TensorDesc), ctypes.c_int,
+                                                     ctypes.POINTER(Stats)]
+    lib.opforge_overflow_stats_cuda_sync.argtypes = [ctypes.POINTER(TensorDesc), ctypes.c_int,
+                                                     ctypes.POINTER(Stats), ctypes.c_void_p]
+    lib.opforge_overflow_stats_cuda_multi.argtypes = [ctypes.POINTER(TensorDesc), ctypes.c_int,
+                                                      ctypes.c_void_p, ctypes.c_void_p]
+    lib.opforge_overflow_cuda_test_kernel.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64,
+                                                      ctypes.c_uint64, ctypes.c_uint64,
+                                                      ctypes.POINTER(ctypes.c_int), ctypes.c_void_p]
 
 
-_lib = None
+lib = _native.OpLibrary("overflow", ABI_VERSION, _declare)
+"""The loaded library with argument types set (``lib()``); an OpError (OverflowLibError) when absent."""
 
 
-def _find():
-    try:  # the package loader, once merged from the wheel work
-        from .. import _native  # type: ignore
-    except ImportError:
-        _native = None
-    if _native is not None:
-        try:
-            return _native.load("overflow")
-        except Exception as e:  # OpNotBuiltError and loader failures: one error type for callers
-            raise OverflowLibError(str(e)) from e
-    names = []
-    env = os.environ.get("OPFORGE_OPS_LIB_DIR")
-    if env:
-        names.append(os.path.join(env, "libopforge_overflow.so"))
-    names.append(os.path.join(os.path.dirname(os.path.dirname(__file__)), "_lib", "libopforge_overflow.so"))
-    for n in names:
-        if os.path.exists(n):
-            return ctypes.CDLL(n)
-    raise OverflowLibError("libopforge_overflow.so not found (looked in: %s); build it with "
-                           "DS_BUILD_OVERFLOW=1" % ", ".join(names))
-
-
-def lib():
-    """The loaded library with argument types set; raises OverflowLibError when absent."""
-    global _lib
-    if _lib is None:
-        l = _find()
-        l.opforge_overflow_last_error.restype = ctypes.c_char_p
-        l.opforge_overflow_cpu_isa.restype = ctypes.c_char_p
-        l.opforge_overflow_dtype_max.restype = ctypes.c_double
-        l.opforge_overflow_dtype_max.argtypes = [ctypes.c_int]
-        l.opforge_overflow_stats_cpu.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int,
-                                                 ctypes.c_double, ctypes.POINTER(Stats)]
-        l.opforge_overflow_stats_cpu_multi.argtypes = [ctypes.POINTER(TensorDesc), ctypes.c_int,
-                                                       ctypes.POINTER(Stats)]
-        l.opforge_overflow_stats_cuda_sync.argtypes = [ctypes.POINTER(TensorDesc), ctypes.c_int,
-                                                       ctypes.POINTER(Stats), ctypes.c_void_p]
-        l.opforge_overflow_stats_cuda_multi.argtypes = [ctypes.POINTER(TensorDesc), ctypes.c_int,
-                                                        ctypes.c_void_p, ctypes.c_void_p]
-        l.opforge_overflow_cuda_test_kernel.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64,
-                                                        ctypes.c_uint64, ctypes.c_uint64,
-                                                        ctypes.POINTER(ctypes.c_int), ctypes.c_void_p]
-        if l.opforge_overflow_abi_version() != 1:
-            raise OverflowLibError("libopforge_overflow ABI %d, expected 1" % l.opforge_overflow_abi_version())
-        _lib = l
-    return _lib
-
-
-def check(rc):
+def check(rc: int) -> None:
+    """OverflowLibError with the library's message when a call returned a non-zero code."""
     if rc != 0:
-        raise OverflowLibError("opforge_overflow: %s (code %d)" % (lib().opforge_overflow_last_error().decode(), rc))
+        raise OverflowLibError(f"opforge_overflow: {lib.error(lib())} (code {rc})")

@@ -4,12 +4,18 @@ The hooks call this once per frame, so the per-tensor Python work is kept small:
 packed with one struct call into a reused buffer, the library is called through a prototype that
 takes plain addresses, and a tensor's statistics come back as a raw 10-tuple (`Raw`, the fields of
 `opforge_overflow_stats` in order) that is only turned into text when a report is printed."""
+from __future__ import annotations
+
 import ctypes
 import math
 import struct
 import threading
+from typing import Any, Callable, Sequence, Tuple
 
+from .._buffers import is_torch_tensor, torch_tensor_type
 from . import _lib as L
+
+Raw = Tuple[float, ...]  # a raw record: the 10 fields of opforge_overflow_stats, in order
 
 _NP_CODES = {"float32": L.F32, "float16": L.F16, "float64": L.F64}
 _TORCH_NAMES = {"float32": L.F32, "float16": L.F16, "bfloat16": L.BF16, "float64": L.F64,
@@ -20,30 +26,30 @@ _DESC = struct.Struct("=QQiid")
 _STATS_FIELDS = 10
 _STATS_SIZE = 80
 assert _DESC.size == ctypes.sizeof(L.TensorDesc) and _STATS_SIZE == ctypes.sizeof(L.Stats)
-_UNPACK = {}  # k -> Struct of k Stats records
+_UNPACK: dict[int, struct.Struct] = {}  # k -> Struct of k Stats records
 
 # Raw tuple indices
 COUNT, NAN, POSINF, NEGINF, ZERO, SUBNORMAL, OVER, _RESERVED, ABS_MIN, ABS_MAX = range(_STATS_FIELDS)
 
 
-_FLAGS = {}  # k -> Struct reading only the nan, +inf and -inf counters of k Stats records
+_FLAGS: dict[int, struct.Struct] = {}  # k -> Struct reading only the nan, +inf and -inf counters of k Stats records
 
 
-def _flag_unpacker(k):
+def _flag_unpacker(k: int) -> struct.Struct:
     s = _FLAGS.get(k)
     if s is None:
         s = _FLAGS[k] = struct.Struct("=" + "8x3Q48x" * k)
     return s
 
 
-def _unpacker(k):
+def _unpacker(k: int) -> struct.Struct:
     s = _UNPACK.get(k)
     if s is None:
         s = _UNPACK[k] = struct.Struct("=" + "8Q2d" * k)
     return s
 
 
-def abs_min_max(r):
+def abs_min_max(r: Raw) -> tuple[float, float]:
     """(abs_min, abs_max) of a raw record as torch's abs().min()/max() would give them."""
     if r[NAN]:
         return math.nan, math.nan
@@ -54,8 +60,18 @@ def abs_min_max(r):
 class TensorStats:
     """Statistics of one tensor; abs_min/abs_max are what torch's abs().min()/max() would give."""
     __slots__ = ("count", "nan", "posinf", "neginf", "zero", "subnormal", "over", "abs_min", "abs_max")
+    count: int
+    nan: int
+    posinf: int
+    neginf: int
+    zero: int
+    subnormal: int
+    over: int
+    abs_min: float
+    abs_max: float
 
-    def __init__(self, s):
+    def __init__(self, s: Any) -> None:
+        """s: a raw record (tuple) or a ctypes Stats."""
         if not isinstance(s, tuple):
             s = (s.count, s.nan_count, s.posinf_count, s.neginf_count, s.zero_count, s.subnormal_count,
                  s.over_threshold_count, 0, s.abs_min, s.abs_max)
@@ -63,17 +79,18 @@ class TensorStats:
         self.abs_min, self.abs_max = abs_min_max(s)
 
     @property
-    def inf(self):
+    def inf(self) -> int:
         return self.posinf + self.neginf
 
-    def __repr__(self):
-        return "TensorStats(%s)" % ", ".join("%s=%r" % (k, getattr(self, k)) for k in self.__slots__)
+    def __repr__(self) -> str:
+        return "TensorStats({})".format(", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__))
 
 
-_torch_codes = None  # torch.dtype -> code, built on first use (torch is imported by then)
+_torch_codes: dict[Any, int] | None = None  # torch.dtype -> code, built on first use (torch is imported by then)
 
 
-def torch_codes():
+def torch_codes() -> dict[Any, int]:
+    """torch dtype -> the library's dtype code, for the dtypes this torch has (imports torch)."""
     global _torch_codes
     if _torch_codes is None:
         import torch
@@ -81,19 +98,19 @@ def torch_codes():
     return _torch_codes
 
 
-def _strided():
+def _strided() -> Any:
     import torch
     return torch.strided
 
 
-def _torch_code(t):
+def _torch_code(t: Any) -> int | None:
     return torch_codes().get(t.dtype)
 
 
-def native_array(a):
+def native_array(a: Any) -> Any:
     """The numpy array the library reads for `a` (byte-swapped to native order when needed), or None
     when its dtype is not one the library reads."""
-    dt = getattr(a, "dtype", None)
+    dt: Any = getattr(a, "dtype", None)
     if getattr(dt, "name", None) not in _NP_CODES:
         return None
     if not dt.isnative:  # byte order is part of the dtype: read the values, not the bytes
@@ -101,9 +118,9 @@ def native_array(a):
     return a
 
 
-def supported(var):
+def supported(var: Any) -> bool:
     """True when the native library can read var (a dense float torch tensor or a numpy array)."""
-    if hasattr(var, "data_ptr"):
+    if is_torch_tensor(var):
         import torch
         return _torch_code(var) is not None and var.layout == torch.strided
     return native_array(var) is not None
@@ -112,11 +129,11 @@ def supported(var):
 class _Scratch(threading.local):
     """Per-thread descriptor and output buffers, grown on demand and reused across calls."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.cap = 0
         self.grow(64)
 
-    def grow(self, k):
+    def grow(self, k: int) -> None:
         self.cap = max(k, 2 * self.cap)
         self.desc = (L.TensorDesc * self.cap)()
         self.out_bytes = bytearray(self.cap * _STATS_SIZE)
@@ -127,10 +144,10 @@ class _Scratch(threading.local):
 
 
 _scratch = _Scratch()
-_cpu_multi = None
+_cpu_multi: Callable[..., int] | None = None
 
 
-def _cpu_fn():
+def _cpu_fn() -> Callable[..., int]:
     global _cpu_multi
     if _cpu_multi is None:
         proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
@@ -138,10 +155,10 @@ def _cpu_fn():
     return _cpu_multi
 
 
-_cuda_sync = None
+_cuda_sync: Callable[..., int] | None = None
 
 
-def _cuda_fn():
+def _cuda_fn() -> Callable[..., int]:
     """The synchronous CUDA read as a bare ctypes function (no argument conversion per call)."""
     global _cuda_sync
     if _cuda_sync is None:
@@ -150,7 +167,7 @@ def _cuda_fn():
     return _cuda_sync
 
 
-def cuda_read(device, desc_addr, k, out_addr):
+def cuda_read(device: int, desc_addr: int, k: int, out_addr: int) -> int:
     """Runs the synchronous CUDA read of k packed descriptors on `device` (an index), on that device's
     current stream; returns the library's code. The launch must run with that device current."""
     import torch
@@ -162,18 +179,19 @@ def cuda_read(device, desc_addr, k, out_addr):
         return _cuda_fn()(desc_addr, k, out_addr, stream)
 
 
-def _describe(tensors, threshold, desc):
+def _describe(tensors: Sequence[Any], threshold: float, desc: Any) -> list[Any]:
     """Packs the descriptors of tensors into desc; returns the objects whose memory is read (contiguous
     copies and byte-swapped arrays must live until the call returns)."""
     keep = []
     pack = _DESC.pack_into
-    codes = torch_codes() if any(hasattr(t, "data_ptr") for t in tensors) else None
+    tensor: Any = torch_tensor_type()
+    codes = torch_codes() if tensor is not None and any(isinstance(t, tensor) for t in tensors) else None
     for i, t in enumerate(tensors):
-        if codes is not None and hasattr(t, "data_ptr"):
+        if codes is not None and isinstance(t, tensor):
             code = codes.get(t.dtype)
             if code is None or t.layout != _strided() or t.is_meta:
                 raise ValueError("opforge overflow statistics read dense float tensors with storage, not "
-                                 "%s %s %s" % (t.dtype, t.layout, t.device))
+                                 f"{t.dtype} {t.layout} {t.device}")
             n = t.numel()
             if n and not t.is_contiguous():
                 t = t.contiguous()
@@ -183,15 +201,15 @@ def _describe(tensors, threshold, desc):
             import numpy as np
             a = native_array(t)
             if a is None:
-                raise ValueError("opforge overflow statistics read float16/32/64 arrays, not %r"
-                                 % (getattr(t, "dtype", type(t)),))
+                what = getattr(t, "dtype", type(t))
+                raise ValueError(f"opforge overflow statistics read float16/32/64 arrays, not {what!r}")
             a = np.ascontiguousarray(a)
             keep.append(a)
             pack(desc, i * 32, a.ctypes.data if a.size else 0, a.size, _NP_CODES[a.dtype.name], 0, threshold)
     return keep
 
 
-def raw_many(tensors, threshold=0.0):
+def raw_many(tensors: Sequence[Any], threshold: float = 0.0) -> list[Raw]:
     """Raw records (10-tuples, see module doc) of tensors on one device: one native call."""
     k = len(tensors)
     if not k:
@@ -215,23 +233,23 @@ def raw_many(tensors, threshold=0.0):
     return [vals[j:j + _STATS_FIELDS] for j in range(0, k * _STATS_FIELDS, _STATS_FIELDS)]
 
 
-def _check_one_device(tensors):
+def _check_one_device(tensors: Sequence[Any]) -> None:
     where = {str(t.device) if getattr(t, "is_cuda", False) else "cpu" for t in tensors}
     if len(where) > 1:
-        raise ValueError("stats_many: tensors on %s; pass one device's tensors per call" % ", ".join(sorted(where)))
+        raise ValueError(f"stats_many: tensors on {', '.join(sorted(where))}; pass one device's tensors per call")
 
 
-def stats_many(tensors, threshold=0.0):
+def stats_many(tensors: Any, threshold: float = 0.0) -> list[TensorStats]:
     """TensorStats for each tensor (all on one device): one native call, one synchronisation."""
     tensors = list(tensors)
     _check_one_device(tensors)
     return [TensorStats(r) for r in raw_many(tensors, threshold)]
 
 
-_cuda_multi = None
+_cuda_multi: Callable[..., int] | None = None
 
 
-def _cuda_multi_fn():
+def _cuda_multi_fn() -> Callable[..., int]:
     global _cuda_multi
     if _cuda_multi is None:
         proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
@@ -248,17 +266,17 @@ class PendingStats:
 
     _CHUNK = 4096
 
-    def __init__(self):
-        self._host = {}      # slot -> raw record
-        self._launches = []  # (device index, chunk, first record in it, count, first slot)
+    def __init__(self) -> None:
+        self._host: dict[int, Raw] = {}  # slot -> raw record
+        self._launches: list[tuple[int, int, int, int, int]] = []  # (device, chunk, first record, count, first slot)
         self._slots = 0
-        self._chunks = {}    # device index -> [device buffers of _CHUNK records or more]
-        self._used = {}      # device index -> [records written in each chunk]
+        self._chunks: dict[int, list[Any]] = {}  # device index -> [device buffers of _CHUNK records or more]
+        self._used: dict[int, list[int]] = {}    # device index -> [records written in each chunk]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._slots
 
-    def add(self, tensors, threshold=0.0):
+    def add(self, tensors: Sequence[Any], threshold: float = 0.0) -> list[int]:
         """Slots (ints) of tensors, in order; read()[slot] is the statistics of each."""
         slots = list(range(self._slots, self._slots + len(tensors)))
         self._slots += len(tensors)
@@ -267,7 +285,7 @@ class PendingStats:
             for (slot, _), r in zip(host, raw_many([t for _, t in host], threshold)):
                 self._host[slot] = r
         if len(host) < len(tensors):
-            by_device = {}
+            by_device: dict[int, list[tuple[int, Any]]] = {}
             for slot, t in zip(slots, tensors):
                 if getattr(t, "is_cuda", False):
                     by_device.setdefault(t.get_device(), []).append((slot, t))
@@ -285,7 +303,7 @@ class PendingStats:
                     self._launches.append((device, c, off + k, 1, slot))
         return slots
 
-    def add_packed(self, device, desc_addr, k):
+    def add_packed(self, device: int, desc_addr: int, k: int) -> range:
         """Slots of k descriptors already packed at desc_addr (CUDA tensors of one device, alive
         until this returns): one launch."""
         c, off = self._launch(device, desc_addr, k)
@@ -294,7 +312,7 @@ class PendingStats:
         self._launches.append((device, c, off, k, slot))
         return range(slot, slot + k)
 
-    def _launch(self, device, desc_addr, k):
+    def _launch(self, device: int, desc_addr: int, k: int) -> tuple[int, int]:
         """Launches the read of k packed descriptors into this device's chunks: (chunk, first record)."""
         import torch
         chunks = self._chunks.setdefault(device, [])
@@ -321,14 +339,15 @@ class PendingStats:
         used[c] = off + k
         return c, off
 
-    def read_raw(self):
+    def read_raw(self) -> list[Raw]:
         """Raw records for every slot added: one device-to-host copy per device, one wait."""
-        results = [None] * self._slots
+        results: list[Any] = [None] * self._slots
         for slot, r in self._host.items():
             results[slot] = r
         if self._launches:
             import torch
-            host, start = {}, {}
+            host: dict[int, tuple[float, ...]] = {}
+            start: dict[int, list[int]] = {}
             for device, used in self._used.items():
                 # launches may have gone to other streams than the current one: wait for the device
                 torch.cuda.synchronize(device)
@@ -343,11 +362,11 @@ class PendingStats:
         self._host, self._launches, self._slots, self._used = {}, [], 0, {}
         return results
 
-    def read(self):
+    def read(self) -> list[TensorStats]:
         """TensorStats for every slot added: one device-to-host copy per device, one wait."""
         return [TensorStats(r) for r in self.read_raw()]
 
 
-def tensor_stats(var, threshold=0.0):
+def tensor_stats(var: Any, threshold: float = 0.0) -> TensorStats:
     """TensorStats of one torch tensor or numpy array (threshold <= 0: the dtype's max / 2)."""
     return stats_many([var], threshold)[0]

@@ -3,15 +3,20 @@
 The hook keeps only numbers per frame (raw statistics records, labels, the module's precomputed
 header); a frame's text is built only when it is printed (a trace or a dump), which is rare, so the
 per-hook cost is the statistics call and a little bookkeeping."""
+from __future__ import annotations
+
 import collections
 import logging
 import math
 import os
 import sys
+from typing import IO, Any, Callable, Literal, MutableSequence, Sequence, Tuple, Union
 
-from . import _lib
-from . import _stats
-from ._stats import abs_min_max
+from .._buffers import is_numpy_array, is_torch_tensor
+from . import _lib, _stats
+from ._stats import Raw, abs_min_max
+
+Item = Union[str, Tuple[str]]  # a tensor's label, or the whole line of a None / a non-tensor
 
 # Printed instead of the abs-min/abs-max pair where transformers itself crashes (empty tensors) or
 # cannot read data (tensors without storage, e.g. ZeRO-3 partitioned placeholders on "meta").
@@ -29,7 +34,7 @@ _BIG_PARAM = 1 << 16  # parameters this large have their statistics reused withi
 _MAX_PENDING = 4096
 
 
-def _lit(kind, ctx):
+def _lit(kind: str, ctx: str) -> tuple[str]:
     return (f"{kind:>17} {ctx}",)
 
 
@@ -41,22 +46,17 @@ _INPUT_LIT = (_lit("None", "input"), _lit("not a tensor", "input"))
 _OUTPUT_LIT = (_lit("None", "output"), _lit("not a tensor", "output"))
 
 
-def _torch():
+def _no_library(*args: object) -> int:
+    """Stands for the native call when there is no library (its frames never reach the call)."""
+    return 1
+
+
+def _torch() -> Any:
     import torch
     return torch
 
 
-def _is_tensor(var):
-    """What transformers' hook treats as a tensor: torch tensors only (a numpy array is "not a tensor")."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.is_tensor(var)
-
-
-def _is_array(var):
-    return type(var).__module__ == "numpy" and type(var).__name__ == "ndarray"
-
-
-def _dense(t):
+def _dense(t: Any) -> bool:
     """True when t's elements fill [data_ptr, data_ptr + numel) in some order (a permuted view of a
     contiguous tensor, e.g. T5's position bias): the statistics do not depend on the order, so that
     memory is read as is instead of a contiguous copy."""
@@ -74,7 +74,9 @@ class _Result:
     abs-min/abs-max computed by torch (dtypes the library does not read), and the nan/inf flags."""
     __slots__ = ("label", "abs_min", "abs_max", "has_nan", "has_inf", "stats")
 
-    def __init__(self, label=None, abs_min=None, abs_max=None, has_nan=False, has_inf=False, stats=None):
+    def __init__(self, label: str | None = None, abs_min: Any = None, abs_max: Any = None,
+                 has_nan: bool = False, has_inf: bool = False,
+                 stats: _stats.TensorStats | None = None) -> None:
         self.label, self.abs_min, self.abs_max = label, abs_min, abs_max
         self.has_nan, self.has_inf, self.stats = has_nan, has_inf, stats
 
@@ -83,7 +85,7 @@ _NO_STORAGE = _Result(NO_STORAGE_LABEL)
 _EMPTY = _Result(EMPTY_LABEL)
 
 
-def _dense_result(d, torch):
+def _dense_result(d: Any, torch: Any) -> _Result:
     """transformers' own computation (abs().min()/max(), isnan/isinf) on a dense tensor; bool tensors,
     which torch's abs() rejects, are read as 0/1."""
     if d.dtype == torch.bool:
@@ -95,7 +97,7 @@ def _dense_result(d, torch):
                    bool(torch.isinf(d).any().item()))
 
 
-def _torch_result(t, torch):
+def _torch_result(t: Any, torch: Any) -> _Result:
     """The line of a tensor the library does not read: storage-less, empty, sparse, bool, integer,
     complex, or on a device other than CPU/CUDA."""
     if t.is_meta:
@@ -116,9 +118,10 @@ def _torch_result(t, torch):
     return _dense_result(t, torch)
 
 
-def _fallback(var):
-    """A _Result computed without the library: torch (or numpy) operations."""
-    if hasattr(var, "data_ptr"):
+def _fallback(var: Any) -> _Result:
+    """A _Result computed with one native call, or where the library cannot read `var`, with torch
+    (or numpy) operations."""
+    if is_torch_tensor(var):
         torch = _torch()
         if var.is_meta:
             return _NO_STORAGE
@@ -145,24 +148,25 @@ def _fallback(var):
     return _Result(None, b.min(), b.max(), bool(np.isnan(a).any()), bool(np.isinf(a).any()))
 
 
-def _from_raw(r):
+def _from_raw(r: Raw) -> _Result:
     mn, mx = abs_min_max(r)
     return _Result(None, mn, mx, r[1] > 0, (r[2] + r[3]) > 0, _stats.TensorStats(r))
 
 
-def analyse(tensors):
+def analyse(tensors: Sequence[Any]) -> list[_Result]:
     """_Result for each tensor (torch tensors or numpy arrays)."""
     return [_fallback(t) for t in tensors]
 
 
-def _flags(r):
-    """(has_nan, has_inf) of a raw record or a _Result."""
+def _flags(r: Any) -> tuple[bool, bool]:
+    """(has_nan, has_inf) of a raw record (Raw) or a _Result."""
     if r.__class__ is tuple:
         return r[1] > 0, (r[2] + r[3]) > 0
     return r.has_nan, r.has_inf
 
 
-def _line(r, ctx, extended):
+def _line(r: Any, ctx: str, extended: bool) -> str:
+    """The report line of a raw record (Raw) or a _Result."""
     if r.__class__ is tuple:
         mn, mx = abs_min_max(r)
         line = f"{mn:8.2e} {mx:8.2e} {ctx}"
@@ -186,18 +190,20 @@ class _Frame:
     the frame text transformers would have saved."""
     __slots__ = ("before", "header", "items", "vals", "results", "extended", "batch_number", "root")
 
-    def __init__(self, before, header, items, vals, results, extended):
+    def __init__(self, before: list[str], header: str, items: list[Item], vals: bytes | None,
+                 results: list[Any] | None, extended: bool) -> None:
         self.before, self.header, self.items, self.vals = before, header, items, vals
         self.results, self.extended = results, extended
         self.batch_number, self.root = 0, False
 
-    def tensor_results(self):
+    def tensor_results(self) -> list[Any]:
         if self.results is None:
+            assert self.vals is not None  # one of the two is set
             v = _stats._unpacker(len(self.vals) // 80).unpack(self.vals)
             return [v[j:j + 10] for j in range(0, len(v), 10)]
         return self.results
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = list(self.before)
         lines.append(self.header)
         results = iter(self.tensor_results())
@@ -209,7 +215,7 @@ class _Frame:
                 lines.append(item[0])
         return "\n".join(lines)
 
-    def flagged(self):
+    def flagged(self) -> list[tuple[str, bool, bool]]:
         """(ctx, has_nan, has_inf) of each tensor with a nan or an inf."""
         out = []
         results = iter(self.tensor_results())
@@ -225,11 +231,12 @@ class _Sink:
     """Where report lines go: print(), a logger, or a file (a path is opened on first use and
     closed by close())."""
 
-    def __init__(self, logger=None, file=None, rank_prefix=None):
+    def __init__(self, logger: logging.Logger | None = None, file: str | IO[str] | None = None,
+                 rank_prefix: str | None = None) -> None:
         self.logger, self.file, self.prefix = logger, file, rank_prefix or ""
-        self._fh = None
+        self._fh: IO[str] | None = None
 
-    def __call__(self, text):
+    def __call__(self, text: str) -> None:
         if self.prefix:
             text = "\n".join(self.prefix + line for line in text.split("\n"))
         if self.logger is not None:
@@ -245,13 +252,13 @@ class _Sink:
         else:
             print(text)
 
-    def close(self):
+    def close(self) -> None:
         if self._fh is not None and isinstance(self.file, str):
             self._fh.close()
         self._fh = None
 
 
-def detect_overflow(var, ctx):
+def detect_overflow(var: Any, ctx: str) -> bool:
     """Prints "<ctx> has nans" / "<ctx> has infs" like transformers; True when either is present.
 
     Beyond transformers (which raises for these): numpy arrays of any byte order are read by value;
@@ -259,7 +266,7 @@ def detect_overflow(var, ctx):
     nothing to read: False, nothing printed. Anything else raises TypeError, as in transformers."""
     if isinstance(var, (float, int)):
         nan, inf = math.isnan(var), math.isinf(var)
-    elif _is_tensor(var) or _is_array(var):
+    elif is_torch_tensor(var) or is_numpy_array(var):
         r = _fallback(var)
         nan, inf = r.has_nan, r.has_inf
     else:
@@ -272,7 +279,7 @@ def detect_overflow(var, ctx):
     return nan or inf
 
 
-def _dist_rank():
+def _dist_rank() -> int | None:
     """The rank under an initialised torch.distributed with more than one process, else None."""
     torch = sys.modules.get("torch")
     if torch is None:
@@ -283,7 +290,7 @@ def _dist_rank():
     return None
 
 
-def _file_rank():
+def _file_rank() -> int:
     """The rank that names a file: torch.distributed's when initialised, else $RANK (as set by
     torchrun and most launchers), else 0."""
     torch = sys.modules.get("torch")
@@ -302,13 +309,15 @@ class DebugUnderflowOverflow:
     deferred=True (statistics read in batches, see docs/overflow.md), and a line of its own for
     empty tensors and tensors without storage."""
 
-    def __init__(self, model, max_frames_to_save=21, trace_batch_nums=None, abort_after_batch_num=None,
-                 *, logger=None, file=None, rank_prefix=True, extended=False, deferred=False):
+    def __init__(self, model: Any, max_frames_to_save: int = 21, trace_batch_nums: list[int] | None = None,
+                 abort_after_batch_num: int | None = None, *, logger: logging.Logger | None = None,
+                 file: str | IO[str] | None = None, rank_prefix: bool = True, extended: bool = False,
+                 deferred: bool = False) -> None:
         self.model = model
         self.trace_batch_nums = trace_batch_nums if trace_batch_nums is not None else []
         self.abort_after_batch_num = abort_after_batch_num
-        self.frames = collections.deque([], max_frames_to_save)
-        self.frame = []
+        self.frames: MutableSequence[Any] = collections.deque([], max_frames_to_save)
+        self.frame: list[str] = []
         self.batch_number = 0
         self.total_calls = 0
         self.detected_overflow = False
@@ -320,12 +329,13 @@ class DebugUnderflowOverflow:
         # so a detection reports the same frame, batch number and dump as the per-frame mode, later.
         self.deferred = deferred
         self._max_pending = _MAX_PENDING
-        self._pending = []
+        self._pending: list[_Frame] = []
         self._pending_stats = _stats.PendingStats()
         if isinstance(file, str) and "{rank}" in file:
             file = file.format(rank=_file_rank())
         rank = _dist_rank()
-        self._emit = _Sink(logger, file, f"[rank{rank}] " if (rank is not None and rank_prefix and file is None) else "")
+        prefix = f"[rank{rank}] " if (rank is not None and rank_prefix and file is None) else ""
+        self._emit = _Sink(logger, file, prefix)
         self.module_names = {m: name for name, m in self.model.named_modules()}
         torch = _torch()
         self._torch = torch
@@ -336,10 +346,10 @@ class DebugUnderflowOverflow:
         # embedding are read by several modules per forward): valid while the parameter's data
         # pointer, size and version counter are unchanged, emptied at every batch end. None until
         # the root module has run once, so nothing is reused where batches are not counted.
-        self._param_cache = None
+        self._param_cache: dict[int, tuple[int, int, int, bytes]] | None = None
         self._steady = False  # see forward_hook
         self._codes = _stats.torch_codes()
-        self._cpu_multi = None
+        self._cpu_multi: Callable[..., int] = _no_library
         try:
             self._cpu_multi = _stats._cpu_fn()
         except _lib.OverflowLibError:  # no library: every tensor takes transformers' torch computation
@@ -349,11 +359,11 @@ class DebugUnderflowOverflow:
         # (what named_parameters(recurse=False) yields unless a class overrides it)
         self._meta = {m: (f"{self.prefix} {name} {m.__class__.__name__}", type(m).named_parameters is base)
                       for m, name in self.module_names.items()}
-        self._handles = []
+        self._handles: list[Any] = []
         self.model.apply(lambda m: self._handles.append(m.register_forward_hook(self.forward_hook)))
 
     # hooks that can be removed
-    def remove(self):
+    def remove(self) -> None:
         """Removes the hooks, reports pending deferred frames (raising the ValueError of a
         detection, like the hook would) and closes a file opened from a path."""
         try:
@@ -365,10 +375,10 @@ class DebugUnderflowOverflow:
             self._handles = []
             self._emit.close()
 
-    def __enter__(self):
+    def __enter__(self) -> DebugUnderflowOverflow:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         try:
             self.remove()
         except ValueError:
@@ -376,23 +386,23 @@ class DebugUnderflowOverflow:
                 raise
         return False
 
-    def save_frame(self, frame=None):
+    def save_frame(self, frame: str | None = None) -> None:
         if frame is not None:
             self.expand_frame(frame)
         self.frames.append("\n".join(self.frame))
         self.frame = []
 
-    def expand_frame(self, line):
+    def expand_frame(self, line: str) -> None:
         self.frame.append(line)
 
-    def trace_frames(self):
+    def trace_frames(self) -> None:
         self._emit("\n".join(map(str, self.frames)))
         self.frames = []
 
-    def reset_saved_frames(self):
+    def reset_saved_frames(self) -> None:
         self.frames = []
 
-    def dump_saved_frames(self):
+    def dump_saved_frames(self) -> None:
         self._emit(f"\nDetected inf/nan during batch_number={self.batch_number}")
         self._emit(f"Last {len(self.frames)} forward frames:")
         self._emit(f"{'abs min':8} {'abs max':8} metadata")
@@ -400,18 +410,20 @@ class DebugUnderflowOverflow:
         self._emit("\n\n")
         self.frames = []
 
-    def batch_start_frame(self):
+    def batch_start_frame(self) -> None:
         self.expand_frame(f"\n\n{self.prefix} *** Starting batch number={self.batch_number} ***")
         self.expand_frame(f"{'abs min':8} {'abs max':8} metadata")
 
-    def _collect(self, module, input, output, pending):
+    def _collect(self, module: Any, input: Any, output: Any,
+                 pending: _stats.PendingStats | None) -> tuple[_Frame, bool | None]:
         """The frame of one module call and whether it holds a nan/inf (None when deferred: not known
         yet). The statistics of CPU tensors are read now, in one native call; CUDA tensors go in one
         call per device, read now, or launched into `pending` (deferred) and read later. This runs
         for every module call, so the common case is written out with few calls and allocations."""
         header, fast = self._meta[module]
         Tensor = self._Tensor
-        items, tensors = [], []
+        items: list[Item] = []
+        tensors: list[Any] = []
         if fast:
             for name, p in module._parameters.items():
                 if p is not None:
@@ -471,9 +483,12 @@ class DebugUnderflowOverflow:
             scratch.grow(k)
         desc, codes, strided, pack = scratch.desc, self._codes, self._strided, _stats._DESC.pack_into
         # (deferred frames read every tensor: their records are not known when the hook runs)
+        keep: list[Any] | None
+        hits: list[tuple[int, bytes]] | None
+        big: list[tuple[int, int, int, int, int]] | None
         off, keep, hits, big = 0, None, None, None
         cache = self._param_cache if pending is None else None
-        where = None  # -1: the CPU, else a CUDA device index
+        where: Any = None  # -1: the CPU, else a CUDA device index
         for t in tensors:
             code = codes.get(t.dtype)
             if code is None or t.layout is not strided:
@@ -529,21 +544,24 @@ class DebugUnderflowOverflow:
         keep = None
         return self._collect_mixed(before, header, items, tensors, pending)
 
-    def _splice(self, scratch, k, hits, big):
+    def _splice(self, scratch: Any, k: int, hits: list[tuple[int, bytes]] | None,
+                big: list[tuple[int, int, int, int, int]] | None) -> bytes:
         """The records of a frame with large parameters: known ones put in, new ones remembered."""
         buf = bytearray(scratch.out_view[:80 * k])
         for slot, rec in hits or ():
             buf[80 * slot:80 * slot + 80] = rec
         for slot, key, ptr, version, n in big or ():
-            self._param_cache[key] = (ptr, version, n, bytes(buf[80 * slot:80 * slot + 80]))
+            self._param_cache[key] = (ptr, version, n, bytes(buf[80 * slot:80 * slot + 80]))  # type: ignore[index]
         return bytes(buf)
 
-    def _collect_mixed(self, before, header, items, tensors, pending):
+    def _collect_mixed(self, before: list[str], header: str, items: list[Item], tensors: list[Any],
+                       pending: _stats.PendingStats | None) -> tuple[_Frame, bool | None]:
         """_collect for frames with CUDA tensors, tensors the library does not read, or no library."""
         k = len(tensors)
-        results = [None] * k
+        results: list[Any] = [None] * k
         codes, strided = self._codes, self._strided
-        cpu_idx, cuda = [], None
+        cpu_idx: list[int] = []
+        cuda: dict[Any, list[int]] | None = None
         for i, t in enumerate(tensors):
             if t.dtype in codes and t.layout is strided and t.numel():
                 if t.is_cpu:
@@ -555,10 +573,11 @@ class DebugUnderflowOverflow:
                     cuda.setdefault(t.device, []).append(i)
                     continue
             results[i] = _torch_result(t, self._torch)
-        groups = [cpu_idx] if cpu_idx else []
+        groups: list[list[int]] = [cpu_idx] if cpu_idx else []
         if cuda:
             groups += cuda.values()
-        found = False
+        found: bool | None = False
+        got: list[Any]
         for idx in groups:
             ts = [tensors[i] for i in idx]
             try:
@@ -574,7 +593,7 @@ class DebugUnderflowOverflow:
             found = None
         return _Frame(before, header, items, None, results, self.extended), found
 
-    def _save(self, frame, found=None):
+    def _save(self, frame: _Frame, found: bool | None = None) -> bool:
         """Saves a frame whose statistics are read; prints its nan/inf messages. True on a detection."""
         self.frames.append(frame)
         if found is None:
@@ -588,10 +607,10 @@ class DebugUnderflowOverflow:
             self.detected_overflow = True
         return found
 
-    def create_frame(self, module, input, output):
+    def create_frame(self, module: Any, input: Any, output: Any) -> None:
         self._save(*self._collect(module, input, output, None))
 
-    def _flush(self):
+    def _flush(self) -> None:
         """Reads the statistics of the pending (deferred) frames and saves them in order, as the
         per-frame mode would have; at the first detection, dumps the frames saved up to it (the
         later ones are dropped) with its batch number, and raises."""
@@ -609,14 +628,14 @@ class DebugUnderflowOverflow:
                     self.batch_start_frame()
                 self._raise_detected()
 
-    def _raise_detected(self):
+    def _raise_detected(self) -> None:
         self.dump_saved_frames()
         raise ValueError(
             "DebugUnderflowOverflow: inf/nan detected, aborting as there is no point running further. "
             "Please scroll up above this traceback to see the activation values prior to this event."
         )
 
-    def forward_hook(self, module, input, output):
+    def forward_hook(self, module: Any, input: Any, output: Any) -> None:
         # Steady state (not the first call, no trace, no deferral, nothing detected or pending):
         # a non-root module's frame is saved and nothing else happens unless it holds a nan/inf.
         if self._steady and module is not self.model:
@@ -633,7 +652,7 @@ class DebugUnderflowOverflow:
         self._steady = (not self.deferred and not self.detected_overflow and not self._pending
                         and self.total_calls > 0 and self.batch_number not in self.trace_batch_nums)
 
-    def _forward_hook(self, module, input, output):
+    def _forward_hook(self, module: Any, input: Any, output: Any) -> None:
         last_frame_of_batch = False
         trace_mode = self.batch_number in self.trace_batch_nums
         if trace_mode:

@@ -1,10 +1,14 @@
 """GPU self-test: run the bundled test kernels and compare GPU statistics with the CPU oracle."""
+from __future__ import annotations
+
 import ctypes
+from typing import Callable
 
 from . import _lib as L
+from ._stats import TensorStats
 
 # case -> (name, check on TensorStats of the produced array)
-_CASES = {
+_CASES: dict[int, tuple[str, Callable[[TensorStats], bool]]] = {
     1: ("fp16 dropout rescale of 6.27e4 -> inf", lambda s: s.posinf == s.count),
     2: ("fp16 product 300*300 -> inf", lambda s: s.posinf == s.count),
     3: ("fp16 flush to subnormal", lambda s: s.subnormal + s.zero == s.count and s.subnormal > 0),
@@ -16,26 +20,26 @@ _CASES = {
 _BYTES = {L.F16: 2, L.BF16: 2, L.F32: 4}
 
 
-def selftest(n=1 << 20 | 3, verbose=False):
+def selftest(n: int = 1 << 20 | 3, verbose: bool = False) -> list[str]:
     """Runs every test kernel on the current GPU (several sizes and planted positions: first, last,
     inside the unaligned tail) and returns a list of failure strings (empty = pass). Raises
     OverflowLibError when there is no GPU or no library."""
     import torch
-    from ._stats import TensorStats
+
     lib = L.lib()
     if lib.opforge_overflow_cuda_device_count() <= 0 or not torch.cuda.is_available():
-        raise L.OverflowLibError("selftest needs a CUDA GPU: " + lib.opforge_overflow_last_error().decode())
-    failures = []
+        raise L.OverflowLibError("selftest needs a CUDA GPU: " + L.lib.error(lib))
+    failures: list[str] = []
     stream = torch.cuda.current_stream().cuda_stream
 
-    def compare(label, ptr, host, dtype, ok):
+    def compare(label: str, ptr: int, host: int, dtype: int, ok: Callable[[TensorStats], bool]) -> None:
         desc = (L.TensorDesc * 1)(L.TensorDesc(ptr, n, dtype, 0, 0.0))
         gpu = (L.Stats * 1)()
         L.check(lib.opforge_overflow_stats_cuda_sync(desc, 1, gpu, stream))
         cpu = (L.Stats * 1)()
         L.check(lib.opforge_overflow_stats_cpu(host, n, dtype, 0.0, cpu))
         g, c = gpu[0], cpu[0]
-        if not all(getattr(g, f) == getattr(c, f) for f, _ in L.Stats._fields_ if f != "reserved"):
+        if not all(getattr(g, f) == getattr(c, f) for f, *_ in L.Stats._fields_ if f != "reserved"):
             failures.append(f"{label}: GPU and CPU differ: {TensorStats(g)} vs {TensorStats(c)}")
         if not ok(TensorStats(c)):
             failures.append(f"{label}: {TensorStats(c)}")
