@@ -13,3 +13,9 @@ foreach(py IN LISTS OPFORGE_PY_TESTS)
     TIMEOUT 900
     SKIP_RETURN_CODE 5)  # pytest: nothing ran (a module-level skip, e.g. no GPU) -> CTest "skipped"
 endforeach()
+
+# ruff and mypy on src/python (pinned in the tools venv that scripts/deps makes): any finding fails.
+add_test(NAME python.lint
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/python/lint.sh ${CMAKE_SOURCE_DIR}/.venv-tools
+                 ${CMAKE_SOURCE_DIR}/src/python ${CMAKE_BINARY_DIR}/python_lint)
+set_tests_properties(python.lint PROPERTIES TIMEOUT 300)
