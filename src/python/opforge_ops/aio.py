@@ -67,7 +67,7 @@ def aligned_empty(nbytes: int, alignment: int = 4096) -> Any:
     start 16 bytes past a page)."""
     import numpy
     raw = numpy.empty(nbytes + alignment, numpy.uint8)
-    skip = (-raw.ctypes.data) % alignment
+    skip = (-host_buffer(raw, writable=True).address) % alignment
     return raw[skip:skip + nbytes]
 
 

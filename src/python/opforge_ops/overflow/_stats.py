@@ -12,7 +12,7 @@ import struct
 import threading
 from typing import Any, Callable, Sequence, Tuple
 
-from .._buffers import is_torch_tensor, torch_tensor_type
+from .._buffers import host_buffer, is_torch_tensor, torch_tensor_type
 from . import _lib as L
 
 Raw = Tuple[float, ...]  # a raw record: the 10 fields of opforge_overflow_stats, in order
@@ -205,7 +205,8 @@ def _describe(tensors: Sequence[Any], threshold: float, desc: Any) -> list[Any]:
                 raise ValueError(f"opforge overflow statistics read float16/32/64 arrays, not {what!r}")
             a = np.ascontiguousarray(a)
             keep.append(a)
-            pack(desc, i * 32, a.ctypes.data if a.size else 0, a.size, _NP_CODES[a.dtype.name], 0, threshold)
+            address = host_buffer(a, writable=False).address if a.size else 0
+            pack(desc, i * 32, address, a.size, _NP_CODES[a.dtype.name], 0, threshold)
     return keep
 
 

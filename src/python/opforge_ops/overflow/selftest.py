@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 from typing import Callable
 
+from .._buffers import host_buffer
 from . import _lib as L
 from ._stats import TensorStats
 
@@ -60,10 +61,10 @@ def selftest(n: int = 1 << 20 | 3, verbose: bool = False) -> list[str]:
                                                               None, stream))
                 host = buf.cpu().numpy()
                 label = f"case {which} ({name}) index {index} offset {offset}"
-                compare(label, buf.data_ptr() + offset, host.ctypes.data + offset, dt.value, ok)
+                compare(label, buf.data_ptr() + offset, host_buffer(host, False).address + offset, dt.value, ok)
             odd = torch.empty_like(buf)
             odd[1:1 + n * size].copy_(buf[2 * size:2 * size + n * size])
             host = odd.cpu().numpy()
             compare(f"case {which} ({name}) index {index} offset 1 (copied)", odd.data_ptr() + 1,
-                    host.ctypes.data + 1, dt.value, ok)
+                    host_buffer(host, False).address + 1, dt.value, ok)
     return failures
