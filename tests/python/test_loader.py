@@ -60,7 +60,7 @@ def test_not_built_is_every_type_callers_catch(lib_dir):
         _native.load('fused_lamb', abi=1)
     for t in (ImportError, RuntimeError, opforge_ops.OpError, overflow.OverflowLibError):
         assert isinstance(e.value, t), t
-    assert e.value.op == 'fused_lamb'
+    assert e.value.op == 'fused_lamb' and e.value.msg == str(e.value)
     assert e.value.searched == [lib_dir, os.path.join(PACKAGE, '_lib')]
 
 

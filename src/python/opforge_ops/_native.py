@@ -41,10 +41,11 @@ class OpNotBuiltError(OpError, ImportError):
         self.searched = list(searched)
         where = ', '.join(self.searched) if self.searched else '(nowhere)'
         var = build_var(op)
-        super().__init__(
-            f"opforge_ops: op '{op}' is not built into this installation "
-            f"(no {library_name(op)} in {where}); rebuild the wheel with "
-            f"{var}=1 (e.g. `{var}=1 opforge build RECIPE`)")
+        message = (f"opforge_ops: op '{op}' is not built into this installation "
+                   f"(no {library_name(op)} in {where}); rebuild the wheel with "
+                   f"{var}=1 (e.g. `{var}=1 opforge build RECIPE`)")
+        super().__init__(message)
+        self.msg = message  # ImportError's attribute (its __init__ is not the one that runs)
 
 
 class OpLoadError(OpError):
