@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Any, Union
+from typing import Any, NoReturn, Union
 
 from . import _native
 from ._buffers import host_buffer
@@ -53,7 +53,7 @@ def available() -> bool:
         return False
 
 
-def _raise(lib: ctypes.CDLL, rc: int) -> None:
+def _raise(lib: ctypes.CDLL, rc: int) -> NoReturn:
     raise OSError(-rc, _library.error(lib))
 
 

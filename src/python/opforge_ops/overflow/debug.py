@@ -10,7 +10,7 @@ import logging
 import math
 import os
 import sys
-from typing import IO, Any, Callable, Literal, MutableSequence, Sequence, Tuple, Union
+from typing import IO, Any, Callable, Literal, MutableSequence, NoReturn, Sequence, Tuple, Union
 
 from .._buffers import is_numpy_array, is_torch_tensor
 from . import _lib, _stats
@@ -628,7 +628,7 @@ class DebugUnderflowOverflow:
                     self.batch_start_frame()
                 self._raise_detected()
 
-    def _raise_detected(self) -> None:
+    def _raise_detected(self) -> NoReturn:
         self.dump_saved_frames()
         raise ValueError(
             "DebugUnderflowOverflow: inf/nan detected, aborting as there is no point running further. "
