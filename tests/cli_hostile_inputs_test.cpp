@@ -142,6 +142,25 @@ std::vector<Case> cases() {
       {"recipe_is_a_directory", "", "", "", "plan src", 2, "recipe file 'src' is not a regular file"},
       {"recipe_is_dev_zero", "", "", "", "plan /dev/zero", 2, "recipe file '/dev/zero' is not a regular file"},
       {"jobs_flag_huge", "", "", "", "plan r.toml -j 99999999999", 2, "--jobs"},
+      // Folders with ": ", '$', '#' and spaces build (escaped in build.ninja, read back from the
+      // compiler's depfiles); a line break cannot be carried and is refused before anything is made.
+      {"build_and_dist_dirs_with_colon_space_dollar", "", "", "",
+       "build r.toml -j1 --build-dir 'build/a: b$c #d' --dist-dir 'dist/e: f$g'", 0,
+       "/dist/e: f$g/opforge-ops-"},
+      {"build_dir_with_line_break", "", "", "", "build r.toml --build-dir 'build/a\nb'", 2,
+       "build/a\\x0ab' contains a line break: build.ninja and opforge's one-line outputs cannot carry it\n"
+       "  hint: choose a folder name without line breaks (--build-dir or [build] build_dir)"},
+      {"dist_dir_with_line_break", "", "", "", "build r.toml --dist-dir 'dist/a\nb'", 2,
+       "dist/a\\x0ab' contains a line break: build.ninja and opforge's one-line outputs cannot carry it"},
+      // nvcc runs its steps through /bin/sh: '$' and '`' in its arguments expand (or run).
+      {"nvcc_flag_backtick", "", "name = \"hostile\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\nnvcc_flags = [\"-DX=`touch injected`\"]\n",
+       "", "plan r.toml", 2,
+       "op.toml:4:15: nvcc flag '-DX=`touch injected`' contains '`', which nvcc's own shell would expand (or run)"},
+      {"nvcc_build_dir_with_dollar", "", "name = \"hostile\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\n", "",
+       "build r.toml --build-dir 'build/a$(touch injected)'", 2,
+       "cannot compile with nvcc: the argument '-Xcompiler=-ffile-prefix-map="},
+      {"shim_folder_with_colon", "[build]\nbuild_dir = \"build/a:b\"\ncpu_target = \"x86-64-v2\"\n", "", "",
+       "plan r.toml", 2, "build/a:b/shim' contains ':', which cannot stand in PATH (':' separates its folders)"},
   };
 }
 

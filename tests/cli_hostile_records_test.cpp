@@ -9,6 +9,7 @@
 #include <zip.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -115,6 +116,72 @@ std::string zip_declaring(const std::string& name, std::uint64_t declared) {
 }
 
 /// A real zip (libzip, deflate) of `count` entries of `size` zero bytes each.
+/// A zip of `count` empty stored files (e/0000000 ...), with the zip64 end records that an
+/// archive of more than 65535 entries needs. 100,001 entries make 9 MB, written in milliseconds.
+void zip_of_empty_files(const fs::path& path, std::uint64_t count) {
+  std::string z, cd;
+  z.reserve(count * 40);
+  cd.reserve(count * 56);
+  char name[16];
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::snprintf(name, sizeof name, "e/%07llu", static_cast<unsigned long long>(i));
+    const std::size_t offset = z.size();
+    put(z, 0x04034b50, 4);
+    put(z, 20, 2);
+    put(z, 0, 2);
+    put(z, 0, 2);  // stored
+    put(z, 0, 4);
+    put(z, 0, 4);  // crc32 of nothing
+    put(z, 0, 4);
+    put(z, 0, 4);
+    put(z, 9, 2);
+    put(z, 0, 2);
+    z.append(name, 9);
+    put(cd, 0x02014b50, 4);
+    put(cd, (3 << 8) | 20, 2);
+    put(cd, 20, 2);
+    put(cd, 0, 2);
+    put(cd, 0, 2);
+    put(cd, 0, 4);
+    put(cd, 0, 4);
+    put(cd, 0, 4);
+    put(cd, 0, 4);
+    put(cd, 9, 2);
+    put(cd, 0, 2);
+    put(cd, 0, 2);
+    put(cd, 0, 2);
+    put(cd, 0, 2);
+    put(cd, 0100644u << 16, 4);
+    put(cd, offset, 4);
+    cd.append(name, 9);
+  }
+  const std::uint64_t cd_offset = z.size();
+  z += cd;
+  const std::uint64_t eocd64 = z.size();
+  put(z, 0x06064b50, 4);  // zip64 end of central directory
+  put(z, 44, 8);
+  put(z, 45, 2);
+  put(z, 45, 2);
+  put(z, 0, 4);
+  put(z, 0, 4);
+  put(z, count, 8);
+  put(z, count, 8);
+  put(z, cd.size(), 8);
+  put(z, cd_offset, 8);
+  put(z, 0x07064b50, 4);  // its locator
+  put(z, 0, 4);
+  put(z, eocd64, 8);
+  put(z, 1, 4);
+  put(z, 0x06054b50, 4);
+  put(z, 0, 4);
+  put(z, 0xFFFF, 2);
+  put(z, 0xFFFF, 2);
+  put(z, 0xFFFFFFFFu, 4);
+  put(z, 0xFFFFFFFFu, 4);
+  put(z, 0, 2);
+  spit(path, z);
+}
+
 void zip_of_zeros(const fs::path& path, std::size_t size, int count = 1) {
   std::string zeros(size, '\0');
   int err = 0;
@@ -251,6 +318,8 @@ const Case kCases[] = {
      "zip entry w/big.so declares 3000000000 bytes, more than the limit of 1 GiB for one file"},
     {"wheel_deflate_bomb", [](const fs::path& dir) { zip_of_zeros(dir / "w-1.0-py3-none-any.whl", 64u << 20); },
      "inspect w-1.0-py3-none-any.whl", 2, "times (a zip bomb?)"},
+    {"wheel_100001_entries", [](const fs::path& dir) { zip_of_empty_files(dir / "w-1.0-py3-none-any.whl", 100001); },
+     "inspect w-1.0-py3-none-any.whl", 2, "the archive has 100001 entries, more than the limit of 100000"},
     {"wheel_by_content", text_file("w.bin", good_wheel()), "verify w.bin", 1,
      "w.bin: the wheel does not verify:\n  file name 'w.bin' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl"},
     // ---- flags

@@ -29,6 +29,24 @@ TEST(CompilerHostConfig, LimitsFromRealAndVariantHeaders) {
   EXPECT_EQ(parse_host_config("int x;").max_gcc, 0);
 }
 
+TEST(CompilerHostConfig, GrammarEdges) {
+  auto gcc = [](std::string_view text) { return parse_host_config(text).max_gcc; };
+  auto clang = [](std::string_view text) { return parse_host_config(text).max_clang; };
+  EXPECT_EQ(gcc("#if __GNUC__ > 13"), 13);
+  EXPECT_EQ(gcc("#if\t__GNUC__>9 || defined(X)"), 9);
+  EXPECT_EQ(gcc("#elif 0\n#if __GNUC__ >= 13\n#if __GNUC__ > 12"), 12);  // '>=' is not the limit line
+  EXPECT_EQ(gcc("#ifdef __GNUC__ > 13"), 0);
+  EXPECT_EQ(gcc("#if__GNUC__ > 13"), 0);
+  EXPECT_EQ(gcc("#if __GNUC__ > x"), 0);
+  EXPECT_EQ(gcc("#if __GNUC__ > 99999999999"), 0);
+  EXPECT_EQ(clang("#if __clang_major__ >= 18"), 17);
+  EXPECT_EQ(clang("#if __clang_major__ > 17"), 17);
+  EXPECT_EQ(clang("#if defined(__clang__) && (__clang_major__ < 3 || __clang_major__ >= 21)"), 20);
+  EXPECT_EQ(clang("#if (__clang_major__ >= 0)"), 0);
+  EXPECT_EQ(clang("  #if __clang_major__ >= 18"), 0);                    // a directive starts the line
+  EXPECT_EQ(clang("#if __GRCO_CLANG_COMPILER__ && __clang_major__ >= 30"), 0);
+}
+
 TEST(CompilerHostConfig, TableFallback) {
   EXPECT_EQ(table_limits({10, 2}).max_gcc, 8);
   EXPECT_EQ(table_limits({11, 8}).max_gcc, 11);

@@ -96,6 +96,68 @@ TEST(CudaParse, TorchVersionPy) {
   EXPECT_EQ(cpu.cuda, std::nullopt);
 }
 
+// The grammars at their edges: what the scanners take and refuse.
+TEST(CudaParse, VersionGrammarEdges) {
+  EXPECT_EQ(parse_nvcc_version("Cuda compilation tools, release \t\n 12.4, V12.4.131"), (Version{12, 4}));
+  EXPECT_EQ(parse_nvcc_version("release 12.4.1"), (Version{12, 4}));
+  EXPECT_EQ(parse_nvcc_version("release 12, then release 11.8"), (Version{11, 8}));
+  EXPECT_EQ(parse_nvcc_version("prerelease 12.1"), (Version{12, 1}));
+  EXPECT_EQ(parse_nvcc_version("release12.4"), std::nullopt);
+  EXPECT_EQ(parse_nvcc_version("release 12"), std::nullopt);
+  EXPECT_EQ(parse_nvcc_version("release 12."), std::nullopt);
+  EXPECT_EQ(parse_nvcc_version("release .4"), std::nullopt);
+  EXPECT_EQ(parse_nvcc_version("release"), std::nullopt);
+  EXPECT_EQ(parse_version_txt("CUDA Version 10.2.89\n"), (Version{10, 2}));
+  EXPECT_EQ(parse_version_txt("CUDA Version10.2"), std::nullopt);
+  EXPECT_EQ(parse_version_txt("CUDA  version 10.2"), std::nullopt);
+  EXPECT_EQ(parse_cuda_h("#define CUDA_VERSION_MINOR 5\n#define CUDA_VERSION 12040\n"), (Version{12, 4}));
+  EXPECT_EQ(parse_cuda_h("#define \t CUDA_VERSION\t11080"), (Version{11, 8}));
+  EXPECT_EQ(parse_cuda_h("#define CUDA_VERSION"), std::nullopt);
+  EXPECT_EQ(parse_cuda_h("#define CUDA_VERSION x"), std::nullopt);
+  EXPECT_EQ(parse_cuda_h("#defineCUDA_VERSION 12000"), std::nullopt);
+  EXPECT_EQ(parse_cuda_h("#define CUDA_VERSION 1234567"), std::nullopt);
+}
+
+TEST(CudaParse, TorchVersionPyGrammarEdges) {
+  auto v = [](std::string_view text) { return parse_torch_version_py(text).version; };
+  auto cu = [](std::string_view text) { return parse_torch_version_py(text).cuda; };
+  EXPECT_EQ(v("__version__=\"2.1.0\""), "2.1.0");
+  EXPECT_EQ(v("x = 1\n__version__ \t= '2.2'\n"), "2.2");
+  EXPECT_EQ(v("__version__ = '2.1\""), "2.1");                       // either quote closes
+  EXPECT_EQ(v("__version__ = ''\n__version__ = '3.0'"), "3.0");      // empty: the next line
+  EXPECT_EQ(v(" __version__ = '1.0'"), std::nullopt);                 // not at a line start
+  EXPECT_EQ(v("my__version__ = '1.0'"), std::nullopt);
+  EXPECT_EQ(v("__version__ = 1.0"), std::nullopt);
+  EXPECT_EQ(v("__version__ = '1.0"), std::nullopt);
+  EXPECT_EQ(cu("cuda: Optional[str] = '12.1'"), (Version{12, 1}));
+  EXPECT_EQ(cu("cuda: = '12.1'"), (Version{12, 1}));
+  EXPECT_EQ(cu("cuda:\n  str = '12.1'"), (Version{12, 1}));          // line breaks before the type
+  EXPECT_EQ(cu("cuda: str\n= '12.1'"), std::nullopt);                 // the type is on one line
+  EXPECT_EQ(cu("cuda:= '12.1'"), std::nullopt);                       // ':' needs a type
+  EXPECT_EQ(cu("cuda = None\ncuda = '12.1'"), std::nullopt);          // the first assignment wins
+  EXPECT_EQ(cu("cuda = xyz\ncuda = '11.8'"), (Version{11, 8}));
+  EXPECT_EQ(cu("cudax = '12.1'"), std::nullopt);
+  EXPECT_EQ(cu("cuda = '12.1"), std::nullopt);
+  EXPECT_EQ(cu("cuda = ''"), std::nullopt);
+}
+
+TEST(CudaParse, NvccWrapperScripts) {
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /usr/local/cuda-12.4/bin/nvcc \"$@\"\n"),
+            sfs::path("/usr/local/cuda-12.4/bin/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\n  \n\t exec  \"/opt/cuda/bin/nvcc\" \"$@\""), sfs::path("/opt/cuda/bin/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec '/opt/x/bin/nvcc'"), sfs::path("/opt/x/bin/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /opt/x/bin/nvcc;"), sfs::path("/opt/x/bin/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec\n/opt/x/bin/nvcc"), sfs::path("/opt/x/bin/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\necho exec /opt/x/bin/nvcc"), std::nullopt);   // not at a line start
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec nvcc"), std::nullopt);                  // no folder
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /nvcc"), std::nullopt);
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec/opt/x/bin/nvcc"), std::nullopt);
+  // The word up to its last "/nvcc": the first exec line decides.
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /a/nvcc-x\nexec /b/nvcc\n"), sfs::path("/a/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /a/bin\nexec /b/nvcc\n"), sfs::path("/b/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper(std::string(100000, '\n')), std::nullopt);
+}
+
 TEST(CudaReadTorch, OnePythonCallThenVersionPy) {
   World w;
   auto t = read_torch(w.machine(), "python3");

@@ -40,6 +40,16 @@ TEST(Strings, CutKeepsShortValuesAndCountsLongOnes) {
   EXPECT_EQ(strings::cut(accents), std::string(199, 'a') + "\u2026 (205 bytes)");
 }
 
+TEST(Strings, DidYouMeanWithinAThirdOfTheLength) {
+  const std::vector<std::string> names = {"Ampere", "Hopper", "Blackwell"};
+  EXPECT_EQ(strings::did_you_mean("amper", names), "Ampere");
+  EXPECT_EQ(strings::did_you_mean("Hoppr", names), "Hopper");
+  EXPECT_EQ(strings::did_you_mean("Blackwellxxx", names), "Blackwell");  // 3 edits, 12 / 3 = 4
+  EXPECT_EQ(strings::did_you_mean("Volta", names), std::nullopt);
+  // Far longer than every name: no comparison can be within the limit (and none is made).
+  EXPECT_EQ(strings::did_you_mean(std::string(1 << 20, 'a'), names), std::nullopt);
+}
+
 TEST(ErrorRender, LongLinesAreCutAroundTheCaret) {
   Error e{ErrorKind::bad_input, "name is bad: " + std::string(100000, 'n'), "",
           Location{"r.toml", 1, 50001, std::string(100000, 'x')}};

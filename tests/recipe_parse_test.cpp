@@ -95,6 +95,21 @@ TEST(RecipeParse, ArrayArchEntryErrorPointsInsideThatString) {
   EXPECT_EQ(r.error().where.column, 17);
 }
 
+TEST(RecipeParse, NameAndVersionGrammars) {
+  auto ok = [](std::string_view key, std::string_view value) {
+    return parse_file("/x/r.toml", "[package]\n" + std::string(key) + " = \"" + std::string(value) + "\"\n").has_value();
+  };
+  for (auto name : {"a", "A9", "my-ops", "my_ops.x", "a-b_c.d9"}) EXPECT_TRUE(ok("name", name)) << name;
+  for (auto name : {"-a", "a-", ".a", "a.", "a b", "a/b", "é"}) EXPECT_FALSE(ok("name", name)) << name;
+  EXPECT_TRUE(ok("name", std::string(256, 'a')));
+  EXPECT_FALSE(ok("name", std::string(257, 'a')));
+  for (auto v : {"1", "1.2.3", "1.0a1", "1.0b2", "2.0rc3", "1.0.post1", "1.0.dev4", "1.0rc1.post2.dev3"})
+    EXPECT_TRUE(ok("version", v)) << v;
+  for (auto v : {"", "1.", ".1", "1..2", "1.0a", "1.0rc", "1.0.post", "1.0.dev", "1.0c1", "1.0-1", "v1",
+                 "1.0.dev1.post1", "1.0.post1a1"})
+    EXPECT_FALSE(ok("version", v)) << v;
+}
+
 TEST(RecipeParse, TheDefaultRecipeParses) {
   std::ifstream in(std::string(OPFORGE_SOURCE_DIR) + "/recipes/default.toml");
   std::stringstream text;

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The long fuzzing runs: every tests/fuzz/<name>_fuzz.cpp for 1,000,000 executions (or $RUNS),
-# starting from its committed seed corpus, one after the other. Records per fuzzer the
-# executions, the coverage (libFuzzer's final "cov" = code edges and "ft" = features), the corpus
-# it grew, executions per second and the crashes found, in bench/results/fuzz.txt.
+# starting from its committed seed corpus. Records per fuzzer the executions, the coverage
+# (libFuzzer's final "cov" = code edges and "ft" = features), the corpus it grew, executions per
+# second, the seconds it took and the crashes found, in bench/results/fuzz.txt (or $RESULTS).
 # A crash input is kept under $WORK/<name>/: once fixed, copy it into tests/fuzz/corpus/<name>/.
 #   usage: bench/fuzz/run.sh [BUILD_DIR]      (default build/fuzz; built if missing)
-#   MAX_TIME=SECONDS caps each fuzzer's run (the executions column then says how far it got).
+#   RUNS=N            executions per fuzzer (default 1000000)
+#   FUZZERS="a b"     only these harnesses (default: all)
+#   PARALLEL=1        run the fuzzers at the same time, one process each (on a machine with a
+#                     core per fuzzer); each still makes its own RUNS executions
+#   NO_BUILD=1        use the binaries in BUILD_DIR as they are (built on another machine)
+#   MAX_TIME=SECONDS  caps each fuzzer's run (the executions column then says how far it got)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/fuzz}
@@ -13,22 +18,19 @@ runs=${RUNS:-1000000}
 time_cap=()
 [ -n "${MAX_TIME:-}" ] && time_cap=(-max_total_time="$MAX_TIME")
 work=${WORK:-$build/bench-work}
-out=bench/results/fuzz.txt
-tests/fuzz/build.sh tests/fuzz "$build" clang-19 clang++-19 >/dev/null
+out=${RESULTS:-bench/results/fuzz.txt}
+[ -n "${NO_BUILD:-}" ] || tests/fuzz/build.sh tests/fuzz "$build" clang-19 clang++-19 >/dev/null
 
-mkdir -p "$(dirname "$out")"
-tmp=$(mktemp)
-{
-  echo "# opforge fuzzing: $runs executions per fuzzer, seed corpus tests/fuzz/corpus/<name>/"
-  echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(clang++-19 --version | head -1), $(nproc) cores (shared machine)"
-  echo "# cov = code edges reached, ft = coverage features (libFuzzer's final counters)"
-  printf '%-14s %10s %7s %7s %7s %9s %8s %s\n' fuzzer executions cov ft corpus exec/s seconds crashes
-} >"$tmp"
-for harness in tests/fuzz/*_fuzz.cpp; do
-  name=$(basename "$harness" _fuzz.cpp)
-  bin=$build/${name}_fuzz
-  rm -rf "$work/$name" && mkdir -p "$work/$name"
-  log=$work/$name.log
+names=()
+if [ -n "${FUZZERS:-}" ]; then
+  read -r -a names <<<"$FUZZERS"
+else
+  for harness in tests/fuzz/*_fuzz.cpp; do names+=("$(basename "$harness" _fuzz.cpp)"); done
+fi
+
+run_one() {  # run_one NAME: one fuzzer's run; its table row goes to $work/NAME.row
+  local name=$1 bin=$build/${1}_fuzz log=$work/$1.log start rc seconds last execs cov ft corp eps crashes
+  rm -rf "${work:?}/$name" && mkdir -p "$work/$name"
   start=$(date +%s)
   # -error_exitcode stays the default (77): keep going to record the figures either way.
   set +e
@@ -43,9 +45,28 @@ for harness in tests/fuzz/*_fuzz.cpp; do
   ft=$(grep -oE 'ft: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo "?")
   corp=$(grep -oE 'corp: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo "?")
   eps=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
-  crashes=$(find "$work/$name" -maxdepth 1 -name 'crash-*' -o -maxdepth 1 -name 'leak-*' -o -maxdepth 1 -name 'timeout-*' -o -maxdepth 1 -name 'oom-*' | wc -l)
+  crashes=$(find "$work/$name" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes="rc=$rc"
-  printf '%-14s %10s %7s %7s %7s %9s %8s %s\n' "$name" "${execs:-?}" "$cov" "$ft" "$corp" "$eps" "$seconds" "$crashes" >>"$tmp"
-done
+  printf '%-14s %10s %7s %7s %7s %9s %8s %s\n' "$name" "${execs:-?}" "$cov" "$ft" "$corp" "$eps" "$seconds" "$crashes" >"$work/$name.row"
+}
+
+mkdir -p "$work" "$(dirname "$out")"
+compiler=$(command -v clang++-19 >/dev/null && clang++-19 --version | head -1 || echo "binaries from $build")
+if [ -n "${PARALLEL:-}" ]; then
+  pids=()
+  for name in "${names[@]}"; do run_one "$name" & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+else
+  for name in "${names[@]}"; do run_one "$name"; done
+fi
+
+tmp=$(mktemp)
+{
+  echo "# opforge fuzzing: $runs executions per fuzzer, seed corpus tests/fuzz/corpus/<name>/"
+  echo "# $(date -u +%Y-%m-%dT%H:%MZ), $compiler, $(nproc) cores${PARALLEL:+, fuzzers run in parallel}"
+  echo "# cov = code edges reached, ft = coverage features (libFuzzer's final counters)"
+  printf '%-14s %10s %7s %7s %7s %9s %8s %s\n' fuzzer executions cov ft corpus exec/s seconds crashes
+  for name in "${names[@]}"; do cat "$work/$name.row"; done
+} >"$tmp"
 mv "$tmp" "$out"
 cat "$out"

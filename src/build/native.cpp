@@ -60,9 +60,22 @@ Status check_ninja_string(std::string_view s, bool path) {
   return {};
 }
 
+/// nvcc runs its own steps through /bin/sh inside double quotes, where '$' and '`' still
+/// expand: a path with "$x" loses it, and a flag "-DX=`cmd`" runs cmd (CUDA 13.0's nvcc, tried).
+/// No argument of an nvcc step may hold either.
+Status check_nvcc_argument(std::string_view a) {
+  auto at = a.find_first_of("$`");
+  if (at == std::string_view::npos) return {};
+  return bad_input("cannot compile with nvcc: the argument '" + strings::cut(a) + "' contains '" +
+                       std::string(1, a[at]) + "', which nvcc's own shell would expand (or run)",
+                   "move the source tree or the build folder to a path without '$' and '`', or remove it from the flag");
+}
+
 Status check_graph(const Graph& graph, const fs::path& build) {
   for (auto& step : graph.steps) {
     for (auto& a : step.argv) OPFORGE_CHECK(check_ninja_string(a, false));
+    if (step.rule == "nvcc")
+      for (auto& a : step.argv) OPFORGE_CHECK(check_nvcc_argument(a));
     OPFORGE_CHECK(check_ninja_string(step.description, false));
     OPFORGE_CHECK(check_ninja_string(step.output.string(), true));
     OPFORGE_CHECK(check_ninja_string(step.depfile, true));

@@ -1,6 +1,8 @@
 #include "build/pipeline.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "build/command_backend.h"
 
@@ -181,6 +183,39 @@ Status recover_dist(probe::Machine m, const fs::path& dist) {
   return {};
 }
 
+/// A folder opforge writes into must be one that build.ninja, depfiles and the printed
+/// `wheel:`/`record:` lines can carry: ninja has no escape for a line break. (' ', ':', '$' and
+/// '#' are escaped where they appear; the compiler shim's folder on PATH is checked by the plan.)
+Status check_folder_name(const fs::path& dir, std::string_view what, std::string_view flag) {
+  const std::string s = dir.string();
+  if (s.find_first_of("\n\r") == std::string::npos) return {};
+  return bad_input(std::string(what) + " '" + strings::cut(s) + "' contains a line break: build.ninja and opforge's one-line outputs cannot carry it",
+                   "choose a folder name without line breaks (" + std::string(flag) + ")");
+}
+
+/// dist/ may be shared by builds of other recipes, each under its own build folder's lock.
+/// Recovering, the reuse check and a commit hold dist/.opforge-dist.lock, so that one build's
+/// recovery never removes another's staged files and two commits never interleave. The lock is
+/// held for seconds at most (no compiling under it): a second build waits for it.
+Result<std::shared_ptr<void>> lock_dist(probe::Machine m, const fs::path& dist,
+                                        const std::function<void(std::string_view)>& on_line) {
+  OPFORGE_CHECK(m.fs.create_directories(dist));
+  const fs::path lock_file = dist / ".opforge-dist.lock";
+  constexpr auto kPoll = std::chrono::milliseconds(50);
+  constexpr int kTries = 10 * 60 * 20;  // 10 minutes
+  for (int waited = 0;; ++waited) {
+    auto lock = m.fs.try_lock(lock_file);
+    if (lock) return *lock;
+    if (waited == 0 && on_line)
+      on_line("waiting for another build's commit into " + dist.string() + " (it holds " +
+              lock_file.filename().string() + ")");
+    if (waited >= kTries)
+      return failure("another build has held " + lock_file.string() + " for over 10 minutes",
+                     "a commit takes seconds: if no opforge build is running, remove the lock file");
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
 /// With a cpu_target: the ELF files checked against it (build/cpu_check in the docs). A file may
 /// exceed the target when [build] cpu_dispatch names it, or, for a native op, by the ISA flags its
 /// op.toml gives single sources (those files are compiled for one SIMD level by design and the op
@@ -227,9 +262,14 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   plan::Plan& plan = outcome.plan;
   if (options.build_dir) plan.build_dir = fs::absolute(*options.build_dir);
   if (options.dist_dir) plan.dist_dir = fs::absolute(*options.dist_dir);
+  OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
+  OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));
-  OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+  if (m.fs.type_of(plan.dist_dir) == probe::FileType::directory) {
+    auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+    OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+  }
   auto recipe_text = m.fs.read_file(recipe_file).value_or("");
 
   if (plan.recipe.build.backend == recipe::Backend::command) {
@@ -283,7 +323,11 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     }
     rec.inputs["command_environment"] = cenv;
     outcome.record_path = record::path_for(outcome.wheel);
-    OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
+    {
+      auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+      OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+      OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
+    }
     (void)m.fs.remove(out.wheel);
     outcome.record = std::move(rec);
     return outcome;
@@ -346,6 +390,9 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   rec.inputs = record_inputs(m, plan, graph, fs::absolute(recipe_file), recipe_text);
   rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
   const auto name = OPFORGE_TRY(wheel::file_name(spec));
+  auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+  // A kill of another build may have left a commit half-done since this build started.
+  OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
   // A no-op rebuild: an intact wheel made from exactly these inputs is already in dist/.
   if (auto reused = find_reusable(m, plan.dist_dir, name, rec.inputs["fingerprint"].get<std::string>())) {
     outcome.wheel = reused->first;

@@ -53,7 +53,7 @@ Status run_build(const BuildFlags& flags) {
       std::smatch mm;
       if (std::regex_match(text, mm, progress)) {
         std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
-      } else if (text.starts_with("building '") || text.find("error:") != std::string::npos ||
+      } else if (text.starts_with("building '") || text.starts_with("waiting for ") || text.find("error:") != std::string::npos ||
                  text.find("Error:") != std::string::npos || text.find("Error ") != std::string::npos) {
         std::cout << text << "\n" << std::flush;
       }

@@ -4,33 +4,59 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
 
 #include <toml++/toml.h>
 
 #include "util/numbers.h"
+#include "util/scan.h"
 #include "util/strings.h"
 
 namespace opforge::compiler {
 
+namespace {
+
+/// `\s*<op>\s*([0-9]+)` at the cursor: the number, or empty.
+std::string_view compared_to(scan::Cursor c, std::string_view op) {
+  c.spaces();
+  if (!c.literal(op)) return {};
+  c.spaces();
+  return c.digits();
+}
+
+/// The number of the first `<name>\s*<op>\s*([0-9]+)` in `line`, or empty.
+std::string_view first_comparison(std::string_view line, std::string_view name, std::string_view op) {
+  for (auto at = line.find(name); at != std::string_view::npos; at = line.find(name, at + 1))
+    if (auto d = compared_to(scan::Cursor{line.substr(at + name.size())}, op); !d.empty()) return d;
+  return {};
+}
+
+}  // namespace
+
 Limits parse_host_config(std::string_view text) {
   Limits l;
-  static const std::regex gnu(R"(#if\s+__GNUC__\s*>\s*([0-9]+))");
-  static const std::regex clang_ge(R"(__clang_major__\s*>=\s*([0-9]+))");
-  static const std::regex clang_gt(R"(__clang_major__\s*>\s*([0-9]+))");
-  // std::regex over the whole 15 kB header is slow (doctor's budget): only candidate lines.
   // A number no compiler can have (a damaged or hand-edited header) reads as "no limit found".
-  auto major = [](const std::string& digits) { return numbers::parse_int<int>(digits).value_or(0); };
+  auto major = [](std::string_view digits) { return numbers::parse_int<int>(digits).value_or(0); };
   for (auto& line : strings::split(text, '\n')) {
-    std::smatch mm;
-    if (l.max_gcc == 0 && line.find("__GNUC__") != std::string::npos && std::regex_search(line, mm, gnu))
-      l.max_gcc = major(mm[1].str());
+    if (l.max_gcc == 0 && line.find("__GNUC__") != std::string::npos) {
+      // `#if\s+__GNUC__\s*>\s*([0-9]+)`: the newest gcc the toolkit takes.
+      std::string_view rest(line);
+      for (auto at = rest.find("#if"); at != std::string_view::npos; at = rest.find("#if", at + 1)) {
+        scan::Cursor c{rest.substr(at + 3)};
+        if (!c.spaces() || !c.literal("__GNUC__")) continue;
+        if (auto d = compared_to(c, ">"); !d.empty()) {
+          l.max_gcc = major(d);
+          break;
+        }
+      }
+    }
     // The Grace (aarch64) clang check has its own range; the host check is the plain one.
     if (l.max_clang == 0 && line.starts_with("#if") && line.find("__clang_major__") != std::string::npos &&
         line.find("__GRCO_CLANG_COMPILER__") == std::string::npos) {
-      if (std::regex_search(line, mm, clang_ge)) l.max_clang = std::max(0, major(mm[1].str()) - 1);
-      else if (std::regex_search(line, mm, clang_gt)) l.max_clang = major(mm[1].str());
+      if (auto ge = first_comparison(line, "__clang_major__", ">="); !ge.empty())
+        l.max_clang = std::max(0, major(ge) - 1);
+      else if (auto gt = first_comparison(line, "__clang_major__", ">"); !gt.empty())
+        l.max_clang = major(gt);
     }
   }
   return l;
@@ -81,6 +107,35 @@ std::string cxx_name(const std::string& cc, Family fam) {
   return "clang++" + cc.substr(5);
 }
 
+/// `name` as `<base>` or `<base>-<suffix>` with `base` one of `bases` and the suffix digits
+/// (`dotted`: digits and dots, as in gcc-12.2): the base and the suffix with its '-'.
+std::optional<std::pair<std::string_view, std::string_view>> versioned_name(
+    std::string_view name, std::initializer_list<std::string_view> bases, bool dotted = false) {
+  for (auto base : bases) {
+    if (!name.starts_with(base)) continue;
+    auto suffix = name.substr(base.size());
+    if (suffix.empty()) return std::pair{base, suffix};
+    if (suffix.front() != '-') continue;
+    auto number = suffix.substr(1);
+    if (dotted ? scan::is_dotted_number(number)
+               : !number.empty() && std::ranges::all_of(number, scan::is_digit))
+      return std::pair{base, suffix};
+  }
+  return std::nullopt;
+}
+
+/// N of the first `/llvm-N/bin/` in a path (Debian's clang-N lives in /usr/lib/llvm-N/bin/).
+std::optional<int> llvm_major(std::string_view path) {
+  for (auto at = path.find("/llvm-"); at != std::string_view::npos; at = path.find("/llvm-", at + 1)) {
+    scan::Cursor c{path.substr(at + 6)};
+    auto d = c.digits();
+    if (d.empty() || !c.literal("/bin/")) continue;
+    auto n = numbers::parse_int<int>(d);
+    return n ? std::optional<int>(*n) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::string family_name(Family f) { return f == Family::gcc ? "gcc" : "clang"; }
 
 std::string describe(const Compiler& c) {
@@ -92,7 +147,6 @@ std::string describe(const Compiler& c) {
 std::vector<Compiler> find_installed(probe::Machine m) {
   std::vector<Compiler> out;
   auto path = m.env.get("PATH").value_or("");
-  static const std::regex name_re(R"((gcc|clang)(-[0-9]+)?)");
   std::set<std::string> seen_names, seen_real;
   std::vector<std::pair<fs::path, Family>> found;
   for (auto& dir : strings::split(path, ':')) {
@@ -100,14 +154,12 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     auto names = m.fs.list_directory(fs::path(dir));
     if (!names) continue;
     for (auto& n : *names) {
-      // std::regex over every name of /usr/bin costs tens of milliseconds; test the prefix first.
-      if (!(n.starts_with("gcc") || n.starts_with("clang"))) continue;
-      std::smatch mm;
-      if (!std::regex_match(n, mm, name_re) || seen_names.count(n)) continue;
+      auto parts = versioned_name(n, {"gcc", "clang"});
+      if (!parts || seen_names.count(n)) continue;
       seen_names.insert(n);
       fs::path cc = fs::path(dir) / n;
       if (!m.fs.is_executable(cc)) continue;
-      found.push_back({cc, mm[1].str() == "gcc" ? Family::gcc : Family::clang});
+      found.push_back({cc, parts->first == "gcc" ? Family::gcc : Family::clang});
     }
   }
   // Plain names first so that the default keeps its plain name after deduplication.
@@ -124,10 +176,7 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     // Starting clang costs ~70 ms; Debian's /usr/lib/llvm-N/ already names its major, which is
     // all the limits compare. gcc answers in ~1 ms, so it is asked for its full version.
     std::optional<Version> v;
-    static const std::regex llvm_dir(R"(/llvm-([0-9]+)/bin/)");
-    std::smatch lm;
-    auto llvm_major = [&] { return numbers::parse_int<int>(lm[1].str()); };
-    if (fam == Family::clang && std::regex_search(real, lm, llvm_dir) && llvm_major()) v = Version{*llvm_major(), 0, 0};
+    if (auto n = llvm_major(real); fam == Family::clang && n) v = Version{*n, 0, 0};
     else v = ask_version(m, cc, fam);
     if (!v) continue;
     Compiler c{fam, cc, *cxx, *v, fam == Family::gcc && cc.filename() == "gcc"};
@@ -220,11 +269,10 @@ Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std:
   std::string name = exe->filename().string();
   Compiler c;
   c.family = name.find("clang") != std::string::npos ? Family::clang : Family::gcc;
-  static const std::regex cxx_re(R"((g\+\+|c\+\+|clang\+\+)(-[0-9]+)?)");
-  std::smatch mm;
-  if (std::regex_match(name, mm, cxx_re)) {
+  if (auto parts = versioned_name(name, {"g++", "c++", "clang++"})) {
     c.cxx = *exe;
-    std::string cc = (mm[1].str() == "g++" ? "gcc" : mm[1].str() == "c++" ? "cc" : "clang") + mm[2].str();
+    auto [base, suffix] = *parts;
+    std::string cc = std::string(base == "g++" ? "gcc" : base == "c++" ? "cc" : "clang") + std::string(suffix);
     c.cc = exe->parent_path() / cc;
     if (!m.fs.is_executable(c.cc)) c.cc = *exe;
   } else {
@@ -256,8 +304,9 @@ Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std:
 namespace {
 
 bool looks_like_compiler(const fs::path& target) {
-  static const std::regex re(R"((gcc|g\+\+|cc|c\+\+|clang|clang\+\+)(-[0-9]+(\.[0-9]+)*)?)");
-  return std::regex_match(target.filename().string(), re);
+  return versioned_name(target.filename().string(), {"gcc", "g++", "cc", "c++", "clang", "clang++"},
+                        /*dotted=*/true)
+      .has_value();
 }
 
 // What opforge made in a folder: "<name>\t<target>\t<previous target or empty>" per line, so that

@@ -2,12 +2,12 @@
 #include "util/hash.h"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "util/numbers.h"
+#include "util/scan.h"
 #include "util/strings.h"
 
 namespace opforge::cuda {
@@ -19,10 +19,40 @@ std::optional<Version> major_minor(std::optional<Version> v) {
   return v;
 }
 
-std::optional<std::string> search(std::string_view text, const std::regex& re, int group = 1) {
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_search(text.begin(), text.end(), m, re)) return std::nullopt;
-  return m[group].str();
+/// The first `<key>\s+<digits>.<digits>` in `text`: the version after `key`.
+std::optional<std::string> version_after(std::string_view text, std::string_view key) {
+  for (auto at = text.find(key); at != std::string_view::npos; at = text.find(key, at + 1)) {
+    scan::Cursor c{text.substr(at + key.size())};
+    if (!c.spaces()) continue;
+    auto start = c.rest.data();
+    if (c.digits().empty() || !c.literal(".") || c.digits().empty()) continue;
+    return std::string(start, c.rest.data());
+  }
+  return std::nullopt;
+}
+
+/// Calls `match(cursor)` at the start of every line (the text's start, and after each '\n')
+/// until it returns true.
+template <class Match>
+void at_line_starts(std::string_view text, Match match) {
+  for (std::size_t at = 0;;) {
+    if (match(scan::Cursor{text.substr(at)})) return;
+    auto nl = text.find('\n', at);
+    if (nl == std::string_view::npos) return;
+    at = nl + 1;
+  }
+}
+
+bool is_quote(char c) { return c == '\'' || c == '"'; }
+
+/// `['"]([^'"]*)['"]` at the cursor (either quote may close): the text between the quotes.
+std::optional<std::string_view> quoted(scan::Cursor& c) {
+  if (c.done() || !is_quote(c.rest.front())) return std::nullopt;
+  c.rest.remove_prefix(1);
+  auto inside = c.run([](char ch) { return !is_quote(ch); });
+  if (c.done()) return std::nullopt;
+  c.rest.remove_prefix(1);
+  return inside;
 }
 
 }  // namespace
@@ -38,20 +68,23 @@ std::optional<Version> parse_version_json(std::string_view text) {
 }
 
 std::optional<Version> parse_version_txt(std::string_view text) {
-  static const std::regex re(R"(CUDA Version\s+([0-9]+\.[0-9]+))");
-  auto s = search(text, re);
+  auto s = version_after(text, "CUDA Version");
   return s ? major_minor(parse_version(*s)) : std::nullopt;
 }
 
 std::optional<Version> parse_nvcc_version(std::string_view text) {
-  static const std::regex re(R"(release\s+([0-9]+\.[0-9]+))");
-  auto s = search(text, re);
+  auto s = version_after(text, "release");
   return s ? major_minor(parse_version(*s)) : std::nullopt;
 }
 
 std::optional<Version> parse_cuda_h(std::string_view text) {
-  static const std::regex re(R"(#define\s+CUDA_VERSION\s+([0-9]+))");
-  auto s = search(text, re);
+  // The first `#define\s+CUDA_VERSION\s+([0-9]+)`.
+  std::optional<std::string_view> s;
+  for (auto at = text.find("#define"); !s && at != std::string_view::npos; at = text.find("#define", at + 1)) {
+    scan::Cursor c{text.substr(at + 7)};
+    if (!c.spaces() || !c.literal("CUDA_VERSION") || !c.spaces()) continue;
+    if (auto d = c.digits(); !d.empty()) s = d;
+  }
   if (!s) return std::nullopt;
   // CUDA_VERSION is major * 1000 + minor * 10 (13000 is 13.0); anything past 6 digits is junk.
   auto n = numbers::parse_int<int>(*s);
@@ -61,13 +94,62 @@ std::optional<Version> parse_cuda_h(std::string_view text) {
 
 TorchVersionPy parse_torch_version_py(std::string_view text) {
   TorchVersionPy out;
-  static const std::regex ver(R"((?:^|\n)__version__\s*=\s*['"]([^'"]+)['"])");
-  static const std::regex cu(R"((?:^|\n)cuda\s*(?::\s*[^=\n]+)?=\s*(['"]([^'"]*)['"]|None))");
-  out.version = search(text, ver);
-  std::match_results<std::string_view::const_iterator> m;
-  if (std::regex_search(text.begin(), text.end(), m, cu) && m[2].matched)
-    out.cuda = major_minor(parse_version(m[2].str()));
+  // The first line `__version__\s*=\s*['"]([^'"]+)['"]`.
+  at_line_starts(text, [&](scan::Cursor c) {
+    if (!c.literal("__version__")) return false;
+    c.spaces();
+    if (!c.literal("=")) return false;
+    c.spaces();
+    auto v = quoted(c);
+    if (!v || v->empty()) return false;
+    out.version = std::string(*v);
+    return true;
+  });
+  // The first line `cuda\s*(:\s*[^=\n]+)?=\s*(['"]([^'"]*)['"]|None)`: a type annotation may
+  // sit between the name and '=' (`cuda: Optional[str] = '12.1'`); None is a CPU build.
+  at_line_starts(text, [&](scan::Cursor c) {
+    if (!c.literal("cuda")) return false;
+    c.spaces();
+    if (c.literal(":")) {
+      // The annotation: white space (line breaks too), then at least one character on one line.
+      const auto before = c.rest;
+      auto space = before.substr(0, c.spaces());
+      auto type = c.run([](char ch) { return ch != '=' && ch != '\n'; });
+      if (!c.peek('=')) return false;
+      // `cuda: = ...`: the last blank is the annotation (a line break cannot be).
+      if (type.empty() && (space.empty() || space.back() == '\n')) return false;
+    }
+    if (!c.literal("=")) return false;
+    c.spaces();
+    if (c.literal("None")) return true;
+    auto v = quoted(c);
+    if (!v) return false;
+    out.cuda = major_minor(parse_version(*v));
+    return true;
+  });
   return out;
+}
+
+std::optional<fs::path> parse_nvcc_wrapper(std::string_view script) {
+  bool line_start = true;
+  for (std::size_t at = 0; at < script.size(); ++at) {
+    char ch = script[at];
+    if (scan::is_space(ch)) {
+      line_start = line_start || ch == '\n';
+      continue;
+    }
+    if (!line_start) continue;
+    line_start = false;
+    scan::Cursor c{script.substr(at)};
+    if (!c.literal("exec") || !c.spaces()) continue;
+    if (!c.done() && is_quote(c.rest.front())) c.rest.remove_prefix(1);
+    auto word = c.run([](char w) { return !is_quote(w) && !scan::is_space(w); });
+    // The path is the word up to its last "/nvcc" (so `.../nvcc;` and `.../nvcc)` read too).
+    auto end = word.rfind("/nvcc");
+    if (end == std::string_view::npos || end == 0) continue;
+    return fs::path(word.substr(0, end + 5));
+  }
+  return std::nullopt;
 }
 
 PythonProbe parse_python_probe(std::string_view text) {
@@ -151,10 +233,7 @@ std::optional<fs::path> wrapped_nvcc(const probe::FileSystem& fs, const fs::path
   if (!st || st->size > 64 * 1024) return std::nullopt;
   auto text = fs.read_file(path);
   if (!text || !text->starts_with("#!")) return std::nullopt;
-  static const std::regex re(R"((?:^|\n)\s*exec\s+["']?([^"'\s]+/nvcc)["']?)");
-  auto s = search(*text, re);
-  if (!s) return std::nullopt;
-  return fs::path(*s);
+  return parse_nvcc_wrapper(*text);
 }
 
 struct Finder {

@@ -23,6 +23,9 @@ struct TorchVersionPy {
   std::optional<Version> cuda;
 };
 TorchVersionPy parse_torch_version_py(std::string_view text);
+/// A wrapper script's `exec /path/to/nvcc "$@"`: the first line (after white space) that execs a
+/// path ending in /nvcc, quoted or not.
+std::optional<fs::path> parse_nvcc_wrapper(std::string_view script);
 
 /// What one run of the project's Python says: where `import torch` would load torch from
 /// (importlib.util.find_spec, which imports nothing), sys.path, sysconfig's CFLAGS.

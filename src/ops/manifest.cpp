@@ -1,8 +1,8 @@
 #include <algorithm>
-#include <regex>
 
 #include "ops/ops.h"
 #include "recipe/toml_reader.h"
+#include "util/scan.h"
 #include "util/strings.h"
 
 namespace opforge::ops {
@@ -78,6 +78,18 @@ Status check_inside(const TomlReader& r, const toml::node& node, const std::stri
                                     "name files and folders relative to the op's folder, inside the source tree"));
 }
 
+/// `[a-z][a-z0-9_]*`
+bool is_op_name(std::string_view s) {
+  return !s.empty() && scan::is_lower(s.front()) &&
+         std::ranges::all_of(s, [](char c) { return scan::is_lower(c) || scan::is_digit(c) || c == '_'; });
+}
+
+/// `DS_BUILD_[A-Z0-9_]+`
+bool is_build_var(std::string_view s) {
+  return s.starts_with("DS_BUILD_") && s.size() > 9 &&
+         std::ranges::all_of(s.substr(9), [](char c) { return scan::is_upper(c) || scan::is_digit(c) || c == '_'; });
+}
+
 }  // namespace
 
 Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, const fs::path& root) {
@@ -106,8 +118,7 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   auto* name = doc.get("name");
   if (!name) return whole("op.toml has no 'name'", "add name = \"<op>\" ([a-z][a-z0-9_]*)");
   m.name = OPFORGE_TRY(r.string(*name, "name"));
-  // Length first: libstdc++'s std::regex recurses once per character.
-  if (m.name.size() > 64 || !std::regex_match(m.name, std::regex("[a-z][a-z0-9_]*")))
+  if (m.name.size() > 64 || !is_op_name(m.name))
     return std::unexpected(r.error_at(*name, "op name '" + strings::cut(m.name) + "' must match [a-z][a-z0-9_]*"));
   auto* kind = doc.get("kind");
   if (!kind) return whole("op.toml has no 'kind'", "add kind = \"cpu\" or kind = \"cuda\"");
@@ -119,7 +130,7 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   m.build_var = "DS_BUILD_" + strings::to_upper(m.name);
   if (auto* n = doc.get("build_var")) {
     m.build_var = OPFORGE_TRY(r.string(*n, "build_var"));
-    if (m.build_var.size() > 128 || !std::regex_match(m.build_var, std::regex("DS_BUILD_[A-Z0-9_]+")))
+    if (m.build_var.size() > 128 || !is_build_var(m.build_var))
       return std::unexpected(r.error_at(*n, "build_var '" + strings::cut(m.build_var) + "' must look like DS_BUILD_<NAME>"));
   }
   auto* sources = doc.get("sources");
@@ -146,7 +157,18 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
     }
   }
   if (auto* n = doc.get("cxx_flags")) m.cxx_flags = OPFORGE_TRY(r.string_array(*n, "cxx_flags"));
-  if (auto* n = doc.get("nvcc_flags")) m.nvcc_flags = OPFORGE_TRY(r.string_array(*n, "nvcc_flags"));
+  if (auto* n = doc.get("nvcc_flags")) {
+    m.nvcc_flags = OPFORGE_TRY(r.string_array(*n, "nvcc_flags"));
+    // nvcc passes its arguments to its own steps through /bin/sh (in double quotes): '$' and '`'
+    // would be expanded, or run a command.
+    for (std::size_t i = 0; i < m.nvcc_flags.size(); ++i)
+      if (auto at = m.nvcc_flags[i].find_first_of("$`"); at != std::string::npos)
+        return std::unexpected(r.error_at(*n->as_array()->get(i),
+                                          "nvcc flag '" + strings::cut(m.nvcc_flags[i]) + "' contains '" +
+                                              std::string(1, m.nvcc_flags[i][at]) +
+                                              "', which nvcc's own shell would expand (or run)",
+                                          "write the value itself, without '$' or '`'"));
+  }
   if (auto* n = doc.get("ldflags")) m.ldflags = OPFORGE_TRY(r.string_array(*n, "ldflags"));
   if (auto* n = doc.get("libraries")) m.libraries = OPFORGE_TRY(r.string_array(*n, "libraries"));
   for (auto& flag : m.cxx_flags)

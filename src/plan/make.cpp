@@ -21,6 +21,15 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     s.replace(pos, from.size(), to);
 }
 
+/// The compiler shim's folder (inside the build folder) goes first on PATH, where ':' separates
+/// folders: a build folder with ':' would put a truncated folder there and find the wrong compiler.
+Status check_path_entry(const fs::path& dir) {
+  if (dir.string().find(':') == std::string::npos) return {};
+  return bad_input("the compiler shim's folder '" + strings::cut(dir.string()) +
+                       "' contains ':', which cannot stand in PATH (':' separates its folders)",
+                   "set [build] build_dir to a folder without ':'");
+}
+
 }  // namespace
 
 std::string arch_string(const std::vector<devices::Arch>& arches) {
@@ -280,6 +289,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
       toolkit_exports["CC"] = via.cc.string();
       toolkit_exports["CXX"] = via.cxx.string();
       if (via.needs_shim) {
+        OPFORGE_CHECK(check_path_entry(via.ccbin));
         std::string path = toolkit_exports.count("PATH") ? toolkit_exports["PATH"] : m.env.get("PATH").value_or("");
         toolkit_exports["PATH"] = via.ccbin.string() + (path.empty() ? "" : ":" + path);
       }
@@ -349,6 +359,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
     ex["CC"] = via.cc.string();
     ex["CXX"] = via.cxx.string();
     if (via.needs_shim) {
+      OPFORGE_CHECK(check_path_entry(via.ccbin));
       std::string path = ex.count("PATH") ? ex["PATH"] : m.env.get("PATH").value_or("");
       ex["PATH"] = via.ccbin.string() + (path.empty() ? "" : ":" + path);
     }

@@ -505,8 +505,11 @@ Machine real_machine() {
   return Machine{fs, proc, env, dl};
 }
 
+// OPFORGE_TEST_PAUSE_AT=`point` SIGSTOPs the process there instead (the test sends SIGCONT), so
+// that a test can run a second build while the first is inside its commit.
 void stop_here_for_tests(const Environment& env, std::string_view point) {
   if (env.get("OPFORGE_TEST_STOP_AT") == std::optional<std::string>(std::string(point))) ::kill(::getpid(), SIGKILL);
+  if (env.get("OPFORGE_TEST_PAUSE_AT") == std::optional<std::string>(std::string(point))) ::kill(::getpid(), SIGSTOP);
 }
 
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,

@@ -1,11 +1,11 @@
 #include <charconv>
 #include <algorithm>
 #include <cstdint>
-#include <regex>
 
 #include "probe/machine.h"
 #include "recipe/recipe.h"
 #include "recipe/toml_reader.h"
+#include "util/scan.h"
 #include "util/strings.h"
 #include "util/version.h"
 
@@ -18,11 +18,28 @@ namespace {
 const std::vector<std::string> kSections = {"package", "source", "cuda",  "compiler",
                                             "arch",    "ops",    "build"};
 
-bool matches(const std::string& s, const char* pattern) {
-  // libstdc++'s std::regex recurses once per character: a long value would overflow the stack.
-  // Nothing these patterns describe (names, versions) is that long.
+/// `[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`: a distribution name.
+/// Names and versions go into the wheel's file name: past 256 characters none is a real one.
+bool is_distribution_name(std::string_view s) {
   if (s.size() > 256) return false;
-  return std::regex_match(s, std::regex(pattern));
+  auto inner = [](char c) { return scan::is_alnum(c) || c == '.' || c == '_' || c == '-'; };
+  return !s.empty() && scan::is_alnum(s.front()) && scan::is_alnum(s.back()) &&
+         std::ranges::all_of(s, inner);
+}
+
+/// `[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?`: a public version.
+bool is_public_version(std::string_view s) {
+  if (s.size() > 256) return false;
+  scan::Cursor c{s};
+  if (c.digits().empty()) return false;
+  while (c.rest.size() > 1 && c.rest[0] == '.' && scan::is_digit(c.rest[1])) {
+    c.literal(".");
+    c.digits();
+  }
+  if ((c.literal("rc") || c.literal("a") || c.literal("b")) && c.digits().empty()) return false;
+  if (c.literal(".post") && c.digits().empty()) return false;
+  if (c.literal(".dev") && c.digits().empty()) return false;
+  return c.done();
 }
 
 /// Validates an arch list written inside a string value; `column` inside the string on error.
@@ -49,15 +66,14 @@ struct Parser {
                                "[package]"));
     if (auto* n = t.get("name")) {
       out.package.name = OPFORGE_TRY(r.string(*n, "package.name"));
-      if (!matches(out.package.name, "[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"))
+      if (!is_distribution_name(out.package.name))
         return std::unexpected(r.error_at(*n, "package.name '" + strings::cut(out.package.name) +
                                                   "' is not a valid distribution name",
                                           "use letters, digits, '.', '_' and '-'"));
     }
     if (auto* n = t.get("version")) {
       out.package.version = OPFORGE_TRY(r.string(*n, "package.version"));
-      if (!matches(out.package.version,
-                   "[0-9]+(\\.[0-9]+)*((a|b|rc)[0-9]+)?(\\.post[0-9]+)?(\\.dev[0-9]+)?"))
+      if (!is_public_version(out.package.version))
         return std::unexpected(r.error_at(*n, "package.version '" + strings::cut(out.package.version) +
                                                   "' is not a PEP 440 version",
                                           "write it like 0.1.0, 1.2rc1 or 2.0.post1"));

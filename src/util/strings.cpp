@@ -68,17 +68,23 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> did_you_mean(std::string_view word,
                                         const std::vector<std::string>& candidates) {
+  // A third of the length (at least 2) separates typos from different words.
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  const std::string lower = to_lower(word);
   std::optional<std::string> best;
   size_t best_d = 0;
   for (auto& c : candidates) {
-    size_t d = edit_distance(to_lower(word), to_lower(c));
+    // The distance is at least the difference in length: a candidate that cannot be within the
+    // limit is skipped, so that a long word (a 16 kB value) costs no quadratic comparison.
+    size_t gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap > limit) continue;
+    size_t d = edit_distance(lower, to_lower(c));
     if (!best || d < best_d) {
       best = c;
       best_d = d;
     }
   }
-  // A third of the length (at least 2) separates typos from different words.
-  if (best && best_d <= std::max<size_t>(2, word.size() / 3)) return best;
+  if (best && best_d <= limit) return best;
   return std::nullopt;
 }
 

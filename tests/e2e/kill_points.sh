@@ -58,7 +58,8 @@ pair_is() {  # pair_is DIST SHA: one wheel with that sha, its record, nothing hi
   whl=$(only_wheel "$1")
   [ "$(sha "$whl")" = "$2" ] || fail "the wheel's sha256 is $(sha "$whl"), expected $2"
   [ "$(recorded_sha "$whl.opforge-record.json")" = "$2" ] || fail "the record does not describe the wheel"
-  [ -z "$(ls -A "$1" | grep '^\.' || true)" ] || fail "hidden files left in dist/: $(ls -A "$1" | grep '^\.')"
+  local hidden; hidden=$(ls -A "$1" | grep '^\.' | grep -v '^\.opforge-dist\.lock$' || true)
+  [ -z "$hidden" ] || fail "hidden files left in dist/: $hidden"
 }
 
 build $A "$work/bA" "$work/dist" > "$work/a.log" 2>&1 || { cat "$work/a.log"; fail "first build"; }
