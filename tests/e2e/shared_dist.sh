@@ -25,10 +25,7 @@ cpuop = true
 TOML
 done
 export SOURCE_DATE_EPOCH=1700000000 OPFORGE_CACHE_DIR="$work/cache"
-build() {  # build RECIPE [env...]
-  local r=$1; shift
-  env "$@" "$opforge" build "$work/$r.toml" --build-dir "$work/b-$r" --dist-dir "$work/dist" -j1
-}
+args() { echo build "$work/$1.toml" --build-dir "$work/b-$1" --dist-dir "$work/dist" -j1; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 recorded_sha() {
   /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["outputs"][r["wheel"]])' "$1"
@@ -38,14 +35,15 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -KILL "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-build alpha OPFORGE_TEST_PAUSE_AT=wheel-written > "$work/alpha.log" 2>&1 &
+# Started directly (no shell function): $! is opforge itself, whose state /proc shows.
+OPFORGE_TEST_PAUSE_AT=wheel-written "$opforge" $(args alpha) > "$work/alpha.log" 2>&1 &
 alpha=$!; pids+=("$alpha")
 for _ in $(seq 1 1200); do [ "$(state $alpha)" = T ] && break; [ "$(state $alpha)" = gone ] && break; sleep 0.1; done
 [ "$(state $alpha)" = T ] || { cat "$work/alpha.log"; fail "the first build never reached its commit"; }
 staged=$(ls -A "$work/dist" | grep -c 'opforge-new$' || true)
 [ "$staged" -eq 2 ] || fail "expected the staged wheel and record in dist/, found: $(ls -A "$work/dist")"
 
-build beta > "$work/beta.log" 2>&1 &
+"$opforge" $(args beta) > "$work/beta.log" 2>&1 &
 beta=$!; pids+=("$beta")
 for _ in $(seq 1 1200); do grep -q "waiting for another build's commit" "$work/beta.log" && break; [ "$(state $beta)" = gone ] && break; sleep 0.1; done
 grep -q "waiting for another build's commit into $work/dist" "$work/beta.log" || { cat "$work/beta.log"; fail "the second build did not wait for dist/"; }
