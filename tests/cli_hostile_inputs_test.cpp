@@ -146,7 +146,7 @@ std::vector<Case> cases() {
       // compiler's depfiles); a line break cannot be carried and is refused before anything is made.
       {"build_and_dist_dirs_with_colon_space_dollar", "", "", "",
        "build r.toml -j1 --build-dir 'build/a: b$c #d' --dist-dir 'dist/e: f$g'", 0,
-       "/dist/e: f$g/opforge-ops-"},
+       "/dist/e: f$g/opforge_ops-0.1.0+cpu."},
       {"build_dir_with_line_break", "", "", "", "build r.toml --build-dir 'build/a\nb'", 2,
        "build/a\\x0ab' contains a line break: build.ninja and opforge's one-line outputs cannot carry it\n"
        "  hint: choose a folder name without line breaks (--build-dir or [build] build_dir)"},
@@ -159,8 +159,6 @@ std::vector<Case> cases() {
       {"nvcc_build_dir_with_dollar", "", "name = \"hostile\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\n", "",
        "build r.toml --build-dir 'build/a$(touch injected)'", 2,
        "cannot compile with nvcc: the argument '-Xcompiler=-ffile-prefix-map="},
-      {"shim_folder_with_colon", "[build]\nbuild_dir = \"build/a:b\"\ncpu_target = \"x86-64-v2\"\n", "", "",
-       "plan r.toml", 2, "build/a:b/shim' contains ':', which cannot stand in PATH (':' separates its folders)"},
   };
 }
 

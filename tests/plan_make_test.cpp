@@ -85,6 +85,17 @@ TEST(PlanMake, ResolvesEverythingAndExportsIt) {
   EXPECT_EQ(j["ops"][1]["name"], "vecadd");
 }
 
+TEST(PlanMake, ShimFolderWithAColonIsRefused) {
+  // The shim's folder goes first on PATH, where ':' would cut it in two.
+  World w("[build]\nbuild_dir = \"a:b\"\n");
+  auto p = w.make();
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(p.error().message,
+            "the compiler shim's folder '/r/recipes/a:b/shim' contains ':', which cannot stand in PATH (':' separates its folders)");
+  EXPECT_EQ(p.error().hint, "set [build] build_dir to a folder without ':'");
+}
+
 TEST(PlanMake, WithoutToolkitCpuOpsStillBuild) {
   World w;
   w.has_cuda = false;
