@@ -56,3 +56,36 @@ TEST(DevicesNodes, BadReportsAreBadInputNamingTheFile) {
   EXPECT_EQ(not_json.error().message, "x.json: not a JSON object");
   EXPECT_FALSE(devices::merge_nodes(m.fs, {}));
 }
+
+// A report is untrusted: a field of the wrong type is bad input, never an escaped JSON exception
+// (the machine_text fuzzer found `"index": "NVIDIA L4"`).
+TEST(DevicesNodes, WrongTypedFieldsAreBadInput) {
+  auto message = [](std::string_view text) {
+    auto r = devices::parse_node_report("n.json", text);
+    EXPECT_FALSE(r) << text;
+    if (r) return std::string();
+    EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
+    return r.error().message;
+  };
+  EXPECT_EQ(message(R"({"gpus": [{"index": "NVIDIA L4", "compute_capability": "8.9"}]})"),
+            "n.json: GPU entry 0: \"index\" must be a GPU number (an integer from 0)");
+  EXPECT_EQ(message(R"({"gpus": [{"index": -1, "compute_capability": "8.9"}]})"),
+            "n.json: GPU entry 0: \"index\" must be a GPU number (an integer from 0)");
+  EXPECT_EQ(message(R"({"gpus": [{"index": 1.5, "compute_capability": "8.9"}]})"),
+            "n.json: GPU entry 0: \"index\" must be a GPU number (an integer from 0)");
+  EXPECT_EQ(message(R"({"gpus": [{"name": 5, "compute_capability": "8.9"}]})"),
+            "n.json: GPU entry 0: \"name\" must be a string");
+  EXPECT_EQ(message(R"({"gpus": [{"compute_capability": 8.9}]})"),
+            "n.json: GPU entry 0: \"compute_capability\" must be a string");
+  EXPECT_EQ(message(R"({"gpus": [{"capability": "9.0", "uuid": []}]})"), "n.json: GPU entry 0: \"uuid\" must be a string");
+  EXPECT_EQ(message(R"({"gpus": [7]})"), "n.json: GPU entry 0: is not a JSON object");
+  EXPECT_EQ(message(R"({"gpus": [{"capability": "99999999999.0"}]})"),
+            "n.json: GPU 0 (GPU 0) has capability \"99999999999.0\", expected MAJOR.MINOR such as \"9.0\"");
+  for (auto cap : {"9", "9.", ".0", "9.0x", "+9.0", "9.-1", "0.5", "sm_90"})
+    EXPECT_FALSE(devices::parse_node_report("n.json", std::string(R"({"gpus": [{"capability": ")") + cap + "\"}]}")) << cap;
+  auto ok = devices::parse_node_report("n.json", R"({"gpus": [{"index": 2, "name": "H100", "capability": "9.0", "uuid": "GPU-1"}]})");
+  ASSERT_TRUE(ok) << ok.error().render();
+  EXPECT_EQ(ok->gpus[0].index, 2);
+  EXPECT_EQ(ok->gpus[0].major, 9);
+  EXPECT_EQ(ok->gpus[0].minor, 0);
+}

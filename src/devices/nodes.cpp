@@ -5,6 +5,9 @@
 #include <map>
 #include <set>
 
+#include "util/numbers.h"
+#include "util/strings.h"
+
 namespace opforge::devices {
 
 namespace {
@@ -45,22 +48,42 @@ Result<NodeReport> parse_node_report(const fs::path& file, std::string_view json
   if (!list)
     return bad_input(file.string() + ": no \"gpus\" list in this report",
                      "give the output of `opforge doctor --json` from each node");
+  // A report is untrusted text: every field is checked for its type before it is read (a
+  // wrong-typed field is exit 2, never an escaped JSON exception).
+  const std::string hint = "regenerate the report with `opforge doctor --json`";
   int position = 0;
   for (const auto& d : *list) {
+    auto wrong = [&](const std::string& what) {
+      return bad_input(file.string() + ": GPU entry " + std::to_string(position) + ": " + what, hint);
+    };
+    if (!d.is_object()) return wrong("is not a JSON object");
+    auto text = [&](const char* key) -> Result<std::optional<std::string>> {
+      auto it = d.find(key);
+      if (it == d.end()) return std::optional<std::string>();
+      if (!it->is_string()) return wrong(std::string("\"") + key + "\" must be a string");
+      return std::optional<std::string>(it->get<std::string>());
+    };
     Gpu gpu;
-    gpu.index = d.value("index", position);
-    gpu.name = d.value("name", std::string("GPU ") + std::to_string(gpu.index));
-    std::string cap = d.contains("capability") ? d.value("capability", std::string())
-                                               : d.value("compute_capability", std::string());
-    int major = 0, minor = 0;
-    char extra = 0;
-    if (std::sscanf(cap.c_str(), "%d.%d%c", &major, &minor, &extra) != 2 || major <= 0 || minor < 0)
-      return bad_input(file.string() + ": GPU " + std::to_string(gpu.index) + " (" + gpu.name +
-                           ") has capability \"" + cap + "\", expected MAJOR.MINOR such as \"9.0\"",
-                       "regenerate the report with `opforge doctor --json`");
-    gpu.major = major;
-    gpu.minor = minor;
-    gpu.uuid = d.value("uuid", std::string());
+    gpu.index = position;
+    if (auto it = d.find("index"); it != d.end()) {
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > 1 << 20)
+        return wrong("\"index\" must be a GPU number (an integer from 0)");
+      gpu.index = static_cast<int>(it->get<std::int64_t>());
+    }
+    gpu.name = OPFORGE_TRY(text("name")).value_or("GPU " + std::to_string(gpu.index));
+    std::string cap = OPFORGE_TRY(text(d.contains("capability") ? "capability" : "compute_capability")).value_or("");
+    // MAJOR.MINOR, both whole numbers (9.0, 12.0).
+    auto dot = cap.find('.');
+    auto major = numbers::parse_int<int>(std::string_view(cap).substr(0, dot));
+    auto minor = dot == std::string::npos ? numbers::parse_int<int>("")
+                                          : numbers::parse_int<int>(std::string_view(cap).substr(dot + 1));
+    if (!major || !minor || *major <= 0 || *minor < 0 || *major > 99 || *minor > 99)
+      return bad_input(file.string() + ": GPU " + std::to_string(gpu.index) + " (" + strings::cut(gpu.name) +
+                           ") has capability \"" + strings::cut(cap) + "\", expected MAJOR.MINOR such as \"9.0\"",
+                       hint);
+    gpu.major = *major;
+    gpu.minor = *minor;
+    gpu.uuid = OPFORGE_TRY(text("uuid")).value_or("");
     node.gpus.push_back(std::move(gpu));
     ++position;
   }
