@@ -1,14 +1,10 @@
 # Overflow op: C++ tests of the CPU implementation (its own executable, compiled from the op's CPU
 # sources, which are not in opforge_core) and compile checks of the CUDA sources with the real nvcc.
 set(OVF_DIR ${CMAKE_CURRENT_SOURCE_DIR}/../src/kernels/overflow)
-# The test file matches the *_test.cpp glob of opforge_tests; it is compiled only here, through a
-# wrapper, so that opforge_tests does not need the kernel sources.
-set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels_overflow_test.cpp PROPERTIES HEADER_FILE_ONLY ON)
-file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/kernels_overflow_main.cpp
-     CONTENT "#include \"${CMAKE_CURRENT_SOURCE_DIR}/kernels_overflow_test.cpp\"\n")
-add_executable(kernels_overflow_tests ${CMAKE_CURRENT_BINARY_DIR}/kernels_overflow_main.cpp
+add_executable(kernels_overflow_tests ${CMAKE_CURRENT_SOURCE_DIR}/kernels_overflow_test.cpp
                ${OVF_DIR}/stats_cpu.cpp)
 target_include_directories(kernels_overflow_tests PRIVATE ${OVF_DIR})
+target_compile_options(kernels_overflow_tests PRIVATE ${OPFORGE_WARNINGS})
 target_link_libraries(kernels_overflow_tests PRIVATE GTest::gtest_main)
 gtest_discover_tests(kernels_overflow_tests TEST_PREFIX "kernels_overflow." DISCOVERY_TIMEOUT 60
                      PROPERTIES TIMEOUT 300)

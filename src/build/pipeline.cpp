@@ -9,6 +9,7 @@
 #include <fnmatch.h>
 
 #include "opforge/version.h"
+#include "util/hash.h"
 #include "util/strings.h"
 #include "wheel/isa.h"
 #include "wheel/wheel.h"
@@ -37,7 +38,7 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
                              const fs::path& recipe_file, const std::string& recipe_text) {
   nlohmann::json in;
   in["opforge_version"] = kVersion;
-  in["recipe"] = {{"path", recipe_file.string()}, {"sha256", record::sha256_hex(recipe_text)}};
+  in["recipe"] = {{"path", recipe_file.string()}, {"sha256", sha256_hex(recipe_text)}};
   in["source"] = {{"root", plan.source.root.string()}, {"commit", plan.source.commit},
                   {"dirty", plan.source.dirty}, {"release", plan.recipe.build.release}};
   if (plan.cuda.chosen) {
@@ -54,14 +55,9 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Gra
   nlohmann::json ops = nlohmann::json::object();
   for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
   in["ops"] = ops;
-  // The variables that change what is built (DeepSpeed/PyTorch conventions); each must pass
-  // record::recorded_variable, or the record will not read back.
   nlohmann::json env = nlohmann::json::object();
   for (auto& [k, v] : m.env.all())
-    if (k.starts_with("DS_BUILD_") || k == "TORCH_CUDA_ARCH_LIST" || k == "CUDA_HOME" ||
-        k == "CUDA_PATH" || k == "SOURCE_DATE_EPOCH" || k == "DS_SKIP_CUDA_CHECK" || k == "DS_ACCELERATOR" ||
-        k == "DS_ENABLE_NINJA" || k == "MAX_JOBS")
-      env[k] = v;
+    if (record::recorded_variable(k)) env[k] = v;
   in["environment"] = env;
   return in;
 }
@@ -71,8 +67,8 @@ std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
   std::string text = inputs.dump() + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
                      spec.description + "\n" + spec.requires_python + "\n" + std::to_string(spec.source_date_epoch);
   for (auto& f : spec.files)
-    text += "\n" + f.path + " " + std::to_string(f.mode) + " " + record::sha256_hex(f.content);
-  return record::sha256_hex(text);
+    text += "\n" + f.path + " " + std::to_string(f.mode) + " " + sha256_hex(f.content);
+  return sha256_hex(text);
 }
 
 /// The wheel `name` and its record in `dist`, when the record was made from these inputs
@@ -90,7 +86,7 @@ std::optional<std::pair<fs::path, record::Record>> find_reusable(probe::Machine 
   if (!rec || rec->wheel != name || rec->fingerprint != fingerprint) return std::nullopt;
   auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
   auto recorded = rec->outputs.find(name);
-  if (!bytes || recorded == rec->outputs.end() || record::sha256_hex(*bytes) != recorded->second) return std::nullopt;
+  if (!bytes || recorded == rec->outputs.end() || sha256_hex(*bytes) != recorded->second) return std::nullopt;
   return std::make_pair(wheel, *rec);
 }
 
@@ -137,7 +133,7 @@ bool describes(probe::Machine m, const fs::path& record_file, const fs::path& wh
   if (!rec || rec->wheel != wheel.filename().string()) return false;
   auto it = rec->outputs.find(rec->wheel);
   auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
-  return it != rec->outputs.end() && bytes && record::sha256_hex(*bytes) == it->second;
+  return it != rec->outputs.end() && bytes && sha256_hex(*bytes) == it->second;
 }
 
 /// Finishes or undoes a commit a kill interrupted, then removes opforge's stale temporaries from
@@ -291,7 +287,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
       }
     }
     outcome.wheel = plan.dist_dir / out.wheel.filename();
-    outcome.wheel_sha256 = record::sha256_hex(bytes);
+    outcome.wheel_sha256 = sha256_hex(bytes);
     outcome.steps_run = 1;
     auto parts = strings::split(out.wheel.stem().string(), '-');
     if (parts.size() >= 5) outcome.tags = {parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()};
@@ -357,7 +353,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   for (auto& o : ran.outputs) {
     auto bytes = OPFORGE_TRY(m.fs.read_file(o.library));
     files.push_back({"opforge_ops/_lib/" + o.library.filename().string(), bytes, 0755});
-    rec.outputs[o.library.filename().string()] = record::sha256_hex(bytes);
+    rec.outputs[o.library.filename().string()] = sha256_hex(bytes);
     info.ops.push_back(o.op);
     for (auto& d : plan.ops)
       if (d.manifest.name == o.op) {

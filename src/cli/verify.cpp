@@ -10,6 +10,7 @@
 #include "probe/overlay_environment.h"
 #include "recipe/recipe.h"
 #include "source/source.h"
+#include "util/hash.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
@@ -19,11 +20,6 @@ namespace {
 
 /// Recipes are small; this keeps a record from pointing verify at something endless.
 constexpr std::uint64_t kMaxRecipeBytes = 16 * 1024 * 1024;
-
-/// The rebuild sees every recorded variable; these, when unset at record time, stay unset.
-bool unset_unless_recorded(const std::string& name) {
-  return name.starts_with("DS_BUILD_") || name == "TORCH_CUDA_ARCH_LIST" || name == "SOURCE_DATE_EPOCH";
-}
 
 Status verify_wheel(const std::string& path) {
   auto m = probe::real_machine();
@@ -60,7 +56,7 @@ Result<Checked> check_record(probe::Machine m, const std::string& path, const re
   if (!text)
     return bad_input(path + ": the recipe the record names cannot be read: " + text.error().message,
                      "verify rebuilds from the recipe the record names; restore it there");
-  auto sha = record::sha256_hex(*text);
+  auto sha = sha256_hex(*text);
   if (sha != rec.recipe_sha256)
     return bad_input(path + ": the recipe " + rec.recipe_path + " has changed since the record was written (sha256 " +
                          sha + ", the record holds " + rec.recipe_sha256 + ")",
@@ -120,7 +116,9 @@ Status verify_record(const std::string& path, bool allow_run) {
     return bad_input(path + ": nothing was run: verifying a record rebuilds it, running what is listed above",
                      "read the list, then pass --allow-run to rebuild and compare");
 
-  probe::OverlayEnvironment env(m.env, expected.environment, unset_unless_recorded);
+  // The rebuild sees every recorded variable; one unset at record time stays unset.
+  probe::OverlayEnvironment env(m.env, expected.environment,
+                                [](const std::string& name) { return record::recorded_variable(name); });
   probe::Machine rebuild{m.fs, m.proc, env, m.dl};
   build::PipelineOptions options;
   // A release is rebuilt from its own commit: a branch that has moved since is refused by name.

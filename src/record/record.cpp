@@ -2,7 +2,6 @@
 
 #include <charconv>
 
-#include "util/hash.h"
 
 namespace opforge::record {
 namespace {
@@ -125,8 +124,10 @@ Result<int> format_version(const fs::path& file, const nlohmann::json& j) {
 
 bool recorded_variable(std::string_view name) {
   return name.starts_with("DS_") || name == "TORCH_CUDA_ARCH_LIST" || name == "CUDA_HOME" ||
-         name == "CUDA_PATH" || name == "SOURCE_DATE_EPOCH";
+         name == "CUDA_PATH" || name == "SOURCE_DATE_EPOCH" || name == "MAX_JOBS";
 }
+
+const std::string_view kRecordedVariables = "DS_*, TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS";
 
 fs::path path_for(const fs::path& wheel_path) {
   return wheel_path.parent_path() / (wheel_path.filename().string() + ".opforge-record.json");
@@ -180,8 +181,7 @@ Result<Record> parse(const fs::path& file, std::string_view text) {
   for (const auto& [name, value] : r.environment)
     if (!recorded_variable(name))
       return bad_input(file.string() + ": field 'inputs.environment." + name.substr(0, 100) +
-                           "' is not a variable opforge records (DS_*, TORCH_CUDA_ARCH_LIST, CUDA_HOME, "
-                           "CUDA_PATH, SOURCE_DATE_EPOCH)",
+                           "' is not a variable opforge records (" + std::string(kRecordedVariables) + ")",
                        "this is not a record opforge wrote; pass the .opforge-record.json written beside a wheel");
   OPFORGE_CHECK(read.string_list(*inputs, in, "command", r.command));
   OPFORGE_CHECK(read.string(*inputs, in, "fingerprint", r.fingerprint));
@@ -206,8 +206,6 @@ Result<std::string> source_commit(const fs::path& file, const Record& record) {
 Status write(probe::FileSystem& fs, const fs::path& path, const Record& record) {
   return fs.write_file_atomic(path, render(record), 0644);
 }
-
-std::string sha256_hex(std::string_view bytes) { return opforge::sha256_hex(bytes); }
 
 std::vector<std::string> differences(const Record& expected, const Record& actual) {
   std::vector<std::string> out;

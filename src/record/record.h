@@ -52,11 +52,15 @@ struct Record {
   std::string fingerprint;                      ///< inputs.fingerprint (native builds)
 };
 
-/// The environment variables a record holds and `verify` replays: those that change what is
-/// built (DeepSpeed's DS_*, PyTorch's TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH,
-/// SOURCE_DATE_EPOCH). parse() refuses any other name in inputs.environment, so that a
-/// hand-written record cannot hand the rebuild LD_PRELOAD or PATH.
+/// The environment variables a build records and `verify` replays, the one list of them: those
+/// that change what is built (DeepSpeed's DS_*, PyTorch's TORCH_CUDA_ARCH_LIST and MAX_JOBS,
+/// CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH). The build records each one that is set; parse()
+/// refuses any other name in inputs.environment, so that a hand-written record cannot hand the
+/// rebuild LD_PRELOAD or PATH; the rebuild sees exactly the recorded ones (one unset at record
+/// time stays unset).
 bool recorded_variable(std::string_view name);
+/// recorded_variable's list as users read it: "DS_*, TORCH_CUDA_ARCH_LIST, ...".
+extern const std::string_view kRecordedVariables;
 
 /// "<dist>/<wheel>.opforge-record.json".
 fs::path path_for(const fs::path& wheel_path);
@@ -71,9 +75,6 @@ Result<Record> load(const probe::FileSystem& fs, const fs::path& file);
 
 /// The source commit a record names; bad_input when it names none (the build was not from git).
 Result<std::string> source_commit(const fs::path& file, const Record& record);
-
-/// Hex sha256 of bytes.
-std::string sha256_hex(std::string_view bytes);
 
 /// Names of outputs whose hashes differ (or that are missing on one side).
 std::vector<std::string> differences(const Record& expected, const Record& actual);

@@ -1,4 +1,3 @@
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <zip.h>
 
@@ -9,29 +8,13 @@
 #include <set>
 
 #include "opforge/version.h"
+#include "util/hash.h"
 #include "wheel/internal.h"
 #include "wheel/wheel.h"
 
 namespace opforge::wheel {
 
-// ------------------------------------------------------------------------------ hashing helpers
-
-std::string sha256_raw(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  return std::string(reinterpret_cast<char*>(md), len);
-}
-
-std::string sha256_hex(std::string_view data) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : sha256_raw(data)) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
+// ------------------------------------------------------------------------------ RECORD hashes
 
 std::string urlsafe_b64_nopad(std::string_view raw) {
   static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -231,10 +214,6 @@ bool in_dist_info(std::string_view path) {
          path.find('/', slash + 1) == std::string_view::npos;
 }
 
-struct DigestCloser {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-
 }  // namespace
 
 Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep, const Limits& limits) {
@@ -306,8 +285,7 @@ Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep, const
     if (!e.is_directory) {
       zip_file_t* zf = zip_fopen_index(za.get(), i, 0);
       if (!zf) return bad_input("cannot open zip entry " + e.path + ": " + zip_strerror(za.get()));
-      std::unique_ptr<EVP_MD_CTX, DigestCloser> md(EVP_MD_CTX_new());
-      EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+      Sha256 md;
       bool kept = keep == Keep::all || in_dist_info(e.path);
       bool first = true;
       for (;;) {
@@ -325,16 +303,13 @@ Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep, const
           zip_fclose(zf);
           return bad_input("zip entry " + e.path + " holds more than its declared " + std::to_string(st.size) + " bytes");
         }
-        EVP_DigestUpdate(md.get(), chunk.data(), chunk.size());
+        md.update(chunk);
         if (kept) e.content.append(chunk);
       }
       zip_fclose(zf);
       if (e.size != st.size)
         return bad_input("cannot read zip entry " + e.path + " (corrupt data)");
-      unsigned char digest[EVP_MAX_MD_SIZE];
-      unsigned len = 0;
-      EVP_DigestFinal_ex(md.get(), digest, &len);
-      e.sha256.assign(reinterpret_cast<char*>(digest), len);
+      e.sha256 = md.finish_raw();
     } else {
       e.sha256 = sha256_raw("");
     }

@@ -1,12 +1,10 @@
 #pragma once
 /// Helpers shared by the wheel/ sources (not part of the public API).
+#include "util/hash.h"
 #include "wheel/wheel.h"
 
 namespace opforge::wheel {
 
-std::string sha256_hex(std::string_view data);
-/// The raw 32-byte sha256 digest.
-std::string sha256_raw(std::string_view data);
 /// "sha256=<urlsafe base64 without padding>" as RECORD wants it.
 std::string record_hash(std::string_view content);
 std::string urlsafe_b64_nopad(std::string_view raw);
