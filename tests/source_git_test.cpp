@@ -6,12 +6,15 @@
 #include <fstream>
 #include <string>
 
+#include "probe/machine.h"
 #include "source/source.h"
 
 namespace fs = std::filesystem;
 using namespace opforge;
 
 namespace {
+
+probe::FileSystem& disk() { return probe::real_machine().fs; }
 
 std::string sh(const std::string& cmd) {
   std::string out;
@@ -64,7 +67,7 @@ class SourceGit : public ::testing::Test {
 }  // namespace
 
 TEST_F(SourceGit, InspectCleanTree) {
-  auto info = source::inspect(repo);
+  auto info = source::inspect(disk(), repo);
   ASSERT_TRUE(info) << info.error().render();
   ASSERT_TRUE(info->has_value());
   EXPECT_EQ((*info)->commit, second);
@@ -78,37 +81,37 @@ TEST_F(SourceGit, InspectCleanTree) {
 
 TEST_F(SourceGit, InspectDirtyModifiedStagedUntrackedButNotIgnored) {
   write(repo / "ops" / "x.o", "ignored");
-  EXPECT_FALSE((**source::inspect(repo)).dirty) << "ignored files do not make a tree dirty";
+  EXPECT_FALSE((**source::inspect(disk(), repo)).dirty) << "ignored files do not make a tree dirty";
   write(repo / "new.txt", "untracked");
-  EXPECT_TRUE((**source::inspect(repo)).dirty) << "untracked files count";
+  EXPECT_TRUE((**source::inspect(disk(), repo)).dirty) << "untracked files count";
   fs::remove(repo / "new.txt");
   write(repo / "ops" / "a.cpp", "int a = 3;\n");
-  EXPECT_TRUE((**source::inspect(repo)).dirty);
+  EXPECT_TRUE((**source::inspect(disk(), repo)).dirty);
   git("add -A");
-  EXPECT_TRUE((**source::inspect(repo)).dirty) << "staged changes count";
+  EXPECT_TRUE((**source::inspect(disk(), repo)).dirty) << "staged changes count";
 }
 
 TEST_F(SourceGit, InspectSubfolderOnlySeesItsOwnChanges) {
   write(repo / "docs" / "notes.txt", "elsewhere");
-  auto info = source::inspect(repo / "ops");
+  auto info = source::inspect(disk(), repo / "ops");
   ASSERT_TRUE(info && info->has_value());
   EXPECT_FALSE((*info)->dirty);
   EXPECT_EQ((*info)->commit, second);
   write(repo / "ops" / "b.cpp", "int b;\n");
-  EXPECT_TRUE((**source::inspect(repo / "ops")).dirty);
+  EXPECT_TRUE((**source::inspect(disk(), repo / "ops")).dirty);
 }
 
 TEST_F(SourceGit, InspectNonGitFolderIsNoCommit) {
   fs::path plain = dir / "plain";
   fs::create_directories(plain);
-  auto info = source::inspect(plain);
+  auto info = source::inspect(disk(), plain);
   ASSERT_TRUE(info) << info.error().render();
   EXPECT_FALSE(info->has_value());
 }
 
 TEST_F(SourceGit, FetchTagBranchCommitAndReuseClone) {
   fs::path cache = dir / "cache";
-  auto tag = source::fetch(repo.string(), "v1.0", cache);
+  auto tag = source::fetch(disk(), repo.string(), "v1.0", cache);
   ASSERT_TRUE(tag) << tag.error().render();
   EXPECT_EQ(tag->commit, first);
   EXPECT_EQ(tag->resolved_from, "tag");
@@ -118,14 +121,14 @@ TEST_F(SourceGit, FetchTagBranchCommitAndReuseClone) {
   std::string text((std::istreambuf_iterator<char>(a)), {});
   EXPECT_EQ(text, "int a;\n");
 
-  auto branch = source::fetch(repo.string(), "main", cache);
+  auto branch = source::fetch(disk(), repo.string(), "main", cache);
   ASSERT_TRUE(branch) << branch.error().render();
   EXPECT_EQ(branch->commit, second);
   EXPECT_EQ(branch->resolved_from, "branch");
   EXPECT_TRUE(branch->reused_clone) << "the second fetch must not clone again";
   EXPECT_NE(branch->root, tag->root);
 
-  auto by_id = source::fetch("file://" + repo.string(), first.substr(0, 10), cache);
+  auto by_id = source::fetch(disk(), "file://" + repo.string(), first.substr(0, 10), cache);
   ASSERT_TRUE(by_id) << by_id.error().render();
   EXPECT_EQ(by_id->commit, first);
   EXPECT_EQ(by_id->resolved_from, "commit");
@@ -138,24 +141,24 @@ TEST_F(SourceGit, FetchTagBranchCommitAndReuseClone) {
 
 TEST_F(SourceGit, FetchPicksUpNewCommitsOfABranchAndMissingRevs) {
   fs::path cache = dir / "cache";
-  ASSERT_TRUE(source::fetch(repo.string(), "v1.0", cache));
+  ASSERT_TRUE(source::fetch(disk(), repo.string(), "v1.0", cache));
   write(repo / "ops" / "c.cpp", "int c;\n");
   git("add -A");
   commit("third", "2024-03-02T03:04:05Z");
   git("tag v2.0");
   std::string third = git("rev-parse HEAD");
-  auto branch = source::fetch(repo.string(), "main", cache);
+  auto branch = source::fetch(disk(), repo.string(), "main", cache);
   ASSERT_TRUE(branch) << branch.error().render();
   EXPECT_EQ(branch->commit, third);
   EXPECT_TRUE(branch->reused_clone);
-  auto tag = source::fetch(repo.string(), "v2.0", cache);
+  auto tag = source::fetch(disk(), repo.string(), "v2.0", cache);
   ASSERT_TRUE(tag) << tag.error().render();
   EXPECT_EQ(tag->commit, third);
   EXPECT_TRUE(fs::exists(tag->root / "ops" / "c.cpp"));
 }
 
 TEST_F(SourceGit, FetchUnknownRevListsTagsAndBranches) {
-  auto r = source::fetch(repo.string(), "v9.9", dir / "cache");
+  auto r = source::fetch(disk(), repo.string(), "v9.9", dir / "cache");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
   EXPECT_NE(r.error().message.find("\"v9.9\""), std::string::npos) << r.error().message;
@@ -163,11 +166,11 @@ TEST_F(SourceGit, FetchUnknownRevListsTagsAndBranches) {
 }
 
 TEST_F(SourceGit, FetchBadUrl) {
-  auto r = source::fetch((dir / "nope").string(), "v1.0", dir / "cache");
+  auto r = source::fetch(disk(), (dir / "nope").string(), "v1.0", dir / "cache");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
   EXPECT_NE(r.error().message.find("no such repository"), std::string::npos) << r.error().message;
-  auto r2 = source::fetch("file://" + (dir / "nope").string(), "v1.0", dir / "cache");
+  auto r2 = source::fetch(disk(), "file://" + (dir / "nope").string(), "v1.0", dir / "cache");
   ASSERT_FALSE(r2);
   EXPECT_EQ(r2.error().kind, ErrorKind::bad_input);
   EXPECT_NE(r2.error().message.find("cannot clone"), std::string::npos) << r2.error().message;
@@ -176,14 +179,14 @@ TEST_F(SourceGit, FetchBadUrl) {
 
 TEST_F(SourceGit, ReleaseRefusesDirtyTreesAndMovingRevs) {
   write(repo / "stray.txt", "x");
-  auto dirty = **source::inspect(repo);
+  auto dirty = **source::inspect(disk(), repo);
   auto r = source::check_release(dirty, "HEAD", false, std::nullopt);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
   EXPECT_NE(r.error().message.find("uncommitted or untracked"), std::string::npos);
 
   fs::path cache = dir / "cache";
-  auto branch = *source::fetch(repo.string(), "main", cache);
+  auto branch = *source::fetch(disk(), repo.string(), "main", cache);
   auto moving = source::check_release(branch, "main", branch.resolved_from == "branch", std::nullopt);
   ASSERT_FALSE(moving);
   EXPECT_NE(moving.error().message.find("is a branch"), std::string::npos);
@@ -193,7 +196,7 @@ TEST_F(SourceGit, ReleaseRefusesDirtyTreesAndMovingRevs) {
   ASSERT_FALSE(other);
   EXPECT_NE(other.error().message.find(first), std::string::npos);
 
-  auto tag = *source::fetch(repo.string(), "v1.0", cache);
+  auto tag = *source::fetch(disk(), repo.string(), "v1.0", cache);
   EXPECT_TRUE(source::check_release(tag, "v1.0", false, std::nullopt));
   EXPECT_FALSE(source::check_release(source::Info{}, "", false, std::nullopt));
 }

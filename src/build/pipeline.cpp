@@ -247,17 +247,15 @@ Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std:
 }  // namespace
 
 fs::path default_python_package(const probe::FileSystem& fs) {
-  fs::path from_source = fs::path(OPFORGE_SOURCE_DIR) / "src/python/opforge_ops";
-  if (fs.resolved_type(from_source) == probe::FileType::directory) return from_source;
-  return fs::path(OPFORGE_DATA_DIR) / "src/python/opforge_ops";
+  return probe::data_dir(fs) / "src/python/opforge_ops";
 }
 
 Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const PipelineOptions& options) {
   Outcome outcome;
   outcome.plan = OPFORGE_TRY(plan::make(m, recipe_file, options.plan));
   plan::Plan& plan = outcome.plan;
-  if (options.build_dir) plan.build_dir = fs::absolute(*options.build_dir);
-  if (options.dist_dir) plan.dist_dir = fs::absolute(*options.dist_dir);
+  if (options.build_dir) plan.build_dir = m.fs.absolute(*options.build_dir);
+  if (options.dist_dir) plan.dist_dir = m.fs.absolute(*options.dist_dir);
   OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
   OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
@@ -294,7 +292,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     record::Record rec;
     rec.wheel = out.wheel.filename().string();
     rec.outputs[rec.wheel] = outcome.wheel_sha256;
-    rec.inputs = record_inputs(m, plan, Graph{}, fs::absolute(recipe_file), recipe_text);
+    rec.inputs = record_inputs(m, plan, Graph{}, m.fs.absolute(recipe_file), recipe_text);
     rec.inputs["command"] = plan.recipe.build.command;
     rec.inputs["command_log"] = out.log.string();
     rec.inputs["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
@@ -383,7 +381,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   spec.files = std::move(files);
   spec.source_date_epoch = plan.source_date_epoch;
 
-  rec.inputs = record_inputs(m, plan, graph, fs::absolute(recipe_file), recipe_text);
+  rec.inputs = record_inputs(m, plan, graph, m.fs.absolute(recipe_file), recipe_text);
   rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
   const auto name = OPFORGE_TRY(wheel::file_name(spec));
   auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));

@@ -109,7 +109,7 @@ json gather(probe::Machine m, const std::string& python, const std::string& reci
   }
 
   // Ops through the ops engineer's API, over the given or the bundled default recipe.
-  std::string rp = recipe_path.empty() ? std::string(OPFORGE_SOURCE_DIR) + "/recipes/default.toml" : recipe_path;
+  std::string rp = recipe_path.empty() ? (probe::data_dir(m.fs) / "recipes/default.toml").string() : recipe_path;
   json ops = json::array();
   if (auto rec = recipe::load(m, rp)) {
     std::filesystem::path src = rec->source.path.value_or(rec->dir);

@@ -70,7 +70,7 @@ Result<Checked> check_record(probe::Machine m, const std::string& path, const re
                               (rec.source.commit.empty() ? std::string("the one it resolves to") : rec.source.commit) + ")");
   } else {
     fs::path root = r.source.path.value_or(fs::path(rec.recipe_path).parent_path());
-    auto info = OPFORGE_TRY(source::inspect(root));
+    auto info = OPFORGE_TRY(source::inspect(m.fs, root));
     if (!rec.source.commit.empty()) {
       if (!info)
         return bad_input(path + ": the record names commit " + rec.source.commit + ", but the source " +

@@ -1,22 +1,15 @@
 #pragma once
-/// GPU architectures in TORCH_CUDA_ARCH_LIST syntax (docs/reference.md §3) and the GPUs of the machine.
+/// The GPUs of the machine and the architectures chosen for a build.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "target/arch.h"
+
 namespace opforge::devices {
 
-struct Arch {
-  int major = 0;
-  int minor = 0;
-  char suffix = 0;   ///< 0, 'a' (arch-specific) or 'f' (family)
-  bool ptx = false;  ///< +PTX: also embed compute_XY PTX
-  auto operator<=>(const Arch&) const = default;
-  std::string str() const;          ///< "9.0a+PTX"
-  std::string sm() const;           ///< "90a"
-  /// nvcc flags: -gencode=arch=compute_90a,code=sm_90a (and code=compute_90a for +PTX)
-  std::vector<std::string> gencode() const;
-};
+/// The arch type and its list syntax live in target/ (the recipe parser needs them too).
+using target::Arch;
 
 struct Gpu {
   int index = 0;

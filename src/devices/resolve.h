@@ -1,5 +1,5 @@
 #pragma once
-/// GPU architecture resolution: TORCH_CUDA_ARCH_LIST parsing, GPU reading, nvcc intersection.
+/// GPU architecture resolution: GPU reading, nvcc intersection, the arch list of a build.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,10 +11,7 @@
 
 namespace opforge::devices {
 
-/// TORCH_CUDA_ARCH_LIST syntax exactly as PyTorch (';' or ' ' separators, X.Y, 'a' suffix, +PTX,
-/// named arches of docs/reference.md §3). bad_input with Error::where.column = 1-based column of the
-/// offending entry inside `text` (the recipe parser adds file/line).
-Result<std::vector<Arch>> parse_arch_list(std::string_view text);
+using target::parse_arch_list;
 
 /// Parses `nvidia-smi --query-gpu=index,name,compute_cap --format=csv,noheader` output.
 std::vector<Gpu> parse_nvidia_smi(std::string_view text);

@@ -21,10 +21,10 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, boo
   }
   if (r.source.git) {
     auto cache = ops::default_cache_dir(m.env) / "git";
-    info = OPFORGE_TRY(source::fetch(*r.source.git, r.source.rev.value_or("HEAD"), cache));
+    info = OPFORGE_TRY(source::fetch(m.fs, *r.source.git, r.source.rev.value_or("HEAD"), cache));
   } else {
     out.root = r.source.path.value_or(r.dir);
-    info = OPFORGE_TRY(source::inspect(out.root));
+    info = OPFORGE_TRY(source::inspect(m.fs, out.root));
   }
   if (info) {
     if (r.source.git) out.root = info->root;

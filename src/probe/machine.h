@@ -42,6 +42,11 @@ class FileSystem {
   /// Absolute path with every symlink resolved.
   virtual Result<fs::path> canonical(const fs::path& path) const = 0;
   virtual std::optional<FileStamp> stamp(const fs::path& path) const = 0;
+  /// `path` made absolute against the working directory, as std::filesystem::absolute (no symlink
+  /// resolved, nothing need exist). The default suits fakes, whose working directory is "/".
+  virtual fs::path absolute(const fs::path& path) const {
+    return path.is_absolute() ? path : fs::path("/") / path;
+  }
   /// Reads a file a user named, which may be anything: bad_input ("PATH: no such file", "PATH: is a
   /// FIFO, not a regular file", "PATH: is N bytes, more than the limit of M") unless, after
   /// following symlinks, it is a regular file of at most `max_bytes`. Never blocks on a FIFO and
@@ -148,6 +153,11 @@ Machine real_machine();
 /// SIGKILLs itself here, so that tests can stop a build exactly at a dangerous moment (between
 /// two renames). Points: "wheel-written", "record-stashed", "wheel-renamed", "record-renamed".
 void stop_here_for_tests(const Environment& env, std::string_view point);
+
+/// Where opforge's own files are (recipes/, src/python/opforge_ops/, src/kernels/): the source
+/// tree this binary was built from while it still holds them (a development build), else the
+/// installed share/opforge folder.
+fs::path data_dir(const FileSystem& fs);
 
 /// Looks up `name` on a PATH-style list of folders; nullopt when absent.
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,

@@ -140,6 +140,11 @@ class RealFileSystem final : public FileSystem {
     if (ec) return std::unexpected(io_error("cannot read link", path, ec.value()));
     return target;
   }
+  fs::path absolute(const fs::path& path) const override {
+    std::error_code ec;
+    auto p = fs::absolute(path, ec);
+    return ec ? path : p;
+  }
   Result<fs::path> canonical(const fs::path& path) const override {
     std::error_code ec;
     auto p = fs::canonical(path, ec);
@@ -510,6 +515,14 @@ Machine real_machine() {
 void stop_here_for_tests(const Environment& env, std::string_view point) {
   if (env.get("OPFORGE_TEST_STOP_AT") == std::optional<std::string>(std::string(point))) ::kill(::getpid(), SIGKILL);
   if (env.get("OPFORGE_TEST_PAUSE_AT") == std::optional<std::string>(std::string(point))) ::kill(::getpid(), SIGSTOP);
+}
+
+fs::path data_dir(const FileSystem& fs) {
+  // Both are compiled in (CMakeLists.txt): the checkout wins so that a development build uses
+  // the ops and Python package beside it, not an older installed copy.
+  const fs::path source(OPFORGE_SOURCE_DIR);
+  if (fs.resolved_type(source / "src/python/opforge_ops") == FileType::directory) return source;
+  return fs::path(OPFORGE_DATA_DIR);
 }
 
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,

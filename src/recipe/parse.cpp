@@ -5,11 +5,11 @@
 #include "probe/machine.h"
 #include "recipe/recipe.h"
 #include "recipe/toml_reader.h"
+#include "target/arch.h"
 #include "util/scan.h"
 #include "util/strings.h"
 #include "util/version.h"
 
-#include "devices/resolve.h"
 #include "wheel/isa.h"
 
 namespace opforge::recipe {
@@ -292,7 +292,7 @@ Status check_arch_list(std::string_view text) {
                                    Location{{}, 0, static_cast<int>(start) + 1, {}}});
     start += entry.size() + 1;
   }
-  auto parsed = devices::parse_arch_list(text);
+  auto parsed = target::parse_arch_list(text);
   if (!parsed) return std::unexpected(parsed.error());
   return {};
 }

@@ -94,7 +94,7 @@ namespace opforge::recipe {
 /// relative [source] paths are absolute (against the file's real folder).
 Result<Recipe> load(probe::Machine m, const fs::path& file);
 
-/// Syntax of a TORCH_CUDA_ARCH_LIST-style list (devices::parse_arch_list); the error's
+/// Syntax of a TORCH_CUDA_ARCH_LIST-style list (target::parse_arch_list); the error's
 /// where.column is the column inside `text`.
 Status check_arch_list(std::string_view text);
 

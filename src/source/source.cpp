@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <system_error>
 
 #include <cctype>
 #include <unistd.h>
@@ -145,7 +144,7 @@ std::string cache_key(const std::string& url) {
   return name + "-" + hex;
 }
 
-Result<std::optional<Info>> inspect(const fs::path& path) {
+Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::path& path) {
   init_libgit2();
   git_repository* raw = nullptr;
   int rc = git_repository_open_ext(&raw, path.c_str(), 0, nullptr);
@@ -164,9 +163,8 @@ Result<std::optional<Info>> inspect(const fs::path& path) {
   if (!workdir.empty() && workdir.filename().empty()) info.root = workdir.parent_path();
 
   // Only changes under `path` count when it is a folder inside the tree.
-  std::error_code ec;
-  fs::path canon = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  fs::path top = fs::weakly_canonical(info.root, ec);
+  fs::path canon = files.canonical(path).value_or(files.absolute(path).lexically_normal());
+  fs::path top = files.canonical(info.root).value_or(info.root);
   std::string rel = canon.lexically_relative(top).generic_string();
   std::string spec = rel;
   char* spec_ptr = spec.data();
@@ -186,7 +184,8 @@ Result<std::optional<Info>> inspect(const fs::path& path) {
   return std::optional<Info>(std::move(info));
 }
 
-Result<Info> fetch(const std::string& url, const std::string& rev, const fs::path& cache_dir) {
+Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::string& rev,
+                   const fs::path& cache_dir) {
   init_libgit2();
   if (url.empty()) return bad_input("[source] git is empty", "give a repository url or path");
   if (rev.empty())
@@ -195,10 +194,10 @@ Result<Info> fetch(const std::string& url, const std::string& rev, const fs::pat
 
   // libgit2 takes local paths as they are; make them absolute so the clone's origin stays valid.
   std::string clone_url = url;
-  std::error_code ec;
+  auto exists = [&](const fs::path& p) { return files.resolved_type(p) != probe::FileType::none; };
   if (!looks_remote(url)) {
-    fs::path local = fs::absolute(url, ec);
-    if (!fs::exists(local, ec))
+    fs::path local = files.absolute(url);
+    if (!exists(local))
       return bad_input("[source] git = \"" + url + "\": no such repository (" + local.string() + ")",
                        "use an https://, ssh:// or file:// url, or an existing local path");
     clone_url = local.lexically_normal().string();
@@ -209,19 +208,19 @@ Result<Info> fetch(const std::string& url, const std::string& rev, const fs::pat
   Info result;
   Repo repo;
   git_repository* raw = nullptr;
-  if (fs::exists(bare / "HEAD", ec) && git_repository_open_bare(&raw, bare.c_str()) == 0) {
+  if (exists(bare / "HEAD") && git_repository_open_bare(&raw, bare.c_str()) == 0) {
     repo.reset(raw);
     result.reused_clone = true;
   } else {
-    fs::create_directories(slot, ec);
-    if (ec) return failure("cannot create the source cache " + slot.string() + ": " + ec.message());
+    if (auto made = files.create_directories(slot); !made)
+      return failure("cannot create the source cache " + slot.string() + ": " + made.error().message);
     fs::path tmp = slot / ("repo.git.tmp-" + std::to_string(::getpid()));
-    fs::remove_all(tmp, ec);
+    (void)files.remove_all(tmp);
     git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
     opts.bare = 1;
     if (git_clone(&raw, clone_url.c_str(), tmp.c_str(), &opts) != 0) {
       std::string why = last_git_error();
-      fs::remove_all(tmp, ec);
+      (void)files.remove_all(tmp);
       return bad_input("cannot clone " + url + ": " + why,
                        "check the [source] git url and that the repository is reachable");
     }
@@ -233,11 +232,11 @@ Result<Info> fetch(const std::string& url, const std::string& rev, const fs::pat
     // A bare clone maps branches to refs/heads/* already; fetch tags that are not on a branch too.
     OPFORGE_CHECK(fetch_all(clone.get(), url));
     clone.reset();
-    fs::rename(tmp, bare, ec);
-    if (ec) {
-      fs::remove_all(tmp, ec);
-      if (!fs::exists(bare / "HEAD"))
-        return failure("cannot move the clone into " + bare.string() + ": " + ec.message());
+    // A concurrent fetch may have put its clone in place first: then that one is used.
+    if (auto moved = files.rename(tmp, bare); !moved) {
+      (void)files.remove_all(tmp);
+      if (!exists(bare / "HEAD"))
+        return failure("cannot move the clone into " + bare.string() + ": " + moved.error().message);
     }
     if (git_repository_open_bare(&raw, bare.c_str()) != 0)
       return failure("cannot open the clone " + bare.string() + ": " + last_git_error());
@@ -261,25 +260,24 @@ Result<Info> fetch(const std::string& url, const std::string& rev, const fs::pat
   info.reused_clone = result.reused_clone;
   fs::path tree = slot / "trees" / info.commit;
   info.root = tree;
-  if (fs::exists(tree, ec)) return info;
+  if (exists(tree)) return info;
 
-  fs::create_directories(slot / "trees", ec);
   fs::path tmp = slot / "trees" / (info.commit + ".tmp-" + std::to_string(::getpid()));
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
+  (void)files.remove_all(tmp);
+  if (auto made = files.create_directories(tmp); !made)
+    return failure("cannot create the source cache " + tmp.string() + ": " + made.error().message);
   git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
   co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
   std::string target = tmp.string();
   co.target_directory = target.c_str();
   if (git_checkout_tree(repo.get(), reinterpret_cast<const git_object*>(found->commit.get()), &co) != 0) {
     std::string why = last_git_error();
-    fs::remove_all(tmp, ec);
+    (void)files.remove_all(tmp);
     return failure("cannot check out " + info.commit + " of " + url + ": " + why);
   }
-  fs::rename(tmp, tree, ec);
-  if (ec) {
-    fs::remove_all(tmp, ec);
-    if (!fs::exists(tree)) return failure("cannot move the checkout into " + tree.string());
+  if (auto moved = files.rename(tmp, tree); !moved) {
+    (void)files.remove_all(tmp);
+    if (!exists(tree)) return failure("cannot move the checkout into " + tree.string());
   }
   return info;
 }

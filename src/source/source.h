@@ -1,14 +1,16 @@
 #pragma once
 /// Source trees: what commit a local tree is at, and fetching a pinned git revision into a cache.
 /// This folder is the only place that includes git2.h (libgit2 1.5); the rest of opforge sees the
-/// data below. Like probe/, it touches the disk directly (through libgit2 and std::filesystem):
-/// it is the boundary, and its tests run on real repositories made in temporary folders.
+/// data below. libgit2 reads and writes repositories itself (that is the one exemption from
+/// "only probe/ touches the machine"); every other file operation here goes through
+/// probe::FileSystem. Its tests run on real repositories made in temporary folders.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "probe/machine.h"
 #include "util/error.h"
 
 namespace opforge::source {
@@ -33,7 +35,7 @@ struct Info {
 /// The git state of a local source folder. `path` may be the top of a work tree or a folder inside
 /// one (then only changes under `path` make it dirty). nullopt when `path` is not inside a git work
 /// tree or the repository has no commit yet; an error only for a broken repository.
-Result<std::optional<Info>> inspect(const fs::path& path);
+Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::path& path);
 
 /// Makes revision `rev` (tag, branch or commit id, full or abbreviated) of the repository at `url`
 /// (https://, ssh://, git@host:path, file://, or a local path) available read-only and returns its
@@ -45,7 +47,8 @@ Result<std::optional<Info>> inspect(const fs::path& path);
 /// clone is fetched again only when `rev` is missing from it or is a branch (branches move).
 /// Errors: bad_input for an unusable url or a rev that does not exist (the message lists some of the
 /// tags and branches that do); failed for I/O.
-Result<Info> fetch(const std::string& url, const std::string& rev, const fs::path& cache_dir);
+Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::string& rev,
+                   const fs::path& cache_dir);
 
 /// Release mode (`--release`, `[build] release = true`): refuses a dirty tree, a tree with no commit,
 /// and a moving rev (a branch) unless `expected_commit` (from a build record; full or >= 7 hex

@@ -1,10 +1,11 @@
 """The opforge_ops package core: import without torch/numpy, finding and loading op libraries,
 and the CUDA run-time checks with exact messages.
 
-Runs against the default wheel unpacked on PYTHONPATH (tests/python.cmake); where that is absent
-(a branch without the default_wheel fixture) it falls back to the source tree, and says so.
+Runs against the default wheel unpacked on PYTHONPATH (tests/python.cmake), never the source tree:
+a package without its built ops would pass most of these checks.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,18 +13,20 @@ import tempfile
 
 import pytest
 
+import opforge_ops
+from opforge_ops import _native
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_PACKAGE_DIR = os.path.normpath(os.path.join(HERE, '..', '..', 'src', 'python'))
 
-try:
-    import opforge_ops  # noqa: F401
-    FROM_WHEEL = True
-except ImportError:
-    sys.path.insert(0, SOURCE_PACKAGE_DIR)
-    FROM_WHEEL = False
 
-import opforge_ops  # noqa: E402
-from opforge_ops import _native  # noqa: E402
+def test_runs_against_the_built_wheel():
+    where = os.path.dirname(os.path.abspath(opforge_ops.__file__))
+    assert not where.startswith(SOURCE_PACKAGE_DIR + os.sep), (
+        f'opforge_ops was imported from the source tree ({where}); PYTHONPATH must hold the '
+        'unpacked default wheel (tests/python.cmake)')
+    assert opforge_ops.build_info['source_checkout'] is False
+    assert opforge_ops.build_info['ops'], 'the default wheel builds ops'
 
 
 def _python_path():
@@ -49,13 +52,12 @@ def test_version_and_build_info_agree():
     # Versions only, never absolute paths of the build machine.
     for key in ('toolkit_version', 'host_compiler', 'source_commit', 'opforge_version'):
         assert not str(info[key]).startswith('/'), key
-    if FROM_WHEEL:
-        assert info['source_checkout'] is False
-        # Every op the wheel says it built is there.
-        assert set(info['ops']) <= set(opforge_ops.available_ops())
+    # Every op the wheel says it built is there.
+    assert set(info['ops']) <= set(opforge_ops.available_ops())
 
 
 def test_every_built_op_loads_and_reports_its_abi():
+    assert opforge_ops.available_ops()
     for op in opforge_ops.available_ops():
         lib = _native.load(op)
         fn = getattr(lib, f'opforge_{op}_abi_version')
@@ -138,15 +140,29 @@ def test_arch_supports_rules():
     assert not _native.arch_supports(['9.0a'], (9, 1))
 
 
+def _nvidia_smi(*args):
+    return subprocess.run(['nvidia-smi', *args], capture_output=True, text=True, check=True).stdout
+
+
 def test_require_cuda_on_this_machine():
     driver = _native.driver_version()
     if isinstance(driver, str):
         with pytest.raises(opforge_ops.OpUnavailableError) as e:
             _native.require_cuda('overflow')
-        assert 'needs the NVIDIA driver (libcuda.so.1)' in str(e.value)
+        assert str(e.value) == (
+            "opforge_ops: op 'overflow' needs the NVIDIA driver (libcuda.so.1), which cannot be "
+            f"loaded: {driver}. Install the NVIDIA driver on this machine.")
         assert not _native.cuda_available('overflow')
-    else:
-        # A machine with a driver: the answer must agree with the pure check.
-        problem = _native.cuda_problem('overflow', opforge_ops.build_info, driver,
-                                       _native.device_capabilities())
-        assert _native.cuda_available('overflow') == (problem is None)
+        assert _native.device_capabilities() == []
+        return
+    # A machine with a driver: what the driver API reads must match nvidia-smi's own report.
+    assert shutil.which('nvidia-smi'), 'libcuda.so.1 loads but nvidia-smi is missing'
+    smi_cuda = re.search(r'CUDA Version: (\d+)\.(\d+)', _nvidia_smi())
+    assert smi_cuda, 'nvidia-smi prints no CUDA Version'
+    assert driver == (int(smi_cuda.group(1)), int(smi_cuda.group(2)))
+    if os.environ.get('CUDA_VISIBLE_DEVICES') is None:
+        caps = [tuple(int(x) for x in line.strip().split('.'))
+                for line in _nvidia_smi('--query-gpu=compute_cap', '--format=csv,noheader').splitlines()
+                if line.strip()]
+        # CUDA numbers GPUs fastest first, nvidia-smi by PCI bus: compare as sets of capabilities.
+        assert sorted(_native.device_capabilities()) == sorted(caps)

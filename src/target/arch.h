@@ -1,0 +1,29 @@
+#pragma once
+/// GPU architectures in TORCH_CUDA_ARCH_LIST syntax (docs/reference.md §3): pure data and its
+/// parser, below every stage that reads an arch list (recipe/, devices/).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.h"
+
+namespace opforge::target {
+
+struct Arch {
+  int major = 0;
+  int minor = 0;
+  char suffix = 0;   ///< 0, 'a' (arch-specific) or 'f' (family)
+  bool ptx = false;  ///< +PTX: also embed compute_XY PTX
+  auto operator<=>(const Arch&) const = default;
+  std::string str() const;          ///< "9.0a+PTX"
+  std::string sm() const;           ///< "90a"
+  /// nvcc flags: -gencode=arch=compute_90a,code=sm_90a (and code=compute_90a for +PTX)
+  std::vector<std::string> gencode() const;
+};
+
+/// TORCH_CUDA_ARCH_LIST syntax exactly as PyTorch (';' or ' ' separators, X.Y, 'a' suffix, +PTX,
+/// named arches of docs/reference.md §3). bad_input with Error::where.column = 1-based column of the
+/// offending entry inside `text` (the recipe parser adds file/line).
+Result<std::vector<Arch>> parse_arch_list(std::string_view text);
+
+}  // namespace opforge::target
