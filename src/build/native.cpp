@@ -89,6 +89,96 @@ Status check_graph(const Graph& graph, const fs::path& build) {
 
 }  // namespace
 
+namespace {
+
+/// What every compile and link of one plan shares.
+struct Toolset {
+  const plan::Plan& plan;
+  std::string cxx, cc;
+  const cuda::Toolkit* tk;
+  std::vector<std::string> prefix_maps;
+};
+
+/// Compiles one source of `op` into its object under `obj_dir`.
+Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::path& source, const fs::path& obj_dir,
+                          const std::vector<std::string>& includes) {
+  auto lang = language_of(source);
+  if (!lang)
+    return bad_input("op '" + op.name + "': cannot compile " + source.string(),
+                     "sources must end in .c, .cpp, .cc, .cxx or .cu");
+  const plan::Plan& plan = t.plan;
+  fs::path src = (op.dir / source).lexically_normal();
+  fs::path obj = object_path(obj_dir, source);
+  std::string seed = op.name + "/" + source.generic_string();
+  Step step;
+  step.inputs = {src};
+  step.output = obj;
+  step.depfile = obj.string() + ".d";
+  if (*lang == Lang::cuda) {
+    step.rule = "nvcc";
+    step.description = "nvcc " + seed;
+    step.argv = {t.tk->nvcc.string(), "-ccbin", t.cxx, "-std=c++17", "-O3", "-cudart=static",
+                 "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+                 "-frandom-seed=" + seed, "--compress-mode=default",
+                 // One nvcc thread per architecture, within the job budget: -j1 means one core.
+                 "--threads=" + std::to_string(std::max<size_t>(1, std::min<size_t>(plan.arch.arches.size(), plan.jobs)))};
+    for (auto& m : t.prefix_maps) step.argv.push_back("-Xcompiler=" + m);
+    if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
+    for (auto& arch : plan.arch.arches)
+      for (auto& g : arch.gencode()) step.argv.push_back(g);
+    for (auto& f : op.nvcc_flags) step.argv.push_back(f);
+  } else {
+    step.rule = *lang == Lang::c ? "cc" : "cxx";
+    step.description = (*lang == Lang::c ? "cc " : "c++ ") + seed;
+    step.argv = {*lang == Lang::c ? t.cc : t.cxx};
+    if (*lang == Lang::cxx) step.argv.push_back("-std=c++17");
+    for (auto f : {"-O2", "-g0", "-fPIC", "-fvisibility=hidden"}) step.argv.push_back(f);
+    step.argv.push_back("-frandom-seed=" + seed);
+    for (auto& m : t.prefix_maps) step.argv.push_back(m);
+    for (auto& f : op.cxx_flags) step.argv.push_back(f);
+    if (op.kind == ops::Kind::cuda && t.tk) step.argv.push_back("-I" + t.tk->include_dir.string());
+  }
+  for (auto& f : includes) step.argv.push_back(f);
+  if (auto it = op.source_flags.find(source.generic_string()); it != op.source_flags.end())
+    for (auto& f : it->second) step.argv.push_back(f);
+  step.argv.insert(step.argv.end(), {"-MD", "-MF", step.depfile, "-c", src.string(), "-o", obj.string()});
+  return step;
+}
+
+/// Links the objects of `op` into `unstripped` (static cudart for a CUDA op).
+Step link_step(const Toolset& t, const ops::Manifest& op, const std::string& lib_name,
+               const std::vector<fs::path>& objects, const fs::path& unstripped) {
+  Step link;
+  link.rule = "link";
+  link.description = "link " + lib_name;
+  link.argv = {t.cxx, "-shared", "-o", unstripped.string()};
+  for (auto& o : objects) link.argv.push_back(o.string());
+  link.argv.insert(link.argv.end(), {"-Wl,--build-id=none", "-Wl,-soname," + lib_name, "-Wl,-z,noexecstack"});
+  for (auto& f : op.ldflags) link.argv.push_back(f);
+  if (op.kind == ops::Kind::cuda) {
+    link.argv.push_back("-L" + t.tk->lib_dir.string());
+    link.argv.push_back("-lcudart_static");
+    for (auto l : {"-ldl", "-lrt", "-lpthread"}) link.argv.push_back(l);
+  }
+  for (auto& l : op.libraries) link.argv.push_back("-l" + l);
+  link.inputs = objects;
+  link.output = unstripped;
+  return link;
+}
+
+/// The .symtab keeps a tmpxft_<pid> file symbol from nvcc: strip it for identical bytes.
+Step strip_step(const std::string& lib_name, const fs::path& unstripped, const fs::path& library) {
+  Step strip;
+  strip.rule = "strip";
+  strip.description = "strip " + lib_name;
+  strip.argv = {"strip", "--strip-unneeded", "-o", library.string(), unstripped.string()};
+  strip.inputs = {unstripped};
+  strip.output = library;
+  return strip;
+}
+
+}  // namespace
+
 Result<Graph> describe(const plan::Plan& plan) {
   Graph graph;
   const fs::path& build = plan.build_dir;
@@ -102,13 +192,12 @@ Result<Graph> describe(const plan::Plan& plan) {
   // Reproducibility (docs/reference.md §5): paths mapped, a stable seed per file, no build id, no debug info.
   std::vector<std::string> prefix_maps = {"-ffile-prefix-map=" + src_root.string() + "=.",
                                           "-ffile-prefix-map=" + build.string() + "=build"};
+  const Toolset tools{plan, cxx, cc, plan.cuda.chosen ? &*plan.cuda.chosen : nullptr, prefix_maps};
 
   for (const auto& decision : plan.ops) {
     if (!decision.build) continue;
     const auto& op = decision.manifest;
-    bool cuda_op = op.kind == ops::Kind::cuda;
-    const cuda::Toolkit* tk = plan.cuda.chosen ? &*plan.cuda.chosen : nullptr;
-    if (cuda_op && !tk)
+    if (op.kind == ops::Kind::cuda && !tools.tk)
       return unsatisfied("op '" + op.name + "' needs a CUDA toolkit, and none was resolved");
 
     fs::path obj_dir = build / "obj" / op.name;
@@ -125,78 +214,14 @@ Result<Graph> describe(const plan::Plan& plan) {
     OpOutputs outputs{op.name, library, {}};
     std::vector<fs::path> objects;
     for (auto& source : op.sources) {
-      auto lang = language_of(source);
-      if (!lang)
-        return bad_input("op '" + op.name + "': cannot compile " + source.string(),
-                         "sources must end in .c, .cpp, .cc, .cxx or .cu");
-      fs::path src = (op.dir / source).lexically_normal();
-      fs::path obj = object_path(obj_dir, source);
-      std::string seed = op.name + "/" + source.generic_string();
-      std::vector<std::string> extra;
-      if (auto it = op.source_flags.find(source.generic_string()); it != op.source_flags.end())
-        extra = it->second;
-
-      Step step;
-      step.inputs = {src};
-      step.output = obj;
-      step.depfile = obj.string() + ".d";
-      if (*lang == Lang::cuda) {
-        step.rule = "nvcc";
-        step.description = "nvcc " + seed;
-        step.argv = {tk->nvcc.string(), "-ccbin", cxx, "-std=c++17", "-O3", "-cudart=static",
-                     "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
-                     "-frandom-seed=" + seed, "--compress-mode=default",
-                     // One nvcc thread per architecture, within the job budget: -j1 means one core.
-                     "--threads=" + std::to_string(std::max<size_t>(1, std::min<size_t>(plan.arch.arches.size(), plan.jobs)))};
-        for (auto& m : prefix_maps) step.argv.push_back("-Xcompiler=" + m);
-        if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
-        for (auto& arch : plan.arch.arches)
-          for (auto& g : arch.gencode()) step.argv.push_back(g);
-        for (auto& f : op.nvcc_flags) step.argv.push_back(f);
-      } else {
-        step.rule = *lang == Lang::c ? "cc" : "cxx";
-        step.description = (*lang == Lang::c ? "cc " : "c++ ") + seed;
-        step.argv = {*lang == Lang::c ? cc : cxx};
-        if (*lang == Lang::cxx) step.argv.push_back("-std=c++17");
-        for (auto f : {"-O2", "-g0", "-fPIC", "-fvisibility=hidden"}) step.argv.push_back(f);
-        step.argv.push_back("-frandom-seed=" + seed);
-        for (auto& m : prefix_maps) step.argv.push_back(m);
-        for (auto& f : op.cxx_flags) step.argv.push_back(f);
-        if (cuda_op && tk) step.argv.push_back("-I" + tk->include_dir.string());
-      }
-      for (auto& f : includes) step.argv.push_back(f);
-      for (auto& f : extra) step.argv.push_back(f);
-      step.argv.insert(step.argv.end(), {"-MD", "-MF", step.depfile, "-c", src.string(), "-o", obj.string()});
+      Step step = OPFORGE_TRY(compile_step(tools, op, source, obj_dir, includes));
+      // The flags of the op's first compile: its argv without the compiler and the "-MD … -o OBJ" tail.
       if (outputs.flags.empty()) outputs.flags = std::vector<std::string>(step.argv.begin() + 1, step.argv.end() - 7);
-      objects.push_back(obj);
+      objects.push_back(step.output);
       graph.steps.push_back(std::move(step));
     }
-
-    Step link;
-    link.rule = "link";
-    link.description = "link " + lib_name;
-    link.argv = {cxx, "-shared", "-o", unstripped.string()};
-    for (auto& o : objects) link.argv.push_back(o.string());
-    link.argv.insert(link.argv.end(), {"-Wl,--build-id=none", "-Wl,-soname," + lib_name, "-Wl,-z,noexecstack"});
-    for (auto& f : op.ldflags) link.argv.push_back(f);
-    if (cuda_op) {
-      link.argv.push_back("-L" + tk->lib_dir.string());
-      link.argv.push_back("-lcudart_static");
-      for (auto l : {"-ldl", "-lrt", "-lpthread"}) link.argv.push_back(l);
-    }
-    for (auto& l : op.libraries) link.argv.push_back("-l" + l);
-    link.inputs = objects;
-    link.output = unstripped;
-    graph.steps.push_back(link);
-
-    // The .symtab keeps a tmpxft_<pid> file symbol from nvcc: strip it for identical bytes.
-    Step strip;
-    strip.rule = "strip";
-    strip.description = "strip " + lib_name;
-    strip.argv = {"strip", "--strip-unneeded", "-o", library.string(), unstripped.string()};
-    strip.inputs = {unstripped};
-    strip.output = library;
-    graph.steps.push_back(strip);
+    graph.steps.push_back(link_step(tools, op, lib_name, objects, unstripped));
+    graph.steps.push_back(strip_step(lib_name, unstripped, library));
     graph.outputs.push_back(std::move(outputs));
   }
   OPFORGE_CHECK(check_ninja_string(build.string(), true));

@@ -244,6 +244,106 @@ Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std:
   return wheel::require_cpu_target(checks, *target);
 }
 
+/// A setup.py-style project builds its own wheel; opforge sets the environment, then
+/// normalises the wheel (into the build folder) and commits it with its record.
+Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
+                                   const std::string& recipe_text, const PipelineOptions& options) {
+  const plan::Plan& plan = outcome.plan;
+  plan::Plan staged = plan;
+  staged.dist_dir = plan.build_dir / "normalized";
+  auto out = OPFORGE_TRY(run_command_backend(m, staged, options.on_line));
+  auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
+  if (!plan.recipe.build.cpu_target.empty()) {
+    auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
+    std::vector<std::pair<std::string, std::string_view>> files;
+    for (const auto& e : entries) files.emplace_back(e.path, e.content);
+    if (auto checked = check_cpu_target(plan, files, {}); !checked) {
+      // Not a wheel for this recipe: it stays in the build folder (never in dist/) to be inspected.
+      Error e = checked.error();
+      e.hint += "; the refused wheel is " + out.wheel.string() + " (`opforge inspect` it)";
+      return std::unexpected(e);
+    }
+  }
+  outcome.wheel = plan.dist_dir / out.wheel.filename();
+  outcome.wheel_sha256 = sha256_hex(bytes);
+  outcome.steps_run = 1;
+  auto parts = strings::split(out.wheel.stem().string(), '-');
+  if (parts.size() >= 5) outcome.tags = {parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()};
+  record::Record rec;
+  rec.wheel = out.wheel.filename().string();
+  rec.outputs[rec.wheel] = outcome.wheel_sha256;
+  rec.inputs = record_inputs(m, plan, Graph{}, m.fs.absolute(recipe_file), recipe_text);
+  rec.inputs["command"] = plan.recipe.build.command;
+  rec.inputs["command_log"] = out.log.string();
+  rec.inputs["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
+  rec.inputs["catalogue"] = plan.source.catalogue;
+  // The ops the plan decided, and (DeepSpeed) those its installed-ops record lists: setup.py may
+  // add dependencies (async_io brings pin_memory).
+  nlohmann::json ops = nlohmann::json::object();
+  for (auto& d : plan.ops)
+    if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
+  rec.inputs["ops"] = ops;
+  if (plan.source.catalogue == "op_builder") rec.inputs["ops_installed"] = out.installed_ops;
+  if (plan.cuda.torch && plan.cuda.torch->torch_version)
+    rec.inputs["torch"] = {{"version", *plan.cuda.torch->torch_version},
+                           {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
+                           {"python", plan.cuda.torch->python},
+                           {"requirement", torch_requirement(*plan.cuda.torch->torch_version)}};
+  // What the command ran with, beyond the caller's environment.
+  nlohmann::json cenv = nlohmann::json::object();
+  for (auto& [k, v] : out.env) {
+    auto base = m.env.get(k);
+    if (!base || *base != v) cenv[k] = v;
+  }
+  rec.inputs["command_environment"] = cenv;
+  outcome.record_path = record::path_for(outcome.wheel);
+  {
+    auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+    OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+    OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
+  }
+  (void)m.fs.remove(out.wheel);
+  outcome.record = std::move(rec);
+  return outcome;
+}
+
+/// What goes into the wheel besides the package: the op libraries (their hashes into `hashes`) and
+/// build_info.py, checked against the recipe's cpu_target, sorted by path.
+Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan& plan, const RunResult& ran,
+                                             const fs::path& package, wheel::BuildInfo& info,
+                                             std::map<std::string, std::string>& hashes) {
+  auto files = OPFORGE_TRY(wheel::collect_files(m.fs, package, "opforge_ops"));
+  std::erase_if(files, [](const wheel::File& f) { return f.path == "opforge_ops/build_info.py"; });
+  info.opforge_version = kVersion;
+  info.package_version = plan.wheel_version;
+  info.toolkit_version = plan.cuda.chosen ? plan.cuda.chosen->version.str() : "";
+  info.host_compiler = compiler_text(plan);
+  info.source_commit = plan.source.commit;
+  bool any_cuda = false;
+  for (auto& o : ran.outputs) {
+    auto bytes = OPFORGE_TRY(m.fs.read_file(o.library));
+    files.push_back({"opforge_ops/_lib/" + o.library.filename().string(), bytes, 0755});
+    hashes[o.library.filename().string()] = sha256_hex(bytes);
+    info.ops.push_back(o.op);
+    for (auto& d : plan.ops)
+      if (d.manifest.name == o.op) {
+        bool cuda_op = d.manifest.kind == ops::Kind::cuda;
+        any_cuda |= cuda_op;
+        info.op_kinds[o.op] = cuda_op ? "cuda" : "cpu";
+      }
+  }
+  if (any_cuda)
+    for (auto& a : plan.arch.arches) info.arch_list.push_back(a.str());
+  std::vector<std::pair<std::string, std::string_view>> elfs;
+  std::map<std::string, std::string> op_of_path;
+  for (auto& o : ran.outputs) op_of_path["opforge_ops/_lib/" + o.library.filename().string()] = o.op;
+  for (auto& f : files) elfs.emplace_back(f.path, f.content);
+  OPFORGE_CHECK(check_cpu_target(plan, elfs, op_of_path));
+  files.push_back({"opforge_ops/build_info.py", OPFORGE_TRY(wheel::build_info_py(info)), 0644});
+  std::sort(files.begin(), files.end(), [](auto& a, auto& b) { return a.path < b.path; });
+  return files;
+}
+
 }  // namespace
 
 fs::path default_python_package(const probe::FileSystem& fs) {
@@ -265,67 +365,8 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
   }
   auto recipe_text = m.fs.read_file(recipe_file).value_or("");
-
-  if (plan.recipe.build.backend == recipe::Backend::command) {
-    // A setup.py-style project builds its own wheel; opforge sets the environment, then
-    // normalises the wheel (into the build folder) and commits it with its record.
-    plan::Plan staged = plan;
-    staged.dist_dir = plan.build_dir / "normalized";
-    auto out = OPFORGE_TRY(run_command_backend(m, staged, options.on_line));
-    auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
-    if (!plan.recipe.build.cpu_target.empty()) {
-      auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
-      std::vector<std::pair<std::string, std::string_view>> files;
-      for (const auto& e : entries) files.emplace_back(e.path, e.content);
-      if (auto checked = check_cpu_target(plan, files, {}); !checked) {
-        // Not a wheel for this recipe: it stays in the build folder (never in dist/) to be inspected.
-        Error e = checked.error();
-        e.hint += "; the refused wheel is " + out.wheel.string() + " (`opforge inspect` it)";
-        return std::unexpected(e);
-      }
-    }
-    outcome.wheel = plan.dist_dir / out.wheel.filename();
-    outcome.wheel_sha256 = sha256_hex(bytes);
-    outcome.steps_run = 1;
-    auto parts = strings::split(out.wheel.stem().string(), '-');
-    if (parts.size() >= 5) outcome.tags = {parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()};
-    record::Record rec;
-    rec.wheel = out.wheel.filename().string();
-    rec.outputs[rec.wheel] = outcome.wheel_sha256;
-    rec.inputs = record_inputs(m, plan, Graph{}, m.fs.absolute(recipe_file), recipe_text);
-    rec.inputs["command"] = plan.recipe.build.command;
-    rec.inputs["command_log"] = out.log.string();
-    rec.inputs["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
-    rec.inputs["catalogue"] = plan.source.catalogue;
-    // The ops the plan decided, and (DeepSpeed) those its installed-ops record lists: setup.py may
-    // add dependencies (async_io brings pin_memory).
-    nlohmann::json ops = nlohmann::json::object();
-    for (auto& d : plan.ops)
-      if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
-    rec.inputs["ops"] = ops;
-    if (plan.source.catalogue == "op_builder") rec.inputs["ops_installed"] = out.installed_ops;
-    if (plan.cuda.torch && plan.cuda.torch->torch_version)
-      rec.inputs["torch"] = {{"version", *plan.cuda.torch->torch_version},
-                             {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
-                             {"python", plan.cuda.torch->python},
-                             {"requirement", torch_requirement(*plan.cuda.torch->torch_version)}};
-    // What the command ran with, beyond the caller's environment.
-    nlohmann::json cenv = nlohmann::json::object();
-    for (auto& [k, v] : out.env) {
-      auto base = m.env.get(k);
-      if (!base || *base != v) cenv[k] = v;
-    }
-    rec.inputs["command_environment"] = cenv;
-    outcome.record_path = record::path_for(outcome.wheel);
-    {
-      auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
-      OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
-      OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
-    }
-    (void)m.fs.remove(out.wheel);
-    outcome.record = std::move(rec);
-    return outcome;
-  }
+  if (plan.recipe.build.backend == recipe::Backend::command)
+    return build_with_command(m, std::move(outcome), recipe_file, recipe_text, options);
 
   RunOptions run_options;
   run_options.launcher = options.launcher;
@@ -338,39 +379,9 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
 
   // The wheel: the pure-Python package, the op libraries, and build_info.py.
   fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;
-  auto files = OPFORGE_TRY(wheel::collect_files(m.fs, package, "opforge_ops"));
-  std::erase_if(files, [](const wheel::File& f) { return f.path == "opforge_ops/build_info.py"; });
   wheel::BuildInfo info;
-  info.opforge_version = kVersion;
-  info.package_version = plan.wheel_version;
-  info.toolkit_version = plan.cuda.chosen ? plan.cuda.chosen->version.str() : "";
-  info.host_compiler = compiler_text(plan);
-  info.source_commit = plan.source.commit;
   record::Record rec;
-  bool any_cuda = false;
-  for (auto& o : ran.outputs) {
-    auto bytes = OPFORGE_TRY(m.fs.read_file(o.library));
-    files.push_back({"opforge_ops/_lib/" + o.library.filename().string(), bytes, 0755});
-    rec.outputs[o.library.filename().string()] = sha256_hex(bytes);
-    info.ops.push_back(o.op);
-    for (auto& d : plan.ops)
-      if (d.manifest.name == o.op) {
-        bool cuda_op = d.manifest.kind == ops::Kind::cuda;
-        any_cuda |= cuda_op;
-        info.op_kinds[o.op] = cuda_op ? "cuda" : "cpu";
-      }
-  }
-  if (any_cuda)
-    for (auto& a : plan.arch.arches) info.arch_list.push_back(a.str());
-  {
-    std::vector<std::pair<std::string, std::string_view>> elfs;
-    std::map<std::string, std::string> op_of_path;
-    for (auto& o : ran.outputs) op_of_path["opforge_ops/_lib/" + o.library.filename().string()] = o.op;
-    for (auto& f : files) elfs.emplace_back(f.path, f.content);
-    OPFORGE_CHECK(check_cpu_target(plan, elfs, op_of_path));
-  }
-  files.push_back({"opforge_ops/build_info.py", OPFORGE_TRY(wheel::build_info_py(info)), 0644});
-  std::sort(files.begin(), files.end(), [](auto& a, auto& b) { return a.path < b.path; });
+  auto files = OPFORGE_TRY(wheel_files(m, plan, ran, package, info, rec.outputs));
 
   wheel::Spec spec;
   spec.name = plan.recipe.package.name;

@@ -26,10 +26,7 @@ std::string tool_version(probe::Machine m, const std::string& exe, const std::st
   return lines.empty() ? std::string() : std::string(strings::trim(lines[0]));
 }
 
-json gather(probe::Machine m, const std::string& python, const std::string& recipe_path) {
-  json j;
-  j["warnings"] = json::array();
-  auto torch = cuda::read_torch(m, python);
+json torch_section(const std::optional<cuda::TorchInfo>& torch, const std::string& python) {
   json t{{"python", python}};
   if (!torch) t["status"] = "cannot run " + python;
   else if (!torch->torch_version) t["status"] = "torch not installed";
@@ -40,28 +37,31 @@ json gather(probe::Machine m, const std::string& python, const std::string& reci
     t["location"] = torch->torch_dir.string();
     t["status"] = torch->cuda ? "CUDA " + torch->cuda->str() : std::string("CPU-only build");
   }
-  j["torch"] = t;
+  return t;
+}
 
-  auto found = cuda::discover(m, torch);
-  auto res = cuda::choose(found, "auto", m.env);
-  auto installed = compiler::find_installed(m);
+json compilers_section(const std::vector<compiler::Compiler>& installed) {
   json comps = json::array();
   for (auto& c : installed)
     comps.push_back({{"cc", c.cc.string()}, {"cxx", c.cxx.string()},
                      {"family", c.family == compiler::Family::gcc ? "gcc" : "clang"},
                      {"version", c.version.str(3)}, {"default", c.is_default}});
-  j["compilers"] = comps;
+  return comps;
+}
 
-  json tks = json::array();
-  std::optional<cuda::Toolkit> chosen;
+/// Every toolkit candidate with its verdict, version, compiler limits and the installed compilers
+/// it accepts; the resolution's warnings go to `warnings` (torch's mismatch said once).
+json toolkits_section(probe::Machine m, const cuda::Resolution& found, const Result<cuda::Resolution>& res,
+                      const std::optional<cuda::TorchInfo>& torch,
+                      const std::vector<compiler::Compiler>& installed, json& warnings) {
   if (res) {
-    chosen = res->chosen;
     std::string match;
-    if (torch && chosen) match = cuda::torch_match(*torch, *chosen).message;
+    if (torch && res->chosen) match = cuda::torch_match(*torch, *res->chosen).message;
     for (auto& w : res->warnings)
-      if (match.empty() || w.find("in the minor version") == std::string::npos) j["warnings"].push_back(w);
-    if (!match.empty()) j["warnings"].push_back(match);
+      if (match.empty() || w.find("in the minor version") == std::string::npos) warnings.push_back(w);
+    if (!match.empty()) warnings.push_back(match);
   }
+  json tks = json::array();
   const auto& cands = res ? res->candidates : found.candidates;
   for (auto& c : cands) {
     json e{{"path", c.path.string()}, {"found_by", c.found_by}, {"verdict", c.verdict}, {"chosen", c.chosen}};
@@ -79,9 +79,10 @@ json gather(probe::Machine m, const std::string& python, const std::string& reci
     }
     tks.push_back(e);
   }
-  j["toolkits"] = tks;
-  if (!res) j["cuda_error"] = res.error().render();
+  return tks;
+}
 
+json gpus_section(probe::Machine m, json& warnings) {
   std::string reader;
   auto gpus = devices::read_gpus(m, reader);
   json g = json::array();
@@ -90,9 +91,53 @@ json gather(probe::Machine m, const std::string& python, const std::string& reci
     g.push_back({{"index", x.index}, {"name", x.name}, {"capability", std::to_string(x.major) + "." + std::to_string(x.minor)}});
     kinds.insert({x.major, x.minor});
   }
-  j["gpus"] = {{"reader", reader}, {"devices", g}};
   if (kinds.size() > 1)
-    j["warnings"].push_back("mixed GPU generations on this node: the slowest GPU paces synchronous training, and the arch list must cover each kind");
+    warnings.push_back("mixed GPU generations on this node: the slowest GPU paces synchronous training, and the arch list must cover each kind");
+  return {{"reader", reader}, {"devices", g}};
+}
+
+/// The ops the given recipe (or the bundled default one) would build, with why; a recipe or
+/// manifest error goes to `error` (a missing default recipe is no error).
+json ops_section(probe::Machine m, const std::string& recipe_path, bool have_toolkit, json& error) {
+  std::string rp = recipe_path.empty() ? (probe::data_dir(m.fs) / "recipes/default.toml").string() : recipe_path;
+  json ops = json::array();
+  auto rec = recipe::load(m, rp);
+  if (!rec) {
+    if (!recipe_path.empty()) error = rec.error().render();
+    return ops;
+  }
+  std::filesystem::path src = rec->source.path.value_or(rec->dir);
+  auto manifests = ops::load_manifests(m, src / rec->source.ops_dir);
+  if (!manifests) {
+    error = manifests.error().render();
+    return ops;
+  }
+  ops::DecideContext ctx;
+  ctx.cache_dir = ops::default_cache_dir(m.env);
+  if (!have_toolkit) ctx.cuda_unavailable = "no CUDA toolkit";
+  auto decisions = ops::decide(m, *manifests, *rec, ctx);
+  if (!decisions) {
+    error = decisions.error().render();
+    return ops;
+  }
+  for (auto& d : *decisions)
+    ops.push_back(json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"why", d.reason}});
+  return ops;
+}
+
+json gather(probe::Machine m, const std::string& python, const std::string& recipe_path) {
+  json j;
+  j["warnings"] = json::array();
+  auto torch = cuda::read_torch(m, python);
+  j["torch"] = torch_section(torch, python);
+
+  auto found = cuda::discover(m, torch);
+  auto res = cuda::choose(found, "auto", m.env);
+  auto installed = compiler::find_installed(m);
+  j["compilers"] = compilers_section(installed);
+  j["toolkits"] = toolkits_section(m, found, res, torch, installed, j["warnings"]);
+  if (!res) j["cuda_error"] = res.error().render();
+  j["gpus"] = gpus_section(m, j["warnings"]);
 
   auto path = m.env.get("PATH").value_or("");
   for (const char* tool : {"ninja", "ccache"}) {
@@ -108,33 +153,17 @@ json gather(probe::Machine m, const std::string& python, const std::string& reci
       j["warnings"].push_back("Linux kernel " + k + " is older than 5.5: distributed training is known to hang on such kernels");
   }
 
-  // Ops through the ops engineer's API, over the given or the bundled default recipe.
-  std::string rp = recipe_path.empty() ? (probe::data_dir(m.fs) / "recipes/default.toml").string() : recipe_path;
-  json ops = json::array();
-  if (auto rec = recipe::load(m, rp)) {
-    std::filesystem::path src = rec->source.path.value_or(rec->dir);
-    if (auto manifests = ops::load_manifests(m, src / rec->source.ops_dir)) {
-      ops::DecideContext ctx;
-      ctx.cache_dir = ops::default_cache_dir(m.env);
-      if (!chosen) ctx.cuda_unavailable = "no CUDA toolkit";
-      auto decisions = ops::decide(m, *manifests, *rec, ctx);
-      if (decisions)
-        for (auto& d : *decisions)
-          ops.push_back(json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"why", d.reason}});
-      else
-        j["ops_error"] = decisions.error().render();
-    } else {
-      j["ops_error"] = manifests.error().render();
-    }
-  } else if (!recipe_path.empty()) {
-    j["ops_error"] = rec.error().render();
-  }
-  j["ops"] = ops;
+  json ops_error;
+  j["ops"] = ops_section(m, recipe_path, res && res->chosen, ops_error);
+  if (!ops_error.is_null()) j["ops_error"] = ops_error;
+  j["libaio"] = nullptr;
   for (const char* name : {"libaio.so.1", "libaio.so.1t64"}) {
-    void* h = m.dl.open(name);
-    if (h) { m.dl.close(h); j["libaio"] = name; break; }
+    if (void* h = m.dl.open(name)) {
+      m.dl.close(h);
+      j["libaio"] = name;
+      break;
+    }
   }
-  if (!j.contains("libaio")) j["libaio"] = nullptr;
   return j;
 }
 

@@ -129,17 +129,14 @@ Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideCon
   return out;
 }
 
-Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifest>& manifests,
-                                     const recipe::Recipe& recipe, const DecideContext& ctx) {
-  std::vector<std::string> names, vars;
-  for (auto& op : manifests) {
-    names.push_back(op.name);
-    vars.push_back(op.build_var);
-  }
+namespace {
 
-  // DS_BUILD_* values: integers; an empty value counts as unset (DeepSpeed's rule).
-  std::map<std::string, long> env_values;
-  for (auto& [name, value] : m.env.all()) {
+/// The DS_BUILD_* values: integers; an empty value counts as unset (DeepSpeed's rule). A value
+/// that is no integer, or a variable that names no op, is bad input.
+Result<std::map<std::string, long>> build_variables(const probe::Environment& env,
+                                                    const std::vector<std::string>& vars) {
+  std::map<std::string, long> values;
+  for (auto& [name, value] : env.all()) {
     if (!name.starts_with("DS_BUILD_") || value.empty()) continue;
     if (name == "DS_BUILD_STRING") continue;  // DeepSpeed's version suffix, not an op switch
     auto v = numbers::parse_int<long>(strings::trim(value));
@@ -154,8 +151,13 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
       return bad_input(msg, vars.empty() ? "no ops were found"
                                          : "ops' variables: " + strings::join(vars, ", "));
     }
-    env_values[name] = *v;
+    values[name] = *v;
   }
+  return values;
+}
+
+/// Every op the recipe's [ops] table names exists.
+Status check_recipe_ops(const recipe::Recipe& recipe, const std::vector<std::string>& names) {
   for (auto& [name, req] : recipe.ops) {
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     std::string msg = "[ops] names '" + name + "', which is not an op";
@@ -164,41 +166,110 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
     if (auto it = recipe.locations.find("ops." + name); it != recipe.locations.end()) loc = it->second;
     return bad_input(msg, names.empty() ? "no ops were found" : "ops: " + strings::join(names, ", "), loc);
   }
+  return {};
+}
 
-  const bool by_env = !env_values.empty();
+/// Whether `op` is wanted, and who asks (`requested_by`): DS_BUILD_* when any is set, else the
+/// recipe's [ops] table, else "auto" (or off, DeepSpeed's default, with ctx.default_off).
+Want request(const Manifest& op, const std::map<std::string, long>& env_values, const recipe::Recipe& recipe,
+             const DecideContext& ctx, std::string& requested_by) {
+  if (!env_values.empty()) {
+    if (auto it = env_values.find(op.build_var); it != env_values.end()) {
+      requested_by = op.build_var + "=" + std::to_string(it->second);
+      return it->second ? Want::on : Want::off;
+    }
+    if (auto all = env_values.find("DS_BUILD_OPS"); all != env_values.end()) {
+      requested_by = "DS_BUILD_OPS=" + std::to_string(all->second);
+      return all->second ? Want::automatic : Want::off;
+    }
+    requested_by = "DS_BUILD_OPS unset (default 0) while other DS_BUILD_* are set";
+    return Want::off;
+  }
+  if (recipe.ops.empty() && ctx.default_off) {
+    requested_by = "no [ops] table and no DS_BUILD_*: DeepSpeed's default DS_BUILD_OPS=0";
+    return Want::off;
+  }
+  if (recipe.ops.empty()) {
+    requested_by = "no [ops] table: \"auto\"";
+    return Want::automatic;
+  }
+  auto it = recipe.ops.find(op.name);
+  if (it == recipe.ops.end()) {
+    requested_by = "recipe: not listed in [ops]";
+    return Want::off;
+  }
+  Want want = it->second == recipe::OpRequest::on    ? Want::on
+              : it->second == recipe::OpRequest::off ? Want::off
+                                                     : Want::automatic;
+  requested_by = std::string("recipe: ") + (want == Want::on ? "true" : want == Want::off ? "false" : "\"auto\"");
+  return want;
+}
+
+/// Decides a wanted op: the toolkit, the project's verdict, then each probe; a requested op that
+/// cannot be built is unsatisfied, an "auto" one is skipped with why and how to build it.
+Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::string, Compatibility>& verdicts,
+              const DecideContext& ctx) {
+  const Manifest& op = d.manifest;
+  std::string why_not, fix;
+  if (needs_toolkit(op.kind) && !ctx.cuda_unavailable.empty()) {
+    why_not = "it needs CUDA: " + ctx.cuda_unavailable;
+    fix = "install a CUDA toolkit or set CUDA_HOME, or do not request " + op.name;
+  }
+  if (auto it = verdicts.find(op.name); why_not.empty() && it != verdicts.end() && !it->second.ok) {
+    std::string cls = op.builder_class.substr(op.builder_class.find(':') + 1);
+    why_not = cls + ".is_compatible() says no" +
+              (it->second.reason.empty() ? std::string() : ": " + it->second.reason);
+    fix = "fix what it names, or do not request " + op.name + " (" + op.build_var + "=0)";
+  }
+  for (auto& p : op.probes) {
+    if (!why_not.empty()) break;
+    auto outcome = OPFORGE_TRY(run_probe(m, p, ctx));
+    if (!outcome.compiler_missing.empty()) {
+      why_not = "cannot look for " + p.name + ": " + outcome.compiler_missing;
+      fix = "install a C++ compiler (apt-get install g++), or fix PATH or [compiler] host";
+    } else if (!outcome.ok) {
+      why_not = p.name + " not found (compiling and linking `" + p.code + "`" +
+                (p.libraries.empty() ? "" : " with -l" + strings::join(p.libraries, " -l")) + " failed)";
+      fix = probe_fix(p);
+    }
+  }
+  if (why_not.empty()) {
+    d.build = true;
+    d.reason = verdicts.contains(op.name) ? "compatible (is_compatible())" : "compatible";
+    if (!op.probes.empty()) {
+      std::vector<std::string> pn;
+      for (auto& p : op.probes) pn.push_back(p.name);
+      d.reason += " (" + strings::join(pn, ", ") + " found)";
+    }
+    return {};
+  }
+  if (want == Want::on)
+    return unsatisfied("op '" + op.name + "' was requested (" + d.requested_by + ") but cannot be built: " + why_not,
+                       fix);
+  d.build = false;
+  d.reason = "skipped: " + why_not + "; to build it, " + fix;
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifest>& manifests,
+                                     const recipe::Recipe& recipe, const DecideContext& ctx) {
+  std::vector<std::string> names, vars;
+  for (auto& op : manifests) {
+    names.push_back(op.name);
+    vars.push_back(op.build_var);
+  }
+  const auto env_values = OPFORGE_TRY(build_variables(m.env, vars));
+  OPFORGE_CHECK(check_recipe_ops(recipe, names));
+
   std::vector<Decision> out;
   std::vector<Want> wants;
   for (auto& op : manifests) {
     Decision d;
     d.manifest = op;
-    Want want = Want::off;
-    if (by_env) {
-      if (auto it = env_values.find(op.build_var); it != env_values.end()) {
-        want = it->second ? Want::on : Want::off;
-        d.requested_by = op.build_var + "=" + std::to_string(it->second);
-      } else if (auto all = env_values.find("DS_BUILD_OPS"); all != env_values.end()) {
-        want = all->second ? Want::automatic : Want::off;
-        d.requested_by = "DS_BUILD_OPS=" + std::to_string(all->second);
-      } else {
-        d.requested_by = "DS_BUILD_OPS unset (default 0) while other DS_BUILD_* are set";
-      }
-    } else if (recipe.ops.empty() && ctx.default_off) {
-      d.requested_by = "no [ops] table and no DS_BUILD_*: DeepSpeed's default DS_BUILD_OPS=0";
-    } else if (recipe.ops.empty()) {
-      want = Want::automatic;
-      d.requested_by = "no [ops] table: \"auto\"";
-    } else if (auto it = recipe.ops.find(op.name); it != recipe.ops.end()) {
-      want = it->second == recipe::OpRequest::on    ? Want::on
-             : it->second == recipe::OpRequest::off ? Want::off
-                                                    : Want::automatic;
-      d.requested_by = std::string("recipe: ") +
-                       (want == Want::on ? "true" : want == Want::off ? "false" : "\"auto\"");
-    } else {
-      d.requested_by = "recipe: not listed in [ops]";
-    }
-
+    wants.push_back(request(op, env_values, recipe, ctx, d.requested_by));
     out.push_back(std::move(d));
-    wants.push_back(want);
   }
 
   // The project's own verdicts, asked once for every op still in question.
@@ -212,54 +283,12 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
   }
 
   for (std::size_t i = 0; i < out.size(); ++i) {
-    Decision& d = out[i];
-    const Manifest& op = d.manifest;
-    const Want want = wants[i];
-    if (want == Want::off) {
-      d.build = false;
-      d.reason = "not requested";
+    if (wants[i] == Want::off) {
+      out[i].build = false;
+      out[i].reason = "not requested";
       continue;
     }
-    std::string why_not, fix;
-    if (needs_toolkit(op.kind) && !ctx.cuda_unavailable.empty()) {
-      why_not = "it needs CUDA: " + ctx.cuda_unavailable;
-      fix = "install a CUDA toolkit or set CUDA_HOME, or do not request " + op.name;
-    }
-    if (auto it = verdicts.find(op.name); why_not.empty() && it != verdicts.end() && !it->second.ok) {
-      std::string cls = op.builder_class.substr(op.builder_class.find(':') + 1);
-      why_not = cls + ".is_compatible() says no" +
-                (it->second.reason.empty() ? std::string() : ": " + it->second.reason);
-      fix = "fix what it names, or do not request " + op.name + " (" + op.build_var + "=0)";
-    }
-    for (auto& p : op.probes) {
-      if (!why_not.empty()) break;
-      auto outcome = OPFORGE_TRY(run_probe(m, p, ctx));
-      if (!outcome.compiler_missing.empty()) {
-        why_not = "cannot look for " + p.name + ": " + outcome.compiler_missing;
-        fix = "install a C++ compiler (apt-get install g++), or fix PATH or [compiler] host";
-      } else if (!outcome.ok) {
-        why_not = p.name + " not found (compiling and linking `" + p.code + "`" +
-                  (p.libraries.empty() ? "" : " with -l" + strings::join(p.libraries, " -l")) +
-                  " failed)";
-        fix = probe_fix(p);
-      }
-    }
-    if (why_not.empty()) {
-      d.build = true;
-      d.reason = verdicts.contains(op.name) ? "compatible (is_compatible())" : "compatible";
-      if (!op.probes.empty()) {
-        std::vector<std::string> pn;
-        for (auto& p : op.probes) pn.push_back(p.name);
-        d.reason += " (" + strings::join(pn, ", ") + " found)";
-      }
-    } else if (want == Want::on) {
-      return unsatisfied("op '" + op.name + "' was requested (" + d.requested_by +
-                             ") but cannot be built: " + why_not,
-                         fix);
-    } else {
-      d.build = false;
-      d.reason = "skipped: " + why_not + "; to build it, " + fix;
-    }
+    OPFORGE_CHECK(settle(m, out[i], wants[i], verdicts, ctx));
   }
   return out;
 }

@@ -30,6 +30,140 @@ Status check_path_entry(const fs::path& dir) {
                    "set [build] build_dir to a folder without ':'");
 }
 
+/// The environment variables that override the recipe, each checked before anything is probed.
+struct Overrides {
+  std::string arch_list;                ///< TORCH_CUDA_ARCH_LIST, else the recipe's [arch] list
+  std::string arch_from;                ///< which of the two
+  std::optional<unsigned> max_jobs;     ///< MAX_JOBS, capped
+  std::optional<std::int64_t> epoch;    ///< SOURCE_DATE_EPOCH
+};
+
+Result<Overrides> read_overrides(const probe::Environment& environment, const recipe::Recipe& r,
+                                 const Options& opts, std::vector<std::string>& notes) {
+  Overrides out;
+  out.arch_list = r.arch.list;
+  out.arch_from = "recipe [arch] list";
+  if (auto v = environment.get("TORCH_CUDA_ARCH_LIST"); v && !v->empty()) {
+    if (opts.resolvers.check_arch_list) {
+      auto ok = opts.resolvers.check_arch_list(*v);
+      if (!ok)
+        return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v +
+                             "' is invalid: " + ok.error().message,
+                         "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
+    }
+    out.arch_list = *v;
+    out.arch_from = "TORCH_CUDA_ARCH_LIST";
+    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + *v + "' overrides the recipe's '" + r.arch.list + "'");
+  }
+  if (auto v = environment.get("MAX_JOBS"); v && !v->empty()) {
+    auto n = numbers::parse_int<long long>(strings::trim(*v));
+    if (!n && n.error() == numbers::IntError::out_of_range)
+      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is too large",
+                       "use e.g. MAX_JOBS=8, or unset it");
+    if (!n || *n < 1)
+      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is not a positive integer",
+                       "use e.g. MAX_JOBS=8, or unset it");
+    // More jobs than ninja can usefully run are not an error: they are capped.
+    constexpr long long kMaxJobs = 4096;
+    if (*n > kMaxJobs)
+      notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(kMaxJobs));
+    out.max_jobs = static_cast<unsigned>(std::min(*n, kMaxJobs));
+  }
+  if (auto v = environment.get("SOURCE_DATE_EPOCH"); v && !v->empty()) {
+    auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
+    if (!n || *n < 0)
+      return bad_input("environment variable SOURCE_DATE_EPOCH='" + strings::cut(*v) +
+                           "' is not a non-negative integer (seconds since 1970)",
+                       "use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it");
+    out.epoch = *n;
+  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (auto v = environment.get(var); v && !v->empty())
+      notes.push_back(std::string("toolkit: ") + var + "=" + *v + " is considered first");
+  if (auto v = environment.get("DS_SKIP_CUDA_CHECK"); v && !v->empty() && *v != "0")
+    notes.push_back("DS_SKIP_CUDA_CHECK=" + *v + ": a torch/toolkit CUDA mismatch is a warning, not an error");
+  return out;
+}
+
+/// The ops of the source tree and, for DeepSpeed's op_builder/, the tree that holds it (empty
+/// otherwise). Sets source.catalogue (and source.ops_dir for op_builder/).
+struct Catalogue {
+  std::vector<ops::Manifest> manifests;
+  fs::path ds_root;
+};
+
+Result<Catalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, SourceInfo& source,
+                                 const std::string& python, bool command, std::vector<std::string>& notes) {
+  Catalogue out;
+  const bool explicit_ops_dir = r.locations.contains("source.ops_dir");
+  const bool ops_dir_exists = m.fs.resolved_type(source.ops_dir) == probe::FileType::directory;
+  if (!source.not_fetched.empty()) {
+    source.catalogue = "none";
+    notes.push_back("source: not fetched yet (" + source.not_fetched +
+                    "): `opforge build` fetches it; the op table and its verdicts need the tree");
+    return out;
+  }
+  if (explicit_ops_dir && source.ops_dir.filename() == "op_builder" &&
+      ops::has_op_builder(m.fs, source.ops_dir.parent_path()))
+    out.ds_root = source.ops_dir.parent_path();
+  else if (!explicit_ops_dir && !ops_dir_exists && ops::has_op_builder(m.fs, source.root))
+    out.ds_root = source.root;
+  if (!out.ds_root.empty()) {
+    if (!command)
+      return bad_input("'" + (out.ds_root / "op_builder").string() +
+                           "' holds DeepSpeed's op builders, which build through its own setup.py",
+                       "set [build] backend = \"command\" (see docs/external-projects.md)");
+    source.catalogue = "op_builder";
+    source.ops_dir = out.ds_root / "op_builder";
+    out.manifests = OPFORGE_TRY(ops::load_deepspeed_catalogue(m, out.ds_root, python));
+    notes.push_back("ops: " + std::to_string(out.manifests.size()) + " DeepSpeed op builders in " + source.ops_dir.string());
+  } else if (command && !explicit_ops_dir && !ops_dir_exists) {
+    source.catalogue = "none";
+    notes.push_back("ops: no op catalogue in " + source.root.string() +
+                    " (neither op.toml manifests nor op_builder/): the command decides what it builds");
+  } else {
+    out.manifests = OPFORGE_TRY(ops::load_manifests(m, source.ops_dir, source.root));
+    notes.push_back("ops: " + std::to_string(out.manifests.size()) + " manifests in " + source.ops_dir.string());
+  }
+  return out;
+}
+
+/// Parallel jobs: -j, else MAX_JOBS, else the recipe's [build] jobs, else the CPU count.
+unsigned choose_jobs(const probe::Environment& environment, const recipe::Recipe& r, const Options& opts,
+                     std::optional<unsigned> max_jobs, std::vector<std::string>& notes) {
+  unsigned jobs = 0;
+  std::string from;
+  if (opts.jobs) {
+    jobs = *opts.jobs;
+    from = "-j";
+  } else if (max_jobs) {
+    jobs = *max_jobs;
+    from = "MAX_JOBS";
+  } else if (r.build.jobs) {
+    jobs = r.build.jobs;
+    from = "recipe [build] jobs";
+  } else {
+    jobs = std::max(1u, environment.cpu_count());
+    from = "CPU count";
+  }
+  notes.push_back("jobs: " + std::to_string(jobs) + " (" + from + ")");
+  return jobs;
+}
+
+/// SOURCE_DATE_EPOCH: the environment's, else the commit time, else 1980-01-01; never before
+/// 1980-01-01 (a zip entry cannot hold an older time).
+std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInfo& source,
+                          std::vector<std::string>& notes) {
+  std::int64_t epoch = env_epoch ? *env_epoch : source.commit_time.value_or(kMinEpoch);
+  if (epoch < kMinEpoch) {
+    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) + " clamped to 315532800 (1980-01-01, the zip minimum)");
+    return kMinEpoch;
+  }
+  notes.push_back("SOURCE_DATE_EPOCH: " + std::to_string(epoch) +
+                  (env_epoch ? " (environment)" : source.commit_time ? " (commit time)" : " (default 1980-01-01)"));
+  return epoch;
+}
+
 }  // namespace
 
 std::string arch_string(const std::vector<devices::Arch>& arches) {
@@ -94,49 +228,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   auto& notes = plan.notes;
 
   // --- environment overrides, validated before anything is probed
-  std::string arch_list = r.arch.list;
-  std::string arch_from = "recipe [arch] list";
-  if (auto v = m.env.get("TORCH_CUDA_ARCH_LIST"); v && !v->empty()) {
-    if (opts.resolvers.check_arch_list) {
-      auto ok = opts.resolvers.check_arch_list(*v);
-      if (!ok)
-        return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v +
-                             "' is invalid: " + ok.error().message,
-                         "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
-    }
-    arch_list = *v;
-    arch_from = "TORCH_CUDA_ARCH_LIST";
-    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + *v + "' overrides the recipe's '" + r.arch.list + "'");
-  }
-  std::optional<unsigned> max_jobs;
-  if (auto v = m.env.get("MAX_JOBS"); v && !v->empty()) {
-    auto n = numbers::parse_int<long long>(strings::trim(*v));
-    if (!n && n.error() == numbers::IntError::out_of_range)
-      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is too large",
-                       "use e.g. MAX_JOBS=8, or unset it");
-    if (!n || *n < 1)
-      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is not a positive integer",
-                       "use e.g. MAX_JOBS=8, or unset it");
-    // More jobs than ninja can usefully run are not an error: they are capped.
-    constexpr long long kMaxJobs = 4096;
-    if (*n > kMaxJobs)
-      notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(kMaxJobs));
-    max_jobs = static_cast<unsigned>(std::min(*n, kMaxJobs));
-  }
-  std::optional<std::int64_t> env_epoch;
-  if (auto v = m.env.get("SOURCE_DATE_EPOCH"); v && !v->empty()) {
-    auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
-    if (!n || *n < 0)
-      return bad_input("environment variable SOURCE_DATE_EPOCH='" + strings::cut(*v) +
-                           "' is not a non-negative integer (seconds since 1970)",
-                       "use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it");
-    env_epoch = *n;
-  }
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto v = m.env.get(var); v && !v->empty())
-      notes.push_back(std::string("toolkit: ") + var + "=" + *v + " is considered first");
-  if (auto v = m.env.get("DS_SKIP_CUDA_CHECK"); v && !v->empty() && *v != "0")
-    notes.push_back("DS_SKIP_CUDA_CHECK=" + *v + ": a torch/toolkit CUDA mismatch is a warning, not an error");
+  const Overrides overrides = OPFORGE_TRY(read_overrides(m.env, r, opts, notes));
 
   // --- source tree
   if (opts.inspect_source) {
@@ -156,38 +248,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   plan.python = python;
 
   // --- the op catalogue: op.toml manifests, DeepSpeed's op_builder/, or none (command backend).
-  std::vector<ops::Manifest> manifests;
-  const bool explicit_ops_dir = r.locations.contains("source.ops_dir");
-  const bool ops_dir_exists = m.fs.resolved_type(plan.source.ops_dir) == probe::FileType::directory;
-  fs::path ds_root;
-  if (!plan.source.not_fetched.empty())
-    ;  // no tree yet
-  else if (explicit_ops_dir && plan.source.ops_dir.filename() == "op_builder" &&
-      ops::has_op_builder(m.fs, plan.source.ops_dir.parent_path()))
-    ds_root = plan.source.ops_dir.parent_path();
-  else if (!explicit_ops_dir && !ops_dir_exists && ops::has_op_builder(m.fs, plan.source.root))
-    ds_root = plan.source.root;
-  if (!ds_root.empty()) {
-    if (!command)
-      return bad_input("'" + (ds_root / "op_builder").string() +
-                           "' holds DeepSpeed's op builders, which build through its own setup.py",
-                       "set [build] backend = \"command\" (see docs/external-projects.md)");
-    plan.source.catalogue = "op_builder";
-    plan.source.ops_dir = ds_root / "op_builder";
-    manifests = OPFORGE_TRY(ops::load_deepspeed_catalogue(m, ds_root, python));
-    notes.push_back("ops: " + std::to_string(manifests.size()) + " DeepSpeed op builders in " + plan.source.ops_dir.string());
-  } else if (!plan.source.not_fetched.empty()) {
-    plan.source.catalogue = "none";
-    notes.push_back("source: not fetched yet (" + plan.source.not_fetched +
-                    "): `opforge build` fetches it; the op table and its verdicts need the tree");
-  } else if (command && !explicit_ops_dir && !ops_dir_exists) {
-    plan.source.catalogue = "none";
-    notes.push_back("ops: no op catalogue in " + plan.source.root.string() +
-                    " (neither op.toml manifests nor op_builder/): the command decides what it builds");
-  } else {
-    manifests = OPFORGE_TRY(ops::load_manifests(m, plan.source.ops_dir, plan.source.root));
-    notes.push_back("ops: " + std::to_string(manifests.size()) + " manifests in " + plan.source.ops_dir.string());
-  }
+  auto [manifests, ds_root] = OPFORGE_TRY(load_catalogue(m, r, plan.source, python, command, notes));
 
   // --- toolkit, host compiler, architectures. A missing toolkit is not yet an error: only a
   // CUDA op that is explicitly requested makes it one (ops::decide).
@@ -240,17 +301,17 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
       cuda_unavailable = "host compiler resolution is not part of this build";
     }
     if (cuda_unavailable.empty() && opts.resolvers.arch) {
-      auto arch = opts.resolvers.arch(m, *tk, arch_list, r.arch.fallback);
+      auto arch = opts.resolvers.arch(m, *tk, overrides.arch_list, r.arch.fallback);
       if (!arch) {
         if (arch.error().kind == ErrorKind::bad_input) {
           Error e = arch.error();
-          if (arch_from == "TORCH_CUDA_ARCH_LIST") e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
+          if (overrides.arch_from == "TORCH_CUDA_ARCH_LIST") e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
           return std::unexpected(e);
         }
         cuda_unavailable = arch.error().message;
       } else {
         plan.arch = *arch;
-        if (arch_from == "TORCH_CUDA_ARCH_LIST") plan.arch.source = arch_from;
+        if (overrides.arch_from == "TORCH_CUDA_ARCH_LIST") plan.arch.source = overrides.arch_from;
         notes.push_back("arch list: " + arch_string(plan.arch.arches) + " (from " + plan.arch.source + ")");
         for (auto& [entry, why] : plan.arch.dropped) notes.push_back("arch " + entry + " dropped: " + why);
       }
@@ -325,28 +386,8 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   if (command && tk && cuda_unavailable.empty()) any_cuda = true;
 
   // --- jobs, epoch, version
-  if (opts.jobs) {
-    plan.jobs = *opts.jobs;
-    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (-j)");
-  } else if (max_jobs) {
-    plan.jobs = *max_jobs;
-    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (MAX_JOBS)");
-  } else if (r.build.jobs) {
-    plan.jobs = r.build.jobs;
-    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (recipe [build] jobs)");
-  } else {
-    plan.jobs = std::max(1u, m.env.cpu_count());
-    notes.push_back("jobs: " + std::to_string(plan.jobs) + " (CPU count)");
-  }
-  std::int64_t epoch = env_epoch ? *env_epoch : plan.source.commit_time.value_or(kMinEpoch);
-  if (epoch < kMinEpoch) {
-    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) + " clamped to 315532800 (1980-01-01, the zip minimum)");
-    epoch = kMinEpoch;
-  } else {
-    notes.push_back("SOURCE_DATE_EPOCH: " + std::to_string(epoch) +
-                    (env_epoch ? " (environment)" : plan.source.commit_time ? " (commit time)" : " (default 1980-01-01)"));
-  }
-  plan.source_date_epoch = epoch;
+  plan.jobs = choose_jobs(m.env, r, opts, overrides.max_jobs, notes);
+  plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, notes);
   plan.wheel_version = OPFORGE_TRY(wheel_version(r, any_cuda ? tk : nullptr, plan.source));
   if (!any_cuda && tk) notes.push_back("wheel version: no CUDA op is built, so the label says cpu");
 

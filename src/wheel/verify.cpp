@@ -115,101 +115,124 @@ Report verify_bytes(std::string_view filename, std::string_view bytes) {
   return verify_entries(filename, *entries);
 }
 
+namespace {
+
+using Problems = std::vector<std::string>;
+
+/// The archive's files by path, and the names of its .dist-info folders; unsafe, symlinked and
+/// duplicate paths are problems.
+struct Index {
+  std::map<std::string, const Entry*> by_path;
+  std::set<std::string> dist_infos;
+};
+
+Index index_entries(const std::vector<Entry>& entries, Problems& problems) {
+  Index ix;
+  for (const auto& e : entries) {
+    if (auto why = unsafe_path_reason(e.path)) problems.push_back(e.path + ": unsafe path (" + *why + ")");
+    if (e.is_symlink) problems.push_back(e.path + ": is a symlink (external attributes), not a file");
+    if (e.is_directory) continue;
+    if (!ix.by_path.emplace(e.path, &e).second) problems.push_back(e.path + ": appears twice in the archive");
+    auto slash = e.path.find('/');
+    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info"))
+      ix.dist_infos.insert(e.path.substr(0, slash));
+  }
+  return ix;
+}
+
+/// METADATA's Name and Version against the file name.
+void check_metadata(const std::string& dist_info, const Entry& metadata, const FileName& fname,
+                    Problems& problems) {
+  auto name = header_value(metadata.content, "Name");
+  auto version = header_value(metadata.content, "Version");
+  if (!name || normalize_name(*name) != normalize_name(fname.name))
+    problems.push_back(dist_info + "/METADATA: Name '" + name.value_or("") +
+                       "' does not match the file name's '" + fname.name + "'");
+  if (!version || *version != fname.version)
+    problems.push_back(dist_info + "/METADATA: Version '" + version.value_or("") +
+                       "' differs from the file name's '" + fname.version + "'");
+}
+
+/// WHEEL's tags against the file name's, and its Wheel-Version.
+void check_wheel_file(const std::string& dist_info, const Entry& wheel, const FileName& fname,
+                      Problems& problems) {
+  auto tags = header_values(wheel.content, "Tag");
+  auto expected = expand_tag(fname.tags);
+  std::sort(tags.begin(), tags.end());
+  std::sort(expected.begin(), expected.end());
+  if (tags != expected)
+    problems.push_back(dist_info + "/WHEEL: tags {" + strings::join(tags, ", ") +
+                       "} differ from the file name's {" + strings::join(expected, ", ") + "}");
+  if (header_value(wheel.content, "Wheel-Version").value_or("").substr(0, 2) != "1.")
+    problems.push_back(dist_info + "/WHEEL: Wheel-Version is not 1.x");
+}
+
+/// Every RECORD row against the archive (hash and size), and every file against RECORD; returns
+/// the number of files checked.
+std::size_t check_record(const std::string& dist_info, const Entry& record, const Index& ix, Problems& problems) {
+  std::size_t checked = 0;
+  std::set<std::string> listed;
+  for (const auto& line : strings::split(record.content, '\n')) {
+    if (strings::trim(line).empty()) continue;
+    auto cells = csv_row(line);
+    if (cells.size() != 3) {
+      problems.push_back(dist_info + "/RECORD: malformed row '" + clip(line) + "'");
+      continue;
+    }
+    const std::string& path = cells[0];
+    listed.insert(path);
+    if (path == record.path) continue;
+    auto it = ix.by_path.find(path);
+    if (it == ix.by_path.end()) {
+      problems.push_back(path + ": listed in RECORD but missing from the archive");
+      continue;
+    }
+    ++checked;
+    const Entry& entry = *it->second;
+    const std::string hash = "sha256=" + urlsafe_b64_nopad(entry.sha256);
+    if (cells[1] != hash)
+      problems.push_back(path + ": sha256 differs from RECORD (archive " + hash + ", RECORD " + clip(cells[1]) + ")");
+    if (cells[2] != std::to_string(entry.size))
+      problems.push_back(path + ": size " + std::to_string(entry.size) + " differs from RECORD's " + clip(cells[2]));
+  }
+  for (const auto& [path, entry] : ix.by_path) {
+    bool signature = path == dist_info + "/RECORD.jws" || path == dist_info + "/RECORD.p7s";
+    if (!listed.contains(path) && !signature) problems.push_back(path + ": not listed in RECORD");
+  }
+  return checked;
+}
+
+}  // namespace
+
 Report verify_entries(std::string_view filename, const std::vector<Entry>& entries) {
   Report r;
   r.filename = std::string(filename);
-  auto problem = [&](std::string p) { r.problems.push_back(std::move(p)); };
+  Problems& problems = r.problems;
 
   auto fname = parse_file_name(filename);
-  if (!fname) problem("file name '" + clip(filename) +
-                      "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
-
-  std::set<std::string> dist_infos;
-  std::map<std::string, const Entry*> by_path;
-  for (const auto& e : entries) {
-    if (auto why = unsafe_path_reason(e.path)) problem(e.path + ": unsafe path (" + *why + ")");
-    if (e.is_symlink) problem(e.path + ": is a symlink (external attributes), not a file");
-    if (e.is_directory) continue;
-    if (!by_path.emplace(e.path, &e).second) problem(e.path + ": appears twice in the archive");
-    auto slash = e.path.find('/');
-    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info"))
-      dist_infos.insert(e.path.substr(0, slash));
-  }
-
-  if (dist_infos.size() != 1) {
-    problem("expected exactly one .dist-info folder, found " + std::to_string(dist_infos.size()));
+  if (!fname) problems.push_back("file name '" + clip(filename) + "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
+  Index ix = index_entries(entries, problems);
+  if (ix.dist_infos.size() != 1) {
+    problems.push_back("expected exactly one .dist-info folder, found " + std::to_string(ix.dist_infos.size()));
     return r;
   }
-  const std::string dist_info = *dist_infos.begin();
+  const std::string dist_info = *ix.dist_infos.begin();
   if (fname) {
     std::string expected = fname->name + "-" + fname->version + ".dist-info";
-    if (dist_info != expected)
-      problem(dist_info + ": does not match the file name (expected " + expected + ")");
+    if (dist_info != expected) problems.push_back(dist_info + ": does not match the file name (expected " + expected + ")");
   }
 
   auto get = [&](const std::string& leaf) -> const Entry* {
-    auto it = by_path.find(dist_info + "/" + leaf);
-    return it == by_path.end() ? nullptr : it->second;
+    auto it = ix.by_path.find(dist_info + "/" + leaf);
+    if (it == ix.by_path.end()) problems.push_back(dist_info + "/" + leaf + ": missing");
+    return it == ix.by_path.end() ? nullptr : it->second;
   };
   const Entry* metadata = get("METADATA");
   const Entry* wheel = get("WHEEL");
   const Entry* record = get("RECORD");
-  if (!metadata) problem(dist_info + "/METADATA: missing");
-  if (!wheel) problem(dist_info + "/WHEEL: missing");
-  if (!record) problem(dist_info + "/RECORD: missing");
-
-  if (metadata && fname) {
-    auto name = header_value(metadata->content, "Name");
-    auto version = header_value(metadata->content, "Version");
-    if (!name || normalize_name(*name) != normalize_name(fname->name))
-      problem(dist_info + "/METADATA: Name '" + name.value_or("") +
-              "' does not match the file name's '" + fname->name + "'");
-    if (!version || *version != fname->version)
-      problem(dist_info + "/METADATA: Version '" + version.value_or("") +
-              "' differs from the file name's '" + fname->version + "'");
-  }
-  if (wheel && fname) {
-    auto tags = header_values(wheel->content, "Tag");
-    auto expected = expand_tag(fname->tags);
-    std::sort(tags.begin(), tags.end());
-    std::sort(expected.begin(), expected.end());
-    if (tags != expected)
-      problem(dist_info + "/WHEEL: tags {" + strings::join(tags, ", ") +
-              "} differ from the file name's {" + strings::join(expected, ", ") + "}");
-    if (header_value(wheel->content, "Wheel-Version").value_or("").substr(0, 2) != "1.")
-      problem(dist_info + "/WHEEL: Wheel-Version is not 1.x");
-  }
-
-  if (record) {
-    std::set<std::string> listed;
-    for (const auto& line : strings::split(record->content, '\n')) {
-      if (strings::trim(line).empty()) continue;
-      auto cells = csv_row(line);
-      if (cells.size() != 3) {
-        problem(dist_info + "/RECORD: malformed row '" + clip(line) + "'");
-        continue;
-      }
-      const std::string& path = cells[0];
-      listed.insert(path);
-      if (path == record->path) continue;
-      auto it = by_path.find(path);
-      if (it == by_path.end()) {
-        problem(path + ": listed in RECORD but missing from the archive");
-        continue;
-      }
-      ++r.files_checked;
-      const Entry& entry = *it->second;
-      const std::string hash = "sha256=" + urlsafe_b64_nopad(entry.sha256);
-      if (cells[1] != hash)
-        problem(path + ": sha256 differs from RECORD (archive " + hash + ", RECORD " + clip(cells[1]) + ")");
-      if (cells[2] != std::to_string(entry.size))
-        problem(path + ": size " + std::to_string(entry.size) + " differs from RECORD's " + clip(cells[2]));
-    }
-    for (const auto& [path, entry] : by_path) {
-      bool signature = path == dist_info + "/RECORD.jws" || path == dist_info + "/RECORD.p7s";
-      if (!listed.contains(path) && !signature) problem(path + ": not listed in RECORD");
-    }
-  }
+  if (metadata && fname) check_metadata(dist_info, *metadata, *fname, problems);
+  if (wheel && fname) check_wheel_file(dist_info, *wheel, *fname, problems);
+  if (record) r.files_checked = check_record(dist_info, *record, ix, problems);
   return r;
 }
 
