@@ -32,13 +32,13 @@ namespace {
 // PyTorch's named arches (torch/utils/cpp_extension.py), docs/reference.md §3.
 const std::map<std::string, std::string>& named_arches() {
   static const std::map<std::string, std::string> table = {
-      {"Kepler+Tesla", "3.7"},       {"Kepler", "3.5+PTX"},
-      {"Maxwell+Tegra", "5.3"},      {"Maxwell", "5.0;5.2+PTX"},
-      {"Pascal", "6.0;6.1+PTX"},     {"Volta+Tegra", "7.2"},
-      {"Volta", "7.0+PTX"},          {"Turing", "7.5+PTX"},
-      {"Ampere+Tegra", "8.7"},       {"Ampere", "8.0;8.6+PTX"},
-      {"Ada", "8.9+PTX"},            {"Hopper", "9.0+PTX"},
-      {"Blackwell+Tegra", "11.0"},   {"Blackwell", "10.0;10.3;12.0;12.1+PTX"},
+      {"Kepler+Tesla", "3.7"},     {"Kepler", "3.5+PTX"},
+      {"Maxwell+Tegra", "5.3"},    {"Maxwell", "5.0;5.2+PTX"},
+      {"Pascal", "6.0;6.1+PTX"},   {"Volta+Tegra", "7.2"},
+      {"Volta", "7.0+PTX"},        {"Turing", "7.5+PTX"},
+      {"Ampere+Tegra", "8.7"},     {"Ampere", "8.0;8.6+PTX"},
+      {"Ada", "8.9+PTX"},          {"Hopper", "9.0+PTX"},
+      {"Blackwell+Tegra", "11.0"}, {"Blackwell", "10.0;10.3;12.0;12.1+PTX"},
   };
   return table;
 }
@@ -59,7 +59,8 @@ std::optional<Arch> parse_entry(std::string_view e) {
     minor.remove_suffix(1);
   }
   if (minor.size() != 1 || major.size() > 2) return std::nullopt;
-  for (char c : major) if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  for (char c : major)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
   if (!std::isdigit(static_cast<unsigned char>(minor[0]))) return std::nullopt;
   a.major = numbers::parse_int<int>(major).value_or(0);  // at most two digits: always fits
   a.minor = minor[0] - '0';
@@ -92,12 +93,14 @@ Result<std::vector<Arch>> parse_arch_list(std::string_view text) {
     if (!a) {
       std::vector<std::string> names;
       for (auto& [n, _] : named_arches()) names.push_back(n);
-      std::string hint = "write entries like 8.6, 9.0a or 9.0+PTX (or a name such as Ampere), "
-                         "separated by one ';' or one space";
-      if (auto g = strings::did_you_mean(entry, names); g && !entry.empty()) hint = "did you mean '" + *g + "'? " + hint;
-      return bad_input(entry.empty() ? "empty entry in the arch list"
-                                     : "invalid architecture '" + entry + "' in the arch list",
-                       hint, where);
+      std::string hint =
+          "write entries like 8.6, 9.0a or 9.0+PTX (or a name such as Ampere), "
+          "separated by one ';' or one space";
+      if (auto g = strings::did_you_mean(entry, names); g && !entry.empty())
+        hint = "did you mean '" + *g + "'? " + hint;
+      return bad_input(
+          entry.empty() ? "empty entry in the arch list" : "invalid architecture '" + entry + "' in the arch list",
+          hint, where);
     }
     out.push_back(*a);
   }

@@ -15,8 +15,8 @@ struct Arch {
   char suffix = 0;   ///< 0, 'a' (arch-specific) or 'f' (family)
   bool ptx = false;  ///< +PTX: also embed compute_XY PTX
   auto operator<=>(const Arch&) const = default;
-  std::string str() const;          ///< "9.0a+PTX"
-  std::string sm() const;           ///< "90a"
+  std::string str() const;  ///< "9.0a+PTX"
+  std::string sm() const;   ///< "90a"
   /// nvcc flags: -gencode=arch=compute_90a,code=sm_90a (and code=compute_90a for +PTX)
   std::vector<std::string> gencode() const;
 };

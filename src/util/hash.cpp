@@ -11,9 +11,7 @@ struct Sha256::Context {
   std::unique_ptr<EVP_MD_CTX, Free> md{EVP_MD_CTX_new()};
 };
 
-Sha256::Sha256() : ctx_(std::make_unique<Context>()) {
-  EVP_DigestInit_ex(ctx_->md.get(), EVP_sha256(), nullptr);
-}
+Sha256::Sha256() : ctx_(std::make_unique<Context>()) { EVP_DigestInit_ex(ctx_->md.get(), EVP_sha256(), nullptr); }
 Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 Sha256::~Sha256() = default;
