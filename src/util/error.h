@@ -57,6 +57,9 @@ inline std::unexpected<Error> failure(std::string message, std::string hint = {}
 }  // namespace opforge
 
 /// Keeps the happy path straight: `auto x = OPFORGE_TRY(f());` returns f's error from the caller.
+/// A GNU statement expression (`({ ... })`): gcc and clang accept it in -std=c++23 mode, and
+/// standard C++ has no expression that can return from the enclosing function; opforge builds only
+/// with those two compilers (a -Wpedantic build would flag each use).
 #define OPFORGE_TRY(expr)                                              \
   ({                                                                   \
     auto&& opforge_try_result_ = (expr);                               \
