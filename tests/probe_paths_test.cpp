@@ -1,0 +1,36 @@
+// probe::FileSystem::absolute and probe::data_dir: the two facts about paths that the pipeline
+// and the doctor read from the machine.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "probe/fake_machine.h"
+
+namespace opforge::probe {
+namespace {
+
+TEST(ProbePaths, RealAbsoluteIsAgainstTheWorkingDirectory) {
+  auto m = real_machine();
+  EXPECT_EQ(m.fs.absolute("dist/x.whl"), std::filesystem::current_path() / "dist/x.whl");
+  EXPECT_EQ(m.fs.absolute("/abs/../path"), fs::path("/abs/../path")) << "no normalisation, no symlinks resolved";
+}
+
+TEST(ProbePaths, FakeWorkingDirectoryIsRoot) {
+  FakeFileSystem fs;
+  EXPECT_EQ(fs.absolute("build"), fs::path("/build"));
+  EXPECT_EQ(fs.absolute("/w/build"), fs::path("/w/build"));
+}
+
+TEST(ProbePaths, DataDirIsTheCheckoutWhileItHoldsThePackage) {
+  // This binary was built from a checkout, which holds src/python/opforge_ops.
+  EXPECT_EQ(data_dir(real_machine().fs), fs::path(OPFORGE_SOURCE_DIR));
+  // Without it (an installed binary whose source tree is gone), the installed data folder.
+  FakeFileSystem empty;
+  EXPECT_EQ(data_dir(empty), fs::path(OPFORGE_DATA_DIR));
+  FakeFileSystem checkout;
+  checkout.add_directory(fs::path(OPFORGE_SOURCE_DIR) / "src/python/opforge_ops");
+  EXPECT_EQ(data_dir(checkout), fs::path(OPFORGE_SOURCE_DIR));
+}
+
+}  // namespace
+}  // namespace opforge::probe
