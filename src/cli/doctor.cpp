@@ -113,7 +113,7 @@ json ops_section(probe::Machine m, const std::string& recipe_path, bool have_too
     return ops;
   }
   ops::DecideContext ctx;
-  ctx.cache_dir = ops::default_cache_dir(m.env);
+  ctx.cache_dir = probe::default_cache_dir(m.env);
   if (!have_toolkit) ctx.cuda_unavailable = "no CUDA toolkit";
   auto decisions = ops::decide(m, *manifests, *rec, ctx);
   if (!decisions) {

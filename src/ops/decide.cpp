@@ -33,20 +33,6 @@ enum class Want { off, on, automatic };
 
 }  // namespace
 
-fs::path default_cache_dir(const probe::Environment& env) {
-  // Only absolute folders: a relative HOME or XDG_CACHE_HOME (the XDG spec says to ignore those)
-  // would put the cache inside the working folder, often the source tree, making it dirty.
-  auto absolute = [&](const char* var) -> std::optional<fs::path> {
-    auto v = env.get(var);
-    if (!v || v->empty() || v->find('\0') != std::string::npos || !fs::path(*v).is_absolute()) return std::nullopt;
-    return fs::path(*v);
-  };
-  if (auto v = env.get("OPFORGE_CACHE_DIR"); v && !v->empty()) return *v;  // the user's choice
-  if (auto v = absolute("XDG_CACHE_HOME")) return *v / "opforge";
-  if (auto v = absolute("HOME")) return *v / ".cache" / "opforge";
-  return {};
-}
-
 std::string probe_fix(const Probe& probe) {
   std::vector<std::string> ways;
   static const std::vector<std::pair<std::string, std::string>> managers = {

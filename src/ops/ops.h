@@ -33,7 +33,7 @@ struct DecideContext {
   std::string cuda_unavailable;
   /// Host C++ compiler used for probes: a path, or a command looked up on PATH.
   std::string probe_compiler = "c++";
-  /// Folder of the probe cache (see default_cache_dir); empty disables the cache.
+  /// Folder of the probe cache (see probe::default_cache_dir); empty disables the cache.
   fs::path cache_dir;
   /// The project's own compatibility verdicts (DeepSpeed's is_compatible()), asked once for all
   /// the ops that are wanted and need no toolkit that is missing. Null: only op.toml probes count.
@@ -43,9 +43,9 @@ struct DecideContext {
   bool default_off = false;
 };
 
-/// $OPFORGE_CACHE_DIR, else $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (empty if none);
-/// a relative XDG_CACHE_HOME or HOME is skipped.
-fs::path default_cache_dir(const probe::Environment& env);
+/// The cache folder is the machine's (probe::default_cache_dir); this name stays for the callers
+/// that reach it through ops/.
+using probe::default_cache_dir;
 
 /// Decides every op (sorted by name): requested by DS_BUILD_* (when any is set, DeepSpeed rules)
 /// or by the recipe's [ops]; then checked for compatibility (CUDA available, probes link).

@@ -326,7 +326,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
     auto target = wheel::find_cpu_target(r.build.cpu_target);
     if (!target) return bad_input("unknown [build] cpu_target \"" + r.build.cpu_target + "\"");
     if (!plan.host) plan.host = OPFORGE_TRY(compiler::host_without_toolkit(m, r.compiler.host));
-    fs::path cache = opts.cache_dir.empty() ? ops::default_cache_dir(m.env) : opts.cache_dir;
+    fs::path cache = opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
     fs::path dir = compiler::wrapper_dir(m.fs, cache.empty() ? plan.build_dir : cache, plan.host->compiler, *target);
     plan.host = compiler::pin_cpu_target(*plan.host, dir, target->name);
     notes.push_back("cpu target: " + target->name + " (-march=native becomes -march=" + target->name +
@@ -337,7 +337,7 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   ops::DecideContext ctx;
   ctx.cuda_unavailable = cuda_unavailable;
   ctx.probe_compiler = probe_compiler;
-  ctx.cache_dir = opts.cache_dir.empty() ? ops::default_cache_dir(m.env) : opts.cache_dir;
+  ctx.cache_dir = opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
   // The toolkit and compiler a command build gets (before the ops are decided: DeepSpeed's
   // is_compatible() runs in that environment).
   std::map<std::string, std::string> toolkit_exports;

@@ -97,7 +97,7 @@ struct Options {
   std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source =
       [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r); };
   Resolvers resolvers = default_resolvers();
-  fs::path cache_dir;                  ///< probe cache; empty: ops::default_cache_dir(env)
+  fs::path cache_dir;                  ///< probe cache; empty: probe::default_cache_dir(env)
 };
 
 /// Resolves everything the build needs, writing nothing but the probe cache.

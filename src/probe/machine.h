@@ -159,6 +159,10 @@ void stop_here_for_tests(const Environment& env, std::string_view point);
 /// installed share/opforge folder.
 fs::path data_dir(const FileSystem& fs);
 
+/// opforge's cache folder (probe results, git clones, compiler wrappers): $OPFORGE_CACHE_DIR, else
+/// $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (relative values ignored); empty when none.
+fs::path default_cache_dir(const Environment& env);
+
 /// Looks up `name` on a PATH-style list of folders; nullopt when absent.
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,
                                      std::string_view path_list);

@@ -517,14 +517,6 @@ void stop_here_for_tests(const Environment& env, std::string_view point) {
   if (env.get("OPFORGE_TEST_PAUSE_AT") == std::optional<std::string>(std::string(point))) ::kill(::getpid(), SIGSTOP);
 }
 
-fs::path data_dir(const FileSystem& fs) {
-  // Both are compiled in (CMakeLists.txt): the checkout wins so that a development build uses
-  // the ops and Python package beside it, not an older installed copy.
-  const fs::path source(OPFORGE_SOURCE_DIR);
-  if (fs.resolved_type(source / "src/python/opforge_ops") == FileType::directory) return source;
-  return fs::path(OPFORGE_DATA_DIR);
-}
-
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,
                                      std::string_view path_list) {
   size_t start = 0;
