@@ -228,7 +228,7 @@ opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, ui
   for (uint64_t t = 0; t < threads; ++t) raw_add(total, scan_share<B, W>(p, n, t, threads, q));
   const DerivedCounts d = derive(total, n, l.has_inf);
   auto value = [&](unsigned long long bits) {
-    unsigned char e[8];
+    unsigned char e[8] = {};
     for (int b = 0; b < info.bytes; ++b) e[b] = static_cast<unsigned char>(bits >> (8 * b));
     return decode(info.dtype, e);
   };
