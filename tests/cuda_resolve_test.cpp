@@ -364,7 +364,9 @@ TEST(CudaRealMachine, FindsTheRealToolkitNotUsrLocal) {
   EXPECT_TRUE(found);
   auto torch = read_torch(m, "/usr/bin/python3");
   ASSERT_TRUE(torch);
-  if (torch->torch_version) EXPECT_EQ(torch->cuda, std::nullopt);  // Debian's CPU-only torch
+  if (torch->torch_version) {
+    EXPECT_EQ(torch->cuda, std::nullopt);  // Debian's CPU-only torch
+  }
 }
 
 }  // namespace

@@ -107,8 +107,8 @@ struct ProcessResult {
   int exit_code = -1;       ///< -1 when killed by a signal
   int signal = 0;
   bool timed_out = false;
-  std::string out;          ///< stdout (capture/lines)
-  std::string err;          ///< stderr (capture); merged into `out` with Output::lines
+  std::string out{};        ///< stdout (capture/lines)
+  std::string err{};        ///< stderr (capture); merged into `out` with Output::lines
   bool ok() const { return exit_code == 0; }
 };
 
