@@ -1,7 +1,9 @@
 #pragma once
-// Helpers shared by the C++ tests: whole-file reads and writes, a per-process temp folder, and the
-// captured outputs under tests/data.
+// Helpers shared by the C++ tests: whole-file reads and writes, a per-process temp folder, the
+// captured outputs under tests/data, and the skip that CI turns into a failure.
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -34,4 +36,18 @@ inline std::string data(const std::string& rel) {
   return slurp(std::filesystem::path(OPFORGE_TEST_DATA) / rel);
 }
 
+/// True in CI (CI=true), where every tool scripts/deps installs must be there.
+inline bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
 }  // namespace opforge::test_util
+
+/// A tool that scripts/deps installs is missing: skipped on a developer's machine, failed in CI,
+/// where a skip would hide that the test never ran. Use in a TEST body or SetUp().
+#define OPFORGE_SKIP_UNLESS_CI(why)                                                      \
+  do {                                                                                   \
+    if (::opforge::test_util::in_ci()) GTEST_FAIL() << (why) << " (CI=true: run scripts/deps)"; \
+    GTEST_SKIP() << (why);                                                               \
+  } while (0)
