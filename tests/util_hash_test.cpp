@@ -25,7 +25,7 @@ TEST(UtilHash, RawIsThirtyTwoBytesOfTheHex) {
 
 TEST(UtilHash, StreamingEqualsOneShot) {
   std::string data;
-  for (int i = 0; i < 300000; ++i) data += static_cast<char>(i * 7919 % 251);
+  for (unsigned i = 0; i < 300000; ++i) data += static_cast<char>(i * 7919u % 251u);
   Sha256 h;
   for (std::size_t at = 0; at < data.size(); at += 65536) h.update(std::string_view(data).substr(at, 65536));
   EXPECT_EQ(h.finish_hex(), sha256_hex(data));
