@@ -83,6 +83,39 @@ TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   EXPECT_EQ(delta["SOURCE_DATE_EPOCH"], "1700000000");
 }
 
+TEST(BuildCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
+  fs::path top = fs::temp_directory_path() / ("opforge-nvccwrap-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top);
+  // A stand-in for the toolkit's nvcc that prints its arguments, one a line.
+  const fs::path nvcc = top / "cuda bin" / "nvcc";
+  fs::create_directories(nvcc.parent_path());
+  std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
+  fs::permissions(nvcc, fs::perms::owner_all);
+  auto w = build::nvcc_wrapper(top / "cache", nvcc);
+  EXPECT_EQ(w.path.filename(), "nvcc");  // ccache knows nvcc by its name
+  EXPECT_EQ(w.path.parent_path().parent_path(), top / "cache" / "nvcc");
+  auto m = probe::real_machine();
+  ASSERT_TRUE(build::write_nvcc_wrapper(m.fs, w));
+  const auto written = fs::last_write_time(w.path);
+  ASSERT_TRUE(build::write_nvcc_wrapper(m.fs, w));  // unchanged: ccache keys on its mtime
+  EXPECT_EQ(fs::last_write_time(w.path), written);
+  auto r = m.proc.run({.argv = {w.path.string(), "-O3", "-lineinfo", "--generate-line-info", "a b", "-c", "x.cu"}});
+  ASSERT_TRUE(r && r->ok());
+  EXPECT_EQ(r->out, "-O3\na b\n-c\nx.cu\n");
+
+  plan::Plan p = base_plan("/src/ops", "/w");
+  auto env = build::command_environment({}, p, "/t", w.path);
+  EXPECT_FALSE(env.contains("PYTORCH_NVCC"));  // no toolkit chosen: nothing to wrap
+  cuda::Toolkit tk;
+  tk.nvcc = nvcc;
+  p.cuda.chosen = tk;
+  EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
+  p.recipe.build.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
+  EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
+  fs::remove_all(top);
+}
+
 TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;

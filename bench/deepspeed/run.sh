@@ -22,6 +22,9 @@ export PATH="$venv/bin:$PATH"
 for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
 unset TORCH_CUDA_ARCH_LIST MAX_JOBS
 secs() { python3 -c "import time; print(f'{time.time():.3f}')"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+sos() { unzip -Z1 "$1" | grep -c '\.so$'; }  # compiled libraries in a wheel
+load0=$(load)
 
 # 1. DeepSpeed's own build.
 mkdir -p "$work/ds" && tar -xzf "$sdist" -C "$work/ds"
@@ -31,7 +34,7 @@ t0=$(secs)
    TORCH_NO_COMPILER_WRAPPER=1 python setup.py build_ext -j2 bdist_wheel) > "$work/ds.log" 2>&1 \
   || { tail -30 "$work/ds.log"; exit 1; }
 t1=$(secs); ds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
-ls "$work"/ds/deepspeed-0.19.8/dist/*.whl >/dev/null
+ds_so=$(sos "$(ls "$work"/ds/deepspeed-0.19.8/dist/*.whl)")
 
 # 2. and 3. opforge.
 mkdir -p "$work/of" && tar -xzf "$sdist" -C "$work/of"
@@ -69,10 +72,14 @@ t0=$(secs)
 t1=$(secs); warm=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
 hits=$(ccache --print-stats 2>/dev/null | awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {s += $2} END {print s + 0}')
 misses=$(ccache --print-stats 2>/dev/null | awk '$1 == "cache_miss" {print $2}')
+of_so=$(sos "$(ls "$work"/of/dist/*.whl)")
+load1=$(load)
 
 {
   echo "DeepSpeed 0.19.8 sdist, torch $(python -c 'import torch; print(torch.__version__)' 2>/dev/null), CUDA 13.0 toolkit, one arch (8.0),"
   echo "ops cpu_adam utils fused_adam async_io (+ pin_memory), $(nproc) cores, $(date -u +%F)"
+  echo "load average (1/5/15 min) before: $load0, after: $load1"
+  echo "compiled libraries in the wheels: DeepSpeed's $ds_so, opforge's $of_so"
   echo "  DeepSpeed setup.py build_ext -j2 bdist_wheel: ${ds} s"
   echo "  opforge build, cold (empty ccache):           ${cold} s"
   echo "  opforge build, rm -rf build, warm ccache:     ${warm} s (ccache hits ${hits}, misses ${misses:-0})"

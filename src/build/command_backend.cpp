@@ -34,8 +34,35 @@ std::string tail_lines(const std::string& text, std::size_t n) {
 
 }  // namespace
 
+NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc) {
+  NvccWrapper w;
+  w.text = "#!/bin/sh\n"
+           "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
+           "# each source file's modification time (the wheel's bytes would change with it).\n"
+           "for a do\n"
+           "  shift\n"
+           "  case $a in -lineinfo|--generate-line-info) ;; *) set -- \"$@\" \"$a\" ;; esac\n"
+           "done\n"
+           "exec " + strings::shell_quote(nvcc.string()) + " \"$@\"\n";
+  w.path = cache_dir / "nvcc" / sha256_hex(w.text).substr(0, 16) / "nvcc";
+  return w;
+}
+
+Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
+  if (auto have = fs.read_file(w.path); have && *have == w.text && fs.is_executable(w.path)) return {};
+  OPFORGE_CHECK(fs.create_directories(w.path.parent_path()));
+  return fs.write_file_atomic(w.path, w.text, 0755);
+}
+
+std::optional<NvccWrapper> default_nvcc_wrapper(const probe::Environment& env, const plan::Plan& plan) {
+  const fs::path cache_dir = ops::default_cache_dir(env);
+  if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
+  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc);
+}
+
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
-                                                       const plan::Plan& plan, const fs::path& tree_in) {
+                                                       const plan::Plan& plan, const fs::path& tree_in,
+                                                       const fs::path& nvcc_wrapper) {
   const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
   std::map<std::string, std::string> env = base;
   for (const auto& [k, v] : plan.exports) env[k] = v;
@@ -66,10 +93,13 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
   }
   append_flags(env, "LDFLAGS", "-Wl,--build-id=none");
   append_flags(env, "NVCC_APPEND_FLAGS", "-Xcompiler=" + map + " -Xcompiler=" + seed);
+  const bool ccache = plan.recipe.build.cache == recipe::Cache::ccache;
+  if (plan.cuda.chosen && !nvcc_wrapper.empty() && !env.contains("PYTORCH_NVCC"))
+    env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();
   env["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
   if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
   env["PYTHONHASHSEED"] = "0";
-  if (plan.recipe.build.cache == recipe::Cache::ccache) {
+  if (ccache) {
     // torch's BuildExtension puts ccache in front of the host compiler and nvcc when it is on PATH.
     // The scratch tree's path is the same for the same content, so hits need no base_dir trick;
     // the prefix map only rewrites paths it makes identical anyway (facts: ignore it in the hash).
@@ -85,9 +115,10 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
 }
 
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
-                                                   const plan::Plan& plan, const fs::path& tree) {
+                                                   const plan::Plan& plan, const fs::path& tree,
+                                                   const fs::path& nvcc_wrapper) {
   std::map<std::string, std::string> out;
-  for (auto& [k, v] : command_environment(base, plan, tree)) {
+  for (auto& [k, v] : command_environment(base, plan, tree, nvcc_wrapper)) {
     auto it = base.find(k);
     if (it == base.end() || it->second != v || plan.exports.contains(k)) out[k] = v;
   }
@@ -278,7 +309,13 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (plan.host && compiler::invocation(*plan.host).needs_shim)
     OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
 
-  out.env = command_environment(m.env.all(), plan, tree.root);
+  fs::path wrapper;
+  if (plan.cuda.chosen) {
+    auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc);
+    OPFORGE_CHECK(write_nvcc_wrapper(m.fs, w));
+    wrapper = w.path;
+  }
+  out.env = command_environment(m.env.all(), plan, tree.root, wrapper);
   probe::Command cmd;
   cmd.argv = b.command;
   cmd.cwd = tree.root;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -40,13 +41,37 @@ struct CommandOutput {
 /// Python's own (sysconfig CFLAGS: -DNDEBUG -fwrapv -O2 ...), so those come first, then the
 /// caller's, then opforge's. `tree` is where the command runs (default: plan.source.root).
 /// Paths with spaces cannot be passed through NVCC_*_FLAGS (nvcc splits them on spaces).
+/// With a toolkit chosen and `nvcc_wrapper` given (nvcc_wrapper_path), PYTORCH_NVCC names it
+/// (behind `ccache` with [build] cache = "ccache": torch wraps only its own nvcc).
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
-                                                       const plan::Plan& plan, const fs::path& tree = {});
+                                                       const plan::Plan& plan, const fs::path& tree = {},
+                                                       const fs::path& nvcc_wrapper = {});
 
 /// The variables command_environment sets or changes relative to `base`, and every plan export
 /// (even where `base` agrees): what `opforge env` and `opforge plan` print.
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
-                                                   const plan::Plan& plan, const fs::path& tree = {});
+                                                   const plan::Plan& plan, const fs::path& tree = {},
+                                                   const fs::path& nvcc_wrapper = {});
+
+/// The nvcc a command build's torch extensions compile with (torch's ninja builds run
+/// $PYTORCH_NVCC): a script that runs the toolkit's `nvcc` without `-lineinfo` /
+/// `--generate-line-info`. The line table those add records each source and header file's
+/// modification time (DWARF file entries), and the scratch tree's files and a pip-installed torch's
+/// headers get theirs when they are written: DeepSpeed's fused_adam (built with -lineinfo) would
+/// otherwise differ from one build to the next in a few bytes of its .nv_fatbin.
+struct NvccWrapper {
+  fs::path path;     ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
+  std::string text;  ///< the script
+};
+NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc);
+
+/// Writes the wrapper unless the same text is there already (its mtime stays: ccache checks the
+/// compiler's mtime).
+Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w);
+
+/// The wrapper a command build of `plan` uses (in ops::default_cache_dir), or nothing when the plan
+/// chose no toolkit: what `opforge plan` and `opforge env` name.
+std::optional<NvccWrapper> default_nvcc_wrapper(const probe::Environment& env, const plan::Plan& plan);
 
 /// A fresh copy of a source tree for one command build, at a path that depends only on the tree's
 /// content: nvcc derives internal symbol names (`_INTERNAL_<hash>_`) from the source path, so the

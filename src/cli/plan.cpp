@@ -63,7 +63,9 @@ void print_text(const plan::Plan& p) {
             << "\nexports\n";
   if (p.recipe.build.backend == recipe::Backend::command) {
     // The command's full environment beyond the caller's: exactly what the build will set.
-    for (auto& [k, v] : build::command_exports(probe::real_machine().env.all(), p, kScratchPlaceholder))
+    auto real = probe::real_machine();
+    auto wrapper = build::default_nvcc_wrapper(real.env, p);
+    for (auto& [k, v] : build::command_exports(real.env.all(), p, kScratchPlaceholder, wrapper ? wrapper->path : fs::path()))
       std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
     std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
               << "  " << strings::shell_join(p.recipe.build.command) << "\n"
@@ -128,8 +130,10 @@ Registrar plan_command{{
         if (args->json) {
           auto j = plan::to_json(p);
           if (p.recipe.build.backend == recipe::Backend::command) {
+            auto wrapper = build::default_nvcc_wrapper(real.env, p);
             j["command"] = {{"argv", p.recipe.build.command},
-                            {"environment", build::command_exports(real.env.all(), p, kScratchPlaceholder)}};
+                            {"environment", build::command_exports(real.env.all(), p, kScratchPlaceholder,
+                                                                    wrapper ? wrapper->path : fs::path())}};
           } else if (auto graph = build::describe(p)) {
             j["commands"] = nlohmann::json::array();
             for (auto& step : graph->steps)

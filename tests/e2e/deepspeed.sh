@@ -5,14 +5,19 @@
 #   cpu_adam, utils, fused_adam = true, async_io = "auto"
 # → the wheel installs into a fresh environment → ds_report lists exactly those ops (and
 # pin_memory, which DeepSpeed's setup.py adds for async_io) as installed → one DeepSpeedCPUAdam
-# step equals torch.optim.AdamW → a second build, from a git repository (file://) made from the
-# same sdist and checked out elsewhere, gives the same wheel bytes (fused_adam's CUDA library
-# included; no compiler cache: every file compiles again).
+# step equals torch.optim.AdamW → (second) a second build, from a git repository (file://) made
+# from the same sdist and checked out elsewhere, gives the same wheel bytes (fused_adam's CUDA
+# library included; no compiler cache: every file compiles again).
 # A missing environment fails in CI (CI=true) and skips (exit 77) elsewhere.
-# usage: deepspeed.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR [all|install]
-#   install: stop after the installed wheel is checked (no second build, no byte comparison)
+# usage: deepspeed.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR [install|second|all]
+#   install: the first build and its checks; keeps the wheel and the cache folder (the scratch
+#            tree's place) for `second`, and writes their work folder's path to WORK_DIR.state
+#   second:  the second build, compared byte for byte with the wheel `install` kept; then removes
+#            that work folder (CTest runs `install` first: fixture deepspeed_first_wheel)
+#   all:     both, in one run
 set -euo pipefail
-opforge=$(realpath "$1") src=$2 work=$3
+opforge=$(realpath "$1") src=$2 work=$3 mode=${4:-all}
+state=$(realpath -m "$work").state
 . "$src/tests/e2e/lib.sh"
 venv=${OPFORGE_TORCH_VENV:-$HOME/.cache/opforge/torch-venv}
 sdist=${OPFORGE_SDIST_DIR:-$HOME/.cache/opforge/sdist}/deepspeed-0.19.8.tar.gz
@@ -21,21 +26,6 @@ if [ ! -x "$venv/bin/python" ] || [ ! -f "$sdist" ]; then
   [ "${CI:-}" = "true" ] && fail "$msg"
   echo "SKIP: $msg"; exit 77
 fi
-start=$(date +%s)
-rm -rf "$work"; mkdir -p "$work"; work=$(realpath "$work")
-# A checkout inside another git work tree would take that tree's commit (and dirtiness).
-if git -C "$work" rev-parse --git-dir >/dev/null 2>&1; then
-  rm -rf "$work"; work=$(mktemp -d "${TMPDIR:-/tmp}/opforge-e2e-deepspeed.XXXXXX")
-fi
-echo "work folder: $work"
-export SOURCE_DATE_EPOCH=1700000000
-for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
-unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS SOURCE_DATE_EPOCH
-# The same cache folder for both builds: the scratch tree of a given content lives at one path.
-export OPFORGE_CACHE_DIR=$work/cache
-# The user's shell with the environment activated.
-export PATH="$venv/bin:$PATH"
-
 recipe() {  # recipe DIR SOURCE-TABLE: the documented recipe
   { cat <<'TOML'
 [package]
@@ -75,6 +65,40 @@ build() {  # build DIR SOURCE-TABLE
   (cd "$1" && "$opforge" build deepspeed.toml) > "$1/build.log" 2>&1 || { tail -60 "$1/build.log"; fail "build in $1"; }
   echo "built in $1: $(( $(date +%s) - t0 )) s"
 }
+
+start=$(date +%s)
+# The work folder of an earlier `install` (kept for `second`): removed before a new first build.
+forget_earlier() {
+  if [ -f "$state" ]; then
+    local old; old=$(cat "$state")
+    case $old in */*deepspeed*) rm -rf "$old" ;; esac
+    rm -f "$state"
+  fi
+}
+if [ "$mode" = second ]; then
+  [ -f "$state" ] || fail "no first build to compare with ($state): run the test e2e.deepspeed first"
+  work=$(cat "$state")
+  a=$(only_wheel "$work/a/dist")
+  [ -n "$a" ] || fail "the first build's wheel is gone from $work/a/dist"
+  export OPFORGE_CACHE_DIR=$work/cache PATH="$venv/bin:$PATH"
+  for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
+  unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS SOURCE_DATE_EPOCH DS_ACCELERATOR
+fi
+if [ "$mode" != second ]; then
+forget_earlier
+rm -rf "$work"; mkdir -p "$work"; work=$(realpath "$work")
+# A checkout inside another git work tree would take that tree's commit (and dirtiness).
+if git -C "$work" rev-parse --git-dir >/dev/null 2>&1; then
+  rm -rf "$work"; work=$(mktemp -d "${TMPDIR:-/tmp}/opforge-e2e-deepspeed.XXXXXX")
+fi
+echo "work folder: $work"
+export SOURCE_DATE_EPOCH=1700000000
+for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
+unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS SOURCE_DATE_EPOCH
+# The same cache folder for both builds: the scratch tree of a given content lives at one path.
+export OPFORGE_CACHE_DIR=$work/cache
+# The user's shell with the environment activated.
+export PATH="$venv/bin:$PATH"
 
 mkdir -p "$work/a" && tar -xzf "$sdist" -C "$work/a"
 build "$work/a" 'path = "deepspeed-0.19.8"'
@@ -127,10 +151,14 @@ unset DS_ACCELERATOR
 # (grep on a variable: `unzip -l | grep -q` fails under pipefail once grep stops reading early)
 names=$(unzip -Z1 "$a")
 grep -q '^deepspeed/ops/adam/fused_adam_op.*\.so$' <<<"$names" || fail "no fused_adam library in the wheel"
-if [ "${4:-all}" = "install" ]; then
+rm -rf "$work/env" "$work/a/deepspeed-0.19.8"
+if [ "$mode" = install ]; then
+  # Kept for `second`: the wheel and the cache folder (the same scratch path for the same content).
+  echo "$work" > "$state"
   echo "PASS: DeepSpeed built, installed and run in $(( $(date +%s) - start )) s"
-  rm -rf "$work"; exit 0
+  exit 0
 fi
+fi  # mode != second
 
 # The same sources as a git repository (public hosts are out of reach here: a file:// one made
 # from the sdist), built from another folder, for real again.
@@ -155,8 +183,5 @@ for n in sorted(set(a.namelist()) | set(b.namelist())):
 PY
   fail "the two wheels differ"
 fi
-# (grep on a variable: `unzip -l | grep -q` fails under pipefail once grep stops reading early)
-names=$(unzip -Z1 "$a")
-grep -q '^deepspeed/ops/adam/fused_adam_op.*\.so$' <<<"$names" || fail "no fused_adam library in the wheel"
-echo "PASS: DeepSpeed end to end in $(( $(date +%s) - start )) s"
-rm -rf "$work"
+echo "PASS: the same wheel bytes from a second folder in $(( $(date +%s) - start )) s"
+rm -rf "$work"; rm -f "$state"
