@@ -83,6 +83,14 @@ TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   EXPECT_EQ(delta["SOURCE_DATE_EPOCH"], "1700000000");
 }
 
+TEST(BuildCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
+  EXPECT_EQ(build::torch_requirement("2.15.0+cu132"), "torch==2.15.*");
+  EXPECT_EQ(build::torch_requirement("2.6.0a0+git1234"), "torch==2.6.*");
+  EXPECT_EQ(build::torch_requirement("2"), "");
+  EXPECT_EQ(build::torch_requirement("2.x"), "");
+  EXPECT_EQ(build::torch_requirement(""), "");
+}
+
 TEST(BuildCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   fs::path top = fs::temp_directory_path() / ("opforge-nvccwrap-" + std::to_string(::getpid()));
   fs::remove_all(top);

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "probe/machine.h"
@@ -42,6 +47,29 @@ TEST(CliDoctor, TextMentionsEverySection) {
   ASSERT_EQ(r->exit_code, 0) << r->err;
   for (auto s : {"CUDA toolkits:", "Host compilers:", "GPUs (", "libaio:", "ninja:", "ccache:", "Ops:"})
     EXPECT_NE(r->out.find(s), std::string::npos) << s;
+}
+
+// `location` is the folder Python imports torch from (found without importing it), which need not
+// be under a site-packages folder: here a torch on PYTHONPATH.
+TEST(CliDoctor, TorchLocationIsWherePythonImportsItFrom) {
+  namespace fs = std::filesystem;
+  const fs::path top = fs::temp_directory_path() / ("opforge-doctor-loc-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top / "torch");
+  std::ofstream(top / "torch" / "__init__.py") << "raise ImportError('doctor must not import torch')\n";
+  std::ofstream(top / "torch" / "version.py") << "__version__ = '2.15.0+cu132'\ncuda = '13.2'\n";
+  auto m = probe::real_machine();
+  auto env = m.env.all();
+  env["PYTHONPATH"] = top.string();
+  auto r = m.proc.run(probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--json", "--python", "/usr/bin/python3"},
+                                     .env = env});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->exit_code, 0) << r->err;
+  auto t = nlohmann::json::parse(r->out)["torch"];
+  EXPECT_EQ(t["location"], (top / "torch").string());
+  EXPECT_EQ(t["version"], "2.15.0+cu132");
+  EXPECT_EQ(t["cuda"], "13.2");
+  fs::remove_all(top);
 }
 
 }  // namespace

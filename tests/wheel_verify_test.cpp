@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "probe/fake_machine.h"
 #include "util/strings.h"
@@ -163,6 +164,46 @@ TEST(WheelNormalize, StripRunsThroughTheProcessRunner) {
   EXPECT_EQ(fake.proc.calls()[0].argv.at(0), "strip");
   EXPECT_EQ(fake.proc.calls()[0].argv.at(1), "--strip-unneeded");
   EXPECT_EQ(w->path, "/out/p-1.0-py3-none-linux_x86_64.whl");
+}
+
+// DeepSpeed's wheel as its setup.py writes it: an unpinned torch requirement and a version file of
+// its own. The re-pack pins the torch it was built against (replacing any torch requirement,
+// whatever its spelling), keeps the other requirements and the body, and rewrites the version file.
+TEST(WheelNormalize, PinsTorchAndRewritesTheVersionFile) {
+  probe::FakeMachine fake;
+  std::vector<File> files = {
+      {"deepspeed/git_version_info_installed.py", "version='0.19.8+abc'\n", 0644},
+      {"deepspeed-0.19.8.dist-info/METADATA",
+       "Metadata-Version: 2.1\nName: deepspeed\nVersion: 0.19.8\nRequires-Dist: hjson\n"
+       "Requires-Dist: Torch>=1.9\nRequires-Dist: py-cpuinfo\n\nRequires-Dist: torch (in the body)\n", 0644},
+      {"deepspeed-0.19.8.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n", 0644}};
+  auto bytes = zip_entries(files, 315532800);
+  ASSERT_TRUE(bytes);
+  fake.fs.add_file("/in/deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl", *bytes);
+  NormalizeOptions opt;
+  opt.version = "0.19.8+cu13";
+  opt.requires_dist = {"torch==2.15.*"};
+  std::vector<std::string> seen;
+  opt.rewrite = [&seen](const std::string& path, const std::string& content) -> std::optional<std::string> {
+    seen.push_back(path);
+    if (path != "deepspeed/git_version_info_installed.py") return std::nullopt;
+    EXPECT_EQ(content, "version='0.19.8+abc'\n");
+    return std::string("version='0.19.8+cu13'\n");
+  };
+  auto w = normalize(fake.machine(), "/in/deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl", "/out", opt);
+  ASSERT_TRUE(w) << w.error().render();
+  EXPECT_EQ(w->packed.filename, "deepspeed-0.19.8+cu13-cp311-cp311-linux_x86_64.whl");
+  EXPECT_NE(std::find(seen.begin(), seen.end(), "deepspeed/git_version_info_installed.py"), seen.end());
+  auto out = read_archive(w->packed.bytes);
+  ASSERT_TRUE(out);
+  std::map<std::string, std::string> by_path;
+  for (const auto& e : *out) by_path[e.path] = e.content;
+  EXPECT_EQ(by_path["deepspeed/git_version_info_installed.py"], "version='0.19.8+cu13'\n");
+  EXPECT_EQ(by_path["deepspeed-0.19.8+cu13.dist-info/METADATA"],
+            "Metadata-Version: 2.1\nName: deepspeed\nVersion: 0.19.8+cu13\nRequires-Dist: hjson\n"
+            "Requires-Dist: py-cpuinfo\nRequires-Dist: torch==2.15.*\n\nRequires-Dist: torch (in the body)\n");
+  auto r = verify_bytes(w->packed.filename, w->packed.bytes);
+  EXPECT_TRUE(r.ok()) << strings::join(r.problems, "\n");
 }
 
 }  // namespace opforge::wheel
