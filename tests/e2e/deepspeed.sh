@@ -82,7 +82,9 @@ if [ "$mode" = second ]; then
   [ -n "$a" ] || fail "the first build's wheel is gone from $work/a/dist"
   export OPFORGE_CACHE_DIR=$work/cache PATH="$venv/bin:$PATH"
   for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
-  unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS SOURCE_DATE_EPOCH DS_ACCELERATOR
+  unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS DS_ACCELERATOR
+  # The sdist has no commit time and the git repository has one: the same time for both wheels.
+  export SOURCE_DATE_EPOCH=1700000000
 fi
 if [ "$mode" != second ]; then
 forget_earlier
@@ -92,9 +94,10 @@ if git -C "$work" rev-parse --git-dir >/dev/null 2>&1; then
   rm -rf "$work"; work=$(mktemp -d "${TMPDIR:-/tmp}/opforge-e2e-deepspeed.XXXXXX")
 fi
 echo "work folder: $work"
+# The sdist has no commit time and the git repository has one: the same time for both wheels.
 export SOURCE_DATE_EPOCH=1700000000
 for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
-unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS SOURCE_DATE_EPOCH
+unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS
 # The same cache folder for both builds: the scratch tree of a given content lives at one path.
 export OPFORGE_CACHE_DIR=$work/cache
 # The user's shell with the environment activated.
