@@ -85,6 +85,21 @@ TEST(PlanMake, ResolvesEverythingAndExportsIt) {
   EXPECT_EQ(j["ops"][1]["name"], "vecadd");
 }
 
+TEST(PlanMake, BuildDirOverrideMovesTheShim) {
+  // --build-dir beats the recipe's build_dir, and what lives in the build folder follows it.
+  World w;
+  w.opts.build_dir = "/elsewhere/b";
+  w.opts.dist_dir = "/elsewhere/d";
+  auto p = w.make();
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->build_dir, "/elsewhere/b");
+  EXPECT_EQ(p->dist_dir, "/elsewhere/d");
+  EXPECT_EQ(p->exports.at("CC"), "/elsewhere/b/shim/gcc");
+  EXPECT_EQ(p->exports.at("PATH"), "/elsewhere/b/shim:/usr/local/cuda-13.0/bin:/usr/bin");
+  ASSERT_TRUE(p->host && p->host->shim_dir);
+  EXPECT_EQ(*p->host->shim_dir, "/elsewhere/b/shim");
+}
+
 TEST(PlanMake, ShimFolderWithAColonIsRefused) {
   // The shim's folder goes first on PATH, where ':' would cut it in two.
   World w("[build]\nbuild_dir = \"a:b\"\n");

@@ -41,12 +41,14 @@ TEST(WheelBuildInfo, SortedDictWithVersionsOnly) {
   info.op_kinds = {{"cpu_adam", "cpu"}, {"overflow", "cuda"}};
   info.source_commit = "abc1234def";
   info.notes = {{"cpu_adam", {"simd: runtime dispatch (avx2, avx512)"}}};
+  info.build_vars = {{"cpu_adam", "DS_BUILD_CPU_ADAM"}, {"overflow", "DS_BUILD_OVERFLOW"}};
   auto text = build_info_py(info);
   ASSERT_TRUE(text) << text.error().message;
   EXPECT_EQ(*text,
             "# Written by opforge build: how this wheel was built (versions only, no paths).\n"
             "BUILD_INFO = {\n"
             "    'arch_list': ['8.0', '9.0+PTX'],\n"
+            "    'build_vars': {'cpu_adam': 'DS_BUILD_CPU_ADAM', 'overflow': 'DS_BUILD_OVERFLOW'},\n"
             "    'host_compiler': 'gcc 12.2.0',\n"
             "    'notes': {'cpu_adam': ['simd: runtime dispatch (avx2, avx512)']},\n"
             "    'op_kinds': {'cpu_adam': 'cpu', 'overflow': 'cuda'},\n"

@@ -334,6 +334,12 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
   }
   if (any_cuda)
     for (auto& a : plan.arch.arches) info.arch_list.push_back(a.str());
+  // Which variable asks for each op (what opforge_ops names when an op is missing), and why each
+  // built op is in the wheel: recipe and environment facts, the same on every machine.
+  for (auto& d : plan.ops) {
+    info.build_vars[d.manifest.name] = d.manifest.build_var;
+    if (d.build && !d.requested_by.empty()) info.notes[d.manifest.name].push_back("requested by: " + d.requested_by);
+  }
   std::vector<std::pair<std::string, std::string_view>> elfs;
   std::map<std::string, std::string> op_of_path;
   for (auto& o : ran.outputs) op_of_path["opforge_ops/_lib/" + o.library.filename().string()] = o.op;
@@ -352,10 +358,11 @@ fs::path default_python_package(const probe::FileSystem& fs) {
 
 Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const PipelineOptions& options) {
   Outcome outcome;
-  outcome.plan = OPFORGE_TRY(plan::make(m, recipe_file, options.plan));
+  plan::Options plan_options = options.plan;
+  if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
+  if (options.dist_dir) plan_options.dist_dir = m.fs.absolute(*options.dist_dir);
+  outcome.plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
   plan::Plan& plan = outcome.plan;
-  if (options.build_dir) plan.build_dir = m.fs.absolute(*options.build_dir);
-  if (options.dist_dir) plan.dist_dir = m.fs.absolute(*options.dist_dir);
   OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
   OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));

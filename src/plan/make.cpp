@@ -241,8 +241,8 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
   }
   if (plan.source.ops_dir.empty() && plan.source.not_fetched.empty())
     plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
-  plan.build_dir = (r.dir / r.build.build_dir).lexically_normal();
-  plan.dist_dir = (r.dir / r.build.dist_dir).lexically_normal();
+  plan.build_dir = opts.build_dir.value_or((r.dir / r.build.build_dir).lexically_normal());
+  plan.dist_dir = opts.dist_dir.value_or((r.dir / r.build.dist_dir).lexically_normal());
   const bool command = r.build.backend == recipe::Backend::command;
   const std::string python = opts.python.value_or(r.cuda.python);
   plan.python = python;

@@ -98,6 +98,9 @@ struct Options {
       [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r); };
   Resolvers resolvers = default_resolvers();
   fs::path cache_dir;                  ///< probe cache; empty: probe::default_cache_dir(env)
+  /// --build-dir / --dist-dir (absolute): they beat the recipe's, and everything placed in the
+  /// build folder (the compiler shim, its wrappers) follows them.
+  std::optional<fs::path> build_dir, dist_dir;
 };
 
 /// Resolves everything the build needs, writing nothing but the probe cache.

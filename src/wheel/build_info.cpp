@@ -53,6 +53,13 @@ Result<std::string> build_info_py(const BuildInfo& info) {
       "# Written by opforge build: how this wheel was built (versions only, no paths).\n"
       "BUILD_INFO = {\n";
   out += "    'arch_list': " + py_list(info.arch_list) + ",\n";
+  out += "    'build_vars': {";
+  bool first_var = true;
+  for (const auto& [op, var] : info.build_vars) {
+    out += (first_var ? "" : ", ") + py_str(op) + ": " + py_str(var);
+    first_var = false;
+  }
+  out += "},\n";
   out += "    'host_compiler': " + py_str(info.host_compiler) + ",\n";
   out += "    'notes': {";
   bool first = true;

@@ -241,7 +241,8 @@ struct BuildInfo {
   std::vector<std::string> ops;              ///< ops built, sorted
   std::map<std::string, std::string> op_kinds;   ///< op → "cpu" | "cuda"
   std::string source_commit;                 ///< full hex, or empty
-  std::map<std::string, std::vector<std::string>> notes;  ///< op → notes (SIMD level chosen ...)
+  std::map<std::string, std::vector<std::string>> notes;  ///< built op → notes ("requested by: …")
+  std::map<std::string, std::string> build_vars;  ///< every op of the catalogue → its DS_BUILD_* variable
 };
 
 /// The text of `opforge_ops/build_info.py`: a BUILD_INFO dict literal, keys sorted. Versions

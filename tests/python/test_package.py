@@ -52,8 +52,11 @@ def test_version_and_build_info_agree():
     # Versions only, never absolute paths of the build machine.
     for key in ('toolkit_version', 'host_compiler', 'source_commit', 'opforge_version'):
         assert not str(info[key]).startswith('/'), key
-    # Every op the wheel says it built is there.
+    # Every op the wheel says it built is there, with why; every op has its build variable.
     assert set(info['ops']) <= set(opforge_ops.available_ops())
+    for op in info['ops']:
+        assert info['notes'][op][0].startswith('requested by: '), info['notes']
+        assert info['build_vars'][op] == 'DS_BUILD_' + op.upper()
 
 
 def test_every_built_op_loads_and_reports_its_abi():

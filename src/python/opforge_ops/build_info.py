@@ -5,6 +5,7 @@ from typing import Any, Dict
 
 BUILD_INFO: Dict[str, Any] = {
     'arch_list': [],
+    'build_vars': {},
     'host_compiler': '',
     'notes': {},
     'op_kinds': {},
