@@ -32,6 +32,14 @@ std::string py_list(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+// {'key': value, ...} in key order (std::map), each value written by `literal`.
+template <class Map, class Literal>
+std::string py_dict(const Map& map, Literal literal) {
+  std::string out = "{";
+  for (const auto& [key, value] : map) out += (out.size() > 1 ? ", " : "") + py_str(key) + ": " + literal(value);
+  return out + "}";
+}
+
 }  // namespace
 
 Result<std::string> build_info_py(const BuildInfo& info) {
@@ -53,28 +61,10 @@ Result<std::string> build_info_py(const BuildInfo& info) {
       "# Written by opforge build: how this wheel was built (versions only, no paths).\n"
       "BUILD_INFO = {\n";
   out += "    'arch_list': " + py_list(info.arch_list) + ",\n";
-  out += "    'build_vars': {";
-  bool first_var = true;
-  for (const auto& [op, var] : info.build_vars) {
-    out += (first_var ? "" : ", ") + py_str(op) + ": " + py_str(var);
-    first_var = false;
-  }
-  out += "},\n";
+  out += "    'build_vars': " + py_dict(info.build_vars, py_str) + ",\n";
   out += "    'host_compiler': " + py_str(info.host_compiler) + ",\n";
-  out += "    'notes': {";
-  bool first = true;
-  for (const auto& [op, notes] : info.notes) {
-    out += (first ? "" : ", ") + py_str(op) + ": " + py_list(notes);
-    first = false;
-  }
-  out += "},\n";
-  out += "    'op_kinds': {";
-  first = true;
-  for (const auto& [op, kind] : info.op_kinds) {
-    out += (first ? "" : ", ") + py_str(op) + ": " + py_str(kind);
-    first = false;
-  }
-  out += "},\n";
+  out += "    'notes': " + py_dict(info.notes, py_list) + ",\n";
+  out += "    'op_kinds': " + py_dict(info.op_kinds, py_str) + ",\n";
   out += "    'ops': " + py_list(info.ops) + ",\n";
   out += "    'opforge_version': " + py_str(info.opforge_version) + ",\n";
   out += "    'source_checkout': False,\n";

@@ -144,39 +144,48 @@ class _Scratch(threading.local):
 
 
 _scratch = _Scratch()
-_cpu_multi: Callable[..., int] | None = None
+_bare: dict[str, Callable[..., int]] = {}
+
+
+def _bare_fn(name: str, nargs: int) -> Callable[..., int]:
+    """A library function as a bare ctypes function of pointer/int arguments (no argument
+    conversion per call: the hook calls these once per module)."""
+    fn = _bare.get(name)
+    if fn is None:
+        args = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p][:nargs]
+        fn = _bare[name] = ctypes.CFUNCTYPE(ctypes.c_int, *args)((name, L.lib()))
+    return fn
 
 
 def _cpu_fn() -> Callable[..., int]:
-    global _cpu_multi
-    if _cpu_multi is None:
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
-        _cpu_multi = proto(("opforge_overflow_stats_cpu_multi", L.lib()))
-    return _cpu_multi
-
-
-_cuda_sync: Callable[..., int] | None = None
+    return _bare_fn("opforge_overflow_stats_cpu_multi", 3)
 
 
 def _cuda_fn() -> Callable[..., int]:
-    """The synchronous CUDA read as a bare ctypes function (no argument conversion per call)."""
-    global _cuda_sync
-    if _cuda_sync is None:
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-        _cuda_sync = proto(("opforge_overflow_stats_cuda_sync", L.lib()))
-    return _cuda_sync
+    """The synchronous CUDA read."""
+    return _bare_fn("opforge_overflow_stats_cuda_sync", 4)
 
 
-def cuda_read(device: int, desc_addr: int, k: int, out_addr: int) -> int:
-    """Runs the synchronous CUDA read of k packed descriptors on `device` (an index), on that device's
-    current stream; returns the library's code. The launch must run with that device current."""
+def _cuda_multi_fn() -> Callable[..., int]:
+    """The asynchronous CUDA launch into a device buffer."""
+    return _bare_fn("opforge_overflow_stats_cuda_multi", 4)
+
+
+def _on_device(fn: Callable[..., int], device: int, desc_addr: int, k: int, out: int) -> int:
+    """fn(descriptors, k, out, stream) on `device` (an index) and its current stream, with that device
+    current (the library launches on the current device); the library's code."""
     import torch
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: a few us less
     stream = raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
     if torch.cuda.current_device() == device:
-        return _cuda_fn()(desc_addr, k, out_addr, stream)
+        return fn(desc_addr, k, out, stream)
     with torch.cuda.device(device):
-        return _cuda_fn()(desc_addr, k, out_addr, stream)
+        return fn(desc_addr, k, out, stream)
+
+
+def cuda_read(device: int, desc_addr: int, k: int, out_addr: int) -> int:
+    """The synchronous CUDA read of k packed descriptors on `device`; the library's code."""
+    return _on_device(_cuda_fn(), device, desc_addr, k, out_addr)
 
 
 def _describe(tensors: Sequence[Any], threshold: float, desc: Any) -> list[Any]:
@@ -245,17 +254,6 @@ def stats_many(tensors: Any, threshold: float = 0.0) -> list[TensorStats]:
     tensors = list(tensors)
     _check_one_device(tensors)
     return [TensorStats(r) for r in raw_many(tensors, threshold)]
-
-
-_cuda_multi: Callable[..., int] | None = None
-
-
-def _cuda_multi_fn() -> Callable[..., int]:
-    global _cuda_multi
-    if _cuda_multi is None:
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-        _cuda_multi = proto(("opforge_overflow_stats_cuda_multi", L.lib()))
-    return _cuda_multi
 
 
 class PendingStats:
@@ -328,13 +326,7 @@ class PendingStats:
             used.append(0)
         off = used[c]
         out = chunks[c].data_ptr() + off * _STATS_SIZE
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        stream = raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
-        if torch.cuda.current_device() == device:
-            rc = _cuda_multi_fn()(desc_addr, k, out, stream)
-        else:
-            with torch.cuda.device(device):
-                rc = _cuda_multi_fn()(desc_addr, k, out, stream)
+        rc = _on_device(_cuda_multi_fn(), device, desc_addr, k, out)
         if rc:
             L.check(rc)
         used[c] = off + k
