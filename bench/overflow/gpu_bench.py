@@ -28,6 +28,18 @@ def timed(fn, reps=20):
     return start.elapsed_time(end) / 1e3 / reps
 
 
+def wall(fn, reps=5, warmup=1):
+    """Seconds per call on the host clock (for work that synchronises with the host itself)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / reps
+
+
 def transformers_sequence(x):
     a = x.abs()
     f"{a.min():8.2e} {a.max():8.2e}"
@@ -73,14 +85,6 @@ def main():
         with torch.no_grad():
             model(input_ids=ids, decoder_input_ids=ids)
 
-    def wall(fn, reps=5):  # the hooks synchronise with the host: time the whole step on the host
-        fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / reps
 
     texts, times = {}, {}
     for name, cls in (("none", None), ("transformers", TfDebug), ("opforge", DebugUnderflowOverflow)):

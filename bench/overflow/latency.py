@@ -1,23 +1,15 @@
 """Per-call latency of one small statistics read on the GPU, and of what it is made of, side by side
 (needs a CUDA GPU): where the hook's time per module goes when the tensors are small.
 usage: PYTHONPATH=... python bench/overflow/latency.py"""
-import ctypes
-import time
 
 import torch
 
-from opforge_ops.overflow import _lib as L, _stats, tensor_stats, stats_many
+from gpu_bench import wall  # this folder is on sys.path when run as a script
+from opforge_ops.overflow import _stats, tensor_stats, stats_many
 
 
 def per_call(fn, reps=2000):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / reps * 1e6
+    return wall(fn, reps, warmup=50) * 1e6
 
 
 def main():
