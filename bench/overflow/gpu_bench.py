@@ -85,7 +85,6 @@ def main():
         with torch.no_grad():
             model(input_ids=ids, decoder_input_ids=ids)
 
-
     texts, times = {}, {}
     for name, cls in (("none", None), ("transformers", TfDebug), ("opforge", DebugUnderflowOverflow)):
         torch.manual_seed(0)  # the same weights for every run: the report texts must agree
