@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "build/command_backend.h"
+#include "compiler/cpu_target.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 #include "wheel/wheel.h"
@@ -76,6 +78,7 @@ TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   EXPECT_FALSE(env.contains("TORCH_NO_COMPILER_WRAPPER"));
   EXPECT_EQ(env["CCACHE_BASEDIR"], "/cache/trees/0123");
   EXPECT_EQ(env["CCACHE_REMOTE_STORAGE"], "redis://127.0.0.1:6379");
+  EXPECT_EQ(env["CCACHE_DEPEND"], "1");  // a miss runs the compiler only, not the preprocessor first
   // `opforge env` prints exactly what differs from the caller's environment.
   auto delta = build::command_exports({{"CFLAGS", "-I/opt/aio/include"}, {"HOME", "/h"}}, p, "/t");
   EXPECT_FALSE(delta.contains("HOME"));
@@ -121,6 +124,99 @@ TEST(BuildCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
   p.recipe.build.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
   EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
+  fs::remove_all(top);
+}
+
+TEST(BuildCommandBackend, NvccWrapperFolderFollowsTheRealNvccsStamp) {
+  // ccache checks a compiler by its mtime: the wrapper's own would hide an nvcc upgraded in place.
+  auto a = build::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 1");
+  auto b = build::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 2");
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_NE(a.path, b.path);
+}
+
+namespace {
+
+/// sections of an ELF file, from binutils' readelf (the tool a user would ask).
+std::string section_names(const fs::path& file) {
+  auto r = probe::real_machine().proc.run({.argv = {"readelf", "-S", "-W", file.string()}});
+  return r && r->ok() ? r->out : std::string("readelf failed");
+}
+
+}  // namespace
+
+// Real gcc: the wrappers drop what -g adds, and only that — the stripped library is the same bytes.
+TEST(BuildCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLibraryIsUnchanged) {
+  auto m = probe::real_machine();
+  auto host = compiler::host_without_toolkit(m, "auto");
+  if (!host) GTEST_SKIP() << "no host compiler: " << host.error().message;
+  fs::path top = fs::temp_directory_path() / ("opforge-hostwrap-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top);
+  plan::Plan p = base_plan(top / "src", top);
+  p.host = *host;
+  auto w = build::host_wrappers(m.fs, top / "cache", p);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->dir.parent_path(), top / "cache" / "host");
+  ASSERT_TRUE(build::write_host_wrappers(m.fs, *w));
+  const auto written = fs::last_write_time(w->cxx);
+  ASSERT_TRUE(build::write_host_wrappers(m.fs, *w));  // unchanged: ccache keys on its mtime
+  EXPECT_EQ(fs::last_write_time(w->cxx), written);
+
+  std::ofstream(top / "op.cpp") << "#include <vector>\n#include <string>\n"
+                                   "extern \"C\" int op(int n) { std::vector<std::string> v(n, \"x\");\n"
+                                   "  int s = 0; for (auto& e : v) s += e.size(); return s; }\n";
+  auto run = [&](std::vector<std::string> argv) {
+    auto r = m.proc.run({.argv = std::move(argv), .cwd = top});
+    ASSERT_TRUE(r && r->ok()) << (r ? r->err : r.error().message);
+  };
+  for (const auto& [cxx, tag] : {std::pair{w->cxx, std::string("wrapped")}, {host->compiler.cxx, "direct"}}) {
+    run({cxx.string(), "-g", "-O2", "-fPIC", "-c", "op.cpp", "-o", tag + ".o"});
+    run({cxx.string(), "-shared", "-Wl,--build-id=none", tag + ".o", "-o", "lib" + tag + ".so"});
+  }
+  EXPECT_EQ(section_names(top / "wrapped.o").find(".debug_info"), std::string::npos);
+  EXPECT_NE(section_names(top / "direct.o").find(".debug_info"), std::string::npos);  // -g did reach gcc
+  run({"strip", "--strip-unneeded", "libwrapped.so", "libdirect.so"});
+  EXPECT_EQ(slurp(top / "libwrapped.so"), slurp(top / "libdirect.so"));
+  // Anything that is not a compile passes through unchanged.
+  auto r = m.proc.run({.argv = {w->cc.string(), "-dumpversion"}});
+  auto d = m.proc.run({.argv = {host->compiler.cc.string(), "-dumpversion"}});
+  ASSERT_TRUE(r && d);
+  EXPECT_EQ(r->out, d->out);
+
+  // The build's CC, CXX, nvcc's -ccbin and the front of PATH name them.
+  p.exports = {{"PATH", "/usr/local/cuda/bin:/usr/bin"}, {"CC", host->compiler.cc.string()}};
+  auto env = build::command_environment({{"PATH", "/bin"}}, p, "/t", {}, &*w);
+  EXPECT_EQ(env["CC"], w->cc.string());
+  EXPECT_EQ(env["CXX"], w->cxx.string());
+  EXPECT_EQ(env["PATH"], w->dir.string() + ":/usr/local/cuda/bin:/usr/bin");
+  EXPECT_EQ(env["NVCC_PREPEND_FLAGS"], "-ccbin " + w->dir.string());
+  fs::remove_all(top);
+}
+
+TEST(BuildCommandBackend, HostWrappersFollowTheRealCompilersStamp) {
+  fs::path top = fs::temp_directory_path() / ("opforge-hoststamp-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top / "bin");
+  for (const char* n : {"gcc", "g++"}) {
+    std::ofstream(top / "bin" / n) << "#!/bin/sh\n";
+    fs::permissions(top / "bin" / n, fs::perms::owner_all);
+  }
+  auto m = probe::real_machine();
+  plan::Plan p = base_plan(top / "src", top);
+  compiler::HostChoice host;
+  host.compiler.cc = top / "bin" / "gcc";
+  host.compiler.cxx = top / "bin" / "g++";
+  p.host = host;
+  auto before = build::host_wrappers(m.fs, top / "cache", p);
+  fs::last_write_time(top / "bin" / "g++", fs::last_write_time(top / "bin" / "g++") + std::chrono::hours(1));
+  auto after = build::host_wrappers(m.fs, top / "cache", p);
+  ASSERT_TRUE(before && after);
+  EXPECT_NE(before->dir, after->dir);  // an upgraded compiler: new wrappers, new ccache keys
+  p.host->compiler.cxx = "g++";        // not a path the wrappers can run by
+  EXPECT_FALSE(build::host_wrappers(m.fs, top / "cache", p));
+  p.host.reset();
+  EXPECT_FALSE(build::host_wrappers(m.fs, top / "cache", p));
   fs::remove_all(top);
 }
 
@@ -187,7 +283,10 @@ TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
   EXPECT_EQ(fs.type_of("/w/shim/g++"), probe::FileType::symlink);
   EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
   ASSERT_EQ(proc.calls().size(), 1u);
-  EXPECT_EQ(proc.calls()[0].env->at("CXX"), "/w/shim/g++");
+  // CXX is the -g0 wrapper, which runs the shim's g++.
+  const fs::path cxx = proc.calls()[0].env->at("CXX");
+  EXPECT_EQ(cxx.parent_path().parent_path(), fs::path("/cache/host"));
+  EXPECT_NE(fs.read_file(cxx).value_or("").find("exec /w/shim/g++ \"$@\" -g0"), std::string::npos);
   EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
 }
 

@@ -34,7 +34,15 @@ std::string tail_lines(const std::string& text, std::size_t n) {
 
 }  // namespace
 
-NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc) {
+std::string compiler_stamp(const probe::FileSystem& fs, const fs::path& exe) {
+  auto real = fs.canonical(exe);
+  if (!real) return "";
+  auto st = fs.stamp(*real);
+  if (!st) return "";
+  return real->string() + " " + std::to_string(st->size) + " " + std::to_string(st->mtime_ns);
+}
+
+NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp) {
   NvccWrapper w;
   w.text = "#!/bin/sh\n"
            "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
@@ -44,8 +52,49 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc) {
            "  case $a in -lineinfo|--generate-line-info) ;; *) set -- \"$@\" \"$a\" ;; esac\n"
            "done\n"
            "exec " + strings::shell_quote(nvcc.string()) + " \"$@\"\n";
-  w.path = cache_dir / "nvcc" / sha256_hex(w.text).substr(0, 16) / "nvcc";
+  w.path = cache_dir / "nvcc" / sha256_hex(w.text + stamp).substr(0, 16) / "nvcc";
   return w;
+}
+
+std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs::path& cache_dir,
+                                          const plan::Plan& plan) {
+  if (!plan.host || cache_dir.empty()) return std::nullopt;
+  const auto via = compiler::invocation(*plan.host);
+  // The scripts run the compilers by absolute path: their own folder is first on PATH.
+  if (!via.cc.is_absolute() || !via.cxx.is_absolute()) return std::nullopt;
+  const bool clang = plan.host->compiler.family == compiler::Family::clang;
+  auto script = [](const fs::path& real) {
+    const std::string exe = strings::shell_quote(real.string());
+    return "#!/bin/sh\n"
+           "# Written by opforge: " + real.string() + " without debug information when it compiles.\n"
+           "# opforge strips the wheel's libraries, so what -g adds is thrown away; -g0 comes last\n"
+           "# to override any -g, and the generated code is the same either way.\n"
+           "for a do\n"
+           "  case $a in -c) exec " + exe + " \"$@\" -g0 ;; esac\n"
+           "done\n"
+           "exec " + exe + " \"$@\"\n";
+  };
+  HostWrappers w;
+  std::string key;
+  for (const auto& [name, real] : std::vector<std::pair<std::string, fs::path>>{
+           {clang ? "clang" : "gcc", via.cc}, {clang ? "clang++" : "g++", via.cxx}, {"cc", via.cc}, {"c++", via.cxx}}) {
+    w.files.emplace_back(name, script(real));
+    key += name + "\n" + w.files.back().second + compiler_stamp(fs, real) + "\n";
+  }
+  w.dir = cache_dir / "host" / sha256_hex(key).substr(0, 16);
+  w.cc = w.dir / (clang ? "cc" : "gcc");
+  w.cxx = w.dir / (clang ? "c++" : "g++");
+  return w;
+}
+
+Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w) {
+  OPFORGE_CHECK(fs.create_directories(w.dir));
+  for (const auto& [name, text] : w.files) {
+    const fs::path p = w.dir / name;
+    if (auto have = fs.read_file(p); have && *have == text && fs.is_executable(p)) continue;
+    OPFORGE_CHECK(fs.write_file_atomic(p, text, 0755));
+  }
+  return {};
 }
 
 Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
@@ -54,23 +103,35 @@ Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
   return fs.write_file_atomic(w.path, w.text, 0755);
 }
 
-std::optional<NvccWrapper> default_nvcc_wrapper(const probe::Environment& env, const plan::Plan& plan) {
-  const fs::path cache_dir = ops::default_cache_dir(env);
+std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan) {
+  const fs::path cache_dir = ops::default_cache_dir(m.env);
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
-  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc);
+  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler_stamp(m.fs, plan.cuda.chosen->nvcc));
+}
+
+std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {
+  return host_wrappers(m.fs, ops::default_cache_dir(m.env), plan);
 }
 
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const fs::path& tree_in,
-                                                       const fs::path& nvcc_wrapper) {
+                                                       const fs::path& nvcc_wrapper,
+                                                       const HostWrappers* host) {
   const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
   std::map<std::string, std::string> env = base;
   for (const auto& [k, v] : plan.exports) env[k] = v;
 
   if (plan.host) {
     auto via = compiler::invocation(*plan.host);
-    if (!plan.exports.contains("CC") && !via.cc.empty()) env["CC"] = via.cc.string();
-    if (!plan.exports.contains("CXX") && !via.cxx.empty()) env["CXX"] = via.cxx.string();
+    if (host) {  // the same compilers, behind the -g0 scripts
+      via.cc = host->cc;
+      via.cxx = host->cxx;
+      via.ccbin = host->dir;
+      const std::string path = env.contains("PATH") ? env["PATH"] : std::string();
+      env["PATH"] = host->dir.string() + (path.empty() ? "" : ":" + path);
+    }
+    if ((host || !plan.exports.contains("CC")) && !via.cc.empty()) env["CC"] = via.cc.string();
+    if ((host || !plan.exports.contains("CXX")) && !via.cxx.empty()) env["CXX"] = via.cxx.string();
     if (!via.ccbin.empty() && !plan.exports.contains("NVCC_PREPEND_FLAGS")) {
       std::string flags = "-ccbin " + via.ccbin.string();
       if (plan.host->allow_unsupported) flags += " -allow-unsupported-compiler";
@@ -107,6 +168,10 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
     env["CCACHE_BASEDIR"] = tree.string();
     env["CCACHE_NOHASHDIR"] = "1";
     env["CCACHE_IGNOREOPTIONS"] = "-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*";
+    // A miss then costs the compile alone: ccache reads the headers from the compiler's -MMD file
+    // instead of running the preprocessor first (about 4% of a torch extension's compile here;
+    // nvcc, which ccache cannot use it for, keeps the preprocessor mode).
+    env["CCACHE_DEPEND"] = "1";
     if (!plan.recipe.build.remote.empty()) env["CCACHE_REMOTE_STORAGE"] = plan.recipe.build.remote;
   } else {
     env["TORCH_NO_COMPILER_WRAPPER"] = "1";  // every compile runs for real
@@ -116,13 +181,26 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
 
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
                                                    const plan::Plan& plan, const fs::path& tree,
-                                                   const fs::path& nvcc_wrapper) {
+                                                   const fs::path& nvcc_wrapper,
+                                                   const HostWrappers* host) {
   std::map<std::string, std::string> out;
-  for (auto& [k, v] : command_environment(base, plan, tree, nvcc_wrapper)) {
+  for (auto& [k, v] : command_environment(base, plan, tree, nvcc_wrapper, host)) {
     auto it = base.find(k);
     if (it == base.end() || it->second != v || plan.exports.contains(k)) out[k] = v;
   }
   return out;
+}
+
+std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree) {
+  auto nvcc = default_nvcc_wrapper(m, plan);
+  auto host = default_host_wrappers(m, plan);
+  return command_exports(m.env.all(), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
+}
+
+Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan) {
+  if (auto nvcc = default_nvcc_wrapper(m, plan)) OPFORGE_CHECK(write_nvcc_wrapper(m.fs, *nvcc));
+  if (auto host = default_host_wrappers(m, plan)) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
+  return {};
 }
 
 namespace {
@@ -311,11 +389,13 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
 
   fs::path wrapper;
   if (plan.cuda.chosen) {
-    auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc);
+    auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler_stamp(m.fs, plan.cuda.chosen->nvcc));
     OPFORGE_CHECK(write_nvcc_wrapper(m.fs, w));
     wrapper = w.path;
   }
-  out.env = command_environment(m.env.all(), plan, tree.root, wrapper);
+  auto host = host_wrappers(m.fs, cache_dir, plan);
+  if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
+  out.env = command_environment(m.env.all(), plan, tree.root, wrapper, host ? &*host : nullptr);
   probe::Command cmd;
   cmd.argv = b.command;
   cmd.cwd = tree.root;

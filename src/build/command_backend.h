@@ -31,6 +31,8 @@ struct CommandOutput {
   std::map<std::string, std::string> env;  ///< what the command ran with (for the build record)
 };
 
+struct HostWrappers;
+
 /// The command's environment: `base` (the caller's environment), then plan.exports on top, then
 /// what makes the output reproducible and uses the plan's compiler (compiler::invocation):
 /// CC/CXX (the chosen host compiler, or its shim), NVCC_PREPEND_FLAGS=-ccbin <shim or c++>,
@@ -43,15 +45,19 @@ struct CommandOutput {
 /// Paths with spaces cannot be passed through NVCC_*_FLAGS (nvcc splits them on spaces).
 /// With a toolkit chosen and `nvcc_wrapper` given (nvcc_wrapper_path), PYTORCH_NVCC names it
 /// (behind `ccache` with [build] cache = "ccache": torch wraps only its own nvcc).
+/// With `host` given (host_wrappers), CC, CXX and -ccbin name its scripts and its folder goes
+/// first on PATH.
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const fs::path& tree = {},
-                                                       const fs::path& nvcc_wrapper = {});
+                                                       const fs::path& nvcc_wrapper = {},
+                                                       const HostWrappers* host = nullptr);
 
 /// The variables command_environment sets or changes relative to `base`, and every plan export
 /// (even where `base` agrees): what `opforge env` and `opforge plan` print.
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
                                                    const plan::Plan& plan, const fs::path& tree = {},
-                                                   const fs::path& nvcc_wrapper = {});
+                                                   const fs::path& nvcc_wrapper = {},
+                                                   const HostWrappers* host = nullptr);
 
 /// The nvcc a command build's torch extensions compile with (torch's ninja builds run
 /// $PYTORCH_NVCC): a script that runs the toolkit's `nvcc` without `-lineinfo` /
@@ -63,7 +69,13 @@ struct NvccWrapper {
   fs::path path;     ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
   std::string text;  ///< the script
 };
-NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc);
+/// `stamp` (compiler_stamp) goes into the folder's name with the text: a toolkit upgraded in place
+/// gets a new wrapper, and ccache a new key.
+NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp = {});
+
+/// "<resolved path> <size> <mtime ns>" of a compiler: what ccache's default compiler check sees
+/// through a wrapper. Empty when the file cannot be read.
+std::string compiler_stamp(const probe::FileSystem& fs, const fs::path& exe);
 
 /// Writes the wrapper unless the same text is there already (its mtime stays: ccache checks the
 /// compiler's mtime).
@@ -71,7 +83,40 @@ Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w);
 
 /// The wrapper a command build of `plan` uses (in ops::default_cache_dir), or nothing when the plan
 /// chose no toolkit: what `opforge plan` and `opforge env` name.
-std::optional<NvccWrapper> default_nvcc_wrapper(const probe::Environment& env, const plan::Plan& plan);
+std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan);
+
+/// The host wrappers a command build of `plan` uses (in ops::default_cache_dir), or nothing.
+std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan);
+
+/// The host compilers a command build runs (CC, CXX, nvcc's -ccbin, first on PATH): scripts that
+/// run the plan's compilers (compiler::invocation: the shim, the cpu_target wrappers or the
+/// compiler itself) with `-g0` after every argument of a compile (`-c`). opforge strips every library
+/// of the wheel it re-packs (wheel::normalize), so the debug information that Python's CFLAGS and
+/// projects ask for (`-g`; DeepSpeed's builders add their own) is thrown away: it costs about a
+/// third of each torch extension's compile time, and GCC and clang never let -g change the code
+/// they generate, so the stripped libraries are the same bytes with or without it.
+struct HostWrappers {
+  /// <cache_dir>/host/<16 hex of a sha256 over the scripts and the real compilers' size and mtime>:
+  /// a compiler upgraded in place gets new wrappers, and ccache (which checks the compiler's mtime)
+  /// a new key.
+  fs::path dir;
+  fs::path cc, cxx;  ///< what CC and CXX name: dir/gcc and dir/g++ (dir/cc and dir/c++ for clang)
+  std::vector<std::pair<std::string, std::string>> files;  ///< file name in dir → script
+};
+/// Nothing without a host compiler in the plan, or when its paths are not absolute.
+std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs::path& cache_dir,
+                                          const plan::Plan& plan);
+
+/// Writes each script unless the same text is there already (its mtime stays, as for the nvcc wrapper).
+Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w);
+
+/// command_exports with the wrappers a build of `plan` uses (default_nvcc_wrapper,
+/// default_host_wrappers): what `opforge plan` and `opforge env` print. Writes nothing.
+std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan,
+                                                   const fs::path& tree = {});
+
+/// Writes those wrappers, for `opforge env`, whose exports name them.
+Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan);
 
 /// A fresh copy of a source tree for one command build, at a path that depends only on the tree's
 /// content: nvcc derives internal symbol names (`_INTERNAL_<hash>_`) from the source path, so the

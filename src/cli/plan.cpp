@@ -64,8 +64,7 @@ void print_text(const plan::Plan& p) {
   if (p.recipe.build.backend == recipe::Backend::command) {
     // The command's full environment beyond the caller's: exactly what the build will set.
     auto real = probe::real_machine();
-    auto wrapper = build::default_nvcc_wrapper(real.env, p);
-    for (auto& [k, v] : build::command_exports(real.env.all(), p, kScratchPlaceholder, wrapper ? wrapper->path : fs::path()))
+    for (auto& [k, v] : build::planned_exports(real, p, kScratchPlaceholder))
       std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
     std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
               << "  " << strings::shell_join(p.recipe.build.command) << "\n"
@@ -130,10 +129,8 @@ Registrar plan_command{{
         if (args->json) {
           auto j = plan::to_json(p);
           if (p.recipe.build.backend == recipe::Backend::command) {
-            auto wrapper = build::default_nvcc_wrapper(real.env, p);
             j["command"] = {{"argv", p.recipe.build.command},
-                            {"environment", build::command_exports(real.env.all(), p, kScratchPlaceholder,
-                                                                    wrapper ? wrapper->path : fs::path())}};
+                            {"environment", build::planned_exports(real, p, kScratchPlaceholder)}};
           } else if (auto graph = build::describe(p)) {
             j["commands"] = nlohmann::json::array();
             for (auto& step : graph->steps)
