@@ -1,399 +1,26 @@
-#include <sys/stat.h>
-#include <zip.h>
-
+// Packing a wheel: check the files, name it, add the .dist-info and zip it.
 #include <algorithm>
-#include <cstring>
-#include <ctime>
-#include <memory>
 #include <set>
 
-#include "opforge/version.h"
 #include "util/hash.h"
 #include "wheel/internal.h"
 #include "wheel/wheel.h"
 
 namespace opforge::wheel {
 
-// ------------------------------------------------------------------------------ RECORD hashes
-
-std::string urlsafe_b64_nopad(std::string_view raw) {
-  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::size_t i = 0;
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(raw[k]); };
-  for (; i + 3 <= raw.size(); i += 3) {
-    unsigned v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += table[(v >> 6) & 63];
-    out += table[v & 63];
-  }
-  if (raw.size() - i == 1) {
-    unsigned v = byte(i) << 16;
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-  } else if (raw.size() - i == 2) {
-    unsigned v = (byte(i) << 16) | (byte(i + 1) << 8);
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += table[(v >> 6) & 63];
-  }
-  return out;
-}
-
-std::string record_hash(std::string_view content) {
-  return "sha256=" + urlsafe_b64_nopad(sha256_raw(content));
-}
-
-// ------------------------------------------------------------------------------ path safety
-
-std::optional<std::string> unsafe_path_reason(std::string_view path) {
-  if (path.empty()) return "an empty path";
-  if (path.front() == '/') return "an absolute path";
-  if (path.find('\\') != std::string_view::npos) return "a backslash in the path";
-  if (path.size() >= 2 && path[1] == ':') return "a drive-letter path";
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    auto slash = path.find('/', start);
-    auto part = path.substr(start, slash == std::string_view::npos ? std::string_view::npos
-                                                                    : slash - start);
-    if (part == "..") return "a '..' component";
-    if (slash == std::string_view::npos) break;
-    start = slash + 1;
-  }
-  return std::nullopt;
-}
-
-// ------------------------------------------------------------------------------ tags
-
-std::string compressed_tag(const std::vector<std::string>& tags) {
-  std::vector<std::string> py, abi, plat;
-  auto add = [](std::vector<std::string>& v, std::string s) {
-    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
-  };
-  for (const auto& t : tags) {
-    auto a = t.find('-'), b = t.find('-', a == std::string::npos ? a : a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    add(py, t.substr(0, a));
-    add(abi, t.substr(a + 1, b - a - 1));
-    add(plat, t.substr(b + 1));
-  }
-  auto dot = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "." : "") + v[i];
-    return s;
-  };
-  return dot(py) + "-" + dot(abi) + "-" + dot(plat);
-}
-
-// ------------------------------------------------------------------------------ DOS time
-
-std::pair<std::uint16_t, std::uint16_t> dos_time_date(std::int64_t epoch) {
-  // DOS time has no zone; opforge writes the UTC fields so that the bytes never depend on TZ.
-  constexpr std::int64_t k1980 = 315532800;
-  constexpr std::int64_t k2107 = 4354819198;  // 2107-12-31 23:59:58, the last DOS time
-  epoch = std::clamp(epoch, k1980, k2107);
-  std::time_t t = static_cast<std::time_t>(epoch);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  auto time = static_cast<std::uint16_t>((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec / 2));
-  auto date = static_cast<std::uint16_t>(((tm.tm_year + 1900 - 1980) << 9) |
-                                         ((tm.tm_mon + 1) << 5) | tm.tm_mday);
-  return {time, date};
-}
-
 namespace {
 
-std::uint32_t get32(const std::string& b, std::size_t at) {
-  std::uint32_t v;
-  std::memcpy(&v, b.data() + at, 4);
-  return v;
-}
-std::uint16_t get16(const std::string& b, std::size_t at) {
-  std::uint16_t v;
-  std::memcpy(&v, b.data() + at, 2);
-  return v;
-}
-void put16(std::string& b, std::size_t at, std::uint16_t v) { std::memcpy(b.data() + at, &v, 2); }
+bool by_path(const File& a, const File& b) { return a.path < b.path; }
 
-// libzip converts times through the local zone (mktime/localtime); rewriting the fields in
-// place afterwards is the only way to be independent of TZ and of DST gaps. The fields are not
-// covered by any CRC.
-Status patch_dos_times(std::string& zip, std::uint16_t time, std::uint16_t date) {
-  if (zip.size() < 22) return failure("zip archive too short");
-  std::size_t eocd = std::string::npos;
-  for (std::size_t i = zip.size() - 22 + 1; i-- > 0;) {
-    if (get32(zip, i) == 0x06054b50u) {
-      eocd = i;
-      break;
-    }
-    if (zip.size() - i > 22 + 65535) break;
-  }
-  if (eocd == std::string::npos) return failure("zip archive has no end of central directory");
-  std::size_t count = get16(zip, eocd + 10);
-  std::size_t cd = get32(zip, eocd + 16);
-  for (std::size_t k = 0; k < count; ++k) {
-    if (cd + 46 > zip.size() || get32(zip, cd) != 0x02014b50u)
-      return failure("zip central directory is malformed");
-    put16(zip, cd + 12, time);
-    put16(zip, cd + 14, date);
-    std::size_t local = get32(zip, cd + 42);
-    if (local + 30 > zip.size() || get32(zip, local) != 0x04034b50u)
-      return failure("zip local header is malformed");
-    put16(zip, local + 10, time);
-    put16(zip, local + 12, date);
-    cd += 46 + get16(zip, cd + 28) + get16(zip, cd + 30) + get16(zip, cd + 32);
-  }
-  return {};
-}
-
-struct ZipCloser {
-  void operator()(zip_t* z) const {
-    if (z) zip_discard(z);
-  }
+/// What a wheel is called: its name, version and tags, the platform read from its ELF files.
+struct Naming {
+  std::string dist;  ///< "opforge_ops-0.1.0"
+  PlatformDecision platform;
+  std::vector<std::string> tags;
+  std::string filename;
 };
 
-std::string zip_error_text(zip_error_t* err) { return zip_error_strerror(err); }
-
-}  // namespace
-
-Result<std::string> zip_entries(const std::vector<File>& ordered, std::int64_t epoch) {
-  zip_error_t err;
-  zip_error_init(&err);
-  zip_source_t* store = zip_source_buffer_create(nullptr, 0, 0, &err);
-  if (!store) return failure("libzip: " + zip_error_text(&err));
-  zip_source_keep(store);
-  std::unique_ptr<zip_source_t, void (*)(zip_source_t*)> store_guard(store, zip_source_free);
-  std::unique_ptr<zip_t, ZipCloser> za(zip_open_from_source(store, ZIP_TRUNCATE, &err));
-  if (!za) return failure("libzip: " + zip_error_text(&err));
-
-  auto [dtime, ddate] = dos_time_date(epoch);
-  for (const auto& f : ordered) {
-    zip_source_t* src = zip_source_buffer(za.get(), f.content.data(), f.content.size(), 0);
-    if (!src) return failure("libzip: " + std::string(zip_strerror(za.get())));
-    zip_int64_t idx = zip_file_add(za.get(), f.path.c_str(), src, ZIP_FL_ENC_UTF_8);
-    if (idx < 0) {
-      zip_source_free(src);
-      return failure("libzip: cannot add " + f.path + ": " + zip_strerror(za.get()));
-    }
-    auto i = static_cast<zip_uint64_t>(idx);
-    unsigned mode = (f.mode & 0111) ? 0755 : 0644;
-    if (zip_set_file_compression(za.get(), i, ZIP_CM_DEFLATE, 9) != 0 ||
-        zip_file_set_external_attributes(za.get(), i, 0, ZIP_OPSYS_UNIX,
-                                         static_cast<zip_uint32_t>(S_IFREG | mode) << 16) != 0 ||
-        zip_file_set_dostime(za.get(), i, dtime, ddate, 0) != 0)
-      return failure("libzip: cannot set attributes of " + f.path + ": " + zip_strerror(za.get()));
-    // Nothing but the name: no extended timestamps or uid/gid fields.
-    zip_file_extra_field_delete(za.get(), i, ZIP_EXTRA_FIELD_ALL, ZIP_FL_CENTRAL | ZIP_FL_LOCAL);
-  }
-  if (zip_close(za.get()) != 0) return failure("libzip: " + std::string(zip_strerror(za.get())));
-  (void)za.release();  // zip_close freed it
-
-  if (zip_source_open(store) != 0) return failure("libzip: cannot reopen the archive buffer");
-  zip_source_seek(store, 0, SEEK_END);
-  zip_int64_t size = zip_source_tell(store);
-  zip_source_seek(store, 0, SEEK_SET);
-  std::string bytes(static_cast<std::size_t>(size < 0 ? 0 : size), '\0');
-  zip_int64_t got = zip_source_read(store, bytes.data(), bytes.size());
-  zip_source_close(store);
-  if (got != size) return failure("libzip: cannot read the archive back");
-  OPFORGE_CHECK(patch_dos_times(bytes, dtime, ddate));
-  return bytes;
-}
-
-namespace {
-
-std::string mib(std::uint64_t bytes) {
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
-  return std::to_string(bytes) + " bytes";
-}
-
-bool in_dist_info(std::string_view path) {
-  auto slash = path.find('/');
-  return slash != std::string_view::npos && path.substr(0, slash).ends_with(".dist-info") &&
-         path.find('/', slash + 1) == std::string_view::npos;
-}
-
-}  // namespace
-
-Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep, const Limits& limits) {
-  if (bytes.size() > limits.archive_bytes)
-    return bad_input("the archive is " + std::to_string(bytes.size()) + " bytes, more than the limit of " +
-                     mib(limits.archive_bytes));
-  // libzip opens an empty buffer as an empty archive; a file too short for the end-of-central-
-  // directory record is no archive at all.
-  if (bytes.size() < 22)
-    return bad_input("not a zip archive (" + std::to_string(bytes.size()) + " bytes; even an empty zip has 22)");
-  zip_error_t err;
-  zip_error_init(&err);
-  zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &err);
-  if (!src) return bad_input("not a zip archive: " + zip_error_text(&err));
-  zip_t* raw = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err);
-  if (!raw) {
-    zip_source_free(src);
-    return bad_input("not a valid zip archive: " + zip_error_text(&err));
-  }
-  std::unique_ptr<zip_t, ZipCloser> za(raw);
-  zip_int64_t n = zip_get_num_entries(za.get(), 0);
-  if (n < 0 || static_cast<std::uint64_t>(n) > limits.entries)
-    return bad_input("the archive has " + std::to_string(n) + " entries, more than the limit of " +
-                     std::to_string(limits.entries));
-  // Every declared size is checked before anything is inflated; the reads below then stop at the
-  // declared size (libzip checks the CRC at the end), so no entry can grow past what was checked.
-  std::uint64_t total = 0;
-  for (zip_int64_t k = 0; k < n; ++k) {
-    zip_stat_t st;
-    zip_stat_init(&st);
-    if (zip_stat_index(za.get(), static_cast<zip_uint64_t>(k), 0, &st) != 0)
-      return bad_input("cannot read zip entry " + std::to_string(k));
-    std::string name = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "#" + std::to_string(k);
-    if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE))
-      return bad_input("zip entry " + name + " has no size");
-    if (st.size > limits.entry_bytes)
-      return bad_input("zip entry " + name + " declares " + std::to_string(st.size) +
-                       " bytes, more than the limit of " + mib(limits.entry_bytes) + " for one file");
-    total += st.size;
-    if (total > limits.total_bytes)
-      return bad_input("the archive's entries add up to more than the limit of " + mib(limits.total_bytes));
-    if (st.size > (1u << 20) && st.size / std::max<zip_uint64_t>(st.comp_size, 1) > limits.ratio)
-      return bad_input("zip entry " + name + " inflates " + std::to_string(st.comp_size) + " bytes to " +
-                       std::to_string(st.size) + ", more than " + std::to_string(limits.ratio) +
-                       " times (a zip bomb?)");
-  }
-  // Many entries can share one compressed stream (overlapping entries): the whole archive's
-  // ratio bounds that too.
-  if (total > (1u << 20) && total / bytes.size() > limits.ratio)
-    return bad_input("the archive's " + std::to_string(bytes.size()) + " bytes inflate to " + std::to_string(total) +
-                     ", more than " + std::to_string(limits.ratio) + " times (a zip bomb?)");
-
-  std::vector<Entry> out;
-  std::vector<char> buf(1 << 16);
-  for (zip_int64_t k = 0; k < n; ++k) {
-    auto i = static_cast<zip_uint64_t>(k);
-    Entry e;
-    const char* name = zip_get_name(za.get(), i, ZIP_FL_ENC_RAW);
-    e.path = name ? name : "";
-    zip_uint8_t opsys = 0;
-    zip_uint32_t attr = 0;
-    zip_file_get_external_attributes(za.get(), i, 0, &opsys, &attr);
-    if (opsys == ZIP_OPSYS_UNIX) e.mode = attr >> 16;
-    e.is_symlink = opsys == ZIP_OPSYS_UNIX && S_ISLNK(e.mode);
-    e.is_directory = !e.path.empty() && e.path.back() == '/';
-    zip_stat_t st;
-    if (zip_stat_index(za.get(), i, 0, &st) != 0)
-      return bad_input("cannot read zip entry " + e.path);
-    if (!e.is_directory) {
-      zip_file_t* zf = zip_fopen_index(za.get(), i, 0);
-      if (!zf) return bad_input("cannot open zip entry " + e.path + ": " + zip_strerror(za.get()));
-      Sha256 md;
-      bool kept = keep == Keep::all || in_dist_info(e.path);
-      bool first = true;
-      for (;;) {
-        zip_int64_t got = zip_fread(zf, buf.data(), buf.size());
-        if (got < 0) {
-          zip_fclose(zf);
-          return bad_input("cannot read zip entry " + e.path + " (corrupt data)");
-        }
-        if (got == 0) break;
-        std::string_view chunk(buf.data(), static_cast<std::size_t>(got));
-        if (first && keep == Keep::dist_info_and_elf && is_elf(chunk)) kept = true;
-        first = false;
-        e.size += chunk.size();
-        if (e.size > st.size) {  // libzip stops at the declared size; this is a second fence
-          zip_fclose(zf);
-          return bad_input("zip entry " + e.path + " holds more than its declared " + std::to_string(st.size) + " bytes");
-        }
-        md.update(chunk);
-        if (kept) e.content.append(chunk);
-      }
-      zip_fclose(zf);
-      if (e.size != st.size)
-        return bad_input("cannot read zip entry " + e.path + " (corrupt data)");
-      e.sha256 = md.finish_raw();
-    } else {
-      e.sha256 = sha256_raw("");
-    }
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
-// ------------------------------------------------------------------------------ pack / write
-
-std::string metadata_text(const Spec& spec) {
-  std::string m;
-  m += "Metadata-Version: 2.1\n";
-  m += "Name: " + spec.name + "\n";
-  m += "Version: " + spec.version + "\n";
-  if (!spec.summary.empty()) m += "Summary: " + spec.summary + "\n";
-  if (!spec.requires_python.empty()) m += "Requires-Python: " + spec.requires_python + "\n";
-  m += "Description-Content-Type: text/markdown\n";
-  m += "\n";
-  std::string body = spec.description.empty()
-                         ? "# " + spec.name + "\n\n" + (spec.summary.empty() ? spec.name : spec.summary) + "\n"
-                         : spec.description;
-  if (body.back() != '\n') body += '\n';
-  return m + body;
-}
-
-std::string wheel_text(const std::vector<std::string>& tags) {
-  std::string w = "Wheel-Version: 1.0\n";
-  w += std::string("Generator: opforge ") + kVersion + "\n";
-  w += "Root-Is-Purelib: false\n";
-  for (const auto& t : tags) w += "Tag: " + t + "\n";
-  return w;
-}
-
-Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info_extra,
-                                   std::optional<std::string> metadata) {
-  if (spec.name.empty()) return bad_input("the wheel needs a name");
-  OPFORGE_CHECK(validate_version(spec.version));
-  const std::string dist = normalize_name(spec.name) + "-" + spec.version;
-  const std::string dist_info = dist + ".dist-info/";
-
-  std::set<std::string> seen;
-  std::map<std::string, ElfInfo> elfs;
-  for (const auto& f : spec.files) {
-    if (auto why = unsafe_path_reason(f.path))
-      return bad_input("wheel file '" + f.path + "' is " + *why,
-                       "paths inside a wheel are relative and stay inside it");
-    if (!seen.insert(f.path).second) return bad_input("wheel file '" + f.path + "' is given twice");
-    if (f.path.starts_with(dist_info))
-      return bad_input("wheel file '" + f.path + "' is inside the generated " + dist_info);
-    if (is_elf(f.content)) {
-      auto info = read_elf(f.content);
-      if (!info) return bad_input(f.path + ": " + info.error().message);
-      elfs.emplace(f.path, std::move(*info));
-    }
-  }
-
-  Packed out;
-  out.platform = platform_tag(elfs);
-  out.tags = spec.tags.empty() ? std::vector<std::string>{"py3-none-" + out.platform.platform}
-                               : spec.tags;
-  out.filename = dist + "-" + compressed_tag(out.tags) + ".whl";
-
-  std::vector<File> ordered = spec.files;
-  std::sort(ordered.begin(), ordered.end(),
-            [](const File& a, const File& b) { return a.path < b.path; });
-  std::vector<File> meta = std::move(dist_info_extra);
-  meta.push_back({dist_info + "METADATA", metadata ? *metadata : metadata_text(spec), 0644});
-  meta.push_back({dist_info + "WHEEL", wheel_text(out.tags), 0644});
-  std::sort(meta.begin(), meta.end(), [](const File& a, const File& b) { return a.path < b.path; });
-  for (auto& m : meta) ordered.push_back(std::move(m));
-
-  std::string record;
-  for (const auto& f : ordered)
-    record += f.path + "," + record_hash(f.content) + "," + std::to_string(f.content.size()) + "\n";
-  record += dist_info + "RECORD,,\n";
-  ordered.push_back({dist_info + "RECORD", record, 0644});
-
-  out.bytes = OPFORGE_TRY(zip_entries(ordered, spec.source_date_epoch));
-  out.sha256 = sha256_hex(out.bytes);
-  return out;
-}
-
-Result<std::string> file_name(const Spec& spec) {
+Result<Naming> name_wheel(const Spec& spec) {
   if (spec.name.empty()) return bad_input("the wheel needs a name");
   OPFORGE_CHECK(validate_version(spec.version));
   std::map<std::string, ElfInfo> elfs;
@@ -403,18 +30,74 @@ Result<std::string> file_name(const Spec& spec) {
       if (!info) return bad_input(f.path + ": " + info.error().message);
       elfs.emplace(f.path, std::move(*info));
     }
-  auto tags = spec.tags.empty() ? std::vector<std::string>{"py3-none-" + platform_tag(elfs).platform} : spec.tags;
-  return normalize_name(spec.name) + "-" + spec.version + "-" + compressed_tag(tags) + ".whl";
+  Naming n;
+  n.dist = normalize_name(spec.name) + "-" + spec.version;
+  n.platform = platform_tag(elfs);
+  n.tags = spec.tags.empty() ? std::vector<std::string>{"py3-none-" + n.platform.platform} : spec.tags;
+  n.filename = n.dist + "-" + compressed_tag(n.tags) + ".whl";
+  return n;
+}
+
+Status check_paths(const std::vector<File>& files, const std::string& dist_info) {
+  std::set<std::string> seen;
+  for (const auto& f : files) {
+    if (auto why = unsafe_path_reason(f.path))
+      return bad_input("wheel file '" + f.path + "' is " + *why,
+                       "paths inside a wheel are relative and stay inside it");
+    if (!seen.insert(f.path).second) return bad_input("wheel file '" + f.path + "' is given twice");
+    if (f.path.starts_with(dist_info))
+      return bad_input("wheel file '" + f.path + "' is inside the generated " + dist_info);
+  }
+  return {};
+}
+
+/// The entries in archive order: the files sorted, then the .dist-info sorted, RECORD the very last.
+std::vector<File> ordered_entries(const Spec& spec, std::vector<File> dist_info_files, const std::string& dist_info) {
+  std::vector<File> ordered = spec.files;
+  std::sort(ordered.begin(), ordered.end(), by_path);
+  std::sort(dist_info_files.begin(), dist_info_files.end(), by_path);
+  for (auto& m : dist_info_files) ordered.push_back(std::move(m));
+  std::string record = record_text(ordered, dist_info);
+  ordered.push_back({dist_info + "RECORD", std::move(record), 0644});
+  return ordered;
+}
+
+}  // namespace
+
+Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info_extra,
+                                   std::optional<std::string> metadata) {
+  auto naming = OPFORGE_TRY(name_wheel(spec));
+  const std::string dist_info = naming.dist + ".dist-info/";
+  OPFORGE_CHECK(check_paths(spec.files, dist_info));
+  dist_info_extra.push_back({dist_info + "METADATA", metadata ? *metadata : metadata_text(spec), 0644});
+  dist_info_extra.push_back({dist_info + "WHEEL", wheel_text(naming.tags), 0644});
+  auto ordered = ordered_entries(spec, std::move(dist_info_extra), dist_info);
+
+  Packed out;
+  out.bytes = OPFORGE_TRY(zip_entries(ordered, spec.source_date_epoch));
+  out.sha256 = sha256_hex(out.bytes);
+  out.filename = std::move(naming.filename);
+  out.tags = std::move(naming.tags);
+  out.platform = std::move(naming.platform);
+  return out;
+}
+
+Result<std::string> file_name(const Spec& spec) {
+  auto naming = OPFORGE_TRY(name_wheel(spec));
+  return naming.filename;
 }
 
 Result<Packed> pack(const Spec& spec) { return pack_with_dist_info(spec, {}, std::nullopt); }
 
-Result<Written> write(probe::FileSystem& fs, const Spec& spec, const fs::path& dist_dir) {
-  auto packed = OPFORGE_TRY(pack(spec));
+Result<Written> write_packed(probe::FileSystem& fs, Packed packed, const fs::path& dist_dir) {
   OPFORGE_CHECK(fs.create_directories(dist_dir));
   fs::path path = dist_dir / packed.filename;
   OPFORGE_CHECK(fs.write_file_atomic(path, packed.bytes, 0644));
   return Written{path, std::move(packed)};
+}
+
+Result<Written> write(probe::FileSystem& fs, const Spec& spec, const fs::path& dist_dir) {
+  return write_packed(fs, OPFORGE_TRY(pack(spec)), dist_dir);
 }
 
 }  // namespace opforge::wheel
