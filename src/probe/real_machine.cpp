@@ -73,6 +73,20 @@ std::string random_suffix() {
   return s;
 }
 
+/// A hidden temporary name beside `path`: in the same folder, so that renaming it over `path` is atomic.
+fs::path temp_beside(const fs::path& path) {
+  auto dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  return dir / ("." + path.filename().string() + ".tmp-" + random_suffix());
+}
+
+/// Renames `tmp` over `path`; when that fails, `tmp` is removed and the error names `path`.
+Status rename_into_place(const fs::path& tmp, const fs::path& path, const std::string& what) {
+  if (::rename(tmp.c_str(), path.c_str()) == 0) return {};
+  int err = errno;
+  ::unlink(tmp.c_str());
+  return std::unexpected(io_error(what, path, err));
+}
+
 class RealFileSystem final : public FileSystem {
  public:
   FileType type_of(const fs::path& path) const override {
@@ -158,8 +172,7 @@ class RealFileSystem final : public FileSystem {
   }
   Status write_file_atomic(const fs::path& path, std::string_view content,
                            unsigned mode) override {
-    auto dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-    auto tmp = dir / ("." + path.filename().string() + ".tmp-" + random_suffix());
+    auto tmp = temp_beside(path);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return std::unexpected(io_error("cannot write", tmp, errno));
     size_t done = 0;
@@ -180,12 +193,7 @@ class RealFileSystem final : public FileSystem {
       ::unlink(tmp.c_str());
       return std::unexpected(io_error("cannot write", tmp, err));
     }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return std::unexpected(io_error("cannot rename into", path, err));
-    }
-    return {};
+    return rename_into_place(tmp, path, "cannot rename into");
   }
   Status create_directories(const fs::path& path) override {
     std::error_code ec;
@@ -194,15 +202,10 @@ class RealFileSystem final : public FileSystem {
     return {};
   }
   Status create_symlink(const fs::path& target, const fs::path& path) override {
-    auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp-" + random_suffix());
+    auto tmp = temp_beside(path);
     if (::symlink(target.c_str(), tmp.c_str()) != 0)
       return std::unexpected(io_error("cannot create symlink", tmp, errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return std::unexpected(io_error("cannot create symlink", path, err));
-    }
-    return {};
+    return rename_into_place(tmp, path, "cannot create symlink");
   }
   Status rename(const fs::path& from, const fs::path& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0)
