@@ -3,7 +3,7 @@
 #include <iostream>
 #include <regex>
 
-#include "build/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "cli/command.h"
 #include "record/record.h"
 #include "recipe/recipe.h"
@@ -26,7 +26,7 @@ struct BuildFlags {
 
 Status run_build(const BuildFlags& flags) {
   auto m = probe::real_machine();
-  build::PipelineOptions options;
+  pipeline::Options options;
   if (flags.jobs) options.plan.jobs = flags.jobs;
   if (!flags.python.empty()) options.plan.python = flags.python;
   options.plan.release = flags.release;
@@ -36,7 +36,7 @@ Status run_build(const BuildFlags& flags) {
   }
   if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
   if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
-  if (flags.cache == "ccache") options.launcher = build::Launcher::ccache;
+  if (flags.cache == "ccache") options.launcher = compile::Launcher::ccache;
   else if (!flags.cache.empty() && flags.cache != "none")
     return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
   // A project's own build (setup.py) prints thousands of lines, all kept in command.log: the
@@ -61,7 +61,7 @@ Status run_build(const BuildFlags& flags) {
     }
     std::cout << line << "\n" << std::flush;
   };
-  auto outcome = OPFORGE_TRY(build::build_wheel(m, flags.recipe, options));
+  auto outcome = OPFORGE_TRY(pipeline::build_wheel(m, flags.recipe, options));
   const auto& plan = outcome.plan;
   for (auto& w : plan.warnings) std::cout << "warning: " << w << "\n";
   for (auto& d : plan.ops) {
@@ -78,7 +78,7 @@ Status run_build(const BuildFlags& flags) {
       if (!name.empty() && !planned) std::cout << "  built    " << name << " (added by the project's setup.py)\n";
     }
   if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
-  else if (outcome.cache) std::cout << build::describe_cache_stats(*outcome.cache) << "\n";
+  else if (outcome.cache) std::cout << compile::describe_cache_stats(*outcome.cache) << "\n";
   if (outcome.reused) std::cout << "the wheel in dist/ was made from these exact inputs: kept as it is\n";
   std::cout << "wheel:  " << outcome.wheel.string() << "\n"
             << "sha256: " << outcome.wheel_sha256 << "\n"

@@ -1,7 +1,7 @@
 // `opforge env RECIPE`: the plan's exports, for `eval` in a shell or for another build tool.
 #include <iostream>
 
-#include "build/command_backend.h"
+#include "compile/command_backend.h"
 #include "cli/command.h"
 #include "compiler/resolve.h"
 #include "plan/json.h"
@@ -32,12 +32,12 @@ Registrar env_command{{
         auto p = OPFORGE_TRY(plan::make(real, args->recipe, opts));
         // The same variables a command build gets (compiler, toolkit, ops, reproducibility), for a
         // build run in the source tree itself.
-        auto wrapper = build::default_nvcc_wrapper(real.env, p);
-        auto vars = build::command_exports(real.env.all(), p, {}, wrapper ? wrapper->path : fs::path());
+        auto wrapper = compile::default_nvcc_wrapper(real.env, p);
+        auto vars = compile::command_exports(real.env.all(), p, {}, wrapper ? wrapper->path : fs::path());
         // CC, CXX and PATH name the shim (or the cpu_target wrappers), PYTORCH_NVCC the nvcc
         // wrapper: make them, as a build would.
         if (p.host && p.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(real.fs, *p.host));
-        if (wrapper) OPFORGE_CHECK(build::write_nvcc_wrapper(real.fs, *wrapper));
+        if (wrapper) OPFORGE_CHECK(compile::write_nvcc_wrapper(real.fs, *wrapper));
         if (args->format == "json") {
           std::cout << nlohmann::json(vars).dump(2) << "\n";
         } else {

@@ -1,8 +1,8 @@
 // `opforge plan RECIPE`: the full resolved plan, written nowhere.
 #include <iostream>
 
-#include "build/command_backend.h"
-#include "build/native.h"
+#include "compile/command_backend.h"
+#include "compile/native.h"
 #include "cli/command.h"
 #include "devices/nodes.h"
 #include "probe/overlay_environment.h"
@@ -64,8 +64,8 @@ void print_text(const plan::Plan& p) {
   if (p.recipe.build.backend == recipe::Backend::command) {
     // The command's full environment beyond the caller's: exactly what the build will set.
     auto real = probe::real_machine();
-    auto wrapper = build::default_nvcc_wrapper(real.env, p);
-    for (auto& [k, v] : build::command_exports(real.env.all(), p, kScratchPlaceholder, wrapper ? wrapper->path : fs::path()))
+    auto wrapper = compile::default_nvcc_wrapper(real.env, p);
+    for (auto& [k, v] : compile::command_exports(real.env.all(), p, kScratchPlaceholder, wrapper ? wrapper->path : fs::path()))
       std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
     std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
               << "  " << strings::shell_join(p.recipe.build.command) << "\n"
@@ -73,7 +73,7 @@ void print_text(const plan::Plan& p) {
   } else {
     for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
     std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
-    if (auto graph = build::describe(p)) {
+    if (auto graph = compile::describe(p)) {
       for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
     } else {
       std::cout << "  (cannot describe: " << graph.error().message << ")\n";
@@ -130,11 +130,11 @@ Registrar plan_command{{
         if (args->json) {
           auto j = plan::to_json(p);
           if (p.recipe.build.backend == recipe::Backend::command) {
-            auto wrapper = build::default_nvcc_wrapper(real.env, p);
+            auto wrapper = compile::default_nvcc_wrapper(real.env, p);
             j["command"] = {{"argv", p.recipe.build.command},
-                            {"environment", build::command_exports(real.env.all(), p, kScratchPlaceholder,
+                            {"environment", compile::command_exports(real.env.all(), p, kScratchPlaceholder,
                                                                     wrapper ? wrapper->path : fs::path())}};
-          } else if (auto graph = build::describe(p)) {
+          } else if (auto graph = compile::describe(p)) {
             j["commands"] = nlohmann::json::array();
             for (auto& step : graph->steps)
               j["commands"].push_back({{"description", step.description}, {"argv", step.argv}});

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "build/command_backend.h"
+#include "compile/command_backend.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 #include "wheel/wheel.h"
@@ -31,7 +31,7 @@ plan::Plan base_plan(const fs::path& src, const fs::path& work) {
 
 }  // namespace
 
-TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags) {
+TEST(CompileCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags) {
   auto p = base_plan("/src/ops", "/w");
   p.exports = {{"TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"}, {"DS_BUILD_OPS", "0"}, {"DS_BUILD_AIO", "1"},
                {"CUDA_HOME", "/usr/local/cuda-12.4"}, {"PATH", "/usr/local/cuda-12.4/bin:/usr/bin"}};
@@ -40,7 +40,7 @@ TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags)
   host.compiler.cxx = "/usr/bin/g++-11";
   host.shim_dir = "/w/shim";
   p.host = host;
-  auto env = build::command_environment({{"PATH", "/bin"}, {"CFLAGS", "-O3"}, {"HOME", "/h"}}, p);
+  auto env = compile::command_environment({{"PATH", "/bin"}, {"CFLAGS", "-O3"}, {"HOME", "/h"}}, p);
   EXPECT_EQ(env["PATH"], "/usr/local/cuda-12.4/bin:/usr/bin");
   EXPECT_EQ(env["HOME"], "/h");
   EXPECT_EQ(env["TORCH_CUDA_ARCH_LIST"], "8.0;9.0+PTX");
@@ -60,7 +60,7 @@ TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags)
   EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");  // no compiler cache asked for: every file compiles
 }
 
-TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
+TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   auto p = base_plan("/src/ops", "/w");
   cuda::TorchInfo torch;
   torch.python = "python3";
@@ -68,7 +68,7 @@ TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   p.cuda.torch = torch;
   p.recipe.build.cache = recipe::Cache::ccache;
   p.recipe.build.remote = "redis://127.0.0.1:6379";
-  auto env = build::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
+  auto env = compile::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
   // setuptools would take CFLAGS instead of sysconfig's: Python's own come first, then the caller's.
   EXPECT_EQ(env["CFLAGS"],
             "-DNDEBUG -g -fwrapv -O2 -Wall -I/opt/aio/include -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
@@ -77,21 +77,21 @@ TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   EXPECT_EQ(env["CCACHE_BASEDIR"], "/cache/trees/0123");
   EXPECT_EQ(env["CCACHE_REMOTE_STORAGE"], "redis://127.0.0.1:6379");
   // `opforge env` prints exactly what differs from the caller's environment.
-  auto delta = build::command_exports({{"CFLAGS", "-I/opt/aio/include"}, {"HOME", "/h"}}, p, "/t");
+  auto delta = compile::command_exports({{"CFLAGS", "-I/opt/aio/include"}, {"HOME", "/h"}}, p, "/t");
   EXPECT_FALSE(delta.contains("HOME"));
   EXPECT_TRUE(delta.contains("CFLAGS"));
   EXPECT_EQ(delta["SOURCE_DATE_EPOCH"], "1700000000");
 }
 
-TEST(BuildCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
-  EXPECT_EQ(build::torch_requirement("2.15.0+cu132"), "torch==2.15.*");
-  EXPECT_EQ(build::torch_requirement("2.6.0a0+git1234"), "torch==2.6.*");
-  EXPECT_EQ(build::torch_requirement("2"), "");
-  EXPECT_EQ(build::torch_requirement("2.x"), "");
-  EXPECT_EQ(build::torch_requirement(""), "");
+TEST(CompileCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
+  EXPECT_EQ(compile::torch_requirement("2.15.0+cu132"), "torch==2.15.*");
+  EXPECT_EQ(compile::torch_requirement("2.6.0a0+git1234"), "torch==2.6.*");
+  EXPECT_EQ(compile::torch_requirement("2"), "");
+  EXPECT_EQ(compile::torch_requirement("2.x"), "");
+  EXPECT_EQ(compile::torch_requirement(""), "");
 }
 
-TEST(BuildCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
+TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   fs::path top = fs::temp_directory_path() / ("opforge-nvccwrap-" + std::to_string(::getpid()));
   fs::remove_all(top);
   fs::create_directories(top);
@@ -100,31 +100,31 @@ TEST(BuildCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   fs::create_directories(nvcc.parent_path());
   std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
   fs::permissions(nvcc, fs::perms::owner_all);
-  auto w = build::nvcc_wrapper(top / "cache", nvcc);
+  auto w = compile::nvcc_wrapper(top / "cache", nvcc);
   EXPECT_EQ(w.path.filename(), "nvcc");  // ccache knows nvcc by its name
   EXPECT_EQ(w.path.parent_path().parent_path(), top / "cache" / "nvcc");
   auto m = probe::real_machine();
-  ASSERT_TRUE(build::write_nvcc_wrapper(m.fs, w));
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
   const auto written = fs::last_write_time(w.path);
-  ASSERT_TRUE(build::write_nvcc_wrapper(m.fs, w));  // unchanged: ccache keys on its mtime
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));  // unchanged: ccache keys on its mtime
   EXPECT_EQ(fs::last_write_time(w.path), written);
   auto r = m.proc.run({.argv = {w.path.string(), "-O3", "-lineinfo", "--generate-line-info", "a b", "-c", "x.cu"}});
   ASSERT_TRUE(r && r->ok());
   EXPECT_EQ(r->out, "-O3\na b\n-c\nx.cu\n");
 
   plan::Plan p = base_plan("/src/ops", "/w");
-  auto env = build::command_environment({}, p, "/t", w.path);
+  auto env = compile::command_environment({}, p, "/t", w.path);
   EXPECT_FALSE(env.contains("PYTORCH_NVCC"));  // no toolkit chosen: nothing to wrap
   cuda::Toolkit tk;
   tk.nvcc = nvcc;
   p.cuda.chosen = tk;
-  EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
+  EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
   p.recipe.build.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
-  EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
+  EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
   fs::remove_all(top);
 }
 
-TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
+TEST(CompileCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;
   probe::FakeEnvironment env(std::map<std::string, std::string>{});
@@ -142,7 +142,7 @@ TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   fs.add_file("/one/src/dist/old.whl", "old");
   fs.add_file("/one/src/.git/HEAD", "ref: refs/heads/main\n");
   fs.add_file("/one/src/csrc/__pycache__/x.pyc", "x");
-  auto a = build::make_scratch_tree(m, "/one/src", "/cache");
+  auto a = compile::make_scratch_tree(m, "/one/src", "/cache");
   ASSERT_TRUE(a) << a.error().render();
   std::string first = a->root.string();
   EXPECT_EQ(a->root.parent_path(), fs::path("/cache/trees"));
@@ -155,17 +155,17 @@ TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   EXPECT_EQ(fs.type_of(a->root / "csrc/__pycache__"), probe::FileType::none);
   // A leftover inside the scratch tree is gone at the next build: it is made fresh.
   fs.add_file(a->root / "build/leftover.o", "x");
-  auto b = build::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
+  auto b = compile::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
   ASSERT_TRUE(b) << b.error().render();
   EXPECT_EQ(b->root.string(), first);  // same content, same path, from any folder
   EXPECT_EQ(fs.type_of(b->root / "build"), probe::FileType::none);
   fs.add_file("/elsewhere/deeper/src/csrc/k.cu", "__global__ void k2() {}\n");
-  auto c = build::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
+  auto c = compile::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
   ASSERT_TRUE(c);
   EXPECT_NE(c->root.string(), first);
 }
 
-TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
+TEST(CompileCommandBackend, TheShimExistsBeforeTheCommandRuns) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;
   probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
@@ -182,7 +182,7 @@ TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
   p.host = host;
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
-  auto r = build::run_command_backend(m, p, {}, "/cache");
+  auto r = compile::run_command_backend(m, p, {}, "/cache");
   ASSERT_FALSE(r);  // the fake command made no wheel
   EXPECT_EQ(fs.type_of("/w/shim/g++"), probe::FileType::symlink);
   EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
@@ -191,7 +191,7 @@ TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
   EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
 }
 
-TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
+TEST(CompileCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;
   probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
@@ -201,7 +201,7 @@ TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
   fs.add_file("/src/setup.py", "");
-  auto r = build::run_command_backend(m, p, {}, "/cache");
+  auto r = compile::run_command_backend(m, p, {}, "/cache");
   ASSERT_FALSE(r);  // the fake command made no wheel
   EXPECT_NE(r.error().message.find("made no file matching \"dist/*.whl\""), std::string::npos)
       << r.error().message;
@@ -213,7 +213,7 @@ TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   EXPECT_EQ(*fs.read_file("/w/build/command.log"), "building\n");
 }
 
-TEST(BuildCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
+TEST(CompileCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
   auto zip = [](std::vector<std::pair<std::string, std::string>> files) {
     // A tiny stored zip written by the system's python, so the test does not depend on wheel::pack.
     fs::path dir = fs::temp_directory_path() / ("opforge-diffzip-" + std::to_string(::getpid()));
@@ -231,22 +231,22 @@ TEST(BuildCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
   };
   std::string a = zip({{"p/a.py", "1"}, {"p/b.so", "x"}, {"p/gone.py", "g"}});
   std::string b = zip({{"p/a.py", "1"}, {"p/b.so", "y"}, {"p/new.py", "n"}});
-  auto d = build::differing_entries(a, b);
+  auto d = compile::differing_entries(a, b);
   ASSERT_TRUE(d) << d.error().render();
   EXPECT_EQ(*d, (std::vector<std::string>{"p/b.so", "p/gone.py", "p/new.py"}));
-  auto same = build::differing_entries(a, a);
+  auto same = compile::differing_entries(a, a);
   ASSERT_TRUE(same);
   EXPECT_TRUE(same->empty());
 }
 
-TEST(BuildCommandBackend, FailureStopsWithTheLogTail) {
+TEST(CompileCommandBackend, FailureStopsWithTheLogTail) {
   fs::path work = fs::temp_directory_path() / ("opforge-cmdfail-" + std::to_string(::getpid()));
   fs::remove_all(work);
   fs::create_directories(work / "src");
   auto p = base_plan(work / "src", work);
   p.recipe.build.command = {"/bin/sh", "-c", "echo compiling; echo 'error: boom' >&2; exit 3"};
   std::vector<std::string> lines;
-  auto r = build::run_command_backend(probe::real_machine(), p,
+  auto r = compile::run_command_backend(probe::real_machine(), p,
                                       [&](std::string_view l) { lines.emplace_back(l); }, work / "cache");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::failed);
@@ -259,7 +259,7 @@ TEST(BuildCommandBackend, FailureStopsWithTheLogTail) {
 }
 
 // Real setuptools project with a C extension and an nvcc-built CUDA library, built in two folders.
-TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByte) {
+TEST(CompileCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByte) {
   const fs::path nvcc = "/usr/local/cuda-13.0/bin/nvcc";
   if (!fs::exists(nvcc)) GTEST_SKIP() << "nvcc is not available at " << nvcc;
   if (std::system("/usr/bin/python3 -c 'import setuptools, wheel' >/dev/null 2>&1") != 0)
@@ -279,7 +279,7 @@ TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByt
                  {"TORCH_CUDA_ARCH_LIST", "8.0"},
                  {"DS_BUILD_OPS", "0"},
                  {"DS_BUILD_DEMO_CUDA", "1"}};
-    auto r = build::run_command_backend(probe::real_machine(), p, {}, top / "cache");
+    auto r = compile::run_command_backend(probe::real_machine(), p, {}, top / "cache");
     ASSERT_TRUE(r) << r.error().render();
     EXPECT_EQ(r->wheel.filename().string().rfind("demo_ops-0.3.0+cu13.gabc1234-", 0), 0u) << r->wheel;
     wheels.push_back(r->wheel);
@@ -303,7 +303,7 @@ TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByt
   bool has_cuda = false;
   for (auto& [path, _] : ma) has_cuda |= path.find("libdemo_cuda") != std::string::npos;
   EXPECT_TRUE(has_cuda);
-  auto differing = build::differing_entries(a, b);
+  auto differing = compile::differing_entries(a, b);
   ASSERT_TRUE(differing) << differing.error().render();
   std::string names;
   for (const auto& n : *differing) names += " " + n;

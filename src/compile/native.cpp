@@ -1,4 +1,4 @@
-#include "build/native.h"
+#include "compile/native.h"
 
 #include <algorithm>
 #include <set>
@@ -6,7 +6,7 @@
 #include "compiler/resolve.h"
 #include "util/strings.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 namespace {
 
 enum class Lang { c, cxx, cuda };
@@ -339,4 +339,4 @@ std::string describe_cache_stats(const CacheStats& s) {
   return out;
 }
 
-}  // namespace opforge::build
+}  // namespace opforge::compile

@@ -1,4 +1,4 @@
-#include "build/command_backend.h"
+#include "compile/command_backend.h"
 
 #include <fnmatch.h>
 
@@ -14,7 +14,7 @@
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 
 namespace {
 
@@ -374,4 +374,4 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   return out;
 }
 
-}  // namespace opforge::build
+}  // namespace opforge::compile

@@ -1,10 +1,9 @@
-#include "build/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
-#include "build/command_backend.h"
+#include "compile/command_backend.h"
+#include "pipeline/dist.h"
 
 #include <fnmatch.h>
 
@@ -14,7 +13,7 @@
 #include "wheel/isa.h"
 #include "wheel/wheel.h"
 
-namespace opforge::build {
+namespace opforge::pipeline {
 namespace {
 
 std::string compiler_text(const plan::Plan& plan) {
@@ -34,7 +33,7 @@ std::string long_description(const plan::Plan& plan, const std::vector<std::stri
   return d;
 }
 
-nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const Graph& graph,
+nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const compile::Graph& graph,
                              const fs::path& recipe_file, const std::string& recipe_text) {
   nlohmann::json in;
   in["opforge_version"] = kVersion;
@@ -71,114 +70,6 @@ std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
   return sha256_hex(text);
 }
 
-/// The wheel `name` and its record in `dist`, when the record was made from these inputs
-/// (`fingerprint`) and the wheel's bytes still match it. Only the record of the wheel this build
-/// makes is read: other files in dist/ are not this build's business.
-std::optional<std::pair<fs::path, record::Record>> find_reusable(probe::Machine m, const fs::path& dist,
-                                                                 const std::string& name,
-                                                                 const std::string& fingerprint) {
-  auto wheel = dist / name;
-  auto record_path = record::path_for(wheel);
-  if (m.fs.type_of(record_path) != probe::FileType::regular) return std::nullopt;
-  auto text = m.fs.read_regular_file(record_path, record::kMaxBytes);
-  if (!text) return std::nullopt;
-  auto rec = record::parse(record_path, *text);
-  if (!rec || rec->wheel != name || rec->fingerprint != fingerprint) return std::nullopt;
-  auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
-  auto recorded = rec->outputs.find(name);
-  if (!bytes || recorded == rec->outputs.end() || sha256_hex(*bytes) != recorded->second) return std::nullopt;
-  return std::make_pair(wheel, *rec);
-}
-
-// Committing a wheel and its record into dist/. Two renames cannot be one atomic step, so the
-// record is the commit point and a wheel without its record is not committed:
-//   1. the wheel and the record are written completely under hidden names (.W.opforge-new,
-//      .R.opforge-new);
-//   2. an existing record of the same name is moved aside (.R.opforge-old), so that no record
-//      ever sits beside a wheel it does not describe;
-//   3. the wheel is renamed into place, 4. the record is renamed into place (committed),
-//   5. the old record is removed.
-// A kill at any moment leaves either the previous pair, the new pair, or a wheel without a record
-// plus hidden files that say which; recover_dist() (next build, under the build lock) finishes
-// the commit when the new wheel is in place, or puts the previous record back, and removes every
-// stale temporary.
-constexpr std::string_view kNew = ".opforge-new", kOld = ".opforge-old";
-constexpr std::string_view kRecordSuffix = ".opforge-record.json";
-
-fs::path hidden(const fs::path& file, std::string_view suffix) {
-  return file.parent_path() / ("." + file.filename().string() + std::string(suffix));
-}
-
-Status commit(probe::Machine m, const fs::path& wheel, std::string_view bytes, const record::Record& rec) {
-  const auto record_path = record::path_for(wheel);
-  OPFORGE_CHECK(m.fs.create_directories(wheel.parent_path()));
-  OPFORGE_CHECK(m.fs.write_file_atomic(hidden(wheel, kNew), bytes, 0644));
-  OPFORGE_CHECK(m.fs.write_file_atomic(hidden(record_path, kNew), record::render(rec), 0644));
-  probe::stop_here_for_tests(m.env, "wheel-written");
-  if (m.fs.type_of(record_path) != probe::FileType::none)
-    OPFORGE_CHECK(m.fs.rename(record_path, hidden(record_path, kOld)));
-  probe::stop_here_for_tests(m.env, "record-stashed");
-  OPFORGE_CHECK(m.fs.rename(hidden(wheel, kNew), wheel));
-  probe::stop_here_for_tests(m.env, "wheel-renamed");
-  OPFORGE_CHECK(m.fs.rename(hidden(record_path, kNew), record_path));
-  probe::stop_here_for_tests(m.env, "record-renamed");
-  return m.fs.remove(hidden(record_path, kOld));
-}
-
-/// True when `record_file` (opforge's own staging name) describes the wheel `wheel` as it is now.
-bool describes(probe::Machine m, const fs::path& record_file, const fs::path& wheel) {
-  auto text = m.fs.read_regular_file(record_file, record::kMaxBytes);
-  if (!text) return false;
-  auto rec = record::parse(record_file, *text);
-  if (!rec || rec->wheel != wheel.filename().string()) return false;
-  auto it = rec->outputs.find(rec->wheel);
-  auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
-  return it != rec->outputs.end() && bytes && sha256_hex(*bytes) == it->second;
-}
-
-/// Finishes or undoes a commit a kill interrupted, then removes opforge's stale temporaries from
-/// `dist` (only hidden names opforge makes: .W.opforge-new, .R.opforge-old, .X.tmp-*).
-Status recover_dist(probe::Machine m, const fs::path& dist) {
-  if (m.fs.type_of(dist) != probe::FileType::directory) return {};
-  auto names = OPFORGE_TRY(m.fs.list_directory(dist));
-  auto present = [&](const std::string& n) { return std::binary_search(names.begin(), names.end(), n); };
-  auto strip = [](std::string_view n, std::string_view suffix) {  // ".R.opforge-new" → "R"
-    return std::string(n.substr(1, n.size() - 1 - suffix.size()));
-  };
-  const auto listed = names;  // `names` is refreshed below as files move
-  for (const auto& n : listed) {
-    if (!n.starts_with(".") || !n.ends_with(std::string(kRecordSuffix) + std::string(kNew))) continue;
-    std::string rec = strip(n, kNew);
-    std::string whl = rec.substr(0, rec.size() - kRecordSuffix.size());
-    // The wheel was renamed into place but its record was not: finish the commit.
-    if (!present("." + whl + std::string(kNew)) && present(whl) && describes(m, dist / n, dist / whl)) {
-      OPFORGE_CHECK(m.fs.rename(dist / n, dist / rec));
-      names = OPFORGE_TRY(m.fs.list_directory(dist));
-    }
-  }
-  for (const auto& n : listed) {
-    if (!n.starts_with(".") || !n.ends_with(std::string(kRecordSuffix) + std::string(kOld))) continue;
-    std::string rec = strip(n, kOld);
-    std::string whl = rec.substr(0, rec.size() - kRecordSuffix.size());
-    // The previous record was moved aside and the previous wheel is still there: put it back.
-    if (!present(rec) && present(whl) && describes(m, dist / n, dist / whl)) {
-      OPFORGE_CHECK(m.fs.rename(dist / n, dist / rec));
-      names = OPFORGE_TRY(m.fs.list_directory(dist));
-    }
-  }
-  names = OPFORGE_TRY(m.fs.list_directory(dist));
-  for (const auto& n : names) {
-    if (!n.starts_with(".")) continue;
-    bool ours = ((n.ends_with(kNew) || n.ends_with(kOld)) &&
-                 (n.find(".whl") != std::string::npos)) ||
-                n.find(".whl.tmp-") != std::string::npos ||
-                n.find(std::string(kRecordSuffix) + ".tmp-") != std::string::npos ||
-                n.find(std::string(kNew) + ".tmp-") != std::string::npos;
-    if (ours) OPFORGE_CHECK(m.fs.remove(dist / n));
-  }
-  return {};
-}
-
 /// A folder opforge writes into must be one that build.ninja, depfiles and the printed
 /// `wheel:`/`record:` lines can carry: ninja has no escape for a line break. (' ', ':', '$' and
 /// '#' are escaped where they appear; the compiler shim's folder on PATH is checked by the plan.)
@@ -189,30 +80,7 @@ Status check_folder_name(const fs::path& dir, std::string_view what, std::string
                    "choose a folder name without line breaks (" + std::string(flag) + ")");
 }
 
-/// dist/ may be shared by builds of other recipes, each under its own build folder's lock.
-/// Recovering, the reuse check and a commit hold dist/.opforge-dist.lock, so that one build's
-/// recovery never removes another's staged files and two commits never interleave. The lock is
-/// held for seconds at most (no compiling under it): a second build waits for it.
-Result<std::shared_ptr<void>> lock_dist(probe::Machine m, const fs::path& dist,
-                                        const std::function<void(std::string_view)>& on_line) {
-  OPFORGE_CHECK(m.fs.create_directories(dist));
-  const fs::path lock_file = dist / ".opforge-dist.lock";
-  constexpr auto kPoll = std::chrono::milliseconds(50);
-  constexpr int kTries = 10 * 60 * 20;  // 10 minutes
-  for (int waited = 0;; ++waited) {
-    auto lock = m.fs.try_lock(lock_file);
-    if (lock) return *lock;
-    if (waited == 0 && on_line)
-      on_line("waiting for another build's commit into " + dist.string() + " (it holds " +
-              lock_file.filename().string() + ")");
-    if (waited >= kTries)
-      return failure("another build has held " + lock_file.string() + " for over 10 minutes",
-                     "a commit takes seconds: if no opforge build is running, remove the lock file");
-    std::this_thread::sleep_for(kPoll);
-  }
-}
-
-/// With a cpu_target: the ELF files checked against it (build/cpu_check in the docs). A file may
+/// With a cpu_target: the ELF files checked against it (the CPU target section of docs/recipe.md). A file may
 /// exceed the target when [build] cpu_dispatch names it, or, for a native op, by the ISA flags its
 /// op.toml gives single sources (those files are compiled for one SIMD level by design and the op
 /// picks one at run time).
@@ -247,11 +115,11 @@ Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std:
 /// A setup.py-style project builds its own wheel; opforge sets the environment, then
 /// normalises the wheel (into the build folder) and commits it with its record.
 Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
-                                   const std::string& recipe_text, const PipelineOptions& options) {
+                                   const std::string& recipe_text, const Options& options) {
   const plan::Plan& plan = outcome.plan;
   plan::Plan staged = plan;
   staged.dist_dir = plan.build_dir / "normalized";
-  auto out = OPFORGE_TRY(run_command_backend(m, staged, options.on_line));
+  auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line));
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
   if (!plan.recipe.build.cpu_target.empty()) {
     auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
@@ -272,7 +140,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   record::Record rec;
   rec.wheel = out.wheel.filename().string();
   rec.outputs[rec.wheel] = outcome.wheel_sha256;
-  rec.inputs = record_inputs(m, plan, Graph{}, m.fs.absolute(recipe_file), recipe_text);
+  rec.inputs = record_inputs(m, plan, compile::Graph{}, m.fs.absolute(recipe_file), recipe_text);
   rec.inputs["command"] = plan.recipe.build.command;
   rec.inputs["command_log"] = out.log.string();
   rec.inputs["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
@@ -288,7 +156,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
     rec.inputs["torch"] = {{"version", *plan.cuda.torch->torch_version},
                            {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
                            {"python", plan.cuda.torch->python},
-                           {"requirement", torch_requirement(*plan.cuda.torch->torch_version)}};
+                           {"requirement", compile::torch_requirement(*plan.cuda.torch->torch_version)}};
   // What the command ran with, beyond the caller's environment.
   nlohmann::json cenv = nlohmann::json::object();
   for (auto& [k, v] : out.env) {
@@ -309,7 +177,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
 
 /// What goes into the wheel besides the package: the op libraries (their hashes into `hashes`) and
 /// build_info.py, checked against the recipe's cpu_target, sorted by path.
-Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan& plan, const RunResult& ran,
+Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan& plan, const compile::RunResult& ran,
                                              const fs::path& package, wheel::BuildInfo& info,
                                              std::map<std::string, std::string>& hashes) {
   auto files = OPFORGE_TRY(wheel::collect_files(m.fs, package, "opforge_ops"));
@@ -356,7 +224,7 @@ fs::path default_python_package(const probe::FileSystem& fs) {
   return probe::data_dir(fs) / "src/python/opforge_ops";
 }
 
-Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const PipelineOptions& options) {
+Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const Options& options) {
   Outcome outcome;
   plan::Options plan_options = options.plan;
   if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
@@ -375,12 +243,12 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   if (plan.recipe.build.backend == recipe::Backend::command)
     return build_with_command(m, std::move(outcome), recipe_file, recipe_text, options);
 
-  RunOptions run_options;
+  compile::RunOptions run_options;
   run_options.launcher = options.launcher;
-  if (plan.recipe.build.cache == recipe::Cache::ccache) run_options.launcher = Launcher::ccache;
+  if (plan.recipe.build.cache == recipe::Cache::ccache) run_options.launcher = compile::Launcher::ccache;
   run_options.on_line = options.on_line;
-  auto graph = OPFORGE_TRY(describe(plan));
-  auto ran = OPFORGE_TRY(run(m, plan, run_options));
+  auto graph = OPFORGE_TRY(compile::describe(plan));
+  auto ran = OPFORGE_TRY(compile::run(m, plan, run_options));
   outcome.steps_run = ran.steps_run;
   outcome.cache = ran.cache;
 
@@ -430,4 +298,4 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   return outcome;
 }
 
-}  // namespace opforge::build
+}  // namespace opforge::pipeline

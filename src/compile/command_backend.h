@@ -18,7 +18,7 @@ namespace opforge { namespace fs = std::filesystem; }
 #include "probe/machine.h"
 #include "util/error.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 
 struct CommandOutput {
   fs::path wheel;       ///< the normalised wheel in plan.dist_dir
@@ -115,4 +115,4 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
 /// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
 std::string torch_requirement(const std::string& torch_version);
 
-}  // namespace opforge::build
+}  // namespace opforge::compile
