@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "compile/command_backend.h"
+#include "compiler/host.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 #include "wheel/wheel.h"
@@ -165,7 +166,7 @@ TEST(CompileCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   EXPECT_NE(c->root.string(), first);
 }
 
-TEST(CompileCommandBackend, TheShimExistsBeforeTheCommandRuns) {
+TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;
   probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
@@ -182,11 +183,21 @@ TEST(CompileCommandBackend, TheShimExistsBeforeTheCommandRuns) {
   p.host = host;
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
+  // The backend only checks the shim: the pipeline makes it (compiler::ensure_shim) first.
+  auto missing = compile::run_command_backend(m, p, {}, "/cache");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::failed);
+  EXPECT_EQ(missing.error().message,
+            "internal: the compiler shim /w/shim has no g++: compiler::ensure_shim makes it before a backend runs");
+  EXPECT_TRUE(proc.calls().empty());
+
+  ASSERT_TRUE(compiler::ensure_shim(fs, host));
+  EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
+  EXPECT_EQ(*fs.read_symlink("/w/shim/gcc"), fs::path("/usr/bin/gcc-11"));
   auto r = compile::run_command_backend(m, p, {}, "/cache");
   ASSERT_FALSE(r);  // the fake command made no wheel
-  EXPECT_EQ(fs.type_of("/w/shim/g++"), probe::FileType::symlink);
-  EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
   ASSERT_EQ(proc.calls().size(), 1u);
+  EXPECT_EQ(proc.calls()[0].env->at("CC"), "/w/shim/gcc");
   EXPECT_EQ(proc.calls()[0].env->at("CXX"), "/w/shim/g++");
   EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
 }

@@ -3,7 +3,7 @@
 
 #include "compile/command_backend.h"
 #include "cli/command.h"
-#include "compiler/resolve.h"
+#include "compiler/host.h"
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "util/strings.h"
@@ -36,7 +36,7 @@ Registrar env_command{{
         auto vars = compile::command_exports(real.env.all(), p, {}, wrapper ? wrapper->path : fs::path());
         // CC, CXX and PATH name the shim (or the cpu_target wrappers), PYTORCH_NVCC the nvcc
         // wrapper: make them, as a build would.
-        if (p.host && p.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(real.fs, *p.host));
+        if (p.host) OPFORGE_CHECK(compiler::ensure_shim(real.fs, *p.host));
         if (wrapper) OPFORGE_CHECK(compile::write_nvcc_wrapper(real.fs, *wrapper));
         if (args->format == "json") {
           std::cout << nlohmann::json(vars).dump(2) << "\n";

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "compiler/resolve.h"
+#include "compiler/host.h"
 #include "ops/ops.h"
 #include "util/hash.h"
 #include "util/strings.h"
@@ -306,8 +306,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.tree = tree.root;
   out.tree_hash = tree.content_hash;
   auto cleanup = [&] { (void)m.fs.remove_all(tree.root); };
-  if (plan.host && compiler::invocation(*plan.host).needs_shim)
-    OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
+  if (plan.host) OPFORGE_CHECK(compiler::check_shim(m.fs, *plan.host));
 
   fs::path wrapper;
   if (plan.cuda.chosen) {

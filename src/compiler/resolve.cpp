@@ -405,8 +405,8 @@ Result<int> remove_links(probe::FileSystem& fs, const fs::path& dir) {
 
 }  // namespace
 
-Status create_shim(probe::FileSystem& fs, const HostChoice& choice) {
-  if (!choice.shim_dir) return {};
+Status ensure_shim(probe::FileSystem& fs, const HostChoice& choice) {
+  if (!invocation(choice).needs_shim) return {};
   const auto& c = choice.compiler;
   if (!choice.cpu_target.empty()) {
     auto target = wheel::find_cpu_target(choice.cpu_target);

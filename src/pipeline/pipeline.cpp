@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compile/command_backend.h"
+#include "compiler/host.h"
 #include "pipeline/dist.h"
 
 #include <fnmatch.h>
@@ -239,6 +240,8 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
     auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
     OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
   }
+  // Both backends reach the compiler through the shim when the plan has one (compiler::invocation).
+  if (plan.host) OPFORGE_CHECK(compiler::ensure_shim(m.fs, *plan.host));
   auto recipe_text = m.fs.read_file(recipe_file).value_or("");
   if (plan.recipe.build.backend == recipe::Backend::command)
     return build_with_command(m, std::move(outcome), recipe_file, recipe_text, options);
