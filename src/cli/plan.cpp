@@ -16,13 +16,7 @@ namespace {
 // The scratch tree's path depends on the tree's content, which plan does not read.
 const char* kScratchPlaceholder = "<cache>/trees/<content hash>";
 
-void print_text(const plan::Plan& p) {
-  std::cout << "recipe        " << p.recipe.file.string() << "\n"
-            << "source        " << p.source.root.string()
-            << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
-            << (p.source.not_fetched.empty() ? std::string() : "(not fetched: would fetch " + p.source.not_fetched + ")")
-            << "\n"
-            << "ops folder    " << p.source.ops_dir.string() << "\n\n";
+void print_toolchain(const plan::Plan& p) {
   std::cout << "CUDA toolkit  "
             << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none")
             << "\n";
@@ -43,6 +37,9 @@ void print_text(const plan::Plan& p) {
   if (!p.arch.source.empty()) std::cout << " (from " << p.arch.source << ")";
   std::cout << "\n";
   for (auto& [e, why] : p.arch.dropped) std::cout << "  dropped " << e << ": " << why << "\n";
+}
+
+void print_ops(const plan::Plan& p) {
   std::cout << "\nops\n";
   if (p.source.catalogue == "none") std::cout << "  (no op catalogue: the command decides what it builds)\n";
   std::size_t quiet = 0;
@@ -56,13 +53,12 @@ void print_text(const plan::Plan& p) {
               << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
   }
   if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";
-  std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"
-            << "jobs          " << p.jobs << "\n"
-            << "build dir     " << p.build_dir.string() << "\n"
-            << "dist dir      " << p.dist_dir.string() << "\n"
-            << "\nexports\n";
+}
+
+/// The exports and what runs: the command and its full environment beyond the caller's (exactly
+/// what the build will set), or ninja's commands.
+void print_commands(const plan::Plan& p) {
   if (p.recipe.build.backend == recipe::Backend::command) {
-    // The command's full environment beyond the caller's: exactly what the build will set.
     auto real = probe::real_machine();
     auto wrapper = compile::default_nvcc_wrapper(real.env, p);
     for (auto& [k, v] : compile::command_exports(real.env.all(), p, kScratchPlaceholder, wrapper ? wrapper->path : fs::path()))
@@ -70,15 +66,32 @@ void print_text(const plan::Plan& p) {
     std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
               << "  " << strings::shell_join(p.recipe.build.command) << "\n"
               << "  wheel: " << p.recipe.build.wheel_glob << "\n";
-  } else {
-    for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
-    std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
-    if (auto graph = compile::describe(p)) {
-      for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
-    } else {
-      std::cout << "  (cannot describe: " << graph.error().message << ")\n";
-    }
+    return;
   }
+  for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+  std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
+  if (auto graph = compile::describe(p)) {
+    for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
+  } else {
+    std::cout << "  (cannot describe: " << graph.error().message << ")\n";
+  }
+}
+
+void print_text(const plan::Plan& p) {
+  std::cout << "recipe        " << p.recipe.file.string() << "\n"
+            << "source        " << p.source.root.string()
+            << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
+            << (p.source.not_fetched.empty() ? std::string() : "(not fetched: would fetch " + p.source.not_fetched + ")")
+            << "\n"
+            << "ops folder    " << p.source.ops_dir.string() << "\n\n";
+  print_toolchain(p);
+  print_ops(p);
+  std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"
+            << "jobs          " << p.jobs << "\n"
+            << "build dir     " << p.build_dir.string() << "\n"
+            << "dist dir      " << p.dist_dir.string() << "\n"
+            << "\nexports\n";
+  print_commands(p);
   if (!p.notes.empty()) {
     std::cout << "\nwhy\n";
     for (auto& n : p.notes) std::cout << "  " << n << "\n";

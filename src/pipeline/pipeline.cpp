@@ -113,6 +113,57 @@ Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std:
   return wheel::require_cpu_target(checks, *target);
 }
 
+/// The wheel's tags from its file name (name-version[-build]-python-abi-platform.whl).
+std::vector<std::string> tags_of(const fs::path& wheel) {
+  auto parts = strings::split(wheel.stem().string(), '-');
+  if (parts.size() < 5) return {};
+  return {parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()};
+}
+
+/// A command build's wheel checked against the recipe's cpu_target. A refused wheel stays in the
+/// build folder (never in dist/) to be inspected.
+Status check_command_wheel(const plan::Plan& plan, std::string_view bytes, const fs::path& wheel) {
+  if (plan.recipe.build.cpu_target.empty()) return {};
+  auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
+  std::vector<std::pair<std::string, std::string_view>> files;
+  for (const auto& e : entries) files.emplace_back(e.path, e.content);
+  if (auto checked = check_cpu_target(plan, files, {}); !checked) {
+    Error e = checked.error();
+    e.hint += "; the refused wheel is " + wheel.string() + " (`opforge inspect` it)";
+    return std::unexpected(e);
+  }
+  return {};
+}
+
+/// What a command build's record holds beyond record_inputs: the command, its log, the tree it ran
+/// in, the ops decided (and, DeepSpeed, those its installed-ops record lists: setup.py may add
+/// dependencies, async_io brings pin_memory), torch, and the environment beyond the caller's.
+nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const compile::CommandOutput& out,
+                              const fs::path& recipe_file, const std::string& recipe_text) {
+  nlohmann::json in = record_inputs(m, plan, compile::Graph{}, m.fs.absolute(recipe_file), recipe_text);
+  in["command"] = plan.recipe.build.command;
+  in["command_log"] = out.log.string();
+  in["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
+  in["catalogue"] = plan.source.catalogue;
+  nlohmann::json ops = nlohmann::json::object();
+  for (auto& d : plan.ops)
+    if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
+  in["ops"] = ops;
+  if (plan.source.catalogue == "op_builder") in["ops_installed"] = out.installed_ops;
+  if (plan.cuda.torch && plan.cuda.torch->torch_version)
+    in["torch"] = {{"version", *plan.cuda.torch->torch_version},
+                   {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
+                   {"python", plan.cuda.torch->python},
+                   {"requirement", compile::torch_requirement(*plan.cuda.torch->torch_version)}};
+  nlohmann::json cenv = nlohmann::json::object();
+  for (auto& [k, v] : out.env) {
+    auto base = m.env.get(k);
+    if (!base || *base != v) cenv[k] = v;
+  }
+  in["command_environment"] = cenv;
+  return in;
+}
+
 /// A setup.py-style project builds its own wheel; opforge sets the environment, then
 /// normalises the wheel (into the build folder) and commits it with its record.
 Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
@@ -122,49 +173,15 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   staged.dist_dir = plan.build_dir / "normalized";
   auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line));
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
-  if (!plan.recipe.build.cpu_target.empty()) {
-    auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
-    std::vector<std::pair<std::string, std::string_view>> files;
-    for (const auto& e : entries) files.emplace_back(e.path, e.content);
-    if (auto checked = check_cpu_target(plan, files, {}); !checked) {
-      // Not a wheel for this recipe: it stays in the build folder (never in dist/) to be inspected.
-      Error e = checked.error();
-      e.hint += "; the refused wheel is " + out.wheel.string() + " (`opforge inspect` it)";
-      return std::unexpected(e);
-    }
-  }
+  OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
   outcome.wheel = plan.dist_dir / out.wheel.filename();
   outcome.wheel_sha256 = sha256_hex(bytes);
   outcome.steps_run = 1;
-  auto parts = strings::split(out.wheel.stem().string(), '-');
-  if (parts.size() >= 5) outcome.tags = {parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()};
+  outcome.tags = tags_of(out.wheel);
   record::Record rec;
   rec.wheel = out.wheel.filename().string();
   rec.outputs[rec.wheel] = outcome.wheel_sha256;
-  rec.inputs = record_inputs(m, plan, compile::Graph{}, m.fs.absolute(recipe_file), recipe_text);
-  rec.inputs["command"] = plan.recipe.build.command;
-  rec.inputs["command_log"] = out.log.string();
-  rec.inputs["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
-  rec.inputs["catalogue"] = plan.source.catalogue;
-  // The ops the plan decided, and (DeepSpeed) those its installed-ops record lists: setup.py may
-  // add dependencies (async_io brings pin_memory).
-  nlohmann::json ops = nlohmann::json::object();
-  for (auto& d : plan.ops)
-    if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
-  rec.inputs["ops"] = ops;
-  if (plan.source.catalogue == "op_builder") rec.inputs["ops_installed"] = out.installed_ops;
-  if (plan.cuda.torch && plan.cuda.torch->torch_version)
-    rec.inputs["torch"] = {{"version", *plan.cuda.torch->torch_version},
-                           {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
-                           {"python", plan.cuda.torch->python},
-                           {"requirement", compile::torch_requirement(*plan.cuda.torch->torch_version)}};
-  // What the command ran with, beyond the caller's environment.
-  nlohmann::json cenv = nlohmann::json::object();
-  for (auto& [k, v] : out.env) {
-    auto base = m.env.get(k);
-    if (!base || *base != v) cenv[k] = v;
-  }
-  rec.inputs["command_environment"] = cenv;
+  rec.inputs = command_inputs(m, plan, out, recipe_file, recipe_text);
   outcome.record_path = record::path_for(outcome.wheel);
   {
     auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
@@ -219,6 +236,83 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
   return files;
 }
 
+/// The plan, with --build-dir / --dist-dir made absolute, in folders opforge can write.
+Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, const Options& options) {
+  plan::Options plan_options = options.plan;
+  if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
+  if (options.dist_dir) plan_options.dist_dir = m.fs.absolute(*options.dist_dir);
+  auto plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
+  OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
+  OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
+  return plan;
+}
+
+wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std::vector<wheel::File> files) {
+  wheel::Spec spec;
+  spec.name = plan.recipe.package.name;
+  spec.version = plan.wheel_version;
+  spec.summary = plan.recipe.package.summary;
+  spec.description = long_description(plan, info.ops);
+  spec.requires_python = plan.recipe.package.requires_python;
+  spec.files = std::move(files);
+  spec.source_date_epoch = plan.source_date_epoch;
+  return spec;
+}
+
+/// Packs `spec` and commits it with `rec` into dist/, unless an intact wheel made from exactly
+/// these inputs (rec.inputs' fingerprint) is there already: a no-op rebuild keeps it.
+Result<Outcome> commit_or_reuse(probe::Machine m, Outcome outcome, const wheel::Spec& spec, record::Record rec,
+                                const Options& options) {
+  const plan::Plan& plan = outcome.plan;
+  const auto name = OPFORGE_TRY(wheel::file_name(spec));
+  auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+  // A kill of another build may have left a commit half-done since this build started.
+  OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+  if (auto reused = find_reusable(m, plan.dist_dir, name, rec.inputs["fingerprint"].get<std::string>())) {
+    outcome.wheel = reused->first;
+    outcome.record = reused->second;
+    outcome.wheel_sha256 = outcome.record.outputs[outcome.record.wheel];
+    outcome.record_path = record::path_for(outcome.wheel);
+    outcome.tags = tags_of(outcome.wheel);
+    outcome.reused = true;
+    return outcome;
+  }
+  auto packed = OPFORGE_TRY(wheel::pack(spec));
+  outcome.wheel = plan.dist_dir / packed.filename;
+  outcome.wheel_sha256 = packed.sha256;
+  outcome.tags = packed.tags;
+  outcome.platform_reason = strings::join(packed.platform.reasons, "; ");
+  rec.wheel = packed.filename;
+  rec.outputs[rec.wheel] = packed.sha256;
+  outcome.record_path = record::path_for(outcome.wheel);
+  OPFORGE_CHECK(commit(m, outcome.wheel, packed.bytes, rec));
+  outcome.record = std::move(rec);
+  return outcome;
+}
+
+/// The native backend compiles the ops; the wheel is the pure-Python package, the op libraries
+/// and build_info.py.
+Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
+                             const std::string& recipe_text, const Options& options) {
+  const plan::Plan& plan = outcome.plan;
+  compile::RunOptions run_options;
+  run_options.launcher = options.launcher;
+  if (plan.recipe.build.cache == recipe::Cache::ccache) run_options.launcher = compile::Launcher::ccache;
+  run_options.on_line = options.on_line;
+  auto graph = OPFORGE_TRY(compile::describe(plan));
+  auto ran = OPFORGE_TRY(compile::run(m, plan, run_options));
+  outcome.steps_run = ran.steps_run;
+  outcome.cache = ran.cache;
+  fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;
+  wheel::BuildInfo info;
+  record::Record rec;
+  auto files = OPFORGE_TRY(wheel_files(m, plan, ran, package, info, rec.outputs));
+  const wheel::Spec spec = wheel_spec(plan, info, std::move(files));
+  rec.inputs = record_inputs(m, plan, graph, m.fs.absolute(recipe_file), recipe_text);
+  rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
+  return commit_or_reuse(m, std::move(outcome), spec, std::move(rec), options);
+}
+
 }  // namespace
 
 fs::path default_python_package(const probe::FileSystem& fs) {
@@ -227,13 +321,8 @@ fs::path default_python_package(const probe::FileSystem& fs) {
 
 Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const Options& options) {
   Outcome outcome;
-  plan::Options plan_options = options.plan;
-  if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
-  if (options.dist_dir) plan_options.dist_dir = m.fs.absolute(*options.dist_dir);
-  outcome.plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
-  plan::Plan& plan = outcome.plan;
-  OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
-  OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
+  outcome.plan = OPFORGE_TRY(make_plan(m, recipe_file, options));
+  const plan::Plan& plan = outcome.plan;
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));
   if (m.fs.type_of(plan.dist_dir) == probe::FileType::directory) {
@@ -245,60 +334,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   auto recipe_text = m.fs.read_file(recipe_file).value_or("");
   if (plan.recipe.build.backend == recipe::Backend::command)
     return build_with_command(m, std::move(outcome), recipe_file, recipe_text, options);
-
-  compile::RunOptions run_options;
-  run_options.launcher = options.launcher;
-  if (plan.recipe.build.cache == recipe::Cache::ccache) run_options.launcher = compile::Launcher::ccache;
-  run_options.on_line = options.on_line;
-  auto graph = OPFORGE_TRY(compile::describe(plan));
-  auto ran = OPFORGE_TRY(compile::run(m, plan, run_options));
-  outcome.steps_run = ran.steps_run;
-  outcome.cache = ran.cache;
-
-  // The wheel: the pure-Python package, the op libraries, and build_info.py.
-  fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;
-  wheel::BuildInfo info;
-  record::Record rec;
-  auto files = OPFORGE_TRY(wheel_files(m, plan, ran, package, info, rec.outputs));
-
-  wheel::Spec spec;
-  spec.name = plan.recipe.package.name;
-  spec.version = plan.wheel_version;
-  spec.summary = plan.recipe.package.summary;
-  spec.description = long_description(plan, info.ops);
-  spec.requires_python = plan.recipe.package.requires_python;
-  spec.files = std::move(files);
-  spec.source_date_epoch = plan.source_date_epoch;
-
-  rec.inputs = record_inputs(m, plan, graph, m.fs.absolute(recipe_file), recipe_text);
-  rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
-  const auto name = OPFORGE_TRY(wheel::file_name(spec));
-  auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
-  // A kill of another build may have left a commit half-done since this build started.
-  OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
-  // A no-op rebuild: an intact wheel made from exactly these inputs is already in dist/.
-  if (auto reused = find_reusable(m, plan.dist_dir, name, rec.inputs["fingerprint"].get<std::string>())) {
-    outcome.wheel = reused->first;
-    outcome.record = reused->second;
-    outcome.wheel_sha256 = outcome.record.outputs[outcome.record.wheel];
-    outcome.record_path = record::path_for(outcome.wheel);
-    auto parts = strings::split(outcome.wheel.stem().string(), '-');
-    if (parts.size() >= 5) outcome.tags = {parts[2] + "-" + parts[3] + "-" + parts[4]};
-    outcome.reused = true;
-    return outcome;
-  }
-  auto packed = OPFORGE_TRY(wheel::pack(spec));
-  outcome.wheel = plan.dist_dir / packed.filename;
-  outcome.wheel_sha256 = packed.sha256;
-  outcome.tags = packed.tags;
-  outcome.platform_reason = strings::join(packed.platform.reasons, "; ");
-
-  rec.wheel = packed.filename;
-  rec.outputs[rec.wheel] = packed.sha256;
-  outcome.record_path = record::path_for(outcome.wheel);
-  OPFORGE_CHECK(commit(m, outcome.wheel, packed.bytes, rec));
-  outcome.record = std::move(rec);
-  return outcome;
+  return build_native(m, std::move(outcome), recipe_file, recipe_text, options);
 }
 
 }  // namespace opforge::pipeline
