@@ -45,8 +45,10 @@ TEST(CompilerHost, EnsureMakesTheShimOnceAndCheckFindsIt) {
   ASSERT_TRUE(ensure_shim(fs, c));
   ASSERT_TRUE(ensure_shim(fs, c));  // idempotent
   EXPECT_TRUE(check_shim(fs, c));
-  for (auto [name, target] : {std::pair{"gcc", "/usr/bin/gcc-11"}, {"g++", "/usr/bin/g++-11"},
-                              {"cc", "/usr/bin/gcc-11"}, {"c++", "/usr/bin/g++-11"}})
+  for (auto [name, target] : {std::pair{"gcc", "/usr/bin/gcc-11"},
+                              {"g++", "/usr/bin/g++-11"},
+                              {"cc", "/usr/bin/gcc-11"},
+                              {"c++", "/usr/bin/g++-11"}})
     EXPECT_EQ(*fs.read_symlink(fs::path("/b/shim") / name), fs::path(target)) << name;
   // No shim: nothing to make, nothing to check.
   EXPECT_TRUE(ensure_shim(fs, gcc11(std::nullopt)));

@@ -191,9 +191,10 @@ TEST(PlanMake, CommandBackendExportsTheCompilerRuleAndDeepSpeedSwitches) {
   World w;
   const auto dir = test_util::temp_dir("plan-command");
   const auto tree = std::filesystem::path(OPFORGE_TEST_FIXTURES) / "fake_deepspeed";
-  test_util::spit(dir / "r.toml", "[package]\nname = \"ds\"\nversion = \"0.3.0\"\n[source]\npath = \"" +
-                                       tree.string() + "\"\n[cuda]\npython = \"/usr/bin/python3\"\n[build]\n"
-                                       "backend = \"command\"\ncommand = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
+  test_util::spit(dir / "r.toml",
+                  "[package]\nname = \"ds\"\nversion = \"0.3.0\"\n[source]\npath = \"" + tree.string() +
+                      "\"\n[cuda]\npython = \"/usr/bin/python3\"\n[build]\n"
+                      "backend = \"command\"\ncommand = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
   probe::FakeEnvironment env({{"PATH", "/usr/bin"}, {"DS_BUILD_CPU_ADAM", "1"}});
   auto real = probe::real_machine();
   w.opts.inspect_source = nullptr;  // the fixture's folder, no commit

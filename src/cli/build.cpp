@@ -3,10 +3,10 @@
 #include <iostream>
 #include <regex>
 
-#include "pipeline/pipeline.h"
 #include "cli/command.h"
-#include "record/record.h"
+#include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
+#include "record/record.h"
 
 namespace opforge::cli {
 namespace {
@@ -56,8 +56,9 @@ std::function<void(std::string_view)> progress_printer(bool command) {
     std::smatch mm;
     if (std::regex_match(text, mm, progress)) {
       std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
-    } else if (text.starts_with("building '") || text.starts_with("waiting for ") || text.find("error:") != std::string::npos ||
-               text.find("Error:") != std::string::npos || text.find("Error ") != std::string::npos) {
+    } else if (text.starts_with("building '") || text.starts_with("waiting for ") ||
+               text.find("error:") != std::string::npos || text.find("Error:") != std::string::npos ||
+               text.find("Error ") != std::string::npos) {
       std::cout << text << "\n" << std::flush;
     }
   };

@@ -52,22 +52,27 @@ json to_json(const doctor::Report& r) {
   j["torch"] = torch_json(r);
   j["compilers"] = json::array();
   for (auto& c : r.compilers)
-    j["compilers"].push_back({{"cc", c.cc.string()}, {"cxx", c.cxx.string()},
+    j["compilers"].push_back({{"cc", c.cc.string()},
+                              {"cxx", c.cxx.string()},
                               {"family", c.family == compiler::Family::gcc ? "gcc" : "clang"},
-                              {"version", c.version.str(3)}, {"default", c.is_default}});
+                              {"version", c.version.str(3)},
+                              {"default", c.is_default}});
   j["toolkits"] = json::array();
   for (auto& t : r.toolkits) j["toolkits"].push_back(toolkit_json(t));
   if (r.cuda_error) j["cuda_error"] = *r.cuda_error;
   json gpus = json::array();
   for (auto& x : r.gpus)
-    gpus.push_back({{"index", x.index}, {"name", x.name}, {"capability", std::to_string(x.major) + "." + std::to_string(x.minor)}});
+    gpus.push_back({{"index", x.index},
+                    {"name", x.name},
+                    {"capability", std::to_string(x.major) + "." + std::to_string(x.minor)}});
   j["gpus"] = {{"reader", r.gpu_reader}, {"devices", gpus}};
   j["ninja"] = tool_json(r.ninja);
   j["ccache"] = tool_json(r.ccache);
   if (r.kernel) j["kernel"] = *r.kernel;
   j["ops"] = json::array();
   for (auto& d : r.ops)
-    j["ops"].push_back(json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"why", d.reason}});
+    j["ops"].push_back(
+        json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"why", d.reason}});
   if (r.ops_error) j["ops_error"] = *r.ops_error;
   j["libaio"] = r.libaio ? json(*r.libaio) : json(nullptr);
   return j;

@@ -1,13 +1,13 @@
 // `opforge plan RECIPE`: the full resolved plan, written nowhere.
 #include <iostream>
 
+#include "cli/command.h"
 #include "compile/command_backend.h"
 #include "compile/native.h"
-#include "cli/command.h"
 #include "devices/nodes.h"
-#include "probe/overlay_environment.h"
 #include "plan/json.h"
 #include "plan/plan.h"
+#include "probe/overlay_environment.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -61,7 +61,8 @@ void print_commands(const plan::Plan& p) {
   if (p.recipe.build.backend == recipe::Backend::command) {
     auto real = probe::real_machine();
     auto wrapper = compile::default_nvcc_wrapper(real.env, p);
-    for (auto& [k, v] : compile::command_exports(real.env.all(), p, kScratchPlaceholder, wrapper ? wrapper->path : fs::path()))
+    for (auto& [k, v] :
+         compile::command_exports(real.env.all(), p, kScratchPlaceholder, wrapper ? wrapper->path : fs::path()))
       std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
     std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
               << "  " << strings::shell_join(p.recipe.build.command) << "\n"
@@ -81,7 +82,8 @@ void print_text(const plan::Plan& p) {
   std::cout << "recipe        " << p.recipe.file.string() << "\n"
             << "source        " << p.source.root.string()
             << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
-            << (p.source.not_fetched.empty() ? std::string() : "(not fetched: would fetch " + p.source.not_fetched + ")")
+            << (p.source.not_fetched.empty() ? std::string()
+                                             : "(not fetched: would fetch " + p.source.not_fetched + ")")
             << "\n"
             << "ops folder    " << p.source.ops_dir.string() << "\n\n";
   print_toolchain(p);
@@ -146,7 +148,7 @@ Registrar plan_command{{
             auto wrapper = compile::default_nvcc_wrapper(real.env, p);
             j["command"] = {{"argv", p.recipe.build.command},
                             {"environment", compile::command_exports(real.env.all(), p, kScratchPlaceholder,
-                                                                    wrapper ? wrapper->path : fs::path())}};
+                                                                     wrapper ? wrapper->path : fs::path())}};
           } else if (auto graph = compile::describe(p)) {
             j["commands"] = nlohmann::json::array();
             for (auto& step : graph->steps)

@@ -218,18 +218,23 @@ struct LimitText {
 };
 
 LimitText limit_text(const cuda::Toolkit& tk, const Limits& l) {
-  return {"CUDA " + tk.version.str() + " accepts gcc <= " + std::to_string(l.max_gcc) + " and clang <= " +
-              std::to_string(l.max_clang) + " (from " + l.source + ")",
+  return {"CUDA " + tk.version.str() + " accepts gcc <= " + std::to_string(l.max_gcc) +
+              " and clang <= " + std::to_string(l.max_clang) + " (from " + l.source + ")",
           "install an accepted compiler (e.g. `apt-get install g++-" + std::to_string(l.max_gcc) +
               "`), or set [compiler] allow_unsupported = true to pass -allow-unsupported-compiler"};
 }
 
 /// "auto": the default compiler if accepted, else the newest accepted one through a shim (gcc
 /// before clang), else with allow_unsupported the default (or the first found).
-Result<HostChoice> choose_auto(HostChoice hc, const cuda::Toolkit& tk, bool allow_unsupported, const fs::path& shim_dir) {
+Result<HostChoice> choose_auto(HostChoice hc, const cuda::Toolkit& tk, bool allow_unsupported,
+                               const fs::path& shim_dir) {
   const auto text = limit_text(tk, hc.limits);
   const Compiler* def = nullptr;
-  for (auto& c : hc.installed) if (c.is_default) { def = &c; break; }
+  for (auto& c : hc.installed)
+    if (c.is_default) {
+      def = &c;
+      break;
+    }
   if (def && accepted(*def, hc.limits)) {
     hc.compiler = *def;
     hc.reason = "the default compiler " + describe(*def) + " is accepted: " + text.limits;
@@ -250,7 +255,8 @@ Result<HostChoice> choose_auto(HostChoice hc, const cuda::Toolkit& tk, bool allo
   if (allow_unsupported && (def || !hc.installed.empty())) {
     hc.compiler = def ? *def : hc.installed.front();
     hc.allow_unsupported = true;
-    hc.reason = describe(hc.compiler) + " is not accepted (" + text.limits + "); allow_unsupported = true passes -allow-unsupported-compiler";
+    hc.reason = describe(hc.compiler) + " is not accepted (" + text.limits +
+                "); allow_unsupported = true passes -allow-unsupported-compiler";
     return hc;
   }
   std::string have;

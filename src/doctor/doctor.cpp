@@ -16,7 +16,8 @@ std::optional<ToolReport> find_tool(probe::Machine m, const std::string& name) {
   auto where = probe::find_on_path(m.fs, name, m.env.get("PATH").value_or(""));
   if (!where) return std::nullopt;
   ToolReport tool{*where, ""};
-  auto r = m.proc.run(probe::Command{.argv = {where->string(), "--version"}, .timeout = std::chrono::milliseconds(5000)});
+  auto r =
+      m.proc.run(probe::Command{.argv = {where->string(), "--version"}, .timeout = std::chrono::milliseconds(5000)});
   if (r && r->ok()) {
     auto lines = strings::split(r->out, '\n');
     if (!lines.empty()) tool.version = std::string(strings::trim(lines[0]));
@@ -53,7 +54,9 @@ void examine_gpus(probe::Machine m, Report& out) {
   std::set<std::pair<int, int>> kinds;
   for (auto& g : out.gpus) kinds.insert({g.major, g.minor});
   if (kinds.size() > 1)
-    out.warnings.push_back("mixed GPU generations on this node: the slowest GPU paces synchronous training, and the arch list must cover each kind");
+    out.warnings.push_back(
+        "mixed GPU generations on this node: the slowest GPU paces synchronous training, and the arch list must cover "
+        "each kind");
 }
 
 void examine_kernel(probe::Machine m, Report& out) {
@@ -63,7 +66,8 @@ void examine_kernel(probe::Machine m, Report& out) {
   out.kernel = k;
   auto v = parse_version(k);
   if (v && *v < Version{5, 5})
-    out.warnings.push_back("Linux kernel " + k + " is older than 5.5: distributed training is known to hang on such kernels");
+    out.warnings.push_back("Linux kernel " + k +
+                           " is older than 5.5: distributed training is known to hang on such kernels");
 }
 
 /// The ops the recipe (or the bundled default one) would build, with why; a recipe or manifest

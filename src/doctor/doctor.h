@@ -35,15 +35,15 @@ struct Report {
   std::optional<cuda::TorchInfo> torch;       ///< nullopt: the interpreter could not run
   std::vector<compiler::Compiler> compilers;  ///< installed host compilers
   std::vector<ToolkitReport> toolkits;
-  std::optional<std::string> cuda_error;      ///< no toolkit could be chosen (rendered error)
-  std::string gpu_reader;                     ///< how the GPUs were read
+  std::optional<std::string> cuda_error;  ///< no toolkit could be chosen (rendered error)
+  std::string gpu_reader;                 ///< how the GPUs were read
   std::vector<devices::Gpu> gpus;
   std::optional<ToolReport> ninja, ccache;
-  std::optional<std::string> kernel;          ///< /proc/sys/kernel/osrelease
-  std::vector<ops::Decision> ops;             ///< the recipe's (or the bundled one's) op decisions
-  std::optional<std::string> ops_error;       ///< a recipe or manifest error (rendered)
-  std::optional<std::string> libaio;          ///< the soname that loaded
-  std::vector<std::string> warnings;          ///< torch/toolkit mismatch, mixed GPUs, old kernels
+  std::optional<std::string> kernel;     ///< /proc/sys/kernel/osrelease
+  std::vector<ops::Decision> ops;        ///< the recipe's (or the bundled one's) op decisions
+  std::optional<std::string> ops_error;  ///< a recipe or manifest error (rendered)
+  std::optional<std::string> libaio;     ///< the soname that loaded
+  std::vector<std::string> warnings;     ///< torch/toolkit mismatch, mixed GPUs, old kernels
 };
 
 /// Looks at the machine `m` with `python`'s torch; decides the ops of `recipe` (empty: the bundled

@@ -93,8 +93,7 @@ Status recover_dist(probe::Machine m, const fs::path& dist) {
   names = OPFORGE_TRY(m.fs.list_directory(dist));
   for (const auto& n : names) {
     if (!n.starts_with(".")) continue;
-    bool ours = ((n.ends_with(kNew) || n.ends_with(kOld)) &&
-                 (n.find(".whl") != std::string::npos)) ||
+    bool ours = ((n.ends_with(kNew) || n.ends_with(kOld)) && (n.find(".whl") != std::string::npos)) ||
                 n.find(".whl.tmp-") != std::string::npos ||
                 n.find(std::string(kRecordSuffix) + ".tmp-") != std::string::npos ||
                 n.find(std::string(kNew) + ".tmp-") != std::string::npos;

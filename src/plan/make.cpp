@@ -213,13 +213,15 @@ Status check_torch_cuda(Plan& plan, const cuda::Toolkit& tk) {
   auto match = cuda::torch_match(*plan.cuda.torch, tk);
   if (match.mismatch == cuda::Mismatch::major && plan.recipe.build.backend == recipe::Backend::command) {
     const Version& tc = *plan.cuda.torch->cuda;
-    return unsatisfied(match.message, "install CUDA " + std::to_string(tc.major) + ".x (or set CUDA_HOME to one), or a torch built for CUDA " +
+    return unsatisfied(match.message, "install CUDA " + std::to_string(tc.major) +
+                                          ".x (or set CUDA_HOME to one), or a torch built for CUDA " +
                                           std::to_string(tk.version.major));
   }
   if (match.mismatch == cuda::Mismatch::minor) {
     plan.cuda_minor_mismatch = true;
     // The resolver's own minor-mismatch warning says the same in fewer words.
-    std::erase_if(plan.warnings, [](const std::string& w) { return w.find("in the minor version") != std::string::npos; });
+    std::erase_if(plan.warnings,
+                  [](const std::string& w) { return w.find("in the minor version") != std::string::npos; });
     plan.warnings.push_back(match.message);
   }
   return {};
@@ -334,8 +336,9 @@ Result<Env> toolkit_exports(probe::Machine m, const Options& opts, const Plan& p
 
 /// DeepSpeed's own verdicts: is_compatible() of each op still in question, asked with the
 /// project's Python in the environment a build gets (`toolkit`, on the caller's).
-decltype(ops::DecideContext::compatibility) deepspeed_verdicts(probe::Machine m, const Plan& plan, const fs::path& ds_root,
-                                                                const fs::path& cache, const Env& toolkit) {
+decltype(ops::DecideContext::compatibility) deepspeed_verdicts(probe::Machine m, const Plan& plan,
+                                                               const fs::path& ds_root, const fs::path& cache,
+                                                               const Env& toolkit) {
   auto env = m.env.all();
   for (auto& [k, v] : toolkit) env[k] = v;
   if (!env.contains("DS_ACCELERATOR")) env["DS_ACCELERATOR"] = "cuda";
