@@ -113,11 +113,11 @@ TEST(CompilerResolve, OldToolkitGetsGcc11ThroughAShim) {
   ASSERT_TRUE(c) << c.error().render();
   EXPECT_EQ(c->compiler.cxx, "/usr/bin/g++-11");
   EXPECT_EQ(c->shim_dir, sfs::path("/tmp/shim"));
-  ASSERT_TRUE(create_shim(d.fm.fs, *c));
+  ASSERT_TRUE(ensure_shim(d.fm.fs, *c));
   EXPECT_EQ(*d.fm.fs.read_symlink("/tmp/shim/g++"), "/usr/bin/g++-11");
   EXPECT_EQ(*d.fm.fs.read_symlink("/tmp/shim/cc"), "/usr/bin/gcc-11");
   auto before = d.fm.fs.log().size();
-  ASSERT_TRUE(create_shim(d.fm.fs, *c));  // idempotent: nothing rewritten
+  ASSERT_TRUE(ensure_shim(d.fm.fs, *c));  // idempotent: nothing rewritten
   EXPECT_EQ(d.fm.fs.log().size(), before);
 }
 
@@ -302,7 +302,7 @@ TEST_F(OldGccView, DefaultGccFailsShimWithGcc11Succeeds) {
   ASSERT_TRUE(choice) << choice.error().render();
   EXPECT_EQ(choice->limits.max_gcc, 11);
   EXPECT_EQ(choice->compiler.cxx, "/usr/bin/g++-11");
-  ASSERT_TRUE(create_shim(m.fs, *choice));
+  ASSERT_TRUE(ensure_shim(m.fs, *choice));
   auto shimmed = nvcc({"-ccbin", (view_ / "shim").string()});
   EXPECT_EQ(shimmed.exit_code, 0) << shimmed.out << shimmed.err;
 }

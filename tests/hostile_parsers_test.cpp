@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "build/native.h"
+#include "compile/native.h"
 #include "ops/ops.h"
 #include "probe/machine.h"
 #include "recipe/toml_guard.h"
@@ -202,15 +202,15 @@ TEST(NinjaEscaping, UnwritableStringsAreRefusedWhateverTheirSource) {
   auto p = one_op_plan("/src", "/b");
   p.ops[0].manifest.sources = {"a.cpp"};
   p.ops[0].manifest.cxx_flags = {"-DX\n  cmd = touch /tmp/y #"};
-  auto g = build::describe(p);
+  auto g = compile::describe(p);
   ASSERT_FALSE(g);
   EXPECT_EQ(g.error().message, "cannot write build.ninja: '-DX\\x0a  cmd = touch /tmp/y #' contains a line break or NUL");
   p.ops[0].manifest.cxx_flags = {};
   p.ops[0].manifest.sources = {"a|b.cpp"};
-  EXPECT_EQ(build::describe(p).error().message,
+  EXPECT_EQ(compile::describe(p).error().message,
             "cannot write build.ninja: '/b/obj/hostile/a|b.cpp.o' contains '|'");
   p.ops[0].manifest.sources = {"../../../../tmp/x.cpp"};
-  auto escaped = build::describe(p);
+  auto escaped = compile::describe(p);
   ASSERT_TRUE(escaped) << escaped.error().render();
   EXPECT_EQ(escaped->steps[0].output, "/b/obj/hostile/_up_/_up_/_up_/_up_/tmp/x.cpp.o")
       << "an object path never leaves the build folder";
@@ -233,7 +233,7 @@ TEST(NinjaEscaping, HostileNamesAndFlagsCompileAsWritten) {
   p.ops[0].manifest.sources = {"sub dir/we$ird:name #1.cpp"};
   p.ops[0].manifest.cxx_flags = {"-DSPACE=\"a b\"", "-DDOLLAR=\"$HOME\"", "-DCOLON=\"a:b\"",
                                  "-DQUOTE=\"'\"", "-DTICK=\"`id`\"", "-DHASH=sizeof(\"#\")"};
-  auto ran = build::run(probe::real_machine(), p, {});
+  auto ran = compile::run(probe::real_machine(), p, {});
   ASSERT_TRUE(ran) << ran.error().render();
   EXPECT_TRUE(sfs::exists(build / "lib" / "libopforge_hostile.so"));
   EXPECT_TRUE(sfs::exists(build / "obj" / "hostile" / "sub dir" / "we$ird:name #1.cpp.o"));

@@ -5,6 +5,7 @@
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "probe/fake_machine.h"
+#include "test_util.h"
 
 namespace opforge::plan {
 namespace {
@@ -181,6 +182,46 @@ TEST(PlanMake, TorchCudaArchListOverridesTheRecipe) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
   EXPECT_TRUE(bad.error().message.starts_with("environment variable TORCH_CUDA_ARCH_LIST='8.6;;' is invalid: "));
+}
+
+TEST(PlanMake, CommandBackendExportsTheCompilerRuleAndDeepSpeedSwitches) {
+  // A DeepSpeed-style tree (tests/fixtures/fake_deepspeed, whose op_builder/ Debian's python3
+  // reads and asks is_compatible() through the real process runner) with a command build; the
+  // toolkit, the compiler (through a shim) and the architectures are the World's.
+  World w;
+  const auto dir = test_util::temp_dir("plan-command");
+  const auto tree = std::filesystem::path(OPFORGE_TEST_FIXTURES) / "fake_deepspeed";
+  test_util::spit(dir / "r.toml",
+                  "[package]\nname = \"ds\"\nversion = \"0.3.0\"\n[source]\npath = \"" + tree.string() +
+                      "\"\n[cuda]\npython = \"/usr/bin/python3\"\n[build]\n"
+                      "backend = \"command\"\ncommand = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
+  probe::FakeEnvironment env({{"PATH", "/usr/bin"}, {"DS_BUILD_CPU_ADAM", "1"}});
+  auto real = probe::real_machine();
+  w.opts.inspect_source = nullptr;  // the fixture's folder, no commit
+  w.opts.cache_dir = dir / "cache";
+  auto p = plan::make(probe::Machine{real.fs, real.proc, env, w.fm.dl}, dir / "r.toml", w.opts);
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->source.catalogue, "op_builder");
+  EXPECT_EQ(p->wheel_version, "0.3.0+cu13");
+  const std::string shim = (dir / "build/opforge/shim").string();
+  EXPECT_EQ(p->exports, (std::map<std::string, std::string>{
+                            // The one compiler rule (compiler::environment): the shim first on PATH.
+                            {"CC", shim + "/gcc"},
+                            {"CXX", shim + "/g++"},
+                            {"PATH", shim + ":/usr/local/cuda-13.0/bin:/usr/bin"},
+                            {"CUDA_HOME", "/usr/local/cuda-13.0"},
+                            {"TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"},
+                            {"DS_ACCELERATOR", "cuda"},
+                            {"DS_ENABLE_NINJA", "1"},
+                            {"DS_BUILD_STRING", "+cu13"},  // version.txt says 0.3.0
+                            {"DS_BUILD_OPS", "0"},
+                            {"DS_BUILD_CPU_ADAM", "1"},
+                            {"DS_BUILD_FUSED_THING", "0"},
+                            {"DS_BUILD_HIO", "0"},
+                            {"DS_BUILD_NEVER", "0"},
+                            {"MAX_JOBS", "2"},
+                            {"SOURCE_DATE_EPOCH", "315532800"}}));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PlanWheelVersion, TemplatesAndLabels) {

@@ -1,8 +1,12 @@
 // The real process runner's stdin, line output and timeout, on real programs (sh, cat, sleep).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "probe/machine.h"
@@ -37,6 +41,97 @@ TEST(ProbeProcess, TimeoutKillsAndSaysSo) {
   EXPECT_TRUE(r->timed_out);
   EXPECT_FALSE(r->ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// A pipe holds 64 KiB: cat writes its output back before it has read all of its input, so the
+// runner must read while it writes.
+TEST(ProbeProcess, OneMebibyteOfStdinEchoedBackByCat) {
+  std::string input;
+  for (int i = 0; input.size() < (1u << 20); ++i) input += "line " + std::to_string(i) + "\n";
+  auto r = real_machine().proc.run(Command{.argv = {"cat"}, .stdin_text = input, .timeout = std::chrono::seconds(60)});
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out.size(), input.size());
+  EXPECT_TRUE(r->out == input);
+}
+
+TEST(ProbeProcess, ACommandThatIgnoresItsStdinEndsCleanly) {
+  // `true` exits without reading: the rest of stdin meets a closed pipe (EPIPE, not SIGPIPE).
+  auto r = real_machine().proc.run(Command{.argv = {"true"}, .stdin_text = std::string(1 << 20, 'x')});
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->exit_code, 0);
+}
+
+TEST(ProbeProcess, LinesAreSplitAcrossReadsAndKeepEmptyOnes) {
+  std::vector<std::string> seen;
+  auto r = real_machine().proc.run(Command{
+      .argv = {"sh", "-c", "printf 'a'; sleep 0.05; printf 'b\\n\\nc'; sleep 0.05; printf 'd\\ne\\n'"},
+      .output = Output::lines,
+      .on_line = [&](std::string_view line) { seen.emplace_back(line); },
+  });
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(seen, (std::vector<std::string>{"ab", "", "cd", "e"}));
+  EXPECT_EQ(r->out, "ab\n\ncd\ne\n");
+}
+
+TEST(ProbeProcess, CaptureKeepsStdoutAndStderrApart) {
+  auto r = real_machine().proc.run(Command{.argv = {"sh", "-c", "echo out; echo err >&2"}});
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+}
+
+bool process_gone(const std::string& pid) {
+  // A killed grandchild is reparented and reaped; until then it is a zombie ('Z').
+  for (int i = 0; i < 250; ++i) {
+    std::ifstream stat("/proc/" + pid + "/stat");
+    std::string line;
+    if (!stat || !std::getline(stat, line)) return true;
+    auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+TEST(ProbeProcess, TimeoutKillsTheCommandAndItsChildren) {
+  // The background sleep keeps stdout open after sh is gone, and sh waits for it.
+  auto r = real_machine().proc.run(Command{.argv = {"sh", "-c", "sleep 30 & echo $!; wait"},
+                                           .timeout = std::chrono::milliseconds(300)});
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->signal, SIGKILL);
+  std::string grandchild = r->out.substr(0, r->out.find('\n'));
+  ASSERT_FALSE(grandchild.empty());
+  EXPECT_TRUE(process_gone(grandchild)) << "sleep " << grandchild << " outlived the timeout";
+}
+
+TEST(ProbeProcess, TimeoutAlsoHoldsWhenOutputIsInherited) {
+  auto r = real_machine().proc.run(
+      Command{.argv = {"sleep", "30"}, .output = Output::inherit, .timeout = std::chrono::milliseconds(200)});
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_TRUE(r->timed_out);
+}
+
+TEST(ProbeProcess, ExitCodesAndSignalsAreReported) {
+  auto exited = real_machine().proc.run(Command{.argv = {"sh", "-c", "exit 3"}});
+  ASSERT_TRUE(exited) << exited.error().render();
+  EXPECT_EQ(exited->exit_code, 3);
+  EXPECT_EQ(exited->signal, 0);
+  EXPECT_FALSE(exited->timed_out);
+
+  auto killed = real_machine().proc.run(Command{.argv = {"sh", "-c", "kill -TERM $$"}});
+  ASSERT_TRUE(killed) << killed.error().render();
+  EXPECT_EQ(killed->exit_code, -1);
+  EXPECT_EQ(killed->signal, SIGTERM);
+  EXPECT_FALSE(killed->ok());
+}
+
+TEST(ProbeProcess, AMissingProgramIsAnErrorNotAResult) {
+  auto r = real_machine().proc.run(Command{.argv = {"opforge-no-such-program"}});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("not found on PATH"), std::string::npos) << r.error().render();
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 #include <iostream>
 #include <regex>
 
-#include "build/pipeline.h"
 #include "cli/command.h"
-#include "record/record.h"
+#include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
+#include "record/record.h"
 
 namespace opforge::cli {
 namespace {
@@ -24,9 +24,8 @@ struct BuildFlags {
   std::string release_of;
 };
 
-Status run_build(const BuildFlags& flags) {
-  auto m = probe::real_machine();
-  build::PipelineOptions options;
+Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& flags) {
+  pipeline::Options options;
   if (flags.jobs) options.plan.jobs = flags.jobs;
   if (!flags.python.empty()) options.plan.python = flags.python;
   options.plan.release = flags.release;
@@ -36,34 +35,37 @@ Status run_build(const BuildFlags& flags) {
   }
   if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
   if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
-  if (flags.cache == "ccache") options.launcher = build::Launcher::ccache;
+  if (flags.cache == "ccache") options.launcher = compile::Launcher::ccache;
   else if (!flags.cache.empty() && flags.cache != "none")
     return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
-  // A project's own build (setup.py) prints thousands of lines, all kept in command.log: the
-  // terminal gets its extensions, ninja's progress (one object per line) and its errors.
-  const bool command = [&] {
-    auto r = recipe::load(m, flags.recipe);
-    return r && r->build.backend == recipe::Backend::command;
-  }();
-  options.on_line = [command](std::string_view line) {
+  return options;
+}
+
+/// What the terminal shows of a build's output. A project's own build (setup.py) prints thousands
+/// of lines, all kept in command.log: the terminal gets its extensions, ninja's progress (one
+/// object per line) and its errors.
+std::function<void(std::string_view)> progress_printer(bool command) {
+  return [command](std::string_view line) {
     if (line.starts_with("ninja: Entering") || line.starts_with("ninja: no work")) return;
-    if (command) {
-      static const std::regex progress(R"(^(\[\d+/\d+\]) .* -o (\S+)(\s.*)?$)");
-      std::string text(line);
-      std::smatch mm;
-      if (std::regex_match(text, mm, progress)) {
-        std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
-      } else if (text.starts_with("building '") || text.starts_with("waiting for ") || text.find("error:") != std::string::npos ||
-                 text.find("Error:") != std::string::npos || text.find("Error ") != std::string::npos) {
-        std::cout << text << "\n" << std::flush;
-      }
+    if (!command) {
+      std::cout << line << "\n" << std::flush;
       return;
     }
-    std::cout << line << "\n" << std::flush;
+    static const std::regex progress(R"(^(\[\d+/\d+\]) .* -o (\S+)(\s.*)?$)");
+    std::string text(line);
+    std::smatch mm;
+    if (std::regex_match(text, mm, progress)) {
+      std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
+    } else if (text.starts_with("building '") || text.starts_with("waiting for ") ||
+               text.find("error:") != std::string::npos || text.find("Error:") != std::string::npos ||
+               text.find("Error ") != std::string::npos) {
+      std::cout << text << "\n" << std::flush;
+    }
   };
-  auto outcome = OPFORGE_TRY(build::build_wheel(m, flags.recipe, options));
+}
+
+void print_ops(const pipeline::Outcome& outcome) {
   const auto& plan = outcome.plan;
-  for (auto& w : plan.warnings) std::cout << "warning: " << w << "\n";
   for (auto& d : plan.ops) {
     // DeepSpeed's two dozen builders: those nobody asked for are not listed.
     if (plan.source.catalogue == "op_builder" && !d.build && d.reason == "not requested") continue;
@@ -77,14 +79,30 @@ Status run_build(const BuildFlags& flags) {
       bool planned = std::any_of(plan.ops.begin(), plan.ops.end(), [&](auto& d) { return d.build && d.manifest.name == name; });
       if (!name.empty() && !planned) std::cout << "  built    " << name << " (added by the project's setup.py)\n";
     }
+}
+
+void print_outcome(const pipeline::Outcome& outcome) {
+  for (auto& w : outcome.plan.warnings) std::cout << "warning: " << w << "\n";
+  print_ops(outcome);
   if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
-  else if (outcome.cache) std::cout << build::describe_cache_stats(*outcome.cache) << "\n";
+  else if (outcome.cache) std::cout << compile::describe_cache_stats(*outcome.cache) << "\n";
   if (outcome.reused) std::cout << "the wheel in dist/ was made from these exact inputs: kept as it is\n";
   std::cout << "wheel:  " << outcome.wheel.string() << "\n"
             << "sha256: " << outcome.wheel_sha256 << "\n"
             << "tags:   " << (outcome.tags.empty() ? "" : outcome.tags.front()) << "\n";
   if (!outcome.platform_reason.empty()) std::cout << "        (not manylinux: " << outcome.platform_reason << ")\n";
   std::cout << "record: " << outcome.record_path.string() << "\n";
+}
+
+Status run_build(const BuildFlags& flags) {
+  auto m = probe::real_machine();
+  auto options = OPFORGE_TRY(pipeline_options(m, flags));
+  const bool command = [&] {
+    auto r = recipe::load(m, flags.recipe);
+    return r && r->build.backend == recipe::Backend::command;
+  }();
+  options.on_line = progress_printer(command);
+  print_outcome(OPFORGE_TRY(pipeline::build_wheel(m, flags.recipe, options)));
   return {};
 }
 

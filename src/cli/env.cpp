@@ -1,9 +1,9 @@
 // `opforge env RECIPE`: the plan's exports, for `eval` in a shell or for another build tool.
 #include <iostream>
 
-#include "build/command_backend.h"
+#include "compile/command_backend.h"
 #include "cli/command.h"
-#include "compiler/resolve.h"
+#include "compiler/host.h"
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "util/strings.h"
@@ -32,11 +32,11 @@ Registrar env_command{{
         auto p = OPFORGE_TRY(plan::make(real, args->recipe, opts));
         // The same variables a command build gets (compiler, toolkit, ops, reproducibility), for a
         // build run in the source tree itself.
-        auto vars = build::planned_exports(real, p);
+        auto vars = compile::planned_exports(real, p);
         // CC, CXX and PATH name the host wrappers, which run the shim (or the cpu_target
         // wrappers), PYTORCH_NVCC the nvcc wrapper: make them, as a build would.
-        if (p.host && p.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(real.fs, *p.host));
-        OPFORGE_CHECK(build::write_planned_wrappers(real, p));
+        if (p.host) OPFORGE_CHECK(compiler::ensure_shim(real.fs, *p.host));
+        OPFORGE_CHECK(compile::write_planned_wrappers(real, p));
         if (args->format == "json") {
           std::cout << nlohmann::json(vars).dump(2) << "\n";
         } else {

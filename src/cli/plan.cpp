@@ -1,13 +1,13 @@
 // `opforge plan RECIPE`: the full resolved plan, written nowhere.
 #include <iostream>
 
-#include "build/command_backend.h"
-#include "build/native.h"
 #include "cli/command.h"
+#include "compile/command_backend.h"
+#include "compile/native.h"
 #include "devices/nodes.h"
-#include "probe/overlay_environment.h"
 #include "plan/json.h"
 #include "plan/plan.h"
+#include "probe/overlay_environment.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -16,13 +16,7 @@ namespace {
 // The scratch tree's path depends on the tree's content, which plan does not read.
 const char* kScratchPlaceholder = "<cache>/trees/<content hash>";
 
-void print_text(const plan::Plan& p) {
-  std::cout << "recipe        " << p.recipe.file.string() << "\n"
-            << "source        " << p.source.root.string()
-            << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
-            << (p.source.not_fetched.empty() ? std::string() : "(not fetched: would fetch " + p.source.not_fetched + ")")
-            << "\n"
-            << "ops folder    " << p.source.ops_dir.string() << "\n\n";
+void print_toolchain(const plan::Plan& p) {
   std::cout << "CUDA toolkit  "
             << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none")
             << "\n";
@@ -43,6 +37,9 @@ void print_text(const plan::Plan& p) {
   if (!p.arch.source.empty()) std::cout << " (from " << p.arch.source << ")";
   std::cout << "\n";
   for (auto& [e, why] : p.arch.dropped) std::cout << "  dropped " << e << ": " << why << "\n";
+}
+
+void print_ops(const plan::Plan& p) {
   std::cout << "\nops\n";
   if (p.source.catalogue == "none") std::cout << "  (no op catalogue: the command decides what it builds)\n";
   std::size_t quiet = 0;
@@ -56,28 +53,45 @@ void print_text(const plan::Plan& p) {
               << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
   }
   if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";
+}
+
+/// The exports and what runs: the command and its full environment beyond the caller's (exactly
+/// what the build will set), or ninja's commands.
+void print_commands(const plan::Plan& p) {
+  if (p.recipe.build.backend == recipe::Backend::command) {
+    auto real = probe::real_machine();
+    for (auto& [k, v] : compile::planned_exports(real, p, kScratchPlaceholder))
+      std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+    std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
+              << "  " << strings::shell_join(p.recipe.build.command) << "\n"
+              << "  wheel: " << p.recipe.build.wheel_glob << "\n";
+    return;
+  }
+  for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+  std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
+  if (auto graph = compile::describe(p)) {
+    for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
+  } else {
+    std::cout << "  (cannot describe: " << graph.error().message << ")\n";
+  }
+}
+
+void print_text(const plan::Plan& p) {
+  std::cout << "recipe        " << p.recipe.file.string() << "\n"
+            << "source        " << p.source.root.string()
+            << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
+            << (p.source.not_fetched.empty() ? std::string()
+                                             : "(not fetched: would fetch " + p.source.not_fetched + ")")
+            << "\n"
+            << "ops folder    " << p.source.ops_dir.string() << "\n\n";
+  print_toolchain(p);
+  print_ops(p);
   std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"
             << "jobs          " << p.jobs << "\n"
             << "build dir     " << p.build_dir.string() << "\n"
             << "dist dir      " << p.dist_dir.string() << "\n"
             << "\nexports\n";
-  if (p.recipe.build.backend == recipe::Backend::command) {
-    // The command's full environment beyond the caller's: exactly what the build will set.
-    auto real = probe::real_machine();
-    for (auto& [k, v] : build::planned_exports(real, p, kScratchPlaceholder))
-      std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
-    std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
-              << "  " << strings::shell_join(p.recipe.build.command) << "\n"
-              << "  wheel: " << p.recipe.build.wheel_glob << "\n";
-  } else {
-    for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
-    std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
-    if (auto graph = build::describe(p)) {
-      for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
-    } else {
-      std::cout << "  (cannot describe: " << graph.error().message << ")\n";
-    }
-  }
+  print_commands(p);
   if (!p.notes.empty()) {
     std::cout << "\nwhy\n";
     for (auto& n : p.notes) std::cout << "  " << n << "\n";
@@ -130,8 +144,8 @@ Registrar plan_command{{
           auto j = plan::to_json(p);
           if (p.recipe.build.backend == recipe::Backend::command) {
             j["command"] = {{"argv", p.recipe.build.command},
-                            {"environment", build::planned_exports(real, p, kScratchPlaceholder)}};
-          } else if (auto graph = build::describe(p)) {
+                            {"environment", compile::planned_exports(real, p, kScratchPlaceholder)}};
+          } else if (auto graph = compile::describe(p)) {
             j["commands"] = nlohmann::json::array();
             for (auto& step : graph->steps)
               j["commands"].push_back({{"description", step.description}, {"argv", step.argv}});

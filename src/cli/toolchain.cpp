@@ -64,7 +64,7 @@ Status run(Args& a, bool link) {
               << "linked " << (tk.root / "bin" / "g++").string() << " -> " << choice.compiler.cxx.string() << "\n";
   } else {
     choice.shim_dir = fs::path(a.into);
-    OPFORGE_CHECK(compiler::create_shim(m.fs, choice));
+    OPFORGE_CHECK(compiler::ensure_shim(m.fs, choice));
     std::cout << "shim " << a.into << ": gcc, cc -> " << choice.compiler.cc.string() << "; g++, c++ -> "
               << choice.compiler.cxx.string() << "\n(use: nvcc -ccbin " << a.into << "/g++, or PATH=" << a.into << ":$PATH)\n";
   }

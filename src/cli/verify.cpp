@@ -5,7 +5,7 @@
 // asked to with --allow-run.
 #include <iostream>
 
-#include "build/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "cli/command.h"
 #include "probe/overlay_environment.h"
 #include "recipe/recipe.h"
@@ -120,13 +120,13 @@ Status verify_record(const std::string& path, bool allow_run) {
   probe::OverlayEnvironment env(m.env, expected.environment,
                                 [](const std::string& name) { return record::recorded_variable(name); });
   probe::Machine rebuild{m.fs, m.proc, env, m.dl};
-  build::PipelineOptions options;
+  pipeline::Options options;
   // A release is rebuilt from its own commit: a branch that has moved since is refused by name.
   if (expected.source.release) options.plan.release_commit = OPFORGE_TRY(record::source_commit(path, expected));
   auto tmp = OPFORGE_TRY(m.fs.make_temp_directory("opforge-verify-"));
   options.build_dir = tmp / "build";
   options.dist_dir = tmp / "dist";
-  auto outcome = build::build_wheel(rebuild, checked.recipe, options);
+  auto outcome = pipeline::build_wheel(rebuild, checked.recipe, options);
   if (!outcome) {
     // The error may point at a log inside the rebuild's folder: keep it.
     auto error = outcome.error();

@@ -1,10 +1,13 @@
 #pragma once
-/// Host compilers and which of them a toolkit's nvcc accepts.
+/// Host compilers, which of them a toolkit's nvcc accepts, and how a build reaches the chosen one.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "probe/machine.h"
+#include "util/error.h"
 #include "util/version.h"
 
 namespace opforge::compiler {
@@ -43,30 +46,31 @@ struct HostChoice {
 
 namespace opforge::compiler {
 
-/// How a build reaches the chosen compiler. One rule for native builds, command builds and
-/// `opforge env`: through the shim folder when there is one (gcc/g++, or cc/c++ for clang), else
-/// the compiler's own paths; nvcc gets `-ccbin <ccbin>`.
+/// How a build reaches the chosen compiler: the one rule for native builds, command builds,
+/// `opforge env` and `opforge plan`. Through the shim folder when the choice has one (gcc/g++, or
+/// cc/c++ for clang; its links, or the cpu_target wrappers), else the compiler's own paths.
 struct Invocation {
   fs::path cc;
-  fs::path cxx;
-  fs::path ccbin;  ///< the shim folder, or cxx
-  bool needs_shim = false;  ///< the shim folder must exist (compiler::create_shim) before use
+  fs::path cxx;             ///< also what the native backend gives nvcc's -ccbin
+  fs::path ccbin;           ///< the shim folder, or cxx: -ccbin in a command build's NVCC_PREPEND_FLAGS
+  bool needs_shim = false;  ///< the shim folder must exist (ensure_shim) before a compile
 };
 
-inline Invocation invocation(const HostChoice& c) {
-  Invocation out;
-  if (c.shim_dir) {
-    const bool clang = c.compiler.family == Family::clang;
-    out.cc = *c.shim_dir / (clang ? "cc" : "gcc");
-    out.cxx = *c.shim_dir / (clang ? "c++" : "g++");
-    out.ccbin = *c.shim_dir;
-    out.needs_shim = true;
-  } else {
-    out.cc = c.compiler.cc;
-    out.cxx = c.compiler.cxx;
-    out.ccbin = c.compiler.cxx;
-  }
-  return out;
-}
+Invocation invocation(const HostChoice& c);
+
+/// The variables a build reaching `c` gets: CC and CXX (invocation), and with a shim, PATH with the
+/// shim folder first, then `path` (a tool that runs a bare gcc or c++ finds the chosen one).
+/// bad_input when the shim folder holds ':', which separates PATH's folders.
+Result<std::map<std::string, std::string>> environment(const HostChoice& c, const std::string& path);
+
+/// Makes the shim folder when `c` has one: gcc, g++, cc, c++ symlinks, or with a cpu_target the
+/// wrappers (compiler/cpu_target.h); each entry replaced atomically, idempotent, nothing when there
+/// is no shim. The pipeline calls it before either backend runs, and `opforge env` before printing
+/// paths into it; the backends only check it (check_shim). Refuses to replace anything there that
+/// is not opforge's.
+Status ensure_shim(probe::FileSystem& fs, const HostChoice& c);
+
+/// failed when `c` has a shim whose compiler is not there: a backend run without ensure_shim.
+Status check_shim(const probe::FileSystem& fs, const HostChoice& c);
 
 }  // namespace opforge::compiler

@@ -209,53 +209,65 @@ Limits limits_for(probe::Machine m, const cuda::Toolkit& tk) {
   return table_limits(tk.version);
 }
 
-Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host_in,
-                           bool allow_unsupported, const fs::path& shim_dir) {
-  HostChoice hc;
-  hc.limits = limits_for(m, tk);
-  hc.installed = find_installed(m);
-  std::string host(strings::trim(host_in));
-  if (host.empty()) host = "auto";
-  std::string limit_text = "CUDA " + tk.version.str() + " accepts gcc <= " + std::to_string(hc.limits.max_gcc) +
-                           " and clang <= " + std::to_string(hc.limits.max_clang) + " (from " + hc.limits.source + ")";
-  std::string pkg = "g++-" + std::to_string(hc.limits.max_gcc);
-  std::string install_hint = "install an accepted compiler (e.g. `apt-get install " + pkg +
-                             "`), or set [compiler] allow_unsupported = true to pass -allow-unsupported-compiler";
+namespace {
 
-  if (host == "auto") {
-    const Compiler* def = nullptr;
-    for (auto& c : hc.installed) if (c.is_default) { def = &c; break; }
-    if (def && accepted(*def, hc.limits)) {
-      hc.compiler = *def;
-      hc.reason = "the default compiler " + describe(*def) + " is accepted: " + limit_text;
-      return hc;
+/// What a refusal names: the toolkit's limits, and what to install.
+struct LimitText {
+  std::string limits;  ///< "CUDA 13.0 accepts gcc <= 15 and clang <= 20 (from ...)"
+  std::string hint;    ///< install an accepted compiler, or allow_unsupported
+};
+
+LimitText limit_text(const cuda::Toolkit& tk, const Limits& l) {
+  return {"CUDA " + tk.version.str() + " accepts gcc <= " + std::to_string(l.max_gcc) +
+              " and clang <= " + std::to_string(l.max_clang) + " (from " + l.source + ")",
+          "install an accepted compiler (e.g. `apt-get install g++-" + std::to_string(l.max_gcc) +
+              "`), or set [compiler] allow_unsupported = true to pass -allow-unsupported-compiler"};
+}
+
+/// "auto": the default compiler if accepted, else the newest accepted one through a shim (gcc
+/// before clang), else with allow_unsupported the default (or the first found).
+Result<HostChoice> choose_auto(HostChoice hc, const cuda::Toolkit& tk, bool allow_unsupported,
+                               const fs::path& shim_dir) {
+  const auto text = limit_text(tk, hc.limits);
+  const Compiler* def = nullptr;
+  for (auto& c : hc.installed)
+    if (c.is_default) {
+      def = &c;
+      break;
     }
-    const Compiler* best = nullptr;
-    for (auto& c : hc.installed)
-      if (accepted(c, hc.limits) && (!best || (c.family == Family::gcc && best->family != Family::gcc) ||
-                                     (c.family == best->family && c.version > best->version)))
-        best = &c;
-    if (best) {
-      hc.compiler = *best;
-      hc.shim_dir = shim_dir;
-      hc.reason = (def ? "the default " + describe(*def) + " is too new; " : std::string("no default gcc; ")) +
-                  "using the newest accepted " + describe(*best) + " through a shim: " + limit_text;
-      return hc;
-    }
-    if (allow_unsupported && (def || !hc.installed.empty())) {
-      hc.compiler = def ? *def : hc.installed.front();
-      hc.allow_unsupported = true;
-      hc.reason = describe(hc.compiler) + " is not accepted (" + limit_text + "); allow_unsupported = true passes -allow-unsupported-compiler";
-      return hc;
-    }
-    std::string have;
-    for (auto& c : hc.installed) have += (have.empty() ? "" : ", ") + describe(c);
-    return unsatisfied("no installed host compiler is accepted by CUDA " + tk.version.str() + ": " + limit_text +
-                           "; installed: " + (have.empty() ? "none" : have),
-                       install_hint);
+  if (def && accepted(*def, hc.limits)) {
+    hc.compiler = *def;
+    hc.reason = "the default compiler " + describe(*def) + " is accepted: " + text.limits;
+    return hc;
   }
+  const Compiler* best = nullptr;
+  for (auto& c : hc.installed)
+    if (accepted(c, hc.limits) && (!best || (c.family == Family::gcc && best->family != Family::gcc) ||
+                                   (c.family == best->family && c.version > best->version)))
+      best = &c;
+  if (best) {
+    hc.compiler = *best;
+    hc.shim_dir = shim_dir;
+    hc.reason = (def ? "the default " + describe(*def) + " is too new; " : std::string("no default gcc; ")) +
+                "using the newest accepted " + describe(*best) + " through a shim: " + text.limits;
+    return hc;
+  }
+  if (allow_unsupported && (def || !hc.installed.empty())) {
+    hc.compiler = def ? *def : hc.installed.front();
+    hc.allow_unsupported = true;
+    hc.reason = describe(hc.compiler) + " is not accepted (" + text.limits +
+                "); allow_unsupported = true passes -allow-unsupported-compiler";
+    return hc;
+  }
+  std::string have;
+  for (auto& c : hc.installed) have += (have.empty() ? "" : ", ") + describe(c);
+  return unsatisfied("no installed host compiler is accepted by CUDA " + tk.version.str() + ": " + text.limits +
+                         "; installed: " + (have.empty() ? "none" : have),
+                     text.hint);
+}
 
-  // A named compiler: a command on PATH or a path, C++ or C driver name.
+/// A named compiler: a command on PATH or a path, C++ or C driver name; its partner driver beside it.
+Result<Compiler> named_compiler(probe::Machine m, const std::string& host, const std::vector<Compiler>& installed) {
   fs::path given(host);
   std::optional<fs::path> exe;
   if (host.find('/') != std::string::npos) {
@@ -283,21 +295,35 @@ Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std:
   auto v = ask_version(m, c.cc, c.family);
   if (!v) return failure("cannot read the version of " + c.cc.string());
   c.version = *v;
-  for (auto& i : hc.installed)
+  for (auto& i : installed)
     if (i.is_default) {
       auto a = m.fs.canonical(i.cc), b = m.fs.canonical(c.cc);
       c.is_default = a && b && *a == *b;
     }
+  return c;
+}
+
+}  // namespace
+
+Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host_in,
+                           bool allow_unsupported, const fs::path& shim_dir) {
+  HostChoice hc;
+  hc.limits = limits_for(m, tk);
+  hc.installed = find_installed(m);
+  std::string host(strings::trim(host_in));
+  if (host.empty() || host == "auto") return choose_auto(std::move(hc), tk, allow_unsupported, shim_dir);
+  const Compiler c = OPFORGE_TRY(named_compiler(m, host, hc.installed));
+  const auto text = limit_text(tk, hc.limits);
   hc.compiler = c;
   if (!c.is_default) hc.shim_dir = shim_dir;
   if (!accepted(c, hc.limits)) {
     if (!allow_unsupported)
-      return unsatisfied("[compiler] host " + describe(c) + " is not accepted: " + limit_text, install_hint);
+      return unsatisfied("[compiler] host " + describe(c) + " is not accepted: " + text.limits, text.hint);
     hc.allow_unsupported = true;
     hc.reason = describe(c) + " as asked, beyond the toolkit's limit (allow_unsupported = true)";
     return hc;
   }
-  hc.reason = describe(c) + " as asked; " + limit_text;
+  hc.reason = describe(c) + " as asked; " + text.limits;
   return hc;
 }
 
@@ -405,8 +431,8 @@ Result<int> remove_links(probe::FileSystem& fs, const fs::path& dir) {
 
 }  // namespace
 
-Status create_shim(probe::FileSystem& fs, const HostChoice& choice) {
-  if (!choice.shim_dir) return {};
+Status ensure_shim(probe::FileSystem& fs, const HostChoice& choice) {
+  if (!invocation(choice).needs_shim) return {};
   const auto& c = choice.compiler;
   if (!choice.cpu_target.empty()) {
     auto target = wheel::find_cpu_target(choice.cpu_target);

@@ -36,10 +36,6 @@ Limits limits_for(probe::Machine m, const cuda::Toolkit& tk);
 Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host,
                            bool allow_unsupported, const fs::path& shim_dir);
 
-/// Creates choice.shim_dir with gcc, g++, cc, c++ symlinks (each replaced atomically); idempotent.
-/// Refuses to replace anything there that is not a symlink.
-Status create_shim(probe::FileSystem& fs, const HostChoice& choice);
-
 /// gcc and g++ symlinks in <root>/bin, as the guides say to do by hand; refuses to overwrite
 /// anything that is not a symlink it would create (or an earlier opforge compiler link); idempotent.
 Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostChoice& choice);
@@ -50,7 +46,7 @@ Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostCho
 /// directly inside that bin/ are touched, and only while they are symlinks to the recorded target.
 Result<int> unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk);
 
-/// Removes the links create_shim (or `toolchain link --into`) made in a folder, the same way.
+/// Removes the links ensure_shim (or `toolchain link --into`) made in a folder, the same way.
 Result<int> remove_shim(probe::FileSystem& fs, const fs::path& shim_dir);
 
 }  // namespace opforge::compiler

@@ -381,125 +381,171 @@ std::string listing(const Resolution& r) {
 
 }  // namespace
 
+namespace {
+
+/// A toolkit the user named (PyTorch's order: CUDA_HOME, else CUDA_PATH).
+struct Named {
+  std::string var, value;
+  Candidate* candidate = nullptr;  ///< null when no variable names one
+};
+
+/// What every way of choosing looks at.
+struct Choice {
+  Resolution& res;
+  const probe::Environment& env;
+  std::vector<Candidate*> valid;  ///< newest first; ties keep discovery order (CUDA_HOME first)
+  Named named;
+  std::optional<Version> torch_cuda;
+
+  bool skip_cuda_check() const { return env.get("DS_SKIP_CUDA_CHECK") == std::optional<std::string>("1"); }
+  std::unexpected<Error> conflict(const std::string& what) const {
+    return unsatisfied(named.var + "=" + strings::cut(named.value) + " is CUDA " +
+                           named.candidate->toolkit->version.str() + ", " + what,
+                       "point " + named.var + " at a matching toolkit, unset it, or change [cuda] version");
+  }
+};
+
+struct Pick {
+  Candidate* candidate = nullptr;
+  std::string why;
+};
+
+std::vector<Candidate*> valid_newest_first(Resolution& res) {
+  std::vector<Candidate*> valid;
+  for (auto& c : res.candidates)
+    if (c.toolkit) valid.push_back(&c);
+  std::stable_sort(valid.begin(), valid.end(), [](auto* a, auto* b) { return a->toolkit->version > b->toolkit->version; });
+  return valid;
+}
+
+/// A toolkit the user named is used or refused, never passed over in silence.
+Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
+  Named named;
+  for (const char* v : {"CUDA_HOME", "CUDA_PATH"})
+    if (auto x = env.get(v); x && !x->empty()) {
+      named.var = v;
+      named.value = *x;
+      break;
+    }
+  if (named.var.empty()) return named;
+  for (auto& c : res.candidates)
+    if (c.found_by.find(named.var) != std::string::npos) {
+      named.candidate = &c;
+      break;
+    }
+  if (named.candidate && named.candidate->toolkit) return named;
+  std::string reason = named.candidate ? named.candidate->verdict : "rejected: not looked at";
+  if (reason.starts_with("rejected: ")) reason = reason.substr(10);
+  return bad_input(named.var + "=" + strings::cut(named.value) + " is not a CUDA toolkit: " + reason,
+                   "point " + named.var + " at a toolkit's folder (holding bin/nvcc, include/cuda.h and lib64/libcudart*), or unset it");
+}
+
+/// [cuda] version = "torch" with CUDA_HOME/CUDA_PATH set: the named toolkit, if its major matches.
+Result<Pick> pick_named_for_torch(Choice& ch, const Version& want, const std::string& torch_version) {
+  const Version& have = ch.named.candidate->toolkit->version;
+  if (have.major != want.major && !ch.skip_cuda_check())
+    return ch.conflict("but torch " + torch_version + " is built for CUDA " + want.str() +
+                       " ([cuda] version = \"torch\"; DS_SKIP_CUDA_CHECK=1 allows a major mismatch)");
+  if (have != want)
+    ch.res.warnings.push_back("CUDA " + have.str() + " (" + ch.named.var + ") differs from torch's CUDA " + want.str());
+  return Pick{ch.named.candidate, ch.named.var + " points to it"};
+}
+
+/// [cuda] version = "torch": torch's CUDA, else its major (PyTorch only warns on a minor mismatch).
+Result<Pick> pick_for_torch(Choice& ch) {
+  const auto& torch = ch.res.torch;
+  if (!torch || !torch->torch_version)
+    return unsatisfied("[cuda] version = \"torch\", but " + std::string(torch ? "torch is not installed for " + torch->python : "the Python could not be run"),
+                       "install a CUDA-enabled torch for that Python, choose another one with --python / [cuda] python, or set [cuda] version to \"auto\" or \"X.Y\"");
+  if (!ch.torch_cuda)
+    return unsatisfied("[cuda] version = \"torch\", but torch " + *torch->torch_version + " of " + torch->python + " is a CPU-only build",
+                       "install a CUDA-enabled torch, or set [cuda] version to \"auto\" or \"X.Y\"");
+  const Version& want = *ch.torch_cuda;
+  if (ch.named.candidate) return pick_named_for_torch(ch, want, *torch->torch_version);
+  for (auto* c : ch.valid)
+    if (c->toolkit->version == want) return Pick{c, "same CUDA version as torch " + *torch->torch_version};
+  for (auto* c : ch.valid)
+    if (c->toolkit->version.major == want.major) {
+      ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + want.str() + " in the minor version; this usually works (PyTorch only warns)");
+      return Pick{c, "same CUDA major as torch"};
+    }
+  if (ch.valid.empty()) return Pick{};
+  if (ch.skip_cuda_check()) {
+    Candidate* c = ch.valid.front();
+    ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " does not match torch's CUDA " + want.str() + " (major mismatch, allowed by DS_SKIP_CUDA_CHECK=1)");
+    return Pick{c, "newest valid toolkit (DS_SKIP_CUDA_CHECK=1 bypasses the torch CUDA check)"};
+  }
+  for (auto* c : ch.valid) c->verdict = "not chosen: CUDA major differs from torch's " + want.str();
+  return unsatisfied("no CUDA toolkit matches torch's CUDA " + want.str() + " (major version mismatch):" + listing(ch.res),
+                     "install CUDA " + want.str() + ", or set DS_SKIP_CUDA_CHECK=1 to build anyway");
+}
+
+/// [cuda] version = "auto": the named toolkit, else the newest with torch's CUDA, else the newest.
+Pick pick_auto(Choice& ch) {
+  if (ch.named.candidate) return Pick{ch.named.candidate, ch.named.var + " points to it"};
+  if (ch.torch_cuda)
+    for (auto* c : ch.valid)
+      if (c->toolkit->version == *ch.torch_cuda) return Pick{c, "newest toolkit with torch's CUDA " + ch.torch_cuda->str()};
+  if (ch.valid.empty()) return Pick{};
+  Candidate* c = ch.valid.front();
+  if (ch.torch_cuda)
+    ch.res.warnings.push_back("no toolkit has torch's CUDA " + ch.torch_cuda->str() + "; using CUDA " + c->toolkit->version.str());
+  return Pick{c, "newest valid toolkit"};
+}
+
+/// [cuda] version = "X.Y" or clauses: CUDA_HOME/CUDA_PATH's toolkit when it matches, else the newest that does.
+Result<Pick> pick_matching(Choice& ch, const std::string& spec, const std::vector<VersionClause>& constraints) {
+  auto matches = [&](const Candidate* c) {
+    return std::all_of(constraints.begin(), constraints.end(), [&](auto& k) { return k.accepts(c->toolkit->version); });
+  };
+  if (ch.named.candidate && !matches(ch.named.candidate))
+    return ch.conflict("which does not match [cuda] version = \"" + spec + "\"");
+  Pick pick;
+  for (auto* c : ch.valid)
+    if (c->found_by.find("CUDA_HOME") != std::string::npos || c->found_by.find("CUDA_PATH") != std::string::npos) {
+      if (matches(c)) pick = Pick{c, "matches " + spec + "; CUDA_HOME/CUDA_PATH points to it"};
+      break;
+    }
+  for (auto* c : ch.valid)
+    if (!pick.candidate && matches(c)) pick = Pick{c, "newest toolkit matching " + spec};
+  for (auto* c : ch.valid)
+    if (c != pick.candidate && !matches(c)) c->verdict = "not chosen: CUDA " + c->toolkit->version.str() + " does not match " + spec;
+  return pick;
+}
+
+/// Marks the pick and says of every other valid toolkit why it was not chosen.
+Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
+  if (!pick.candidate) {
+    std::string hint = spec == "auto" ? "install a CUDA toolkit (or set CUDA_HOME to one)"
+                                      : "install a CUDA toolkit matching " + spec + " or change [cuda] version";
+    return unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(ch.res), hint);
+  }
+  const Version& chosen = pick.candidate->toolkit->version;
+  pick.candidate->chosen = true;
+  pick.candidate->verdict = "chosen: " + pick.why;
+  for (auto* c : ch.valid)
+    if (c != pick.candidate && c->verdict == "valid")
+      c->verdict = c->toolkit->version < chosen ? "not chosen: older than CUDA " + chosen.str()
+                                                : "not chosen: " + pick.why + " is CUDA " + chosen.str();
+  if (ch.torch_cuda && spec != "torch" && chosen.major != ch.torch_cuda->major)
+    ch.res.warnings.push_back("torch's CUDA is " + ch.torch_cuda->str() + " but the chosen toolkit is CUDA " + chosen.str() + " (the ops reach only the driver, so this is fine for opforge_ops; not for torch extensions)");
+  ch.res.chosen = pick.candidate->toolkit;
+  return {};
+}
+
+}  // namespace
+
 Result<Resolution> choose(Resolution res, const std::string& spec_in, const probe::Environment& env) {
   std::string spec(strings::trim(spec_in));
   if (spec.empty()) spec = "auto";
   std::vector<VersionClause> constraints;
   if (spec != "auto" && spec != "torch") constraints = OPFORGE_TRY(parse_spec(spec));
-  std::optional<Version> torch_cuda = res.torch ? res.torch->cuda : std::nullopt;
-
-  std::vector<Candidate*> valid;
-  for (auto& c : res.candidates)
-    if (c.toolkit) valid.push_back(&c);
-  // Newest first; ties keep discovery order (CUDA_HOME first).
-  std::stable_sort(valid.begin(), valid.end(), [](auto* a, auto* b) { return a->toolkit->version > b->toolkit->version; });
-
-  Candidate* pick = nullptr;
-  std::string why;
-  // A toolkit the user named (PyTorch's order: CUDA_HOME, else CUDA_PATH) is used or refused,
-  // never passed over in silence.
-  std::string var, value;
-  for (const char* v : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto x = env.get(v); x && !x->empty()) { var = v; value = *x; break; }
-  Candidate* named = nullptr;
-  if (!var.empty()) {
-    for (auto& c : res.candidates)
-      if (c.found_by.find(var) != std::string::npos) { named = &c; break; }
-    if (!named || !named->toolkit) {
-      std::string reason = named ? named->verdict : "rejected: not looked at";
-      if (reason.starts_with("rejected: ")) reason = reason.substr(10);
-      return bad_input(var + "=" + strings::cut(value) + " is not a CUDA toolkit: " + reason,
-                       "point " + var + " at a toolkit's folder (holding bin/nvcc, include/cuda.h and lib64/libcudart*), or unset it");
-    }
-  }
-  auto conflict = [&](const std::string& what) {
-    return unsatisfied(var + "=" + strings::cut(value) + " is CUDA " + named->toolkit->version.str() + ", " + what,
-                       "point " + var + " at a matching toolkit, unset it, or change [cuda] version");
-  };
-  auto home_pick = [&]() -> Candidate* {
-    for (auto* c : valid)
-      if (c->found_by.find("CUDA_HOME") != std::string::npos || c->found_by.find("CUDA_PATH") != std::string::npos)
-        return c;
-    return nullptr;
-  };
-
-  if (spec == "torch") {
-    if (!res.torch || !res.torch->torch_version)
-      return unsatisfied("[cuda] version = \"torch\", but " + std::string(res.torch ? "torch is not installed for " + res.torch->python : "the Python could not be run"),
-                         "install a CUDA-enabled torch for that Python, choose another one with --python / [cuda] python, or set [cuda] version to \"auto\" or \"X.Y\"");
-    if (!torch_cuda)
-      return unsatisfied("[cuda] version = \"torch\", but torch " + *res.torch->torch_version + " of " + res.torch->python + " is a CPU-only build",
-                         "install a CUDA-enabled torch, or set [cuda] version to \"auto\" or \"X.Y\"");
-    if (named) {
-      bool same_major = named->toolkit->version.major == torch_cuda->major;
-      auto skip = env.get("DS_SKIP_CUDA_CHECK");
-      if (!same_major && !(skip && *skip == "1"))
-        return conflict("but torch " + *res.torch->torch_version + " is built for CUDA " + torch_cuda->str() +
-                        " ([cuda] version = \"torch\"; DS_SKIP_CUDA_CHECK=1 allows a major mismatch)");
-      pick = named;
-      why = var + " points to it";
-      if (named->toolkit->version != *torch_cuda)
-        res.warnings.push_back("CUDA " + named->toolkit->version.str() + " (" + var + ") differs from torch's CUDA " + torch_cuda->str());
-    }
-    for (auto* c : valid)
-      if (!pick && c->toolkit->version == *torch_cuda) { pick = c; why = "same CUDA version as torch " + *res.torch->torch_version; break; }
-    if (!pick)
-      for (auto* c : valid)
-        if (c->toolkit->version.major == torch_cuda->major) {
-          pick = c;
-          why = "same CUDA major as torch";
-          res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + torch_cuda->str() + " in the minor version; this usually works (PyTorch only warns)");
-          break;
-        }
-    if (!pick && !valid.empty()) {
-      auto skip = env.get("DS_SKIP_CUDA_CHECK");
-      if (skip && *skip == "1") {
-        pick = valid.front();
-        why = "newest valid toolkit (DS_SKIP_CUDA_CHECK=1 bypasses the torch CUDA check)";
-        res.warnings.push_back("CUDA " + pick->toolkit->version.str() + " does not match torch's CUDA " + torch_cuda->str() + " (major mismatch, allowed by DS_SKIP_CUDA_CHECK=1)");
-      } else {
-        for (auto& c : res.candidates) if (c.toolkit) c.verdict = "not chosen: CUDA major differs from torch's " + torch_cuda->str();
-        return unsatisfied("no CUDA toolkit matches torch's CUDA " + torch_cuda->str() + " (major version mismatch):" + listing(res),
-                           "install CUDA " + torch_cuda->str() + ", or set DS_SKIP_CUDA_CHECK=1 to build anyway");
-      }
-    }
-  } else if (spec == "auto") {
-    if (named) { pick = named; why = var + " points to it"; }
-    if (!pick && torch_cuda)
-      for (auto* c : valid)
-        if (c->toolkit->version == *torch_cuda) { pick = c; why = "newest toolkit with torch's CUDA " + torch_cuda->str(); break; }
-    if (!pick && !valid.empty()) {
-      pick = valid.front();
-      why = "newest valid toolkit";
-      if (torch_cuda) res.warnings.push_back("no toolkit has torch's CUDA " + torch_cuda->str() + "; using CUDA " + pick->toolkit->version.str());
-    }
-  } else {
-    auto matches = [&](const Candidate* c) {
-      return std::all_of(constraints.begin(), constraints.end(), [&](auto& k) { return k.accepts(c->toolkit->version); });
-    };
-    if (named && !matches(named)) return conflict("which does not match [cuda] version = \"" + spec + "\"");
-    if (auto* h = home_pick(); h && matches(h)) { pick = h; why = "matches " + spec + "; CUDA_HOME/CUDA_PATH points to it"; }
-    if (!pick)
-      for (auto* c : valid)
-        if (matches(c)) { pick = c; why = "newest toolkit matching " + spec; break; }
-    for (auto* c : valid)
-      if (c != pick && !matches(c)) c->verdict = "not chosen: CUDA " + c->toolkit->version.str() + " does not match " + spec;
-  }
-
-  if (!pick) {
-    std::string hint = spec == "auto" ? "install a CUDA toolkit (or set CUDA_HOME to one)"
-                                      : "install a CUDA toolkit matching " + spec + " or change [cuda] version";
-    return unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(res), hint);
-  }
-  pick->chosen = true;
-  pick->verdict = "chosen: " + why;
-  for (auto* c : valid)
-    if (c != pick && c->verdict == "valid")
-      c->verdict = c->toolkit->version < pick->toolkit->version ? "not chosen: older than CUDA " + pick->toolkit->version.str()
-                   : "not chosen: " + why + " is CUDA " + pick->toolkit->version.str();
-  if (torch_cuda && spec != "torch" && pick->toolkit->version.major != torch_cuda->major)
-    res.warnings.push_back("torch's CUDA is " + torch_cuda->str() + " but the chosen toolkit is CUDA " + pick->toolkit->version.str() + " (the ops reach only the driver, so this is fine for opforge_ops; not for torch extensions)");
-  res.chosen = pick->toolkit;
+  Choice ch{res, env, valid_newest_first(res), OPFORGE_TRY(named_toolkit(res, env)),
+            res.torch ? res.torch->cuda : std::nullopt};
+  Pick pick = spec == "torch"  ? OPFORGE_TRY(pick_for_torch(ch))
+              : spec == "auto" ? pick_auto(ch)
+                               : OPFORGE_TRY(pick_matching(ch, spec, constraints));
+  OPFORGE_CHECK(settle(ch, pick, spec));
   return res;
 }
 

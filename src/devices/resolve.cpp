@@ -122,10 +122,13 @@ std::vector<Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk) {
   return out;
 }
 
-Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
-                             const std::string& recipe_list, const std::string& fallback) {
-  ArchDecision d;
-  std::vector<Arch> wanted;
+namespace {
+
+/// Which architectures to build for, before nvcc has its say: TORCH_CUDA_ARCH_LIST, else the
+/// recipe's explicit list, else the GPUs of this machine, else the recipe's fallback list. Fills
+/// d.source, d.gpu_reader, d.gpus and d.notes.
+Result<std::vector<Arch>> wanted_arches(probe::Machine m, const std::string& recipe_list, const std::string& fallback,
+                                        ArchDecision& d) {
   auto env_list = m.env.get("TORCH_CUDA_ARCH_LIST");
   if (env_list && !strings::trim(*env_list).empty()) {
     auto parsed = parse_arch_list(*env_list);
@@ -136,44 +139,46 @@ Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
       e.where.line = 1;
       return std::unexpected(e);
     }
-    wanted = *parsed;
     d.source = "TORCH_CUDA_ARCH_LIST";
     d.gpu_reader = "not read (TORCH_CUDA_ARCH_LIST is set)";
-  } else if (!recipe_list.empty() && recipe_list != "auto") {
-    wanted = OPFORGE_TRY(parse_arch_list(recipe_list));
+    return *parsed;
+  }
+  if (!recipe_list.empty() && recipe_list != "auto") {
     d.source = "recipe [arch] list";
     d.gpu_reader = "not read ([arch] list is explicit)";
-  } else {
-    d.gpus = read_gpus(m, d.gpu_reader);
-    if (!d.gpus.empty()) {
-      std::set<std::pair<int, int>> kinds;
-      for (auto& g : d.gpus) kinds.insert({g.major, g.minor});
-      for (auto [M, mi] : kinds) wanted.push_back(Arch{M, mi});
-      wanted.back().ptx = true;
-      d.source = "GPUs";
-      if (kinds.size() > 1) d.notes.push_back("several GPU generations present: building for each");
-    } else {
-      wanted = OPFORGE_TRY(parse_arch_list(fallback));
-      d.source = "fallback";
-      d.notes.push_back("no GPU found (" + d.gpu_reader + "): using the recipe's fallback list " +
-                        fallback);
-    }
+    return parse_arch_list(recipe_list);
   }
-  auto accepted = accepted_by(m, tk);
-  std::sort(wanted.begin(), wanted.end());
+  d.gpus = read_gpus(m, d.gpu_reader);
+  if (d.gpus.empty()) {
+    d.source = "fallback";
+    d.notes.push_back("no GPU found (" + d.gpu_reader + "): using the recipe's fallback list " + fallback);
+    return parse_arch_list(fallback);
+  }
+  std::set<std::pair<int, int>> kinds;
+  for (auto& g : d.gpus) kinds.insert({g.major, g.minor});
+  std::vector<Arch> wanted;
+  for (auto [M, mi] : kinds) wanted.push_back(Arch{M, mi});
+  wanted.back().ptx = true;
+  d.source = "GPUs";
+  if (kinds.size() > 1) d.notes.push_back("several GPU generations present: building for each");
+  return wanted;
+}
+
+/// Keeps what nvcc accepts (one entry per target, a +PTX duplicate wins) and says why the rest went.
+void keep_accepted(const std::vector<Arch>& wanted, const std::vector<Arch>& accepted, const Version& cuda,
+                   ArchDecision& d) {
   for (auto& a : wanted) {
     Arch plain = a;
     plain.ptx = false;
     if (std::find(accepted.begin(), accepted.end(), plain) == accepted.end()) {
-      d.dropped.push_back({a.str(), "nvcc " + tk.version.str() + " does not accept sm_" + a.sm()});
+      d.dropped.push_back({a.str(), "nvcc " + cuda.str() + " does not accept sm_" + a.sm()});
       continue;
     }
-    // One entry per target; a +PTX duplicate wins.
     auto same = std::find_if(d.arches.begin(), d.arches.end(), [&](const Arch& x) {
       return x.major == a.major && x.minor == a.minor && x.suffix == a.suffix;
     });
-    if (same != d.arches.end()) { same->ptx = same->ptx || a.ptx; continue; }
-    d.arches.push_back(a);
+    if (same != d.arches.end()) same->ptx = same->ptx || a.ptx;
+    else d.arches.push_back(a);
   }
   bool lost_ptx = std::any_of(wanted.begin(), wanted.end(), [](auto& a) { return a.ptx; }) &&
                   std::none_of(d.arches.begin(), d.arches.end(), [](auto& a) { return a.ptx; });
@@ -182,6 +187,16 @@ Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
     d.arches.back().ptx = true;
     d.notes.push_back("+PTX moved to " + d.arches.back().str() + " because the entry carrying it was dropped");
   }
+}
+
+}  // namespace
+
+Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
+                             const std::string& recipe_list, const std::string& fallback) {
+  ArchDecision d;
+  std::vector<Arch> wanted = OPFORGE_TRY(wanted_arches(m, recipe_list, fallback, d));
+  std::sort(wanted.begin(), wanted.end());
+  keep_accepted(wanted, accepted_by(m, tk), tk.version, d);
   if (d.arches.empty()) {
     std::string what;
     for (auto& [e, why] : d.dropped) what += "\n  " + e + ": " + why;

@@ -4,13 +4,13 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "ops/cache.h"
 #include "ops/ops.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::ops {
 namespace {
-
 
 std::string probe_source(const Probe& p) {
   std::string src;
@@ -47,47 +47,29 @@ std::string probe_fix(const Probe& probe) {
   return fix + ", or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)";
 }
 
-Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideContext& ctx) {
-  // The cache key names the exact compiler binary (path + stamp) and everything it is given.
-  std::string key;
-  fs::path command_path = ctx.probe_compiler;
-  if (ctx.probe_compiler.find('/') == std::string::npos)
-    if (auto found = probe::find_on_path(m.fs, ctx.probe_compiler, m.env.get("PATH").value_or("")))
-      command_path = *found;
-  fs::path compiler_path = command_path;
-  if (auto canon = m.fs.canonical(compiler_path)) compiler_path = *canon;
-  // Without a compiler every probe fails: say so, rather than "<library> not found".
-  if (!m.fs.is_executable(compiler_path)) {
-    ProbeOutcome missing;
-    missing.compiler_missing =
-        ctx.probe_compiler.find('/') == std::string::npos
-            ? "the C++ compiler '" + ctx.probe_compiler + "' is not on PATH ('" +
-                  strings::cut(m.env.get("PATH").value_or(""), 120) + "')"
-            : "the C++ compiler '" + strings::cut(ctx.probe_compiler) + "' is not an executable file";
-    return missing;
-  }
-  std::vector<std::string> argv = {command_path.string(), "probe.cpp", "-o", "probe"};
-  for (auto& f : user_flags(m.env)) argv.push_back(f);
-  for (auto& lib : p.libraries) argv.push_back("-l" + lib);
-  auto stamp = m.fs.stamp(compiler_path);
-  fs::path cache_file = ctx.cache_dir.empty() ? fs::path() : ctx.cache_dir / "probes.json";
-  nlohmann::json cache = nlohmann::json::object();
-  if (stamp && !cache_file.empty()) {
-    key = sha256_hex(compiler_path.string() + "\n" + std::to_string(stamp->size) + ":" +
-                     std::to_string(stamp->mtime_ns) + ":" + std::to_string(stamp->inode) + "\n" +
-                     strings::join(argv, "\n") + "\n" + probe_source(p));
-    if (auto text = m.fs.read_file(cache_file)) {
-      cache = nlohmann::json::parse(*text, nullptr, false);
-      if (!cache.is_object()) cache = nlohmann::json::object();  // a damaged cache is only a miss
-      if (cache.contains(key) && cache[key].is_object() && cache[key].contains("ok")) {
-        auto& e = cache[key];
-        return ProbeOutcome{e["ok"].get<bool>(), true, e.value("output", std::string())};
-      }
-    }
-  }
+namespace {
 
+std::string why_compiler_missing(probe::Machine m, const std::string& compiler) {
+  if (compiler.find('/') != std::string::npos)
+    return "the C++ compiler '" + strings::cut(compiler) + "' is not an executable file";
+  return "the C++ compiler '" + compiler + "' is not on PATH ('" + strings::cut(m.env.get("PATH").value_or(""), 120) +
+         "')";
+}
+
+/// The cache key names the exact compiler binary (path + stamp) and everything it is given; empty
+/// when the compiler has no stamp (then nothing is cached).
+std::string probe_key(probe::Machine m, const fs::path& compiler, const std::vector<std::string>& argv,
+                      const std::string& source) {
+  auto stamp = m.fs.stamp(compiler);
+  if (!stamp) return {};
+  return sha256_hex(compiler.string() + "\n" + std::to_string(stamp->size) + ":" + std::to_string(stamp->mtime_ns) +
+                    ":" + std::to_string(stamp->inode) + "\n" + strings::join(argv, "\n") + "\n" + source);
+}
+
+/// Compiles and links `source` in a temporary folder; a compiler that cannot start is a failed probe.
+Result<ProbeOutcome> compile(probe::Machine m, const std::vector<std::string>& argv, const std::string& source) {
   auto dir = OPFORGE_TRY(m.fs.make_temp_directory("opforge-probe-"));
-  auto written = m.fs.write_file_atomic(dir / "probe.cpp", probe_source(p));
+  auto written = m.fs.write_file_atomic(dir / "probe.cpp", source);
   if (!written) {
     (void)m.fs.remove_all(dir);
     return std::unexpected(written.error());
@@ -98,20 +80,30 @@ Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideCon
   cmd.timeout = std::chrono::seconds(120);
   auto result = m.proc.run(cmd);
   (void)m.fs.remove_all(dir);
-  ProbeOutcome out;
-  if (!result) {
-    out.ok = false;
-    out.output = result.error().message;
-  } else {
-    out.ok = result->ok();
-    out.output = result->out + result->err;
+  if (!result) return ProbeOutcome{false, false, result.error().message};
+  return ProbeOutcome{result->ok(), false, result->out + result->err};
+}
+
+}  // namespace
+
+Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideContext& ctx) {
+  const ProgramPath compiler = locate_program(m, ctx.probe_compiler);
+  // Without a compiler every probe fails: say so, rather than "<library> not found".
+  if (!m.fs.is_executable(compiler.real)) {
+    ProbeOutcome missing;
+    missing.compiler_missing = why_compiler_missing(m, ctx.probe_compiler);
+    return missing;
   }
-  if (!key.empty()) {
-    cache[key] = {{"ok", out.ok}, {"output", out.output}, {"probe", p.name},
-                  {"compiler", compiler_path.string()}};
-    // The cache only saves time: failing to write it never fails a plan.
-    if (m.fs.create_directories(ctx.cache_dir)) (void)m.fs.write_file_atomic(cache_file, cache.dump(1));
-  }
+  std::vector<std::string> argv = {compiler.found.string(), "probe.cpp", "-o", "probe"};
+  for (auto& f : user_flags(m.env)) argv.push_back(f);
+  for (auto& lib : p.libraries) argv.push_back("-l" + lib);
+  const std::string source = probe_source(p);
+  const std::string key = ctx.cache_dir.empty() ? std::string() : probe_key(m, compiler.real, argv, source);
+  JsonCache cache(m.fs, key.empty() ? fs::path() : ctx.cache_dir / "probes.json");
+  if (auto* e = cache.find(key); e && e->contains("ok"))
+    return ProbeOutcome{(*e)["ok"].get<bool>(), true, e->value("output", std::string())};
+  ProbeOutcome out = OPFORGE_TRY(compile(m, argv, source));
+  cache.store(key, {{"ok", out.ok}, {"output", out.output}, {"probe", p.name}, {"compiler", compiler.real.string()}});
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include "ops/deepspeed.h"
+#include "ops/cache.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -282,60 +283,49 @@ Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::
   return out;
 }
 
-Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Machine m,
-                                                                     const CompatibilityQuery& q) {
-  std::map<std::string, Compatibility> out;
-  std::vector<std::string> specs;
-  for (auto& op : q.ops) specs.push_back(op.builder_class);
-  if (specs.empty()) return out;
+namespace {
 
-  // The key: op_builder/'s files, the Python binary, torch's identity, what compatibility reads.
-  std::string key;
-  fs::path cache_file = q.cache_dir.empty() ? fs::path() : q.cache_dir / "deepspeed-compat.json";
-  nlohmann::json cache = nlohmann::json::object();
-  if (!cache_file.empty()) {
-    std::string text;
-    std::vector<fs::path> todo = {q.root / "op_builder"};
-    while (!todo.empty()) {
-      fs::path d = todo.back();
-      todo.pop_back();
-      auto names = m.fs.list_directory(d);
-      if (!names) continue;
-      for (auto& n : *names) {
-        if (n == "__pycache__") continue;
-        auto p = d / n;
-        if (m.fs.type_of(p) == probe::FileType::directory) todo.push_back(p);
-        else if (auto body = m.fs.read_file(p)) text += p.lexically_relative(q.root).string() + "\n" + sha256_hex(*body) + "\n";
-      }
-    }
-    fs::path py = q.python;
-    if (q.python.find('/') == std::string::npos)
-      if (auto f = probe::find_on_path(m.fs, q.python, m.env.get("PATH").value_or(""))) py = *f;
-    if (auto c = m.fs.canonical(py)) py = *c;
-    if (auto st = m.fs.stamp(py)) text += py.string() + ":" + std::to_string(st->size) + ":" + std::to_string(st->mtime_ns) + "\n";
-    // What builders' is_compatible() read: DS_*, CUDA_*, CUTLASS_* (evoformer_attn), TORCH_*,
-    // and the compiler and library search variables (async_io's libaio probe).
-    for (auto& [k, v] : q.env)
-      if (k.starts_with("DS_") || k.starts_with("CUDA") || k.starts_with("CUTLASS") || k.starts_with("TORCH") ||
-          k == "PATH" || k == "CC" || k == "CXX" || k == "CFLAGS" || k == "LDFLAGS" || k == "PYTHONPATH" ||
-          k == "LD_LIBRARY_PATH" || k == "LIBRARY_PATH" || k == "CPATH")
-        text += k + "=" + v + "\n";
-    text += "torch=" + q.torch_identity + "\n";
-    text += strings::join(specs, "\n");
-    key = sha256_hex(text);
-    if (auto body = m.fs.read_file(cache_file)) {
-      cache = nlohmann::json::parse(*body, nullptr, false);
-      if (!cache.is_object()) cache = nlohmann::json::object();  // a damaged cache is only a miss
-      if (cache.contains(key) && cache[key].is_object()) {
-        auto parsed = parse_deepspeed_compatibility(cache[key].dump());
-        if (parsed && parsed->size() == specs.size()) {
-          for (auto& op : q.ops) out[op.name] = (*parsed)[op.builder_class];
-          return out;
-        }
-      }
+/// op_builder/'s files (relative path and sha256 of each, __pycache__ left out).
+std::string op_builder_digest(probe::Machine m, const fs::path& root) {
+  std::string text;
+  std::vector<fs::path> todo = {root / "op_builder"};
+  while (!todo.empty()) {
+    fs::path d = todo.back();
+    todo.pop_back();
+    auto names = m.fs.list_directory(d);
+    if (!names) continue;
+    for (auto& n : *names) {
+      if (n == "__pycache__") continue;
+      auto p = d / n;
+      if (m.fs.type_of(p) == probe::FileType::directory) todo.push_back(p);
+      else if (auto body = m.fs.read_file(p)) text += p.lexically_relative(root).string() + "\n" + sha256_hex(*body) + "\n";
     }
   }
+  return text;
+}
 
+/// What builders' is_compatible() read: DS_*, CUDA_*, CUTLASS_* (evoformer_attn), TORCH_*, and the
+/// compiler and library search variables (async_io's libaio probe).
+bool compatibility_reads(const std::string& k) {
+  return k.starts_with("DS_") || k.starts_with("CUDA") || k.starts_with("CUTLASS") || k.starts_with("TORCH") ||
+         k == "PATH" || k == "CC" || k == "CXX" || k == "CFLAGS" || k == "LDFLAGS" || k == "PYTHONPATH" ||
+         k == "LD_LIBRARY_PATH" || k == "LIBRARY_PATH" || k == "CPATH";
+}
+
+/// The key: op_builder/'s files, the Python binary, torch's identity, what compatibility reads.
+std::string compatibility_key(probe::Machine m, const CompatibilityQuery& q, const std::vector<std::string>& specs) {
+  std::string text = op_builder_digest(m, q.root);
+  const fs::path py = locate_program(m, q.python).real;
+  if (auto st = m.fs.stamp(py)) text += py.string() + ":" + std::to_string(st->size) + ":" + std::to_string(st->mtime_ns) + "\n";
+  for (auto& [k, v] : q.env)
+    if (compatibility_reads(k)) text += k + "=" + v + "\n";
+  text += "torch=" + q.torch_identity + "\n";
+  text += strings::join(specs, "\n");
+  return sha256_hex(text);
+}
+
+/// Runs is_compatible() of each builder class in `specs` with the project's Python.
+Result<std::string> ask_deepspeed(probe::Machine m, const CompatibilityQuery& q, const std::vector<std::string>& specs) {
   probe::Command cmd;
   cmd.argv = {q.python, "-c", kScript, "compat", q.root.string()};
   for (auto& s : specs) cmd.argv.push_back(s);
@@ -349,17 +339,35 @@ Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Mach
   if (!r->ok())
     return failure("DeepSpeed's is_compatible() check failed in " + q.python + ":\n" + tail(r->err, 1500),
                    "the project's Python must be able to import its op_builder (torch installed)");
-  auto parsed = OPFORGE_TRY(parse_deepspeed_compatibility(r->out));
+  return std::move(r->out);
+}
+
+}  // namespace
+
+Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Machine m,
+                                                                     const CompatibilityQuery& q) {
+  std::map<std::string, Compatibility> out;
+  std::vector<std::string> specs;
+  for (auto& op : q.ops) specs.push_back(op.builder_class);
+  if (specs.empty()) return out;
+
+  const std::string key = q.cache_dir.empty() ? std::string() : compatibility_key(m, q, specs);
+  JsonCache cache(m.fs, key.empty() ? fs::path() : q.cache_dir / "deepspeed-compat.json");
+  if (auto* entry = cache.find(key)) {
+    auto parsed = parse_deepspeed_compatibility(entry->dump());
+    if (parsed && parsed->size() == specs.size()) {
+      for (auto& op : q.ops) out[op.name] = (*parsed)[op.builder_class];
+      return out;
+    }
+  }
+  const std::string answer = OPFORGE_TRY(ask_deepspeed(m, q, specs));
+  auto parsed = OPFORGE_TRY(parse_deepspeed_compatibility(answer));
   for (auto& op : q.ops) {
     auto it = parsed.find(op.builder_class);
     if (it == parsed.end()) return failure("DeepSpeed's is_compatible() check gave no answer for " + op.name);
     out[op.name] = it->second;
   }
-  if (!key.empty()) {
-    cache[key] = nlohmann::json::parse(r->out, nullptr, false);
-    // The cache only saves time: failing to write it never fails a plan.
-    if (m.fs.create_directories(q.cache_dir)) (void)m.fs.write_file_atomic(cache_file, cache.dump(1));
-  }
+  cache.store(key, nlohmann::json::parse(answer, nullptr, false));
   return out;
 }
 

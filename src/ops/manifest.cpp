@@ -90,107 +90,168 @@ bool is_build_var(std::string_view s) {
          std::ranges::all_of(s.substr(9), [](char c) { return scan::is_upper(c) || scan::is_digit(c) || c == '_'; });
 }
 
+/// The op's folder relative to the source tree (default: the folder holding the ops).
+Result<fs::path> op_folder_in_root(const fs::path& path, const fs::path& root) {
+  fs::path op_dir = path.parent_path();
+  if (root.empty()) return op_dir.filename();
+  fs::path op_in_root = op_dir.lexically_normal().lexically_relative(root.lexically_normal());
+  if (op_in_root.empty() || *op_in_root.begin() == "..")
+    return bad_input("op folder '" + op_dir.string() + "' is outside the source tree '" + root.string() + "'",
+                     "keep [source] ops_dir inside the source tree");
+  return op_in_root;
+}
+
+/// A required key that is missing: the error points at the file as a whole.
+std::unexpected<Error> missing(const fs::path& path, std::string message, std::string hint) {
+  return std::unexpected(
+      Error{ErrorKind::bad_input, std::move(message), std::move(hint), Location{path.string(), 0, 0, {}}});
+}
+
+Result<std::string> parse_name(const TomlReader& r, const toml::table& doc, const fs::path& path) {
+  auto* node = doc.get("name");
+  if (!node) return missing(path, "op.toml has no 'name'", "add name = \"<op>\" ([a-z][a-z0-9_]*)");
+  auto name = OPFORGE_TRY(r.string(*node, "name"));
+  if (name.size() > 64 || !is_op_name(name))
+    return std::unexpected(r.error_at(*node, "op name '" + strings::cut(name) + "' must match [a-z][a-z0-9_]*"));
+  return name;
+}
+
+Result<Kind> parse_kind(const TomlReader& r, const toml::table& doc, const fs::path& path) {
+  auto* node = doc.get("kind");
+  if (!node) return missing(path, "op.toml has no 'kind'", "add kind = \"cpu\" or kind = \"cuda\"");
+  auto k = OPFORGE_TRY(r.string(*node, "kind"));
+  if (k == "cpu") return Kind::cpu;
+  if (k == "cuda") return Kind::cuda;
+  return std::unexpected(r.error_at(*node, "kind must be \"cpu\" or \"cuda\", not \"" + strings::cut(k) + "\""));
+}
+
+Result<std::string> parse_build_var(const TomlReader& r, const toml::table& doc, const std::string& name) {
+  auto* node = doc.get("build_var");
+  if (!node) return "DS_BUILD_" + strings::to_upper(name);
+  auto var = OPFORGE_TRY(r.string(*node, "build_var"));
+  if (var.size() > 128 || !is_build_var(var))
+    return std::unexpected(r.error_at(*node, "build_var '" + strings::cut(var) + "' must look like DS_BUILD_<NAME>"));
+  return var;
+}
+
+Result<std::vector<fs::path>> parse_sources(const TomlReader& r, const toml::table& doc, const fs::path& path,
+                                            Kind kind, const fs::path& op_in_root) {
+  auto* sources = doc.get("sources");
+  if (!sources) return missing(path, "op.toml has no 'sources'", "list the op's .cpp/.cu files");
+  const auto* items = sources->as_array();
+  std::vector<fs::path> out;
+  std::size_t index = 0;
+  for (auto& s : OPFORGE_TRY(r.string_array(*sources, "sources"))) {
+    OPFORGE_CHECK(check_inside(r, *items->get(index++), s, "source", op_in_root));
+    fs::path p = fs::path(s).lexically_normal();
+    auto ext = p.extension().string();
+    if (ext != ".cpp" && ext != ".cc" && ext != ".c" && ext != ".cu")
+      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
+    if (ext == ".cu" && kind == Kind::cpu)
+      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"",
+                                        "set kind = \"cuda\""));
+    out.push_back(p);
+  }
+  if (out.empty()) return std::unexpected(r.error_at(*sources, "sources is empty"));
+  return out;
+}
+
+Result<std::vector<fs::path>> parse_include_dirs(const TomlReader& r, const toml::table& doc,
+                                                 const fs::path& op_in_root) {
+  std::vector<fs::path> out;
+  auto* n = doc.get("include_dirs");
+  if (!n) return out;
+  std::size_t i = 0;
+  for (auto& s : OPFORGE_TRY(r.string_array(*n, "include_dirs"))) {
+    OPFORGE_CHECK(check_inside(r, *n->as_array()->get(i++), s, "include folder", op_in_root));
+    out.emplace_back(s);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> parse_nvcc_flags(const TomlReader& r, const toml::table& doc) {
+  auto* n = doc.get("nvcc_flags");
+  if (!n) return std::vector<std::string>{};
+  auto flags = OPFORGE_TRY(r.string_array(*n, "nvcc_flags"));
+  // nvcc passes its arguments to its own steps through /bin/sh (in double quotes): '$' and '`'
+  // would be expanded, or run a command.
+  for (std::size_t i = 0; i < flags.size(); ++i)
+    if (auto at = flags[i].find_first_of("$`"); at != std::string::npos)
+      return std::unexpected(r.error_at(*n->as_array()->get(i),
+                                        "nvcc flag '" + strings::cut(flags[i]) + "' contains '" +
+                                            std::string(1, flags[i][at]) +
+                                            "', which nvcc's own shell would expand (or run)",
+                                        "write the value itself, without '$' or '`'"));
+  return flags;
+}
+
+Result<std::vector<std::string>> optional_strings(const TomlReader& r, const toml::table& doc, const char* key) {
+  auto* n = doc.get(key);
+  if (!n) return std::vector<std::string>{};
+  return r.string_array(*n, key);
+}
+
+Status check_cxx_flags(const TomlReader& r, const toml::table& doc, const std::vector<std::string>& flags) {
+  for (auto& flag : flags)
+    if (flag == "-march=native")
+      return std::unexpected(r.error_at(*doc.get("cxx_flags"), "-march=native makes wheels crash on other CPUs",
+                                        "use [source_flags] for ISA flags and dispatch at run time"));
+  return {};
+}
+
+Result<std::map<std::string, std::vector<std::string>>> parse_source_flags(const TomlReader& r, const toml::table& doc,
+                                                                           const std::vector<fs::path>& sources) {
+  std::map<std::string, std::vector<std::string>> out;
+  auto* n = doc.get("source_flags");
+  if (!n) return out;
+  const toml::table* t = OPFORGE_TRY(r.table(*n, "source_flags"));
+  for (auto&& [key, v] : *t) {
+    std::string file = fs::path(std::string(key.str())).lexically_normal().generic_string();
+    if (std::find(sources.begin(), sources.end(), fs::path(file)) == sources.end())
+      return std::unexpected(Error{ErrorKind::bad_input,
+                                   "source_flags names '" + strings::cut(key.str()) + "', which is not in sources", {},
+                                   r.at(key.source())});
+    out[file] = OPFORGE_TRY(r.string_array(v, "source_flags"));
+  }
+  return out;
+}
+
+Result<std::vector<Probe>> parse_probes(const TomlReader& r, const toml::table& doc) {
+  std::vector<Probe> out;
+  auto* n = doc.get("probe");
+  if (!n) return out;
+  auto* arr = n->as_array();
+  if (!arr) return std::unexpected(r.error_at(*n, "probe must be an array of tables ([[probe]])"));
+  for (auto& item : *arr) out.push_back(OPFORGE_TRY(parse_probe(r, item)));
+  return out;
+}
+
 }  // namespace
 
 Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, const fs::path& root) {
   TomlReader r(path, text);
   toml::table doc = OPFORGE_TRY(r.parse());
   OPFORGE_CHECK(check_strings(r, doc, "op.toml"));
-  // The op's folder relative to the source tree (default: the folder holding the ops).
-  fs::path op_dir = path.parent_path();
-  fs::path op_in_root = op_dir.filename();
-  if (!root.empty()) {
-    op_in_root = op_dir.lexically_normal().lexically_relative(root.lexically_normal());
-    if (op_in_root.empty() || *op_in_root.begin() == "..")
-      return bad_input("op folder '" + op_dir.string() + "' is outside the source tree '" + root.string() + "'",
-                       "keep [source] ops_dir inside the source tree");
-  }
+  const fs::path op_in_root = OPFORGE_TRY(op_folder_in_root(path, root));
   OPFORGE_CHECK(r.check_keys(doc, {"name", "kind", "description", "build_var", "sources",
                                    "include_dirs", "cxx_flags", "nvcc_flags", "ldflags",
                                    "libraries", "source_flags", "probe"},
                              "op.toml"));
-  auto whole = [&](std::string msg, std::string hint = {}) {
-    return std::unexpected(Error{ErrorKind::bad_input, std::move(msg), std::move(hint),
-                                 Location{path.string(), 0, 0, {}}});
-  };
   Manifest m;
   m.dir = path.parent_path();
-  auto* name = doc.get("name");
-  if (!name) return whole("op.toml has no 'name'", "add name = \"<op>\" ([a-z][a-z0-9_]*)");
-  m.name = OPFORGE_TRY(r.string(*name, "name"));
-  if (m.name.size() > 64 || !is_op_name(m.name))
-    return std::unexpected(r.error_at(*name, "op name '" + strings::cut(m.name) + "' must match [a-z][a-z0-9_]*"));
-  auto* kind = doc.get("kind");
-  if (!kind) return whole("op.toml has no 'kind'", "add kind = \"cpu\" or kind = \"cuda\"");
-  auto k = OPFORGE_TRY(r.string(*kind, "kind"));
-  if (k == "cpu") m.kind = Kind::cpu;
-  else if (k == "cuda") m.kind = Kind::cuda;
-  else return std::unexpected(r.error_at(*kind, "kind must be \"cpu\" or \"cuda\", not \"" + strings::cut(k) + "\""));
+  m.name = OPFORGE_TRY(parse_name(r, doc, path));
+  m.kind = OPFORGE_TRY(parse_kind(r, doc, path));
   if (auto* n = doc.get("description")) m.description = OPFORGE_TRY(r.string(*n, "description"));
-  m.build_var = "DS_BUILD_" + strings::to_upper(m.name);
-  if (auto* n = doc.get("build_var")) {
-    m.build_var = OPFORGE_TRY(r.string(*n, "build_var"));
-    if (m.build_var.size() > 128 || !is_build_var(m.build_var))
-      return std::unexpected(r.error_at(*n, "build_var '" + strings::cut(m.build_var) + "' must look like DS_BUILD_<NAME>"));
-  }
-  auto* sources = doc.get("sources");
-  if (!sources) return whole("op.toml has no 'sources'", "list the op's .cpp/.cu files");
-  const auto* source_items = sources->as_array();
-  std::size_t index = 0;
-  for (auto& s : OPFORGE_TRY(r.string_array(*sources, "sources"))) {
-    OPFORGE_CHECK(check_inside(r, *source_items->get(index++), s, "source", op_in_root));
-    fs::path p = fs::path(s).lexically_normal();
-    auto ext = p.extension().string();
-    if (ext != ".cpp" && ext != ".cc" && ext != ".c" && ext != ".cu")
-      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
-    if (ext == ".cu" && m.kind == Kind::cpu)
-      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"",
-                                        "set kind = \"cuda\""));
-    m.sources.push_back(p);
-  }
-  if (m.sources.empty()) return std::unexpected(r.error_at(*sources, "sources is empty"));
-  if (auto* n = doc.get("include_dirs")) {
-    std::size_t i = 0;
-    for (auto& s : OPFORGE_TRY(r.string_array(*n, "include_dirs"))) {
-      OPFORGE_CHECK(check_inside(r, *n->as_array()->get(i++), s, "include folder", op_in_root));
-      m.include_dirs.emplace_back(s);
-    }
-  }
-  if (auto* n = doc.get("cxx_flags")) m.cxx_flags = OPFORGE_TRY(r.string_array(*n, "cxx_flags"));
-  if (auto* n = doc.get("nvcc_flags")) {
-    m.nvcc_flags = OPFORGE_TRY(r.string_array(*n, "nvcc_flags"));
-    // nvcc passes its arguments to its own steps through /bin/sh (in double quotes): '$' and '`'
-    // would be expanded, or run a command.
-    for (std::size_t i = 0; i < m.nvcc_flags.size(); ++i)
-      if (auto at = m.nvcc_flags[i].find_first_of("$`"); at != std::string::npos)
-        return std::unexpected(r.error_at(*n->as_array()->get(i),
-                                          "nvcc flag '" + strings::cut(m.nvcc_flags[i]) + "' contains '" +
-                                              std::string(1, m.nvcc_flags[i][at]) +
-                                              "', which nvcc's own shell would expand (or run)",
-                                          "write the value itself, without '$' or '`'"));
-  }
-  if (auto* n = doc.get("ldflags")) m.ldflags = OPFORGE_TRY(r.string_array(*n, "ldflags"));
-  if (auto* n = doc.get("libraries")) m.libraries = OPFORGE_TRY(r.string_array(*n, "libraries"));
-  for (auto& flag : m.cxx_flags)
-    if (flag == "-march=native")
-      return std::unexpected(r.error_at(*doc.get("cxx_flags"), "-march=native makes wheels crash on other CPUs",
-                                        "use [source_flags] for ISA flags and dispatch at run time"));
-  if (auto* n = doc.get("source_flags")) {
-    const toml::table* t = OPFORGE_TRY(r.table(*n, "source_flags"));
-    for (auto&& [key, v] : *t) {
-      std::string file = fs::path(std::string(key.str())).lexically_normal().generic_string();
-      if (std::find(m.sources.begin(), m.sources.end(), fs::path(file)) == m.sources.end())
-        return std::unexpected(Error{ErrorKind::bad_input,
-                                     "source_flags names '" + strings::cut(key.str()) + "', which is not in sources", {},
-                                     r.at(key.source())});
-      m.source_flags[file] = OPFORGE_TRY(r.string_array(v, "source_flags"));
-    }
-  }
-  if (auto* n = doc.get("probe")) {
-    auto* arr = n->as_array();
-    if (!arr) return std::unexpected(r.error_at(*n, "probe must be an array of tables ([[probe]])"));
-    for (auto& item : *arr) m.probes.push_back(OPFORGE_TRY(parse_probe(r, item)));
-  }
+  m.build_var = OPFORGE_TRY(parse_build_var(r, doc, m.name));
+  m.sources = OPFORGE_TRY(parse_sources(r, doc, path, m.kind, op_in_root));
+  m.include_dirs = OPFORGE_TRY(parse_include_dirs(r, doc, op_in_root));
+  m.cxx_flags = OPFORGE_TRY(optional_strings(r, doc, "cxx_flags"));
+  m.nvcc_flags = OPFORGE_TRY(parse_nvcc_flags(r, doc));
+  m.ldflags = OPFORGE_TRY(optional_strings(r, doc, "ldflags"));
+  m.libraries = OPFORGE_TRY(optional_strings(r, doc, "libraries"));
+  OPFORGE_CHECK(check_cxx_flags(r, doc, m.cxx_flags));
+  m.source_flags = OPFORGE_TRY(parse_source_flags(r, doc, m.sources));
+  m.probes = OPFORGE_TRY(parse_probes(r, doc));
   m.library_name = "libopforge_" + m.name + ".so";
   return m;
 }

@@ -21,13 +21,13 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     s.replace(pos, from.size(), to);
 }
 
-/// The compiler shim's folder (inside the build folder) goes first on PATH, where ':' separates
-/// folders: a build folder with ':' would put a truncated folder there and find the wrong compiler.
-Status check_path_entry(const fs::path& dir) {
-  if (dir.string().find(':') == std::string::npos) return {};
-  return bad_input("the compiler shim's folder '" + strings::cut(dir.string()) +
-                       "' contains ':', which cannot stand in PATH (':' separates its folders)",
-                   "set [build] build_dir to a folder without ':'");
+using Env = std::map<std::string, std::string>;
+
+/// CC, CXX and PATH for `host` (compiler::environment, the one rule), PATH continuing `ex`'s or the caller's.
+Status add_compiler(probe::Machine m, const compiler::HostChoice& host, Env& ex) {
+  std::string path = ex.count("PATH") ? ex["PATH"] : m.env.get("PATH").value_or("");
+  for (auto& [k, v] : OPFORGE_TRY(compiler::environment(host, path))) ex[k] = v;
+  return {};
 }
 
 /// The environment variables that override the recipe, each checked before anything is probed.
@@ -164,6 +164,253 @@ std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInf
   return epoch;
 }
 
+/// The recipe, with --release / --release-of applied as if it said so.
+Result<recipe::Recipe> load_recipe(probe::Machine m, const fs::path& recipe_file, const Options& opts) {
+  recipe::Recipe r = OPFORGE_TRY(recipe::load(m, recipe_file));
+  if (opts.release) r.build.release = true;
+  if (opts.release_commit) {
+    r.build.release = true;
+    r.build.release_commit = opts.release_commit;
+  }
+  return r;
+}
+
+/// The source tree and its ops folder, the build and dist folders, the project's Python.
+Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
+  const recipe::Recipe& r = plan.recipe;
+  if (opts.inspect_source) {
+    plan.source = OPFORGE_TRY(opts.inspect_source(m, r));
+  } else {
+    if (!r.source.path)
+      return unsatisfied("[source] git needs the source stage, which is not part of this build",
+                         "use [source] path = \"...\" with a checked-out tree");
+    plan.source.root = *r.source.path;
+  }
+  if (plan.source.ops_dir.empty() && plan.source.not_fetched.empty())
+    plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
+  plan.build_dir = opts.build_dir.value_or((r.dir / r.build.build_dir).lexically_normal());
+  plan.dist_dir = opts.dist_dir.value_or((r.dir / r.build.dist_dir).lexically_normal());
+  plan.python = opts.python.value_or(r.cuda.python);
+  return {};
+}
+
+fs::path cache_dir(probe::Machine m, const Options& opts) {
+  return opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
+}
+
+/// What the toolchain stages leave for the ops decision.
+struct Toolchain {
+  const cuda::Toolkit* tk = nullptr;  ///< plan.cuda.chosen, when a toolkit was found
+  std::string unavailable;            ///< why CUDA ops cannot be built; empty when they can
+  std::string probe_compiler;         ///< the C++ compiler the ops' probes run
+};
+
+/// torch's extension builder (what a command build compiles with) refuses a toolkit of another
+/// CUDA major whatever DS_SKIP_CUDA_CHECK says; a minor difference is PyTorch's warning, and
+/// DeepSpeed's stricter check (exact major.minor) is told through DS_SKIP_CUDA_CHECK=1.
+Status check_torch_cuda(Plan& plan, const cuda::Toolkit& tk) {
+  if (!plan.cuda.torch) return {};
+  auto match = cuda::torch_match(*plan.cuda.torch, tk);
+  if (match.mismatch == cuda::Mismatch::major && plan.recipe.build.backend == recipe::Backend::command) {
+    const Version& tc = *plan.cuda.torch->cuda;
+    return unsatisfied(match.message, "install CUDA " + std::to_string(tc.major) +
+                                          ".x (or set CUDA_HOME to one), or a torch built for CUDA " +
+                                          std::to_string(tk.version.major));
+  }
+  if (match.mismatch == cuda::Mismatch::minor) {
+    plan.cuda_minor_mismatch = true;
+    // The resolver's own minor-mismatch warning says the same in fewer words.
+    std::erase_if(plan.warnings,
+                  [](const std::string& w) { return w.find("in the minor version") != std::string::npos; });
+    plan.warnings.push_back(match.message);
+  }
+  return {};
+}
+
+/// The toolkit. A missing one is not yet an error: only a CUDA op that is explicitly requested
+/// makes it one (ops::decide).
+Result<Toolchain> resolve_toolkit(probe::Machine m, const Options& opts, Plan& plan) {
+  const recipe::Recipe& r = plan.recipe;
+  Toolchain chain;
+  chain.probe_compiler = r.compiler.host == "auto" ? "c++" : r.compiler.host;
+  auto cuda = opts.resolvers.cuda ? opts.resolvers.cuda(m, r.cuda.version, plan.python)
+                                  : Result<cuda::Resolution>(unsatisfied("CUDA toolkit resolution is not available"));
+  if (!cuda) {
+    if (cuda.error().kind == ErrorKind::bad_input || cuda::names_user_toolkit(cuda.error()))
+      return std::unexpected(cuda.error());
+    chain.unavailable = cuda.error().message;
+    plan.notes.push_back("toolkit: none (" + chain.unavailable + ")");
+    return chain;
+  }
+  plan.cuda = *cuda;
+  for (auto& w : plan.cuda.warnings) plan.warnings.push_back(w);
+  if (!plan.cuda.chosen) {
+    chain.unavailable = "no CUDA toolkit found";
+    return chain;
+  }
+  chain.tk = &*plan.cuda.chosen;
+  OPFORGE_CHECK(check_torch_cuda(plan, *chain.tk));
+  plan.notes.push_back("toolkit: CUDA " + chain.tk->version.str() + " at " + chain.tk->root.string());
+  return chain;
+}
+
+/// The host compiler nvcc accepts; none makes CUDA ops unavailable (bad_input stops the plan).
+Status resolve_host(probe::Machine m, const Options& opts, Plan& plan, Toolchain& chain) {
+  const recipe::Recipe& r = plan.recipe;
+  if (!opts.resolvers.host) {
+    chain.unavailable = "host compiler resolution is not part of this build";
+    return {};
+  }
+  auto host = opts.resolvers.host(m, *chain.tk, r.compiler.host, r.compiler.allow_unsupported, plan.build_dir / "shim");
+  if (!host) {
+    if (host.error().kind == ErrorKind::bad_input) return std::unexpected(host.error());
+    chain.unavailable = "no host compiler that nvcc " + chain.tk->version.str() + " accepts: " + host.error().message;
+    return {};
+  }
+  plan.host = *host;
+  // The compiler itself: plan writes nothing, so the shim that links to it may not exist yet.
+  chain.probe_compiler = host->compiler.cxx.string();
+  plan.notes.push_back("host compiler: " + host->compiler.cxx.string() + " " + host->compiler.version.str(3) + " (" +
+                       host->reason + ")");
+  return {};
+}
+
+/// The GPU architectures (TORCH_CUDA_ARCH_LIST, else the recipe's), once toolkit and compiler are usable.
+Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& overrides, Plan& plan, Toolchain& chain) {
+  if (!chain.unavailable.empty()) return {};
+  if (!opts.resolvers.arch) {
+    chain.unavailable = "architecture resolution is not part of this build";
+    return {};
+  }
+  const bool from_env = overrides.arch_from == "TORCH_CUDA_ARCH_LIST";
+  auto arch = opts.resolvers.arch(m, *chain.tk, overrides.arch_list, plan.recipe.arch.fallback);
+  if (!arch) {
+    if (arch.error().kind != ErrorKind::bad_input) {
+      chain.unavailable = arch.error().message;
+      return {};
+    }
+    Error e = arch.error();
+    if (from_env) e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
+    return std::unexpected(e);
+  }
+  plan.arch = *arch;
+  if (from_env) plan.arch.source = overrides.arch_from;
+  plan.notes.push_back("arch list: " + arch_string(plan.arch.arches) + " (from " + plan.arch.source + ")");
+  for (auto& [entry, why] : plan.arch.dropped) plan.notes.push_back("arch " + entry + " dropped: " + why);
+  return {};
+}
+
+/// [build] cpu_target: every host compile goes through wrappers that pin -march
+/// (compiler/cpu_target.h), kept in the cache folder so that every build folder shares them.
+Status pin_cpu_target(probe::Machine m, const Options& opts, Plan& plan) {
+  const recipe::Recipe& r = plan.recipe;
+  if (r.build.cpu_target.empty()) return {};
+  auto target = wheel::find_cpu_target(r.build.cpu_target);
+  if (!target) return bad_input("unknown [build] cpu_target \"" + r.build.cpu_target + "\"");
+  if (!plan.host) plan.host = OPFORGE_TRY(compiler::host_without_toolkit(m, r.compiler.host));
+  const fs::path cache = cache_dir(m, opts);
+  fs::path dir = compiler::wrapper_dir(m.fs, cache.empty() ? plan.build_dir : cache, plan.host->compiler, *target);
+  plan.host = compiler::pin_cpu_target(*plan.host, dir, target->name);
+  plan.notes.push_back("cpu target: " + target->name + " (-march=native becomes -march=" + target->name +
+                       "; compilers wrapped in " + dir.string() + ")");
+  return {};
+}
+
+/// The toolkit and compiler a command build gets, worked out before the ops are decided:
+/// DeepSpeed's is_compatible() runs in that environment. Empty when CUDA ops cannot be built.
+Result<Env> toolkit_exports(probe::Machine m, const Options& opts, const Plan& plan, const Toolchain& chain) {
+  Env ex;
+  if (!chain.tk || !chain.unavailable.empty()) return ex;
+  ex = opts.resolvers.cuda_exports ? opts.resolvers.cuda_exports(*chain.tk, m.env)
+                                   : Env{{"CUDA_HOME", chain.tk->root.string()}};
+  ex["TORCH_CUDA_ARCH_LIST"] = arch_string(plan.arch.arches);
+  if (plan.host) OPFORGE_CHECK(add_compiler(m, *plan.host, ex));
+  if (plan.source.catalogue == "op_builder") {
+    // A GPU-less build machine must still build for the CUDA accelerator (DeepSpeed picks its CPU
+    // accelerator when no GPU is visible).
+    ex["DS_ACCELERATOR"] = "cuda";
+    if (plan.cuda_minor_mismatch) ex["DS_SKIP_CUDA_CHECK"] = "1";
+  }
+  return ex;
+}
+
+/// DeepSpeed's own verdicts: is_compatible() of each op still in question, asked with the
+/// project's Python in the environment a build gets (`toolkit`, on the caller's).
+decltype(ops::DecideContext::compatibility) deepspeed_verdicts(probe::Machine m, const Plan& plan,
+                                                               const fs::path& ds_root, const fs::path& cache,
+                                                               const Env& toolkit) {
+  auto env = m.env.all();
+  for (auto& [k, v] : toolkit) env[k] = v;
+  if (!env.contains("DS_ACCELERATOR")) env["DS_ACCELERATOR"] = "cuda";
+  std::string torch_id =
+      plan.cuda.torch ? plan.cuda.torch->torch_dir.string() + ":" + plan.cuda.torch->torch_version_py_sha256 : "";
+  return [m, root = ds_root, python = plan.python, env, cache, torch_id](const std::vector<ops::Manifest>& ask) {
+    return ops::deepspeed_compatibility(m, {root, python, ask, env, cache, torch_id});
+  };
+}
+
+/// Every op of the catalogue, built or skipped, with why (the notes leave out DeepSpeed's
+/// builders nobody asked for: it has two dozen).
+Result<std::vector<ops::Decision>> decide_ops(probe::Machine m, const Options& opts, Plan& plan,
+                                              const Catalogue& catalogue, const Toolchain& chain, const Env& toolkit) {
+  const bool op_builder = plan.source.catalogue == "op_builder";
+  ops::DecideContext ctx;
+  ctx.cuda_unavailable = chain.unavailable;
+  ctx.probe_compiler = chain.probe_compiler;
+  ctx.cache_dir = cache_dir(m, opts);
+  if (op_builder) {
+    ctx.default_off = true;
+    ctx.compatibility = deepspeed_verdicts(m, plan, catalogue.ds_root, ctx.cache_dir, toolkit);
+  }
+  auto decisions = OPFORGE_TRY(ops::decide(m, catalogue.manifests, plan.recipe, ctx));
+  for (auto& d : decisions)
+    if (d.build || !op_builder || d.reason != "not requested")
+      plan.notes.push_back("op " + d.manifest.name + ": " + (d.build ? "build" : "skip") + " — " + d.requested_by +
+                           "; " + d.reason);
+  return decisions;
+}
+
+/// Whether the wheel carries CUDA code: a CUDA op is built, or a command build has a usable
+/// toolkit (its setup.py decides what it compiles).
+bool carries_cuda(const Plan& plan, const Toolchain& chain) {
+  if (plan.recipe.build.backend == recipe::Backend::command && chain.tk && chain.unavailable.empty()) return true;
+  return std::any_of(plan.ops.begin(), plan.ops.end(),
+                     [](const ops::Decision& d) { return d.build && ops::needs_toolkit(d.manifest.kind); });
+}
+
+/// DeepSpeed's version is version.txt + DS_BUILD_STRING: set so that its __version__ is the wheel's.
+void deepspeed_version(probe::Machine m, Plan& plan, const fs::path& ds_root, Env& ex) {
+  auto vt = m.fs.read_file(ds_root / "version.txt");
+  if (!vt) return;
+  std::string base(strings::trim(*vt));
+  if (plan.wheel_version.starts_with(base) && plan.wheel_version.size() > base.size())
+    ex["DS_BUILD_STRING"] = plan.wheel_version.substr(base.size());
+  else if (plan.wheel_version != base)
+    plan.notes.push_back("version: the recipe's " + plan.wheel_version + " differs from version.txt's " + base +
+                         "; the wheel's files are rewritten to " + plan.wheel_version);
+}
+
+/// What `opforge env` prints and a command build gets: the toolkit's exports when CUDA code is
+/// built (`toolkit`), the pinned CPU target's compiler otherwise, DeepSpeed's switches, and every
+/// op's build variable.
+Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, const fs::path& ds_root) {
+  Env ex = toolkit;
+  // A pinned CPU target reaches the compiler through the shim's wrappers, CUDA or not.
+  if (plan.host && toolkit.empty() && !plan.host->cpu_target.empty()) OPFORGE_CHECK(add_compiler(m, *plan.host, ex));
+  if (plan.source.catalogue == "op_builder") {
+    // torch's BuildExtension uses ninja (and MAX_JOBS) only when DeepSpeed is told to.
+    ex["DS_ENABLE_NINJA"] = "1";
+    deepspeed_version(m, plan, ds_root, ex);
+  }
+  // Every op gets an explicit 1/0 and DS_BUILD_OPS=0, so a DeepSpeed-style build sees exactly
+  // this op set whatever its own defaults are.
+  ex["DS_BUILD_OPS"] = "0";
+  for (auto& d : plan.ops) ex[d.manifest.build_var] = d.build ? "1" : "0";
+  ex["MAX_JOBS"] = std::to_string(plan.jobs);
+  ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
+  return ex;
+}
+
 }  // namespace
 
 std::string arch_string(const std::vector<devices::Arch>& arches) {
@@ -218,212 +465,26 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
 
 Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& opts) {
   Plan plan;
-  plan.recipe = OPFORGE_TRY(recipe::load(m, recipe_file));
-  if (opts.release) plan.recipe.build.release = true;  // --release: as if the recipe said so
-  if (opts.release_commit) {
-    plan.recipe.build.release = true;
-    plan.recipe.build.release_commit = opts.release_commit;
+  plan.recipe = OPFORGE_TRY(load_recipe(m, recipe_file, opts));
+  const Overrides overrides = OPFORGE_TRY(read_overrides(m.env, plan.recipe, opts, plan.notes));
+  OPFORGE_CHECK(place_source(m, opts, plan));
+  const bool command = plan.recipe.build.backend == recipe::Backend::command;
+  const Catalogue catalogue =
+      OPFORGE_TRY(load_catalogue(m, plan.recipe, plan.source, plan.python, command, plan.notes));
+  Toolchain chain = OPFORGE_TRY(resolve_toolkit(m, opts, plan));
+  if (chain.tk) {
+    OPFORGE_CHECK(resolve_host(m, opts, plan, chain));
+    OPFORGE_CHECK(resolve_arch(m, opts, overrides, plan, chain));
   }
-  const recipe::Recipe& r = plan.recipe;
-  auto& notes = plan.notes;
-
-  // --- environment overrides, validated before anything is probed
-  const Overrides overrides = OPFORGE_TRY(read_overrides(m.env, r, opts, notes));
-
-  // --- source tree
-  if (opts.inspect_source) {
-    plan.source = OPFORGE_TRY(opts.inspect_source(m, r));
-  } else {
-    if (!r.source.path)
-      return unsatisfied("[source] git needs the source stage, which is not part of this build",
-                         "use [source] path = \"...\" with a checked-out tree");
-    plan.source.root = *r.source.path;
-  }
-  if (plan.source.ops_dir.empty() && plan.source.not_fetched.empty())
-    plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
-  plan.build_dir = opts.build_dir.value_or((r.dir / r.build.build_dir).lexically_normal());
-  plan.dist_dir = opts.dist_dir.value_or((r.dir / r.build.dist_dir).lexically_normal());
-  const bool command = r.build.backend == recipe::Backend::command;
-  const std::string python = opts.python.value_or(r.cuda.python);
-  plan.python = python;
-
-  // --- the op catalogue: op.toml manifests, DeepSpeed's op_builder/, or none (command backend).
-  auto [manifests, ds_root] = OPFORGE_TRY(load_catalogue(m, r, plan.source, python, command, notes));
-
-  // --- toolkit, host compiler, architectures. A missing toolkit is not yet an error: only a
-  // CUDA op that is explicitly requested makes it one (ops::decide).
-  std::string cuda_unavailable;
-  auto cuda = opts.resolvers.cuda ? opts.resolvers.cuda(m, r.cuda.version, python)
-                                  : Result<cuda::Resolution>(unsatisfied("CUDA toolkit resolution is not available"));
-  if (!cuda) {
-    if (cuda.error().kind == ErrorKind::bad_input || cuda::names_user_toolkit(cuda.error()))
-      return std::unexpected(cuda.error());
-    cuda_unavailable = cuda.error().message;
-    notes.push_back("toolkit: none (" + cuda_unavailable + ")");
-  } else {
-    plan.cuda = *cuda;
-    for (auto& w : plan.cuda.warnings) plan.warnings.push_back(w);
-    if (!plan.cuda.chosen) cuda_unavailable = "no CUDA toolkit found";
-  }
-  const cuda::Toolkit* tk = plan.cuda.chosen ? &*plan.cuda.chosen : nullptr;
-  // torch's extension builder (what a command build compiles with) refuses a toolkit of another
-  // CUDA major whatever DS_SKIP_CUDA_CHECK says; a minor difference is PyTorch's warning, and
-  // DeepSpeed's stricter check (exact major.minor) is told through DS_SKIP_CUDA_CHECK=1.
-  if (tk && plan.cuda.torch) {
-    auto match = cuda::torch_match(*plan.cuda.torch, *tk);
-    const Version& tc = *plan.cuda.torch->cuda;
-    if (match.mismatch == cuda::Mismatch::major && command)
-      return unsatisfied(match.message, "install CUDA " + std::to_string(tc.major) + ".x (or set CUDA_HOME to one), or a torch built for CUDA " +
-                                            std::to_string(tk->version.major));
-    if (match.mismatch == cuda::Mismatch::minor) {
-      plan.cuda_minor_mismatch = true;
-      // The resolver's own minor-mismatch warning says the same in fewer words.
-      std::erase_if(plan.warnings, [](const std::string& w) { return w.find("in the minor version") != std::string::npos; });
-      plan.warnings.push_back(match.message);
-    }
-  }
-  std::string probe_compiler = r.compiler.host == "auto" ? "c++" : r.compiler.host;
-  if (tk) {
-    notes.push_back("toolkit: CUDA " + tk->version.str() + " at " + tk->root.string());
-    if (opts.resolvers.host) {
-      auto host = opts.resolvers.host(m, *tk, r.compiler.host, r.compiler.allow_unsupported,
-                                      plan.build_dir / "shim");
-      if (!host) {
-        if (host.error().kind == ErrorKind::bad_input) return std::unexpected(host.error());
-        cuda_unavailable = "no host compiler that nvcc " + tk->version.str() + " accepts: " + host.error().message;
-      } else {
-        plan.host = *host;
-        probe_compiler = (host->shim_dir ? *host->shim_dir / "g++" : host->compiler.cxx).string();
-        notes.push_back("host compiler: " + host->compiler.cxx.string() + " " +
-                        host->compiler.version.str(3) + " (" + host->reason + ")");
-      }
-    } else {
-      cuda_unavailable = "host compiler resolution is not part of this build";
-    }
-    if (cuda_unavailable.empty() && opts.resolvers.arch) {
-      auto arch = opts.resolvers.arch(m, *tk, overrides.arch_list, r.arch.fallback);
-      if (!arch) {
-        if (arch.error().kind == ErrorKind::bad_input) {
-          Error e = arch.error();
-          if (overrides.arch_from == "TORCH_CUDA_ARCH_LIST") e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
-          return std::unexpected(e);
-        }
-        cuda_unavailable = arch.error().message;
-      } else {
-        plan.arch = *arch;
-        if (overrides.arch_from == "TORCH_CUDA_ARCH_LIST") plan.arch.source = overrides.arch_from;
-        notes.push_back("arch list: " + arch_string(plan.arch.arches) + " (from " + plan.arch.source + ")");
-        for (auto& [entry, why] : plan.arch.dropped) notes.push_back("arch " + entry + " dropped: " + why);
-      }
-    } else if (cuda_unavailable.empty()) {
-      cuda_unavailable = "architecture resolution is not part of this build";
-    }
-  }
-
-  // --- CPU target: every host compile goes through wrappers that pin -march (compiler/cpu_target.h),
-  // kept in the cache folder so that every build folder shares them.
-  if (!r.build.cpu_target.empty()) {
-    auto target = wheel::find_cpu_target(r.build.cpu_target);
-    if (!target) return bad_input("unknown [build] cpu_target \"" + r.build.cpu_target + "\"");
-    if (!plan.host) plan.host = OPFORGE_TRY(compiler::host_without_toolkit(m, r.compiler.host));
-    fs::path cache = opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
-    fs::path dir = compiler::wrapper_dir(m.fs, cache.empty() ? plan.build_dir : cache, plan.host->compiler, *target);
-    plan.host = compiler::pin_cpu_target(*plan.host, dir, target->name);
-    notes.push_back("cpu target: " + target->name + " (-march=native becomes -march=" + target->name +
-                    "; compilers wrapped in " + dir.string() + ")");
-  }
-
-  // --- ops
-  ops::DecideContext ctx;
-  ctx.cuda_unavailable = cuda_unavailable;
-  ctx.probe_compiler = probe_compiler;
-  ctx.cache_dir = opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
-  // The toolkit and compiler a command build gets (before the ops are decided: DeepSpeed's
-  // is_compatible() runs in that environment).
-  std::map<std::string, std::string> toolkit_exports;
-  if (tk && cuda_unavailable.empty()) {
-    toolkit_exports = opts.resolvers.cuda_exports ? opts.resolvers.cuda_exports(*tk, m.env)
-                                                  : std::map<std::string, std::string>{{"CUDA_HOME", tk->root.string()}};
-    toolkit_exports["TORCH_CUDA_ARCH_LIST"] = arch_string(plan.arch.arches);
-    if (plan.host) {
-      auto via = compiler::invocation(*plan.host);
-      toolkit_exports["CC"] = via.cc.string();
-      toolkit_exports["CXX"] = via.cxx.string();
-      if (via.needs_shim) {
-        OPFORGE_CHECK(check_path_entry(via.ccbin));
-        std::string path = toolkit_exports.count("PATH") ? toolkit_exports["PATH"] : m.env.get("PATH").value_or("");
-        toolkit_exports["PATH"] = via.ccbin.string() + (path.empty() ? "" : ":" + path);
-      }
-    }
-    if (plan.source.catalogue == "op_builder") {
-      // A GPU-less build machine must still build for the CUDA accelerator (DeepSpeed picks its CPU
-      // accelerator when no GPU is visible).
-      toolkit_exports["DS_ACCELERATOR"] = "cuda";
-      if (plan.cuda_minor_mismatch) toolkit_exports["DS_SKIP_CUDA_CHECK"] = "1";
-    }
-  }
-  if (plan.source.catalogue == "op_builder") {
-    ctx.default_off = true;
-    auto env = m.env.all();
-    for (auto& [k, v] : toolkit_exports) env[k] = v;
-    if (!env.contains("DS_ACCELERATOR")) env["DS_ACCELERATOR"] = "cuda";
-    auto cache_dir = ctx.cache_dir;
-    std::string torch_id = plan.cuda.torch ? plan.cuda.torch->torch_dir.string() + ":" + plan.cuda.torch->torch_version_py_sha256 : "";
-    ctx.compatibility = [m, root = ds_root, python, env, cache_dir, torch_id](const std::vector<ops::Manifest>& ask) {
-      return ops::deepspeed_compatibility(m, {root, python, ask, env, cache_dir, torch_id});
-    };
-  }
-  plan.ops = OPFORGE_TRY(ops::decide(m, manifests, r, ctx));
-  bool any_cuda = false;
-  for (auto& d : plan.ops) {
-    // DeepSpeed has two dozen builders: those nobody asked for are left out of the notes.
-    if (d.build || plan.source.catalogue != "op_builder" || d.reason != "not requested")
-      notes.push_back("op " + d.manifest.name + ": " + (d.build ? "build" : "skip") + " — " +
-                      d.requested_by + "; " + d.reason);
-    if (d.build && ops::needs_toolkit(d.manifest.kind)) any_cuda = true;
-  }
-  // A command build gets the toolkit whenever one is usable: its setup.py decides what it compiles.
-  if (command && tk && cuda_unavailable.empty()) any_cuda = true;
-
-  // --- jobs, epoch, version
-  plan.jobs = choose_jobs(m.env, r, opts, overrides.max_jobs, notes);
-  plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, notes);
-  plan.wheel_version = OPFORGE_TRY(wheel_version(r, any_cuda ? tk : nullptr, plan.source));
-  if (!any_cuda && tk) notes.push_back("wheel version: no CUDA op is built, so the label says cpu");
-
-  // --- exports
-  auto& ex = plan.exports;
-  if (tk && any_cuda) ex = toolkit_exports;
-  // A pinned CPU target reaches the compiler through the shim's wrappers, CUDA or not.
-  if (plan.host && !(tk && any_cuda) && !plan.host->cpu_target.empty()) {
-    auto via = compiler::invocation(*plan.host);
-    ex["CC"] = via.cc.string();
-    ex["CXX"] = via.cxx.string();
-    if (via.needs_shim) {
-      OPFORGE_CHECK(check_path_entry(via.ccbin));
-      std::string path = ex.count("PATH") ? ex["PATH"] : m.env.get("PATH").value_or("");
-      ex["PATH"] = via.ccbin.string() + (path.empty() ? "" : ":" + path);
-    }
-  }
-  if (plan.source.catalogue == "op_builder") {
-    // torch's BuildExtension uses ninja (and MAX_JOBS) only when DeepSpeed is told to.
-    ex["DS_ENABLE_NINJA"] = "1";
-    // DeepSpeed's own version: version.txt + DS_BUILD_STRING, so that its __version__ is the wheel's.
-    if (auto vt = m.fs.read_file(ds_root / "version.txt")) {
-      std::string base(strings::trim(*vt));
-      if (plan.wheel_version.starts_with(base) && plan.wheel_version.size() > base.size())
-        ex["DS_BUILD_STRING"] = plan.wheel_version.substr(base.size());
-      else if (plan.wheel_version != base)
-        notes.push_back("version: the recipe's " + plan.wheel_version + " differs from version.txt's " + base +
-                        "; the wheel's files are rewritten to " + plan.wheel_version);
-    }
-  }
-  // Every op gets an explicit 1/0 and DS_BUILD_OPS=0, so a DeepSpeed-style build sees exactly
-  // this op set whatever its own defaults are.
-  ex["DS_BUILD_OPS"] = "0";
-  for (auto& d : plan.ops) ex[d.manifest.build_var] = d.build ? "1" : "0";
-  ex["MAX_JOBS"] = std::to_string(plan.jobs);
-  ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
+  OPFORGE_CHECK(pin_cpu_target(m, opts, plan));
+  const Env toolkit = OPFORGE_TRY(toolkit_exports(m, opts, plan, chain));
+  plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
+  const bool any_cuda = carries_cuda(plan, chain);
+  plan.jobs = choose_jobs(m.env, plan.recipe, opts, overrides.max_jobs, plan.notes);
+  plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, plan.notes);
+  plan.wheel_version = OPFORGE_TRY(wheel_version(plan.recipe, any_cuda ? chain.tk : nullptr, plan.source));
+  if (!any_cuda && chain.tk) plan.notes.push_back("wheel version: no CUDA op is built, so the label says cpu");
+  plan.exports = OPFORGE_TRY(build_exports(m, plan, any_cuda && chain.tk ? toolkit : Env{}, catalogue.ds_root));
   return plan;
 }
 

@@ -1,12 +1,9 @@
 #include <limits>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +14,7 @@
 #include <thread>
 
 #include "probe/machine.h"
+#include "probe/real_process.h"
 
 extern char** environ;
 
@@ -73,6 +71,20 @@ std::string random_suffix() {
   auto v = rng();
   for (int i = 0; i < 12; ++i, v >>= 4) s += hex[v & 15];
   return s;
+}
+
+/// A hidden temporary name beside `path`: in the same folder, so that renaming it over `path` is atomic.
+fs::path temp_beside(const fs::path& path) {
+  auto dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  return dir / ("." + path.filename().string() + ".tmp-" + random_suffix());
+}
+
+/// Renames `tmp` over `path`; when that fails, `tmp` is removed and the error names `path`.
+Status rename_into_place(const fs::path& tmp, const fs::path& path, const std::string& what) {
+  if (::rename(tmp.c_str(), path.c_str()) == 0) return {};
+  int err = errno;
+  ::unlink(tmp.c_str());
+  return std::unexpected(io_error(what, path, err));
 }
 
 class RealFileSystem final : public FileSystem {
@@ -160,8 +172,7 @@ class RealFileSystem final : public FileSystem {
   }
   Status write_file_atomic(const fs::path& path, std::string_view content,
                            unsigned mode) override {
-    auto dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-    auto tmp = dir / ("." + path.filename().string() + ".tmp-" + random_suffix());
+    auto tmp = temp_beside(path);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return std::unexpected(io_error("cannot write", tmp, errno));
     size_t done = 0;
@@ -182,12 +193,7 @@ class RealFileSystem final : public FileSystem {
       ::unlink(tmp.c_str());
       return std::unexpected(io_error("cannot write", tmp, err));
     }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return std::unexpected(io_error("cannot rename into", path, err));
-    }
-    return {};
+    return rename_into_place(tmp, path, "cannot rename into");
   }
   Status create_directories(const fs::path& path) override {
     std::error_code ec;
@@ -196,15 +202,10 @@ class RealFileSystem final : public FileSystem {
     return {};
   }
   Status create_symlink(const fs::path& target, const fs::path& path) override {
-    auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp-" + random_suffix());
+    auto tmp = temp_beside(path);
     if (::symlink(target.c_str(), tmp.c_str()) != 0)
       return std::unexpected(io_error("cannot create symlink", tmp, errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return std::unexpected(io_error("cannot create symlink", path, err));
-    }
-    return {};
+    return rename_into_place(tmp, path, "cannot create symlink");
   }
   Status rename(const fs::path& from, const fs::path& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0)
@@ -252,220 +253,6 @@ class RealFileSystem final : public FileSystem {
   }
 };
 
-std::vector<char*> to_cstrings(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-class RealProcessRunner final : public ProcessRunner {
- public:
-  Result<ProcessResult> run(const Command& command) override {
-    if (command.argv.empty()) return failure("empty command");
-    std::vector<std::string> env_strings;
-    if (command.env)
-      for (auto& [k, v] : *command.env) env_strings.push_back(k + "=" + v);
-    // Resolve argv[0] against the child's PATH so that a custom env is honoured.
-    std::string exe = command.argv[0];
-    if (exe.find('/') == std::string::npos) {
-      std::string path_list;
-      if (command.env) {
-        auto it = command.env->find("PATH");
-        if (it != command.env->end()) path_list = it->second;
-      } else if (const char* p = std::getenv("PATH")) {
-        path_list = p;
-      }
-      static RealFileSystem rfs;
-      auto found = find_on_path(rfs, exe, path_list);
-      if (!found)
-        return failure("cannot run '" + exe + "': not found on PATH",
-                       "install it or put its folder on PATH");
-      exe = found->string();
-    }
-
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1};
-    bool capture = command.output != Output::inherit;
-    if (capture && (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0))
-      return failure(std::string("pipe: ") + errno_text(errno));
-    if (command.stdin_text && ::pipe2(in_pipe, O_CLOEXEC) != 0)
-      return failure(std::string("pipe: ") + errno_text(errno));
-
-    auto argv = to_cstrings(command.argv);
-    auto envp = to_cstrings(env_strings);
-    const pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) return failure(std::string("fork: ") + errno_text(errno));
-    if (pid == 0) {
-      // The child is a watchdog that leads a new process group for the command and everything
-      // it starts. When opforge dies, even by SIGKILL, the kernel sends the watchdog SIGTERM
-      // (PR_SET_PDEATHSIG, tied to the forking thread: opforge runs commands from its main
-      // thread) and it stops the command and the group. A parent-death signal on the command
-      // alone would reach ninja but not the compilers ninja started.
-      ::setpgid(0, 0);
-      if (capture) {
-        ::dup2(out_pipe[1], 1);
-        ::dup2(command.output == Output::lines ? out_pipe[1] : err_pipe[1], 2);
-      }
-      if (command.stdin_text) {
-        ::dup2(in_pipe[0], 0);
-      } else {
-        int devnull = ::open("/dev/null", O_RDONLY);
-        if (devnull >= 0) ::dup2(devnull, 0);
-      }
-      if (!command.cwd.empty() && ::chdir(command.cwd.c_str()) != 0) {
-        std::string msg = "cannot enter " + command.cwd.string() + ": " + errno_text(errno) + "\n";
-        (void)!::write(2, msg.data(), msg.size());
-        ::_exit(127);
-      }
-      // The watchdog never execs, so O_CLOEXEC does not close these: a write end it kept would
-      // keep the command's stdin open forever.
-      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], in_pipe[0], in_pipe[1]})
-        if (fd > 2) ::close(fd);
-      // SIGTERM (opforge died) and SIGCHLD (the command ended) are taken with sigwaitinfo, so
-      // neither can slip in between a check and a wait.
-      sigset_t watched, previous;
-      sigemptyset(&watched);
-      sigaddset(&watched, SIGTERM);
-      sigaddset(&watched, SIGCHLD);
-      ::sigprocmask(SIG_BLOCK, &watched, &previous);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) ::_exit(128 + SIGKILL);  // opforge died before prctl
-      pid_t cmd = ::fork();
-      if (cmd == 0) {
-        ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives exec
-        if (command.env)
-          ::execve(exe.c_str(), argv.data(), envp.data());
-        else
-          ::execv(exe.c_str(), argv.data());
-        std::string msg = "cannot execute " + exe + ": " + errno_text(errno) + "\n";
-        (void)!::write(2, msg.data(), msg.size());
-        ::_exit(127);
-      }
-      if (cmd < 0) {
-        std::string msg = "cannot execute " + exe + ": fork: " + errno_text(errno) + "\n";
-        (void)!::write(2, msg.data(), msg.size());
-        ::_exit(127);
-      }
-      // The watchdog holds no pipe ends: EOF on them means the command's side is closed.
-      for (int fd = 0; fd <= 2; ++fd) ::close(fd);
-      int st = 0;
-      for (;;) {
-        if (::waitpid(cmd, &st, WNOHANG) == cmd) break;
-        siginfo_t info{};
-        if (::sigwaitinfo(&watched, &info) != SIGTERM) continue;
-        // opforge is gone. SIGTERM first: ninja answers it by signalling each job's own process
-        // group (the compilers) and exiting; then SIGKILL for whatever is left in ours.
-        ::kill(cmd, SIGTERM);
-        for (int i = 0; i < 100 && ::waitpid(cmd, &st, WNOHANG) != cmd; ++i) ::usleep(20000);
-        ::kill(0, SIGKILL);
-      }
-      if (WIFEXITED(st)) ::_exit(WEXITSTATUS(st));
-      // Report the command's signal as our own.
-      int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
-      ::prctl(PR_SET_PDEATHSIG, 0);
-      ::sigprocmask(SIG_SETMASK, &previous, nullptr);
-      ::signal(sig, SIG_DFL);
-      ::kill(::getpid(), sig);
-      ::_exit(128 + sig);
-    }
-    ::setpgid(pid, pid);  // also here, so that a kill of the group below cannot come first
-
-    ProcessResult result;
-    if (command.stdin_text) {
-      ::close(in_pipe[0]);
-      // Small inputs only (probe sources); a large one would need polling alongside the reads.
-      const std::string& text = *command.stdin_text;
-      size_t done = 0;
-      while (done < text.size()) {
-        ssize_t n = ::write(in_pipe[1], text.data() + done, text.size() - done);
-        if (n <= 0) break;
-        done += static_cast<size_t>(n);
-      }
-      ::close(in_pipe[1]);
-    }
-    auto deadline = std::chrono::steady_clock::now() + command.timeout;
-    if (capture) {
-      ::close(out_pipe[1]);
-      ::close(err_pipe[1]);
-      std::string pending;
-      pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-      int open_fds = 2;
-      char buf[65536];
-      while (open_fds > 0) {
-        int wait_ms = -1;
-        if (command.timeout.count() > 0) {
-          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-              deadline - std::chrono::steady_clock::now());
-          if (left.count() <= 0) {
-            ::kill(-pid, SIGKILL);
-            result.timed_out = true;
-            break;
-          }
-          wait_ms = static_cast<int>(left.count());
-        }
-        int r = ::poll(fds, 2, wait_ms);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) break;
-        for (int i = 0; i < 2; ++i) {
-          if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-          ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-          if (n <= 0) {
-            ::close(fds[i].fd);
-            fds[i].fd = -1;
-            --open_fds;
-            continue;
-          }
-          std::string_view chunk(buf, static_cast<size_t>(n));
-          if (i == 0) {
-            result.out.append(chunk);
-            if (command.output == Output::lines && command.on_line) {
-              pending.append(chunk);
-              size_t pos;
-              while ((pos = pending.find('\n')) != std::string::npos) {
-                command.on_line(std::string_view(pending).substr(0, pos));
-                pending.erase(0, pos + 1);
-              }
-            }
-          } else {
-            result.err.append(chunk);
-          }
-        }
-      }
-      if (command.output == Output::lines && command.on_line && !pending.empty())
-        command.on_line(pending);
-      for (auto& f : fds)
-        if (f.fd >= 0) ::close(f.fd);
-    }
-    int status = 0;
-    for (;;) {
-      pid_t w = ::waitpid(pid, &status, command.timeout.count() > 0 && !capture ? WNOHANG : 0);
-      if (w == pid) break;
-      if (w < 0 && errno == EINTR) continue;
-      if (w == 0) {  // inherit mode with a timeout: poll the child
-        if (std::chrono::steady_clock::now() >= deadline) {
-          ::kill(-pid, SIGKILL);
-          result.timed_out = true;
-          ::waitpid(pid, &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      return failure(std::string("waitpid: ") + errno_text(errno));
-    }
-    if (WIFEXITED(status)) {
-      result.exit_code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      result.exit_code = -1;
-      result.signal = WTERMSIG(status);
-    }
-    if (result.exit_code == 127 && result.err.starts_with("cannot execute"))
-      return failure(result.err.substr(0, result.err.find('\n')));
-    return result;
-  }
-};
-
 class RealEnvironment final : public Environment {
  public:
   std::optional<std::string> get(const std::string& name) const override {
@@ -504,10 +291,10 @@ class RealDynamicLoader final : public DynamicLoader {
 
 Machine real_machine() {
   static RealFileSystem fs;
-  static RealProcessRunner proc;
+  static auto proc = make_real_process_runner(fs);
   static RealEnvironment env;
   static RealDynamicLoader dl;
-  return Machine{fs, proc, env, dl};
+  return Machine{fs, *proc, env, dl};
 }
 
 // OPFORGE_TEST_PAUSE_AT=`point` SIGSTOPs the process there instead (the test sends SIGCONT), so

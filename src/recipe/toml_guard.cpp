@@ -39,6 +39,176 @@ std::string hex(unsigned char c) {
   return buf;
 }
 
+using Found = std::optional<TomlGuardError>;
+
+/// One pass over the text, tracking just enough of TOML's lexical state (strings, comments, open
+/// brackets, the key side of a line) to tell where each refused construct is.
+class Guard {
+ public:
+  explicit Guard(std::string_view text) : text_(text) {}
+
+  Found run() {
+    while (i_ < text_.size())
+      if (auto e = step()) return e;
+    return std::nullopt;
+  }
+
+ private:
+  enum class State { normal, comment, basic, literal, ml_basic, ml_literal };
+
+  TomlGuardError error(std::string message, std::string hint = {}) const {
+    return TomlGuardError{line_, column_, std::move(message), std::move(hint)};
+  }
+  bool at(std::string_view s) const { return text_.substr(i_, s.size()) == s; }
+  void skip(std::size_t k) {
+    i_ += k;
+    column_ += static_cast<int>(k);
+  }
+
+  Found step() {
+    const char c = text_[i_];
+    const auto u = static_cast<unsigned char>(c);
+    ++column_;
+    std::size_t n = utf8_length(text_, i_);
+    if (n == 0) return error("invalid UTF-8 (byte " + hex(u) + ")", "save the file as UTF-8");
+    if (n > 1) {
+      i_ += n;
+      return non_ascii();
+    }
+    if (c == '\r' && i_ + 1 < text_.size() && text_[i_ + 1] == '\n') {  // CRLF: one line end
+      ++i_;
+      return std::nullopt;
+    }
+    if ((u < 0x20 && c != '\t' && c != '\n') || u == 0x7F)
+      return error("control character " + hex(u) + " in the file",
+                   "remove it (escape it as \\u00XX inside a \"basic\" string)");
+    Found found;
+    if (c == '\n')
+      end_line();
+    else if (state_ == State::normal)
+      found = in_normal(c);
+    else
+      in_string_or_comment(c);
+    ++i_;
+    return found;
+  }
+
+  Found non_ascii() {
+    // TOML++ 3.3.0 trims the whitespace after a line-ending backslash with a whitespace test
+    // that is undefined for most non-ASCII code points.
+    if (state_ == State::ml_basic && trimming_)
+      return error("non-ASCII character right after a line-ending backslash",
+                   "put an ASCII character first, or remove the backslash");
+    trimming_ = false;
+    if (state_ == State::normal)
+      return error("non-ASCII character outside a string",
+                   "TOML keys are ASCII letters, digits, '_' and '-'; quote other keys (\"...\")");
+    return std::nullopt;
+  }
+
+  void end_line() {
+    ++line_;
+    column_ = 0;
+    if (state_ == State::comment || state_ == State::basic || state_ == State::literal)
+      state_ = State::normal;  // an unterminated one-line string is TOML++'s error to report
+    if (state_ == State::normal && depth_ == 0) {
+      after_equals_ = false;
+      key_dots_ = 0;
+    }
+  }
+
+  void in_string_or_comment(char c) {
+    switch (state_) {
+      case State::basic:
+        if (c == '\\' && i_ + 1 < text_.size() && text_[i_ + 1] != '\n') skip(1);
+        else if (c == '"') state_ = State::normal;
+        break;
+      case State::literal:
+        if (c == '\'') state_ = State::normal;
+        break;
+      case State::ml_basic: in_ml_basic(c); break;
+      case State::ml_literal:
+        if (at("'''")) enter(State::normal, 3);
+        break;
+      default: break;
+    }
+  }
+
+  void in_ml_basic(char c) {
+    if (c == ' ' || c == '\t') return;
+    trimming_ = false;
+    if (c == '\\') {
+      std::size_t k = i_ + 1;
+      while (k < text_.size() && (text_[k] == ' ' || text_[k] == '\t')) ++k;
+      if (k < text_.size() && (text_[k] == '\n' || text_[k] == '\r')) trimming_ = true;
+      else if (i_ + 1 < text_.size()) skip(1);
+    } else if (at("\"\"\"")) {
+      enter(State::normal, 3);
+    }
+  }
+
+  /// Moves to `s` past a delimiter of `width` characters, the first of which is the current one.
+  void enter(State s, std::size_t width) {
+    state_ = s;
+    skip(width - 1);
+  }
+
+  Found in_normal(char c) {
+    if (c == '#') enter(State::comment, 1);
+    else if (at("\"\"\"")) enter(State::ml_basic, 3);
+    else if (at("'''")) enter(State::ml_literal, 3);
+    else if (c == '"') enter(State::basic, 1);
+    else if (c == '\'') enter(State::literal, 1);
+    else if (c == '`') return error("'`' outside a string", "TOML strings are quoted with \" or '");
+    else if (c == '=') after_equals_ = true;
+    else if (c == '{') open_bracket('{');
+    else if (c == '}' || (c == ']' && depth_ > 0)) return close_bracket(c);
+    else if (c == '.' && depth_ == 0 && !after_equals_ && ++key_dots_ > 64)
+      return error("key with more than 64 dotted parts");
+    else if (c == '[') return square_bracket();
+    return std::nullopt;
+  }
+
+  void open_bracket(char c) {
+    ++depth_;
+    open_ += c;
+  }
+
+  Found close_bracket(char c) {
+    // TOML++ 3.3.0 asserts (parse_value) on a '}' where an array expects a value.
+    if (!open_.empty() && open_.back() != (c == '}' ? '{' : '['))
+      return error(std::string("'") + c + "' closes a '" + open_.back() + "'");
+    if (depth_ > 0) --depth_;
+    if (!open_.empty()) open_.pop_back();
+    return std::nullopt;
+  }
+
+  /// An array value, or a table header: after "[" or "[[" and spaces, a key must start.
+  Found square_bracket() {
+    if (depth_ > 0 || after_equals_) {
+      open_bracket('[');
+      return std::nullopt;
+    }
+    std::size_t k = i_ + 1;
+    if (k < text_.size() && text_[k] == '[') ++k;
+    while (k < text_.size() && (text_[k] == ' ' || text_[k] == '\t')) ++k;
+    if (k < text_.size() && (bare_key_char(text_[k]) || text_[k] == '"' || text_[k] == '\''))
+      return std::nullopt;
+    column_ += static_cast<int>(k - i_);
+    return error("a table header needs a key after '['", "write [name] or [\"quoted name\"]");
+  }
+
+  std::string_view text_;
+  std::size_t i_ = 0;
+  State state_ = State::normal;
+  int line_ = 1, column_ = 0;  // column of the character being looked at
+  int depth_ = 0;              // open '[' / '{' of values
+  bool after_equals_ = false;  // a value follows on this logical line
+  int key_dots_ = 0;
+  std::string open_;       // the '[' and '{' of values still open, innermost last
+  bool trimming_ = false;  // after a line-ending backslash in a """ string
+};
+
 }  // namespace
 
 std::optional<TomlGuardError> check_toml_text(std::string_view text) {
@@ -47,114 +217,7 @@ std::optional<TomlGuardError> check_toml_text(std::string_view text) {
                           "file is " + std::to_string(text.size()) + " bytes; the limit is " +
                               std::to_string(kMaxTomlBytes),
                           "recipes and op.toml files are a few kB: is this the right file?"};
-  enum class State { normal, comment, basic, literal, ml_basic, ml_literal } state = State::normal;
-  int line = 1, column = 0;  // column of the character being looked at
-  int depth = 0;             // open '[' / '{' of values
-  bool after_equals = false; // a value follows on this logical line
-  int key_dots = 0;
-  std::string open;           // the '[' and '{' of values still open, innermost last
-  bool trimming = false;      // after a line-ending backslash in a """ string
-  auto error = [&](std::string message, std::string hint = {}) {
-    return TomlGuardError{line, column, std::move(message), std::move(hint)};
-  };
-  for (std::size_t i = 0; i < text.size();) {
-    const char c = text[i];
-    const auto u = static_cast<unsigned char>(c);
-    ++column;
-    std::size_t n = utf8_length(text, i);
-    if (n == 0)
-      return error("invalid UTF-8 (byte " + hex(u) + ")", "save the file as UTF-8");
-    if (n > 1) {
-      // TOML++ 3.3.0 trims the whitespace after a line-ending backslash with a whitespace test
-      // that is undefined for most non-ASCII code points.
-      if (state == State::ml_basic && trimming)
-        return error("non-ASCII character right after a line-ending backslash",
-                     "put an ASCII character first, or remove the backslash");
-      trimming = false;
-      if (state == State::normal)
-        return error("non-ASCII character outside a string",
-                     "TOML keys are ASCII letters, digits, '_' and '-'; quote other keys (\"...\")");
-      i += n;
-      continue;
-    }
-    if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {  // CRLF: one line end
-      ++i;
-      continue;
-    }
-    if ((u < 0x20 && c != '\t' && c != '\n') || u == 0x7F)
-      return error("control character " + hex(u) + " in the file",
-                   "remove it (escape it as \\u00XX inside a \"basic\" string)");
-    if (c == '\n') {
-      ++line;
-      column = 0;
-      if (state == State::comment || state == State::basic || state == State::literal)
-        state = State::normal;  // an unterminated one-line string is TOML++'s error to report
-      if (state == State::normal && depth == 0) {
-        after_equals = false;
-        key_dots = 0;
-      }
-      ++i;
-      continue;
-    }
-    switch (state) {
-      case State::comment: break;
-      case State::basic:
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') { ++i; ++column; }
-        else if (c == '"') state = State::normal;
-        break;
-      case State::literal:
-        if (c == '\'') state = State::normal;
-        break;
-      case State::ml_basic:
-        if (c == ' ' || c == '\t') break;
-        trimming = false;
-        if (c == '\\') {
-          std::size_t k = i + 1;
-          while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
-          if (k < text.size() && (text[k] == '\n' || text[k] == '\r')) trimming = true;
-          else if (i + 1 < text.size()) { ++i; ++column; }
-        }
-        else if (text.substr(i, 3) == "\"\"\"") { state = State::normal; i += 2; column += 2; }
-        break;
-      case State::ml_literal:
-        if (text.substr(i, 3) == "'''") { state = State::normal; i += 2; column += 2; }
-        break;
-      case State::normal:
-        if (c == '#') state = State::comment;
-        else if (text.substr(i, 3) == "\"\"\"") { state = State::ml_basic; i += 2; column += 2; }
-        else if (text.substr(i, 3) == "'''") { state = State::ml_literal; i += 2; column += 2; }
-        else if (c == '"') state = State::basic;
-        else if (c == '\'') state = State::literal;
-        else if (c == '`')
-          return error("'`' outside a string", "TOML strings are quoted with \" or '");
-        else if (c == '=') after_equals = true;
-        else if (c == '{') { ++depth; open += '{'; }
-        else if (c == '}' || (c == ']' && depth > 0)) {
-          // TOML++ 3.3.0 asserts (parse_value) on a '}' where an array expects a value.
-          if (!open.empty() && open.back() != (c == '}' ? '{' : '['))
-            return error(std::string("'") + c + "' closes a '" + open.back() + "'");
-          if (depth > 0) --depth;
-          if (!open.empty()) open.pop_back();
-        }
-        else if (c == '.' && depth == 0 && !after_equals && ++key_dots > 64)
-          return error("key with more than 64 dotted parts");
-        else if (c == '[') {
-          if (depth > 0 || after_equals) { ++depth; open += '['; break; }
-          // A table header: after "[" or "[[" and spaces, a key must start.
-          std::size_t k = i + 1;
-          if (k < text.size() && text[k] == '[') ++k;
-          while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
-          if (k >= text.size() || !(bare_key_char(text[k]) || text[k] == '"' || text[k] == '\'')) {
-            column += static_cast<int>(k - i);
-            return error("a table header needs a key after '['",
-                         "write [name] or [\"quoted name\"]");
-          }
-        }
-        break;
-    }
-    ++i;
-  }
-  return std::nullopt;
+  return Guard(text).run();
 }
 
 }  // namespace opforge::recipe

@@ -184,85 +184,74 @@ Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::pa
   return std::optional<Info>(std::move(info));
 }
 
-Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::string& rev,
-                   const fs::path& cache_dir) {
-  init_libgit2();
-  if (url.empty()) return bad_input("[source] git is empty", "give a repository url or path");
-  if (rev.empty())
-    return bad_input("[source] git = \"" + url + "\" has no rev",
-                     "pin a tag, branch or commit: rev = \"v1.0.0\"");
+namespace {
 
-  // libgit2 takes local paths as they are; make them absolute so the clone's origin stays valid.
-  std::string clone_url = url;
-  auto exists = [&](const fs::path& p) { return files.resolved_type(p) != probe::FileType::none; };
-  if (!looks_remote(url)) {
-    fs::path local = files.absolute(url);
-    if (!exists(local))
-      return bad_input("[source] git = \"" + url + "\": no such repository (" + local.string() + ")",
-                       "use an https://, ssh:// or file:// url, or an existing local path");
-    clone_url = local.lexically_normal().string();
-  }
+/// The url libgit2 clones: local paths made absolute, so that the clone's origin stays valid.
+Result<std::string> clone_url_of(const probe::FileSystem& files, const std::string& url) {
+  if (looks_remote(url)) return url;
+  fs::path local = files.absolute(url);
+  if (files.resolved_type(local) == probe::FileType::none)
+    return bad_input("[source] git = \"" + url + "\": no such repository (" + local.string() + ")",
+                     "use an https://, ssh:// or file:// url, or an existing local path");
+  return local.lexically_normal().string();
+}
 
-  fs::path slot = cache_dir / cache_key(url);
-  fs::path bare = slot / "repo.git";
-  Info result;
-  Repo repo;
+Result<Repo> open_bare(const fs::path& bare, const char* what) {
   git_repository* raw = nullptr;
-  if (exists(bare / "HEAD") && git_repository_open_bare(&raw, bare.c_str()) == 0) {
-    repo.reset(raw);
-    result.reused_clone = true;
-  } else {
-    if (auto made = files.create_directories(slot); !made)
-      return failure("cannot create the source cache " + slot.string() + ": " + made.error().message);
-    fs::path tmp = slot / ("repo.git.tmp-" + std::to_string(::getpid()));
+  if (git_repository_open_bare(&raw, bare.c_str()) != 0)
+    return failure(std::string(what) + " " + bare.string() + ": " + last_git_error());
+  return Repo(raw);
+}
+
+/// Clones into a temporary folder beside `bare`, fetches every tag, then renames it into place.
+Result<Repo> clone_into(probe::FileSystem& files, const std::string& url, const std::string& clone_url,
+                        const fs::path& slot, const fs::path& bare) {
+  if (auto made = files.create_directories(slot); !made)
+    return failure("cannot create the source cache " + slot.string() + ": " + made.error().message);
+  fs::path tmp = slot / ("repo.git.tmp-" + std::to_string(::getpid()));
+  (void)files.remove_all(tmp);
+  git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
+  opts.bare = 1;
+  git_repository* raw = nullptr;
+  if (git_clone(&raw, clone_url.c_str(), tmp.c_str(), &opts) != 0) {
+    std::string why = last_git_error();
     (void)files.remove_all(tmp);
-    git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
-    opts.bare = 1;
-    if (git_clone(&raw, clone_url.c_str(), tmp.c_str(), &opts) != 0) {
-      std::string why = last_git_error();
-      (void)files.remove_all(tmp);
-      return bad_input("cannot clone " + url + ": " + why,
-                       "check the [source] git url and that the repository is reachable");
-    }
-    git_repository_free(raw);
-    Repo clone;
-    if (git_repository_open_bare(&raw, tmp.c_str()) != 0)
-      return failure("cannot reopen the new clone " + tmp.string() + ": " + last_git_error());
-    clone.reset(raw);
+    return bad_input("cannot clone " + url + ": " + why,
+                     "check the [source] git url and that the repository is reachable");
+  }
+  git_repository_free(raw);
+  {
+    Repo clone = OPFORGE_TRY(open_bare(tmp, "cannot reopen the new clone"));
     // A bare clone maps branches to refs/heads/* already; fetch tags that are not on a branch too.
     OPFORGE_CHECK(fetch_all(clone.get(), url));
-    clone.reset();
-    // A concurrent fetch may have put its clone in place first: then that one is used.
-    if (auto moved = files.rename(tmp, bare); !moved) {
-      (void)files.remove_all(tmp);
-      if (!exists(bare / "HEAD"))
-        return failure("cannot move the clone into " + bare.string() + ": " + moved.error().message);
-    }
-    if (git_repository_open_bare(&raw, bare.c_str()) != 0)
-      return failure("cannot open the clone " + bare.string() + ": " + last_git_error());
-    repo.reset(raw);
   }
-
-  std::optional<Resolved> found = resolve(repo.get(), rev);
-  if (result.reused_clone && (!found || found->kind == "branch")) {
-    OPFORGE_CHECK(fetch_all(repo.get(), url));
-    found = resolve(repo.get(), rev);
+  // A concurrent fetch may have put its clone in place first: then that one is used.
+  if (auto moved = files.rename(tmp, bare); !moved) {
+    (void)files.remove_all(tmp);
+    if (files.resolved_type(bare / "HEAD") == probe::FileType::none)
+      return failure("cannot move the clone into " + bare.string() + ": " + moved.error().message);
   }
-  if (!found) {
-    auto tags = ref_names(repo.get(), "refs/tags/*", 10);
-    auto branches = ref_names(repo.get(), "refs/heads/*", 11);
-    return bad_input("rev \"" + rev + "\" is not a tag, branch or commit of " + url,
-                     "tags: " + some(tags) + "; branches: " + some(branches));
+  return open_bare(bare, "cannot open the clone");
+}
+
+/// `rev` in the clone; a reused clone is fetched again when `rev` is missing or a branch (which moves).
+Result<Resolved> find_rev(git_repository* repo, const std::string& url, const std::string& rev, bool reused) {
+  std::optional<Resolved> found = resolve(repo, rev);
+  if (reused && (!found || found->kind == "branch")) {
+    OPFORGE_CHECK(fetch_all(repo, url));
+    found = resolve(repo, rev);
   }
+  if (found) return std::move(*found);
+  auto tags = ref_names(repo, "refs/tags/*", 10);
+  auto branches = ref_names(repo, "refs/heads/*", 11);
+  return bad_input("rev \"" + rev + "\" is not a tag, branch or commit of " + url,
+                   "tags: " + some(tags) + "; branches: " + some(branches));
+}
 
-  Info info = info_from_commit(found->commit.get());
-  info.resolved_from = found->kind;
-  info.reused_clone = result.reused_clone;
-  fs::path tree = slot / "trees" / info.commit;
-  info.root = tree;
-  if (exists(tree)) return info;
-
-  fs::path tmp = slot / "trees" / (info.commit + ".tmp-" + std::to_string(::getpid()));
+/// Checks `commit` out into a temporary folder, then renames it to `tree`.
+Status check_out(probe::FileSystem& files, git_repository* repo, const git_commit* commit, const fs::path& tree,
+                 const std::string& what) {
+  fs::path tmp = tree.parent_path() / (tree.filename().string() + ".tmp-" + std::to_string(::getpid()));
   (void)files.remove_all(tmp);
   if (auto made = files.create_directories(tmp); !made)
     return failure("cannot create the source cache " + tmp.string() + ": " + made.error().message);
@@ -270,15 +259,48 @@ Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::
   co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
   std::string target = tmp.string();
   co.target_directory = target.c_str();
-  if (git_checkout_tree(repo.get(), reinterpret_cast<const git_object*>(found->commit.get()), &co) != 0) {
+  if (git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co) != 0) {
     std::string why = last_git_error();
     (void)files.remove_all(tmp);
-    return failure("cannot check out " + info.commit + " of " + url + ": " + why);
+    return failure("cannot check out " + what + ": " + why);
   }
   if (auto moved = files.rename(tmp, tree); !moved) {
     (void)files.remove_all(tmp);
-    if (!exists(tree)) return failure("cannot move the checkout into " + tree.string());
+    if (files.resolved_type(tree) == probe::FileType::none)
+      return failure("cannot move the checkout into " + tree.string());
   }
+  return {};
+}
+
+}  // namespace
+
+Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::string& rev,
+                   const fs::path& cache_dir) {
+  init_libgit2();
+  if (url.empty()) return bad_input("[source] git is empty", "give a repository url or path");
+  if (rev.empty())
+    return bad_input("[source] git = \"" + url + "\" has no rev",
+                     "pin a tag, branch or commit: rev = \"v1.0.0\"");
+  const std::string clone_url = OPFORGE_TRY(clone_url_of(files, url));
+
+  const fs::path slot = cache_dir / cache_key(url);
+  const fs::path bare = slot / "repo.git";
+  Repo repo;
+  git_repository* raw = nullptr;
+  const bool reused =
+      files.resolved_type(bare / "HEAD") != probe::FileType::none && git_repository_open_bare(&raw, bare.c_str()) == 0;
+  if (reused)
+    repo.reset(raw);
+  else
+    repo = OPFORGE_TRY(clone_into(files, url, clone_url, slot, bare));
+
+  Resolved found = OPFORGE_TRY(find_rev(repo.get(), url, rev, reused));
+  Info info = info_from_commit(found.commit.get());
+  info.resolved_from = found.kind;
+  info.reused_clone = reused;
+  info.root = slot / "trees" / info.commit;
+  if (files.resolved_type(info.root) == probe::FileType::none)
+    OPFORGE_CHECK(check_out(files, repo.get(), found.commit.get(), info.root, info.commit + " of " + url));
   return info;
 }
 

@@ -17,11 +17,15 @@ std::pair<std::uint16_t, std::uint16_t> dos_time_date(std::int64_t epoch);
 /// Zips files in the given order with fixed times, modes and compression.
 Result<std::string> zip_entries(const std::vector<File>& ordered, std::int64_t epoch);
 std::string metadata_text(const Spec& spec);
+/// RECORD: a `path,hash,size` row for each file, then RECORD's own row with no hash.
+std::string record_text(const std::vector<File>& files, const std::string& dist_info);
 std::string wheel_text(const std::vector<std::string>& tags);
 /// pack() with extra .dist-info files (kept by normalize: entry_points.txt, top_level.txt ...)
 /// and, when given, a METADATA text used as is instead of the generated one.
 Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info_extra,
                                    std::optional<std::string> metadata);
+/// Writes a packed wheel into `dist_dir` (created when missing) under its file name, atomically.
+Result<Written> write_packed(probe::FileSystem& fs, Packed packed, const fs::path& dist_dir);
 /// The value of the first `Key: value` header line of an email-style text (METADATA, WHEEL).
 std::optional<std::string> header_value(std::string_view text, std::string_view key);
 /// Every value of `Key:` header lines (WHEEL's Tag lines).

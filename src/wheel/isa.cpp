@@ -7,8 +7,6 @@
 #include "wheel/isa.h"
 
 #include <Zydis/Zydis.h>
-#include <gelf.h>
-#include <libelf.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +16,7 @@
 #include <tuple>
 
 #include "util/strings.h"
+#include "wheel/elf_image.h"
 
 namespace opforge::wheel {
 namespace {
@@ -218,13 +217,6 @@ std::tuple<int, std::size_t, std::string> order_key(const std::string& family) {
   return {level == 0 ? 99 : level, index, family};
 }
 
-struct ElfHandle {
-  Elf* elf = nullptr;
-  ~ElfHandle() {
-    if (elf) elf_end(elf);
-  }
-};
-
 struct FunctionSymbol {
   std::size_t section = 0;
   std::uint64_t value = 0, size = 0;
@@ -253,6 +245,64 @@ std::vector<FunctionSymbol> function_symbols(Elf* elf) {
   return out;
 }
 
+
+Result<ZydisDecoder> x86_64_decoder() {
+  ZydisDecoder decoder;
+  if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+    return failure("cannot initialise the Zydis decoder");
+  // No operand decoding: the mnemonic and ISA set are all that is needed.
+  ZydisDecoderEnableMode(&decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+  return decoder;
+}
+
+/// Decodes executable sections, counting each family and where it is first used.
+struct CodeScan {
+  ZydisDecoder decoder;
+  std::vector<FunctionSymbol> symbols;
+  std::map<std::string, FamilyUse> found;
+  IsaUse& use;
+
+  /// `relocatable`: a .o, whose addresses are offsets in their section.
+  void section(Elf_Scn* scn, bool relocatable) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_type == SHT_NOBITS) return;
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf) return;
+    const auto* code = static_cast<const std::uint8_t*>(data->d_buf);
+    const std::size_t size = data->d_size, index = elf_ndxscn(scn);
+    const std::uint64_t base = relocatable ? 0 : shdr.sh_addr;
+    ZydisDecodedInstruction ins;
+    for (std::size_t off = 0; off < size;) {
+      if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, nullptr, code + off, size - off, &ins))) {
+        ++use.undecodable;
+        ++off;
+        continue;
+      }
+      ++use.instructions;
+      // TZCNT is `rep bsf`: where BMI1 is missing it runs as BSF, and gcc emits it for generic
+      // x86-64 code (__builtin_ctz). XGETBV is feature detection (libgcc's __builtin_cpu_supports
+      // runs it only after cpuid reports OSXSAVE). Neither says what CPU the code needs.
+      if (ins.mnemonic != ZYDIS_MNEMONIC_TZCNT && ins.mnemonic != ZYDIS_MNEMONIC_XGETBV)
+        for (auto& family : families_cached(ins.meta.isa_set)) count(family, ins, base + off, index);
+      off += ins.length;
+    }
+  }
+
+  void count(const std::string& family, const ZydisDecodedInstruction& ins, std::uint64_t address,
+             std::size_t section_index) {
+    auto [it, fresh] = found.try_emplace(family);
+    FamilyUse& f = it->second;
+    ++f.count;
+    if (!fresh) return;
+    f.family = family;
+    f.level = level_of(family);
+    f.first_address = address;
+    f.first_mnemonic = ZydisMnemonicGetString(ins.mnemonic);
+    for (const auto& s : symbols)
+      if (s.section == section_index && address >= s.value && address < s.value + s.size) f.first_symbol = s.name;
+  }
+};
+
 }  // namespace
 
 std::span<const IsaFamily> isa_families() { return kFamilies; }
@@ -272,15 +322,9 @@ std::string IsaUse::summary() const {
 }
 
 Result<IsaUse> read_isa(std::string_view bytes) {
-  if (bytes.size() < 4 || bytes.substr(0, 4) != std::string_view("\x7f" "ELF", 4))
-    return bad_input("not an ELF file (no \\x7fELF magic)");
-  if (elf_version(EV_CURRENT) == EV_NONE) return failure("libelf is out of date");
-  std::string copy(bytes);
-  ElfHandle h;
-  h.elf = elf_memory(copy.data(), copy.size());
+  auto image = OPFORGE_TRY(ElfImage::open(bytes));
   GElf_Ehdr ehdr;
-  if (!h.elf || elf_kind(h.elf) != ELF_K_ELF || !gelf_getehdr(h.elf, &ehdr))
-    return bad_input(std::string("cannot read ELF: ") + elf_errmsg(-1));
+  if (!gelf_getehdr(image->get(), &ehdr)) return bad_input(std::string("cannot read ELF: ") + elf_errmsg(-1));
   IsaUse use;
   if (ehdr.e_machine != EM_X86_64) {
     use.why = ehdr.e_machine == EM_AARCH64 ? "aarch64 code" : "not x86-64 code (e_machine " +
@@ -288,56 +332,10 @@ Result<IsaUse> read_isa(std::string_view bytes) {
     return use;
   }
   use.analysed = true;
-  const bool relocatable = ehdr.e_type == ET_REL;
-  auto symbols = function_symbols(h.elf);
-
-  ZydisDecoder decoder;
-  if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
-    return failure("cannot initialise the Zydis decoder");
-  // No operand decoding: the mnemonic and ISA set are all that is needed.
-  ZydisDecoderEnableMode(&decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
-  std::map<std::string, FamilyUse> found;
-  for (Elf_Scn* scn = elf_nextscn(h.elf, nullptr); scn; scn = elf_nextscn(h.elf, scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_type == SHT_NOBITS)
-      continue;
-    Elf_Data* data = elf_rawdata(scn, nullptr);
-    if (!data || !data->d_buf) continue;
-    const auto* code = static_cast<const std::uint8_t*>(data->d_buf);
-    const std::size_t size = data->d_size, index = elf_ndxscn(scn);
-    const std::uint64_t base = relocatable ? 0 : shdr.sh_addr;
-    ZydisDecodedInstruction ins;
-    for (std::size_t off = 0; off < size;) {
-      if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, nullptr, code + off, size - off, &ins))) {
-        ++use.undecodable;
-        ++off;
-        continue;
-      }
-      ++use.instructions;
-      // TZCNT is `rep bsf`: where BMI1 is missing it runs as BSF, and gcc emits it for generic
-      // x86-64 code (__builtin_ctz). XGETBV is feature detection (libgcc's __builtin_cpu_supports
-      // runs it only after cpuid reports OSXSAVE). Neither says what CPU the code needs.
-      if (ins.mnemonic == ZYDIS_MNEMONIC_TZCNT || ins.mnemonic == ZYDIS_MNEMONIC_XGETBV) {
-        off += ins.length;
-        continue;
-      }
-      for (auto& family : families_cached(ins.meta.isa_set)) {
-        auto [it, fresh] = found.try_emplace(family);
-        FamilyUse& f = it->second;
-        ++f.count;
-        if (!fresh) continue;
-        f.family = family;
-        f.level = level_of(family);
-        f.first_address = base + off;
-        f.first_mnemonic = ZydisMnemonicGetString(ins.mnemonic);
-        for (const auto& s : symbols)
-          if (s.section == index && f.first_address >= s.value && f.first_address < s.value + s.size)
-            f.first_symbol = s.name;
-      }
-      off += ins.length;
-    }
-  }
-  for (auto& [name, f] : found) {
+  CodeScan scan{OPFORGE_TRY(x86_64_decoder()), function_symbols(image->get()), {}, use};
+  for (Elf_Scn* scn = elf_nextscn(image->get(), nullptr); scn; scn = elf_nextscn(image->get(), scn))
+    scan.section(scn, ehdr.e_type == ET_REL);
+  for (auto& [name, f] : scan.found) {
     use.level = std::max(use.level, f.level);
     use.families.push_back(std::move(f));
   }

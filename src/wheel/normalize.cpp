@@ -92,59 +92,46 @@ Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel
   return out;
 }
 
-}  // namespace
-
-Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::path& dist_dir,
-                          const NormalizeOptions& options) {
-  auto bytes = OPFORGE_TRY(m.fs.read_file(wheel));
-  auto entries = read_archive(bytes);
-  if (!entries) return bad_input(wheel.string() + ": " + entries.error().message);
-
+/// The one .dist-info folder of the wheel ("name-1.0.dist-info").
+Result<std::string> dist_info_folder(const std::vector<Entry>& entries, const fs::path& wheel) {
   std::string dist_info;
-  for (const auto& e : *entries) {
+  for (const auto& e : entries) {
     auto slash = e.path.find('/');
-    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info")) {
-      if (!dist_info.empty() && dist_info != e.path.substr(0, slash))
-        return bad_input(wheel.string() + " holds more than one .dist-info folder");
-      dist_info = e.path.substr(0, slash);
-    }
+    if (slash == std::string::npos || !e.path.substr(0, slash).ends_with(".dist-info")) continue;
+    if (!dist_info.empty() && dist_info != e.path.substr(0, slash))
+      return bad_input(wheel.string() + " holds more than one .dist-info folder");
+    dist_info = e.path.substr(0, slash);
   }
   if (dist_info.empty()) return bad_input(wheel.string() + " has no .dist-info folder");
-  const std::string old_dist = dist_info.substr(0, dist_info.size() - std::string(".dist-info").size());
+  return dist_info;
+}
 
-  auto find = [&](const std::string& leaf) -> const Entry* {
-    for (const auto& e : *entries)
-      if (e.path == dist_info + "/" + leaf) return &e;
-    return nullptr;
-  };
-  const Entry* metadata = find("METADATA");
-  const Entry* wheel_file = find("WHEEL");
-  if (!metadata || !wheel_file)
-    return bad_input(wheel.string() + ": " + dist_info + " lacks METADATA or WHEEL");
+const Entry* find_entry(const std::vector<Entry>& entries, const std::string& path) {
+  for (const auto& e : entries)
+    if (e.path == path) return &e;
+  return nullptr;
+}
 
-  Spec spec;
-  spec.name = header_value(metadata->content, "Name").value_or("");
-  std::string old_version = header_value(metadata->content, "Version").value_or("");
-  spec.version = options.version.value_or(old_version);
-  OPFORGE_CHECK(validate_version(spec.version));
-  spec.tags = header_values(wheel_file->content, "Tag");
-  spec.source_date_epoch = options.source_date_epoch;
-  const std::string new_dist = normalize_name(spec.name) + "-" + spec.version;
+/// The files of the wheel in its new name: `extra` for the .dist-info files kept as they are,
+/// spec.files for the rest (rewritten and stripped as `options` asks).
+struct Renamer {
+  probe::Machine m;
+  const fs::path& wheel;
+  const NormalizeOptions& options;
+  std::string dist_info, old_dist, new_dist;
 
-  std::vector<File> extra;
-  for (const auto& e : *entries) {
-    if (e.is_directory) continue;
+  Status add(const Entry& e, Spec& spec, std::vector<File>& extra) const {
+    if (e.is_directory) return {};
     if (e.is_symlink) return bad_input(wheel.string() + ": " + e.path + " is a symlink");
-    if (auto why = unsafe_path_reason(e.path))
-      return bad_input(wheel.string() + ": " + e.path + " is " + *why);
-    unsigned mode = (e.mode & 0111) ? 0755 : 0644;
+    if (auto why = unsafe_path_reason(e.path)) return bad_input(wheel.string() + ": " + e.path + " is " + *why);
+    const unsigned mode = (e.mode & 0111) ? 0755 : 0644;
     if (e.path.starts_with(dist_info + "/")) {
       std::string leaf = e.path.substr(dist_info.size() + 1);
-      if (leaf == "METADATA" || leaf == "WHEEL" || leaf == "RECORD" || leaf == "RECORD.jws" ||
-          leaf == "RECORD.p7s")
-        continue;
+      // pack() writes these anew.
+      if (leaf == "METADATA" || leaf == "WHEEL" || leaf == "RECORD" || leaf == "RECORD.jws" || leaf == "RECORD.p7s")
+        return {};
       extra.push_back({new_dist + ".dist-info/" + leaf, e.content, mode});
-      continue;
+      return {};
     }
     std::string path = e.path;
     // The .data folder carries the version too.
@@ -155,14 +142,38 @@ Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::pat
     if (options.strip == NormalizeOptions::Strip::yes && is_elf(content))
       content = OPFORGE_TRY(strip_elf(m, e.path, content));
     spec.files.push_back({path, std::move(content), mode});
+    return {};
   }
+};
 
-  auto packed = OPFORGE_TRY(pack_with_dist_info(
-      spec, std::move(extra), set_requires(set_metadata_version(metadata->content, spec.version), options.requires_dist)));
-  OPFORGE_CHECK(m.fs.create_directories(dist_dir));
-  fs::path path = dist_dir / packed.filename;
-  OPFORGE_CHECK(m.fs.write_file_atomic(path, packed.bytes, 0644));
-  return Written{path, std::move(packed)};
+}  // namespace
+
+Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::path& dist_dir,
+                          const NormalizeOptions& options) {
+  auto bytes = OPFORGE_TRY(m.fs.read_file(wheel));
+  auto entries = read_archive(bytes);
+  if (!entries) return bad_input(wheel.string() + ": " + entries.error().message);
+  const std::string dist_info = OPFORGE_TRY(dist_info_folder(*entries, wheel));
+  const Entry* metadata = find_entry(*entries, dist_info + "/METADATA");
+  const Entry* wheel_file = find_entry(*entries, dist_info + "/WHEEL");
+  if (!metadata || !wheel_file)
+    return bad_input(wheel.string() + ": " + dist_info + " lacks METADATA or WHEEL");
+
+  Spec spec;
+  spec.name = header_value(metadata->content, "Name").value_or("");
+  spec.version = options.version.value_or(header_value(metadata->content, "Version").value_or(""));
+  OPFORGE_CHECK(validate_version(spec.version));
+  spec.tags = header_values(wheel_file->content, "Tag");
+  spec.source_date_epoch = options.source_date_epoch;
+
+  const Renamer renamer{m, wheel, options, dist_info, dist_info.substr(0, dist_info.size() - std::string(".dist-info").size()),
+                        normalize_name(spec.name) + "-" + spec.version};
+  std::vector<File> extra;
+  for (const auto& e : *entries) OPFORGE_CHECK(renamer.add(e, spec, extra));
+  std::string new_metadata =
+      set_requires(set_metadata_version(metadata->content, spec.version), options.requires_dist);
+  auto packed = OPFORGE_TRY(pack_with_dist_info(spec, std::move(extra), std::move(new_metadata)));
+  return write_packed(m.fs, std::move(packed), dist_dir);
 }
 
 }  // namespace opforge::wheel

@@ -69,76 +69,84 @@ std::pair<std::string, std::string> split_version(const std::string& v) {
   return {v.substr(0, us), v.substr(us + 1)};
 }
 
-}  // namespace
-
-PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs) {
-  PlatformDecision d;
-  if (elfs.empty()) {
-    d.platform = "linux_x86_64";
-    d.reasons.push_back("the wheel holds no ELF file");
-    return d;
-  }
+/// What the files need of the system: the newest GLIBC_2.X, and the newest GLIBCXX_ / CXXABI_ /
+/// GCC_ versions with the file that needs each.
+struct Needs {
   int glibc = 0;
-  // Newest of each family across every file, with the file that needs it.
   std::map<std::string, std::pair<std::string, std::string>> newest;  // family → {version, file}
-  for (const auto& [path, info] : elfs) {
+};
+
+/// Libraries outside every manylinux policy, one reason each.
+std::vector<std::string> foreign_libraries(const std::map<std::string, ElfInfo>& elfs) {
+  std::vector<std::string> reasons;
+  for (const auto& [path, info] : elfs)
     for (const auto& lib : info.needed) {
       if (lib.starts_with("libcuda.so"))
-        d.reasons.push_back(path + " links " + lib +
-                            ", which must be opened with dlopen (the driver is not on any "
-                            "manylinux policy)");
+        reasons.push_back(path + " links " + lib +
+                          ", which must be opened with dlopen (the driver is not on any "
+                          "manylinux policy)");
       else if (!policy_libraries().contains(lib))
-        d.reasons.push_back(path + " needs " + lib + ", which is not on any manylinux policy");
+        reasons.push_back(path + " needs " + lib + ", which is not on any manylinux policy");
     }
-    for (const auto& [lib, versions] : info.version_needs) {
+  return reasons;
+}
+
+Needs symbol_needs(const std::map<std::string, ElfInfo>& elfs) {
+  Needs needs;
+  for (const auto& [path, info] : elfs)
+    for (const auto& [lib, versions] : info.version_needs)
       for (const auto& v : versions) {
         auto [family, number] = split_version(v);
         if (family == "GLIBC") {
           auto n = numbers(number);
-          if (n.size() >= 2 && n[0] == 2) glibc = std::max(glibc, n[1]);
+          if (n.size() >= 2 && n[0] == 2) needs.glibc = std::max(needs.glibc, n[1]);
         }
         if (family == "GLIBCXX" || family == "CXXABI" || family == "GCC") {
-          auto& slot = newest[family];
+          auto& slot = needs.newest[family];
           if (slot.first.empty() || !version_le(number, slot.first)) slot = {number, path};
         }
       }
-    }
-  }
-  d.glibc_minor = glibc;
-  if (!d.reasons.empty()) {
-    d.platform = "linux_x86_64";
-    return d;
-  }
-  // The oldest policy whose glibc baseline covers what the files need and whose libstdc++/libgcc
-  // allow it. Tags name only the policies the ecosystem defines (auditwheel's list), so that
-  // `auditwheel show` agrees; past the table, the glibc minor itself.
-  auto fits_symbols = [&](const PolicyRow& row) {
-    auto ok = [&](const char* family, const char* limit) {
-      auto it = newest.find(family);
-      return it == newest.end() || version_le(it->second.first, limit);
-    };
-    return ok("GLIBCXX", row.glibcxx) && ok("CXXABI", row.cxxabi) && ok("GCC", row.gcc);
+  return needs;
+}
+
+bool fits_symbols(const Needs& needs, const PolicyRow& row) {
+  auto ok = [&](const char* family, const char* limit) {
+    auto it = needs.newest.find(family);
+    return it == needs.newest.end() || version_le(it->second.first, limit);
   };
-  const PolicyRow* fits = nullptr;
-  for (const auto& row : kPolicy) {
-    if (row.glibc_minor >= glibc && fits_symbols(row)) {
-      fits = &row;
-      break;
-    }
-  }
-  if (!fits && glibc > kPolicy.back().glibc_minor && fits_symbols(kPolicy.back())) {
-    d.platform = "manylinux_2_" + std::to_string(glibc) + "_x86_64";
+  return ok("GLIBCXX", row.glibcxx) && ok("CXXABI", row.cxxabi) && ok("GCC", row.gcc);
+}
+
+/// The oldest policy whose glibc baseline covers what the files need and whose libstdc++/libgcc
+/// allow it. Tags name only the policies the ecosystem defines (auditwheel's list), so that
+/// `auditwheel show` agrees; past the table, the glibc minor itself. nullopt: none fits.
+std::optional<int> manylinux_glibc(const Needs& needs) {
+  for (const auto& row : kPolicy)
+    if (row.glibc_minor >= needs.glibc && fits_symbols(needs, row)) return row.glibc_minor;
+  if (needs.glibc > kPolicy.back().glibc_minor && fits_symbols(needs, kPolicy.back())) return needs.glibc;
+  return std::nullopt;
+}
+
+}  // namespace
+
+PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs) {
+  PlatformDecision d;
+  d.platform = "linux_x86_64";
+  if (elfs.empty()) {
+    d.reasons.push_back("the wheel holds no ELF file");
     return d;
   }
-  if (!fits) {
-    d.platform = "linux_x86_64";
-    for (const auto& [family, slot] : newest)
-      d.reasons.push_back(slot.second + " needs " + family + "_" + slot.first +
-                          ", newer than any manylinux policy allows");
+  const Needs needs = symbol_needs(elfs);
+  d.glibc_minor = needs.glibc;
+  d.reasons = foreign_libraries(elfs);
+  if (!d.reasons.empty()) return d;
+  if (auto minor = manylinux_glibc(needs)) {
+    d.platform = "manylinux_2_" + std::to_string(*minor) + "_x86_64";
     return d;
   }
-  int x = fits->glibc_minor;
-  d.platform = "manylinux_2_" + std::to_string(x) + "_x86_64";
+  for (const auto& [family, slot] : needs.newest)
+    d.reasons.push_back(slot.second + " needs " + family + "_" + slot.first +
+                        ", newer than any manylinux policy allows");
   return d;
 }
 

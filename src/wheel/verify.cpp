@@ -16,21 +16,6 @@ std::string clip(std::string_view text) {
   return std::string(text.substr(0, kMax)) + "… (" + std::to_string(text.size()) + " bytes)";
 }
 
-std::vector<std::string_view> header_lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto nl = text.find('\n', start);
-    auto line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;  // headers end at the first blank line
-    out.push_back(line);
-    if (nl == std::string_view::npos) break;
-    start = nl + 1;
-  }
-  return out;
-}
-
 // One RECORD row; the csv quoting that pip/setuptools use for paths with commas.
 std::vector<std::string> csv_row(std::string_view line) {
   std::vector<std::string> cells(1);
@@ -70,37 +55,6 @@ std::optional<FileName> parse_file_name(std::string_view filename) {
 }
 
 }  // namespace
-
-std::optional<std::string> header_value(std::string_view text, std::string_view key) {
-  for (auto line : header_lines(text)) {
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    if (strings::to_lower(strings::trim(line.substr(0, colon))) == strings::to_lower(key))
-      return std::string(strings::trim(line.substr(colon + 1)));
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> header_values(std::string_view text, std::string_view key) {
-  std::vector<std::string> out;
-  for (auto line : header_lines(text)) {
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    if (strings::to_lower(strings::trim(line.substr(0, colon))) == strings::to_lower(key))
-      out.emplace_back(strings::trim(line.substr(colon + 1)));
-  }
-  return out;
-}
-
-std::vector<std::string> expand_tag(std::string_view compressed) {
-  auto parts = strings::split(compressed, '-');
-  std::vector<std::string> out;
-  if (parts.size() != 3) return out;
-  for (const auto& py : strings::split(parts[0], '.'))
-    for (const auto& abi : strings::split(parts[1], '.'))
-      for (const auto& plat : strings::split(parts[2], '.')) out.push_back(py + "-" + abi + "-" + plat);
-  return out;
-}
 
 Report verify_bytes(std::string_view filename, std::string_view bytes) {
   auto entries = read_archive(bytes, Keep::dist_info);

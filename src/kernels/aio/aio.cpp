@@ -113,179 +113,222 @@ struct Slot {
 
 const char* verb(Dir d) { return d == Dir::read ? "read" : "write"; }
 
-int transfer(Dir dir, const char* path, char* buf, std::uint64_t size, std::uint64_t block,
-             int depth, int flags, int* used_direct) {
-  g_note.clear();
-  if (used_direct) *used_direct = 0;
-  const char* fn = dir == Dir::read ? "opforge_aio_read" : "opforge_aio_write";
-  if (!path) return fail(-EINVAL, std::string(fn) + ": null path");
-  if (size && !buf) return fail(-EINVAL, std::string(fn) + ": " + path + ": null buffer");
-  if (block == 0) block = kDefaultBlock;
-  if (depth <= 0) depth = kDefaultDepth;
-  if (block % kAlign)
-    return fail(-EINVAL, std::string(fn) + ": " + path + ": block size " + std::to_string(block) +
-                             " is not a multiple of 4096 (O_DIRECT needs aligned requests)");
-  const Libaio& lib = libaio();
-  if (!lib.problem.empty()) return fail(-ENOENT, std::string(fn) + ": " + lib.problem);
+/// One whole-file read or write: open, then keep up to `depth` pieces of `block` bytes in flight
+/// until every byte is done. Each step returns 0 or the negative errno that opforge_aio_* returns
+/// (with the message in g_error).
+class Transfer {
+ public:
+  Transfer(Dir dir, const char* path, char* buf, std::uint64_t size, std::uint64_t block, int depth)
+      : dir_(dir), path_(path), buf_(buf), size_(size), block_(block ? block : kDefaultBlock),
+        depth_(depth > 0 ? depth : kDefaultDepth),
+        fn_(dir == Dir::read ? "opforge_aio_read" : "opforge_aio_write") {}
 
-  int base = dir == Dir::read ? O_RDONLY : (O_WRONLY | O_CREAT | O_TRUNC);
-  Fd fd;
-  bool direct = !(flags & OPFORGE_AIO_BUFFERED);
-  if (direct) {
-    fd.fd = ::open(path, base | O_DIRECT | O_CLOEXEC, 0644);
-    if (fd.fd < 0 && errno == EINVAL) {
+  int run(int flags, int* used_direct) {
+    if (used_direct) *used_direct = 0;
+    if (!path_) return fail(-EINVAL, fn_ + ": null path");
+    if (size_ && !buf_) return fail(-EINVAL, fn_ + ": " + path_ + ": null buffer");
+    if (block_ % kAlign)
+      return error(-EINVAL, "block size " + std::to_string(block_) +
+                                " is not a multiple of 4096 (O_DIRECT needs aligned requests)");
+    if (!lib_.problem.empty()) return fail(-ENOENT, fn_ + ": " + lib_.problem);
+    if (int rc = open_file(!(flags & OPFORGE_AIO_BUFFERED))) return rc;
+    if (used_direct) *used_direct = direct_;
+    if (int rc = check_file_size()) return rc;
+    if (size_ == 0) return 0;
+    if (int rc = set_up()) return rc;
+    if (int rc = pump()) return rc;
+    return finish();
+  }
+
+ private:
+  int error(int code, const std::string& what) { return fail(code, fn_ + ": " + path_ + ": " + what); }
+
+  int open_with(int extra) {
+    const int base = dir_ == Dir::read ? O_RDONLY : (O_WRONLY | O_CREAT | O_TRUNC);
+    fd_.fd = ::open(path_, base | extra | O_CLOEXEC, 0644);
+    return fd_.fd < 0 ? errno : 0;
+  }
+
+  int open_file(bool direct) {
+    direct_ = direct;
+    int err = direct ? open_with(O_DIRECT) : 0;
+    if (direct && err == EINVAL) {
       // tmpfs and some FUSE file systems refuse O_DIRECT at open.
-      g_note = std::string(path) + ": the file system refuses O_DIRECT (" + errno_text(EINVAL) +
+      g_note = std::string(path_) + ": the file system refuses O_DIRECT (" + errno_text(EINVAL) +
                "); used buffered I/O";
-      direct = false;
-    } else if (fd.fd < 0) {
-      int err = errno;
-      return fail(-err, std::string(fn) + ": cannot open " + path + " for " +
-                            (dir == Dir::read ? "reading" : "writing") + ": " + errno_text(err));
+      direct_ = false;
     }
+    if (!direct_) err = open_with(0);
+    if (err == 0) return 0;
+    return fail(-err, fn_ + ": cannot open " + path_ + " for " + (dir_ == Dir::read ? "reading" : "writing") +
+                          ": " + errno_text(err));
   }
-  if (!direct) {
-    fd.fd = ::open(path, base | O_CLOEXEC, 0644);
-    if (fd.fd < 0) {
-      int err = errno;
-      return fail(-err, std::string(fn) + ": cannot open " + path + " for " +
-                            (dir == Dir::read ? "reading" : "writing") + ": " + errno_text(err));
-    }
-  }
-  if (used_direct) *used_direct = direct;
 
-  if (dir == Dir::read) {
+  int check_file_size() {
+    if (dir_ != Dir::read) return 0;
     struct stat st;
-    if (::fstat(fd.fd, &st) != 0) {
+    if (::fstat(fd_.fd, &st) != 0) {
       int err = errno;
-      return fail(-err, std::string(fn) + ": cannot stat " + path + ": " + errno_text(err));
+      return fail(-err, fn_ + ": cannot stat " + path_ + ": " + errno_text(err));
     }
-    if (static_cast<std::uint64_t>(st.st_size) < size)
-      return fail(-EIO, std::string(fn) + ": short read: " + path + " has " +
-                            std::to_string(st.st_size) + " bytes, " + std::to_string(size) +
-                            " were asked for");
+    if (static_cast<std::uint64_t>(st.st_size) < size_)
+      return fail(-EIO, fn_ + ": short read: " + path_ + " has " + std::to_string(st.st_size) + " bytes, " +
+                            std::to_string(size_) + " were asked for");
+    return 0;
   }
-  if (size == 0) return 0;
 
-  std::uint64_t pieces = (size + block - 1) / block;
-  if (static_cast<std::uint64_t>(depth) > pieces) depth = static_cast<int>(pieces);
   // With O_DIRECT a piece goes straight to the caller's buffer when its address and length are
   // aligned; otherwise (unaligned caller, the tail of a file whose size is not a multiple of
   // 4096) through this slot's aligned bounce buffer.
-  bool aligned_user = reinterpret_cast<std::uintptr_t>(buf) % kAlign == 0;
-  AlignedBuf bounce;
-  if (direct) {
-    std::uint64_t per_slot = aligned_user ? round_up(size % block) : block;
-    if (per_slot == 0) per_slot = kAlign;
-    if (posix_memalign(&bounce.p, kAlign, per_slot * (aligned_user ? 1 : depth)) != 0)
-      return fail(-ENOMEM, std::string(fn) + ": " + path + ": cannot allocate bounce buffers");
+  int set_up() {
+    const std::uint64_t pieces = (size_ + block_ - 1) / block_;
+    if (static_cast<std::uint64_t>(depth_) > pieces) depth_ = static_cast<int>(pieces);
+    aligned_user_ = reinterpret_cast<std::uintptr_t>(buf_) % kAlign == 0;
+    if (direct_) {
+      std::uint64_t per_slot = aligned_user_ ? round_up(size_ % block_) : block_;
+      if (per_slot == 0) per_slot = kAlign;
+      if (posix_memalign(&bounce_.p, kAlign, per_slot * (aligned_user_ ? 1 : depth_)) != 0)
+        return error(-ENOMEM, "cannot allocate bounce buffers");
+    }
+    if (int rc = lib_.setup(depth_, &ctx_.ctx); rc < 0) {
+      ctx_.ctx = nullptr;
+      return error(rc, "io_setup(" + std::to_string(depth_) + ") failed: " + errno_text(-rc) +
+                           (rc == -EAGAIN ? "; raise /proc/sys/fs/aio-max-nr or lower queue_depth" : ""));
+    }
+    slots_.resize(depth_);
+    for (int i = depth_ - 1; i >= 0; --i) free_slots_.push_back(&slots_[i]);
+    events_.resize(depth_);
+    return 0;
   }
 
-  Context ctx{&lib};
-  if (int rc = lib.setup(depth, &ctx.ctx); rc < 0) {
-    ctx.ctx = nullptr;
-    return fail(rc, std::string(fn) + ": " + path + ": io_setup(" + std::to_string(depth) +
-                        ") failed: " + errno_text(-rc) +
-                        (rc == -EAGAIN ? "; raise /proc/sys/fs/aio-max-nr or lower queue_depth" : ""));
-  }
-
-  std::vector<Slot> slots(depth);
-  std::vector<Slot*> free_slots;
-  for (int i = depth - 1; i >= 0; --i) free_slots.push_back(&slots[i]);
-  std::vector<struct iocb*> batch;
-  std::vector<struct io_event> events(depth);
-  std::uint64_t next = 0;
-  int inflight = 0;
-
-  auto prep = [&](Slot* s) {
+  /// Asks the kernel for what is left of the slot's piece.
+  void queue(Slot* s) {
     std::uint64_t left = s->req - s->done;
     char* at = s->io + s->done;
-    if (dir == Dir::read) io_prep_pread(&s->cb, fd.fd, at, left, s->off + s->done);
-    else io_prep_pwrite(&s->cb, fd.fd, at, left, s->off + s->done);
+    if (dir_ == Dir::read) io_prep_pread(&s->cb, fd_.fd, at, left, s->off + s->done);
+    else io_prep_pwrite(&s->cb, fd_.fd, at, left, s->off + s->done);
     s->cb.data = s;
-    batch.push_back(&s->cb);
-  };
+    batch_.push_back(&s->cb);
+  }
 
-  while (next < size || inflight > 0 || !batch.empty()) {
-    while (next < size && !free_slots.empty()) {
-      Slot* s = free_slots.back();
-      free_slots.pop_back();
-      s->off = next;
-      s->len = std::min(block, size - next);
-      s->user = buf + next;
-      s->done = 0;
-      bool straight = !direct || (aligned_user && s->len % kAlign == 0);
-      if (straight) {
-        s->io = s->user;
-        s->req = s->len;
-      } else {
-        std::size_t index = aligned_user ? 0 : static_cast<std::size_t>(s - slots.data());
-        s->io = static_cast<char*>(bounce.p) + index * (aligned_user ? 0 : block);
-        s->req = round_up(s->len);
-        if (dir == Dir::write) {
-          std::memcpy(s->io, s->user, s->len);
-          std::memset(s->io + s->len, 0, s->req - s->len);
-        }
+  /// Gives the next piece of the file to a free slot.
+  void start_piece(Slot* s) {
+    s->off = next_;
+    s->len = std::min(block_, size_ - next_);
+    s->user = buf_ + next_;
+    s->done = 0;
+    if (!direct_ || (aligned_user_ && s->len % kAlign == 0)) {
+      s->io = s->user;
+      s->req = s->len;
+    } else {
+      std::size_t index = aligned_user_ ? 0 : static_cast<std::size_t>(s - slots_.data());
+      s->io = static_cast<char*>(bounce_.p) + index * (aligned_user_ ? 0 : block_);
+      s->req = round_up(s->len);
+      if (dir_ == Dir::write) {
+        std::memcpy(s->io, s->user, s->len);
+        std::memset(s->io + s->len, 0, s->req - s->len);
       }
-      next += s->len;
-      prep(s);
     }
-    if (!batch.empty()) {
-      int rc = lib.submit(ctx.ctx, static_cast<long>(batch.size()), batch.data());
-      if (rc < 0 && rc != -EAGAIN)
-        return fail(rc, std::string(fn) + ": " + path + ": io_submit failed: " + errno_text(-rc));
-      int n = rc < 0 ? 0 : rc;
-      inflight += n;
-      batch.erase(batch.begin(), batch.begin() + n);
-      if (n == 0 && inflight == 0)
-        return fail(-EAGAIN, std::string(fn) + ": " + path + ": io_submit accepted nothing");
+    next_ += s->len;
+    queue(s);
+  }
+
+  int submit() {
+    int rc = lib_.submit(ctx_.ctx, static_cast<long>(batch_.size()), batch_.data());
+    if (rc < 0 && rc != -EAGAIN) return error(rc, "io_submit failed: " + errno_text(-rc));
+    int n = rc < 0 ? 0 : rc;
+    inflight_ += n;
+    batch_.erase(batch_.begin(), batch_.begin() + n);
+    if (n == 0 && inflight_ == 0) return error(-EAGAIN, "io_submit accepted nothing");
+    return 0;
+  }
+
+  /// One finished request: the slot is free again, or what is left of its piece is resubmitted.
+  int complete(Slot* s, long res) {
+    if (res < 0)
+      return error(static_cast<int>(res), std::string(verb(dir_)) + " of " + std::to_string(s->req - s->done) +
+                                              " bytes at offset " + std::to_string(s->off + s->done) +
+                                              " failed: " + errno_text(static_cast<int>(-res)));
+    s->done += static_cast<std::uint64_t>(res);
+    // A read of a bounce piece ends at end of file, short of req but past len: complete.
+    if (s->done < (dir_ == Dir::read ? s->len : s->req)) {
+      if (res == 0)
+        return fail(-EIO, fn_ + ": short " + verb(dir_) + ": " + path_ + ": " + std::to_string(s->off + s->done) +
+                              " bytes transferred, " + std::to_string(size_) +
+                              " expected (file changed underneath?)");
+      if (direct_ && s->done % kAlign)
+        return error(-EIO, std::string("partial O_DIRECT ") + verb(dir_) + " of " + std::to_string(s->done) +
+                               " bytes at offset " + std::to_string(s->off) + " is not block aligned");
+      queue(s);
+      return 0;
     }
-    if (inflight == 0) continue;
-    int got = lib.getevents(ctx.ctx, 1, depth, events.data(), nullptr);
-    if (got == -EINTR) continue;
-    if (got < 0)
-      return fail(got, std::string(fn) + ": " + path + ": io_getevents failed: " + errno_text(-got));
-    inflight -= got;
-    for (int i = 0; i < got; ++i) {
-      Slot* s = static_cast<Slot*>(events[i].data);
-      long res = static_cast<long>(events[i].res);
-      if (res < 0)
-        return fail(static_cast<int>(res), std::string(fn) + ": " + path + ": " + verb(dir) +
-                                               " of " + std::to_string(s->req - s->done) +
-                                               " bytes at offset " + std::to_string(s->off + s->done) +
-                                               " failed: " + errno_text(static_cast<int>(-res)));
-      s->done += static_cast<std::uint64_t>(res);
-      // A read of a bounce piece ends at end of file, short of req but past len: complete.
-      bool complete = s->done >= (dir == Dir::read ? s->len : s->req);
-      if (!complete) {
-        if (res == 0)
-          return fail(-EIO, std::string(fn) + ": short " + verb(dir) + ": " + path + ": " +
-                                std::to_string(s->off + s->done) + " bytes transferred, " +
-                                std::to_string(size) + " expected (file changed underneath?)");
-        if (direct && s->done % kAlign)
-          return fail(-EIO, std::string(fn) + ": " + path + ": partial O_DIRECT " + verb(dir) +
-                                " of " + std::to_string(s->done) + " bytes at offset " +
-                                std::to_string(s->off) + " is not block aligned");
-        prep(s);  // the rest of the piece, resubmitted
-        continue;
+    if (dir_ == Dir::read && s->io != s->user) std::memcpy(s->user, s->io, s->len);
+    free_slots_.push_back(s);
+    return 0;
+  }
+
+  int reap() {
+    int got = lib_.getevents(ctx_.ctx, 1, depth_, events_.data(), nullptr);
+    if (got == -EINTR) return 0;
+    if (got < 0) return error(got, "io_getevents failed: " + errno_text(-got));
+    inflight_ -= got;
+    for (int i = 0; i < got; ++i)
+      if (int rc = complete(static_cast<Slot*>(events_[i].data), static_cast<long>(events_[i].res))) return rc;
+    return 0;
+  }
+
+  int pump() {
+    while (next_ < size_ || inflight_ > 0 || !batch_.empty()) {
+      while (next_ < size_ && !free_slots_.empty()) {
+        Slot* s = free_slots_.back();
+        free_slots_.pop_back();
+        start_piece(s);
       }
-      if (dir == Dir::read && s->io != s->user) std::memcpy(s->user, s->io, s->len);
-      free_slots.push_back(s);
+      if (!batch_.empty())
+        if (int rc = submit()) return rc;
+      if (inflight_ > 0)
+        if (int rc = reap()) return rc;
     }
+    return 0;
   }
-  // The padded tail of an O_DIRECT write made the file longer than the data.
-  if (dir == Dir::write && direct && size % kAlign && ::ftruncate(fd.fd, static_cast<off_t>(size)) != 0) {
+
+  int finish() {
+    // The padded tail of an O_DIRECT write made the file longer than the data.
+    if (dir_ == Dir::write && direct_ && size_ % kAlign && ::ftruncate(fd_.fd, static_cast<off_t>(size_)) != 0) {
+      int err = errno;
+      return error(-err, "ftruncate to " + std::to_string(size_) + " failed: " + errno_text(err));
+    }
+    int rc = ::close(fd_.fd);
     int err = errno;
-    return fail(-err, std::string(fn) + ": " + path + ": ftruncate to " + std::to_string(size) +
-                          " failed: " + errno_text(err));
+    fd_.fd = -1;
+    return rc == 0 ? 0 : error(-err, "close failed: " + errno_text(err));
   }
-  if (::close(fd.fd) != 0) {
-    int err = errno;
-    fd.fd = -1;
-    return fail(-err, std::string(fn) + ": " + path + ": close failed: " + errno_text(err));
-  }
-  fd.fd = -1;
-  return 0;
+
+  const Dir dir_;
+  const char* const path_;
+  char* const buf_;
+  const std::uint64_t size_;
+  const std::uint64_t block_;
+  int depth_;
+  const std::string fn_;
+  const Libaio& lib_ = libaio();
+  Fd fd_;
+  bool direct_ = false;
+  bool aligned_user_ = false;
+  AlignedBuf bounce_;
+  Context ctx_{&lib_};
+  std::vector<Slot> slots_;
+  std::vector<Slot*> free_slots_;
+  std::vector<struct iocb*> batch_;
+  std::vector<struct io_event> events_;
+  std::uint64_t next_ = 0;  ///< the file offset of the first piece not yet given to a slot
+  int inflight_ = 0;
+};
+
+int transfer(Dir dir, const char* path, char* buf, std::uint64_t size, std::uint64_t block,
+             int depth, int flags, int* used_direct) {
+  g_note.clear();
+  return Transfer(dir, path, buf, size, block, depth).run(flags, used_direct);
 }
 
 }  // namespace

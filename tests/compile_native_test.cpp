@@ -3,11 +3,11 @@
 // ccache stats logs captured in tests/e2e/cache_two_nodes.sh).
 #include <gtest/gtest.h>
 
-#include "build/native.h"
+#include "compile/native.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 namespace {
 
 using test_util::data;
@@ -51,7 +51,7 @@ plan::Plan two_op_plan() {
   return p;
 }
 
-TEST(BuildDescribe, ExactCommandsWithTheReproducibilityFlags) {
+TEST(CompileDescribe, ExactCommandsWithTheReproducibilityFlags) {
   auto g = describe(two_op_plan());
   ASSERT_TRUE(g) << g.error().render();
   ASSERT_EQ(g->steps.size(), 6u);  // per built op: compile, link, strip
@@ -80,7 +80,7 @@ TEST(BuildDescribe, ExactCommandsWithTheReproducibilityFlags) {
   EXPECT_EQ(g->outputs[1].library, "/b d/lib/libopforge_vec.so");
 }
 
-TEST(BuildDescribe, OneNvccThreadWithOneJob) {
+TEST(CompileDescribe, OneNvccThreadWithOneJob) {
   auto p = two_op_plan();
   p.jobs = 1;
   auto g = describe(p);
@@ -88,7 +88,7 @@ TEST(BuildDescribe, OneNvccThreadWithOneJob) {
   EXPECT_NE(std::find(g->steps[3].argv.begin(), g->steps[3].argv.end(), "--threads=1"), g->steps[3].argv.end());
 }
 
-TEST(BuildDescribe, ErrorsNameTheOp) {
+TEST(CompileDescribe, ErrorsNameTheOp) {
   auto p = two_op_plan();
   p.ops[0].manifest.sources = {"a.f90"};
   auto g = describe(p);
@@ -102,7 +102,7 @@ TEST(BuildDescribe, ErrorsNameTheOp) {
   EXPECT_EQ(g.error().message, "op 'vec' needs a CUDA toolkit, and none was resolved");
 }
 
-TEST(BuildRenderNinja, EscapesPathsAndKeepsCommandsVerbatim) {
+TEST(CompileRenderNinja, EscapesPathsAndKeepsCommandsVerbatim) {
   auto g = describe(two_op_plan());
   ASSERT_TRUE(g);
   const std::string text = render_ninja(*g, "/b d");
@@ -115,7 +115,7 @@ TEST(BuildRenderNinja, EscapesPathsAndKeepsCommandsVerbatim) {
   EXPECT_TRUE(text.ends_with("\ndefault /b$ d/lib/libopforge_cpuop.so /b$ d/lib/libopforge_vec.so\n"));
 }
 
-TEST(BuildRun, AFailingStepIsReportedWithItsCommandAndOutput) {
+TEST(CompileRun, AFailingStepIsReportedWithItsCommandAndOutput) {
   probe::FakeMachine fm;
   fm.env.set("PATH", "/usr/bin");
   const std::string out =
@@ -133,7 +133,7 @@ TEST(BuildRun, AFailingStepIsReportedWithItsCommandAndOutput) {
   EXPECT_EQ(fm.proc.calls()[0].argv, (std::vector<std::string>{"ninja", "-C", "/b d", "-j", "2"}));
 }
 
-TEST(BuildRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {
+TEST(CompileRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {
   probe::FakeMachine fm;
   fm.env.set("PATH", "/usr/bin");
   fm.fs.add_file("/b d/ccache-stats.log", data("ccache/stats-log.node-b-remote.txt"));
@@ -157,7 +157,7 @@ TEST(BuildRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {
   EXPECT_EQ(r->cache->calls, 0);
 }
 
-TEST(BuildCcacheStats, CapturedLogs) {
+TEST(CompileCcacheStats, CapturedLogs) {
   CacheStats a = parse_ccache_stats_log(data("ccache/stats-log.node-a.txt"));
   EXPECT_EQ(a.calls, 9);
   EXPECT_EQ(a.hits, 0);
@@ -178,4 +178,4 @@ TEST(BuildCcacheStats, CapturedLogs) {
 }
 
 }  // namespace
-}  // namespace opforge::build
+}  // namespace opforge::compile

@@ -1,16 +1,24 @@
 #pragma once
 /// `opforge build` as a value-returning stage: plan → compile → wheel → build record.
-#include "build/native.h"
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compile/native.h"
 #include "plan/plan.h"
 #include "record/record.h"
 
-namespace opforge::build {
+namespace opforge::pipeline {
 
-struct PipelineOptions {
+namespace fs = std::filesystem;
+
+struct Options {
   plan::Options plan;
   std::optional<fs::path> build_dir;   ///< overrides the recipe's
   std::optional<fs::path> dist_dir;    ///< overrides the recipe's
-  Launcher launcher = Launcher::none;  ///< --cache ccache (or the recipe's [build] cache)
+  compile::Launcher launcher = compile::Launcher::none;  ///< --cache ccache (or the recipe's [build] cache)
   fs::path python_package;             ///< folder of opforge_ops (src/python/opforge_ops)
   std::function<void(std::string_view)> on_line;
 };
@@ -24,14 +32,14 @@ struct Outcome {
   fs::path record_path;
   record::Record record;
   int steps_run = 0;
-  std::optional<CacheStats> cache;  ///< the ccache launcher's hits and misses in this build
+  std::optional<compile::CacheStats> cache;  ///< the ccache launcher's hits and misses in this build
   bool reused = false;  ///< an identical wheel from the same inputs was already in dist/
 };
 
 /// Holds the build folder's lock for the whole build: a second build fails at once, clearly.
-Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const PipelineOptions& options);
+Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const Options& options);
 
 /// The opforge_ops package shipped with this opforge (source tree or installed data folder).
 fs::path default_python_package(const probe::FileSystem& fs);
 
-}  // namespace opforge::build
+}  // namespace opforge::pipeline

@@ -6,8 +6,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "build/command_backend.h"
+#include "compile/command_backend.h"
 #include "compiler/cpu_target.h"
+#include "compiler/host.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 #include "wheel/wheel.h"
@@ -33,7 +34,7 @@ plan::Plan base_plan(const fs::path& src, const fs::path& work) {
 
 }  // namespace
 
-TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags) {
+TEST(CompileCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags) {
   auto p = base_plan("/src/ops", "/w");
   p.exports = {{"TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"}, {"DS_BUILD_OPS", "0"}, {"DS_BUILD_AIO", "1"},
                {"CUDA_HOME", "/usr/local/cuda-12.4"}, {"PATH", "/usr/local/cuda-12.4/bin:/usr/bin"}};
@@ -42,7 +43,7 @@ TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags)
   host.compiler.cxx = "/usr/bin/g++-11";
   host.shim_dir = "/w/shim";
   p.host = host;
-  auto env = build::command_environment({{"PATH", "/bin"}, {"CFLAGS", "-O3"}, {"HOME", "/h"}}, p);
+  auto env = compile::command_environment({{"PATH", "/bin"}, {"CFLAGS", "-O3"}, {"HOME", "/h"}}, p);
   EXPECT_EQ(env["PATH"], "/usr/local/cuda-12.4/bin:/usr/bin");
   EXPECT_EQ(env["HOME"], "/h");
   EXPECT_EQ(env["TORCH_CUDA_ARCH_LIST"], "8.0;9.0+PTX");
@@ -62,7 +63,7 @@ TEST(BuildCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags)
   EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");  // no compiler cache asked for: every file compiles
 }
 
-TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
+TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   auto p = base_plan("/src/ops", "/w");
   cuda::TorchInfo torch;
   torch.python = "python3";
@@ -70,7 +71,7 @@ TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   p.cuda.torch = torch;
   p.recipe.build.cache = recipe::Cache::ccache;
   p.recipe.build.remote = "redis://127.0.0.1:6379";
-  auto env = build::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
+  auto env = compile::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
   // setuptools would take CFLAGS instead of sysconfig's: Python's own come first, then the caller's.
   EXPECT_EQ(env["CFLAGS"],
             "-DNDEBUG -g -fwrapv -O2 -Wall -I/opt/aio/include -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
@@ -80,21 +81,21 @@ TEST(BuildCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   EXPECT_EQ(env["CCACHE_REMOTE_STORAGE"], "redis://127.0.0.1:6379");
   EXPECT_EQ(env["CCACHE_DEPEND"], "1");  // a miss runs the compiler only, not the preprocessor first
   // `opforge env` prints exactly what differs from the caller's environment.
-  auto delta = build::command_exports({{"CFLAGS", "-I/opt/aio/include"}, {"HOME", "/h"}}, p, "/t");
+  auto delta = compile::command_exports({{"CFLAGS", "-I/opt/aio/include"}, {"HOME", "/h"}}, p, "/t");
   EXPECT_FALSE(delta.contains("HOME"));
   EXPECT_TRUE(delta.contains("CFLAGS"));
   EXPECT_EQ(delta["SOURCE_DATE_EPOCH"], "1700000000");
 }
 
-TEST(BuildCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
-  EXPECT_EQ(build::torch_requirement("2.15.0+cu132"), "torch==2.15.*");
-  EXPECT_EQ(build::torch_requirement("2.6.0a0+git1234"), "torch==2.6.*");
-  EXPECT_EQ(build::torch_requirement("2"), "");
-  EXPECT_EQ(build::torch_requirement("2.x"), "");
-  EXPECT_EQ(build::torch_requirement(""), "");
+TEST(CompileCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
+  EXPECT_EQ(compile::torch_requirement("2.15.0+cu132"), "torch==2.15.*");
+  EXPECT_EQ(compile::torch_requirement("2.6.0a0+git1234"), "torch==2.6.*");
+  EXPECT_EQ(compile::torch_requirement("2"), "");
+  EXPECT_EQ(compile::torch_requirement("2.x"), "");
+  EXPECT_EQ(compile::torch_requirement(""), "");
 }
 
-TEST(BuildCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
+TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   fs::path top = fs::temp_directory_path() / ("opforge-nvccwrap-" + std::to_string(::getpid()));
   fs::remove_all(top);
   fs::create_directories(top);
@@ -103,34 +104,34 @@ TEST(BuildCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   fs::create_directories(nvcc.parent_path());
   std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
   fs::permissions(nvcc, fs::perms::owner_all);
-  auto w = build::nvcc_wrapper(top / "cache", nvcc);
+  auto w = compile::nvcc_wrapper(top / "cache", nvcc);
   EXPECT_EQ(w.path.filename(), "nvcc");  // ccache knows nvcc by its name
   EXPECT_EQ(w.path.parent_path().parent_path(), top / "cache" / "nvcc");
   auto m = probe::real_machine();
-  ASSERT_TRUE(build::write_nvcc_wrapper(m.fs, w));
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
   const auto written = fs::last_write_time(w.path);
-  ASSERT_TRUE(build::write_nvcc_wrapper(m.fs, w));  // unchanged: ccache keys on its mtime
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));  // unchanged: ccache keys on its mtime
   EXPECT_EQ(fs::last_write_time(w.path), written);
   auto r = m.proc.run({.argv = {w.path.string(), "-O3", "-lineinfo", "--generate-line-info", "a b", "-c", "x.cu"}});
   ASSERT_TRUE(r && r->ok());
   EXPECT_EQ(r->out, "-O3\na b\n-c\nx.cu\n");
 
   plan::Plan p = base_plan("/src/ops", "/w");
-  auto env = build::command_environment({}, p, "/t", w.path);
+  auto env = compile::command_environment({}, p, "/t", w.path);
   EXPECT_FALSE(env.contains("PYTORCH_NVCC"));  // no toolkit chosen: nothing to wrap
   cuda::Toolkit tk;
   tk.nvcc = nvcc;
   p.cuda.chosen = tk;
-  EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
+  EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
   p.recipe.build.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
-  EXPECT_EQ(build::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
+  EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
   fs::remove_all(top);
 }
 
-TEST(BuildCommandBackend, NvccWrapperFolderFollowsTheRealNvccsStamp) {
+TEST(CompileCommandBackend, NvccWrapperFolderFollowsTheRealNvccsStamp) {
   // ccache checks a compiler by its mtime: the wrapper's own would hide an nvcc upgraded in place.
-  auto a = build::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 1");
-  auto b = build::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 2");
+  auto a = compile::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 1");
+  auto b = compile::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 2");
   EXPECT_EQ(a.text, b.text);
   EXPECT_NE(a.path, b.path);
 }
@@ -146,7 +147,7 @@ std::string section_names(const fs::path& file) {
 }  // namespace
 
 // Real gcc: the wrappers drop what -g adds, and only that — the stripped library is the same bytes.
-TEST(BuildCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLibraryIsUnchanged) {
+TEST(CompileCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLibraryIsUnchanged) {
   auto m = probe::real_machine();
   auto host = compiler::host_without_toolkit(m, "auto");
   if (!host) GTEST_SKIP() << "no host compiler: " << host.error().message;
@@ -155,12 +156,12 @@ TEST(BuildCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLibra
   fs::create_directories(top);
   plan::Plan p = base_plan(top / "src", top);
   p.host = *host;
-  auto w = build::host_wrappers(m.fs, top / "cache", p);
+  auto w = compile::host_wrappers(m.fs, top / "cache", p);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->dir.parent_path(), top / "cache" / "host");
-  ASSERT_TRUE(build::write_host_wrappers(m.fs, *w));
+  ASSERT_TRUE(compile::write_host_wrappers(m.fs, *w));
   const auto written = fs::last_write_time(w->cxx);
-  ASSERT_TRUE(build::write_host_wrappers(m.fs, *w));  // unchanged: ccache keys on its mtime
+  ASSERT_TRUE(compile::write_host_wrappers(m.fs, *w));  // unchanged: ccache keys on its mtime
   EXPECT_EQ(fs::last_write_time(w->cxx), written);
 
   std::ofstream(top / "op.cpp") << "#include <vector>\n#include <string>\n"
@@ -186,7 +187,7 @@ TEST(BuildCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLibra
 
   // The build's CC, CXX, nvcc's -ccbin and the front of PATH name them.
   p.exports = {{"PATH", "/usr/local/cuda/bin:/usr/bin"}, {"CC", host->compiler.cc.string()}};
-  auto env = build::command_environment({{"PATH", "/bin"}}, p, "/t", {}, &*w);
+  auto env = compile::command_environment({{"PATH", "/bin"}}, p, "/t", {}, &*w);
   EXPECT_EQ(env["CC"], w->cc.string());
   EXPECT_EQ(env["CXX"], w->cxx.string());
   EXPECT_EQ(env["PATH"], w->dir.string() + ":/usr/local/cuda/bin:/usr/bin");
@@ -194,7 +195,7 @@ TEST(BuildCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLibra
   fs::remove_all(top);
 }
 
-TEST(BuildCommandBackend, HostWrappersFollowTheRealCompilersStamp) {
+TEST(CompileCommandBackend, HostWrappersFollowTheRealCompilersStamp) {
   fs::path top = fs::temp_directory_path() / ("opforge-hoststamp-" + std::to_string(::getpid()));
   fs::remove_all(top);
   fs::create_directories(top / "bin");
@@ -208,19 +209,19 @@ TEST(BuildCommandBackend, HostWrappersFollowTheRealCompilersStamp) {
   host.compiler.cc = top / "bin" / "gcc";
   host.compiler.cxx = top / "bin" / "g++";
   p.host = host;
-  auto before = build::host_wrappers(m.fs, top / "cache", p);
+  auto before = compile::host_wrappers(m.fs, top / "cache", p);
   fs::last_write_time(top / "bin" / "g++", fs::last_write_time(top / "bin" / "g++") + std::chrono::hours(1));
-  auto after = build::host_wrappers(m.fs, top / "cache", p);
+  auto after = compile::host_wrappers(m.fs, top / "cache", p);
   ASSERT_TRUE(before && after);
   EXPECT_NE(before->dir, after->dir);  // an upgraded compiler: new wrappers, new ccache keys
   p.host->compiler.cxx = "g++";        // not a path the wrappers can run by
-  EXPECT_FALSE(build::host_wrappers(m.fs, top / "cache", p));
+  EXPECT_FALSE(compile::host_wrappers(m.fs, top / "cache", p));
   p.host.reset();
-  EXPECT_FALSE(build::host_wrappers(m.fs, top / "cache", p));
+  EXPECT_FALSE(compile::host_wrappers(m.fs, top / "cache", p));
   fs::remove_all(top);
 }
 
-TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
+TEST(CompileCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;
   probe::FakeEnvironment env(std::map<std::string, std::string>{});
@@ -238,7 +239,7 @@ TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   fs.add_file("/one/src/dist/old.whl", "old");
   fs.add_file("/one/src/.git/HEAD", "ref: refs/heads/main\n");
   fs.add_file("/one/src/csrc/__pycache__/x.pyc", "x");
-  auto a = build::make_scratch_tree(m, "/one/src", "/cache");
+  auto a = compile::make_scratch_tree(m, "/one/src", "/cache");
   ASSERT_TRUE(a) << a.error().render();
   std::string first = a->root.string();
   EXPECT_EQ(a->root.parent_path(), fs::path("/cache/trees"));
@@ -251,17 +252,17 @@ TEST(BuildCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   EXPECT_EQ(fs.type_of(a->root / "csrc/__pycache__"), probe::FileType::none);
   // A leftover inside the scratch tree is gone at the next build: it is made fresh.
   fs.add_file(a->root / "build/leftover.o", "x");
-  auto b = build::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
+  auto b = compile::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
   ASSERT_TRUE(b) << b.error().render();
   EXPECT_EQ(b->root.string(), first);  // same content, same path, from any folder
   EXPECT_EQ(fs.type_of(b->root / "build"), probe::FileType::none);
   fs.add_file("/elsewhere/deeper/src/csrc/k.cu", "__global__ void k2() {}\n");
-  auto c = build::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
+  auto c = compile::make_scratch_tree(m, "/elsewhere/deeper/src", "/cache");
   ASSERT_TRUE(c);
   EXPECT_NE(c->root.string(), first);
 }
 
-TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
+TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;
   probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
@@ -278,19 +279,30 @@ TEST(BuildCommandBackend, TheShimExistsBeforeTheCommandRuns) {
   p.host = host;
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
-  auto r = build::run_command_backend(m, p, {}, "/cache");
-  ASSERT_FALSE(r);  // the fake command made no wheel
-  EXPECT_EQ(fs.type_of("/w/shim/g++"), probe::FileType::symlink);
+  // The backend only checks the shim: the pipeline makes it (compiler::ensure_shim) first.
+  auto missing = compile::run_command_backend(m, p, {}, "/cache");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::failed);
+  EXPECT_EQ(missing.error().message,
+            "internal: the compiler shim /w/shim has no g++: compiler::ensure_shim makes it before a backend runs");
+  EXPECT_TRUE(proc.calls().empty());
+
+  ASSERT_TRUE(compiler::ensure_shim(fs, host));
   EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
+  EXPECT_EQ(*fs.read_symlink("/w/shim/gcc"), fs::path("/usr/bin/gcc-11"));
+  auto r = compile::run_command_backend(m, p, {}, "/cache");
+  ASSERT_FALSE(r);  // the fake command made no wheel
   ASSERT_EQ(proc.calls().size(), 1u);
-  // CXX is the -g0 wrapper, which runs the shim's g++.
+  // CC and CXX are the -g0 wrappers, which run the shim's gcc and g++.
+  const fs::path cc = proc.calls()[0].env->at("CC");
   const fs::path cxx = proc.calls()[0].env->at("CXX");
   EXPECT_EQ(cxx.parent_path().parent_path(), fs::path("/cache/host"));
+  EXPECT_NE(fs.read_file(cc).value_or("").find("exec /w/shim/gcc \"$@\" -g0"), std::string::npos);
   EXPECT_NE(fs.read_file(cxx).value_or("").find("exec /w/shim/g++ \"$@\" -g0"), std::string::npos);
   EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
 }
 
-TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
+TEST(CompileCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;
   probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
@@ -300,7 +312,7 @@ TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
   fs.add_file("/src/setup.py", "");
-  auto r = build::run_command_backend(m, p, {}, "/cache");
+  auto r = compile::run_command_backend(m, p, {}, "/cache");
   ASSERT_FALSE(r);  // the fake command made no wheel
   EXPECT_NE(r.error().message.find("made no file matching \"dist/*.whl\""), std::string::npos)
       << r.error().message;
@@ -312,7 +324,7 @@ TEST(BuildCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   EXPECT_EQ(*fs.read_file("/w/build/command.log"), "building\n");
 }
 
-TEST(BuildCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
+TEST(CompileCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
   auto zip = [](std::vector<std::pair<std::string, std::string>> files) {
     // A tiny stored zip written by the system's python, so the test does not depend on wheel::pack.
     fs::path dir = fs::temp_directory_path() / ("opforge-diffzip-" + std::to_string(::getpid()));
@@ -330,22 +342,22 @@ TEST(BuildCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
   };
   std::string a = zip({{"p/a.py", "1"}, {"p/b.so", "x"}, {"p/gone.py", "g"}});
   std::string b = zip({{"p/a.py", "1"}, {"p/b.so", "y"}, {"p/new.py", "n"}});
-  auto d = build::differing_entries(a, b);
+  auto d = compile::differing_entries(a, b);
   ASSERT_TRUE(d) << d.error().render();
   EXPECT_EQ(*d, (std::vector<std::string>{"p/b.so", "p/gone.py", "p/new.py"}));
-  auto same = build::differing_entries(a, a);
+  auto same = compile::differing_entries(a, a);
   ASSERT_TRUE(same);
   EXPECT_TRUE(same->empty());
 }
 
-TEST(BuildCommandBackend, FailureStopsWithTheLogTail) {
+TEST(CompileCommandBackend, FailureStopsWithTheLogTail) {
   fs::path work = fs::temp_directory_path() / ("opforge-cmdfail-" + std::to_string(::getpid()));
   fs::remove_all(work);
   fs::create_directories(work / "src");
   auto p = base_plan(work / "src", work);
   p.recipe.build.command = {"/bin/sh", "-c", "echo compiling; echo 'error: boom' >&2; exit 3"};
   std::vector<std::string> lines;
-  auto r = build::run_command_backend(probe::real_machine(), p,
+  auto r = compile::run_command_backend(probe::real_machine(), p,
                                       [&](std::string_view l) { lines.emplace_back(l); }, work / "cache");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::failed);
@@ -358,7 +370,7 @@ TEST(BuildCommandBackend, FailureStopsWithTheLogTail) {
 }
 
 // Real setuptools project with a C extension and an nvcc-built CUDA library, built in two folders.
-TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByte) {
+TEST(CompileCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByte) {
   const fs::path nvcc = "/usr/local/cuda-13.0/bin/nvcc";
   if (!fs::exists(nvcc)) GTEST_SKIP() << "nvcc is not available at " << nvcc;
   if (std::system("/usr/bin/python3 -c 'import setuptools, wheel' >/dev/null 2>&1") != 0)
@@ -378,7 +390,7 @@ TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByt
                  {"TORCH_CUDA_ARCH_LIST", "8.0"},
                  {"DS_BUILD_OPS", "0"},
                  {"DS_BUILD_DEMO_CUDA", "1"}};
-    auto r = build::run_command_backend(probe::real_machine(), p, {}, top / "cache");
+    auto r = compile::run_command_backend(probe::real_machine(), p, {}, top / "cache");
     ASSERT_TRUE(r) << r.error().render();
     EXPECT_EQ(r->wheel.filename().string().rfind("demo_ops-0.3.0+cu13.gabc1234-", 0), 0u) << r->wheel;
     wheels.push_back(r->wheel);
@@ -402,7 +414,7 @@ TEST(BuildCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForByt
   bool has_cuda = false;
   for (auto& [path, _] : ma) has_cuda |= path.find("libdemo_cuda") != std::string::npos;
   EXPECT_TRUE(has_cuda);
-  auto differing = build::differing_entries(a, b);
+  auto differing = compile::differing_entries(a, b);
   ASSERT_TRUE(differing) << differing.error().render();
   std::string names;
   for (const auto& n : *differing) names += " " + n;

@@ -10,7 +10,7 @@
 #include "plan/plan.h"
 #include "probe/machine.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 
 namespace fs = std::filesystem;
 
@@ -75,4 +75,4 @@ struct RunResult {
 /// failed (exit 1) with the failing command and its output when a step fails.
 Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions& options);
 
-}  // namespace opforge::build
+}  // namespace opforge::compile

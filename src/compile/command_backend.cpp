@@ -1,4 +1,4 @@
-#include "build/command_backend.h"
+#include "compile/command_backend.h"
 
 #include <fnmatch.h>
 
@@ -8,13 +8,13 @@
 #include <chrono>
 #include <thread>
 
-#include "compiler/resolve.h"
+#include "compiler/host.h"
 #include "ops/ops.h"
 #include "util/hash.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 
 namespace {
 
@@ -367,91 +367,115 @@ constexpr const char* kDsVersionFile = "deepspeed/git_version_info_installed.py"
 
 }  // namespace
 
-Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
-                                          const std::function<void(std::string_view)>& on_line,
-                                          const fs::path& cache_dir_in) {
-  const auto& b = plan.recipe.build;
-  if (b.command.empty())
-    return bad_input("[build] backend = \"command\" needs a command",
-                     "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]");
-  CommandOutput out;
-  out.log = plan.build_dir / "command.log";
-  OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
+namespace {
 
-  // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
-  const fs::path cache_dir = cache_dir_in.empty() ? ops::default_cache_dir(m.env) : cache_dir_in;
-  auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
-  out.tree = tree.root;
-  out.tree_hash = tree.content_hash;
-  auto cleanup = [&] { (void)m.fs.remove_all(tree.root); };
-  if (plan.host && compiler::invocation(*plan.host).needs_shim)
-    OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
-
-  fs::path wrapper;
-  if (plan.cuda.chosen) {
-    auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler_stamp(m.fs, plan.cuda.chosen->nvcc));
-    OPFORGE_CHECK(write_nvcc_wrapper(m.fs, w));
-    wrapper = w.path;
+/// Removes the scratch tree when the build is done with it, unless `keep` (a failed command's tree
+/// stays for inspection until the next build of the same content).
+struct ScratchCleanup {
+  probe::FileSystem& fs;
+  fs::path root;
+  bool keep = false;
+  ~ScratchCleanup() {
+    if (!keep) (void)fs.remove_all(root);
   }
-  auto host = host_wrappers(m.fs, cache_dir, plan);
-  if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
-  out.env = command_environment(m.env.all(), plan, tree.root, wrapper, host ? &*host : nullptr);
+};
+
+/// The nvcc wrapper a plan with a toolkit compiles through (written); empty without a toolkit.
+Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir) {
+  if (!plan.cuda.chosen) return fs::path();
+  auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler_stamp(fs, plan.cuda.chosen->nvcc));
+  OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
+  return w.path;
+}
+
+/// Runs [build] command in `out.tree` with `out.env`, its output into out.log; a command that ran
+/// and failed sets `keep_tree`.
+Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out, bool& keep_tree,
+                   const std::function<void(std::string_view)>& on_line) {
+  const auto& command = plan.recipe.build.command;
   probe::Command cmd;
-  cmd.argv = b.command;
-  cmd.cwd = tree.root;
+  cmd.argv = command;
+  cmd.cwd = out.tree;
   cmd.env = out.env;
   cmd.output = probe::Output::lines;
   cmd.on_line = [&](std::string_view line) { if (on_line) on_line(line); };
   auto result = m.proc.run(cmd);
-  if (!result) {
-    cleanup();
-    return failure("cannot start the build command " + b.command.front() + ": " + result.error().message,
+  if (!result)
+    return failure("cannot start the build command " + command.front() + ": " + result.error().message,
                    "check [build] command and that its program is on PATH");
-  }
   OPFORGE_CHECK(m.fs.write_file_atomic(out.log, result->out));
-  if (!result->ok()) {
-    std::string how = result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code)
-                                             : "signal " + std::to_string(result->signal);
-    // The tree stays for inspection until the next build of the same content.
-    return failure("the build command failed (" + how + ") in " + tree.root.string() + "; its last lines:\n" +
-                       tail_lines(result->out, 25),
-                   "full log: " + out.log.string());
-  }
+  if (result->ok()) return {};
+  keep_tree = true;
+  std::string how = result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code)
+                                           : "signal " + std::to_string(result->signal);
+  return failure("the build command failed (" + how + ") in " + out.tree.string() + "; its last lines:\n" +
+                     tail_lines(result->out, 25),
+                 "full log: " + out.log.string());
+}
 
-  auto fresh = OPFORGE_TRY(match_glob(m.fs, tree.root, b.wheel_glob));
-  if (fresh.empty()) {
-    cleanup();
-    return failure("the build command succeeded but made no file matching \"" + b.wheel_glob + "\"",
-                   "set [build] wheel_glob to where the command writes its wheel; log: " + out.log.string());
-  }
+/// The one file matching [build] wheel_glob in the tree the command ran in.
+Result<fs::path> made_wheel(const probe::FileSystem& fs, const fs::path& tree, const std::string& glob,
+                            const fs::path& log) {
+  auto fresh = OPFORGE_TRY(match_glob(fs, tree, glob));
+  if (fresh.empty())
+    return failure("the build command succeeded but made no file matching \"" + glob + "\"",
+                   "set [build] wheel_glob to where the command writes its wheel; log: " + log.string());
   if (fresh.size() > 1) {
     std::string names;
     for (const auto& p : fresh) names += "\n  " + p.filename().string();
-    cleanup();
-    return failure("the build command made several wheels matching \"" + b.wheel_glob + "\":" + names,
+    return failure("the build command made several wheels matching \"" + glob + "\":" + names,
                    "narrow [build] wheel_glob to one of them");
   }
-  out.raw_wheel = fresh.front();
+  return fresh.front();
+}
 
+/// How the command's wheel is re-packed: the plan's epoch and version, torch pinned for a DeepSpeed
+/// tree, and DeepSpeed's installed-ops file read (into `installed`) and given the wheel's version.
+wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<std::string>& installed) {
   wheel::NormalizeOptions opts;
   opts.source_date_epoch = plan.source_date_epoch;
   if (!plan.wheel_version.empty()) opts.version = plan.wheel_version;
   if (plan.cuda.torch && plan.cuda.torch->torch_version)
     if (auto req = torch_requirement(*plan.cuda.torch->torch_version); !req.empty() && plan.source.catalogue == "op_builder")
       opts.requires_dist.push_back(req);
-  std::vector<std::string> installed;
   const std::string version = plan.wheel_version;
   opts.rewrite = [&installed, version](const std::string& path, const std::string& content) -> std::optional<std::string> {
     if (path != kDsVersionFile) return std::nullopt;
     installed = ds_installed_ops(content);
     return version.empty() ? std::nullopt : std::optional<std::string>(set_ds_version(content, version));
   };
-  auto written = wheel::normalize(m, out.raw_wheel, plan.dist_dir, opts);
-  cleanup();
-  if (!written) return std::unexpected(written.error());
-  out.wheel = written->path;
+  return opts;
+}
+
+}  // namespace
+
+Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
+                                          const std::function<void(std::string_view)>& on_line,
+                                          const fs::path& cache_dir_in) {
+  if (plan.recipe.build.command.empty())
+    return bad_input("[build] backend = \"command\" needs a command",
+                     "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]");
+  CommandOutput out;
+  out.log = plan.build_dir / "command.log";
+  OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
+  // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
+  const fs::path cache_dir = cache_dir_in.empty() ? ops::default_cache_dir(m.env) : cache_dir_in;
+  auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
+  out.tree = tree.root;
+  out.tree_hash = tree.content_hash;
+  ScratchCleanup scratch{m.fs, tree.root};
+  if (plan.host) OPFORGE_CHECK(compiler::check_shim(m.fs, *plan.host));
+  const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir));
+  auto host = host_wrappers(m.fs, cache_dir, plan);
+  if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
+  out.env = command_environment(m.env.all(), plan, tree.root, wrapper, host ? &*host : nullptr);
+  OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line));
+  out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
+  std::vector<std::string> installed;
+  auto written = OPFORGE_TRY(wheel::normalize(m, out.raw_wheel, plan.dist_dir, normalize_options(plan, installed)));
+  out.wheel = written.path;
   out.installed_ops = installed;
   return out;
 }
 
-}  // namespace opforge::build
+}  // namespace opforge::compile

@@ -1,12 +1,12 @@
-#include "build/native.h"
+#include "compile/native.h"
 
 #include <algorithm>
 #include <set>
 
-#include "compiler/resolve.h"
+#include "compiler/host.h"
 #include "util/strings.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 namespace {
 
 enum class Lang { c, cxx, cuda };
@@ -267,7 +267,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   }
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "lib"));
   for (auto& o : graph.outputs) OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "obj" / o.op));
-  if (plan.host && plan.host->shim_dir) OPFORGE_CHECK(compiler::create_shim(m.fs, *plan.host));
+  if (plan.host) OPFORGE_CHECK(compiler::check_shim(m.fs, *plan.host));
   OPFORGE_CHECK(m.fs.write_file_atomic(plan.build_dir / "build.ninja", render_ninja(graph, plan.build_dir)));
 
   RunResult result;
@@ -339,4 +339,4 @@ std::string describe_cache_stats(const CacheStats& s) {
   return out;
 }
 
-}  // namespace opforge::build
+}  // namespace opforge::compile

@@ -18,7 +18,7 @@ namespace opforge { namespace fs = std::filesystem; }
 #include "probe/machine.h"
 #include "util/error.h"
 
-namespace opforge::build {
+namespace opforge::compile {
 
 struct CommandOutput {
   fs::path wheel;       ///< the normalised wheel in plan.dist_dir
@@ -144,7 +144,8 @@ Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::
 Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std::string_view wheel_b);
 
 /// Copies plan.source.root into a scratch tree (make_scratch_tree under `cache_dir`, default
-/// ops::default_cache_dir), creates the compiler shim when the plan uses one, and runs
+/// ops::default_cache_dir), checks the compiler shim the plan uses is there (compiler::check_shim:
+/// the pipeline makes it), and runs
 /// plan.recipe.build.command there with command_environment(m.env.all(), plan, tree),
 /// passing each output line to `on_line` (progress), keeps the full output in the log, and on a
 /// non-zero exit fails (ErrorKind::failed) with the log's last lines. The wheel is the one file
@@ -160,4 +161,4 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
 /// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
 std::string torch_requirement(const std::string& torch_version);
 
-}  // namespace opforge::build
+}  // namespace opforge::compile

@@ -1,0 +1,53 @@
+#pragma once
+/// `opforge doctor` as a value: what ds_report says and more — toolkits and the compilers each
+/// accepts, torch's CUDA, host compilers, GPUs, libaio, ninja, ccache, the kernel, and the ops a
+/// recipe would build. Resolution only; the CLI renders it (text or JSON). Writes nothing.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/host.h"
+#include "cuda/toolkit.h"
+#include "devices/arch.h"
+#include "ops/ops.h"
+#include "probe/machine.h"
+
+namespace opforge::doctor {
+
+namespace fs = std::filesystem;
+
+/// One toolkit candidate, and for a valid one the host compilers its nvcc accepts.
+struct ToolkitReport {
+  cuda::Candidate candidate;
+  std::optional<compiler::Limits> limits;  ///< set when candidate.toolkit is
+  std::vector<std::string> accepts;        ///< file names of the installed compilers within limits
+};
+
+/// A tool found on PATH, with the first line of its `--version`.
+struct ToolReport {
+  fs::path path;
+  std::string version;
+};
+
+struct Report {
+  std::string python;                         ///< the interpreter asked about torch
+  std::optional<cuda::TorchInfo> torch;       ///< nullopt: the interpreter could not run
+  std::vector<compiler::Compiler> compilers;  ///< installed host compilers
+  std::vector<ToolkitReport> toolkits;
+  std::optional<std::string> cuda_error;  ///< no toolkit could be chosen (rendered error)
+  std::string gpu_reader;                 ///< how the GPUs were read
+  std::vector<devices::Gpu> gpus;
+  std::optional<ToolReport> ninja, ccache;
+  std::optional<std::string> kernel;     ///< /proc/sys/kernel/osrelease
+  std::vector<ops::Decision> ops;        ///< the recipe's (or the bundled one's) op decisions
+  std::optional<std::string> ops_error;  ///< a recipe or manifest error (rendered)
+  std::optional<std::string> libaio;     ///< the soname that loaded
+  std::vector<std::string> warnings;     ///< torch/toolkit mismatch, mixed GPUs, old kernels
+};
+
+/// Looks at the machine `m` with `python`'s torch; decides the ops of `recipe` (empty: the bundled
+/// default recipe, whose absence is no error).
+Report examine(probe::Machine m, const std::string& python, const fs::path& recipe);
+
+}  // namespace opforge::doctor

@@ -1,0 +1,340 @@
+#include "pipeline/pipeline.h"
+
+#include <algorithm>
+
+#include "compile/command_backend.h"
+#include "compiler/host.h"
+#include "pipeline/dist.h"
+
+#include <fnmatch.h>
+
+#include "opforge/version.h"
+#include "util/hash.h"
+#include "util/strings.h"
+#include "wheel/isa.h"
+#include "wheel/wheel.h"
+
+namespace opforge::pipeline {
+namespace {
+
+std::string compiler_text(const plan::Plan& plan) {
+  if (!plan.host) return "";
+  const auto& c = plan.host->compiler;
+  return std::string(c.family == compiler::Family::gcc ? "gcc " : "clang ") + c.version.str(3);
+}
+
+std::string long_description(const plan::Plan& plan, const std::vector<std::string>& built) {
+  if (!plan.recipe.package.description.empty()) return plan.recipe.package.description;
+  std::string d = "# " + plan.recipe.package.name + "\n\nPrebuilt ops, built by opforge " +
+                  std::string(kVersion) + ".\n\n";
+  d += "- ops: " + (built.empty() ? std::string("none") : strings::join(built, ", ")) + "\n";
+  if (plan.cuda.chosen) d += "- CUDA toolkit: " + plan.cuda.chosen->version.str() + "\n";
+  if (!plan.arch.arches.empty()) d += "- GPU architectures: " + plan.arch.str() + "\n";
+  d += "\nImport `opforge_ops`; `opforge_ops.build_info` says how this wheel was built.\n";
+  return d;
+}
+
+nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const compile::Graph& graph,
+                             const fs::path& recipe_file, const std::string& recipe_text) {
+  nlohmann::json in;
+  in["opforge_version"] = kVersion;
+  in["recipe"] = {{"path", recipe_file.string()}, {"sha256", sha256_hex(recipe_text)}};
+  in["source"] = {{"root", plan.source.root.string()}, {"commit", plan.source.commit},
+                  {"dirty", plan.source.dirty}, {"release", plan.recipe.build.release}};
+  if (plan.cuda.chosen) {
+    auto& tk = *plan.cuda.chosen;
+    in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()},
+                     {"nvcc_version", tk.nvcc_version_text}};
+  }
+  if (plan.host)
+    in["compiler"] = {{"cxx", plan.host->compiler.cxx.string()}, {"version", compiler_text(plan)},
+                      {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
+  in["arch_list"] = plan.arch.str();
+  if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
+  in["source_date_epoch"] = plan.source_date_epoch;
+  nlohmann::json ops = nlohmann::json::object();
+  for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
+  in["ops"] = ops;
+  nlohmann::json env = nlohmann::json::object();
+  for (auto& [k, v] : m.env.all())
+    if (record::recorded_variable(k)) env[k] = v;
+  in["environment"] = env;
+  return in;
+}
+
+/// sha256 over everything that decides the wheel's bytes: the recorded inputs and every file.
+std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
+  std::string text = inputs.dump() + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
+                     spec.description + "\n" + spec.requires_python + "\n" + std::to_string(spec.source_date_epoch);
+  for (auto& f : spec.files)
+    text += "\n" + f.path + " " + std::to_string(f.mode) + " " + sha256_hex(f.content);
+  return sha256_hex(text);
+}
+
+/// A folder opforge writes into must be one that build.ninja, depfiles and the printed
+/// `wheel:`/`record:` lines can carry: ninja has no escape for a line break. (' ', ':', '$' and
+/// '#' are escaped where they appear; the compiler shim's folder on PATH is checked by the plan.)
+Status check_folder_name(const fs::path& dir, std::string_view what, std::string_view flag) {
+  const std::string s = dir.string();
+  if (s.find_first_of("\n\r") == std::string::npos) return {};
+  return bad_input(std::string(what) + " '" + strings::cut(s) + "' contains a line break: build.ninja and opforge's one-line outputs cannot carry it",
+                   "choose a folder name without line breaks (" + std::string(flag) + ")");
+}
+
+/// With a cpu_target: the ELF files checked against it (the CPU target section of docs/recipe.md). A file may
+/// exceed the target when [build] cpu_dispatch names it, or, for a native op, by the ISA flags its
+/// op.toml gives single sources (those files are compiled for one SIMD level by design and the op
+/// picks one at run time).
+Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std::string, std::string_view>>& files,
+                        const std::map<std::string, std::string>& op_of_path) {
+  if (plan.recipe.build.cpu_target.empty()) return {};
+  auto target = wheel::find_cpu_target(plan.recipe.build.cpu_target);
+  if (!target) return bad_input("unknown [build] cpu_target \"" + plan.recipe.build.cpu_target + "\"");
+  auto allowance = [&](const std::string& path) {
+    wheel::IsaAllowance a;
+    for (const auto& glob : plan.recipe.build.cpu_dispatch)
+      if (::fnmatch(glob.c_str(), path.c_str(), 0) == 0) {
+        a.everything = true;
+        a.why = "[build] cpu_dispatch \"" + glob + "\"";
+        return a;
+      }
+    auto op = op_of_path.find(path);
+    if (op == op_of_path.end()) return a;
+    for (const auto& d : plan.ops) {
+      if (d.manifest.name != op->second) continue;
+      std::vector<std::string> flags;
+      for (const auto& [source, f] : d.manifest.source_flags) flags.insert(flags.end(), f.begin(), f.end());
+      a.families = wheel::families_of_flags(flags);
+      a.why = "op " + d.manifest.name + ": per-file ISA flags in op.toml [source_flags]";
+    }
+    return a;
+  };
+  auto checks = OPFORGE_TRY(wheel::check_cpu_target(files, *target, allowance));
+  return wheel::require_cpu_target(checks, *target);
+}
+
+/// The wheel's tags from its file name (name-version[-build]-python-abi-platform.whl).
+std::vector<std::string> tags_of(const fs::path& wheel) {
+  auto parts = strings::split(wheel.stem().string(), '-');
+  if (parts.size() < 5) return {};
+  return {parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()};
+}
+
+/// A command build's wheel checked against the recipe's cpu_target. A refused wheel stays in the
+/// build folder (never in dist/) to be inspected.
+Status check_command_wheel(const plan::Plan& plan, std::string_view bytes, const fs::path& wheel) {
+  if (plan.recipe.build.cpu_target.empty()) return {};
+  auto entries = OPFORGE_TRY(wheel::read_archive(bytes));
+  std::vector<std::pair<std::string, std::string_view>> files;
+  for (const auto& e : entries) files.emplace_back(e.path, e.content);
+  if (auto checked = check_cpu_target(plan, files, {}); !checked) {
+    Error e = checked.error();
+    e.hint += "; the refused wheel is " + wheel.string() + " (`opforge inspect` it)";
+    return std::unexpected(e);
+  }
+  return {};
+}
+
+/// What a command build's record holds beyond record_inputs: the command, its log, the tree it ran
+/// in, the ops decided (and, DeepSpeed, those its installed-ops record lists: setup.py may add
+/// dependencies, async_io brings pin_memory), torch, and the environment beyond the caller's.
+nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const compile::CommandOutput& out,
+                              const fs::path& recipe_file, const std::string& recipe_text) {
+  nlohmann::json in = record_inputs(m, plan, compile::Graph{}, m.fs.absolute(recipe_file), recipe_text);
+  in["command"] = plan.recipe.build.command;
+  in["command_log"] = out.log.string();
+  in["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
+  in["catalogue"] = plan.source.catalogue;
+  nlohmann::json ops = nlohmann::json::object();
+  for (auto& d : plan.ops)
+    if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
+  in["ops"] = ops;
+  if (plan.source.catalogue == "op_builder") in["ops_installed"] = out.installed_ops;
+  if (plan.cuda.torch && plan.cuda.torch->torch_version)
+    in["torch"] = {{"version", *plan.cuda.torch->torch_version},
+                   {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
+                   {"python", plan.cuda.torch->python},
+                   {"requirement", compile::torch_requirement(*plan.cuda.torch->torch_version)}};
+  nlohmann::json cenv = nlohmann::json::object();
+  for (auto& [k, v] : out.env) {
+    auto base = m.env.get(k);
+    if (!base || *base != v) cenv[k] = v;
+  }
+  in["command_environment"] = cenv;
+  return in;
+}
+
+/// A setup.py-style project builds its own wheel; opforge sets the environment, then
+/// normalises the wheel (into the build folder) and commits it with its record.
+Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
+                                   const std::string& recipe_text, const Options& options) {
+  const plan::Plan& plan = outcome.plan;
+  plan::Plan staged = plan;
+  staged.dist_dir = plan.build_dir / "normalized";
+  auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line));
+  auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
+  OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
+  outcome.wheel = plan.dist_dir / out.wheel.filename();
+  outcome.wheel_sha256 = sha256_hex(bytes);
+  outcome.steps_run = 1;
+  outcome.tags = tags_of(out.wheel);
+  record::Record rec;
+  rec.wheel = out.wheel.filename().string();
+  rec.outputs[rec.wheel] = outcome.wheel_sha256;
+  rec.inputs = command_inputs(m, plan, out, recipe_file, recipe_text);
+  outcome.record_path = record::path_for(outcome.wheel);
+  {
+    auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+    OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+    OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
+  }
+  (void)m.fs.remove(out.wheel);
+  outcome.record = std::move(rec);
+  return outcome;
+}
+
+/// What goes into the wheel besides the package: the op libraries (their hashes into `hashes`) and
+/// build_info.py, checked against the recipe's cpu_target, sorted by path.
+Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan& plan, const compile::RunResult& ran,
+                                             const fs::path& package, wheel::BuildInfo& info,
+                                             std::map<std::string, std::string>& hashes) {
+  auto files = OPFORGE_TRY(wheel::collect_files(m.fs, package, "opforge_ops"));
+  std::erase_if(files, [](const wheel::File& f) { return f.path == "opforge_ops/build_info.py"; });
+  info.opforge_version = kVersion;
+  info.package_version = plan.wheel_version;
+  info.toolkit_version = plan.cuda.chosen ? plan.cuda.chosen->version.str() : "";
+  info.host_compiler = compiler_text(plan);
+  info.source_commit = plan.source.commit;
+  bool any_cuda = false;
+  for (auto& o : ran.outputs) {
+    auto bytes = OPFORGE_TRY(m.fs.read_file(o.library));
+    files.push_back({"opforge_ops/_lib/" + o.library.filename().string(), bytes, 0755});
+    hashes[o.library.filename().string()] = sha256_hex(bytes);
+    info.ops.push_back(o.op);
+    for (auto& d : plan.ops)
+      if (d.manifest.name == o.op) {
+        bool cuda_op = d.manifest.kind == ops::Kind::cuda;
+        any_cuda |= cuda_op;
+        info.op_kinds[o.op] = cuda_op ? "cuda" : "cpu";
+      }
+  }
+  if (any_cuda)
+    for (auto& a : plan.arch.arches) info.arch_list.push_back(a.str());
+  // Which variable asks for each op (what opforge_ops names when an op is missing), and why each
+  // built op is in the wheel: recipe and environment facts, the same on every machine.
+  for (auto& d : plan.ops) {
+    info.build_vars[d.manifest.name] = d.manifest.build_var;
+    if (d.build && !d.requested_by.empty()) info.notes[d.manifest.name].push_back("requested by: " + d.requested_by);
+  }
+  std::vector<std::pair<std::string, std::string_view>> elfs;
+  std::map<std::string, std::string> op_of_path;
+  for (auto& o : ran.outputs) op_of_path["opforge_ops/_lib/" + o.library.filename().string()] = o.op;
+  for (auto& f : files) elfs.emplace_back(f.path, f.content);
+  OPFORGE_CHECK(check_cpu_target(plan, elfs, op_of_path));
+  files.push_back({"opforge_ops/build_info.py", OPFORGE_TRY(wheel::build_info_py(info)), 0644});
+  std::sort(files.begin(), files.end(), [](auto& a, auto& b) { return a.path < b.path; });
+  return files;
+}
+
+/// The plan, with --build-dir / --dist-dir made absolute, in folders opforge can write.
+Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, const Options& options) {
+  plan::Options plan_options = options.plan;
+  if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
+  if (options.dist_dir) plan_options.dist_dir = m.fs.absolute(*options.dist_dir);
+  auto plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
+  OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
+  OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
+  return plan;
+}
+
+wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std::vector<wheel::File> files) {
+  wheel::Spec spec;
+  spec.name = plan.recipe.package.name;
+  spec.version = plan.wheel_version;
+  spec.summary = plan.recipe.package.summary;
+  spec.description = long_description(plan, info.ops);
+  spec.requires_python = plan.recipe.package.requires_python;
+  spec.files = std::move(files);
+  spec.source_date_epoch = plan.source_date_epoch;
+  return spec;
+}
+
+/// Packs `spec` and commits it with `rec` into dist/, unless an intact wheel made from exactly
+/// these inputs (rec.inputs' fingerprint) is there already: a no-op rebuild keeps it.
+Result<Outcome> commit_or_reuse(probe::Machine m, Outcome outcome, const wheel::Spec& spec, record::Record rec,
+                                const Options& options) {
+  const plan::Plan& plan = outcome.plan;
+  const auto name = OPFORGE_TRY(wheel::file_name(spec));
+  auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+  // A kill of another build may have left a commit half-done since this build started.
+  OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+  if (auto reused = find_reusable(m, plan.dist_dir, name, rec.inputs["fingerprint"].get<std::string>())) {
+    outcome.wheel = reused->first;
+    outcome.record = reused->second;
+    outcome.wheel_sha256 = outcome.record.outputs[outcome.record.wheel];
+    outcome.record_path = record::path_for(outcome.wheel);
+    outcome.tags = tags_of(outcome.wheel);
+    outcome.reused = true;
+    return outcome;
+  }
+  auto packed = OPFORGE_TRY(wheel::pack(spec));
+  outcome.wheel = plan.dist_dir / packed.filename;
+  outcome.wheel_sha256 = packed.sha256;
+  outcome.tags = packed.tags;
+  outcome.platform_reason = strings::join(packed.platform.reasons, "; ");
+  rec.wheel = packed.filename;
+  rec.outputs[rec.wheel] = packed.sha256;
+  outcome.record_path = record::path_for(outcome.wheel);
+  OPFORGE_CHECK(commit(m, outcome.wheel, packed.bytes, rec));
+  outcome.record = std::move(rec);
+  return outcome;
+}
+
+/// The native backend compiles the ops; the wheel is the pure-Python package, the op libraries
+/// and build_info.py.
+Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
+                             const std::string& recipe_text, const Options& options) {
+  const plan::Plan& plan = outcome.plan;
+  compile::RunOptions run_options;
+  run_options.launcher = options.launcher;
+  if (plan.recipe.build.cache == recipe::Cache::ccache) run_options.launcher = compile::Launcher::ccache;
+  run_options.on_line = options.on_line;
+  auto graph = OPFORGE_TRY(compile::describe(plan));
+  auto ran = OPFORGE_TRY(compile::run(m, plan, run_options));
+  outcome.steps_run = ran.steps_run;
+  outcome.cache = ran.cache;
+  fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;
+  wheel::BuildInfo info;
+  record::Record rec;
+  auto files = OPFORGE_TRY(wheel_files(m, plan, ran, package, info, rec.outputs));
+  const wheel::Spec spec = wheel_spec(plan, info, std::move(files));
+  rec.inputs = record_inputs(m, plan, graph, m.fs.absolute(recipe_file), recipe_text);
+  rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
+  return commit_or_reuse(m, std::move(outcome), spec, std::move(rec), options);
+}
+
+}  // namespace
+
+fs::path default_python_package(const probe::FileSystem& fs) {
+  return probe::data_dir(fs) / "src/python/opforge_ops";
+}
+
+Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const Options& options) {
+  Outcome outcome;
+  outcome.plan = OPFORGE_TRY(make_plan(m, recipe_file, options));
+  const plan::Plan& plan = outcome.plan;
+  OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
+  auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));
+  if (m.fs.type_of(plan.dist_dir) == probe::FileType::directory) {
+    auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+    OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+  }
+  // Both backends reach the compiler through the shim when the plan has one (compiler::invocation).
+  if (plan.host) OPFORGE_CHECK(compiler::ensure_shim(m.fs, *plan.host));
+  auto recipe_text = m.fs.read_file(recipe_file).value_or("");
+  if (plan.recipe.build.backend == recipe::Backend::command)
+    return build_with_command(m, std::move(outcome), recipe_file, recipe_text, options);
+  return build_native(m, std::move(outcome), recipe_file, recipe_text, options);
+}
+
+}  // namespace opforge::pipeline

@@ -1,0 +1,360 @@
+// Runs commands as real processes. A watchdog child leads a process group for the command and
+// everything it starts; the parent feeds stdin, reads stdout and stderr and watches the timeout
+// in one poll loop.
+#include "probe/real_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+namespace opforge::probe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = std::optional<Clock::time_point>;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+/// The pipes of one run, -1 where a pipe is not needed; whatever is still open closes with it.
+struct Pipes {
+  int in[2] = {-1, -1};   ///< the command's stdin; the parent writes in[1]
+  int out[2] = {-1, -1};  ///< stdout, and stderr too with Output::lines
+  int err[2] = {-1, -1};
+
+  Pipes() = default;
+  Pipes(const Pipes&) = delete;
+  Pipes& operator=(const Pipes&) = delete;
+  ~Pipes() {
+    for (int* fd : all()) close_fd(*fd);
+  }
+  std::array<int*, 6> all() { return {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1]}; }
+  static void close_fd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+Status open_pipes(const Command& command, Pipes& pipes) {
+  if (command.output != Output::inherit &&
+      (::pipe2(pipes.out, O_CLOEXEC) != 0 || ::pipe2(pipes.err, O_CLOEXEC) != 0))
+    return failure("pipe: " + errno_text(errno));
+  if (command.stdin_text) {
+    if (::pipe2(pipes.in, O_CLOEXEC) != 0) return failure("pipe: " + errno_text(errno));
+    // Our end only: the poll loop never waits on a full pipe; the command reads as usual.
+    if (::fcntl(pipes.in[1], F_SETFL, O_NONBLOCK) != 0) return failure("fcntl: " + errno_text(errno));
+  }
+  return {};
+}
+
+/// What exec needs, made before fork so that the child does not build it on its way to exec.
+struct ExecArgs {
+  std::string exe;
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv, envp;
+};
+
+std::vector<char*> to_cstrings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+/// argv[0], looked up on the child's PATH (not ours) when it has no '/', so a custom env is honoured.
+Result<std::string> resolve_executable(const Command& command, const FileSystem& fs) {
+  const std::string& name = command.argv[0];
+  if (name.find('/') != std::string::npos) return name;
+  std::string path_list;
+  if (command.env) {
+    if (auto it = command.env->find("PATH"); it != command.env->end()) path_list = it->second;
+  } else if (const char* p = std::getenv("PATH")) {
+    path_list = p;
+  }
+  auto found = find_on_path(fs, name, path_list);
+  if (!found)
+    return failure("cannot run '" + name + "': not found on PATH", "install it or put its folder on PATH");
+  return found->string();
+}
+
+Result<ExecArgs> prepare_exec(const Command& command, const FileSystem& fs) {
+  ExecArgs args;
+  args.exe = OPFORGE_TRY(resolve_executable(command, fs));
+  if (command.env)
+    for (auto& [k, v] : *command.env) args.env_strings.push_back(k + "=" + v);
+  args.argv = to_cstrings(command.argv);
+  args.envp = to_cstrings(args.env_strings);
+  return args;
+}
+
+// ---- In the children (after fork) ----
+
+[[noreturn]] void child_fail(const std::string& message) {
+  std::string line = message + "\n";
+  (void)!::write(2, line.data(), line.size());
+  ::_exit(127);
+}
+
+/// Points 0, 1 and 2 at the pipes (stdin at /dev/null without stdin_text), then closes every
+/// pipe end: the watchdog never execs, so O_CLOEXEC does not close them, and a write end it kept
+/// would keep the command's stdin open forever.
+void redirect_standard_fds(const Command& command, Pipes& pipes) {
+  if (command.output != Output::inherit) {
+    ::dup2(pipes.out[1], 1);
+    ::dup2(command.output == Output::lines ? pipes.out[1] : pipes.err[1], 2);
+  }
+  if (command.stdin_text) {
+    ::dup2(pipes.in[0], 0);
+  } else if (int devnull = ::open("/dev/null", O_RDONLY); devnull >= 0) {
+    ::dup2(devnull, 0);
+    if (devnull > 2) ::close(devnull);
+  }
+  for (int* fd : pipes.all())
+    if (*fd > 2) Pipes::close_fd(*fd);
+}
+
+[[noreturn]] void exec_command(const Command& command, const ExecArgs& args, const sigset_t& previous) {
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives exec
+  if (command.env)
+    ::execve(args.exe.c_str(), args.argv.data(), args.envp.data());
+  else
+    ::execv(args.exe.c_str(), args.argv.data());
+  child_fail("cannot execute " + args.exe + ": " + errno_text(errno));
+}
+
+/// Waits for the command and returns its wait status. When opforge dies the watchdog gets SIGTERM
+/// and stops the command and the group.
+int supervise(pid_t cmd, const sigset_t& watched) {
+  int st = 0;
+  for (;;) {
+    if (::waitpid(cmd, &st, WNOHANG) == cmd) return st;
+    siginfo_t info{};
+    if (::sigwaitinfo(&watched, &info) != SIGTERM) continue;
+    // opforge is gone. SIGTERM first: ninja answers it by signalling each job's own process
+    // group (the compilers) and exiting; then SIGKILL for whatever is left in ours.
+    ::kill(cmd, SIGTERM);
+    for (int i = 0; i < 100 && ::waitpid(cmd, &st, WNOHANG) != cmd; ++i) ::usleep(20000);
+    ::kill(0, SIGKILL);
+  }
+}
+
+/// Ends the watchdog as the command ended, so that the parent sees its exit code or its signal.
+[[noreturn]] void exit_like(int st, const sigset_t& previous) {
+  if (WIFEXITED(st)) ::_exit(WEXITSTATUS(st));
+  int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+  ::prctl(PR_SET_PDEATHSIG, 0);
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+  ::signal(sig, SIG_DFL);
+  ::kill(::getpid(), sig);
+  ::_exit(128 + sig);
+}
+
+/// The first child: a watchdog that leads a new process group for the command and everything it
+/// starts. When opforge dies, even by SIGKILL, the kernel sends the watchdog SIGTERM
+/// (PR_SET_PDEATHSIG, tied to the forking thread: opforge runs commands from its main thread)
+/// and it stops the command and the group. A parent-death signal on the command alone would
+/// reach ninja but not the compilers ninja started.
+[[noreturn]] void run_watchdog(const Command& command, const ExecArgs& args, Pipes& pipes, pid_t parent) {
+  ::setpgid(0, 0);
+  redirect_standard_fds(command, pipes);
+  if (!command.cwd.empty() && ::chdir(command.cwd.c_str()) != 0)
+    child_fail("cannot enter " + command.cwd.string() + ": " + errno_text(errno));
+  // SIGTERM (opforge died) and SIGCHLD (the command ended) are taken with sigwaitinfo, so
+  // neither can slip in between a check and a wait.
+  sigset_t watched, previous;
+  sigemptyset(&watched);
+  sigaddset(&watched, SIGTERM);
+  sigaddset(&watched, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &watched, &previous);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::_exit(128 + SIGKILL);  // opforge died before prctl
+  pid_t cmd = ::fork();
+  if (cmd == 0) exec_command(command, args, previous);
+  if (cmd < 0) child_fail("cannot execute " + args.exe + ": fork: " + errno_text(errno));
+  // The watchdog holds no pipe ends: EOF on them means the command's side is closed.
+  for (int fd = 0; fd <= 2; ++fd) ::close(fd);
+  exit_like(supervise(cmd, watched), previous);
+}
+
+// ---- In the parent ----
+
+/// Hands each complete line of the output to `on_line` (with Output::lines); the last line needs
+/// no newline.
+class LineSplitter {
+ public:
+  explicit LineSplitter(const Command& command)
+      : on_line_(command.output == Output::lines && command.on_line ? &command.on_line : nullptr) {}
+  void feed(std::string_view chunk) {
+    if (!on_line_) return;
+    pending_.append(chunk);
+    size_t start = 0;
+    for (size_t nl; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1)
+      (*on_line_)(std::string_view(pending_).substr(start, nl - start));
+    pending_.erase(0, start);
+  }
+  void finish() {
+    if (on_line_ && !pending_.empty()) (*on_line_)(pending_);
+    pending_.clear();
+  }
+
+ private:
+  const std::function<void(std::string_view)>* on_line_;
+  std::string pending_;
+};
+
+/// poll()'s timeout: -1 without a deadline, 0 once it has passed.
+int ms_left(const Deadline& deadline) {
+  if (!deadline) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+  return left > 0 ? static_cast<int>(std::min<long long>(left, INT_MAX)) : 0;
+}
+
+/// write() with SIGPIPE (the command closed its stdin early) turned into EPIPE: the signal is
+/// blocked in this thread and, when the write raised it, taken back before the mask is restored.
+ssize_t write_without_sigpipe(int fd, std::string_view data) {
+  sigset_t pipe_only, previous, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
+  ssize_t n = ::write(fd, data.data(), data.size());
+  int err = errno;
+  if (n < 0 && err == EPIPE && !was_pending) {
+    const timespec now{0, 0};
+    while (::sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = err;
+  return n;
+}
+
+/// Writes what the pipe takes now; false when stdin is done (all written, or the command stopped
+/// reading it).
+bool feed_stdin(int fd, std::string_view& input) {
+  ssize_t n = write_without_sigpipe(fd, input);
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  input.remove_prefix(static_cast<size_t>(n));
+  return !input.empty();
+}
+
+/// Reads what is there into `sink` (and `lines`); false at end of file.
+bool drain(int fd, std::string& sink, LineSplitter* lines) {
+  char buf[65536];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n < 0 && errno == EINTR) return true;
+  if (n <= 0) return false;
+  std::string_view chunk(buf, static_cast<size_t>(n));
+  sink.append(chunk);
+  if (lines) lines->feed(chunk);
+  return true;
+}
+
+/// Feeds stdin, collects stdout and stderr and kills the group at the deadline, in one loop: a
+/// command that writes before it has read all its input (cat, with more than a pipe's 64 KiB)
+/// would otherwise wait on its full stdout while we wait on its full stdin.
+void pump(const Command& command, Pipes& pipes, pid_t group, const Deadline& deadline,
+          ProcessResult& result) {
+  std::string_view input = command.stdin_text ? std::string_view(*command.stdin_text) : std::string_view();
+  if (input.empty()) Pipes::close_fd(pipes.in[1]);
+  LineSplitter lines(command);
+  int* ends[3] = {&pipes.in[1], &pipes.out[0], &pipes.err[0]};
+  for (;;) {
+    pollfd fds[3];
+    bool any_open = false;
+    for (int i = 0; i < 3; ++i) {
+      fds[i] = {*ends[i], static_cast<short>(i == 0 ? POLLOUT : POLLIN), 0};  // poll skips fd -1
+      any_open = any_open || *ends[i] >= 0;
+    }
+    if (!any_open) break;
+    int wait_ms = ms_left(deadline);
+    if (wait_ms == 0) {
+      ::kill(-group, SIGKILL);
+      result.timed_out = true;
+      break;
+    }
+    int r = ::poll(fds, 3, wait_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    if (fds[0].revents && !feed_stdin(*ends[0], input)) Pipes::close_fd(*ends[0]);
+    if (fds[1].revents && !drain(*ends[1], result.out, &lines)) Pipes::close_fd(*ends[1]);
+    if (fds[2].revents && !drain(*ends[2], result.err, nullptr)) Pipes::close_fd(*ends[2]);
+  }
+  lines.finish();
+}
+
+/// The watchdog's wait status; kills the group when the deadline passes first (a command that
+/// closed its outputs but runs on, or one whose outputs are not captured).
+Result<int> wait_for_exit(pid_t pid, const Deadline& deadline, bool& timed_out) {
+  int status = 0;
+  for (;;) {
+    const bool watch = deadline && !timed_out;
+    pid_t w = ::waitpid(pid, &status, watch ? WNOHANG : 0);
+    if (w == pid) return status;
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return failure("waitpid: " + errno_text(errno));
+    if (Clock::now() >= *deadline) {
+      ::kill(-pid, SIGKILL);
+      timed_out = true;
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+Result<ProcessResult> finish(int status, ProcessResult result) {
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.exit_code = -1;
+    result.signal = WTERMSIG(status);
+  }
+  if (result.exit_code == 127 && result.err.starts_with("cannot execute"))
+    return failure(result.err.substr(0, result.err.find('\n')));
+  return result;
+}
+
+class RealProcessRunner final : public ProcessRunner {
+ public:
+  explicit RealProcessRunner(const FileSystem& fs) : fs_(fs) {}
+
+  Result<ProcessResult> run(const Command& command) override {
+    if (command.argv.empty()) return failure("empty command");
+    ExecArgs args = OPFORGE_TRY(prepare_exec(command, fs_));
+    Pipes pipes;
+    OPFORGE_CHECK(open_pipes(command, pipes));
+    const pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) return failure("fork: " + errno_text(errno));
+    if (pid == 0) run_watchdog(command, args, pipes, parent);
+    ::setpgid(pid, pid);  // also here, so that a kill of the group below cannot come first
+    for (int* fd : {&pipes.in[0], &pipes.out[1], &pipes.err[1]}) Pipes::close_fd(*fd);
+    Deadline deadline;
+    if (command.timeout.count() > 0) deadline = Clock::now() + command.timeout;
+    ProcessResult result;
+    pump(command, pipes, pid, deadline, result);
+    int status = OPFORGE_TRY(wait_for_exit(pid, deadline, result.timed_out));
+    return finish(status, std::move(result));
+  }
+
+ private:
+  const FileSystem& fs_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessRunner> make_real_process_runner(const FileSystem& fs) {
+  return std::make_unique<RealProcessRunner>(fs);
+}
+
+}  // namespace opforge::probe

@@ -1,0 +1,103 @@
+// Packing a wheel: check the files, name it, add the .dist-info and zip it.
+#include <algorithm>
+#include <set>
+
+#include "util/hash.h"
+#include "wheel/internal.h"
+#include "wheel/wheel.h"
+
+namespace opforge::wheel {
+
+namespace {
+
+bool by_path(const File& a, const File& b) { return a.path < b.path; }
+
+/// What a wheel is called: its name, version and tags, the platform read from its ELF files.
+struct Naming {
+  std::string dist;  ///< "opforge_ops-0.1.0"
+  PlatformDecision platform;
+  std::vector<std::string> tags;
+  std::string filename;
+};
+
+Result<Naming> name_wheel(const Spec& spec) {
+  if (spec.name.empty()) return bad_input("the wheel needs a name");
+  OPFORGE_CHECK(validate_version(spec.version));
+  std::map<std::string, ElfInfo> elfs;
+  for (const auto& f : spec.files)
+    if (is_elf(f.content)) {
+      auto info = read_elf(f.content);
+      if (!info) return bad_input(f.path + ": " + info.error().message);
+      elfs.emplace(f.path, std::move(*info));
+    }
+  Naming n;
+  n.dist = normalize_name(spec.name) + "-" + spec.version;
+  n.platform = platform_tag(elfs);
+  n.tags = spec.tags.empty() ? std::vector<std::string>{"py3-none-" + n.platform.platform} : spec.tags;
+  n.filename = n.dist + "-" + compressed_tag(n.tags) + ".whl";
+  return n;
+}
+
+Status check_paths(const std::vector<File>& files, const std::string& dist_info) {
+  std::set<std::string> seen;
+  for (const auto& f : files) {
+    if (auto why = unsafe_path_reason(f.path))
+      return bad_input("wheel file '" + f.path + "' is " + *why,
+                       "paths inside a wheel are relative and stay inside it");
+    if (!seen.insert(f.path).second) return bad_input("wheel file '" + f.path + "' is given twice");
+    if (f.path.starts_with(dist_info))
+      return bad_input("wheel file '" + f.path + "' is inside the generated " + dist_info);
+  }
+  return {};
+}
+
+/// The entries in archive order: the files sorted, then the .dist-info sorted, RECORD the very last.
+std::vector<File> ordered_entries(const Spec& spec, std::vector<File> dist_info_files, const std::string& dist_info) {
+  std::vector<File> ordered = spec.files;
+  std::sort(ordered.begin(), ordered.end(), by_path);
+  std::sort(dist_info_files.begin(), dist_info_files.end(), by_path);
+  for (auto& m : dist_info_files) ordered.push_back(std::move(m));
+  std::string record = record_text(ordered, dist_info);
+  ordered.push_back({dist_info + "RECORD", std::move(record), 0644});
+  return ordered;
+}
+
+}  // namespace
+
+Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info_extra,
+                                   std::optional<std::string> metadata) {
+  auto naming = OPFORGE_TRY(name_wheel(spec));
+  const std::string dist_info = naming.dist + ".dist-info/";
+  OPFORGE_CHECK(check_paths(spec.files, dist_info));
+  dist_info_extra.push_back({dist_info + "METADATA", metadata ? *metadata : metadata_text(spec), 0644});
+  dist_info_extra.push_back({dist_info + "WHEEL", wheel_text(naming.tags), 0644});
+  auto ordered = ordered_entries(spec, std::move(dist_info_extra), dist_info);
+
+  Packed out;
+  out.bytes = OPFORGE_TRY(zip_entries(ordered, spec.source_date_epoch));
+  out.sha256 = sha256_hex(out.bytes);
+  out.filename = std::move(naming.filename);
+  out.tags = std::move(naming.tags);
+  out.platform = std::move(naming.platform);
+  return out;
+}
+
+Result<std::string> file_name(const Spec& spec) {
+  auto naming = OPFORGE_TRY(name_wheel(spec));
+  return naming.filename;
+}
+
+Result<Packed> pack(const Spec& spec) { return pack_with_dist_info(spec, {}, std::nullopt); }
+
+Result<Written> write_packed(probe::FileSystem& fs, Packed packed, const fs::path& dist_dir) {
+  OPFORGE_CHECK(fs.create_directories(dist_dir));
+  fs::path path = dist_dir / packed.filename;
+  OPFORGE_CHECK(fs.write_file_atomic(path, packed.bytes, 0644));
+  return Written{path, std::move(packed)};
+}
+
+Result<Written> write(probe::FileSystem& fs, const Spec& spec, const fs::path& dist_dir) {
+  return write_packed(fs, OPFORGE_TRY(pack(spec)), dist_dir);
+}
+
+}  // namespace opforge::wheel
