@@ -3,11 +3,11 @@
 // requested op DeepSpeed calls incompatible, an op_builder/ that cannot be read).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,7 +40,8 @@ std::string recipe(const std::string& name, const std::string& ops, const std::s
                              << "[source]\npath = \""
                              << (tree.empty() ? std::string(OPFORGE_TEST_FIXTURES) + "/fake_deepspeed" : tree)
                              << "\"\n[cuda]\npython = \"/usr/bin/python3\"\n[arch]\nlist = \"8.0\"\n"
-                             << "[ops]\n" << ops << "[build]\nbackend = \"command\"\ncommand = " << command << "\n";
+                             << "[ops]\n"
+                             << ops << "[build]\nbackend = \"command\"\ncommand = " << command << "\n";
   return (kDir / name).string();
 }
 
@@ -97,7 +98,8 @@ TEST(CliDeepspeed, UnreadableOpBuilderIsExit2) {
   std::ofstream(tree / "op_builder" / "bad.py") << "class BadBuilder(OpBuilder:\n";
   auto r = run(opforge() + "plan " + recipe("broken.toml", "cpu_adam = true\n", tree.string()));
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("cannot read DeepSpeed's op builders in '" + (tree / "op_builder").string() + "'"), std::string::npos)
+  EXPECT_NE(r.out.find("cannot read DeepSpeed's op builders in '" + (tree / "op_builder").string() + "'"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("bad.py"), std::string::npos) << r.out;
 }

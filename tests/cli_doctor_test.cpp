@@ -42,7 +42,8 @@ TEST(CliDoctor, JsonReportsTheRealMachine) {
 }
 
 TEST(CliDoctor, TextMentionsEverySection) {
-  auto r = probe::real_machine().proc.run(probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--python", "/usr/bin/python3"}});
+  auto r = probe::real_machine().proc.run(
+      probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--python", "/usr/bin/python3"}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->exit_code, 0) << r->err;
   for (auto s : {"CUDA toolkits:", "Host compilers:", "GPUs (", "libaio:", "ninja:", "ccache:", "Ops:"})
@@ -61,8 +62,8 @@ TEST(CliDoctor, TorchLocationIsWherePythonImportsItFrom) {
   auto m = probe::real_machine();
   auto env = m.env.all();
   env["PYTHONPATH"] = top.string();
-  auto r = m.proc.run(probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--json", "--python", "/usr/bin/python3"},
-                                     .env = env});
+  auto r = m.proc.run(
+      probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--json", "--python", "/usr/bin/python3"}, .env = env});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->exit_code, 0) << r->err;
   auto t = nlohmann::json::parse(r->out)["torch"];

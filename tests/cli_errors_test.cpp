@@ -16,9 +16,9 @@ namespace fs = std::filesystem;
 
 struct Case {
   const char* name;
-  const char* recipe;        ///< written to r.toml after the fixture [source] lines (nullptr: none)
-  const char* env;           ///< extra VAR=value words for env(1)
-  const char* args;          ///< after `opforge`
+  const char* recipe;  ///< written to r.toml after the fixture [source] lines (nullptr: none)
+  const char* env;     ///< extra VAR=value words for env(1)
+  const char* args;    ///< after `opforge`
   int exit_code;
   const char* expected;      ///< stderr, exactly (with kPrefixOnly: its beginning)
   bool prefix_only = false;  ///< for messages whose tail comes from another stage (cuda/, devices/)
@@ -98,12 +98,14 @@ const Case kCases[] = {
      "  cache = \"sccache\"\n"
      "          ^\n"},
     {"local_version_placeholder", "[package]\nlocal_version = \"cu{cuda_mayor}\"\n", "", "plan r.toml", 2,
-     "opforge: error: r.toml:5:20: package.local_version: unknown placeholder '{cuda_mayor}'; did you mean '{cuda_major}'?\n"
+     "opforge: error: r.toml:5:20: package.local_version: unknown placeholder '{cuda_mayor}'; did you mean "
+     "'{cuda_major}'?\n"
      "  local_version = \"cu{cuda_mayor}\"\n"
      "                     ^\n"
      "  hint: placeholders: {cuda_major}, {cuda_minor}, {commit}\n"},
     {"local_version_label", "[package]\nlocal_version = \"Build_1\"\n", "", "plan r.toml", 2,
-     "opforge: error: r.toml:5:17: package.local_version gives the local version label 'Build_1', which is not [a-z0-9] segments separated by dots\n"
+     "opforge: error: r.toml:5:17: package.local_version gives the local version label 'Build_1', which is not "
+     "[a-z0-9] segments separated by dots\n"
      "  local_version = \"Build_1\"\n"
      "                  ^\n"
      "  hint: use lower-case letters, digits and dots, e.g. \"cu{cuda_major}.g{commit}\", or \"none\"\n"},
@@ -128,7 +130,8 @@ const Case kCases[] = {
      "opforge: error: environment variable MAX_JOBS='0' is not a positive integer\n"
      "  hint: use e.g. MAX_JOBS=8, or unset it\n"},
     {"epoch_text", "", "SOURCE_DATE_EPOCH=yesterday", "plan r.toml", 2,
-     "opforge: error: environment variable SOURCE_DATE_EPOCH='yesterday' is not a non-negative integer (seconds since 1970)\n"
+     "opforge: error: environment variable SOURCE_DATE_EPOCH='yesterday' is not a non-negative integer (seconds since "
+     "1970)\n"
      "  hint: use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it\n"},
     {"epoch_negative", "", "SOURCE_DATE_EPOCH=-5", "plan r.toml", 2,
      "opforge: error: environment variable SOURCE_DATE_EPOCH='-5' is not a non-negative integer (seconds since 1970)\n"
@@ -137,20 +140,25 @@ const Case kCases[] = {
      "opforge: error: environment variable TORCH_CUDA_ARCH_LIST='8.6;;' is invalid: empty entry in the arch list\n"
      "  hint: use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)\n"},
     {"requested_op_missing_library", "", "DS_BUILD_NOLIB=1", "plan r.toml", 3,
-     "opforge: error: op 'nolib' was requested (DS_BUILD_NOLIB=1) but cannot be built: libopforge-missing not found (compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
-     "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},
+     "opforge: error: op 'nolib' was requested (DS_BUILD_NOLIB=1) but cannot be built: libopforge-missing not found "
+     "(compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
+     "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S "
+     "opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},
     {"recipe_true_missing_library", "[ops]\nnolib = true\ncpuop = true\n", "", "plan r.toml", 3,
-     "opforge: error: op 'nolib' was requested (recipe: true) but cannot be built: libopforge-missing not found (compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
-     "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},
-    {"requested_cuda_op_without_toolkit", "[cuda]\nversion = \"99.0\"\n", "DS_BUILD_VECADD=1",
-     "plan r.toml", 3,
+     "opforge: error: op 'nolib' was requested (recipe: true) but cannot be built: libopforge-missing not found "
+     "(compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
+     "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S "
+     "opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},
+    {"requested_cuda_op_without_toolkit", "[cuda]\nversion = \"99.0\"\n", "DS_BUILD_VECADD=1", "plan r.toml", 3,
      "opforge: error: op 'vecadd' was requested (DS_BUILD_VECADD=1) but cannot be built: it needs CUDA: ", true},
     {"duplicate_table", "[package]\nname = \"x\"\n[cuda]\n[source]\n", "", "plan r.toml", 2,
-     "opforge: error: r.toml:7:1: invalid TOML: Error while parsing table header: cannot redefine existing table 'source'\n"
+     "opforge: error: r.toml:7:1: invalid TOML: Error while parsing table header: cannot redefine existing table "
+     "'source'\n"
      "  [source]\n"
      "  ^\n"
      "  hint: see https://toml.io for the syntax\n"},
-    {"jobs_flag_zero", "", "", "plan r.toml -j 0", 2, "--jobs: Value 0 not in range 1 to 4096\nRun with --help for more information.\n"},
+    {"jobs_flag_zero", "", "", "plan r.toml -j 0", 2,
+     "--jobs: Value 0 not in range 1 to 4096\nRun with --help for more information.\n"},
     {"env_format_bad", "", "", "env r.toml --format fish", 2, "--format: fish not in {sh,json}", true},
     {"release_of_missing_record", "", "", "build r.toml --release-of nope.json", 2,
      "opforge: error: nope.json: no such build record\n"
@@ -169,8 +177,8 @@ CliRun run_cli(const fs::path& cwd, const std::string& env, const std::string& a
   fs::path out = cwd / "stdout.txt", err = cwd / "stderr.txt";
   // env -i: nothing of the test runner's environment leaks in (no DS_BUILD_*, no CUDA_HOME).
   std::string cmd = "cd '" + cwd.string() + "' && env -i PATH=/usr/bin:/bin HOME='" + cwd.string() +
-                    "' OPFORGE_CACHE_DIR='" + (cwd / "cache").string() + "' " + env + " '" +
-                    OPFORGE_BINARY + "' " + args + " >stdout.txt 2>stderr.txt";
+                    "' OPFORGE_CACHE_DIR='" + (cwd / "cache").string() + "' " + env + " '" + OPFORGE_BINARY + "' " +
+                    args + " >stdout.txt 2>stderr.txt";
   CliRun r;
   int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -192,8 +200,7 @@ TEST_P(CliErrors, ExactMessageAndExitCode) {
   fs::create_directories(dir);
   if (c.recipe) std::ofstream(dir / "r.toml") << fixture_source() << c.recipe;
   std::string env = c.env;
-  if (auto pos = env.find("TORCH_CUDA_ARCH_LIST="); pos != std::string::npos)
-    env = "'" + env + "'";
+  if (auto pos = env.find("TORCH_CUDA_ARCH_LIST="); pos != std::string::npos) env = "'" + env + "'";
   CliRun r = run_cli(dir, env, c.args);
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
   if (c.prefix_only) {

@@ -75,11 +75,9 @@ std::vector<Case> cases() {
        "is not a valid distribution name"},
       {"file_too_large", "[package]\ndescription = \"" + big + big + big + "\"\n", "", "", "plan r.toml", 2,
        "r.toml:1:1: invalid TOML: file is 1500"},
-      {"deep_dotted_key", dotted, "", "", "plan r.toml", 2,
-       "invalid TOML: key with more than 64 dotted parts"},
+      {"deep_dotted_key", dotted, "", "", "plan r.toml", 2, "invalid TOML: key with more than 64 dotted parts"},
       {"deep_nested_arrays", nested, "", "", "plan r.toml", 2, "invalid TOML: "},
-      {"ops_dir_escapes", "", "", "", "plan r2.toml", 2,
-       "r2.toml:3:11: source.ops_dir leads outside the source tree"},
+      {"ops_dir_escapes", "", "", "", "plan r2.toml", 2, "r2.toml:3:11: source.ops_dir leads outside the source tree"},
       {"jobs_negative", "[build]\njobs = -3\n", "", "", "plan r.toml", 2,
        "r.toml:5:8: build.jobs must be \"auto\" or a positive integer"},
       {"jobs_huge_is_capped", "[build]\njobs = 99999999999\n", "", "", "plan r.toml", 0,
@@ -95,10 +93,10 @@ std::vector<Case> cases() {
        "op.toml:5:1: a key contains a control character"},
       {"source_escapes_tree", "", "name = \"hostile\"\nkind = \"cpu\"\nsources = [\"../../../../tmp/x.cpp\"]\n", "",
        "build r.toml", 2, "op.toml:3:12: source '../../../../tmp/x.cpp' leads outside the source tree"},
-      {"source_absolute", "", "name = \"hostile\"\nkind = \"cpu\"\nsources = [\"/etc/x.cpp\"]\n", "",
-       "build r.toml", 2, "op.toml:3:12: source '/etc/x.cpp' is an absolute path"},
-      {"source_with_pipe", "", "name = \"hostile\"\nkind = \"cpu\"\nsources = [\"a|b.cpp\"]\n", "",
-       "plan r.toml", 2, "source 'a|b.cpp' contains '|', which build.ninja cannot hold in a path"},
+      {"source_absolute", "", "name = \"hostile\"\nkind = \"cpu\"\nsources = [\"/etc/x.cpp\"]\n", "", "build r.toml", 2,
+       "op.toml:3:12: source '/etc/x.cpp' is an absolute path"},
+      {"source_with_pipe", "", "name = \"hostile\"\nkind = \"cpu\"\nsources = [\"a|b.cpp\"]\n", "", "plan r.toml", 2,
+       "source 'a|b.cpp' contains '|', which build.ninja cannot hold in a path"},
       {"include_absolute", "", op_with("include_dirs = [\"/usr/include\"]\n"), "", "plan r.toml", 2,
        "op.toml:4:17: include folder '/usr/include' is an absolute path"},
       {"include_escapes_tree", "", op_with("include_dirs = [\".\", \"../../..\"]\n"), "", "plan r.toml", 2,
@@ -107,8 +105,8 @@ std::vector<Case> cases() {
        "hostile"},
       {"op_non_ascii_key", "", op_with("\xce\x9a = 1\n"), "", "plan r.toml", 2,
        "op.toml:4:1: invalid TOML: non-ASCII character outside a string"},
-      {"op_long_name_is_cut", "", "name = \"" + big + "\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n", "",
-       "plan r.toml", 2, "(500000 bytes)' must match [a-z][a-z0-9_]*"},
+      {"op_long_name_is_cut", "", "name = \"" + big + "\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n", "", "plan r.toml",
+       2, "(500000 bytes)' must match [a-z][a-z0-9_]*"},
       // --- environment values
       {"cuda_home_is_a_file", "", "", "CUDA_HOME=/etc/passwd", "plan r.toml", 2,
        "opforge: error: CUDA_HOME=/etc/passwd is not a CUDA toolkit: not a folder"},
@@ -153,8 +151,9 @@ std::vector<Case> cases() {
       {"dist_dir_with_line_break", "", "", "", "build r.toml --dist-dir 'dist/a\nb'", 2,
        "dist/a\\x0ab' contains a line break: build.ninja and opforge's one-line outputs cannot carry it"},
       // nvcc runs its steps through /bin/sh: '$' and '`' in its arguments expand (or run).
-      {"nvcc_flag_backtick", "", "name = \"hostile\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\nnvcc_flags = [\"-DX=`touch injected`\"]\n",
-       "", "plan r.toml", 2,
+      {"nvcc_flag_backtick", "",
+       "name = \"hostile\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\nnvcc_flags = [\"-DX=`touch injected`\"]\n", "",
+       "plan r.toml", 2,
        "op.toml:4:15: nvcc flag '-DX=`touch injected`' contains '`', which nvcc's own shell would expand (or run)"},
       {"nvcc_build_dir_with_dollar", "", "name = \"hostile\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\n", "",
        "build r.toml --build-dir 'build/a$(touch injected)'", 2,
@@ -167,8 +166,8 @@ std::set<std::string> snapshot(const fs::path& root) {
   std::set<std::string> out;
   for (auto& e : fs::recursive_directory_iterator(root)) {
     auto rel = fs::relative(e.path(), root).generic_string();
-    if (rel.starts_with("build") || rel.starts_with("dist") || rel.starts_with("cache") ||
-        rel == "stdout.txt" || rel == "stderr.txt")
+    if (rel.starts_with("build") || rel.starts_with("dist") || rel.starts_with("cache") || rel == "stdout.txt" ||
+        rel == "stderr.txt")
       continue;
     out.insert(rel);
   }
@@ -189,15 +188,16 @@ TEST_P(CliHostile, ExitCodeMessageAndNothingOutsideTheBuildFolder) {
   auto before = snapshot(dir);
 
   std::string cmd = "cd '" + dir.string() + "' && env -i PATH=/usr/bin:/bin HOME='" + dir.string() +
-                    "' OPFORGE_CACHE_DIR='" + (dir / "cache").string() + "' " + c.env + " '" +
-                    OPFORGE_BINARY + "' " + c.args + " >stdout.txt 2>stderr.txt";
+                    "' OPFORGE_CACHE_DIR='" + (dir / "cache").string() + "' " + c.env + " '" + OPFORGE_BINARY + "' " +
+                    c.args + " >stdout.txt 2>stderr.txt";
   int status = std::system(cmd.c_str());
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::string err = slurp(dir / "stderr.txt"), out = slurp(dir / "stdout.txt");
 
   EXPECT_EQ(code, c.exit_code) << err;
   const std::string& shown = c.exit_code == 0 ? out + err : err;
-  EXPECT_NE(shown.find(c.expected), std::string::npos) << "expected: " << c.expected << "\ngot:\n" << shown.substr(0, 4000);
+  EXPECT_NE(shown.find(c.expected), std::string::npos) << "expected: " << c.expected << "\ngot:\n"
+                                                       << shown.substr(0, 4000);
   EXPECT_EQ(err.find("internal error"), std::string::npos) << err.substr(0, 4000);
   EXPECT_LT(err.size(), 6000u) << "long values are cut in messages";
   EXPECT_EQ(snapshot(dir), before) << "a file was written outside the build folder";

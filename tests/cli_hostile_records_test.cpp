@@ -208,9 +208,9 @@ std::string good_wheel() {
 struct Case {
   const char* name;
   std::function<void(const fs::path& dir)> setup;
-  const char* args;     ///< after `opforge`, run in the case folder
+  const char* args;  ///< after `opforge`, run in the case folder
   int exit_code;
-  const char* expected;  ///< a stable part of stderr
+  const char* expected;           ///< a stable part of stderr
   const char* expected_out = "";  ///< a stable part of stdout ("" : stdout is empty)
 };
 
@@ -222,16 +222,18 @@ auto record_file(std::string text) { return text_file("r.json", std::move(text))
 const Case kCases[] = {
     // ---- build records: not records at all
     {"record_empty", record_file(""), "verify r.json", 2, "r.json: not an opforge build record (not a JSON object)"},
-    {"record_text", record_file("hello"), "verify r.json", 2, "r.json: not an opforge build record (not a JSON object)"},
-    {"record_array", record_file("[1, 2]"), "verify r.json", 2, "r.json: not an opforge build record (not a JSON object)"},
+    {"record_text", record_file("hello"), "verify r.json", 2,
+     "r.json: not an opforge build record (not a JSON object)"},
+    {"record_array", record_file("[1, 2]"), "verify r.json", 2,
+     "r.json: not an opforge build record (not a JSON object)"},
     {"record_no_format", record_file("{\"wheel\": \"w.whl\"}"), "verify r.json", 2,
      "r.json: not an opforge build record (no \"format\": \"opforge-build-record/N\")"},
     {"record_format_number", record_file(record_json("{}", "\"w.whl\"", "1")), "verify r.json", 2,
      "r.json: not an opforge build record (no \"format\""},
     {"record_format_garbage", record_file(record_json("{}", "\"w.whl\"", "\"opforge-build-record/1x\"")),
      "verify r.json", 2, "r.json: not an opforge build record (no \"format\""},
-    {"record_newer_version", record_file(record_json("{}", "\"w.whl\"", "\"opforge-build-record/7\"")),
-     "verify r.json", 2,
+    {"record_newer_version", record_file(record_json("{}", "\"w.whl\"", "\"opforge-build-record/7\"")), "verify r.json",
+     2,
      "r.json: build record format version 7 is newer than this opforge reads (version 1)\n"
      "  hint: verify it with the opforge release that wrote it, or a newer one"},
     // ---- build records: wrong types, by field path
@@ -255,7 +257,8 @@ const Case kCases[] = {
      "CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS)"},
     {"record_command_number", record_file(record_json("{\"command\": [\"sh\", 1]}")), "verify r.json", 2,
      "r.json: field 'inputs.command[1]' must be a string, not a number"},
-    {"record_outputs_null", record_file("{\"format\": \"opforge-build-record/1\", \"wheel\": \"w.whl\", \"outputs\": {\"w.whl\": null}}"),
+    {"record_outputs_null",
+     record_file("{\"format\": \"opforge-build-record/1\", \"wheel\": \"w.whl\", \"outputs\": {\"w.whl\": null}}"),
      "verify r.json", 2, "r.json: field 'outputs.w.whl' must be a string, not null"},
     // ---- build records: size and depth
     {"record_deep_nesting", record_file(std::string(60000, '[') + std::string(60000, ']')), "verify r.json", 2,
@@ -264,20 +267,20 @@ const Case kCases[] = {
      "r.json: is 5242880 bytes, more than the limit of 4194304"},
     {"record_fifo", [](const fs::path& dir) { ASSERT_EQ(::mkfifo((dir / "r.json").c_str(), 0644), 0); },
      "verify r.json", 2, "r.json: is a FIFO, not a regular file"},
-    {"record_dev_zero", [](const fs::path& dir) { fs::create_symlink("/dev/zero", dir / "r.json"); },
-     "verify r.json", 2, "r.json: is a character device, not a regular file"},
+    {"record_dev_zero", [](const fs::path& dir) { fs::create_symlink("/dev/zero", dir / "r.json"); }, "verify r.json",
+     2, "r.json: is a character device, not a regular file"},
     {"record_directory", [](const fs::path& dir) { fs::create_directory(dir / "r.json"); }, "verify r.json", 2,
      "r.json: is a directory, not a regular file"},
     {"release_of_bad_record", record_file(record_json("{\"source\": {\"release\": 1}}")),
-     "build nope.toml --release-of r.json", 2, "r.json: field 'inputs.source.release' must be true or false, not a number"},
+     "build nope.toml --release-of r.json", 2,
+     "r.json: field 'inputs.source.release' must be true or false, not a number"},
     // ---- build records: what verify would run
     {"record_command_not_run", [](const fs::path& dir) { command_recipe_and_record(dir); }, "verify r.json", 2,
      "r.json: nothing was run: verifying a record rebuilds it, running what is listed above\n"
      "  hint: read the list, then pass --allow-run to rebuild and compare",
      "(build.command)"},
-    {"record_recipe_changed",
-     [](const fs::path& dir) { command_recipe_and_record(dir, std::string(64, 'a')); }, "verify --allow-run r.json", 2,
-     "has changed since the record was written (sha256 "},
+    {"record_recipe_changed", [](const fs::path& dir) { command_recipe_and_record(dir, std::string(64, 'a')); },
+     "verify --allow-run r.json", 2, "has changed since the record was written (sha256 "},
     {"record_recipe_missing",
      [](const fs::path& dir) {
        command_recipe_and_record(dir);
@@ -294,8 +297,10 @@ const Case kCases[] = {
     {"record_names_no_recipe", record_file(record_json("{}")), "verify --allow-run r.json", 2,
      "r.json: the record names no recipe (inputs.recipe.path)"},
     // ---- wheels
-    {"wheel_missing_verify", nullptr, "verify nope.whl", 2, "opforge: error: nope.whl: no such file\n  hint: pass a .whl file"},
-    {"wheel_missing_inspect", nullptr, "inspect nope.whl", 2, "opforge: error: nope.whl: no such file\n  hint: pass a .whl file"},
+    {"wheel_missing_verify", nullptr, "verify nope.whl", 2,
+     "opforge: error: nope.whl: no such file\n  hint: pass a .whl file"},
+    {"wheel_missing_inspect", nullptr, "inspect nope.whl", 2,
+     "opforge: error: nope.whl: no such file\n  hint: pass a .whl file"},
     {"wheel_zero_bytes_verify", text_file("w-1.0-py3-none-any.whl", ""), "verify w-1.0-py3-none-any.whl", 2,
      "w-1.0-py3-none-any.whl: not a zip archive (0 bytes; even an empty zip has 22)"},
     {"wheel_zero_bytes_inspect", text_file("w-1.0-py3-none-any.whl", ""), "inspect w-1.0-py3-none-any.whl", 2,
@@ -306,8 +311,8 @@ const Case kCases[] = {
      "inspect w-1.0-py3-none-any.whl", 2, "w-1.0-py3-none-any.whl: not a valid zip archive: "},
     {"wheel_empty_zip", text_file("w-1.0-py3-none-any.whl", std::string("PK\x05\x06", 4) + std::string(18, '\0')),
      "inspect w-1.0-py3-none-any.whl", 2, "w-1.0-py3-none-any.whl: an empty zip archive, not a wheel"},
-    {"wheel_fifo", [](const fs::path& dir) { ASSERT_EQ(::mkfifo((dir / "w.whl").c_str(), 0644), 0); },
-     "inspect w.whl", 2, "w.whl: is a FIFO, not a regular file"},
+    {"wheel_fifo", [](const fs::path& dir) { ASSERT_EQ(::mkfifo((dir / "w.whl").c_str(), 0644), 0); }, "inspect w.whl",
+     2, "w.whl: is a FIFO, not a regular file"},
     {"wheel_dev_zero", [](const fs::path& dir) { fs::create_symlink("/dev/zero", dir / "w.whl"); }, "verify w.whl", 2,
      "w.whl: is a character device, not a regular file"},
     {"wheel_declares_1tib", text_file("w-1.0-py3-none-any.whl", zip_declaring("w/big.so", 1ull << 40)),
@@ -368,10 +373,8 @@ TEST_P(CliHostileRecords, ExitCodeMessageAndNothingWritten) {
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
   EXPECT_NE(r.err.find(c.expected), std::string::npos) << "stderr:\n" << r.err;
   EXPECT_LT(r.err.size(), 4096u) << "messages quote untrusted text only in part";
-  if (*c.expected_out)
-    EXPECT_NE(r.out.find(c.expected_out), std::string::npos) << "stdout:\n" << r.out;
-  else
-    EXPECT_EQ(r.out, "");
+  if (*c.expected_out) EXPECT_NE(r.out.find(c.expected_out), std::string::npos) << "stdout:\n" << r.out;
+  else EXPECT_EQ(r.out, "");
   // Nothing written: the folder (HOME and TMPDIR included) holds what the setup made, no more.
   EXPECT_EQ(listing(dir), before);
   EXPECT_FALSE(fs::exists(dir / "pwned")) << "a command from the record ran";

@@ -18,10 +18,10 @@ std::string run(const std::string& cmd, int* rc) {
 TEST(CliPlanNodes, UnionOfNodeGpusBecomesTheArchList) {
   int rc = 0;
   std::string data = OPFORGE_TEST_DATA;
-  auto out = run(std::string("env -u TORCH_CUDA_ARCH_LIST ") + OPFORGE_BINARY + " plan " + OPFORGE_SOURCE_DIR +
-                     "/recipes/default.toml --json --nodes " + data + "/nodes/a100.json " + data +
-                     "/nodes/found_h100.json",
-                 &rc);
+  auto out =
+      run(std::string("env -u TORCH_CUDA_ARCH_LIST ") + OPFORGE_BINARY + " plan " + OPFORGE_SOURCE_DIR +
+              "/recipes/default.toml --json --nodes " + data + "/nodes/a100.json " + data + "/nodes/found_h100.json",
+          &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("8.0;9.0+PTX"), std::string::npos) << out;
   EXPECT_NE(out.find("mixed"), std::string::npos) << "expected a mixed-generation warning:\n" << out;

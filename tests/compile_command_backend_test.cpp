@@ -31,13 +31,15 @@ plan::Plan base_plan(const fs::path& src, const fs::path& work) {
   return p;
 }
 
-
 }  // namespace
 
 TEST(CompileCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlags) {
   auto p = base_plan("/src/ops", "/w");
-  p.exports = {{"TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"}, {"DS_BUILD_OPS", "0"}, {"DS_BUILD_AIO", "1"},
-               {"CUDA_HOME", "/usr/local/cuda-12.4"}, {"PATH", "/usr/local/cuda-12.4/bin:/usr/bin"}};
+  p.exports = {{"TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"},
+               {"DS_BUILD_OPS", "0"},
+               {"DS_BUILD_AIO", "1"},
+               {"CUDA_HOME", "/usr/local/cuda-12.4"},
+               {"PATH", "/usr/local/cuda-12.4/bin:/usr/bin"}};
   compiler::HostChoice host;
   host.compiler.cc = "/usr/bin/gcc-11";
   host.compiler.cxx = "/usr/bin/g++-11";
@@ -52,8 +54,7 @@ TEST(CompileCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlag
   EXPECT_EQ(env["CC"], "/w/shim/gcc");
   EXPECT_EQ(env["CXX"], "/w/shim/g++");
   EXPECT_EQ(env["NVCC_PREPEND_FLAGS"], "-ccbin /w/shim");
-  EXPECT_EQ(env["NVCC_APPEND_FLAGS"],
-            "-Xcompiler=-ffile-prefix-map=/src/ops=. -Xcompiler=-frandom-seed=opforge");
+  EXPECT_EQ(env["NVCC_APPEND_FLAGS"], "-Xcompiler=-ffile-prefix-map=/src/ops=. -Xcompiler=-frandom-seed=opforge");
   EXPECT_EQ(env["CFLAGS"], "-O3 -ffile-prefix-map=/src/ops=. -frandom-seed=opforge");
   EXPECT_EQ(env["CXXFLAGS"], "-ffile-prefix-map=/src/ops=. -frandom-seed=opforge");
   EXPECT_EQ(env["LDFLAGS"], "-Wl,--build-id=none");
@@ -73,9 +74,11 @@ TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   p.recipe.build.remote = "redis://127.0.0.1:6379";
   auto env = compile::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
   // setuptools would take CFLAGS instead of sysconfig's: Python's own come first, then the caller's.
-  EXPECT_EQ(env["CFLAGS"],
-            "-DNDEBUG -g -fwrapv -O2 -Wall -I/opt/aio/include -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
-  EXPECT_EQ(env["CXXFLAGS"], "-DNDEBUG -g -fwrapv -O2 -Wall -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
+  EXPECT_EQ(
+      env["CFLAGS"],
+      "-DNDEBUG -g -fwrapv -O2 -Wall -I/opt/aio/include -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
+  EXPECT_EQ(env["CXXFLAGS"],
+            "-DNDEBUG -g -fwrapv -O2 -Wall -ffile-prefix-map=/cache/trees/0123=. -frandom-seed=opforge");
   EXPECT_FALSE(env.contains("TORCH_NO_COMPILER_WRAPPER"));
   EXPECT_EQ(env["CCACHE_BASEDIR"], "/cache/trees/0123");
   EXPECT_EQ(env["CCACHE_REMOTE_STORAGE"], "redis://127.0.0.1:6379");
@@ -314,8 +317,7 @@ TEST(CompileCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   fs.add_file("/src/setup.py", "");
   auto r = compile::run_command_backend(m, p, {}, "/cache");
   ASSERT_FALSE(r);  // the fake command made no wheel
-  EXPECT_NE(r.error().message.find("made no file matching \"dist/*.whl\""), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("made no file matching \"dist/*.whl\""), std::string::npos) << r.error().message;
   ASSERT_EQ(proc.calls().size(), 1u);
   EXPECT_EQ(proc.calls()[0].argv, (std::vector<std::string>{"python3", "setup.py", "bdist_wheel"}));
   // It runs in a fresh copy, never in the source tree itself.
@@ -357,8 +359,8 @@ TEST(CompileCommandBackend, FailureStopsWithTheLogTail) {
   auto p = base_plan(work / "src", work);
   p.recipe.build.command = {"/bin/sh", "-c", "echo compiling; echo 'error: boom' >&2; exit 3"};
   std::vector<std::string> lines;
-  auto r = compile::run_command_backend(probe::real_machine(), p,
-                                      [&](std::string_view l) { lines.emplace_back(l); }, work / "cache");
+  auto r = compile::run_command_backend(
+      probe::real_machine(), p, [&](std::string_view l) { lines.emplace_back(l); }, work / "cache");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::failed);
   EXPECT_NE(r.error().message.find("exit 3"), std::string::npos) << r.error().message;

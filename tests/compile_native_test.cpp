@@ -12,7 +12,6 @@ namespace {
 
 using test_util::data;
 
-
 /// One CPU op and one CUDA op under /src, built into "/b d" (a space: escaping), CUDA 13.0, 8.0;9.0+PTX.
 plan::Plan two_op_plan() {
   plan::Plan p;
@@ -59,23 +58,37 @@ TEST(CompileDescribe, ExactCommandsWithTheReproducibilityFlags) {
   using V = std::vector<std::string>;
   EXPECT_EQ(g->steps[0].argv,
             (V{"/usr/bin/g++-12", "-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden",
-               "-frandom-seed=cpuop/a.cpp", "-ffile-prefix-map=/src=.", "-ffile-prefix-map=/b d=build",
-               "-MD", "-MF", "/b d/obj/cpuop/a.cpp.o.d", "-c", "/src/ops/cpuop/a.cpp", "-o",
-               "/b d/obj/cpuop/a.cpp.o"}));
-  EXPECT_EQ(g->steps[1].argv,
-            (V{"/usr/bin/g++-12", "-shared", "-o", "/b d/obj/cpuop/libopforge_cpuop.so.unstripped",
-               "/b d/obj/cpuop/a.cpp.o", "-Wl,--build-id=none", "-Wl,-soname,libopforge_cpuop.so",
-               "-Wl,-z,noexecstack", "-laio"}));
+               "-frandom-seed=cpuop/a.cpp", "-ffile-prefix-map=/src=.", "-ffile-prefix-map=/b d=build", "-MD", "-MF",
+               "/b d/obj/cpuop/a.cpp.o.d", "-c", "/src/ops/cpuop/a.cpp", "-o", "/b d/obj/cpuop/a.cpp.o"}));
+  EXPECT_EQ(g->steps[1].argv, (V{"/usr/bin/g++-12", "-shared", "-o", "/b d/obj/cpuop/libopforge_cpuop.so.unstripped",
+                                 "/b d/obj/cpuop/a.cpp.o", "-Wl,--build-id=none", "-Wl,-soname,libopforge_cpuop.so",
+                                 "-Wl,-z,noexecstack", "-laio"}));
   EXPECT_EQ(g->steps[2].argv, (V{"strip", "--strip-unneeded", "-o", "/b d/lib/libopforge_cpuop.so",
                                  "/b d/obj/cpuop/libopforge_cpuop.so.unstripped"}));
-  EXPECT_EQ(g->steps[3].argv,
-            (V{"/usr/local/cuda-13.0/bin/nvcc", "-ccbin", "/usr/bin/g++-12", "-std=c++17", "-O3",
-               "-cudart=static", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
-               "-frandom-seed=vec/k.cu", "--compress-mode=default", "--threads=2",
-               "-Xcompiler=-ffile-prefix-map=/src=.", "-Xcompiler=-ffile-prefix-map=/b d=build",
-               "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
-               "-gencode=arch=compute_90,code=compute_90", "-I/src/ops/vec", "-MD", "-MF",
-               "/b d/obj/vec/k.cu.o.d", "-c", "/src/ops/vec/k.cu", "-o", "/b d/obj/vec/k.cu.o"}));
+  EXPECT_EQ(g->steps[3].argv, (V{"/usr/local/cuda-13.0/bin/nvcc",
+                                 "-ccbin",
+                                 "/usr/bin/g++-12",
+                                 "-std=c++17",
+                                 "-O3",
+                                 "-cudart=static",
+                                 "-Xcompiler=-fPIC",
+                                 "-Xcompiler=-fvisibility=hidden",
+                                 "-frandom-seed=vec/k.cu",
+                                 "--compress-mode=default",
+                                 "--threads=2",
+                                 "-Xcompiler=-ffile-prefix-map=/src=.",
+                                 "-Xcompiler=-ffile-prefix-map=/b d=build",
+                                 "-gencode=arch=compute_80,code=sm_80",
+                                 "-gencode=arch=compute_90,code=sm_90",
+                                 "-gencode=arch=compute_90,code=compute_90",
+                                 "-I/src/ops/vec",
+                                 "-MD",
+                                 "-MF",
+                                 "/b d/obj/vec/k.cu.o.d",
+                                 "-c",
+                                 "/src/ops/vec/k.cu",
+                                 "-o",
+                                 "/b d/obj/vec/k.cu.o"}));
   EXPECT_EQ(g->steps[4].argv.back(), "-lpthread");  // static cudart needs dl, rt, pthread
   EXPECT_EQ(g->outputs[1].library, "/b d/lib/libopforge_vec.so");
 }
@@ -106,8 +119,9 @@ TEST(CompileRenderNinja, EscapesPathsAndKeepsCommandsVerbatim) {
   auto g = describe(two_op_plan());
   ASSERT_TRUE(g);
   const std::string text = render_ninja(*g, "/b d");
-  EXPECT_TRUE(text.starts_with("# Written by opforge: do not edit.\nninja_required_version = 1.10\n"
-                               "builddir = /b$ d\n"));
+  EXPECT_TRUE(
+      text.starts_with("# Written by opforge: do not edit.\nninja_required_version = 1.10\n"
+                       "builddir = /b$ d\n"));
   EXPECT_NE(text.find("build /b$ d/obj/cpuop/a.cpp.o: cxx /src/ops/cpuop/a.cpp\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  dep = /b$ d/obj/cpuop/a.cpp.o.d\n"), std::string::npos);
   EXPECT_NE(text.find("  desc = c++ cpuop/a.cpp\n"), std::string::npos);
@@ -167,13 +181,12 @@ TEST(CompileCcacheStats, CapturedLogs) {
   EXPECT_EQ(b.calls, 9);
   EXPECT_EQ(b.hits, 9);
   EXPECT_EQ(b.remote_hits, 9);
-  EXPECT_EQ(describe_cache_stats(b),
-            "ccache: 9 of 9 compiles were cache hits (100%), 9 from remote storage");
+  EXPECT_EQ(describe_cache_stats(b), "ccache: 9 of 9 compiles were cache hits (100%), 9 from remote storage");
   // A local hit and a call ccache could not cache (e.g. linking through it), as ccache 4.7 logs them.
-  CacheStats c = parse_ccache_stats_log("# a.c\ndirect_cache_hit\nlocal_storage_hit\n"
-                                        "# b.c\ncalled_for_link\n");
-  EXPECT_EQ(describe_cache_stats(c),
-            "ccache: 1 of 1 compiles were cache hits (100%); 1 calls not cacheable");
+  CacheStats c = parse_ccache_stats_log(
+      "# a.c\ndirect_cache_hit\nlocal_storage_hit\n"
+      "# b.c\ncalled_for_link\n");
+  EXPECT_EQ(describe_cache_stats(c), "ccache: 1 of 1 compiles were cache hits (100%); 1 calls not cacheable");
   EXPECT_EQ(describe_cache_stats(parse_ccache_stats_log("")), "ccache: no compiler calls");
 }
 

@@ -49,8 +49,7 @@ TEST(CompilerCpuTarget, SimdMacrosFollowTheTarget) {
   EXPECT_EQ(simd_macro_for("__AVX256__", target("x86-64")), "__SCALAR__");
   EXPECT_EQ(simd_macro_for("__AVX512__", target("haswell")), "__AVX256__");
   auto v2 = wrapper_script("/usr/bin/gcc", target("x86-64-v2"));
-  EXPECT_NE(v2.find("    -D__AVX512__) a=-D__SCALAR__ ;;\n    -D__AVX256__) a=-D__SCALAR__ ;;\n"),
-            std::string::npos);
+  EXPECT_NE(v2.find("    -D__AVX512__) a=-D__SCALAR__ ;;\n    -D__AVX256__) a=-D__SCALAR__ ;;\n"), std::string::npos);
 }
 
 TEST(CompilerCpuTarget, WrapperDirDependsOnTargetAndCompilerOnly) {
@@ -73,9 +72,9 @@ TEST(CompilerCpuTarget, WritesEveryNameOnceAndLeavesIdenticalFilesAlone) {
   for (auto name : {"gcc", "g++", "cc", "c++", "gcc-11", "g++-11"}) {
     auto text = fm.fs.read_file(std::filesystem::path("/shim") / name);
     ASSERT_TRUE(text) << name;
-    EXPECT_EQ(*text, wrapper_script(std::string(name).find("++") != std::string::npos ? "/usr/bin/g++-11"
-                                                                                      : "/usr/bin/gcc-11",
-                                    target("x86-64-v3")))
+    EXPECT_EQ(*text,
+              wrapper_script(std::string(name).find("++") != std::string::npos ? "/usr/bin/g++-11" : "/usr/bin/gcc-11",
+                             target("x86-64-v3")))
         << name;
     EXPECT_TRUE(fm.fs.is_executable(std::filesystem::path("/shim") / name)) << name;
   }
@@ -98,8 +97,10 @@ TEST(CompilerCpuTarget, RealGccThroughTheWrapperCompilesForTheTarget) {
                   "#endif\n"
                   "static_assert(sizeof(MSG) == 4, \"argument split\");\n"
                   "__m256 f(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }\n");
-  std::string cmd = (dir / "shim" / "g++").string() + " -O2 -march=native -mtune=native -D__AVX512__ "
-                    "'-DMSG=\"a b\"' -c " + (dir / "k.cpp").string() + " -o " + (dir / "k.o").string() + " 2>&1";
+  std::string cmd = (dir / "shim" / "g++").string() +
+                    " -O2 -march=native -mtune=native -D__AVX512__ "
+                    "'-DMSG=\"a b\"' -c " +
+                    (dir / "k.cpp").string() + " -o " + (dir / "k.o").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto use = wheel::read_isa(test_util::slurp(dir / "k.o"));
   ASSERT_TRUE(use);

@@ -43,7 +43,7 @@ TEST(CompilerHostConfig, GrammarEdges) {
   EXPECT_EQ(clang("#if __clang_major__ > 17"), 17);
   EXPECT_EQ(clang("#if defined(__clang__) && (__clang_major__ < 3 || __clang_major__ >= 21)"), 20);
   EXPECT_EQ(clang("#if (__clang_major__ >= 0)"), 0);
-  EXPECT_EQ(clang("  #if __clang_major__ >= 18"), 0);                    // a directive starts the line
+  EXPECT_EQ(clang("  #if __clang_major__ >= 18"), 0);  // a directive starts the line
   EXPECT_EQ(clang("#if __GRCO_CLANG_COMPILER__ && __clang_major__ >= 30"), 0);
 }
 
@@ -67,7 +67,8 @@ struct Debian {
   cuda::Toolkit tk;
   explicit Debian(const std::string& header, bool with_gcc11 = true) {
     fm.env.set("PATH", "/usr/bin");
-    for (auto n : {"gcc-12", "g++-12", "clang-14", "clang++-14"}) fm.fs.add_file(std::string("/usr/bin/") + n, "", 0755);
+    for (auto n : {"gcc-12", "g++-12", "clang-14", "clang++-14"})
+      fm.fs.add_file(std::string("/usr/bin/") + n, "", 0755);
     fm.fs.add_symlink("/usr/bin/gcc", "gcc-12");
     fm.fs.add_symlink("/usr/bin/g++", "g++-12");
     fm.fs.add_symlink("/usr/bin/clang", "clang-14");
@@ -248,7 +249,8 @@ sfs::path make_view() {
   for (auto& e : sfs::directory_iterator(kReal / "include"))
     if (e.path().filename() != "crt") sfs::create_symlink(e.path(), view / "include" / e.path().filename());
   for (auto& e : sfs::directory_iterator(kReal / "include" / "crt"))
-    if (e.path().filename() != "host_config.h") sfs::create_symlink(e.path(), view / "include" / "crt" / e.path().filename());
+    if (e.path().filename() != "host_config.h")
+      sfs::create_symlink(e.path(), view / "include" / "crt" / e.path().filename());
   std::ofstream(view / "include" / "crt" / "host_config.h") << data("host_config/11.8.h");
   sfs::create_directories(view / "targets" / "x86_64-linux");
   sfs::create_symlink("../../include", view / "targets" / "x86_64-linux" / "include");
@@ -275,8 +277,8 @@ class OldGccView : public testing::Test {
     return probe::Machine{r.fs, r.proc, env_, r.dl};
   }
   probe::ProcessResult nvcc(std::vector<std::string> extra) {
-    std::vector<std::string> argv{(view_ / "bin" / "nvcc").string(), "-c", (view_ / "k.cu").string(), "-o",
-                                  (view_ / "k.o").string(), "-arch=sm_80"};
+    std::vector<std::string> argv{(view_ / "bin" / "nvcc").string(), "-c",         (view_ / "k.cu").string(), "-o",
+                                  (view_ / "k.o").string(),          "-arch=sm_80"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto r = probe::real_machine().proc.run(probe::Command{.argv = argv, .env = env_.all()});
     EXPECT_TRUE(r);
@@ -296,7 +298,8 @@ TEST_F(OldGccView, DefaultGccFailsShimWithGcc11Succeeds) {
   auto plain = nvcc({});
   EXPECT_NE(plain.exit_code, 0);
   EXPECT_NE((plain.out + plain.err).find("unsupported GNU version! gcc versions later than 11 are not supported!"),
-            std::string::npos) << plain.out << plain.err;
+            std::string::npos)
+      << plain.out << plain.err;
 
   auto choice = resolve(m, *res->chosen, "auto", false, view_ / "shim");
   ASSERT_TRUE(choice) << choice.error().render();
@@ -349,7 +352,8 @@ TEST(CompilerRealMachine, Gcc12AcceptedByCuda13) {
   if (!m.fs.is_executable(kReal / "bin" / "nvcc")) GTEST_SKIP() << "nvcc 13.0 is not available";
   auto r = cuda::discover(m, std::nullopt);
   std::optional<cuda::Toolkit> tk;
-  for (auto& c : r.candidates) if (c.path == kReal && c.toolkit) tk = c.toolkit;
+  for (auto& c : r.candidates)
+    if (c.path == kReal && c.toolkit) tk = c.toolkit;
   ASSERT_TRUE(tk);
   auto choice = resolve(m, *tk, "auto", false, "/nonexistent");
   ASSERT_TRUE(choice) << choice.error().render();

@@ -25,7 +25,9 @@ class RootedFileSystem final : public probe::FileSystem {
   probe::FileType resolved_type(const sfs::path& p) const override { return real_.resolved_type(in(p)); }
   bool is_executable(const sfs::path& p) const override { return real_.is_executable(in(p)); }
   Result<std::string> read_file(const sfs::path& p) const override { return real_.read_file(in(p)); }
-  Result<std::vector<std::string>> list_directory(const sfs::path& p) const override { return real_.list_directory(in(p)); }
+  Result<std::vector<std::string>> list_directory(const sfs::path& p) const override {
+    return real_.list_directory(in(p));
+  }
   Result<sfs::path> read_symlink(const sfs::path& p) const override { return real_.read_symlink(in(p)); }
   Result<sfs::path> canonical(const sfs::path& p) const override {
     auto c = OPFORGE_TRY(real_.canonical(in(p)));
@@ -88,7 +90,8 @@ TEST(CudaParse, VersionSourcesOnCapturedTexts) {
 }
 
 TEST(CudaParse, TorchVersionPy) {
-  auto gpu = parse_torch_version_py(slurp(sfs::path(OPFORGE_TEST_FIXTURES) / "toolkits" / "venv/lib/python3.11/site-packages/torch/version.py"));
+  auto gpu = parse_torch_version_py(
+      slurp(sfs::path(OPFORGE_TEST_FIXTURES) / "toolkits" / "venv/lib/python3.11/site-packages/torch/version.py"));
   EXPECT_EQ(gpu.version, "2.6.0+cu124");
   EXPECT_EQ(gpu.cuda, (Version{12, 4}));
   auto cpu = parse_torch_version_py("__version__ = '1.13.0a0'\ndebug = False\ncuda = None\n");
@@ -123,18 +126,18 @@ TEST(CudaParse, TorchVersionPyGrammarEdges) {
   auto cu = [](std::string_view text) { return parse_torch_version_py(text).cuda; };
   EXPECT_EQ(v("__version__=\"2.1.0\""), "2.1.0");
   EXPECT_EQ(v("x = 1\n__version__ \t= '2.2'\n"), "2.2");
-  EXPECT_EQ(v("__version__ = '2.1\""), "2.1");                       // either quote closes
-  EXPECT_EQ(v("__version__ = ''\n__version__ = '3.0'"), "3.0");      // empty: the next line
-  EXPECT_EQ(v(" __version__ = '1.0'"), std::nullopt);                 // not at a line start
+  EXPECT_EQ(v("__version__ = '2.1\""), "2.1");                   // either quote closes
+  EXPECT_EQ(v("__version__ = ''\n__version__ = '3.0'"), "3.0");  // empty: the next line
+  EXPECT_EQ(v(" __version__ = '1.0'"), std::nullopt);            // not at a line start
   EXPECT_EQ(v("my__version__ = '1.0'"), std::nullopt);
   EXPECT_EQ(v("__version__ = 1.0"), std::nullopt);
   EXPECT_EQ(v("__version__ = '1.0"), std::nullopt);
   EXPECT_EQ(cu("cuda: Optional[str] = '12.1'"), (Version{12, 1}));
   EXPECT_EQ(cu("cuda: = '12.1'"), (Version{12, 1}));
-  EXPECT_EQ(cu("cuda:\n  str = '12.1'"), (Version{12, 1}));          // line breaks before the type
-  EXPECT_EQ(cu("cuda: str\n= '12.1'"), std::nullopt);                 // the type is on one line
-  EXPECT_EQ(cu("cuda:= '12.1'"), std::nullopt);                       // ':' needs a type
-  EXPECT_EQ(cu("cuda = None\ncuda = '12.1'"), std::nullopt);          // the first assignment wins
+  EXPECT_EQ(cu("cuda:\n  str = '12.1'"), (Version{12, 1}));   // line breaks before the type
+  EXPECT_EQ(cu("cuda: str\n= '12.1'"), std::nullopt);         // the type is on one line
+  EXPECT_EQ(cu("cuda:= '12.1'"), std::nullopt);               // ':' needs a type
+  EXPECT_EQ(cu("cuda = None\ncuda = '12.1'"), std::nullopt);  // the first assignment wins
   EXPECT_EQ(cu("cuda = xyz\ncuda = '11.8'"), (Version{11, 8}));
   EXPECT_EQ(cu("cudax = '12.1'"), std::nullopt);
   EXPECT_EQ(cu("cuda = '12.1"), std::nullopt);
@@ -144,11 +147,12 @@ TEST(CudaParse, TorchVersionPyGrammarEdges) {
 TEST(CudaParse, NvccWrapperScripts) {
   EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /usr/local/cuda-12.4/bin/nvcc \"$@\"\n"),
             sfs::path("/usr/local/cuda-12.4/bin/nvcc"));
-  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\n  \n\t exec  \"/opt/cuda/bin/nvcc\" \"$@\""), sfs::path("/opt/cuda/bin/nvcc"));
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\n  \n\t exec  \"/opt/cuda/bin/nvcc\" \"$@\""),
+            sfs::path("/opt/cuda/bin/nvcc"));
   EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec '/opt/x/bin/nvcc'"), sfs::path("/opt/x/bin/nvcc"));
   EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /opt/x/bin/nvcc;"), sfs::path("/opt/x/bin/nvcc"));
   EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec\n/opt/x/bin/nvcc"), sfs::path("/opt/x/bin/nvcc"));
-  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\necho exec /opt/x/bin/nvcc"), std::nullopt);   // not at a line start
+  EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\necho exec /opt/x/bin/nvcc"), std::nullopt);  // not at a line start
   EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec nvcc"), std::nullopt);                  // no folder
   EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec /nvcc"), std::nullopt);
   EXPECT_EQ(parse_nvcc_wrapper("#!/bin/sh\nexec/opt/x/bin/nvcc"), std::nullopt);
@@ -176,13 +180,17 @@ TEST(CudaDiscover, FollowsWrapperAndAvoidsUsrLocalTrap) {
   for (auto& c : r.candidates) roots.push_back(c.path.string());
   EXPECT_EQ(std::count(roots.begin(), roots.end(), "/usr/local"), 0);
   const Candidate* c124 = nullptr;
-  for (auto& c : r.candidates) if (c.path == "/usr/local/cuda-12.4") c124 = &c;
+  for (auto& c : r.candidates)
+    if (c.path == "/usr/local/cuda-12.4") c124 = &c;
   ASSERT_TRUE(c124);
   EXPECT_NE(c124->found_by.find("wrapper script /usr/local/bin/nvcc"), std::string::npos) << c124->found_by;
   ASSERT_TRUE(c124->toolkit);
   EXPECT_EQ(c124->toolkit->version_source, "nvcc --version");
   for (auto& c : r.candidates) {
-    if (c.path == "/usr/local/cuda-10.2") { ASSERT_TRUE(c.toolkit); EXPECT_EQ(c.toolkit->version_source, "version.txt"); }
+    if (c.path == "/usr/local/cuda-10.2") {
+      ASSERT_TRUE(c.toolkit);
+      EXPECT_EQ(c.toolkit->version_source, "version.txt");
+    }
     if (c.path == "/usr/local/cuda-11.8") {
       ASSERT_TRUE(c.toolkit);
       EXPECT_EQ(c.toolkit->version_source, "version.json");
@@ -227,21 +235,19 @@ TEST_P(CudaChooseMatrix, Chooses) {
 }
 
 const std::string kPip = std::string(kSite) + "/nvidia/cu13";
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, CudaChooseMatrix,
-    testing::Values(MatrixCase{"10.2", "auto", "/usr/local/cuda-10.2"},
-                    MatrixCase{"11.8", "auto", "/usr/local/cuda-11.8"},
-                    MatrixCase{"12.4", "auto", "/usr/local/cuda-12.4"},
-                    MatrixCase{"13.0", "auto", kPip},
-                    MatrixCase{std::nullopt, "auto", kPip},
-                    MatrixCase{"10.2", "torch", "/usr/local/cuda-10.2"},
-                    MatrixCase{"11.8", "torch", "/usr/local/cuda-11.8"},
-                    MatrixCase{"12.4", "torch", "/usr/local/cuda-12.4"},
-                    MatrixCase{"13.0", "torch", kPip},
-                    MatrixCase{std::nullopt, "11.8", "/usr/local/cuda-11.8"},
-                    MatrixCase{std::nullopt, ">=11,<12.5", "/usr/local/cuda-12.4"},
-                    MatrixCase{std::nullopt, ">=12.1,<13", "/usr/local/cuda-12.4"},
-                    MatrixCase{std::nullopt, "<11", "/usr/local/cuda-10.2"}));
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaChooseMatrix,
+                         testing::Values(MatrixCase{"10.2", "auto", "/usr/local/cuda-10.2"},
+                                         MatrixCase{"11.8", "auto", "/usr/local/cuda-11.8"},
+                                         MatrixCase{"12.4", "auto", "/usr/local/cuda-12.4"},
+                                         MatrixCase{"13.0", "auto", kPip}, MatrixCase{std::nullopt, "auto", kPip},
+                                         MatrixCase{"10.2", "torch", "/usr/local/cuda-10.2"},
+                                         MatrixCase{"11.8", "torch", "/usr/local/cuda-11.8"},
+                                         MatrixCase{"12.4", "torch", "/usr/local/cuda-12.4"},
+                                         MatrixCase{"13.0", "torch", kPip},
+                                         MatrixCase{std::nullopt, "11.8", "/usr/local/cuda-11.8"},
+                                         MatrixCase{std::nullopt, ">=11,<12.5", "/usr/local/cuda-12.4"},
+                                         MatrixCase{std::nullopt, ">=12.1,<13", "/usr/local/cuda-12.4"},
+                                         MatrixCase{std::nullopt, "<11", "/usr/local/cuda-10.2"}));
 
 TEST(CudaChoose, NoTorchSitePackagesMeansNoPipToolkit) {
   World w;
@@ -313,17 +319,22 @@ TEST(CudaExports, PrependsToCurrentValues) {
 
 // A toolkit the user named is used or refused with the reason, never passed over.
 TEST(CudaChoose, UserNamedToolkitIsUsedOrRefused) {
-  struct Row { const char* var; const char* value; const char* spec; std::optional<std::string> torch;
-               ErrorKind kind; const char* message; };
-  for (auto& row : {
-           Row{"CUDA_HOME", "/nonexistent", "auto", std::nullopt, ErrorKind::bad_input,
-               "CUDA_HOME=/nonexistent is not a CUDA toolkit: no such folder"},
-           Row{"CUDA_PATH", "/usr/local/include", "auto", std::nullopt, ErrorKind::bad_input,
-               "CUDA_PATH=/usr/local/include is not a CUDA toolkit: no executable bin/nvcc"},
-           Row{"CUDA_HOME", "/usr/local/cuda-11.8", ">=12", std::nullopt, ErrorKind::unsatisfied,
-               "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, which does not match [cuda] version = \">=12\""},
-           Row{"CUDA_HOME", "/usr/local/cuda-11.8", "torch", "12.4", ErrorKind::unsatisfied,
-               "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, but torch 2.6.0 is built for CUDA 12.4"}}) {
+  struct Row {
+    const char* var;
+    const char* value;
+    const char* spec;
+    std::optional<std::string> torch;
+    ErrorKind kind;
+    const char* message;
+  };
+  for (auto& row : {Row{"CUDA_HOME", "/nonexistent", "auto", std::nullopt, ErrorKind::bad_input,
+                        "CUDA_HOME=/nonexistent is not a CUDA toolkit: no such folder"},
+                    Row{"CUDA_PATH", "/usr/local/include", "auto", std::nullopt, ErrorKind::bad_input,
+                        "CUDA_PATH=/usr/local/include is not a CUDA toolkit: no executable bin/nvcc"},
+                    Row{"CUDA_HOME", "/usr/local/cuda-11.8", ">=12", std::nullopt, ErrorKind::unsatisfied,
+                        "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, which does not match [cuda] version = \">=12\""},
+                    Row{"CUDA_HOME", "/usr/local/cuda-11.8", "torch", "12.4", ErrorKind::unsatisfied,
+                        "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, but torch 2.6.0 is built for CUDA 12.4"}}) {
     World w;
     w.fake.env.set(row.var, row.value);
     auto r = choose(discover(w.machine(), row.torch ? torch_with(*row.torch) : std::nullopt), row.spec, w.fake.env);

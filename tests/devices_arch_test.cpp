@@ -12,7 +12,6 @@ namespace {
 
 using test_util::data;
 
-
 std::string joined(const std::vector<Arch>& v) {
   ArchDecision d;
   d.arches = v;
@@ -77,11 +76,10 @@ struct Gpus {
     tk.root = "/usr/local/cuda-13.0";
     tk.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
     tk.version = {13, 0};
-    fm.proc.on({"/usr/local/cuda-13.0/bin/nvcc", "--list-gpu-arch"}, {0, 0, false, data("nvcc/13.0-list-gpu-arch.txt"), ""});
+    fm.proc.on({"/usr/local/cuda-13.0/bin/nvcc", "--list-gpu-arch"},
+               {0, 0, false, data("nvcc/13.0-list-gpu-arch.txt"), ""});
   }
-  void smi(const std::string& file) {
-    fm.proc.on({"nvidia-smi"}, {0, 0, false, data(file), ""});
-  }
+  void smi(const std::string& file) { fm.proc.on({"nvidia-smi"}, {0, 0, false, data(file), ""}); }
 };
 
 TEST(DevicesResolve, GpusUnionSortedPtxOnLast) {
@@ -146,15 +144,29 @@ TEST(DevicesResolve, NothingAcceptedIsUnsatisfied) {
 
 // The driver API through fake symbols: two GPUs, 8.6 and 8.9.
 extern "C" int fake_init(unsigned) { return 0; }
-extern "C" int fake_count(int* n) { *n = 2; return 0; }
-extern "C" int fake_get(int* d, int i) { *d = i; return 0; }
-extern "C" int fake_attr(int* v, int a, int d) { *v = a == 75 ? 8 : (d == 0 ? 6 : 9); return 0; }
-extern "C" int fake_name(char* b, int, int d) { std::snprintf(b, 64, "GPU%d", d); return 0; }
+extern "C" int fake_count(int* n) {
+  *n = 2;
+  return 0;
+}
+extern "C" int fake_get(int* d, int i) {
+  *d = i;
+  return 0;
+}
+extern "C" int fake_attr(int* v, int a, int d) {
+  *v = a == 75 ? 8 : (d == 0 ? 6 : 9);
+  return 0;
+}
+extern "C" int fake_name(char* b, int, int d) {
+  std::snprintf(b, 64, "GPU%d", d);
+  return 0;
+}
 
 TEST(DevicesReadGpus, DriverApi) {
   Gpus w;
-  w.fm.dl.add_library("libcuda.so.1", {{"cuInit", (void*)&fake_init}, {"cuDeviceGetCount", (void*)&fake_count},
-                                       {"cuDeviceGet", (void*)&fake_get}, {"cuDeviceGetAttribute", (void*)&fake_attr},
+  w.fm.dl.add_library("libcuda.so.1", {{"cuInit", (void*)&fake_init},
+                                       {"cuDeviceGetCount", (void*)&fake_count},
+                                       {"cuDeviceGet", (void*)&fake_get},
+                                       {"cuDeviceGetAttribute", (void*)&fake_attr},
                                        {"cuDeviceGetName", (void*)&fake_name}});
   std::string reader;
   auto g = read_gpus(w.fm.machine(), reader);

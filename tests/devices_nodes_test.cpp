@@ -77,13 +77,16 @@ TEST(DevicesNodes, WrongTypedFieldsAreBadInput) {
             "n.json: GPU entry 0: \"name\" must be a string");
   EXPECT_EQ(message(R"({"gpus": [{"compute_capability": 8.9}]})"),
             "n.json: GPU entry 0: \"compute_capability\" must be a string");
-  EXPECT_EQ(message(R"({"gpus": [{"capability": "9.0", "uuid": []}]})"), "n.json: GPU entry 0: \"uuid\" must be a string");
+  EXPECT_EQ(message(R"({"gpus": [{"capability": "9.0", "uuid": []}]})"),
+            "n.json: GPU entry 0: \"uuid\" must be a string");
   EXPECT_EQ(message(R"({"gpus": [7]})"), "n.json: GPU entry 0: is not a JSON object");
   EXPECT_EQ(message(R"({"gpus": [{"capability": "99999999999.0"}]})"),
             "n.json: GPU 0 (GPU 0) has capability \"99999999999.0\", expected MAJOR.MINOR such as \"9.0\"");
   for (auto cap : {"9", "9.", ".0", "9.0x", "+9.0", "9.-1", "0.5", "sm_90"})
-    EXPECT_FALSE(devices::parse_node_report("n.json", std::string(R"({"gpus": [{"capability": ")") + cap + "\"}]}")) << cap;
-  auto ok = devices::parse_node_report("n.json", R"({"gpus": [{"index": 2, "name": "H100", "capability": "9.0", "uuid": "GPU-1"}]})");
+    EXPECT_FALSE(devices::parse_node_report("n.json", std::string(R"({"gpus": [{"capability": ")") + cap + "\"}]}"))
+        << cap;
+  auto ok = devices::parse_node_report(
+      "n.json", R"({"gpus": [{"index": 2, "name": "H100", "capability": "9.0", "uuid": "GPU-1"}]})");
   ASSERT_TRUE(ok) << ok.error().render();
   EXPECT_EQ(ok->gpus[0].index, 2);
   EXPECT_EQ(ok->gpus[0].major, 9);

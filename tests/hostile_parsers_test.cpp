@@ -69,12 +69,14 @@ TEST(VersionSpec, OneGrammarWithColumns) {
   EXPECT_EQ((*ok)[2].op, "!=");
   EXPECT_TRUE(parse_version_spec("auto")->empty());
   EXPECT_TRUE(parse_version_spec("torch")->empty());
-  struct Bad { const char* spec; int column; const char* what; };
+  struct Bad {
+    const char* spec;
+    int column;
+    const char* what;
+  };
   for (auto b : {Bad{"99999999999", 1, "version number 99999999999 is too large"},
-                 Bad{"12.4.1", 5, "a CUDA version has two parts (major.minor)"},
-                 Bad{">=12,<", 7, "expected a number"},
-                 Bad{"12 13", 4, "expected ',' or the end of the spec"},
-                 Bad{"~=12.1", 1, "expected a number"},
+                 Bad{"12.4.1", 5, "a CUDA version has two parts (major.minor)"}, Bad{">=12,<", 7, "expected a number"},
+                 Bad{"12 13", 4, "expected ',' or the end of the spec"}, Bad{"~=12.1", 1, "expected a number"},
                  Bad{"", 1, "expected a number"}}) {
     auto r = parse_version_spec(b.spec);
     ASSERT_FALSE(r) << b.spec;
@@ -130,22 +132,26 @@ TEST(TomlGuard, ValidTomlWithEveryConstructPasses) {
 }
 
 TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
-  struct Bad { std::string text; int line, column; const char* message; };
-  for (auto& b : {Bad{"[`a]\n", 1, 2, "a table header needs a key after '['"},
-                  Bad{"a = `x`\n", 1, 5, "'`' outside a string"},
-                  Bad{"\xce\x9a = 1\n", 1, 1, "non-ASCII character outside a string"},
-                  Bad{"x = 1\n[[[a]]]\n", 2, 3, "a table header needs a key after '['"},
-                  Bad{"[[=\n", 1, 3, "a table header needs a key after '['"},
-                  Bad{"[ ]\n", 1, 3, "a table header needs a key after '['"},
-                  Bad{"a = \"\xc3\x28\"\n", 1, 6, "invalid UTF-8 (byte 0xC3)"},
-                  Bad{"a = \"\xed\xa0\x80\"\n", 1, 6, "invalid UTF-8 (byte 0xED)"},  // a surrogate
-                  Bad{"a = \"\xc0\xaf\"\n", 1, 6, "invalid UTF-8 (byte 0xC0)"},      // overlong '/'
-                  Bad{"a = 1\x7f\n", 1, 6, "control character 0x7F in the file"},
-                  Bad{std::string("a = \"x\0y\"\n", 10), 1, 7, "control character 0x00 in the file"},
-                  Bad{"a = 1\rb = 2\n", 1, 6, "control character 0x0D in the file"},
-                  // Found by the fuzzers (tests/fuzz/corpus/*/regression-*):
-                  Bad{"name =[ }n \"", 1, 9, "'}' closes a '['"},
-                  Bad{"a = \"\"\"x\\\n  \xce\x9a\"\"\"\n", 2, 3, "non-ASCII character right after a line-ending backslash"}}) {
+  struct Bad {
+    std::string text;
+    int line, column;
+    const char* message;
+  };
+  for (auto& b :
+       {Bad{"[`a]\n", 1, 2, "a table header needs a key after '['"}, Bad{"a = `x`\n", 1, 5, "'`' outside a string"},
+        Bad{"\xce\x9a = 1\n", 1, 1, "non-ASCII character outside a string"},
+        Bad{"x = 1\n[[[a]]]\n", 2, 3, "a table header needs a key after '['"},
+        Bad{"[[=\n", 1, 3, "a table header needs a key after '['"},
+        Bad{"[ ]\n", 1, 3, "a table header needs a key after '['"},
+        Bad{"a = \"\xc3\x28\"\n", 1, 6, "invalid UTF-8 (byte 0xC3)"},
+        Bad{"a = \"\xed\xa0\x80\"\n", 1, 6, "invalid UTF-8 (byte 0xED)"},  // a surrogate
+        Bad{"a = \"\xc0\xaf\"\n", 1, 6, "invalid UTF-8 (byte 0xC0)"},      // overlong '/'
+        Bad{"a = 1\x7f\n", 1, 6, "control character 0x7F in the file"},
+        Bad{std::string("a = \"x\0y\"\n", 10), 1, 7, "control character 0x00 in the file"},
+        Bad{"a = 1\rb = 2\n", 1, 6, "control character 0x0D in the file"},
+        // Found by the fuzzers (tests/fuzz/corpus/*/regression-*):
+        Bad{"name =[ }n \"", 1, 9, "'}' closes a '['"},
+        Bad{"a = \"\"\"x\\\n  \xce\x9a\"\"\"\n", 2, 3, "non-ASCII character right after a line-ending backslash"}}) {
     auto r = recipe::check_toml_text(b.text);
     ASSERT_TRUE(r) << b.text;
     EXPECT_EQ(r->message, b.message) << b.text;
@@ -161,17 +167,23 @@ TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
 
 TEST(ManifestContainment, SiblingFoldersInsideTheTreeOnly) {
   auto parse = [](const std::string& lines) {
-    return ops::parse_manifest("/src/kernels/op/op.toml",
-                               "name = \"op\"\nkind = \"cpu\"\n" + lines, "/src");
+    return ops::parse_manifest("/src/kernels/op/op.toml", "name = \"op\"\nkind = \"cpu\"\n" + lines, "/src");
   };
-  auto ok = parse("sources = [\"a.cpp\", \"../utils/u.cpp\", \"./b.cpp\"]\ninclude_dirs = [\".\", \"../utils\", \"../../include\"]\n");
+  auto ok = parse(
+      "sources = [\"a.cpp\", \"../utils/u.cpp\", \"./b.cpp\"]\ninclude_dirs = [\".\", \"../utils\", "
+      "\"../../include\"]\n");
   ASSERT_TRUE(ok) << ok.error().render();
   EXPECT_EQ(ok->sources[1], "../utils/u.cpp");
   EXPECT_EQ(ok->sources[2], "b.cpp");
-  struct Bad { const char* lines; const char* message; int line = 3; };
+  struct Bad {
+    const char* lines;
+    const char* message;
+    int line = 3;
+  };
   for (auto b : {Bad{"sources = [\"../../../x.cpp\"]\n", "source '../../../x.cpp' leads outside the source tree"},
                  Bad{"sources = [\"/tmp/x.cpp\"]\n", "source '/tmp/x.cpp' is an absolute path"},
-                 Bad{"sources = [\"a.cpp\"]\ninclude_dirs = [\"../../..\"]\n", "include folder '../../..' leads outside the source tree", 4},
+                 Bad{"sources = [\"a.cpp\"]\ninclude_dirs = [\"../../..\"]\n",
+                     "include folder '../../..' leads outside the source tree", 4},
                  Bad{"sources = [\"a.cpp\"]\ninclude_dirs = [\"\"]\n", "include folder '' is empty", 4},
                  Bad{"sources = [\"a.cpp\"]\ncxx_flags = [\"-DX\\n  cmd = touch /tmp/y #\"]\n",
                      "cxx_flags: '-DX\\x0a  cmd = touch /tmp/y #' contains a control character (code 10)", 4}}) {
@@ -181,7 +193,8 @@ TEST(ManifestContainment, SiblingFoldersInsideTheTreeOnly) {
     EXPECT_EQ(r.error().where.line, b.line);
   }
   // Without a root, the folder holding the op folders is the limit.
-  EXPECT_TRUE(ops::parse_manifest("/ops/op/op.toml", "name = \"op\"\nkind = \"cpu\"\nsources = [\"../utils/u.cpp\"]\n"));
+  EXPECT_TRUE(
+      ops::parse_manifest("/ops/op/op.toml", "name = \"op\"\nkind = \"cpu\"\nsources = [\"../utils/u.cpp\"]\n"));
   EXPECT_FALSE(ops::parse_manifest("/ops/op/op.toml", "name = \"op\"\nkind = \"cpu\"\nsources = [\"../../u.cpp\"]\n"));
 }
 
@@ -204,11 +217,11 @@ TEST(NinjaEscaping, UnwritableStringsAreRefusedWhateverTheirSource) {
   p.ops[0].manifest.cxx_flags = {"-DX\n  cmd = touch /tmp/y #"};
   auto g = compile::describe(p);
   ASSERT_FALSE(g);
-  EXPECT_EQ(g.error().message, "cannot write build.ninja: '-DX\\x0a  cmd = touch /tmp/y #' contains a line break or NUL");
+  EXPECT_EQ(g.error().message,
+            "cannot write build.ninja: '-DX\\x0a  cmd = touch /tmp/y #' contains a line break or NUL");
   p.ops[0].manifest.cxx_flags = {};
   p.ops[0].manifest.sources = {"a|b.cpp"};
-  EXPECT_EQ(compile::describe(p).error().message,
-            "cannot write build.ninja: '/b/obj/hostile/a|b.cpp.o' contains '|'");
+  EXPECT_EQ(compile::describe(p).error().message, "cannot write build.ninja: '/b/obj/hostile/a|b.cpp.o' contains '|'");
   p.ops[0].manifest.sources = {"../../../../tmp/x.cpp"};
   auto escaped = compile::describe(p);
   ASSERT_TRUE(escaped) << escaped.error().render();
@@ -232,7 +245,7 @@ TEST(NinjaEscaping, HostileNamesAndFlagsCompileAsWritten) {
   auto p = one_op_plan(src, build);
   p.ops[0].manifest.sources = {"sub dir/we$ird:name #1.cpp"};
   p.ops[0].manifest.cxx_flags = {"-DSPACE=\"a b\"", "-DDOLLAR=\"$HOME\"", "-DCOLON=\"a:b\"",
-                                 "-DQUOTE=\"'\"", "-DTICK=\"`id`\"", "-DHASH=sizeof(\"#\")"};
+                                 "-DQUOTE=\"'\"",   "-DTICK=\"`id`\"",    "-DHASH=sizeof(\"#\")"};
   auto ran = compile::run(probe::real_machine(), p, {});
   ASSERT_TRUE(ran) << ran.error().render();
   EXPECT_TRUE(sfs::exists(build / "lib" / "libopforge_hostile.so"));

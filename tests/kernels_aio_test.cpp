@@ -36,8 +36,8 @@ class KernelsAio : public ::testing::Test {
 
 // Writes `size` bytes from a buffer at `offset` bytes past a 4096-aligned address and reads them
 // back into another buffer at the same misalignment.
-void round_trip(const fs::path& file, std::size_t size, std::size_t offset, bool expect_direct,
-                std::uint64_t block = 0, int depth = 0) {
+void round_trip(const fs::path& file, std::size_t size, std::size_t offset, bool expect_direct, std::uint64_t block = 0,
+                int depth = 0) {
   SCOPED_TRACE("size " + std::to_string(size) + " offset " + std::to_string(offset));
   auto data = pattern(size, static_cast<unsigned>(size));
   void* raw_w = nullptr;
@@ -74,10 +74,9 @@ TEST_F(KernelsAio, RoundTripSizesWithODirect) {
 }
 
 TEST_F(KernelsAio, RoundTripUnalignedBuffers) {
-  for (std::size_t size : {std::size_t{1}, std::size_t{4095}, std::size_t{4096}, (std::size_t{1} << 20) + 3,
-                           std::size_t{5} << 20})
-    for (std::size_t offset : {1, 7, 512})
-      round_trip(dir_ / "f", size, offset, true);
+  for (std::size_t size :
+       {std::size_t{1}, std::size_t{4095}, std::size_t{4096}, (std::size_t{1} << 20) + 3, std::size_t{5} << 20})
+    for (std::size_t offset : {1, 7, 512}) round_trip(dir_ / "f", size, offset, true);
 }
 
 TEST_F(KernelsAio, ManySmallRequestsInFlight) {
@@ -161,8 +160,7 @@ TEST_F(KernelsAio, BlockSizeMustBeAligned) {
   fs::path f = dir_ / "x";
   char c = 'x';
   EXPECT_EQ(opforge_aio_write(f.c_str(), &c, 1, 1000, 0, 0, nullptr), -EINVAL);
-  EXPECT_NE(std::string(opforge_aio_last_error()).find("block size 1000 is not a multiple of 4096"),
-            std::string::npos);
+  EXPECT_NE(std::string(opforge_aio_last_error()).find("block size 1000 is not a multiple of 4096"), std::string::npos);
 }
 
 }  // namespace

@@ -25,8 +25,7 @@ struct State {
 State make_state(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);
-  State s{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n, 0.0f),
-          std::vector<float>(n, 0.0f)};
+  State s{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
   for (auto& x : s.p) x = d(rng);
   return s;
 }
@@ -48,8 +47,8 @@ State run(int level, std::size_t n, int steps, const Hyper& h, int threads) {
   State s = make_state(n, 1);
   for (int t = 1; t <= steps; ++t) {
     fill_grads(s, 100 + t);
-    int rc = opforge_cpu_adam_step(s.p.data(), s.g.data(), s.m.data(), s.v.data(), n, t, h.lr,
-                                   h.b1, h.b2, h.eps, h.wd, h.flags, nullptr, threads);
+    int rc = opforge_cpu_adam_step(s.p.data(), s.g.data(), s.m.data(), s.v.data(), n, t, h.lr, h.b1, h.b2, h.eps, h.wd,
+                                   h.flags, nullptr, threads);
     EXPECT_EQ(rc, 0) << opforge_cpu_adam_last_error();
   }
   return s;
@@ -137,10 +136,10 @@ TEST(KernelsCpuAdamConvert, ScalarConversionsRoundToNearestEven) {
   EXPECT_EQ(to_fp16(65520.0f), 0x7c00);  // the tie rounds to even: infinity
   EXPECT_EQ(to_fp16(INFINITY), 0x7c00);
   EXPECT_EQ(to_fp16(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(to_fp16(std::ldexp(1.0f, -25)), 0x0000);       // tie → even (0)
+  EXPECT_EQ(to_fp16(std::ldexp(1.0f, -25)), 0x0000);  // tie → even (0)
   EXPECT_EQ(to_fp16(std::ldexp(3.0f, -26)), 0x0001);
-  EXPECT_EQ(to_fp16(std::ldexp(1.0f, -14)), 0x0400);        // smallest normal
-  EXPECT_EQ(to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00); // tie → even
+  EXPECT_EQ(to_fp16(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
+  EXPECT_EQ(to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie → even
   EXPECT_EQ(to_fp16(-0.0f), 0x8000);
   EXPECT_EQ(to_fp16(NAN) & 0x7e00, 0x7e00);
   EXPECT_EQ(to_bf16(1.0f), 0x3f80);
@@ -153,9 +152,19 @@ TEST(KernelsCpuAdamConvert, ScalarConversionsRoundToNearestEven) {
 // With lr = 0 the parameters stay as they are, so the half copy shows each level's conversion:
 // every level must give the scalar conversion's bits, rounding cases included.
 TEST(KernelsCpuAdamConvert, EveryLevelWritesTheSameHalfBits) {
-  std::vector<float> p{1.0f, 65519.0f, 65520.0f, 70000.0f, std::ldexp(1.0f, -25),
-                       std::ldexp(3.0f, -26), 1.0f + std::ldexp(1.0f, -11), -0.0f, 3.14159f,
-                       1.0f + std::ldexp(1.0f, -8), 1.0f + std::ldexp(3.0f, -8), 1e-30f, -1e30f};
+  std::vector<float> p{1.0f,
+                       65519.0f,
+                       65520.0f,
+                       70000.0f,
+                       std::ldexp(1.0f, -25),
+                       std::ldexp(3.0f, -26),
+                       1.0f + std::ldexp(1.0f, -11),
+                       -0.0f,
+                       3.14159f,
+                       1.0f + std::ldexp(1.0f, -8),
+                       1.0f + std::ldexp(3.0f, -8),
+                       1e-30f,
+                       -1e30f};
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-70000.0f, 70000.0f);
   while (p.size() < 1000) p.push_back(d(rng) / (1 << (p.size() % 24)));
@@ -163,15 +172,16 @@ TEST(KernelsCpuAdamConvert, EveryLevelWritesTheSameHalfBits) {
   for (int half : {OPFORGE_CPU_ADAM_HALF_FP16, OPFORGE_CPU_ADAM_HALF_BF16}) {
     std::vector<std::uint16_t> expect(n);
     for (std::size_t i = 0; i < n; ++i)
-      expect[i] = half == OPFORGE_CPU_ADAM_HALF_FP16 ? opforge_cpu_adam::to_fp16(p[i])
-                                                     : opforge_cpu_adam::to_bf16(p[i]);
+      expect[i] =
+          half == OPFORGE_CPU_ADAM_HALF_FP16 ? opforge_cpu_adam::to_fp16(p[i]) : opforge_cpu_adam::to_bf16(p[i]);
     for (int level : supported_levels()) {
       SCOPED_TRACE(opforge_cpu_adam_simd_name(level));
       ASSERT_EQ(opforge_cpu_adam_set_simd_level(level), 0);
       std::vector<float> q = p, g(n, 0.0f), m(n, 0.0f), v(n, 0.0f);
       std::vector<std::uint16_t> out(n, 0x1234);
-      ASSERT_EQ(opforge_cpu_adam_step(q.data(), g.data(), m.data(), v.data(), n, 1, 0.0f, 0.9f,
-                                      0.999f, 1e-8f, 0.0f, half, out.data(), 2), 0);
+      ASSERT_EQ(opforge_cpu_adam_step(q.data(), g.data(), m.data(), v.data(), n, 1, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f,
+                                      half, out.data(), 2),
+                0);
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], expect[i]) << "value " << p[i];
     }
   }
@@ -183,10 +193,12 @@ TEST(KernelsCpuAdamErrors, BadArgumentsSayWhat) {
   EXPECT_EQ(opforge_cpu_adam_step(&x, &x, &x, &x, 1, 0, 1e-3f, 0.9f, 0.999f, 1e-8f, 0, 0, nullptr, 1), -EINVAL);
   EXPECT_EQ(std::string(opforge_cpu_adam_last_error()), "opforge_cpu_adam_step: step must be >= 1, got 0");
   EXPECT_EQ(opforge_cpu_adam_step(&x, &x, &x, &x, 1, 1, 1e-3f, 1.0f, 0.999f, 1e-8f, 0, 0, nullptr, 1), -EINVAL);
-  EXPECT_EQ(opforge_cpu_adam_step(&x, &x, &x, &x, 1, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0,
-                                  OPFORGE_CPU_ADAM_HALF_FP16, nullptr, 1), -EINVAL);
+  EXPECT_EQ(opforge_cpu_adam_step(&x, &x, &x, &x, 1, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0, OPFORGE_CPU_ADAM_HALF_FP16,
+                                  nullptr, 1),
+            -EINVAL);
   EXPECT_EQ(opforge_cpu_adam_step(nullptr, &x, &x, &x, 1, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0, 0, nullptr, 1), -EINVAL);
-  EXPECT_EQ(opforge_cpu_adam_step(nullptr, nullptr, nullptr, nullptr, 0, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0, 0, nullptr, 1), 0);
+  EXPECT_EQ(
+      opforge_cpu_adam_step(nullptr, nullptr, nullptr, nullptr, 0, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0, 0, nullptr, 1), 0);
 }
 
 }  // namespace

@@ -29,12 +29,26 @@ const Info kInfos[] = {
 // Decodes one element to double the long way (the oracle does not share code with the library).
 double decode(int dtype, const unsigned char* p) {
   switch (dtype) {
-    case OPFORGE_OVERFLOW_F32: { float f; std::memcpy(&f, p, 4); return f; }
-    case OPFORGE_OVERFLOW_F64: { double d; std::memcpy(&d, p, 8); return d; }
-    case OPFORGE_OVERFLOW_F16: { _Float16 h; std::memcpy(&h, p, 2); return double(h); }
+    case OPFORGE_OVERFLOW_F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case OPFORGE_OVERFLOW_F64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case OPFORGE_OVERFLOW_F16: {
+      _Float16 h;
+      std::memcpy(&h, p, 2);
+      return double(h);
+    }
     case OPFORGE_OVERFLOW_BF16: {
       uint32_t u = uint32_t(p[0] | (p[1] << 8)) << 16;
-      float f; std::memcpy(&f, &u, 4); return f;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
     }
     case OPFORGE_OVERFLOW_F8E4M3FN: {
       const int s = p[0] >> 7, e = (p[0] >> 3) & 15, m = p[0] & 7;
@@ -59,8 +73,14 @@ opforge_overflow_stats oracle(const Info& info, const unsigned char* p, uint64_t
   s.abs_max = -1;
   for (uint64_t i = 0; i < n; ++i) {
     const double v = decode(info.dtype, p + i * info.bytes);
-    if (std::isnan(v)) { ++s.nan_count; continue; }
-    if (std::isinf(v)) { ++(v > 0 ? s.posinf_count : s.neginf_count); continue; }
+    if (std::isnan(v)) {
+      ++s.nan_count;
+      continue;
+    }
+    if (std::isinf(v)) {
+      ++(v > 0 ? s.posinf_count : s.neginf_count);
+      continue;
+    }
     const double a = std::fabs(v);
     if (a == 0) ++s.zero_count;
     if (a > 0 && a < info.min_normal) ++s.subnormal_count;
@@ -189,7 +209,8 @@ TEST(OverflowCpu, BadInputGetsAnError) {
 TEST(OverflowCpu, MultiMatchesSingle) {
   const float a[] = {1, 2, NAN};
   const uint16_t h[] = {0x7c00, 0x0001, 0x8000};
-  opforge_overflow_tensor t[3] = {{a, 3, OPFORGE_OVERFLOW_F32, 0, 0}, {h, 3, OPFORGE_OVERFLOW_F16, 0, 0},
+  opforge_overflow_tensor t[3] = {{a, 3, OPFORGE_OVERFLOW_F32, 0, 0},
+                                  {h, 3, OPFORGE_OVERFLOW_F16, 0, 0},
                                   {nullptr, 0, OPFORGE_OVERFLOW_BF16, 0, 0}};
   opforge_overflow_stats out[3];
   ASSERT_EQ(opforge_overflow_stats_cpu_multi(t, 3, out), 0);
@@ -219,8 +240,7 @@ TEST(OverflowCpu, CountAbove32Bits) {
 // The GPU kernel's per-thread code (scan_core.h) run on the host: the shares of `threads` grid-stride
 // threads together must give the CPU path's statistics, whatever the alignment, size and grid.
 template <int B, class W>
-opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, uint64_t n,
-                                    uint64_t threads) {
+opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, uint64_t n, uint64_t threads) {
   using namespace opforge_overflow;
   const Layout l = layout_of(info.dtype);
   const ScanParams<W> q = scan_params<W>(l, threshold_bits_for(info.dtype, 0.0));
@@ -240,8 +260,7 @@ opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, ui
   return s;
 }
 
-opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, uint64_t n,
-                                    uint64_t threads) {
+opforge_overflow_stats simulate_gpu(const Info& info, const unsigned char* p, uint64_t n, uint64_t threads) {
   switch (info.bytes) {
     case 1: return simulate_gpu<1, uint32_t>(info, p, n, threads);
     case 2: return simulate_gpu<2, uint32_t>(info, p, n, threads);

@@ -9,10 +9,9 @@
 extern "C" {
 int opforge_utils_abi_version(void);
 const char* opforge_utils_last_error(void);
-int opforge_utils_flatten(const void* const* members, const std::size_t* sizes, std::size_t n,
-                          void* flat, int threads);
-int opforge_utils_unflatten(const void* flat, void* const* members, const std::size_t* sizes,
-                            std::size_t n, int threads);
+int opforge_utils_flatten(const void* const* members, const std::size_t* sizes, std::size_t n, void* flat, int threads);
+int opforge_utils_unflatten(const void* flat, void* const* members, const std::size_t* sizes, std::size_t n,
+                            int threads);
 }
 
 namespace {
@@ -48,9 +47,7 @@ void round_trip(const std::vector<std::size_t>& sizes, int threads) {
 
 TEST(KernelsUtils, AbiVersion) { EXPECT_EQ(opforge_utils_abi_version(), 1); }
 
-TEST(KernelsUtils, MixedSizesWithEmptyMembers) {
-  round_trip({0, 1, 7, 0, 4096, 3, 0, 65537}, 0);
-}
+TEST(KernelsUtils, MixedSizesWithEmptyMembers) { round_trip({0, 1, 7, 0, 4096, 3, 0, 65537}, 0); }
 
 TEST(KernelsUtils, OnlyEmptyMembersAndNoMembers) {
   round_trip({0, 0, 0}, 0);

@@ -12,22 +12,27 @@ Manifest op(std::string name, Kind kind = Kind::cpu, std::vector<Probe> probes =
   Manifest m;
   m.name = name;
   m.kind = kind;
-  m.build_var = "DS_BUILD_" + std::string(name == "aio" ? "AIO" : name == "cpu_adam" ? "CPU_ADAM"
-                                                         : name == "utils" ? "UTILS" : "OVERFLOW");
+  m.build_var = "DS_BUILD_" + std::string(name == "aio"        ? "AIO"
+                                          : name == "cpu_adam" ? "CPU_ADAM"
+                                          : name == "utils"    ? "UTILS"
+                                                               : "OVERFLOW");
   m.sources = {"a.cpp"};
   m.probes = std::move(probes);
   return m;
 }
 
 Probe libaio() {
-  return Probe{"libaio", "libaio.h", "io_submit(0, 0, 0);", {"aio"},
+  return Probe{"libaio",
+               "libaio.h",
+               "io_submit(0, 0, 0);",
+               {"aio"},
                {{"apt", "libaio-dev"}, {"yum", "libaio-devel"}, {"pacman", "libaio"}}};
 }
 
 struct World {
   probe::FakeMachine fm;
-  std::vector<Manifest> manifests = {op("aio", Kind::cpu, {libaio()}), op("cpu_adam"),
-                                     op("overflow", Kind::cuda), op("utils")};
+  std::vector<Manifest> manifests = {op("aio", Kind::cpu, {libaio()}), op("cpu_adam"), op("overflow", Kind::cuda),
+                                     op("utils")};
   recipe::Recipe recipe;
   DecideContext ctx;
   World() {
@@ -92,8 +97,8 @@ TEST(OpsDecide, EnvironmentBeatsRecipe) {
 
 TEST(OpsDecide, RecipeOpsTableWithUnlistedOpsOff) {
   World w;
-  w.recipe.ops = {{"aio", recipe::OpRequest::automatic}, {"utils", recipe::OpRequest::on},
-                  {"cpu_adam", recipe::OpRequest::off}};
+  w.recipe.ops = {
+      {"aio", recipe::OpRequest::automatic}, {"utils", recipe::OpRequest::on}, {"cpu_adam", recipe::OpRequest::off}};
   auto d = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
   ASSERT_TRUE(d);
   EXPECT_EQ((*d)[2].manifest.name, "overflow");
@@ -150,8 +155,7 @@ TEST(OpsDecide, ProbeRunsTheCompilerWithTheLibraryAndUserFlags) {
   w.fm.env.set("DS_BUILD_AIO", "1");
   EXPECT_EQ(w.built(), Names{"aio"});
   ASSERT_EQ(w.fm.proc.calls().size(), 1u);
-  EXPECT_EQ(w.fm.proc.calls()[0].argv,
-            (Names{"/usr/bin/c++", "probe.cpp", "-o", "probe", "-L/opt/aio/lib", "-laio"}));
+  EXPECT_EQ(w.fm.proc.calls()[0].argv, (Names{"/usr/bin/c++", "probe.cpp", "-o", "probe", "-L/opt/aio/lib", "-laio"}));
   EXPECT_EQ(w.fm.fs.nodes().count("/tmp/opforge-probe-1"), 0u) << "probe folder removed";
 }
 
@@ -182,8 +186,7 @@ TEST(OpsDecide, VariableNamingNoOpSuggestsOne) {
   w.fm.env.set("DS_BUILD_CPUADAM", "1");
   auto d = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.error().message,
-            "environment variable DS_BUILD_CPUADAM names no op; did you mean DS_BUILD_CPU_ADAM?");
+  EXPECT_EQ(d.error().message, "environment variable DS_BUILD_CPUADAM names no op; did you mean DS_BUILD_CPU_ADAM?");
 }
 
 TEST(OpsDecide, CacheDirectoryFollowsEnvironment) {

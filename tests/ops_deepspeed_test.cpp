@@ -123,7 +123,8 @@ TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
     std::map<std::string, ops::Compatibility> out;
     for (auto& a : ask) {
       asked.push_back(a.name);
-      out[a.name] = a.name == "never" ? ops::Compatibility{false, "never requires libnever-dev"} : ops::Compatibility{true, ""};
+      out[a.name] =
+          a.name == "never" ? ops::Compatibility{false, "never requires libnever-dev"} : ops::Compatibility{true, ""};
     }
     return out;
   };
@@ -135,7 +136,8 @@ TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
     auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, r, ctx);
     ASSERT_FALSE(d);
     EXPECT_EQ(d.error().kind, ErrorKind::unsatisfied);
-    EXPECT_NE(d.error().message.find("NeverBuilder.is_compatible() says no: never requires libnever-dev"), std::string::npos)
+    EXPECT_NE(d.error().message.find("NeverBuilder.is_compatible() says no: never requires libnever-dev"),
+              std::string::npos)
         << d.error().message;
     EXPECT_EQ(asked, (std::vector<std::string>{"cpu_adam", "never"}));  // only what was asked for
   }
@@ -146,7 +148,8 @@ TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
     ASSERT_TRUE(d) << d.error().render();
     EXPECT_TRUE((*d)[0].build);
     EXPECT_FALSE((*d)[2].build);
-    EXPECT_NE((*d)[2].reason.find("skipped: NeverBuilder.is_compatible() says no"), std::string::npos) << (*d)[2].reason;
+    EXPECT_NE((*d)[2].reason.find("skipped: NeverBuilder.is_compatible() says no"), std::string::npos)
+        << (*d)[2].reason;
   }
   {  // a misspelt op: exit 2 with a suggestion from the catalogue
     probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_FUSED_THNG", "1"}});

@@ -46,8 +46,8 @@ TEST(PlanCli, EnvLinesEvalInAShell) {
 }
 
 TEST(PlanCli, PlanJsonIsValidAndComplete) {
-  std::string out = capture(env_prefix() + "DS_BUILD_OPS=1 '" + OPFORGE_BINARY + "' plan --json '" +
-                            fixture_recipe() + "'");
+  std::string out =
+      capture(env_prefix() + "DS_BUILD_OPS=1 '" + OPFORGE_BINARY + "' plan --json '" + fixture_recipe() + "'");
   auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j["wheel_version"], "0.1.0");

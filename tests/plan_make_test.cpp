@@ -108,7 +108,8 @@ TEST(PlanMake, ShimFolderWithAColonIsRefused) {
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().kind, ErrorKind::bad_input);
   EXPECT_EQ(p.error().message,
-            "the compiler shim's folder '/r/recipes/a:b/shim' contains ':', which cannot stand in PATH (':' separates its folders)");
+            "the compiler shim's folder '/r/recipes/a:b/shim' contains ':', which cannot stand in PATH (':' separates "
+            "its folders)");
   EXPECT_EQ(p.error().hint, "set [build] build_dir to a folder without ':'");
 }
 

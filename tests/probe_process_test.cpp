@@ -97,8 +97,8 @@ bool process_gone(const std::string& pid) {
 
 TEST(ProbeProcess, TimeoutKillsTheCommandAndItsChildren) {
   // The background sleep keeps stdout open after sh is gone, and sh waits for it.
-  auto r = real_machine().proc.run(Command{.argv = {"sh", "-c", "sleep 30 & echo $!; wait"},
-                                           .timeout = std::chrono::milliseconds(300)});
+  auto r = real_machine().proc.run(
+      Command{.argv = {"sh", "-c", "sleep 30 & echo $!; wait"}, .timeout = std::chrono::milliseconds(300)});
   ASSERT_TRUE(r) << r.error().render();
   EXPECT_TRUE(r->timed_out);
   EXPECT_EQ(r->signal, SIGKILL);

@@ -10,8 +10,7 @@ TEST(RecipeCpuTarget, UnsetByDefaultAndKeptWhenKnown) {
   ASSERT_TRUE(none);
   EXPECT_EQ(none->build.cpu_target, "");
   EXPECT_TRUE(none->build.cpu_dispatch.empty());
-  auto r = parse_file("/x/r.toml",
-                      "[build]\ncpu_target = \"x86-64-v3\"\ncpu_dispatch = [\"deepspeed/ops/*.so\"]\n");
+  auto r = parse_file("/x/r.toml", "[build]\ncpu_target = \"x86-64-v3\"\ncpu_dispatch = [\"deepspeed/ops/*.so\"]\n");
   ASSERT_TRUE(r) << r.error().render();
   EXPECT_EQ(r->build.cpu_target, "x86-64-v3");
   EXPECT_EQ(r->build.cpu_dispatch, std::vector<std::string>{"deepspeed/ops/*.so"});

@@ -97,7 +97,8 @@ TEST(RecipeParse, ArrayArchEntryErrorPointsInsideThatString) {
 
 TEST(RecipeParse, NameAndVersionGrammars) {
   auto ok = [](std::string_view key, std::string_view value) {
-    return parse_file("/x/r.toml", "[package]\n" + std::string(key) + " = \"" + std::string(value) + "\"\n").has_value();
+    return parse_file("/x/r.toml", "[package]\n" + std::string(key) + " = \"" + std::string(value) + "\"\n")
+        .has_value();
   };
   for (auto name : {"a", "A9", "my-ops", "my_ops.x", "a-b_c.d9"}) EXPECT_TRUE(ok("name", name)) << name;
   for (auto name : {"-a", "a-", ".a", "a.", "a b", "a/b", "é"}) EXPECT_FALSE(ok("name", name)) << name;

@@ -57,8 +57,8 @@ class SourceGit : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
   std::string git(const std::string& args) { return sh("git -C '" + repo.string() + "' " + args + " 2>&1"); }
   void commit(const std::string& msg, const std::string& date) {
-    sh("cd '" + repo.string() + "' && GIT_AUTHOR_DATE=" + date + " GIT_COMMITTER_DATE=" + date +
-       " git commit -q -m " + msg);
+    sh("cd '" + repo.string() + "' && GIT_AUTHOR_DATE=" + date + " GIT_COMMITTER_DATE=" + date + " git commit -q -m " +
+       msg);
   }
   fs::path dir, repo;
   std::string first, second;

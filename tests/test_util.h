@@ -13,8 +13,7 @@
 namespace opforge::test_util {
 
 inline std::filesystem::path temp_dir(const std::string& tag) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("opforge-test-" + tag + "-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() / ("opforge-test-" + tag + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }
@@ -32,9 +31,7 @@ inline void spit(const std::filesystem::path& p, const std::string& text) {
 }
 
 /// A file of tests/data (captured real outputs), e.g. data("nvcc/13.0-version.txt").
-inline std::string data(const std::string& rel) {
-  return slurp(std::filesystem::path(OPFORGE_TEST_DATA) / rel);
-}
+inline std::string data(const std::string& rel) { return slurp(std::filesystem::path(OPFORGE_TEST_DATA) / rel); }
 
 /// True in CI (CI=true), where every tool scripts/deps installs must be there.
 inline bool in_ci() {
@@ -46,8 +43,8 @@ inline bool in_ci() {
 
 /// A tool that scripts/deps installs is missing: skipped on a developer's machine, failed in CI,
 /// where a skip would hide that the test never ran. Use in a TEST body or SetUp().
-#define OPFORGE_SKIP_UNLESS_CI(why)                                                      \
-  do {                                                                                   \
+#define OPFORGE_SKIP_UNLESS_CI(why)                                                             \
+  do {                                                                                          \
     if (::opforge::test_util::in_ci()) GTEST_FAIL() << (why) << " (CI=true: run scripts/deps)"; \
-    GTEST_SKIP() << (why);                                                               \
+    GTEST_SKIP() << (why);                                                                      \
   } while (0)

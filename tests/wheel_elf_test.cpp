@@ -46,7 +46,8 @@ TEST(WheelElf, OpenMpLibraryIsPlainLinuxWithReason) {
 __attribute__((visibility("default"))) void opforge_t_scale(float* x, int n) {
 #pragma omp parallel for
   for (int i = 0; i < n; ++i) x[i] *= 2; }
-)", "-fopenmp");
+)",
+                              "-fopenmp");
   ASSERT_FALSE(so.empty());
   auto info = read_elf(so);
   ASSERT_TRUE(info);
@@ -54,8 +55,7 @@ __attribute__((visibility("default"))) void opforge_t_scale(float* x, int n) {
   auto d = platform_tag({{"opforge_ops/_lib/libopforge_t.so", *info}});
   EXPECT_EQ(d.platform, "linux_x86_64");
   ASSERT_EQ(d.reasons.size(), 1u);
-  EXPECT_EQ(d.reasons[0],
-            "opforge_ops/_lib/libopforge_t.so needs libgomp.so.1, which is not on any manylinux policy");
+  EXPECT_EQ(d.reasons[0], "opforge_ops/_lib/libopforge_t.so needs libgomp.so.1, which is not on any manylinux policy");
 }
 
 TEST(WheelElf, LinkingLibcudaIsRefused) {
@@ -65,8 +65,9 @@ TEST(WheelElf, LinkingLibcudaIsRefused) {
   auto d = platform_tag({{"x.so", info}});
   EXPECT_EQ(d.platform, "linux_x86_64");
   ASSERT_EQ(d.reasons.size(), 1u);
-  EXPECT_EQ(d.reasons[0], "x.so links libcuda.so.1, which must be opened with dlopen (the driver "
-                          "is not on any manylinux policy)");
+  EXPECT_EQ(d.reasons[0],
+            "x.so links libcuda.so.1, which must be opened with dlopen (the driver "
+            "is not on any manylinux policy)");
 }
 
 TEST(WheelElf, NewLibstdcxxRaisesTheGlibcFloor) {

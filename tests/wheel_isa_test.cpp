@@ -17,8 +17,7 @@ using testing::spit;
 using testing::temp_dir;
 
 /// Compiles C `source` with gcc and `flags` into an object (or, with "-shared -fPIC", a library).
-std::string compile(const std::string& tag, const std::string& source, const std::string& flags,
-                    bool shared = false) {
+std::string compile(const std::string& tag, const std::string& source, const std::string& flags, bool shared = false) {
   auto dir = temp_dir("isa-" + tag);
   spit(dir / "t.c", source);
   auto out = dir / (shared ? "t.so" : "t.o");
@@ -42,8 +41,7 @@ std::set<std::string> gcc_families(const std::string& flags) {
   auto macros = run_output("gcc " + flags + " -dM -E -x c /dev/null 2>/dev/null");
   std::set<std::string> out;
   for (const auto& f : isa_families())
-    if (macros.find("#define " + std::string(f.gcc_macro) + " ") != std::string::npos)
-      out.emplace(f.name);
+    if (macros.find("#define " + std::string(f.gcc_macro) + " ") != std::string::npos) out.emplace(f.name);
   return out;
 }
 
@@ -54,9 +52,10 @@ std::vector<std::string> names(const IsaUse& use) {
 }
 
 // gcc emits `rep bsf` (= tzcnt) for __builtin_ctz in generic code: still baseline.
-const char* kScalar = "float dot(const float* a, const float* b, int n) {\n"
-                      "  float s = 0; for (int i = 0; i < n; ++i) s += a[i] * b[i]; return s; }\n"
-                      "int lowest(unsigned long x) { return x ? __builtin_ctzl(x) : 64; }\n";
+const char* kScalar =
+    "float dot(const float* a, const float* b, int n) {\n"
+    "  float s = 0; for (int i = 0; i < n; ++i) s += a[i] * b[i]; return s; }\n"
+    "int lowest(unsigned long x) { return x ? __builtin_ctzl(x) : 64; }\n";
 
 }  // namespace
 
@@ -74,8 +73,9 @@ TEST(WheelIsa, BaselineObjectIsX8664) {
 }
 
 TEST(WheelIsa, Crc32IsSse42AndLevelTwo) {
-  auto obj = compile("crc", "#include <nmmintrin.h>\n"
-                            "unsigned crc(unsigned c, unsigned v) { return _mm_crc32_u32(c, v); }\n",
+  auto obj = compile("crc",
+                     "#include <nmmintrin.h>\n"
+                     "unsigned crc(unsigned c, unsigned v) { return _mm_crc32_u32(c, v); }\n",
                      "-march=x86-64 -msse4.2");
   ASSERT_FALSE(obj.empty());
   auto use = read_isa(obj);
@@ -85,9 +85,10 @@ TEST(WheelIsa, Crc32IsSse42AndLevelTwo) {
 }
 
 TEST(WheelIsa, Avx2AndFmaAreLevelThreeWithTheirFunction) {
-  auto obj = compile("avx2", "#include <immintrin.h>\n"
-                             "__m256i add(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }\n"
-                             "__m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }\n",
+  auto obj = compile("avx2",
+                     "#include <immintrin.h>\n"
+                     "__m256i add(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }\n"
+                     "__m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }\n",
                      "-march=x86-64 -mavx2 -mfma");
   ASSERT_FALSE(obj.empty());
   auto use = read_isa(obj);
@@ -101,12 +102,13 @@ TEST(WheelIsa, Avx2AndFmaAreLevelThreeWithTheirFunction) {
 }
 
 TEST(WheelIsa, Avx512InALibraryIsLevelFourAndAboveV3) {
-  auto so = compile("avx512", "#include <immintrin.h>\n"
-                              "__attribute__((visibility(\"default\"))) void scale(float* x, float k) {\n"
-                              "  _mm512_storeu_ps(x, _mm512_mul_ps(_mm512_loadu_ps(x), _mm512_set1_ps(k))); }\n"
-                              "__attribute__((visibility(\"default\"))) void mscale(float* x, float k) {\n"
-                              "  _mm256_storeu_ps(x, _mm256_mask_mul_ps(_mm256_loadu_ps(x), 0x0f,\n"
-                              "                  _mm256_loadu_ps(x), _mm256_set1_ps(k))); }\n",
+  auto so = compile("avx512",
+                    "#include <immintrin.h>\n"
+                    "__attribute__((visibility(\"default\"))) void scale(float* x, float k) {\n"
+                    "  _mm512_storeu_ps(x, _mm512_mul_ps(_mm512_loadu_ps(x), _mm512_set1_ps(k))); }\n"
+                    "__attribute__((visibility(\"default\"))) void mscale(float* x, float k) {\n"
+                    "  _mm256_storeu_ps(x, _mm256_mask_mul_ps(_mm256_loadu_ps(x), 0x0f,\n"
+                    "                  _mm256_loadu_ps(x), _mm256_set1_ps(k))); }\n",
                     "-march=x86-64 -mavx512f -mavx512vl", true);
   ASSERT_FALSE(so.empty());
   auto use = read_isa(so);
@@ -129,8 +131,9 @@ TEST(WheelIsa, Avx512InALibraryIsLevelFourAndAboveV3) {
 }
 
 TEST(WheelIsa, AesIsOutsideTheLevels) {
-  auto obj = compile("aes", "#include <wmmintrin.h>\n"
-                            "__m128i enc(__m128i a, __m128i k) { return _mm_aesenc_si128(a, k); }\n",
+  auto obj = compile("aes",
+                     "#include <wmmintrin.h>\n"
+                     "__m128i enc(__m128i a, __m128i k) { return _mm_aesenc_si128(a, k); }\n",
                      "-march=x86-64 -maes");
   ASSERT_FALSE(obj.empty());
   auto use = read_isa(obj);
@@ -165,12 +168,11 @@ TEST(WheelIsa, TargetsAllowWhatGccEnablesForThem) {
 }
 
 TEST(WheelIsa, FlagFamiliesMatchGccImplications) {
-  for (std::string flag : {"-msse4.2", "-mavx", "-mavx2", "-mfma", "-mf16c", "-mavx512f",
-                           "-mavx512vl", "-mavx512bw", "-mavx512dq", "-mbmi2", "-maes"})
+  for (std::string flag : {"-msse4.2", "-mavx", "-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw",
+                           "-mavx512dq", "-mbmi2", "-maes"})
     EXPECT_EQ(families_of_flags({flag}), gcc_families("-march=x86-64 " + flag)) << flag;
   // opforge's cpu_adam sources, as their op.toml gives them.
-  EXPECT_EQ(families_of_flags({"-mavx2", "-mfma", "-mf16c", "-O3"}),
-            gcc_families("-march=x86-64 -mavx2 -mfma -mf16c"));
+  EXPECT_EQ(families_of_flags({"-mavx2", "-mfma", "-mf16c", "-O3"}), gcc_families("-march=x86-64 -mavx2 -mfma -mf16c"));
 }
 
 }  // namespace opforge::wheel

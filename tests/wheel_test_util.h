@@ -12,12 +12,11 @@ using test_util::spit;
 using test_util::temp_dir;
 
 /// Compiles `source` (C) into a shared library with gcc and returns its bytes ("" on failure).
-inline std::string build_so(const std::string& tag, const std::string& source,
-                            const std::string& extra_flags = "") {
+inline std::string build_so(const std::string& tag, const std::string& source, const std::string& extra_flags = "") {
   auto dir = temp_dir(tag);
   spit(dir / "lib.c", source);
-  std::string cmd = "gcc -shared -fPIC -O2 " + extra_flags + " -o " + (dir / "lib.so").string() +
-                    " " + (dir / "lib.c").string() + " 2>&1";
+  std::string cmd = "gcc -shared -fPIC -O2 " + extra_flags + " -o " + (dir / "lib.so").string() + " " +
+                    (dir / "lib.c").string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) return "";
   return slurp(dir / "lib.so");
 }

@@ -23,8 +23,7 @@ Spec spec() {
   s.name = "opforge-ops";
   s.version = "0.1.0";
   s.summary = "x";
-  s.files = {{"opforge_ops/__init__.py", "", 0644},
-             {"opforge_ops/_lib/libopforge_v.so", so_bytes(), 0755}};
+  s.files = {{"opforge_ops/__init__.py", "", 0644}, {"opforge_ops/_lib/libopforge_v.so", so_bytes(), 0755}};
   return s;
 }
 
@@ -69,7 +68,7 @@ TEST(WheelVerify, UnlistedMissingUnsafeAndMismatchedNames) {
     if (e.path == "opforge_ops/__init__.py") continue;  // listed but missing
     files.push_back({e.path, e.content, e.mode & 0777});
   }
-  files.push_back({"../evil", "x", 0644});                  // unsafe and unlisted
+  files.push_back({"../evil", "x", 0644});  // unsafe and unlisted
   files.push_back({"/abs", "x", 0644});
   auto bytes = zip_entries(files, 315532800);
   ASSERT_TRUE(bytes);
@@ -81,8 +80,9 @@ TEST(WheelVerify, UnlistedMissingUnsafeAndMismatchedNames) {
 
   // Renamed file: version and tags disagree with the contents.
   auto renamed = verify_bytes("opforge_ops-0.2.0-py3-none-any.whl", p->bytes);
-  EXPECT_TRUE(mentions(renamed, "opforge_ops-0.1.0.dist-info: does not match the file name "
-                                "(expected opforge_ops-0.2.0.dist-info)"));
+  EXPECT_TRUE(mentions(renamed,
+                       "opforge_ops-0.1.0.dist-info: does not match the file name "
+                       "(expected opforge_ops-0.2.0.dist-info)"));
   EXPECT_TRUE(mentions(renamed, "METADATA: Version '0.1.0' differs from the file name's '0.2.0'"));
   EXPECT_TRUE(mentions(renamed, "WHEEL: tags {py3-none-manylinux_2_"));
 }
@@ -106,7 +106,8 @@ TEST(WheelNormalize, RepacksStripsAndRelabels) {
   std::vector<File> files = {
       {"opforge_ops-0.1.0.dist-info/WHEEL",
        "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.41)\nRoot-Is-Purelib: false\n"
-       "Tag: py3-none-linux_x86_64\n", 0644},
+       "Tag: py3-none-linux_x86_64\n",
+       0644},
       {"opforge_ops/_lib/libopforge_v.so", so_bytes(), 0775},
       {"opforge_ops-0.1.0.dist-info/METADATA",
        "Metadata-Version: 2.1\nName: opforge-ops\nVersion: 0.1.0\nRequires-Dist: numpy\n\nbody\n", 0664},
@@ -131,9 +132,8 @@ TEST(WheelNormalize, RepacksStripsAndRelabels) {
   std::vector<std::string> paths;
   for (const auto& e : *out) paths.push_back(e.path);
   const std::string di = "opforge_ops-0.1.0+cu13.gabc1234.dist-info/";
-  EXPECT_EQ(paths, (std::vector<std::string>{"opforge_ops/__init__.py",
-                                             "opforge_ops/_lib/libopforge_v.so", di + "METADATA",
-                                             di + "WHEEL", di + "top_level.txt", di + "RECORD"}));
+  EXPECT_EQ(paths, (std::vector<std::string>{"opforge_ops/__init__.py", "opforge_ops/_lib/libopforge_v.so",
+                                             di + "METADATA", di + "WHEEL", di + "top_level.txt", di + "RECORD"}));
   EXPECT_EQ((*out)[2].content,
             "Metadata-Version: 2.1\nName: opforge-ops\nVersion: 0.1.0+cu13.gabc1234\n"
             "Requires-Dist: numpy\n\nbody\n");
@@ -151,10 +151,9 @@ TEST(WheelNormalize, RepacksStripsAndRelabels) {
 
 TEST(WheelNormalize, StripRunsThroughTheProcessRunner) {
   probe::FakeMachine fake;
-  std::vector<File> files = {
-      {"p/x.so", so_bytes(), 0755},
-      {"p-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: p\nVersion: 1.0\n", 0644},
-      {"p-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-linux_x86_64\n", 0644}};
+  std::vector<File> files = {{"p/x.so", so_bytes(), 0755},
+                             {"p-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: p\nVersion: 1.0\n", 0644},
+                             {"p-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-linux_x86_64\n", 0644}};
   auto bytes = zip_entries(files, 315532800);
   fake.fs.add_file("/in/p-1.0-py3-none-linux_x86_64.whl", *bytes);
   fake.proc.on({"strip"}, probe::ProcessResult{0, 0, false, "", ""});
@@ -175,7 +174,8 @@ TEST(WheelNormalize, PinsTorchAndRewritesTheVersionFile) {
       {"deepspeed/git_version_info_installed.py", "version='0.19.8+abc'\n", 0644},
       {"deepspeed-0.19.8.dist-info/METADATA",
        "Metadata-Version: 2.1\nName: deepspeed\nVersion: 0.19.8\nRequires-Dist: hjson\n"
-       "Requires-Dist: Torch>=1.9\nRequires-Dist: py-cpuinfo\n\nRequires-Dist: torch (in the body)\n", 0644},
+       "Requires-Dist: Torch>=1.9\nRequires-Dist: py-cpuinfo\n\nRequires-Dist: torch (in the body)\n",
+       0644},
       {"deepspeed-0.19.8.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n", 0644}};
   auto bytes = zip_entries(files, 315532800);
   ASSERT_TRUE(bytes);

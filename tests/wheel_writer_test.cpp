@@ -36,7 +36,8 @@ Result<Packed> pack_in_tz(const Spec& s, const char* tz) {
   setenv("TZ", tz, 1);
   tzset();
   auto p = pack(s);
-  if (old) setenv("TZ", saved.c_str(), 1); else unsetenv("TZ");
+  if (old) setenv("TZ", saved.c_str(), 1);
+  else unsetenv("TZ");
   tzset();
   return p;
 }
@@ -77,15 +78,16 @@ TEST(WheelWriter, FileNameTagsAndOrder) {
   std::vector<std::string> paths;
   for (const auto& e : *entries) paths.push_back(e.path);
   const std::string di = "opforge_ops-0.1.0+cu13.gabc1234.dist-info/";
-  EXPECT_EQ(paths, (std::vector<std::string>{"opforge_ops/__init__.py",
-                                             "opforge_ops/_lib/libopforge_t.so",
-                                             "opforge_ops/build_info.py", di + "METADATA",
-                                             di + "WHEEL", di + "RECORD"}));
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"opforge_ops/__init__.py", "opforge_ops/_lib/libopforge_t.so",
+                                      "opforge_ops/build_info.py", di + "METADATA", di + "WHEEL", di + "RECORD"}));
   EXPECT_EQ((*entries)[0].mode, 0100644u);
   EXPECT_EQ((*entries)[1].mode, 0100755u);
   EXPECT_EQ((*entries)[2].mode, 0100644u);  // 0600 is written as 0644
-  EXPECT_EQ((*entries)[4].content, "Wheel-Version: 1.0\nGenerator: opforge 0.1.0\n"
-                                   "Root-Is-Purelib: false\nTag: py3-none-" + plat + "\n");
+  EXPECT_EQ((*entries)[4].content,
+            "Wheel-Version: 1.0\nGenerator: opforge 0.1.0\n"
+            "Root-Is-Purelib: false\nTag: py3-none-" +
+                plat + "\n");
   EXPECT_TRUE((*entries)[3].content.starts_with(
       "Metadata-Version: 2.1\nName: opforge-ops\nVersion: 0.1.0+cu13.gabc1234\n"
       "Summary: Prebuilt ops\nRequires-Python: >=3.8\nDescription-Content-Type: text/markdown\n\n"

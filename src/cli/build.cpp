@@ -69,14 +69,15 @@ void print_ops(const pipeline::Outcome& outcome) {
   for (auto& d : plan.ops) {
     // DeepSpeed's two dozen builders: those nobody asked for are not listed.
     if (plan.source.catalogue == "op_builder" && !d.build && d.reason == "not requested") continue;
-    std::cout << (d.build ? "  built    " : "  skipped  ") << d.manifest.name
-              << (d.build ? "" : " (" + d.reason + ")") << "\n";
+    std::cout << (d.build ? "  built    " : "  skipped  ") << d.manifest.name << (d.build ? "" : " (" + d.reason + ")")
+              << "\n";
   }
   // Ops a project's setup.py added on its own (DeepSpeed: pin_memory with async_io).
   if (auto it = outcome.record.inputs.find("ops_installed"); it != outcome.record.inputs.end() && it->is_array())
     for (auto& op : *it) {
       std::string name = op.is_string() ? op.get<std::string>() : "";
-      bool planned = std::any_of(plan.ops.begin(), plan.ops.end(), [&](auto& d) { return d.build && d.manifest.name == name; });
+      bool planned =
+          std::any_of(plan.ops.begin(), plan.ops.end(), [&](auto& d) { return d.build && d.manifest.name == name; });
       if (!name.empty() && !planned) std::cout << "  built    " << name << " (added by the project's setup.py)\n";
     }
 }
@@ -106,21 +107,21 @@ Status run_build(const BuildFlags& flags) {
   return {};
 }
 
-Registrar reg{{"build", "Build the recipe's ops and package them into a reproducible wheel",
-               [](CLI::App& app) -> Runner {
-                 auto flags = std::make_shared<BuildFlags>();
-                 app.add_option("recipe", flags->recipe, "recipe file (TOML)")->required();
-                 app.add_option("-j,--jobs", flags->jobs, "parallel jobs (default: MAX_JOBS, the recipe, all cores)");
-                 app.add_option("--cache", flags->cache, "compiler cache: ccache | none");
-                 app.add_option("--python", flags->python, "the Python whose torch decides the CUDA version");
-                 app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");
-                 app.add_option("--dist-dir", flags->dist_dir, "where the wheel goes (default from the recipe)");
-                 app.add_flag("--release", flags->release, "refuse a dirty source tree or a moving git rev (a branch)");
-                 app.add_option("--release-of", flags->release_of,
-                                "rebuild the release a build record describes: --release, and the source must "
-                                "resolve to the record's commit (a branch rev is then accepted)");
-                 return [flags] { return run_build(*flags); };
-               }}};
+Registrar reg{
+    {"build", "Build the recipe's ops and package them into a reproducible wheel", [](CLI::App& app) -> Runner {
+       auto flags = std::make_shared<BuildFlags>();
+       app.add_option("recipe", flags->recipe, "recipe file (TOML)")->required();
+       app.add_option("-j,--jobs", flags->jobs, "parallel jobs (default: MAX_JOBS, the recipe, all cores)");
+       app.add_option("--cache", flags->cache, "compiler cache: ccache | none");
+       app.add_option("--python", flags->python, "the Python whose torch decides the CUDA version");
+       app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");
+       app.add_option("--dist-dir", flags->dist_dir, "where the wheel goes (default from the recipe)");
+       app.add_flag("--release", flags->release, "refuse a dirty source tree or a moving git rev (a branch)");
+       app.add_option("--release-of", flags->release_of,
+                      "rebuild the release a build record describes: --release, and the source must "
+                      "resolve to the record's commit (a branch rev is then accepted)");
+       return [flags] { return run_build(*flags); };
+     }}};
 
 }  // namespace
 }  // namespace opforge::cli

@@ -79,7 +79,9 @@ json to_json(const doctor::Report& r) {
 }
 
 void print_text(const json& j) {
-  auto s = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.is_null() ? std::string("-") : v.dump(); };
+  auto s = [](const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.is_null() ? std::string("-") : v.dump();
+  };
   std::cout << "torch (" << s(j["torch"]["python"]) << "): " << s(j["torch"]["status"]);
   if (j["torch"].contains("version")) std::cout << " (torch " << s(j["torch"]["version"]) << ")";
   std::cout << "\n\nCUDA toolkits:\n";
@@ -88,9 +90,11 @@ void print_text(const json& j) {
     if (t.contains("version")) std::cout << "  CUDA " << s(t["version"]) << " [" << s(t["version_source"]) << "]";
     std::cout << "  (" << s(t["found_by"]) << ")\n      " << s(t["verdict"]) << "\n";
     if (t.contains("max_gcc"))
-      std::cout << "      accepts gcc <= " << t["max_gcc"] << ", clang <= " << t["max_clang"]
-                << " (" << s(t["limits_source"]) << "); installed accepted: "
-                << (t["accepts"].empty() ? std::string("none") : strings::join(t["accepts"].get<std::vector<std::string>>(), ", ")) << "\n";
+      std::cout << "      accepts gcc <= " << t["max_gcc"] << ", clang <= " << t["max_clang"] << " ("
+                << s(t["limits_source"]) << "); installed accepted: "
+                << (t["accepts"].empty() ? std::string("none")
+                                         : strings::join(t["accepts"].get<std::vector<std::string>>(), ", "))
+                << "\n";
   }
   if (j.contains("cuda_error")) std::cout << "  " << s(j["cuda_error"]) << "\n";
   std::cout << "\nHost compilers:\n";
@@ -103,8 +107,10 @@ void print_text(const json& j) {
     std::cout << "  " << g["index"] << ": " << s(g["name"]) << " (" << s(g["capability"]) << ")\n";
   std::cout << "\nlibaio: " << (j["libaio"].is_null() ? std::string("not found") : s(j["libaio"])) << "\n";
   for (const char* tool : {"ninja", "ccache"})
-    std::cout << tool << ": " << (j[tool]["path"].is_null() ? std::string("not found")
-                                                            : s(j[tool]["path"]) + " " + s(j[tool]["version"])) << "\n";
+    std::cout << tool << ": "
+              << (j[tool]["path"].is_null() ? std::string("not found")
+                                            : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
+              << "\n";
   if (j.contains("kernel")) std::cout << "kernel: " << s(j["kernel"]) << "\n";
   std::cout << "\nOps:\n";
   for (auto& o : j["ops"])

@@ -1,8 +1,8 @@
 // `opforge env RECIPE`: the plan's exports, for `eval` in a shell or for another build tool.
 #include <iostream>
 
-#include "compile/command_backend.h"
 #include "cli/command.h"
+#include "compile/command_backend.h"
 #include "compiler/host.h"
 #include "plan/json.h"
 #include "plan/plan.h"
@@ -22,8 +22,7 @@ Registrar env_command{{
       };
       auto args = std::make_shared<Args>();
       app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
-      app.add_option("--format", args->format, "sh (export lines) or json")
-          ->check(CLI::IsMember({"sh", "json"}));
+      app.add_option("--format", args->format, "sh (export lines) or json")->check(CLI::IsMember({"sh", "json"}));
       app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
       return [args]() -> Status {
         plan::Options opts;

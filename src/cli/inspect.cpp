@@ -2,8 +2,8 @@
 // code inside, and the x86-64 level its CPU code needs (checked against T when given).
 #include <algorithm>
 #include <iostream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "cli/command.h"
@@ -68,9 +68,9 @@ nlohmann::json to_json(const wheel::Inspection& in) {
       e["stripped"] = !f.elf->has_symtab;
       e["fatbin"] = nlohmann::json::array();
       for (const auto& img : f.elf->fatbin)
-        e["fatbin"].push_back({{"kind", img.kind == wheel::FatbinImage::Kind::ptx ? "ptx"
+        e["fatbin"].push_back({{"kind", img.kind == wheel::FatbinImage::Kind::ptx   ? "ptx"
                                         : img.kind == wheel::FatbinImage::Kind::elf ? "elf"
-                                                                                     : "unknown"},
+                                                                                    : "unknown"},
                                {"name", img.name()},
                                {"arch", img.arch},
                                {"compressed", img.compressed},
@@ -90,7 +90,8 @@ std::string text(const wheel::Inspection& in) {
   out += "  tags: " + strings::join(in.tags, ", ") + "\n";
   out += "  platform opforge computes: " + in.computed.platform + "\n";
   for (const auto& r : in.computed.reasons) out += "    because " + r + "\n";
-  if (int level = wheel_level(in)) out += "  cpu code needs: " + wheel::level_name(level) + " (the highest of its files)\n";
+  if (int level = wheel_level(in))
+    out += "  cpu code needs: " + wheel::level_name(level) + " (the highest of its files)\n";
   out += in.report.ok() ? "  RECORD, names and paths: valid\n" : "  problems:\n";
   for (const auto& p : in.report.problems) out += "    " + p + "\n";
   out += "  files:\n";
@@ -103,8 +104,7 @@ std::string text(const wheel::Inspection& in) {
     for (const auto& [lib, versions] : f.elf->version_needs) {
       std::vector<std::string> interesting;
       for (const auto& v : versions)
-        if (v.starts_with("GLIBC") || v.starts_with("CXXABI") || v.starts_with("GCC"))
-          interesting.push_back(v);
+        if (v.starts_with("GLIBC") || v.starts_with("CXXABI") || v.starts_with("GCC")) interesting.push_back(v);
       if (!interesting.empty()) out += "      " + lib + ": " + strings::join(interesting, " ") + "\n";
     }
     if (f.isa) {
@@ -115,13 +115,11 @@ std::string text(const wheel::Inspection& in) {
       out += "\n";
       // Where the most demanding code starts, so a user can tell a dispatched kernel from the plain path.
       for (const auto& u : f.isa->families)
-        if ((u.level == f.isa->level && u.level > 1) || u.level == 0)
-          out += "        " + wheel::describe_use(u) + "\n";
+        if ((u.level == f.isa->level && u.level > 1) || u.level == 0) out += "        " + wheel::describe_use(u) + "\n";
     }
     if (!f.elf->fatbin.empty()) {
       std::set<std::string> sass, ptx;
-      for (const auto& img : f.elf->fatbin)
-        (img.kind == wheel::FatbinImage::Kind::ptx ? ptx : sass).insert(img.name());
+      for (const auto& img : f.elf->fatbin) (img.kind == wheel::FatbinImage::Kind::ptx ? ptx : sass).insert(img.name());
       out += "      gpu code: " + strings::join({sass.begin(), sass.end()}, " ");
       if (!ptx.empty()) out += "  ptx: " + strings::join({ptx.begin(), ptx.end()}, " ");
       out += "\n";
@@ -131,8 +129,7 @@ std::string text(const wheel::Inspection& in) {
 }
 
 const Registrar kInspect{Registration{
-    "inspect", "show a wheel's files, tags, ELF symbol versions and GPU architectures",
-    [](CLI::App& app) -> Runner {
+    "inspect", "show a wheel's files, tags, ELF symbol versions and GPU architectures", [](CLI::App& app) -> Runner {
       auto wheel_path = std::make_shared<std::string>();
       auto json = std::make_shared<bool>(false);
       app.add_option("wheel", *wheel_path, "the .whl file")->required();
@@ -150,10 +147,8 @@ const Registrar kInspect{Registration{
                              "accepted values: " + strings::join(wheel::cpu_target_names(), ", "));
         }
         auto in = OPFORGE_TRY(wheel::inspect(m.fs, *wheel_path));
-        if (*json)
-          std::cout << to_json(in).dump(2) << "\n";
-        else
-          std::cout << text(in);
+        if (*json) std::cout << to_json(in).dump(2) << "\n";
+        else std::cout << text(in);
         if (!target) return {};
         std::vector<wheel::IsaCheck> checks;
         for (const auto& f : in.files)

@@ -31,8 +31,7 @@ namespace {
       std::rethrow_exception(e);
     } catch (const std::exception& x) {
       internal_error(x.what());
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   internal_error("std::terminate was called");
 }
@@ -56,8 +55,7 @@ int run_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (argc > 1 && argv[1][0] != '-' &&
-        std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
       std::string msg = std::string("opforge: error: unknown command '") + argv[1] + "'";
       if (auto guess = strings::did_you_mean(argv[1], names)) msg += "; did you mean '" + *guess + "'?";
       std::cerr << msg << "\n";

@@ -18,8 +18,7 @@ const char* kScratchPlaceholder = "<cache>/trees/<content hash>";
 
 void print_toolchain(const plan::Plan& p) {
   std::cout << "CUDA toolkit  "
-            << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none")
-            << "\n";
+            << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none") << "\n";
   for (auto& c : p.cuda.candidates)
     std::cout << "  " << (c.chosen ? "* " : "  ") << c.path.string() << " [" << c.found_by << "] " << c.verdict << "\n";
   if (p.cuda.torch)
@@ -27,7 +26,8 @@ void print_toolchain(const plan::Plan& p) {
               << ", CUDA " << (p.cuda.torch->cuda ? p.cuda.torch->cuda->str() : "none") << "\n";
   std::cout << "host compiler ";
   if (p.host) {
-    std::cout << p.host->compiler.cxx.string() << " " << p.host->compiler.version.str(3) << " — " << p.host->reason << "\n";
+    std::cout << p.host->compiler.cxx.string() << " " << p.host->compiler.version.str(3) << " — " << p.host->reason
+              << "\n";
     if (p.host->shim_dir) std::cout << "  shim        " << p.host->shim_dir->string() << "\n";
     if (p.host->allow_unsupported) std::cout << "  nvcc flag   -allow-unsupported-compiler\n";
   } else {
@@ -49,8 +49,8 @@ void print_ops(const plan::Plan& p) {
       ++quiet;
       continue;
     }
-    std::cout << "  " << (d.build ? "build " : "skip  ") << d.manifest.name << " ("
-              << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
+    std::cout << "  " << (d.build ? "build " : "skip  ") << d.manifest.name << " (" << ops::kind_name(d.manifest.kind)
+              << ", " << d.requested_by << "): " << d.reason << "\n";
   }
   if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";
 }
@@ -121,7 +121,9 @@ Registrar plan_command{{
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;
-        opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r, false); };
+        opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r) {
+          return plan::inspect_source(m, r, false);
+        };
         auto real = probe::real_machine();
         std::map<std::string, std::string> set;
         std::vector<std::string> node_warnings;
@@ -138,7 +140,8 @@ Registrar plan_command{{
         probe::OverlayEnvironment env(real.env, set);
         auto p = OPFORGE_TRY(plan::make(probe::Machine{real.fs, real.proc, env, real.dl}, args->recipe, opts));
         if (!args->nodes.empty())
-          p.notes.push_back("arch list from " + std::to_string(args->nodes.size()) + " node reports: " + set["TORCH_CUDA_ARCH_LIST"]);
+          p.notes.push_back("arch list from " + std::to_string(args->nodes.size()) +
+                            " node reports: " + set["TORCH_CUDA_ARCH_LIST"]);
         for (auto& w : node_warnings) p.warnings.push_back(w);
         if (args->json) {
           auto j = plan::to_json(p);
@@ -151,8 +154,7 @@ Registrar plan_command{{
               j["commands"].push_back({{"description", step.description}, {"argv", step.argv}});
           }
           std::cout << j.dump(2) << "\n";
-        }
-        else print_text(p);
+        } else print_text(p);
         return {};
       };
     },

@@ -46,17 +46,19 @@ Result<cuda::Toolkit> toolkit_of(probe::Machine m, Args& a) {
 
 Status run(Args& a, bool link) {
   auto m = probe::real_machine();
-  if (!a.system && a.into.empty())
-    return bad_input("say where the links go: --into DIR or --system");
+  if (!a.system && a.into.empty()) return bad_input("say where the links go: --into DIR or --system");
   auto tk = OPFORGE_TRY(toolkit_of(m, a));
   if (!link) {
     const int removed = OPFORGE_TRY(a.system ? compiler::unlink_system(m.fs, tk) : compiler::remove_shim(m.fs, a.into));
     const std::string dir = a.system ? (tk.root / "bin").string() : a.into;
     if (removed == 0) std::cout << "no compiler links made by opforge in " << dir << ": nothing removed\n";
-    else std::cout << "removed opforge's " << removed << " compiler link" << (removed == 1 ? "" : "s") << " from " << dir << "\n";
+    else
+      std::cout << "removed opforge's " << removed << " compiler link" << (removed == 1 ? "" : "s") << " from " << dir
+                << "\n";
     return {};
   }
-  auto choice = OPFORGE_TRY(compiler::resolve(m, tk, a.host, a.allow_unsupported, a.into.empty() ? fs::path("/nonexistent") : fs::path(a.into)));
+  auto choice = OPFORGE_TRY(compiler::resolve(m, tk, a.host, a.allow_unsupported,
+                                              a.into.empty() ? fs::path("/nonexistent") : fs::path(a.into)));
   std::cout << choice.reason << "\n";
   if (a.system) {
     OPFORGE_CHECK(compiler::link_system(m.fs, tk, choice));
@@ -66,7 +68,8 @@ Status run(Args& a, bool link) {
     choice.shim_dir = fs::path(a.into);
     OPFORGE_CHECK(compiler::ensure_shim(m.fs, choice));
     std::cout << "shim " << a.into << ": gcc, cc -> " << choice.compiler.cc.string() << "; g++, c++ -> "
-              << choice.compiler.cxx.string() << "\n(use: nvcc -ccbin " << a.into << "/g++, or PATH=" << a.into << ":$PATH)\n";
+              << choice.compiler.cxx.string() << "\n(use: nvcc -ccbin " << a.into << "/g++, or PATH=" << a.into
+              << ":$PATH)\n";
   }
   return {};
 }

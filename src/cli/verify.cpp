@@ -5,8 +5,8 @@
 // asked to with --allow-run.
 #include <iostream>
 
-#include "pipeline/pipeline.h"
 #include "cli/command.h"
+#include "pipeline/pipeline.h"
 #include "probe/overlay_environment.h"
 #include "recipe/recipe.h"
 #include "source/source.h"
@@ -67,14 +67,15 @@ Result<Checked> check_record(probe::Machine m, const std::string& path, const re
   if (r.source.git) {
     out.description.push_back("source  git " + *r.source.git + " rev " + r.source.rev.value_or("HEAD") +
                               " (fetched; the rebuild refuses any commit but " +
-                              (rec.source.commit.empty() ? std::string("the one it resolves to") : rec.source.commit) + ")");
+                              (rec.source.commit.empty() ? std::string("the one it resolves to") : rec.source.commit) +
+                              ")");
   } else {
     fs::path root = r.source.path.value_or(fs::path(rec.recipe_path).parent_path());
     auto info = OPFORGE_TRY(source::inspect(m.fs, root));
     if (!rec.source.commit.empty()) {
       if (!info)
-        return bad_input(path + ": the record names commit " + rec.source.commit + ", but the source " +
-                         root.string() + " is not a git work tree");
+        return bad_input(path + ": the record names commit " + rec.source.commit + ", but the source " + root.string() +
+                         " is not a git work tree");
       if (info->commit != rec.source.commit)
         return bad_input(path + ": the source " + root.string() + " is at commit " + info->commit +
                              ", the record names " + rec.source.commit,
@@ -83,8 +84,9 @@ Result<Checked> check_record(probe::Machine m, const std::string& path, const re
         return bad_input(path + ": the source " + root.string() + " has changes that commit " + rec.source.commit +
                              " does not (the record was made from a clean tree)",
                          "commit or stash them, then verify again");
-      out.description.push_back("source  " + root.string() + " (commit " + rec.source.commit +
-                                (rec.source.dirty ? ", with uncommitted changes as when recorded" : ", matches the record") + ")");
+      out.description.push_back(
+          "source  " + root.string() + " (commit " + rec.source.commit +
+          (rec.source.dirty ? ", with uncommitted changes as when recorded" : ", matches the record") + ")");
     } else {
       out.description.push_back("source  " + root.string() +
                                 " (not from git: the record holds no hash of its files, so they are not checked)");
@@ -97,8 +99,7 @@ Result<Checked> check_record(probe::Machine m, const std::string& path, const re
   }
   if (r.cuda.version == "auto" || r.cuda.version == "torch")
     out.description.push_back("runs    " + r.cuda.python + "  (cuda.python, asked for torch's CUDA version)");
-  if (r.compiler.host != "auto")
-    out.description.push_back("runs    " + r.compiler.host + "  (compiler.host)");
+  if (r.compiler.host != "auto") out.description.push_back("runs    " + r.compiler.host + "  (compiler.host)");
   for (auto& [k, v] : rec.environment)
     out.description.push_back("env     " + k + "=" + strings::shell_quote(v) + "  (from the record)");
   return out;
@@ -136,8 +137,7 @@ Status verify_record(const std::string& path, bool allow_run) {
   auto diffs = record::differences(expected, outcome->record);
   (void)m.fs.remove_all(tmp);
   if (diffs.empty()) {
-    std::cout << path << ": ok (the rebuild gave identical bytes for " << expected.outputs.size()
-              << " outputs)\n";
+    std::cout << path << ": ok (the rebuild gave identical bytes for " << expected.outputs.size() << " outputs)\n";
     return {};
   }
   std::string list;
@@ -151,8 +151,9 @@ Registrar reg{{"verify", "Check a wheel (RECORD hashes, names, tags, paths) or r
                  auto target = std::make_shared<std::string>();
                  auto allow_run = std::make_shared<bool>(false);
                  app.add_option("target", *target, "a .whl, or a .opforge-record.json")->required();
-                 app.add_flag("--allow-run", *allow_run,
-                              "rebuild from a record: run the recipe's build (without it, verify only shows what would run)");
+                 app.add_flag(
+                     "--allow-run", *allow_run,
+                     "rebuild from a record: run the recipe's build (without it, verify only shows what would run)");
                  return [target, allow_run] {
                    auto m = probe::real_machine();
                    return is_wheel(m.fs, *target) ? verify_wheel(*target) : verify_record(*target, *allow_run);

@@ -18,8 +18,7 @@ namespace opforge::compile {
 
 namespace {
 
-void append_flags(std::map<std::string, std::string>& env, const std::string& name,
-                  const std::string& flags) {
+void append_flags(std::map<std::string, std::string>& env, const std::string& name, const std::string& flags) {
   auto& v = env[name];
   v = v.empty() ? flags : v + " " + flags;
 }
@@ -27,8 +26,7 @@ void append_flags(std::map<std::string, std::string>& env, const std::string& na
 std::string tail_lines(const std::string& text, std::size_t n) {
   std::size_t pos = text.size();
   if (pos && text[pos - 1] == '\n') --pos;
-  for (std::size_t i = 0; i < n && pos != std::string::npos && pos > 0; ++i)
-    pos = text.rfind('\n', pos - 1);
+  for (std::size_t i = 0; i < n && pos != std::string::npos && pos > 0; ++i) pos = text.rfind('\n', pos - 1);
   return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
 }
 
@@ -44,14 +42,16 @@ std::string compiler_stamp(const probe::FileSystem& fs, const fs::path& exe) {
 
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp) {
   NvccWrapper w;
-  w.text = "#!/bin/sh\n"
-           "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
-           "# each source file's modification time (the wheel's bytes would change with it).\n"
-           "for a do\n"
-           "  shift\n"
-           "  case $a in -lineinfo|--generate-line-info) ;; *) set -- \"$@\" \"$a\" ;; esac\n"
-           "done\n"
-           "exec " + strings::shell_quote(nvcc.string()) + " \"$@\"\n";
+  w.text =
+      "#!/bin/sh\n"
+      "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
+      "# each source file's modification time (the wheel's bytes would change with it).\n"
+      "for a do\n"
+      "  shift\n"
+      "  case $a in -lineinfo|--generate-line-info) ;; *) set -- \"$@\" \"$a\" ;; esac\n"
+      "done\n"
+      "exec " +
+      strings::shell_quote(nvcc.string()) + " \"$@\"\n";
   w.path = cache_dir / "nvcc" / sha256_hex(w.text + stamp).substr(0, 16) / "nvcc";
   return w;
 }
@@ -66,13 +66,18 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   auto script = [](const fs::path& real) {
     const std::string exe = strings::shell_quote(real.string());
     return "#!/bin/sh\n"
-           "# Written by opforge: " + real.string() + " without debug information when it compiles.\n"
+           "# Written by opforge: " +
+           real.string() +
+           " without debug information when it compiles.\n"
            "# opforge strips the wheel's libraries, so what -g adds is thrown away; -g0 comes last\n"
            "# to override any -g, and the generated code is the same either way.\n"
            "for a do\n"
-           "  case $a in -c) exec " + exe + " \"$@\" -g0 ;; esac\n"
+           "  case $a in -c) exec " +
+           exe +
+           " \"$@\" -g0 ;; esac\n"
            "done\n"
-           "exec " + exe + " \"$@\"\n";
+           "exec " +
+           exe + " \"$@\"\n";
   };
   HostWrappers w;
   std::string key;
@@ -115,8 +120,7 @@ std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::
 
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const fs::path& tree_in,
-                                                       const fs::path& nvcc_wrapper,
-                                                       const HostWrappers* host) {
+                                                       const fs::path& nvcc_wrapper, const HostWrappers* host) {
   const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
   std::map<std::string, std::string> env = base;
   for (const auto& [k, v] : plan.exports) env[k] = v;
@@ -181,8 +185,7 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
 
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
                                                    const plan::Plan& plan, const fs::path& tree,
-                                                   const fs::path& nvcc_wrapper,
-                                                   const HostWrappers* host) {
+                                                   const fs::path& nvcc_wrapper, const HostWrappers* host) {
   std::map<std::string, std::string> out;
   for (auto& [k, v] : command_environment(base, plan, tree, nvcc_wrapper, host)) {
     auto it = base.find(k);
@@ -252,15 +255,14 @@ Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel,
 
 Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, const fs::path& cache_dir,
                                       const std::function<void(std::string_view)>& on_wait) {
-  if (cache_dir.empty())
-    return bad_input("no cache folder for the build tree", "set OPFORGE_CACHE_DIR (or HOME)");
+  if (cache_dir.empty()) return bad_input("no cache folder for the build tree", "set OPFORGE_CACHE_DIR (or HOME)");
   std::vector<TreeEntry> entries;
   if (auto st = collect_tree(m, source, {}, entries); !st)
     return failure("cannot read the source tree " + source.string() + ": " + st.error().message);
   std::string digest;
   for (auto& e : entries)
-    digest += e.rel.string() + "\n" + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) +
-              " " + sha256_hex(e.content) + "\n";
+    digest += e.rel.string() + "\n" + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +
+              sha256_hex(e.content) + "\n";
   ScratchTree out;
   out.content_hash = sha256_hex(digest);
   const fs::path trees = cache_dir / "trees";
@@ -275,7 +277,8 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
     }
     if (waited == 0 && on_wait) on_wait("waiting for another build of the same tree (" + lock_file.string() + ")");
     if (waited > 4 * 3600)
-      return failure("another build has held " + lock_file.string() + " for over 4 hours", "remove the lock file if no build is running");
+      return failure("another build has held " + lock_file.string() + " for over 4 hours",
+                     "remove the lock file if no build is running");
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   OPFORGE_CHECK(m.fs.remove_all(out.root));
@@ -292,13 +295,14 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
 std::string torch_requirement(const std::string& v) {
   auto parts = strings::split(v, '.');
   if (parts.size() < 2 || parts[0].empty() || parts[1].empty()) return "";
-  auto digits = [](std::string_view s) { return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); };
+  auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   if (!digits(parts[0]) || !digits(parts[1])) return "";
   return "torch==" + std::string(parts[0]) + "." + std::string(parts[1]) + ".*";
 }
 
-Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::path& root,
-                                         const std::string& glob) {
+Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::path& root, const std::string& glob) {
   fs::path pattern(glob);
   fs::path folder = pattern.parent_path();
   std::string name = pattern.filename().string();
@@ -322,8 +326,7 @@ Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std
   std::vector<std::string> out;
   for (const auto& e : a) {
     auto it = in_b.find(e.path);
-    if (it == in_b.end() || it->second->content != e.content || it->second->mode != e.mode)
-      out.push_back(e.path);
+    if (it == in_b.end() || it->second->content != e.content || it->second->mode != e.mode) out.push_back(e.path);
     if (it != in_b.end()) in_b.erase(it);
   }
   for (const auto& [path, _] : in_b) out.push_back(path);
@@ -356,8 +359,7 @@ std::vector<std::string> ds_installed_ops(const std::string& text) {
     if (!line.starts_with("installed_ops=")) continue;
     static const std::regex entry(R"(['"]([A-Za-z0-9_]+)['"]\s*:\s*(True|1))");
     std::string rest(line);
-    for (std::sregex_iterator it(rest.begin(), rest.end(), entry), end; it != end; ++it)
-      out.push_back((*it)[1].str());
+    for (std::sregex_iterator it(rest.begin(), rest.end(), entry), end; it != end; ++it) out.push_back((*it)[1].str());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -398,7 +400,9 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   cmd.cwd = out.tree;
   cmd.env = out.env;
   cmd.output = probe::Output::lines;
-  cmd.on_line = [&](std::string_view line) { if (on_line) on_line(line); };
+  cmd.on_line = [&](std::string_view line) {
+    if (on_line) on_line(line);
+  };
   auto result = m.proc.run(cmd);
   if (!result)
     return failure("cannot start the build command " + command.front() + ": " + result.error().message,
@@ -406,8 +410,8 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   OPFORGE_CHECK(m.fs.write_file_atomic(out.log, result->out));
   if (result->ok()) return {};
   keep_tree = true;
-  std::string how = result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code)
-                                           : "signal " + std::to_string(result->signal);
+  std::string how =
+      result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code) : "signal " + std::to_string(result->signal);
   return failure("the build command failed (" + how + ") in " + out.tree.string() + "; its last lines:\n" +
                      tail_lines(result->out, 25),
                  "full log: " + out.log.string());
@@ -436,10 +440,12 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<st
   opts.source_date_epoch = plan.source_date_epoch;
   if (!plan.wheel_version.empty()) opts.version = plan.wheel_version;
   if (plan.cuda.torch && plan.cuda.torch->torch_version)
-    if (auto req = torch_requirement(*plan.cuda.torch->torch_version); !req.empty() && plan.source.catalogue == "op_builder")
+    if (auto req = torch_requirement(*plan.cuda.torch->torch_version);
+        !req.empty() && plan.source.catalogue == "op_builder")
       opts.requires_dist.push_back(req);
   const std::string version = plan.wheel_version;
-  opts.rewrite = [&installed, version](const std::string& path, const std::string& content) -> std::optional<std::string> {
+  opts.rewrite = [&installed, version](const std::string& path,
+                                       const std::string& content) -> std::optional<std::string> {
     if (path != kDsVersionFile) return std::nullopt;
     installed = ds_installed_ops(content);
     return version.empty() ? std::nullopt : std::optional<std::string>(set_ds_version(content, version));

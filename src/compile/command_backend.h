@@ -4,15 +4,17 @@
 /// deterministically with wheel::normalize.
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 // plan.h uses `fs` unqualified; give it the alias it expects.
-namespace opforge { namespace fs = std::filesystem; }
+namespace opforge {
+namespace fs = std::filesystem;
+}
 
 #include "plan/plan.h"
 #include "probe/machine.h"
@@ -21,13 +23,13 @@ namespace opforge { namespace fs = std::filesystem; }
 namespace opforge::compile {
 
 struct CommandOutput {
-  fs::path wheel;       ///< the normalised wheel in plan.dist_dir
-  fs::path raw_wheel;   ///< the wheel the command produced (removed with the scratch tree)
-  fs::path tree;        ///< the scratch tree the command ran in
+  fs::path wheel;         ///< the normalised wheel in plan.dist_dir
+  fs::path raw_wheel;     ///< the wheel the command produced (removed with the scratch tree)
+  fs::path tree;          ///< the scratch tree the command ran in
   std::string tree_hash;  ///< its content hash
   /// DeepSpeed trees: the ops its git_version_info_installed.py lists as installed.
   std::vector<std::string> installed_ops;
-  fs::path log;         ///< plan.build_dir / "command.log": the command's full output
+  fs::path log;                            ///< plan.build_dir / "command.log": the command's full output
   std::map<std::string, std::string> env;  ///< what the command ran with (for the build record)
 };
 
@@ -112,8 +114,7 @@ Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w);
 
 /// command_exports with the wrappers a build of `plan` uses (default_nvcc_wrapper,
 /// default_host_wrappers): what `opforge plan` and `opforge env` print. Writes nothing.
-std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan,
-                                                   const fs::path& tree = {});
+std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree = {});
 
 /// Writes those wrappers, for `opforge env`, whose exports name them.
 Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan);
@@ -122,9 +123,9 @@ Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan);
 /// content: nvcc derives internal symbol names (`_INTERNAL_<hash>_`) from the source path, so the
 /// same content must compile at the same path whatever folder the user's checkout is in.
 struct ScratchTree {
-  fs::path root;              ///< <cache_dir>/trees/<first 16 hex of content_hash>
-  std::string content_hash;   ///< sha256 over relative paths, modes, contents (symlinks: targets)
-  std::shared_ptr<void> lock; ///< held while the tree is in use (concurrent builds of one tree wait)
+  fs::path root;               ///< <cache_dir>/trees/<first 16 hex of content_hash>
+  std::string content_hash;    ///< sha256 over relative paths, modes, contents (symlinks: targets)
+  std::shared_ptr<void> lock;  ///< held while the tree is in use (concurrent builds of one tree wait)
 };
 
 /// Copies `source` (without .git, __pycache__, and the top-level build/ and dist/ — never a stale
@@ -135,8 +136,7 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
 
 /// Finds the files matching `glob` (a folder part without wildcards, then a file name pattern with
 /// `*`/`?`/`[...]`, e.g. "dist/*.whl"), relative to `root`; sorted.
-Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::path& root,
-                                         const std::string& glob);
+Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::path& root, const std::string& glob);
 
 /// The entries that differ between two wheels (by content, mode, or presence), sorted: what a
 /// rebuild from another folder names when its bytes do not match. Empty when the entries are equal

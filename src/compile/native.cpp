@@ -43,8 +43,7 @@ std::string ninja_escape_value(const std::string& value) {
 /// obj/<op>/ whatever the manifest says.
 fs::path object_path(const fs::path& obj_dir, const fs::path& source) {
   fs::path rel;
-  for (auto& part : source.lexically_normal().relative_path())
-    rel /= part == ".." ? fs::path("_up_") : part;
+  for (auto& part : source.lexically_normal().relative_path()) rel /= part == ".." ? fs::path("_up_") : part;
   return obj_dir / (rel.string() + ".o");
 }
 
@@ -66,9 +65,10 @@ Status check_ninja_string(std::string_view s, bool path) {
 Status check_nvcc_argument(std::string_view a) {
   auto at = a.find_first_of("$`");
   if (at == std::string_view::npos) return {};
-  return bad_input("cannot compile with nvcc: the argument '" + strings::cut(a) + "' contains '" +
-                       std::string(1, a[at]) + "', which nvcc's own shell would expand (or run)",
-                   "move the source tree or the build folder to a path without '$' and '`', or remove it from the flag");
+  return bad_input(
+      "cannot compile with nvcc: the argument '" + strings::cut(a) + "' contains '" + std::string(1, a[at]) +
+          "', which nvcc's own shell would expand (or run)",
+      "move the source tree or the build folder to a path without '$' and '`', or remove it from the flag");
 }
 
 Status check_graph(const Graph& graph, const fs::path& build) {
@@ -117,11 +117,11 @@ Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::p
   if (*lang == Lang::cuda) {
     step.rule = "nvcc";
     step.description = "nvcc " + seed;
-    step.argv = {t.tk->nvcc.string(), "-ccbin", t.cxx, "-std=c++17", "-O3", "-cudart=static",
-                 "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
-                 "-frandom-seed=" + seed, "--compress-mode=default",
-                 // One nvcc thread per architecture, within the job budget: -j1 means one core.
-                 "--threads=" + std::to_string(std::max<size_t>(1, std::min<size_t>(plan.arch.arches.size(), plan.jobs)))};
+    step.argv = {
+        t.tk->nvcc.string(), "-ccbin", t.cxx, "-std=c++17", "-O3", "-cudart=static", "-Xcompiler=-fPIC",
+        "-Xcompiler=-fvisibility=hidden", "-frandom-seed=" + seed, "--compress-mode=default",
+        // One nvcc thread per architecture, within the job budget: -j1 means one core.
+        "--threads=" + std::to_string(std::max<size_t>(1, std::min<size_t>(plan.arch.arches.size(), plan.jobs)))};
     for (auto& m : t.prefix_maps) step.argv.push_back("-Xcompiler=" + m);
     if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
     for (auto& arch : plan.arch.arches)
@@ -233,7 +233,8 @@ std::string render_ninja(const Graph& graph, const fs::path& build_dir) {
   std::string out = "# Written by opforge: do not edit.\nninja_required_version = 1.10\nbuilddir = " +
                     ninja_escape_path(build_dir.string()) + "\n\n";
   for (auto rule : {"cc", "cxx", "nvcc"})
-    out += std::string("rule ") + rule + "\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n\n";
+    out +=
+        std::string("rule ") + rule + "\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n\n";
   for (auto rule : {"link", "strip"})
     out += std::string("rule ") + rule + "\n  command = $cmd\n  description = $desc\n\n";
   for (auto& step : graph.steps) {
@@ -253,8 +254,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   auto graph = OPFORGE_TRY(describe(plan));
   if (options.launcher == Launcher::ccache) {
     for (auto& step : graph.steps)
-      if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc")
-        step.argv.insert(step.argv.begin(), "ccache");
+      if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc") step.argv.insert(step.argv.begin(), "ccache");
     // docs/reference.md §5: hits across folders need base_dir and hash_dir off, and the absolute prefix map
     // ignored (it only rewrites paths it makes identical anyway).
     graph.env["CCACHE_BASEDIR"] = "/";
@@ -331,8 +331,8 @@ CacheStats parse_ccache_stats_log(std::string_view text) {
 std::string describe_cache_stats(const CacheStats& s) {
   if (s.calls == 0) return "ccache: no compiler calls";
   const int cacheable = s.hits + s.misses;
-  std::string out = "ccache: " + std::to_string(s.hits) + " of " + std::to_string(cacheable) +
-                    " compiles were cache hits";
+  std::string out =
+      "ccache: " + std::to_string(s.hits) + " of " + std::to_string(cacheable) + " compiles were cache hits";
   if (cacheable) out += " (" + std::to_string((200 * s.hits + cacheable) / (2 * cacheable)) + "%)";
   if (s.remote_hits) out += ", " + std::to_string(s.remote_hits) + " from remote storage";
   if (s.calls > cacheable) out += "; " + std::to_string(s.calls - cacheable) + " calls not cacheable";

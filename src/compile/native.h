@@ -16,23 +16,23 @@ namespace fs = std::filesystem;
 
 /// One edge of the build graph.
 struct Step {
-  std::string rule;                  ///< "cxx", "nvcc", "link", "strip"
-  std::string description;           ///< "nvcc overflow/stats.cu"
-  std::vector<std::string> argv;     ///< the exact command
+  std::string rule;               ///< "cxx", "nvcc", "link", "strip"
+  std::string description;        ///< "nvcc overflow/stats.cu"
+  std::vector<std::string> argv;  ///< the exact command
   std::vector<fs::path> inputs;
   fs::path output;
-  std::string depfile;               ///< compile steps: the -MF file
+  std::string depfile;  ///< compile steps: the -MF file
 };
 
 struct OpOutputs {
   std::string op;
-  fs::path library;                  ///< the stripped libopforge_<op>.so
-  std::vector<std::string> flags;    ///< the compile flags the op got (for the build record)
+  fs::path library;                ///< the stripped libopforge_<op>.so
+  std::vector<std::string> flags;  ///< the compile flags the op got (for the build record)
 };
 
 struct Graph {
-  std::vector<Step> steps;           ///< compiles, then links, then strips
-  std::vector<OpOutputs> outputs;    ///< one per op built
+  std::vector<Step> steps;                 ///< compiles, then links, then strips
+  std::vector<OpOutputs> outputs;          ///< one per op built
   std::map<std::string, std::string> env;  ///< extra environment for ninja (ccache settings)
 };
 
@@ -51,10 +51,10 @@ struct RunOptions {
 
 /// What ccache did during one build.
 struct CacheStats {
-  int calls = 0;                     ///< compiler calls that went through ccache
-  int hits = 0;                      ///< results taken from the cache (local or remote)
-  int remote_hits = 0;               ///< of those, from remote storage
-  int misses = 0;                    ///< compiled and stored
+  int calls = 0;        ///< compiler calls that went through ccache
+  int hits = 0;         ///< results taken from the cache (local or remote)
+  int remote_hits = 0;  ///< of those, from remote storage
+  int misses = 0;       ///< compiled and stored
 };
 
 /// Parses ccache's stats log (its `stats_log` setting: "# <source>" per call, then the names of
@@ -66,9 +66,9 @@ std::string describe_cache_stats(const CacheStats& stats);
 
 struct RunResult {
   std::vector<OpOutputs> outputs;
-  int steps_run = 0;                 ///< edges ninja executed (0 on a no-op rebuild)
-  std::string log;                   ///< ninja's full output
-  std::optional<CacheStats> cache;   ///< with the ccache launcher: this build's hits and misses
+  int steps_run = 0;                ///< edges ninja executed (0 on a no-op rebuild)
+  std::string log;                  ///< ninja's full output
+  std::optional<CacheStats> cache;  ///< with the ccache launcher: this build's hits and misses
 };
 
 /// Writes build.ninja atomically into plan.build_dir and runs ninja -j plan.jobs.

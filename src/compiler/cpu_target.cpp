@@ -26,8 +26,7 @@ std::string wrapper_script(const fs::path& real, const wheel::CpuTarget& target)
   const std::string tune = is_level(target) ? "generic" : target.name;
   std::string s;
   s += "#!/bin/sh\n";
-  s += "# Written by opforge (recipe [build] cpu_target = \"" + target.name + "\"): runs " +
-       real.string() + "\n";
+  s += "# Written by opforge (recipe [build] cpu_target = \"" + target.name + "\"): runs " + real.string() + "\n";
   s += "# for CPU target " + target.name + " whatever -march=native the build asks for.\n";
   s += "n=$#\n";
   s += "while [ \"$n\" -gt 0 ]; do\n";
@@ -55,8 +54,7 @@ fs::path wrapper_dir(const probe::FileSystem& fs, const fs::path& root, const Co
     key += "\n" + p.string();
     if (auto real = fs.canonical(p)) {
       key += " " + real->string();
-      if (auto st = fs.stamp(*real))
-        key += " " + std::to_string(st->size) + " " + std::to_string(st->mtime_ns);
+      if (auto st = fs.stamp(*real)) key += " " + std::to_string(st->size) + " " + std::to_string(st->mtime_ns);
     }
   }
   return root / "cpu-shim" / (target.name + "-" + sha256_hex(key).substr(0, 16));
@@ -66,8 +64,8 @@ Status write_wrappers(probe::FileSystem& fs, const fs::path& dir, const Compiler
                       const wheel::CpuTarget& target) {
   std::vector<std::pair<std::string, fs::path>> names = {
       {"gcc", compiler.cc}, {"g++", compiler.cxx}, {"cc", compiler.cc}, {"c++", compiler.cxx}};
-  if (compiler.family == Family::clang) names = {{"clang", compiler.cc}, {"clang++", compiler.cxx},
-                                                 {"cc", compiler.cc}, {"c++", compiler.cxx}};
+  if (compiler.family == Family::clang)
+    names = {{"clang", compiler.cc}, {"clang++", compiler.cxx}, {"cc", compiler.cc}, {"c++", compiler.cxx}};
   names.emplace_back(compiler.cc.filename().string(), compiler.cc);
   names.emplace_back(compiler.cxx.filename().string(), compiler.cxx);
   if (fs.resolved_type(dir) != probe::FileType::directory) OPFORGE_CHECK(fs.create_directories(dir));
@@ -90,16 +88,17 @@ Result<HostChoice> host_without_toolkit(probe::Machine m, const std::string& hos
   choice.installed = find_installed(m);
   // find_installed lists the default compiler first.
   for (const auto& c : choice.installed) {
-    bool named = c.cxx == fs::path(host) || c.cc == fs::path(host) || c.cxx.filename() == host ||
-                 c.cc.filename() == host;
+    bool named =
+        c.cxx == fs::path(host) || c.cc == fs::path(host) || c.cxx.filename() == host || c.cc.filename() == host;
     if (host == "auto" || named) {
       choice.compiler = c;
       choice.reason = host == "auto" ? "the default compiler (no CUDA toolkit to satisfy)" : "[compiler] host";
       return choice;
     }
   }
-  return unsatisfied("no host compiler " + (host == "auto" ? std::string("(gcc or clang) on PATH") : "'" + host + "' on PATH"),
-                     "install g++ (apt-get install g++) or set [compiler] host");
+  return unsatisfied(
+      "no host compiler " + (host == "auto" ? std::string("(gcc or clang) on PATH") : "'" + host + "' on PATH"),
+      "install g++ (apt-get install g++) or set [compiler] host");
 }
 
 HostChoice pin_cpu_target(HostChoice choice, const fs::path& dir, const std::string& target) {

@@ -18,8 +18,8 @@ enum class Family { gcc, clang };
 
 struct Compiler {
   Family family = Family::gcc;
-  fs::path cc;    ///< gcc / clang (or gcc-11)
-  fs::path cxx;   ///< g++ / clang++ (or g++-11)
+  fs::path cc;   ///< gcc / clang (or gcc-11)
+  fs::path cxx;  ///< g++ / clang++ (or g++-11)
   Version version;
   bool is_default = false;  ///< the plain `gcc`/`g++` (or `cc`/`c++`) on PATH
 };
@@ -37,9 +37,9 @@ struct HostChoice {
   std::optional<fs::path> shim_dir;  ///< folder with gcc/g++/cc/c++ symlinks, when needed
   /// Non-empty: shim_dir holds wrappers that pin this CPU target (compiler/cpu_target.h).
   std::string cpu_target;
-  bool allow_unsupported = false;    ///< add -allow-unsupported-compiler
-  std::string reason;                ///< why this compiler
-  std::vector<Compiler> installed;   ///< everything found
+  bool allow_unsupported = false;   ///< add -allow-unsupported-compiler
+  std::string reason;               ///< why this compiler
+  std::vector<Compiler> installed;  ///< everything found
 };
 
 }  // namespace opforge::compiler

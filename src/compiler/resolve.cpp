@@ -55,15 +55,18 @@ Limits parse_host_config(std::string_view text) {
         line.find("__GRCO_CLANG_COMPILER__") == std::string::npos) {
       if (auto ge = first_comparison(line, "__clang_major__", ">="); !ge.empty())
         l.max_clang = std::max(0, major(ge) - 1);
-      else if (auto gt = first_comparison(line, "__clang_major__", ">"); !gt.empty())
-        l.max_clang = major(gt);
+      else if (auto gt = first_comparison(line, "__clang_major__", ">"); !gt.empty()) l.max_clang = major(gt);
     }
   }
   return l;
 }
 
 Limits table_limits(const Version& v) {
-  struct Row { Version from; int gcc; int clang; };
+  struct Row {
+    Version from;
+    int gcc;
+    int clang;
+  };
   static const std::vector<Row> rows = [] {
     // Compiled in from toolchains/cuda-host-compilers.toml (CMakeLists.txt); tests check it parses.
     static constexpr std::string_view text =
@@ -82,7 +85,11 @@ Limits table_limits(const Version& v) {
   Limits l;
   l.source = "toolchains/cuda-host-compilers.toml";
   for (auto& r : rows)
-    if (v >= r.from) { l.max_gcc = r.gcc; l.max_clang = r.clang; return l; }
+    if (v >= r.from) {
+      l.max_gcc = r.gcc;
+      l.max_clang = r.clang;
+      return l;
+    }
   return l;
 }
 
@@ -117,8 +124,7 @@ std::optional<std::pair<std::string_view, std::string_view>> versioned_name(
     if (suffix.empty()) return std::pair{base, suffix};
     if (suffix.front() != '-') continue;
     auto number = suffix.substr(1);
-    if (dotted ? scan::is_dotted_number(number)
-               : !number.empty() && std::ranges::all_of(number, scan::is_digit))
+    if (dotted ? scan::is_dotted_number(number) : !number.empty() && std::ranges::all_of(number, scan::is_digit))
       return std::pair{base, suffix};
   }
   return std::nullopt;
@@ -289,7 +295,8 @@ Result<Compiler> named_compiler(probe::Machine m, const std::string& host, const
     if (!m.fs.is_executable(c.cc)) c.cc = *exe;
   } else {
     c.cc = *exe;
-    auto cxx = exe->parent_path() / cxx_name(name.starts_with("gcc") || name.starts_with("clang") ? name : "gcc", c.family);
+    auto cxx =
+        exe->parent_path() / cxx_name(name.starts_with("gcc") || name.starts_with("clang") ? name : "gcc", c.family);
     c.cxx = m.fs.is_executable(cxx) ? cxx : *exe;
   }
   auto v = ask_version(m, c.cc, c.family);
@@ -403,9 +410,7 @@ Status place_links(probe::FileSystem& fs, const fs::path& dir,
 
 /// The names place_links() makes. The list file may have been edited by anyone who can write
 /// the folder, so unlink trusts a row only for these names, directly inside the folder.
-bool is_link_name(std::string_view name) {
-  return name == "gcc" || name == "g++" || name == "cc" || name == "c++";
-}
+bool is_link_name(std::string_view name) { return name == "gcc" || name == "g++" || name == "cc" || name == "c++"; }
 
 /// Removes the links opforge made in dir (those still pointing where it left them) and restores
 /// what they replaced; links it did not make are left alone. Returns how many were removed.
@@ -439,8 +444,7 @@ Status ensure_shim(probe::FileSystem& fs, const HostChoice& choice) {
     if (!target) return bad_input("unknown CPU target \"" + choice.cpu_target + "\"");
     return write_wrappers(fs, *choice.shim_dir, c, *target);
   }
-  return place_links(fs, *choice.shim_dir,
-                     {{"gcc", c.cc}, {"g++", c.cxx}, {"cc", c.cc}, {"c++", c.cxx}});
+  return place_links(fs, *choice.shim_dir, {{"gcc", c.cc}, {"g++", c.cxx}, {"cc", c.cc}, {"c++", c.cxx}});
 }
 
 Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostChoice& choice) {
@@ -449,12 +453,8 @@ Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostCho
   return place_links(fs, tk.root / "bin", {{"gcc", c.cc}, {"g++", c.cxx}});
 }
 
-Result<int> unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk) {
-  return remove_links(fs, tk.root / "bin");
-}
+Result<int> unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk) { return remove_links(fs, tk.root / "bin"); }
 
-Result<int> remove_shim(probe::FileSystem& fs, const fs::path& shim_dir) {
-  return remove_links(fs, shim_dir);
-}
+Result<int> remove_shim(probe::FileSystem& fs, const fs::path& shim_dir) { return remove_links(fs, shim_dir); }
 
 }  // namespace opforge::compiler

@@ -33,8 +33,8 @@ Limits limits_for(probe::Machine m, const cuda::Toolkit& tk);
 /// folder `shim_dir` (gcc, g++, cc, c++ symlinks); a named compiler ("g++-11", a path) is checked
 /// against the limits. unsatisfied when none is accepted, naming the package to install
 /// (e.g. `apt-get install g++-11`); allow_unsupported escapes. Writes nothing.
-Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host,
-                           bool allow_unsupported, const fs::path& shim_dir);
+Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host, bool allow_unsupported,
+                           const fs::path& shim_dir);
 
 /// gcc and g++ symlinks in <root>/bin, as the guides say to do by hand; refuses to overwrite
 /// anything that is not a symlink it would create (or an earlier opforge compiler link); idempotent.

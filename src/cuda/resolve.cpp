@@ -171,14 +171,14 @@ PythonProbe parse_python_probe(std::string_view text) {
 std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python) {
   // find_spec locates the package as `import torch` would (PYTHONPATH, .pth files, editable
   // installs) without importing it: importing torch costs seconds, starting python milliseconds.
-  auto r = m.proc.run(probe::Command{
-      .argv = {python, "-c",
-               "import importlib.util, json, sys, sysconfig\n"
-               "s = importlib.util.find_spec('torch')\n"
-               "print(json.dumps({'torch': s.origin if s else None,\n"
-               "  'locations': list(s.submodule_search_locations or []) if s else [],\n"
-               "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or ''}))"},
-      .timeout = std::chrono::milliseconds(20000)});
+  auto r =
+      m.proc.run(probe::Command{.argv = {python, "-c",
+                                         "import importlib.util, json, sys, sysconfig\n"
+                                         "s = importlib.util.find_spec('torch')\n"
+                                         "print(json.dumps({'torch': s.origin if s else None,\n"
+                                         "  'locations': list(s.submodule_search_locations or []) if s else [],\n"
+                                         "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or ''}))"},
+                                .timeout = std::chrono::milliseconds(20000)});
   if (!r || !r->ok()) return std::nullopt;
   auto probe = parse_python_probe(r->out);
   if (!probe.ok) return std::nullopt;
@@ -212,13 +212,10 @@ std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python)
 
 namespace {
 
-bool exists(const probe::FileSystem& fs, const fs::path& p) {
-  return fs.resolved_type(p) != probe::FileType::none;
-}
+bool exists(const probe::FileSystem& fs, const fs::path& p) { return fs.resolved_type(p) != probe::FileType::none; }
 
 /// Folders `base/targets/*/<leaf>`.
-std::vector<fs::path> target_dirs(const probe::FileSystem& fs, const fs::path& root,
-                                  const std::string& leaf) {
+std::vector<fs::path> target_dirs(const probe::FileSystem& fs, const fs::path& root, const std::string& leaf) {
   std::vector<fs::path> out;
   auto names = fs.list_directory(root / "targets");
   if (names)
@@ -270,7 +267,10 @@ struct Finder {
     // pip wheels (nvidia-cuda-runtime-cu12) keep cuda.h in a sibling package.
     inc.push_back(root.parent_path() / "cuda_runtime" / "include");
     for (auto& d : inc)
-      if (exists(m.fs, d / "cuda.h")) { tk.include_dir = d; break; }
+      if (exists(m.fs, d / "cuda.h")) {
+        tk.include_dir = d;
+        break;
+      }
     if (tk.include_dir.empty()) return "rejected: no cuda.h in include/ or targets/*/include/";
     std::vector<fs::path> libs{root / "lib64", root / "lib"};
     for (auto& d : target_dirs(m.fs, root, "lib")) libs.push_back(d);
@@ -285,24 +285,31 @@ struct Finder {
       }
     }
     if (tk.lib_dir.empty()) return "rejected: no libcudart* in lib64/, lib/ or targets/*/lib/";
-    if (auto t = m.fs.read_file(root / "version.json"); t && (tk.version = parse_version_json(*t).value_or(Version{})) != Version{}) {
+    if (auto t = m.fs.read_file(root / "version.json");
+        t && (tk.version = parse_version_json(*t).value_or(Version{})) != Version{}) {
       tk.version_source = "version.json";
-    } else if (auto t2 = m.fs.read_file(root / "version.txt"); t2 && (tk.version = parse_version_txt(*t2).value_or(Version{})) != Version{}) {
+    } else if (auto t2 = m.fs.read_file(root / "version.txt");
+               t2 && (tk.version = parse_version_txt(*t2).value_or(Version{})) != Version{}) {
       tk.version_source = "version.txt";
     } else {
-      auto r = m.proc.run(probe::Command{.argv = {tk.nvcc.string(), "--version"},
-                                         .timeout = std::chrono::milliseconds(20000)});
+      auto r = m.proc.run(
+          probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(20000)});
       if (r && r->ok()) {
         tk.nvcc_version_text = r->out;
-        if (auto v = parse_nvcc_version(r->out)) { tk.version = *v; tk.version_source = "nvcc --version"; }
+        if (auto v = parse_nvcc_version(r->out)) {
+          tk.version = *v;
+          tk.version_source = "nvcc --version";
+        }
       }
       if (tk.version_source.empty()) {
         if (auto h = m.fs.read_file(tk.include_dir / "cuda.h"))
-          if (auto v = parse_cuda_h(*h)) { tk.version = *v; tk.version_source = "cuda.h"; }
+          if (auto v = parse_cuda_h(*h)) {
+            tk.version = *v;
+            tk.version_source = "cuda.h";
+          }
       }
     }
-    if (tk.version_source.empty())
-      return "rejected: no version in version.json, version.txt, nvcc --version or cuda.h";
+    if (tk.version_source.empty()) return "rejected: no version in version.json, version.txt, nvcc --version or cuda.h";
     c.toolkit = tk;
     return "valid";
   }
@@ -311,8 +318,7 @@ struct Finder {
     auto names = m.fs.list_directory(dir);
     if (!names) return;
     for (auto& n : *names)
-      if (n.starts_with(prefix) && m.fs.resolved_type(dir / n) == probe::FileType::directory)
-        add(dir / n, label);
+      if (n.starts_with(prefix) && m.fs.resolved_type(dir / n) == probe::FileType::directory) add(dir / n, label);
   }
 };
 
@@ -349,8 +355,7 @@ Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
     auto nv = torch->site_packages / "nvidia";
     if (auto names = m.fs.list_directory(nv))
       for (auto& n : *names)
-        if (m.fs.is_executable(nv / n / "bin" / "nvcc"))
-          f.add(nv / n, "pip wheel in " + torch->site_packages.string());
+        if (m.fs.is_executable(nv / n / "bin" / "nvcc")) f.add(nv / n, "pip wheel in " + torch->site_packages.string());
   }
   return f.res;
 }
@@ -414,7 +419,8 @@ std::vector<Candidate*> valid_newest_first(Resolution& res) {
   std::vector<Candidate*> valid;
   for (auto& c : res.candidates)
     if (c.toolkit) valid.push_back(&c);
-  std::stable_sort(valid.begin(), valid.end(), [](auto* a, auto* b) { return a->toolkit->version > b->toolkit->version; });
+  std::stable_sort(valid.begin(), valid.end(),
+                   [](auto* a, auto* b) { return a->toolkit->version > b->toolkit->version; });
   return valid;
 }
 
@@ -437,7 +443,8 @@ Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
   std::string reason = named.candidate ? named.candidate->verdict : "rejected: not looked at";
   if (reason.starts_with("rejected: ")) reason = reason.substr(10);
   return bad_input(named.var + "=" + strings::cut(named.value) + " is not a CUDA toolkit: " + reason,
-                   "point " + named.var + " at a toolkit's folder (holding bin/nvcc, include/cuda.h and lib64/libcudart*), or unset it");
+                   "point " + named.var +
+                       " at a toolkit's folder (holding bin/nvcc, include/cuda.h and lib64/libcudart*), or unset it");
 }
 
 /// [cuda] version = "torch" with CUDA_HOME/CUDA_PATH set: the named toolkit, if its major matches.
@@ -455,10 +462,14 @@ Result<Pick> pick_named_for_torch(Choice& ch, const Version& want, const std::st
 Result<Pick> pick_for_torch(Choice& ch) {
   const auto& torch = ch.res.torch;
   if (!torch || !torch->torch_version)
-    return unsatisfied("[cuda] version = \"torch\", but " + std::string(torch ? "torch is not installed for " + torch->python : "the Python could not be run"),
-                       "install a CUDA-enabled torch for that Python, choose another one with --python / [cuda] python, or set [cuda] version to \"auto\" or \"X.Y\"");
+    return unsatisfied(
+        "[cuda] version = \"torch\", but " +
+            std::string(torch ? "torch is not installed for " + torch->python : "the Python could not be run"),
+        "install a CUDA-enabled torch for that Python, choose another one with --python / [cuda] python, or set [cuda] "
+        "version to \"auto\" or \"X.Y\"");
   if (!ch.torch_cuda)
-    return unsatisfied("[cuda] version = \"torch\", but torch " + *torch->torch_version + " of " + torch->python + " is a CPU-only build",
+    return unsatisfied("[cuda] version = \"torch\", but torch " + *torch->torch_version + " of " + torch->python +
+                           " is a CPU-only build",
                        "install a CUDA-enabled torch, or set [cuda] version to \"auto\" or \"X.Y\"");
   const Version& want = *ch.torch_cuda;
   if (ch.named.candidate) return pick_named_for_torch(ch, want, *torch->torch_version);
@@ -466,18 +477,21 @@ Result<Pick> pick_for_torch(Choice& ch) {
     if (c->toolkit->version == want) return Pick{c, "same CUDA version as torch " + *torch->torch_version};
   for (auto* c : ch.valid)
     if (c->toolkit->version.major == want.major) {
-      ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + want.str() + " in the minor version; this usually works (PyTorch only warns)");
+      ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + want.str() +
+                                " in the minor version; this usually works (PyTorch only warns)");
       return Pick{c, "same CUDA major as torch"};
     }
   if (ch.valid.empty()) return Pick{};
   if (ch.skip_cuda_check()) {
     Candidate* c = ch.valid.front();
-    ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " does not match torch's CUDA " + want.str() + " (major mismatch, allowed by DS_SKIP_CUDA_CHECK=1)");
+    ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " does not match torch's CUDA " + want.str() +
+                              " (major mismatch, allowed by DS_SKIP_CUDA_CHECK=1)");
     return Pick{c, "newest valid toolkit (DS_SKIP_CUDA_CHECK=1 bypasses the torch CUDA check)"};
   }
   for (auto* c : ch.valid) c->verdict = "not chosen: CUDA major differs from torch's " + want.str();
-  return unsatisfied("no CUDA toolkit matches torch's CUDA " + want.str() + " (major version mismatch):" + listing(ch.res),
-                     "install CUDA " + want.str() + ", or set DS_SKIP_CUDA_CHECK=1 to build anyway");
+  return unsatisfied(
+      "no CUDA toolkit matches torch's CUDA " + want.str() + " (major version mismatch):" + listing(ch.res),
+      "install CUDA " + want.str() + ", or set DS_SKIP_CUDA_CHECK=1 to build anyway");
 }
 
 /// [cuda] version = "auto": the named toolkit, else the newest with torch's CUDA, else the newest.
@@ -485,11 +499,13 @@ Pick pick_auto(Choice& ch) {
   if (ch.named.candidate) return Pick{ch.named.candidate, ch.named.var + " points to it"};
   if (ch.torch_cuda)
     for (auto* c : ch.valid)
-      if (c->toolkit->version == *ch.torch_cuda) return Pick{c, "newest toolkit with torch's CUDA " + ch.torch_cuda->str()};
+      if (c->toolkit->version == *ch.torch_cuda)
+        return Pick{c, "newest toolkit with torch's CUDA " + ch.torch_cuda->str()};
   if (ch.valid.empty()) return Pick{};
   Candidate* c = ch.valid.front();
   if (ch.torch_cuda)
-    ch.res.warnings.push_back("no toolkit has torch's CUDA " + ch.torch_cuda->str() + "; using CUDA " + c->toolkit->version.str());
+    ch.res.warnings.push_back("no toolkit has torch's CUDA " + ch.torch_cuda->str() + "; using CUDA " +
+                              c->toolkit->version.str());
   return Pick{c, "newest valid toolkit"};
 }
 
@@ -509,7 +525,8 @@ Result<Pick> pick_matching(Choice& ch, const std::string& spec, const std::vecto
   for (auto* c : ch.valid)
     if (!pick.candidate && matches(c)) pick = Pick{c, "newest toolkit matching " + spec};
   for (auto* c : ch.valid)
-    if (c != pick.candidate && !matches(c)) c->verdict = "not chosen: CUDA " + c->toolkit->version.str() + " does not match " + spec;
+    if (c != pick.candidate && !matches(c))
+      c->verdict = "not chosen: CUDA " + c->toolkit->version.str() + " does not match " + spec;
   return pick;
 }
 
@@ -518,7 +535,8 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   if (!pick.candidate) {
     std::string hint = spec == "auto" ? "install a CUDA toolkit (or set CUDA_HOME to one)"
                                       : "install a CUDA toolkit matching " + spec + " or change [cuda] version";
-    return unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(ch.res), hint);
+    return unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(ch.res),
+                       hint);
   }
   const Version& chosen = pick.candidate->toolkit->version;
   pick.candidate->chosen = true;
@@ -528,7 +546,9 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
       c->verdict = c->toolkit->version < chosen ? "not chosen: older than CUDA " + chosen.str()
                                                 : "not chosen: " + pick.why + " is CUDA " + chosen.str();
   if (ch.torch_cuda && spec != "torch" && chosen.major != ch.torch_cuda->major)
-    ch.res.warnings.push_back("torch's CUDA is " + ch.torch_cuda->str() + " but the chosen toolkit is CUDA " + chosen.str() + " (the ops reach only the driver, so this is fine for opforge_ops; not for torch extensions)");
+    ch.res.warnings.push_back(
+        "torch's CUDA is " + ch.torch_cuda->str() + " but the chosen toolkit is CUDA " + chosen.str() +
+        " (the ops reach only the driver, so this is fine for opforge_ops; not for torch extensions)");
   ch.res.chosen = pick.candidate->toolkit;
   return {};
 }

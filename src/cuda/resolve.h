@@ -13,10 +13,10 @@
 namespace opforge::cuda {
 
 /// Pure parsers over captured real texts; nullopt when the text says nothing usable.
-std::optional<Version> parse_version_json(std::string_view text);    ///< "cuda": {"version": ...}
-std::optional<Version> parse_version_txt(std::string_view text);     ///< CUDA Version 10.2.89
-std::optional<Version> parse_nvcc_version(std::string_view text);    ///< release 13.0, V13.0.88
-std::optional<Version> parse_cuda_h(std::string_view text);          ///< #define CUDA_VERSION 13000
+std::optional<Version> parse_version_json(std::string_view text);  ///< "cuda": {"version": ...}
+std::optional<Version> parse_version_txt(std::string_view text);   ///< CUDA Version 10.2.89
+std::optional<Version> parse_nvcc_version(std::string_view text);  ///< release 13.0, V13.0.88
+std::optional<Version> parse_cuda_h(std::string_view text);        ///< #define CUDA_VERSION 13000
 /// torch/version.py: `__version__` and `cuda` (None for CPU builds).
 struct TorchVersionPy {
   std::optional<std::string> version;
@@ -30,8 +30,8 @@ std::optional<fs::path> parse_nvcc_wrapper(std::string_view script);
 /// What one run of the project's Python says: where `import torch` would load torch from
 /// (importlib.util.find_spec, which imports nothing), sys.path, sysconfig's CFLAGS.
 struct PythonProbe {
-  bool ok = false;  ///< the output was readable
-  std::string torch_origin;              ///< .../torch/__init__.py; empty: not found
+  bool ok = false;                        ///< the output was readable
+  std::string torch_origin;               ///< .../torch/__init__.py; empty: not found
   std::vector<fs::path> torch_locations;  ///< the package's folders
   std::vector<std::string> sys_path;
   std::string cflags;
@@ -50,8 +50,7 @@ Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch);
 
 /// Chooses among `discovered` per spec (marks candidates, fills verdicts and warnings).
 /// The pure half of resolve().
-Result<Resolution> choose(Resolution discovered, const std::string& version_spec,
-                          const probe::Environment& env);
+Result<Resolution> choose(Resolution discovered, const std::string& version_spec, const probe::Environment& env);
 
 /// discover + choose per spec: "auto" (newest valid, preferring torch's major.minor), "torch",
 /// "X.Y", ranges ">=12.1,<13". bad_input for a malformed spec; unsatisfied (exit 3) when nothing
@@ -59,8 +58,7 @@ Result<Resolution> choose(Resolution discovered, const std::string& version_spec
 /// when set, is the toolkit used: bad_input when it is not a toolkit (the message says what is
 /// missing), unsatisfied when its version does not match the spec or torch's CUDA major.
 /// DS_SKIP_CUDA_CHECK=1 turns the torch major mismatch into a warning.
-Result<Resolution> resolve(probe::Machine m, const std::string& version_spec,
-                           const std::string& python);
+Result<Resolution> resolve(probe::Machine m, const std::string& version_spec, const std::string& python);
 
 /// True for the errors about the toolkit CUDA_HOME/CUDA_PATH names (choose(): bad_input when it
 /// is not a toolkit, unsatisfied when it conflicts with the spec): the user asked for that

@@ -3,9 +3,9 @@
 #include <cctype>
 #include <map>
 
+#include <toml++/toml.h>
 #include "devices/arch.h"
 #include "devices/resolve.h"
-#include <toml++/toml.h>
 
 #include "util/numbers.h"
 #include "util/strings.h"
@@ -45,7 +45,8 @@ std::vector<Arch> parse_list_gpu_arch(std::string_view text) {
     if (!t.starts_with("compute_")) continue;
     auto num = t.substr(8);
     if (num.size() < 2) continue;
-    bool digits = std::all_of(num.begin(), num.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    bool digits =
+        std::all_of(num.begin(), num.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (!digits) continue;
     Arch a;
     auto major = numbers::parse_int<int>(num.substr(0, num.size() - 1));
@@ -60,7 +61,10 @@ std::vector<Arch> parse_list_gpu_arch(std::string_view text) {
 }
 
 std::vector<Arch> table_accepted(const Version& v) {
-  struct Row { Version from; std::vector<Arch> sms; };
+  struct Row {
+    Version from;
+    std::vector<Arch> sms;
+  };
   static const std::vector<Row> rows = [] {
     // Compiled in from toolchains/cuda-gpu-targets.toml (CMakeLists.txt); tests check it parses.
     static constexpr std::string_view text =

@@ -14,9 +14,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string capability_str(int major, int minor) {
-  return std::to_string(major) + "." + std::to_string(minor);
-}
+std::string capability_str(int major, int minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
 /// Marketing names make the warning readable; unknown majors just show the number.
 std::string generation(int major, int minor) {
@@ -25,7 +23,9 @@ std::string generation(int major, int minor) {
     case 7: return minor >= 5 ? "Turing" : "Volta";
     case 8: return minor >= 9 ? "Ada" : "Ampere";
     case 9: return "Hopper";
-    case 10: case 11: case 12: return "Blackwell";
+    case 10:
+    case 11:
+    case 12: return "Blackwell";
     default: return "sm_" + std::to_string(major) + std::to_string(minor);
   }
 }
@@ -121,7 +121,8 @@ Result<NodesSummary> merge_nodes(probe::FileSystem& fs, const std::vector<fs::pa
               capability_str(cap.first, cap.second) + " on";
       for (const auto& f : files) what += " " + f;
     }
-    s.warnings.push_back("mixed GPU generations (" + what + "): the wheel carries code for each, "
+    s.warnings.push_back("mixed GPU generations (" + what +
+                         "): the wheel carries code for each, "
                          "and synchronous training across them runs at the pace of the slowest");
   }
   return s;

@@ -23,7 +23,7 @@ struct NodesSummary {
   /// Every distinct compute capability, sorted; the newest also gets +PTX so that GPUs newer than
   /// any node can JIT it. Empty when no report lists a GPU.
   std::vector<Arch> arches;
-  std::string arch_list;          ///< TORCH_CUDA_ARCH_LIST form, e.g. "8.0;9.0+PTX"
+  std::string arch_list;              ///< TORCH_CUDA_ARCH_LIST form, e.g. "8.0;9.0+PTX"
   std::vector<std::string> warnings;  ///< mixed generations, nodes without GPUs
 };
 

@@ -26,7 +26,10 @@ constexpr CUresult kNoDevice = 100;
 std::optional<std::vector<Gpu>> read_driver(probe::Machine m, std::string& why) {
   // Never the bare libcuda.so: that is the toolkit's stub whose cuInit returns 34.
   void* h = m.dl.open("libcuda.so.1");
-  if (!h) { why = "libcuda.so.1 cannot be loaded (no NVIDIA driver)"; return std::nullopt; }
+  if (!h) {
+    why = "libcuda.so.1 cannot be loaded (no NVIDIA driver)";
+    return std::nullopt;
+  }
   auto init = reinterpret_cast<cuInit_t>(m.dl.symbol(h, "cuInit"));
   auto count = reinterpret_cast<cuDeviceGetCount_t>(m.dl.symbol(h, "cuDeviceGetCount"));
   auto get = reinterpret_cast<cuDeviceGet_t>(m.dl.symbol(h, "cuDeviceGet"));
@@ -39,14 +42,22 @@ std::optional<std::vector<Gpu>> read_driver(probe::Machine m, std::string& why) 
   }
   std::vector<Gpu> out;
   CUresult rc = init(0);
-  if (rc == kNoDevice) { m.dl.close(h); why = "driver API: no CUDA device"; return out; }
+  if (rc == kNoDevice) {
+    m.dl.close(h);
+    why = "driver API: no CUDA device";
+    return out;
+  }
   if (rc != 0) {
     m.dl.close(h);
     why = "driver API: cuInit failed with error " + std::to_string(rc);
     return std::nullopt;
   }
   int n = 0;
-  if (count(&n) != 0) { m.dl.close(h); why = "driver API: cuDeviceGetCount failed"; return std::nullopt; }
+  if (count(&n) != 0) {
+    m.dl.close(h);
+    why = "driver API: cuDeviceGetCount failed";
+    return std::nullopt;
+  }
   for (int i = 0; i < n; ++i) {
     CUdevice d = 0;
     if (get(&d, i) != 0) continue;
@@ -92,9 +103,9 @@ std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader) {
     reader = gpus->empty() ? "driver API (" + why + ")" : "driver API";
     return *gpus;
   }
-  auto r = m.proc.run(probe::Command{
-      .argv = {"nvidia-smi", "--query-gpu=index,name,compute_cap,uuid", "--format=csv,noheader"},
-      .timeout = std::chrono::milliseconds(10000)});
+  auto r = m.proc.run(
+      probe::Command{.argv = {"nvidia-smi", "--query-gpu=index,name,compute_cap,uuid", "--format=csv,noheader"},
+                     .timeout = std::chrono::milliseconds(10000)});
   if (!r || !r->ok()) {
     reader = "none (" + why + "; nvidia-smi " + (r ? "failed" : "not found") + ")";
     return {};
@@ -106,8 +117,8 @@ std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader) {
 std::vector<Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk) {
   std::vector<Arch> plain;
   if (!tk.nvcc.empty()) {
-    auto r = m.proc.run(probe::Command{.argv = {tk.nvcc.string(), "--list-gpu-arch"},
-                                       .timeout = std::chrono::milliseconds(20000)});
+    auto r = m.proc.run(
+        probe::Command{.argv = {tk.nvcc.string(), "--list-gpu-arch"}, .timeout = std::chrono::milliseconds(20000)});
     if (r && r->ok()) plain = parse_list_gpu_arch(r->out);
   }
   if (plain.empty()) plain = table_accepted(tk.version);
@@ -191,8 +202,8 @@ void keep_accepted(const std::vector<Arch>& wanted, const std::vector<Arch>& acc
 
 }  // namespace
 
-Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
-                             const std::string& recipe_list, const std::string& fallback) {
+Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& recipe_list,
+                             const std::string& fallback) {
   ArchDecision d;
   std::vector<Arch> wanted = OPFORGE_TRY(wanted_arches(m, recipe_list, fallback, d));
   std::sort(wanted.begin(), wanted.end());
@@ -200,9 +211,9 @@ Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
   if (d.arches.empty()) {
     std::string what;
     for (auto& [e, why] : d.dropped) what += "\n  " + e + ": " + why;
-    return unsatisfied("no requested GPU architecture is accepted by nvcc " + tk.version.str() +
-                           " (from " + d.source + "):" + what,
-                       "choose architectures the toolkit supports, or another CUDA version");
+    return unsatisfied(
+        "no requested GPU architecture is accepted by nvcc " + tk.version.str() + " (from " + d.source + "):" + what,
+        "choose architectures the toolkit supports, or another CUDA version");
   }
   return d;
 }

@@ -33,7 +33,7 @@ std::vector<Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk);
 
 /// TORCH_CUDA_ARCH_LIST env > recipe list > GPUs (union, sorted, +PTX on last) > fallback (say
 /// so); intersected with accepted_by, every dropped entry reported with why.
-Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk,
-                             const std::string& recipe_list, const std::string& fallback);
+Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& recipe_list,
+                             const std::string& fallback);
 
 }  // namespace opforge::devices

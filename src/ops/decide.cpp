@@ -36,8 +36,8 @@ enum class Want { off, on, automatic };
 std::string probe_fix(const Probe& probe) {
   std::vector<std::string> ways;
   static const std::vector<std::pair<std::string, std::string>> managers = {
-      {"apt", "apt-get install "}, {"yum", "yum install "}, {"dnf", "dnf install "},
-      {"pacman", "pacman -S "}, {"zypper", "zypper install "}, {"apk", "apk add "}};
+      {"apt", "apt-get install "}, {"yum", "yum install "},       {"dnf", "dnf install "},
+      {"pacman", "pacman -S "},    {"zypper", "zypper install "}, {"apk", "apk add "}};
   for (auto& [pm, cmd] : managers)
     if (auto it = probe.packages.find(pm); it != probe.packages.end()) ways.push_back(cmd + it->second);
   for (auto& [pm, pkg] : probe.packages)
@@ -126,8 +126,7 @@ Result<std::map<std::string, long>> build_variables(const probe::Environment& en
       auto candidates = vars;
       candidates.push_back("DS_BUILD_OPS");
       if (auto g = strings::did_you_mean(name, candidates)) msg += "; did you mean " + *g + "?";
-      return bad_input(msg, vars.empty() ? "no ops were found"
-                                         : "ops' variables: " + strings::join(vars, ", "));
+      return bad_input(msg, vars.empty() ? "no ops were found" : "ops' variables: " + strings::join(vars, ", "));
     }
     values[name] = *v;
   }
@@ -195,8 +194,7 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
   }
   if (auto it = verdicts.find(op.name); why_not.empty() && it != verdicts.end() && !it->second.ok) {
     std::string cls = op.builder_class.substr(op.builder_class.find(':') + 1);
-    why_not = cls + ".is_compatible() says no" +
-              (it->second.reason.empty() ? std::string() : ": " + it->second.reason);
+    why_not = cls + ".is_compatible() says no" + (it->second.reason.empty() ? std::string() : ": " + it->second.reason);
     fix = "fix what it names, or do not request " + op.name + " (" + op.build_var + "=0)";
   }
   for (auto& p : op.probes) {

@@ -262,8 +262,8 @@ Result<std::vector<Manifest>> load_deepspeed_catalogue(probe::Machine m, const f
     return unsatisfied("cannot run " + python + " to read " + dir.string() + ": " + r.error().message,
                        "set [cuda] python (or --python) to the project's Python");
   if (!r->ok())
-    return bad_input("cannot read DeepSpeed's op builders in '" + dir.string() + "': " +
-                         tail(std::string(strings::trim(r->err)), 600),
+    return bad_input("cannot read DeepSpeed's op builders in '" + dir.string() +
+                         "': " + tail(std::string(strings::trim(r->err)), 600),
                      "the op_builder/*.py files must be readable Python");
   auto ops = OPFORGE_TRY(parse_deepspeed_catalogue(root, r->out));
   if (ops.empty())
@@ -274,7 +274,8 @@ Result<std::vector<Manifest>> load_deepspeed_catalogue(probe::Machine m, const f
 
 Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::string_view text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object()) return failure("cannot read the answer of DeepSpeed's is_compatible(): " + tail(std::string(text), 300));
+  if (!j.is_object())
+    return failure("cannot read the answer of DeepSpeed's is_compatible(): " + tail(std::string(text), 300));
   std::map<std::string, Compatibility> out;
   for (auto& [spec, v] : j.items()) {
     if (!v.is_object()) continue;
@@ -298,7 +299,8 @@ std::string op_builder_digest(probe::Machine m, const fs::path& root) {
       if (n == "__pycache__") continue;
       auto p = d / n;
       if (m.fs.type_of(p) == probe::FileType::directory) todo.push_back(p);
-      else if (auto body = m.fs.read_file(p)) text += p.lexically_relative(root).string() + "\n" + sha256_hex(*body) + "\n";
+      else if (auto body = m.fs.read_file(p))
+        text += p.lexically_relative(root).string() + "\n" + sha256_hex(*body) + "\n";
     }
   }
   return text;
@@ -316,7 +318,8 @@ bool compatibility_reads(const std::string& k) {
 std::string compatibility_key(probe::Machine m, const CompatibilityQuery& q, const std::vector<std::string>& specs) {
   std::string text = op_builder_digest(m, q.root);
   const fs::path py = locate_program(m, q.python).real;
-  if (auto st = m.fs.stamp(py)) text += py.string() + ":" + std::to_string(st->size) + ":" + std::to_string(st->mtime_ns) + "\n";
+  if (auto st = m.fs.stamp(py))
+    text += py.string() + ":" + std::to_string(st->size) + ":" + std::to_string(st->mtime_ns) + "\n";
   for (auto& [k, v] : q.env)
     if (compatibility_reads(k)) text += k + "=" + v + "\n";
   text += "torch=" + q.torch_identity + "\n";
@@ -325,7 +328,8 @@ std::string compatibility_key(probe::Machine m, const CompatibilityQuery& q, con
 }
 
 /// Runs is_compatible() of each builder class in `specs` with the project's Python.
-Result<std::string> ask_deepspeed(probe::Machine m, const CompatibilityQuery& q, const std::vector<std::string>& specs) {
+Result<std::string> ask_deepspeed(probe::Machine m, const CompatibilityQuery& q,
+                                  const std::vector<std::string>& specs) {
   probe::Command cmd;
   cmd.argv = {q.python, "-c", kScript, "compat", q.root.string()};
   for (auto& s : specs) cmd.argv.push_back(s);
@@ -344,8 +348,7 @@ Result<std::string> ask_deepspeed(probe::Machine m, const CompatibilityQuery& q,
 
 }  // namespace
 
-Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Machine m,
-                                                                     const CompatibilityQuery& q) {
+Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Machine m, const CompatibilityQuery& q) {
   std::map<std::string, Compatibility> out;
   std::vector<std::string> specs;
   for (auto& op : q.ops) specs.push_back(op.builder_class);

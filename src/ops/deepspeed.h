@@ -34,20 +34,19 @@ struct Compatibility {
 };
 
 struct CompatibilityQuery {
-  fs::path root;                      ///< the DeepSpeed tree (cwd and sys.path[0] of the script)
-  std::string python;                 ///< the project's Python (with torch)
-  std::vector<Manifest> ops;          ///< the builders to ask (builder_class set)
+  fs::path root;                           ///< the DeepSpeed tree (cwd and sys.path[0] of the script)
+  std::string python;                      ///< the project's Python (with torch)
+  std::vector<Manifest> ops;               ///< the builders to ask (builder_class set)
   std::map<std::string, std::string> env;  ///< the build's environment (CUDA_HOME, DS_ACCELERATOR ...)
-  fs::path cache_dir;                 ///< empty: no cache
-  std::string torch_identity;         ///< torch's folder and version.py hash (cache key)
+  fs::path cache_dir;                      ///< empty: no cache
+  std::string torch_identity;              ///< torch's folder and version.py hash (cache key)
 };
 
 /// Each op's `is_compatible(verbose=True)` verdict, by op name: one Python run for all of them,
 /// cached (cache_dir/deepspeed-compat.json) by a hash of op_builder/'s files, the Python (path and
 /// stamp), torch's identity (its version.py), the variables compatibility reads and the op list.
 /// failed when the Python cannot be run or its answer cannot be read.
-Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Machine m,
-                                                                     const CompatibilityQuery& q);
+Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Machine m, const CompatibilityQuery& q);
 
 /// The compatibility script's JSON output (pure half of deepspeed_compatibility).
 Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::string_view json);

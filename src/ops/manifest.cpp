@@ -16,8 +16,7 @@ Result<Probe> parse_probe(const TomlReader& r, const toml::node& node) {
   OPFORGE_CHECK(r.check_keys(*t, {"name", "header", "code", "libraries", "packages"}, "[[probe]]"));
   Probe p;
   for (const char* key : {"name", "code"})
-    if (!t->get(key))
-      return std::unexpected(r.error_at(node, std::string("[[probe]] needs a '") + key + "' key"));
+    if (!t->get(key)) return std::unexpected(r.error_at(node, std::string("[[probe]] needs a '") + key + "' key"));
   p.name = OPFORGE_TRY(r.string(*t->get("name"), "probe.name"));
   p.code = OPFORGE_TRY(r.string(*t->get("code"), "probe.code"));
   if (auto* n = t->get("header")) p.header = OPFORGE_TRY(r.string(*n, "probe.header"));
@@ -39,9 +38,9 @@ Status check_strings(const TomlReader& r, const toml::node& node, std::string_vi
     for (std::size_t i = 0; i < v.size(); ++i) {
       auto c = static_cast<unsigned char>(v[i]);
       if (c < 0x20 || c == 0x7F)
-        return std::unexpected(r.error_at(node, std::string(key) + ": '" + strings::cut(v) +
-                                                    "' contains a control character (code " +
-                                                    std::to_string(c) + ")",
+        return std::unexpected(r.error_at(node,
+                                          std::string(key) + ": '" + strings::cut(v) +
+                                              "' contains a control character (code " + std::to_string(c) + ")",
                                           "flags, paths and names are one line of printable text"));
     }
   } else if (auto* a = node.as_array()) {
@@ -51,8 +50,7 @@ Status check_strings(const TomlReader& r, const toml::node& node, std::string_vi
       for (char c : k.str())
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
           return std::unexpected(Error{ErrorKind::bad_input, "a key contains a control character",
-                                       "flags, paths and names are one line of printable text",
-                                       r.at(k.source())});
+                                       "flags, paths and names are one line of printable text", r.at(k.source())});
       OPFORGE_CHECK(check_strings(r, v, k.str()));
     }
   }
@@ -62,8 +60,8 @@ Status check_strings(const TomlReader& r, const toml::node& node, std::string_vi
 /// A path of the manifest (source or include folder) relative to the op's folder must stay
 /// inside `root` (the source tree): compiling it must not read, nor its object be written,
 /// outside. `op_in_root` is the op's folder relative to root.
-Status check_inside(const TomlReader& r, const toml::node& node, const std::string& value,
-                    std::string_view key, const fs::path& op_in_root) {
+Status check_inside(const TomlReader& r, const toml::node& node, const std::string& value, std::string_view key,
+                    const fs::path& op_in_root) {
   fs::path p(value);
   std::string why;
   if (value.empty()) why = "is empty";
@@ -148,8 +146,8 @@ Result<std::vector<fs::path>> parse_sources(const TomlReader& r, const toml::tab
     if (ext != ".cpp" && ext != ".cc" && ext != ".c" && ext != ".cu")
       return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
     if (ext == ".cu" && kind == Kind::cpu)
-      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"",
-                                        "set kind = \"cuda\""));
+      return std::unexpected(
+          r.error_at(*sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"", "set kind = \"cuda\""));
     out.push_back(p);
   }
   if (out.empty()) return std::unexpected(r.error_at(*sources, "sources is empty"));
@@ -209,7 +207,8 @@ Result<std::map<std::string, std::vector<std::string>>> parse_source_flags(const
     std::string file = fs::path(std::string(key.str())).lexically_normal().generic_string();
     if (std::find(sources.begin(), sources.end(), fs::path(file)) == sources.end())
       return std::unexpected(Error{ErrorKind::bad_input,
-                                   "source_flags names '" + strings::cut(key.str()) + "', which is not in sources", {},
+                                   "source_flags names '" + strings::cut(key.str()) + "', which is not in sources",
+                                   {},
                                    r.at(key.source())});
     out[file] = OPFORGE_TRY(r.string_array(v, "source_flags"));
   }
@@ -233,9 +232,9 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   toml::table doc = OPFORGE_TRY(r.parse());
   OPFORGE_CHECK(check_strings(r, doc, "op.toml"));
   const fs::path op_in_root = OPFORGE_TRY(op_folder_in_root(path, root));
-  OPFORGE_CHECK(r.check_keys(doc, {"name", "kind", "description", "build_var", "sources",
-                                   "include_dirs", "cxx_flags", "nvcc_flags", "ldflags",
-                                   "libraries", "source_flags", "probe"},
+  OPFORGE_CHECK(r.check_keys(doc,
+                             {"name", "kind", "description", "build_var", "sources", "include_dirs", "cxx_flags",
+                              "nvcc_flags", "ldflags", "libraries", "source_flags", "probe"},
                              "op.toml"));
   Manifest m;
   m.dir = path.parent_path();
@@ -256,8 +255,7 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   return m;
 }
 
-Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir,
-                                             const fs::path& root) {
+Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir, const fs::path& root) {
   if (m.fs.resolved_type(ops_dir) != probe::FileType::directory)
     return bad_input("ops folder '" + ops_dir.string() + "' does not exist",
                      "set [source] ops_dir to the folder holding <op>/op.toml");

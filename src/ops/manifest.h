@@ -15,35 +15,33 @@ namespace fs = std::filesystem;
 enum class Kind { cpu, cuda, cpu_cuda };
 
 /// "cpu" | "cuda" | "cpu+cuda".
-inline const char* kind_name(Kind k) {
-  return k == Kind::cuda ? "cuda" : k == Kind::cpu_cuda ? "cpu+cuda" : "cpu";
-}
+inline const char* kind_name(Kind k) { return k == Kind::cuda ? "cuda" : k == Kind::cpu_cuda ? "cpu+cuda" : "cpu"; }
 
 /// Whether building the op needs a CUDA toolkit.
 inline bool needs_toolkit(Kind k) { return k != Kind::cpu; }
 
 /// A compatibility probe: compile and link a tiny program with the chosen host compiler.
 struct Probe {
-  std::string name;       ///< e.g. "libaio"
-  std::string header;     ///< e.g. "libaio.h"
-  std::string code;       ///< body of main(), e.g. "io_submit(0, 0, 0);"
-  std::vector<std::string> libraries;  ///< e.g. {"aio"}
+  std::string name;                             ///< e.g. "libaio"
+  std::string header;                           ///< e.g. "libaio.h"
+  std::string code;                             ///< body of main(), e.g. "io_submit(0, 0, 0);"
+  std::vector<std::string> libraries;           ///< e.g. {"aio"}
   std::map<std::string, std::string> packages;  ///< apt/yum/pacman → package name
 };
 
 struct Manifest {
-  std::string name;          ///< "overflow"
+  std::string name;  ///< "overflow"
   Kind kind = Kind::cpu;
   std::string description;
-  fs::path dir;              ///< absolute folder holding op.toml
-  std::vector<fs::path> sources;  ///< relative to dir
+  fs::path dir;                                                  ///< absolute folder holding op.toml
+  std::vector<fs::path> sources;                                 ///< relative to dir
   std::map<std::string, std::vector<std::string>> source_flags;  ///< file → extra flags
   std::vector<std::string> cxx_flags;
   std::vector<std::string> nvcc_flags;
   std::vector<std::string> ldflags;
   std::vector<std::string> libraries;  ///< linked with -l (e.g. "pthread", "dl")
   std::vector<fs::path> include_dirs;  ///< relative to dir
-  std::string build_var;     ///< DS_BUILD_OVERFLOW by default
+  std::string build_var;               ///< DS_BUILD_OVERFLOW by default
   std::vector<Probe> probes;
   std::string library_name;  ///< file name of the shared library, e.g. "libopforge_overflow.so"
   /// DeepSpeed builders: "op_builder.fused_adam:FusedAdamBuilder" (module:class); empty for op.toml.

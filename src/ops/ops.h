@@ -19,13 +19,11 @@ namespace opforge::ops {
 /// Sources and include folders must stay inside `root` (default: the folder holding the op's
 /// folder); control characters in flags, paths and names are bad_input (they would end a
 /// command in build.ninja).
-Result<Manifest> parse_manifest(const fs::path& path, std::string_view text,
-                                const fs::path& root = {});
+Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, const fs::path& root = {});
 
 /// Every `<ops_dir>/<op>/op.toml`, sorted by op name. A missing folder is bad_input; duplicate
 /// names or build variables are bad_input. `root` is the source tree (default: ops_dir).
-Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir,
-                                             const fs::path& root = {});
+Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir, const fs::path& root = {});
 
 /// What the ops need from the rest of the plan.
 struct DecideContext {
@@ -59,7 +57,7 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
 struct ProbeOutcome {
   bool ok = false;
   bool cached = false;
-  std::string output;  ///< compiler output on failure
+  std::string output;              ///< compiler output on failure
   std::string compiler_missing{};  ///< why the probe could not run at all (no compiler); ok is false
 };
 

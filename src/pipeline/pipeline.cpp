@@ -25,8 +25,8 @@ std::string compiler_text(const plan::Plan& plan) {
 
 std::string long_description(const plan::Plan& plan, const std::vector<std::string>& built) {
   if (!plan.recipe.package.description.empty()) return plan.recipe.package.description;
-  std::string d = "# " + plan.recipe.package.name + "\n\nPrebuilt ops, built by opforge " +
-                  std::string(kVersion) + ".\n\n";
+  std::string d =
+      "# " + plan.recipe.package.name + "\n\nPrebuilt ops, built by opforge " + std::string(kVersion) + ".\n\n";
   d += "- ops: " + (built.empty() ? std::string("none") : strings::join(built, ", ")) + "\n";
   if (plan.cuda.chosen) d += "- CUDA toolkit: " + plan.cuda.chosen->version.str() + "\n";
   if (!plan.arch.arches.empty()) d += "- GPU architectures: " + plan.arch.str() + "\n";
@@ -39,15 +39,17 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
   nlohmann::json in;
   in["opforge_version"] = kVersion;
   in["recipe"] = {{"path", recipe_file.string()}, {"sha256", sha256_hex(recipe_text)}};
-  in["source"] = {{"root", plan.source.root.string()}, {"commit", plan.source.commit},
-                  {"dirty", plan.source.dirty}, {"release", plan.recipe.build.release}};
+  in["source"] = {{"root", plan.source.root.string()},
+                  {"commit", plan.source.commit},
+                  {"dirty", plan.source.dirty},
+                  {"release", plan.recipe.build.release}};
   if (plan.cuda.chosen) {
     auto& tk = *plan.cuda.chosen;
-    in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()},
-                     {"nvcc_version", tk.nvcc_version_text}};
+    in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()}, {"nvcc_version", tk.nvcc_version_text}};
   }
   if (plan.host)
-    in["compiler"] = {{"cxx", plan.host->compiler.cxx.string()}, {"version", compiler_text(plan)},
+    in["compiler"] = {{"cxx", plan.host->compiler.cxx.string()},
+                      {"version", compiler_text(plan)},
                       {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
   in["arch_list"] = plan.arch.str();
   if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
@@ -66,8 +68,7 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
 std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
   std::string text = inputs.dump() + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
                      spec.description + "\n" + spec.requires_python + "\n" + std::to_string(spec.source_date_epoch);
-  for (auto& f : spec.files)
-    text += "\n" + f.path + " " + std::to_string(f.mode) + " " + sha256_hex(f.content);
+  for (auto& f : spec.files) text += "\n" + f.path + " " + std::to_string(f.mode) + " " + sha256_hex(f.content);
   return sha256_hex(text);
 }
 
@@ -77,7 +78,8 @@ std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
 Status check_folder_name(const fs::path& dir, std::string_view what, std::string_view flag) {
   const std::string s = dir.string();
   if (s.find_first_of("\n\r") == std::string::npos) return {};
-  return bad_input(std::string(what) + " '" + strings::cut(s) + "' contains a line break: build.ninja and opforge's one-line outputs cannot carry it",
+  return bad_input(std::string(what) + " '" + strings::cut(s) +
+                       "' contains a line break: build.ninja and opforge's one-line outputs cannot carry it",
                    "choose a folder name without line breaks (" + std::string(flag) + ")");
 }
 
@@ -315,9 +317,7 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
 
 }  // namespace
 
-fs::path default_python_package(const probe::FileSystem& fs) {
-  return probe::data_dir(fs) / "src/python/opforge_ops";
-}
+fs::path default_python_package(const probe::FileSystem& fs) { return probe::data_dir(fs) / "src/python/opforge_ops"; }
 
 Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const Options& options) {
   Outcome outcome;

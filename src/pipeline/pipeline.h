@@ -16,10 +16,10 @@ namespace fs = std::filesystem;
 
 struct Options {
   plan::Options plan;
-  std::optional<fs::path> build_dir;   ///< overrides the recipe's
-  std::optional<fs::path> dist_dir;    ///< overrides the recipe's
+  std::optional<fs::path> build_dir;                     ///< overrides the recipe's
+  std::optional<fs::path> dist_dir;                      ///< overrides the recipe's
   compile::Launcher launcher = compile::Launcher::none;  ///< --cache ccache (or the recipe's [build] cache)
-  fs::path python_package;             ///< folder of opforge_ops (src/python/opforge_ops)
+  fs::path python_package;                               ///< folder of opforge_ops (src/python/opforge_ops)
   std::function<void(std::string_view)> on_line;
 };
 
@@ -33,7 +33,7 @@ struct Outcome {
   record::Record record;
   int steps_run = 0;
   std::optional<compile::CacheStats> cache;  ///< the ccache launcher's hits and misses in this build
-  bool reused = false;  ///< an identical wheel from the same inputs was already in dist/
+  bool reused = false;                       ///< an identical wheel from the same inputs was already in dist/
 };
 
 /// Holds the build folder's lock for the whole build: a second build fails at once, clearly.

@@ -6,34 +6,44 @@ nlohmann::json to_json(const Plan& p) {
   using nlohmann::json;
   json j;
   j["recipe"] = p.recipe.file.string();
-  j["source"] = {{"root", p.source.root.string()}, {"ops_dir", p.source.ops_dir.string()},
-                 {"commit", p.source.commit}, {"dirty", p.source.dirty}, {"catalogue", p.source.catalogue}};
+  j["source"] = {{"root", p.source.root.string()},
+                 {"ops_dir", p.source.ops_dir.string()},
+                 {"commit", p.source.commit},
+                 {"dirty", p.source.dirty},
+                 {"catalogue", p.source.catalogue}};
   if (!p.source.not_fetched.empty()) j["source"]["not_fetched"] = p.source.not_fetched;
   j["cuda_minor_mismatch"] = p.cuda_minor_mismatch;
   json cands = json::array();
   for (auto& c : p.cuda.candidates)
-    cands.push_back({{"path", c.path.string()}, {"found_by", c.found_by}, {"chosen", c.chosen},
-                     {"version", c.toolkit ? c.toolkit->version.str() : ""}, {"verdict", c.verdict}});
+    cands.push_back({{"path", c.path.string()},
+                     {"found_by", c.found_by},
+                     {"chosen", c.chosen},
+                     {"version", c.toolkit ? c.toolkit->version.str() : ""},
+                     {"verdict", c.verdict}});
   j["cuda"] = {{"chosen", p.cuda.chosen ? json(p.cuda.chosen->root.string()) : json(nullptr)},
                {"version", p.cuda.chosen ? json(p.cuda.chosen->version.str()) : json(nullptr)},
-               {"candidates", cands}, {"warnings", p.cuda.warnings}};
+               {"candidates", cands},
+               {"warnings", p.cuda.warnings}};
   if (p.host)
-    j["host_compiler"] = {{"cc", p.host->compiler.cc.string()}, {"cxx", p.host->compiler.cxx.string()},
+    j["host_compiler"] = {{"cc", p.host->compiler.cc.string()},
+                          {"cxx", p.host->compiler.cxx.string()},
                           {"version", p.host->compiler.version.str(3)},
                           {"shim_dir", p.host->shim_dir ? json(p.host->shim_dir->string()) : json(nullptr)},
-                          {"allow_unsupported", p.host->allow_unsupported}, {"reason", p.host->reason}};
-  else
-    j["host_compiler"] = nullptr;
+                          {"allow_unsupported", p.host->allow_unsupported},
+                          {"reason", p.host->reason}};
+  else j["host_compiler"] = nullptr;
   json dropped = json::array();
   for (auto& [e, why] : p.arch.dropped) dropped.push_back({{"entry", e}, {"why", why}});
-  j["arch"] = {{"list", arch_string(p.arch.arches)}, {"source", p.arch.source},
-               {"dropped", dropped}, {"notes", p.arch.notes}};
+  j["arch"] = {
+      {"list", arch_string(p.arch.arches)}, {"source", p.arch.source}, {"dropped", dropped}, {"notes", p.arch.notes}};
   json ops = json::array();
   for (auto& d : p.ops)
     ops.push_back({{"name", d.manifest.name},
                    {"kind", ops::kind_name(d.manifest.kind)},
-                   {"build", d.build}, {"build_var", d.manifest.build_var},
-                   {"requested_by", d.requested_by}, {"reason", d.reason}});
+                   {"build", d.build},
+                   {"build_var", d.manifest.build_var},
+                   {"requested_by", d.requested_by},
+                   {"reason", d.reason}});
   j["ops"] = ops;
   j["jobs"] = p.jobs;
   j["source_date_epoch"] = p.source_date_epoch;

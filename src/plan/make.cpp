@@ -1,11 +1,11 @@
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <regex>
 
 #include "compiler/cpu_target.h"
-#include "cuda/resolve.h"
 #include "compiler/host.h"
 #include "cuda/mismatch.h"
+#include "cuda/resolve.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
 #include "util/numbers.h"
@@ -32,14 +32,14 @@ Status add_compiler(probe::Machine m, const compiler::HostChoice& host, Env& ex)
 
 /// The environment variables that override the recipe, each checked before anything is probed.
 struct Overrides {
-  std::string arch_list;                ///< TORCH_CUDA_ARCH_LIST, else the recipe's [arch] list
-  std::string arch_from;                ///< which of the two
-  std::optional<unsigned> max_jobs;     ///< MAX_JOBS, capped
-  std::optional<std::int64_t> epoch;    ///< SOURCE_DATE_EPOCH
+  std::string arch_list;              ///< TORCH_CUDA_ARCH_LIST, else the recipe's [arch] list
+  std::string arch_from;              ///< which of the two
+  std::optional<unsigned> max_jobs;   ///< MAX_JOBS, capped
+  std::optional<std::int64_t> epoch;  ///< SOURCE_DATE_EPOCH
 };
 
-Result<Overrides> read_overrides(const probe::Environment& environment, const recipe::Recipe& r,
-                                 const Options& opts, std::vector<std::string>& notes) {
+Result<Overrides> read_overrides(const probe::Environment& environment, const recipe::Recipe& r, const Options& opts,
+                                 std::vector<std::string>& notes) {
   Overrides out;
   out.arch_list = r.arch.list;
   out.arch_from = "recipe [arch] list";
@@ -47,8 +47,7 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
     if (opts.resolvers.check_arch_list) {
       auto ok = opts.resolvers.check_arch_list(*v);
       if (!ok)
-        return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v +
-                             "' is invalid: " + ok.error().message,
+        return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v + "' is invalid: " + ok.error().message,
                          "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
     }
     out.arch_list = *v;
@@ -65,8 +64,7 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
                        "use e.g. MAX_JOBS=8, or unset it");
     // More jobs than ninja can usefully run are not an error: they are capped.
     constexpr long long kMaxJobs = 4096;
-    if (*n > kMaxJobs)
-      notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(kMaxJobs));
+    if (*n > kMaxJobs) notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(kMaxJobs));
     out.max_jobs = static_cast<unsigned>(std::min(*n, kMaxJobs));
   }
   if (auto v = environment.get("SOURCE_DATE_EPOCH"); v && !v->empty()) {
@@ -106,8 +104,7 @@ Result<Catalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, Sour
   if (explicit_ops_dir && source.ops_dir.filename() == "op_builder" &&
       ops::has_op_builder(m.fs, source.ops_dir.parent_path()))
     out.ds_root = source.ops_dir.parent_path();
-  else if (!explicit_ops_dir && !ops_dir_exists && ops::has_op_builder(m.fs, source.root))
-    out.ds_root = source.root;
+  else if (!explicit_ops_dir && !ops_dir_exists && ops::has_op_builder(m.fs, source.root)) out.ds_root = source.root;
   if (!out.ds_root.empty()) {
     if (!command)
       return bad_input("'" + (out.ds_root / "op_builder").string() +
@@ -116,7 +113,8 @@ Result<Catalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, Sour
     source.catalogue = "op_builder";
     source.ops_dir = out.ds_root / "op_builder";
     out.manifests = OPFORGE_TRY(ops::load_deepspeed_catalogue(m, out.ds_root, python));
-    notes.push_back("ops: " + std::to_string(out.manifests.size()) + " DeepSpeed op builders in " + source.ops_dir.string());
+    notes.push_back("ops: " + std::to_string(out.manifests.size()) + " DeepSpeed op builders in " +
+                    source.ops_dir.string());
   } else if (command && !explicit_ops_dir && !ops_dir_exists) {
     source.catalogue = "none";
     notes.push_back("ops: no op catalogue in " + source.root.string() +
@@ -156,11 +154,14 @@ std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInf
                           std::vector<std::string>& notes) {
   std::int64_t epoch = env_epoch ? *env_epoch : source.commit_time.value_or(kMinEpoch);
   if (epoch < kMinEpoch) {
-    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) + " clamped to 315532800 (1980-01-01, the zip minimum)");
+    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) +
+                    " clamped to 315532800 (1980-01-01, the zip minimum)");
     return kMinEpoch;
   }
   notes.push_back("SOURCE_DATE_EPOCH: " + std::to_string(epoch) +
-                  (env_epoch ? " (environment)" : source.commit_time ? " (commit time)" : " (default 1980-01-01)"));
+                  (env_epoch            ? " (environment)"
+                   : source.commit_time ? " (commit time)"
+                                        : " (default 1980-01-01)"));
   return epoch;
 }
 
@@ -429,8 +430,7 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
   const std::string& tmpl = recipe.package.local_version;
   if (tmpl == "none" || tmpl.empty()) return recipe.package.version;
   Location loc;
-  if (auto it = recipe.locations.find("package.local_version"); it != recipe.locations.end())
-    loc = it->second;
+  if (auto it = recipe.locations.find("package.local_version"); it != recipe.locations.end()) loc = it->second;
   // Segments whose value is unknown are rewritten rather than left as placeholders: no toolkit
   // gives "cpu", no commit drops the segment.
   std::vector<std::string> segments;
@@ -454,11 +454,11 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
   std::string label = strings::join(segments, ".");
   if (label.empty()) return recipe.package.version;
   // Length first: libstdc++'s std::regex recurses once per character.
-  if (label.size() > 256 || !std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {  // placeholders: recipe/
+  if (label.size() > 256 ||
+      !std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {  // placeholders: recipe/
     return bad_input("package.local_version gives the local version label '" + strings::cut(label) +
                          "', which is not [a-z0-9] segments separated by dots",
-                     "use lower-case letters, digits and dots, e.g. \"cu{cuda_major}.g{commit}\", or \"none\"",
-                     loc);
+                     "use lower-case letters, digits and dots, e.g. \"cu{cuda_major}.g{commit}\", or \"none\"", loc);
   }
   return recipe.package.version + "+" + label;
 }

@@ -21,9 +21,9 @@ namespace opforge::plan {
 namespace fs = std::filesystem;
 
 struct SourceInfo {
-  fs::path root;            ///< absolute source tree
-  fs::path ops_dir;         ///< absolute folder of the op manifests
-  std::string commit;       ///< full hex commit, empty when not a git tree
+  fs::path root;       ///< absolute source tree
+  fs::path ops_dir;    ///< absolute folder of the op manifests
+  std::string commit;  ///< full hex commit, empty when not a git tree
   bool dirty = false;
   std::optional<std::int64_t> commit_time;  ///< seconds since the epoch
   /// Where the op catalogue came from: "op.toml" (manifests in ops_dir), "op_builder" (DeepSpeed's
@@ -37,40 +37,36 @@ struct SourceInfo {
 struct Plan {
   recipe::Recipe recipe;
   SourceInfo source;
-  cuda::Resolution cuda;                 ///< chosen may be empty when no CUDA op is built
+  cuda::Resolution cuda;  ///< chosen may be empty when no CUDA op is built
   std::optional<compiler::HostChoice> host;
   devices::ArchDecision arch;
-  std::vector<ops::Decision> ops;        ///< every op found, built or not, sorted by name
+  std::vector<ops::Decision> ops;  ///< every op found, built or not, sorted by name
   unsigned jobs = 1;
   std::int64_t source_date_epoch = 315532800;  ///< 1980-01-01, clamped
-  std::string wheel_version;             ///< "0.1.0+cu13.g8cd046f"
-  fs::path build_dir;                    ///< absolute
-  fs::path dist_dir;                     ///< absolute
+  std::string wheel_version;                   ///< "0.1.0+cu13.g8cd046f"
+  fs::path build_dir;                          ///< absolute
+  fs::path dist_dir;                           ///< absolute
   /// Exports for `opforge env` and for the command backend: CUDA_HOME, PATH, LD_LIBRARY_PATH,
   /// TORCH_CUDA_ARCH_LIST, DS_BUILD_*, MAX_JOBS, SOURCE_DATE_EPOCH ...
   std::map<std::string, std::string> exports;
   /// The toolkit's CUDA minor version differs from torch's (same major): accepted with a warning,
   /// and DeepSpeed's stricter check is told through DS_SKIP_CUDA_CHECK=1.
   bool cuda_minor_mismatch = false;
-  std::string python;                    ///< the project's Python (torch, DeepSpeed's checks)
-  std::vector<std::string> notes;        ///< one line per decision worth explaining
+  std::string python;              ///< the project's Python (torch, DeepSpeed's checks)
+  std::vector<std::string> notes;  ///< one line per decision worth explaining
   std::vector<std::string> warnings;
 };
 
 /// The resolution stages plan::make calls; defaults are the real cuda/, compiler/, devices/
 /// functions. Tests replace them to describe a machine that cannot exist here.
 struct Resolvers {
-  std::function<Result<cuda::Resolution>(probe::Machine, const std::string& version_spec,
-                                         const std::string& python)>
+  std::function<Result<cuda::Resolution>(probe::Machine, const std::string& version_spec, const std::string& python)>
       cuda;
-  std::function<std::map<std::string, std::string>(const cuda::Toolkit&, const probe::Environment&)>
-      cuda_exports;
-  std::function<Result<compiler::HostChoice>(probe::Machine, const cuda::Toolkit&,
-                                             const std::string& host, bool allow_unsupported,
-                                             const fs::path& shim_dir)>
+  std::function<std::map<std::string, std::string>(const cuda::Toolkit&, const probe::Environment&)> cuda_exports;
+  std::function<Result<compiler::HostChoice>(probe::Machine, const cuda::Toolkit&, const std::string& host,
+                                             bool allow_unsupported, const fs::path& shim_dir)>
       host;
-  std::function<Result<devices::ArchDecision>(probe::Machine, const cuda::Toolkit&,
-                                              const std::string& recipe_list,
+  std::function<Result<devices::ArchDecision>(probe::Machine, const cuda::Toolkit&, const std::string& recipe_list,
                                               const std::string& fallback)>
       arch;
   /// Syntax check of a TORCH_CUDA_ARCH_LIST-style string; nullptr: accepted as is.
@@ -88,16 +84,16 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r);
 Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, bool fetch);
 
 struct Options {
-  bool release = false;                ///< --release: refuse dirty trees and moving revs
+  bool release = false;                       ///< --release: refuse dirty trees and moving revs
   std::optional<std::string> release_commit;  ///< --release-of: release mode pinned to this commit
-  std::optional<unsigned> jobs;        ///< -j N (beats MAX_JOBS and the recipe)
-  std::optional<std::string> python;   ///< --python: the interpreter whose torch decides CUDA
+  std::optional<unsigned> jobs;               ///< -j N (beats MAX_JOBS and the recipe)
+  std::optional<std::string> python;          ///< --python: the interpreter whose torch decides CUDA
   /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When
   /// null, the tree is the recipe's [source] path with no commit.
   std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source =
       [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r); };
   Resolvers resolvers = default_resolvers();
-  fs::path cache_dir;                  ///< probe cache; empty: probe::default_cache_dir(env)
+  fs::path cache_dir;  ///< probe cache; empty: probe::default_cache_dir(env)
   /// --build-dir / --dist-dir (absolute): they beat the recipe's, and everything placed in the
   /// build folder (the compiler shim, its wrappers) follows them.
   std::optional<fs::path> build_dir, dist_dir;
@@ -112,7 +108,6 @@ std::string arch_string(const std::vector<devices::Arch>& arches);
 
 /// The wheel's version: `version` + "+" + the expanded local_version template (or none).
 /// bad_input when the label breaks PEP 440's local-version rules ([a-z0-9] segments with dots).
-Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit,
-                                  const SourceInfo& source);
+Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit, const SourceInfo& source);
 
 }  // namespace opforge::plan

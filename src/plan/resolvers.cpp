@@ -11,13 +11,13 @@ Resolvers default_resolvers() {
   r.cuda = [](probe::Machine m, const std::string& spec, const std::string& python) {
     return cuda::resolve(m, spec, python);
   };
-  r.cuda_exports = [](const cuda::Toolkit& tk, const probe::Environment& env) {
-    return cuda::exports(tk, env);
+  r.cuda_exports = [](const cuda::Toolkit& tk, const probe::Environment& env) { return cuda::exports(tk, env); };
+  r.host = [](probe::Machine m, const cuda::Toolkit& tk, const std::string& host, bool allow, const fs::path& shim) {
+    return compiler::resolve(m, tk, host, allow, shim);
   };
-  r.host = [](probe::Machine m, const cuda::Toolkit& tk, const std::string& host, bool allow,
-              const fs::path& shim) { return compiler::resolve(m, tk, host, allow, shim); };
-  r.arch = [](probe::Machine m, const cuda::Toolkit& tk, const std::string& list,
-              const std::string& fallback) { return devices::resolve(m, tk, list, fallback); };
+  r.arch = [](probe::Machine m, const cuda::Toolkit& tk, const std::string& list, const std::string& fallback) {
+    return devices::resolve(m, tk, list, fallback);
+  };
   r.check_arch_list = [](std::string_view text) { return recipe::check_arch_list(text); };
   return r;
 }

@@ -4,9 +4,7 @@
 
 namespace opforge::plan {
 
-Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r) {
-  return inspect_source(m, r, true);
-}
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r) { return inspect_source(m, r, true); }
 
 Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, bool fetch) {
   SourceInfo out;
@@ -15,7 +13,8 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, boo
     // `plan` writes nothing: a repository not cloned yet is described, not fetched.
     auto clone = probe::default_cache_dir(m.env) / "git" / source::cache_key(*r.source.git) / "repo.git";
     if (m.fs.resolved_type(clone) != probe::FileType::directory) {
-      out.not_fetched = *r.source.git + " at " + r.source.rev.value_or("HEAD") + " (into " + clone.parent_path().string() + ")";
+      out.not_fetched =
+          *r.source.git + " at " + r.source.rev.value_or("HEAD") + " (into " + clone.parent_path().string() + ")";
       return out;
     }
   }

@@ -84,8 +84,7 @@ Result<std::string> FakeFileSystem::read_file(const fs::path& path) const {
   auto r = resolve(path);
   if (!r) return std::unexpected(missing(path));
   auto it = nodes_.find(*r);
-  if (it == nodes_.end() || it->second.type != FileType::regular)
-    return std::unexpected(missing(path));
+  if (it == nodes_.end() || it->second.type != FileType::regular) return std::unexpected(missing(path));
   return it->second.content;
 }
 
@@ -105,8 +104,7 @@ Result<std::vector<std::string>> FakeFileSystem::list_directory(const fs::path& 
 
 Result<fs::path> FakeFileSystem::read_symlink(const fs::path& path) const {
   auto it = nodes_.find(norm(path));
-  if (it == nodes_.end() || it->second.type != FileType::symlink)
-    return std::unexpected(missing(path));
+  if (it == nodes_.end() || it->second.type != FileType::symlink) return std::unexpected(missing(path));
   return fs::path(it->second.content);
 }
 
@@ -121,11 +119,11 @@ std::optional<FileStamp> FakeFileSystem::stamp(const fs::path& path) const {
   if (!r) return std::nullopt;
   auto it = nodes_.find(*r);
   if (it == nodes_.end()) return std::nullopt;
-  return FileStamp{it->second.content.size(), static_cast<std::int64_t>(std::hash<std::string>{}(it->second.content)), 0};
+  return FileStamp{it->second.content.size(), static_cast<std::int64_t>(std::hash<std::string>{}(it->second.content)),
+                   0};
 }
 
-Status FakeFileSystem::write_file_atomic(const fs::path& path, std::string_view content,
-                                         unsigned mode) {
+Status FakeFileSystem::write_file_atomic(const fs::path& path, std::string_view content, unsigned mode) {
   if (resolved_type(fs::path(norm(path)).parent_path()) != FileType::directory)
     return std::unexpected(missing(fs::path(norm(path)).parent_path()));
   nodes_[norm(path)] = Node{FileType::regular, std::string(content), mode};
@@ -165,10 +163,8 @@ Status FakeFileSystem::remove(const fs::path& path) {
 Status FakeFileSystem::remove_all(const fs::path& path) {
   auto key = norm(path);
   for (auto it = nodes_.begin(); it != nodes_.end();) {
-    if (it->first == key || it->first.starts_with(key + "/"))
-      it = nodes_.erase(it);
-    else
-      ++it;
+    if (it->first == key || it->first.starts_with(key + "/")) it = nodes_.erase(it);
+    else ++it;
   }
   log_.push_back("remove_all " + key);
   return {};
@@ -188,8 +184,7 @@ Result<ProcessResult> FakeProcessRunner::run(const Command& command) {
   calls_.push_back(command);
   for (auto it = table_.rbegin(); it != table_.rend(); ++it) {
     auto& prefix = it->first;
-    if (prefix.size() <= command.argv.size() &&
-        std::equal(prefix.begin(), prefix.end(), command.argv.begin())) {
+    if (prefix.size() <= command.argv.size() && std::equal(prefix.begin(), prefix.end(), command.argv.begin())) {
       if (command.output == Output::lines && command.on_line) {
         std::string_view rest = it->second.out;
         while (!rest.empty()) {
@@ -202,8 +197,7 @@ Result<ProcessResult> FakeProcessRunner::run(const Command& command) {
       return it->second;
     }
   }
-  return failure("cannot run '" + (command.argv.empty() ? std::string() : command.argv[0]) +
-                 "': not found on PATH");
+  return failure("cannot run '" + (command.argv.empty() ? std::string() : command.argv[0]) + "': not found on PATH");
 }
 
 std::optional<std::string> FakeEnvironment::get(const std::string& name) const {
@@ -212,8 +206,7 @@ std::optional<std::string> FakeEnvironment::get(const std::string& name) const {
   return it->second;
 }
 
-void FakeDynamicLoader::add_library(const std::string& library,
-                                    std::map<std::string, void*> symbols) {
+void FakeDynamicLoader::add_library(const std::string& library, std::map<std::string, void*> symbols) {
   libraries_[library] = std::move(symbols);
 }
 

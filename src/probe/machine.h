@@ -44,9 +44,7 @@ class FileSystem {
   virtual std::optional<FileStamp> stamp(const fs::path& path) const = 0;
   /// `path` made absolute against the working directory, as std::filesystem::absolute (no symlink
   /// resolved, nothing need exist). The default suits fakes, whose working directory is "/".
-  virtual fs::path absolute(const fs::path& path) const {
-    return path.is_absolute() ? path : fs::path("/") / path;
-  }
+  virtual fs::path absolute(const fs::path& path) const { return path.is_absolute() ? path : fs::path("/") / path; }
   /// Reads a file a user named, which may be anything: bad_input ("PATH: no such file", "PATH: is a
   /// FIFO, not a regular file", "PATH: is N bytes, more than the limit of M") unless, after
   /// following symlinks, it is a regular file of at most `max_bytes`. Never blocks on a FIFO and
@@ -60,8 +58,8 @@ class FileSystem {
     }
     auto st = stamp(path);
     if (st && st->size > max_bytes)
-      return bad_input(path.string() + ": is " + std::to_string(st->size) +
-                       " bytes, more than the limit of " + std::to_string(max_bytes));
+      return bad_input(path.string() + ": is " + std::to_string(st->size) + " bytes, more than the limit of " +
+                       std::to_string(max_bytes));
     auto text = read_file(path);
     if (text && text->size() > max_bytes)
       return bad_input(path.string() + ": is more than the limit of " + std::to_string(max_bytes) + " bytes");
@@ -69,8 +67,7 @@ class FileSystem {
   }
 
   /// Writes to a temporary file beside `path`, then renames: never half-written.
-  virtual Status write_file_atomic(const fs::path& path, std::string_view content,
-                                   unsigned mode = 0644) = 0;
+  virtual Status write_file_atomic(const fs::path& path, std::string_view content, unsigned mode = 0644) = 0;
   virtual Status create_directories(const fs::path& path) = 0;
   /// Creates (or atomically replaces, when `path` is already a symlink) a symlink to `target`.
   virtual Status create_symlink(const fs::path& target, const fs::path& path) = 0;
@@ -95,20 +92,20 @@ enum class Output {
 
 struct Command {
   std::vector<std::string> argv;
-  fs::path cwd{};                                 ///< empty: the current directory
+  fs::path cwd{};                                           ///< empty: the current directory
   std::optional<std::map<std::string, std::string>> env{};  ///< the full environment; nullopt: inherit
   Output output = Output::capture;
   std::function<void(std::string_view)> on_line{};  ///< with Output::lines
   std::optional<std::string> stdin_text{};
-  std::chrono::milliseconds timeout{0};           ///< 0: none
+  std::chrono::milliseconds timeout{0};  ///< 0: none
 };
 
 struct ProcessResult {
-  int exit_code = -1;       ///< -1 when killed by a signal
+  int exit_code = -1;  ///< -1 when killed by a signal
   int signal = 0;
   bool timed_out = false;
-  std::string out{};        ///< stdout (capture/lines)
-  std::string err{};        ///< stderr (capture); merged into `out` with Output::lines
+  std::string out{};  ///< stdout (capture/lines)
+  std::string err{};  ///< stderr (capture); merged into `out` with Output::lines
   bool ok() const { return exit_code == 0; }
 };
 
@@ -164,7 +161,6 @@ fs::path data_dir(const FileSystem& fs);
 fs::path default_cache_dir(const Environment& env);
 
 /// Looks up `name` on a PATH-style list of folders; nullopt when absent.
-std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,
-                                     std::string_view path_list);
+std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name, std::string_view path_list);
 
 }  // namespace opforge::probe

@@ -1,10 +1,10 @@
-#include <limits>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <limits>
 
 #include <cerrno>
 #include <cstring>
@@ -64,8 +64,7 @@ FileType to_type(const fs::file_status& st) {
 }
 
 std::string random_suffix() {
-  static thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                         static_cast<unsigned long>(::getpid())};
+  static thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<unsigned long>(::getpid())};
   static const char* hex = "0123456789abcdef";
   std::string s;
   auto v = rng();
@@ -132,8 +131,8 @@ class RealFileSystem final : public FileSystem {
     }
     if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
       ::close(fd);
-      return bad_input(path.string() + ": is " + std::to_string(st.st_size) +
-                       " bytes, more than the limit of " + std::to_string(max_bytes));
+      return bad_input(path.string() + ": is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
+                       std::to_string(max_bytes));
     }
     return read_to_end(fd, path, max_bytes, static_cast<std::size_t>(st.st_size));
   }
@@ -170,8 +169,7 @@ class RealFileSystem final : public FileSystem {
                      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
                      static_cast<std::uint64_t>(st.st_ino)};
   }
-  Status write_file_atomic(const fs::path& path, std::string_view content,
-                           unsigned mode) override {
+  Status write_file_atomic(const fs::path& path, std::string_view content, unsigned mode) override {
     auto tmp = temp_beside(path);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return std::unexpected(io_error("cannot write", tmp, errno));
@@ -213,8 +211,7 @@ class RealFileSystem final : public FileSystem {
     return {};
   }
   Status remove(const fs::path& path) override {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-      return std::unexpected(io_error("cannot remove", path, errno));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return std::unexpected(io_error("cannot remove", path, errno));
     return {};
   }
   Status remove_all(const fs::path& path) override {
@@ -225,8 +222,8 @@ class RealFileSystem final : public FileSystem {
   }
   Result<fs::path> make_temp_directory(std::string_view prefix) override {
     const char* tmpdir = std::getenv("TMPDIR");
-    std::string templ = (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/" +
-                        std::string(prefix) + "XXXXXX";
+    std::string templ =
+        (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/" + std::string(prefix) + "XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
     if (!::mkdtemp(buf.data())) return std::unexpected(io_error("cannot create", templ, errno));
@@ -239,8 +236,8 @@ class RealFileSystem final : public FileSystem {
       int err = errno;
       ::close(fd);
       if (err == EWOULDBLOCK)
-        return failure("another opforge build is running in " + path.parent_path().string() +
-                       " (it holds " + path.filename().string() + ")",
+        return failure("another opforge build is running in " + path.parent_path().string() + " (it holds " +
+                           path.filename().string() + ")",
                        "wait for it to finish, or build into another folder with --build-dir");
       return std::unexpected(io_error("cannot lock", path, err));
     }
@@ -304,8 +301,7 @@ void stop_here_for_tests(const Environment& env, std::string_view point) {
   if (env.get("OPFORGE_TEST_PAUSE_AT") == std::optional<std::string>(std::string(point))) ::kill(::getpid(), SIGSTOP);
 }
 
-std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name,
-                                     std::string_view path_list) {
+std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name, std::string_view path_list) {
   size_t start = 0;
   while (start <= path_list.size()) {
     size_t end = path_list.find(':', start);

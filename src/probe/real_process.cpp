@@ -45,8 +45,7 @@ struct Pipes {
 };
 
 Status open_pipes(const Command& command, Pipes& pipes) {
-  if (command.output != Output::inherit &&
-      (::pipe2(pipes.out, O_CLOEXEC) != 0 || ::pipe2(pipes.err, O_CLOEXEC) != 0))
+  if (command.output != Output::inherit && (::pipe2(pipes.out, O_CLOEXEC) != 0 || ::pipe2(pipes.err, O_CLOEXEC) != 0))
     return failure("pipe: " + errno_text(errno));
   if (command.stdin_text) {
     if (::pipe2(pipes.in, O_CLOEXEC) != 0) return failure("pipe: " + errno_text(errno));
@@ -81,8 +80,7 @@ Result<std::string> resolve_executable(const Command& command, const FileSystem&
     path_list = p;
   }
   auto found = find_on_path(fs, name, path_list);
-  if (!found)
-    return failure("cannot run '" + name + "': not found on PATH", "install it or put its folder on PATH");
+  if (!found) return failure("cannot run '" + name + "': not found on PATH", "install it or put its folder on PATH");
   return found->string();
 }
 
@@ -124,10 +122,8 @@ void redirect_standard_fds(const Command& command, Pipes& pipes) {
 
 [[noreturn]] void exec_command(const Command& command, const ExecArgs& args, const sigset_t& previous) {
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives exec
-  if (command.env)
-    ::execve(args.exe.c_str(), args.argv.data(), args.envp.data());
-  else
-    ::execv(args.exe.c_str(), args.argv.data());
+  if (command.env) ::execve(args.exe.c_str(), args.argv.data(), args.envp.data());
+  else ::execv(args.exe.c_str(), args.argv.data());
   child_fail("cannot execute " + args.exe + ": " + errno_text(errno));
 }
 
@@ -231,8 +227,7 @@ ssize_t write_without_sigpipe(int fd, std::string_view data) {
   int err = errno;
   if (n < 0 && err == EPIPE && !was_pending) {
     const timespec now{0, 0};
-    while (::sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
-    }
+    while (::sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {}
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   errno = err;
@@ -263,8 +258,7 @@ bool drain(int fd, std::string& sink, LineSplitter* lines) {
 /// Feeds stdin, collects stdout and stderr and kills the group at the deadline, in one loop: a
 /// command that writes before it has read all its input (cat, with more than a pipe's 64 KiB)
 /// would otherwise wait on its full stdout while we wait on its full stdin.
-void pump(const Command& command, Pipes& pipes, pid_t group, const Deadline& deadline,
-          ProcessResult& result) {
+void pump(const Command& command, Pipes& pipes, pid_t group, const Deadline& deadline, ProcessResult& result) {
   std::string_view input = command.stdin_text ? std::string_view(*command.stdin_text) : std::string_view();
   if (input.empty()) Pipes::close_fd(pipes.in[1]);
   LineSplitter lines(command);

@@ -1,5 +1,5 @@
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 
 #include "probe/machine.h"
@@ -15,16 +15,14 @@
 namespace opforge::recipe {
 namespace {
 
-const std::vector<std::string> kSections = {"package", "source", "cuda",  "compiler",
-                                            "arch",    "ops",    "build"};
+const std::vector<std::string> kSections = {"package", "source", "cuda", "compiler", "arch", "ops", "build"};
 
 /// `[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`: a distribution name.
 /// Names and versions go into the wheel's file name: past 256 characters none is a real one.
 bool is_distribution_name(std::string_view s) {
   if (s.size() > 256) return false;
   auto inner = [](char c) { return scan::is_alnum(c) || c == '.' || c == '_' || c == '-'; };
-  return !s.empty() && scan::is_alnum(s.front()) && scan::is_alnum(s.back()) &&
-         std::ranges::all_of(s, inner);
+  return !s.empty() && scan::is_alnum(s.front()) && scan::is_alnum(s.back()) && std::ranges::all_of(s, inner);
 }
 
 /// `[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?`: a public version.
@@ -43,8 +41,8 @@ bool is_public_version(std::string_view s) {
 }
 
 /// Validates an arch list written inside a string value; `column` inside the string on error.
-Status check_arch_list(const TomlReader& r, const toml::node& node, const std::string& text,
-                       std::string_view key, int offset = 0) {
+Status check_arch_list(const TomlReader& r, const toml::node& node, const std::string& text, std::string_view key,
+                       int offset = 0) {
   auto ok = recipe::check_arch_list(text);
   if (ok) return {};
   Error e = ok.error();
@@ -61,22 +59,21 @@ struct Parser {
   void remember(const std::string& key, const toml::node& node) { out.locations[key] = r.at(node); }
 
   Status package(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"name", "version", "local_version", "summary", "description",
-                                   "requires_python"},
+    OPFORGE_CHECK(r.check_keys(t, {"name", "version", "local_version", "summary", "description", "requires_python"},
                                "[package]"));
     if (auto* n = t.get("name")) {
       out.package.name = OPFORGE_TRY(r.string(*n, "package.name"));
       if (!is_distribution_name(out.package.name))
-        return std::unexpected(r.error_at(*n, "package.name '" + strings::cut(out.package.name) +
-                                                  "' is not a valid distribution name",
-                                          "use letters, digits, '.', '_' and '-'"));
+        return std::unexpected(
+            r.error_at(*n, "package.name '" + strings::cut(out.package.name) + "' is not a valid distribution name",
+                       "use letters, digits, '.', '_' and '-'"));
     }
     if (auto* n = t.get("version")) {
       out.package.version = OPFORGE_TRY(r.string(*n, "package.version"));
       if (!is_public_version(out.package.version))
-        return std::unexpected(r.error_at(*n, "package.version '" + strings::cut(out.package.version) +
-                                                  "' is not a PEP 440 version",
-                                          "write it like 0.1.0, 1.2rc1 or 2.0.post1"));
+        return std::unexpected(
+            r.error_at(*n, "package.version '" + strings::cut(out.package.version) + "' is not a PEP 440 version",
+                       "write it like 0.1.0, 1.2rc1 or 2.0.post1"));
     }
     if (auto* n = t.get("local_version")) {
       out.package.local_version = OPFORGE_TRY(r.string(*n, "package.local_version"));
@@ -87,19 +84,16 @@ struct Parser {
         auto close = lv.find('}', open);
         std::string name = close == std::string::npos ? lv.substr(open) : lv.substr(open + 1, close - open - 1);
         static const std::vector<std::string> known = {"cuda_major", "cuda_minor", "commit"};
-        if (close == std::string::npos ||
-            std::find(known.begin(), known.end(), name) == known.end()) {
+        if (close == std::string::npos || std::find(known.begin(), known.end(), name) == known.end()) {
           std::string msg = "package.local_version: unknown placeholder '{" + strings::cut(name) + "}'";
           if (auto g = strings::did_you_mean(name, known)) msg += "; did you mean '{" + *g + "}'?";
-          return std::unexpected(Error{ErrorKind::bad_input, msg,
-                                       "placeholders: {cuda_major}, {cuda_minor}, {commit}",
+          return std::unexpected(Error{ErrorKind::bad_input, msg, "placeholders: {cuda_major}, {cuda_minor}, {commit}",
                                        r.inside_string(*n, static_cast<int>(open) + 1)});
         }
       }
     }
     if (auto* n = t.get("summary")) out.package.summary = OPFORGE_TRY(r.string(*n, "package.summary"));
-    if (auto* n = t.get("description"))
-      out.package.description = OPFORGE_TRY(r.string(*n, "package.description"));
+    if (auto* n = t.get("description")) out.package.description = OPFORGE_TRY(r.string(*n, "package.description"));
     if (auto* n = t.get("requires_python"))
       out.package.requires_python = OPFORGE_TRY(r.string(*n, "package.requires_python"));
     return {};
@@ -118,14 +112,13 @@ struct Parser {
       out.source.git = OPFORGE_TRY(r.string(*n, "source.git"));
       remember("source.git", *n);
       if (t.get("path"))
-        return std::unexpected(r.error_at(*n, "[source] has both path and git",
-                                          "keep one: path = \"..\" or git = \"URL\" with rev"));
+        return std::unexpected(
+            r.error_at(*n, "[source] has both path and git", "keep one: path = \"..\" or git = \"URL\" with rev"));
     }
     if (auto* n = t.get("rev")) {
       out.source.rev = OPFORGE_TRY(r.string(*n, "source.rev"));
       if (!out.source.git)
-        return std::unexpected(r.error_at(*n, "source.rev needs source.git",
-                                          "add git = \"URL\" or remove rev"));
+        return std::unexpected(r.error_at(*n, "source.rev needs source.git", "add git = \"URL\" or remove rev"));
     }
     if (auto* n = t.get("ops_dir")) {
       out.source.ops_dir = OPFORGE_TRY(r.string(*n, "source.ops_dir"));
@@ -163,7 +156,8 @@ struct Parser {
       out.compiler.host = OPFORGE_TRY(r.string(*n, "compiler.host"));
       remember("compiler.host", *n);
       if (out.compiler.host.empty())
-        return std::unexpected(r.error_at(*n, "compiler.host is empty", "use \"auto\" or a command such as \"g++-11\""));
+        return std::unexpected(
+            r.error_at(*n, "compiler.host is empty", "use \"auto\" or a command such as \"g++-11\""));
     }
     if (auto* n = t.get("allow_unsupported"))
       out.compiler.allow_unsupported = OPFORGE_TRY(r.boolean(*n, "compiler.allow_unsupported"));
@@ -188,8 +182,8 @@ struct Parser {
         out.arch.list = n->as_string()->get();
         if (out.arch.list != "auto") OPFORGE_CHECK(check_arch_list(r, *n, out.arch.list, "arch.list"));
       } else {
-        return std::unexpected(r.error_at(
-            *n, "arch.list must be \"auto\", a string or an array of strings, not " + type_name(*n)));
+        return std::unexpected(
+            r.error_at(*n, "arch.list must be \"auto\", a string or an array of strings, not " + type_name(*n)));
       }
     }
     if (auto* n = t.get("fallback")) {
@@ -210,22 +204,25 @@ struct Parser {
         out.ops[name] = OpRequest::automatic;
       } else {
         std::string got = node.as_string() ? "\"" + strings::cut(node.as_string()->get()) + "\"" : type_name(node);
-        return std::unexpected(r.error_at(node, "ops." + strings::cut(name) + " must be true, false or \"auto\", not " + got));
+        return std::unexpected(
+            r.error_at(node, "ops." + strings::cut(name) + " must be true, false or \"auto\", not " + got));
       }
     }
     return {};
   }
 
   Status build(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"backend", "command", "wheel_glob", "jobs", "cache", "remote",
-                                   "build_dir", "dist_dir", "release", "cpu_target", "cpu_dispatch"},
+    OPFORGE_CHECK(r.check_keys(t,
+                               {"backend", "command", "wheel_glob", "jobs", "cache", "remote", "build_dir", "dist_dir",
+                                "release", "cpu_target", "cpu_dispatch"},
                                "[build]"));
     if (auto* n = t.get("backend")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.backend"));
       if (v == "native") out.build.backend = Backend::native;
       else if (v == "command") out.build.backend = Backend::command;
       else
-        return std::unexpected(r.error_at(*n, "build.backend must be \"native\" or \"command\", not \"" + strings::cut(v) + "\""));
+        return std::unexpected(
+            r.error_at(*n, "build.backend must be \"native\" or \"command\", not \"" + strings::cut(v) + "\""));
     }
     if (auto* n = t.get("command")) out.build.command = OPFORGE_TRY(r.string_array(*n, "build.command"));
     if (out.build.backend == Backend::command && out.build.command.empty()) {
@@ -249,7 +246,9 @@ struct Parser {
       auto v = OPFORGE_TRY(r.string(*n, "build.cache"));
       if (v == "none") out.build.cache = Cache::none;
       else if (v == "ccache") out.build.cache = Cache::ccache;
-      else return std::unexpected(r.error_at(*n, "build.cache must be \"none\" or \"ccache\", not \"" + strings::cut(v) + "\""));
+      else
+        return std::unexpected(
+            r.error_at(*n, "build.cache must be \"none\" or \"ccache\", not \"" + strings::cut(v) + "\""));
     }
     if (auto* n = t.get("remote")) out.build.remote = OPFORGE_TRY(r.string(*n, "build.remote"));
     if (auto* n = t.get("build_dir")) out.build.build_dir = OPFORGE_TRY(r.string(*n, "build.build_dir"));
@@ -265,10 +264,10 @@ struct Parser {
         if (!guess) guess = strings::did_you_mean(v, names);
         if (v == "native")
           msg = "build.cpu_target = \"native\" names the build machine's CPU, not the CPUs the wheel runs on";
-        else if (guess)
-          msg += "; did you mean \"" + *guess + "\"?";
-        return std::unexpected(r.error_at(*n, msg, "accepted values: " + strings::join(names, ", ") +
-                                                       " (leave the key out to keep the project's own flags)"));
+        else if (guess) msg += "; did you mean \"" + *guess + "\"?";
+        return std::unexpected(r.error_at(
+            *n, msg,
+            "accepted values: " + strings::join(names, ", ") + " (leave the key out to keep the project's own flags)"));
       }
       out.build.cpu_target = v;
       remember("build.cpu_target", *n);
@@ -277,7 +276,6 @@ struct Parser {
     return {};
   }
 };
-
 
 }  // namespace
 

@@ -40,7 +40,7 @@ struct Recipe {
   } source;
 
   struct Cuda {
-    std::string version = "auto";  ///< "auto" | "torch" | "X.Y" | range ">=12.1,<13"
+    std::string version = "auto";    ///< "auto" | "torch" | "X.Y" | range ">=12.1,<13"
     std::string python = "python3";  ///< the Python whose torch decides "torch"/"auto"
   } cuda;
 
@@ -59,14 +59,14 @@ struct Recipe {
 
   struct Build {
     Backend backend = Backend::native;
-    std::vector<std::string> command;  ///< backend = "command"
+    std::vector<std::string> command;       ///< backend = "command"
     std::string wheel_glob = "dist/*.whl";  ///< where the command's wheel appears (source-relative)
-    unsigned jobs = 0;                 ///< 0: auto (all cores)
+    unsigned jobs = 0;                      ///< 0: auto (all cores)
     Cache cache = Cache::none;
-    std::string remote;                ///< ccache remote storage, e.g. "redis://127.0.0.1:6379"
+    std::string remote;                    ///< ccache remote storage, e.g. "redis://127.0.0.1:6379"
     fs::path build_dir = "build/opforge";  ///< relative to the recipe's folder
     fs::path dist_dir = "dist";            ///< relative to the recipe's folder
-    bool release = false;              ///< refuse dirty trees and moving revs
+    bool release = false;                  ///< refuse dirty trees and moving revs
     /// The CPU the wheel's code must run on ("x86-64-v3", "skylake-avx512"; wheel/isa.h lists
     /// them); empty: the project's own -march flags are kept and nothing is checked.
     std::string cpu_target;
@@ -86,7 +86,9 @@ Result<Recipe> parse_file(const fs::path& path, std::string_view text);
 
 }  // namespace opforge::recipe
 
-namespace opforge::probe { struct Machine; }
+namespace opforge::probe {
+struct Machine;
+}
 
 namespace opforge::recipe {
 

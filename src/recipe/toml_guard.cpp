@@ -14,13 +14,21 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
   std::size_t n;
   unsigned char lo = 0x80, hi = 0xBF;
   if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c == 0xE0) { n = 3; lo = 0xA0; }
-  else if (c == 0xED) { n = 3; hi = 0x9F; }
-  else if (c >= 0xE1 && c <= 0xEF) n = 3;
-  else if (c == 0xF0) { n = 4; lo = 0x90; }
-  else if (c >= 0xF1 && c <= 0xF3) n = 4;
-  else if (c == 0xF4) { n = 4; hi = 0x8F; }
-  else return 0;
+  else if (c == 0xE0) {
+    n = 3;
+    lo = 0xA0;
+  } else if (c == 0xED) {
+    n = 3;
+    hi = 0x9F;
+  } else if (c >= 0xE1 && c <= 0xEF) n = 3;
+  else if (c == 0xF0) {
+    n = 4;
+    lo = 0x90;
+  } else if (c >= 0xF1 && c <= 0xF3) n = 4;
+  else if (c == 0xF4) {
+    n = 4;
+    hi = 0x8F;
+  } else return 0;
   if (i + n > text.size()) return 0;
   if (b(i + 1) < lo || b(i + 1) > hi) return 0;
   for (std::size_t k = 2; k < n; ++k)
@@ -29,8 +37,7 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
 }
 
 bool bare_key_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
 std::string hex(unsigned char c) {
@@ -83,12 +90,9 @@ class Guard {
       return error("control character " + hex(u) + " in the file",
                    "remove it (escape it as \\u00XX inside a \"basic\" string)");
     Found found;
-    if (c == '\n')
-      end_line();
-    else if (state_ == State::normal)
-      found = in_normal(c);
-    else
-      in_string_or_comment(c);
+    if (c == '\n') end_line();
+    else if (state_ == State::normal) found = in_normal(c);
+    else in_string_or_comment(c);
     ++i_;
     return found;
   }
@@ -192,8 +196,7 @@ class Guard {
     std::size_t k = i_ + 1;
     if (k < text_.size() && text_[k] == '[') ++k;
     while (k < text_.size() && (text_[k] == ' ' || text_[k] == '\t')) ++k;
-    if (k < text_.size() && (bare_key_char(text_[k]) || text_[k] == '"' || text_[k] == '\''))
-      return std::nullopt;
+    if (k < text_.size() && (bare_key_char(text_[k]) || text_[k] == '"' || text_[k] == '\'')) return std::nullopt;
     column_ += static_cast<int>(k - i_);
     return error("a table header needs a key after '['", "write [name] or [\"quoted name\"]");
   }
@@ -213,10 +216,9 @@ class Guard {
 
 std::optional<TomlGuardError> check_toml_text(std::string_view text) {
   if (text.size() > kMaxTomlBytes)
-    return TomlGuardError{1, 1,
-                          "file is " + std::to_string(text.size()) + " bytes; the limit is " +
-                              std::to_string(kMaxTomlBytes),
-                          "recipes and op.toml files are a few kB: is this the right file?"};
+    return TomlGuardError{
+        1, 1, "file is " + std::to_string(text.size()) + " bytes; the limit is " + std::to_string(kMaxTomlBytes),
+        "recipes and op.toml files are a few kB: is this the right file?"};
   return Guard(text).run();
 }
 

@@ -35,8 +35,7 @@ Result<toml::table> TomlReader::parse() const {
     }
     return toml::parse(text_, file_.string());
   } catch (const toml::parse_error& e) {
-    return std::unexpected(Error{ErrorKind::bad_input,
-                                 "invalid TOML: " + std::string(e.description()),
+    return std::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + std::string(e.description()),
                                  "see https://toml.io for the syntax", at(e.source())});
   }
 }
@@ -46,8 +45,7 @@ Location TomlReader::at(const toml::source_region& region) const {
   loc.file = file_.string();
   loc.line = static_cast<int>(region.begin.line);
   loc.column = static_cast<int>(region.begin.column);
-  if (loc.line >= 1 && loc.line <= static_cast<int>(lines_.size()))
-    loc.source_line = lines_[loc.line - 1];
+  if (loc.line >= 1 && loc.line <= static_cast<int>(lines_.size())) loc.source_line = lines_[loc.line - 1];
   return loc;
 }
 
@@ -87,8 +85,7 @@ Status TomlReader::check_keys(const toml::table& table, const std::vector<std::s
     std::string msg = "unknown key '" + strings::cut(name) + "' in " + std::string(where);
     if (auto guess = strings::did_you_mean(name, allowed)) msg += "; did you mean '" + *guess + "'?";
     Location loc = at(key.source());
-    return std::unexpected(Error{ErrorKind::bad_input, msg,
-                                 "valid keys: " + strings::join(allowed, ", "), loc});
+    return std::unexpected(Error{ErrorKind::bad_input, msg, "valid keys: " + strings::join(allowed, ", "), loc});
   }
   return {};
 }
@@ -100,9 +97,10 @@ std::optional<Error> nul_in(const TomlReader& r, const toml::node& node, std::st
                             const std::string& value) {
   auto pos = value.find('\0');
   if (pos == std::string::npos) return std::nullopt;
-  return r.error_at(node, std::string(key) + " contains a NUL character (\\u0000) after '" +
-                              strings::cut(value.substr(0, pos), 60) + "'",
-                    "remove it");
+  return r.error_at(
+      node,
+      std::string(key) + " contains a NUL character (\\u0000) after '" + strings::cut(value.substr(0, pos), 60) + "'",
+      "remove it");
 }
 
 }  // namespace
@@ -117,22 +115,19 @@ Result<std::string> TomlReader::string(const toml::node& node, std::string_view 
 
 Result<bool> TomlReader::boolean(const toml::node& node, std::string_view key) const {
   if (auto* b = node.as_boolean()) return b->get();
-  return std::unexpected(
-      error_at(node, std::string(key) + " must be true or false, not " + type_name(node)));
+  return std::unexpected(error_at(node, std::string(key) + " must be true or false, not " + type_name(node)));
 }
 
-Result<std::vector<std::string>> TomlReader::string_array(const toml::node& node,
-                                                          std::string_view key) const {
+Result<std::vector<std::string>> TomlReader::string_array(const toml::node& node, std::string_view key) const {
   auto* arr = node.as_array();
   if (!arr)
-    return std::unexpected(
-        error_at(node, std::string(key) + " must be an array of strings, not " + type_name(node)));
+    return std::unexpected(error_at(node, std::string(key) + " must be an array of strings, not " + type_name(node)));
   std::vector<std::string> out;
   for (auto& item : *arr) {
     auto* s = item.as_string();
     if (!s)
-      return std::unexpected(error_at(
-          item, std::string(key) + " must be an array of strings; this item is " + type_name(item)));
+      return std::unexpected(
+          error_at(item, std::string(key) + " must be an array of strings; this item is " + type_name(item)));
     if (auto e = nul_in(*this, item, key, s->get())) return std::unexpected(*e);
     out.push_back(s->get());
   }

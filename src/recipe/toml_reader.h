@@ -27,8 +27,7 @@ class TomlReader {
   Error error_at(const toml::node& node, std::string message, std::string hint = {}) const;
 
   /// Rejects keys of `table` not in `allowed` ("did you mean").
-  Status check_keys(const toml::table& table, const std::vector<std::string>& allowed,
-                    std::string_view where) const;
+  Status check_keys(const toml::table& table, const std::vector<std::string>& allowed, std::string_view where) const;
 
   Result<std::string> string(const toml::node& node, std::string_view key) const;
   Result<bool> boolean(const toml::node& node, std::string_view key) const;

@@ -2,7 +2,6 @@
 
 #include <charconv>
 
-
 namespace opforge::record {
 namespace {
 
@@ -123,11 +122,12 @@ Result<int> format_version(const fs::path& file, const nlohmann::json& j) {
 }  // namespace
 
 bool recorded_variable(std::string_view name) {
-  return name.starts_with("DS_") || name == "TORCH_CUDA_ARCH_LIST" || name == "CUDA_HOME" ||
-         name == "CUDA_PATH" || name == "SOURCE_DATE_EPOCH" || name == "MAX_JOBS";
+  return name.starts_with("DS_") || name == "TORCH_CUDA_ARCH_LIST" || name == "CUDA_HOME" || name == "CUDA_PATH" ||
+         name == "SOURCE_DATE_EPOCH" || name == "MAX_JOBS";
 }
 
-const std::string_view kRecordedVariables = "DS_*, TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS";
+const std::string_view kRecordedVariables =
+    "DS_*, TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS";
 
 fs::path path_for(const fs::path& wheel_path) {
   return wheel_path.parent_path() / (wheel_path.filename().string() + ".opforge-record.json");

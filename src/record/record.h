@@ -30,7 +30,7 @@ inline constexpr int kMaxDepth = 32;
 /// The recorded source tree (inputs.source).
 struct Source {
   std::string root;
-  std::string commit;    ///< full hex, empty when the build was not made from git
+  std::string commit;  ///< full hex, empty when the build was not made from git
   bool dirty = false;
   bool release = false;
 };
@@ -40,16 +40,16 @@ struct Record {
   /// Every input as written (recipe, source, toolkit, compiler, arches, flags, env, fingerprint).
   /// The writer fills this; parse() also fills the typed views below from it.
   nlohmann::json inputs = nlohmann::json::object();
-  std::map<std::string, std::string> outputs;   ///< name → sha256 (each .so, the wheel)
-  std::string wheel;                            ///< wheel file name (no folder; empty when absent)
+  std::map<std::string, std::string> outputs;  ///< name → sha256 (each .so, the wheel)
+  std::string wheel;                           ///< wheel file name (no folder; empty when absent)
 
   // Typed views of `inputs` (filled by parse(); absent fields stay empty).
-  std::string recipe_path;                      ///< inputs.recipe.path
-  std::string recipe_sha256;                    ///< inputs.recipe.sha256
-  Source source;                                ///< inputs.source
+  std::string recipe_path;                         ///< inputs.recipe.path
+  std::string recipe_sha256;                       ///< inputs.recipe.sha256
+  Source source;                                   ///< inputs.source
   std::map<std::string, std::string> environment;  ///< inputs.environment
-  std::vector<std::string> command;             ///< inputs.command (backend = "command")
-  std::string fingerprint;                      ///< inputs.fingerprint (native builds)
+  std::vector<std::string> command;                ///< inputs.command (backend = "command")
+  std::string fingerprint;                         ///< inputs.fingerprint (native builds)
 };
 
 /// The environment variables a build records and `verify` replays, the one list of them: those

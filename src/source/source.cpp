@@ -7,8 +7,8 @@
 #include <memory>
 #include <mutex>
 
-#include <cctype>
 #include <unistd.h>
+#include <cctype>
 
 namespace opforge::source {
 
@@ -27,7 +27,9 @@ std::string last_git_error() {
 
 template <typename T, void (*Free)(T*)>
 struct Deleter {
-  void operator()(T* p) const { if (p) Free(p); }
+  void operator()(T* p) const {
+    if (p) Free(p);
+  }
 };
 using Repo = std::unique_ptr<git_repository, Deleter<git_repository, git_repository_free>>;
 using Object = std::unique_ptr<git_object, Deleter<git_object, git_object_free>>;
@@ -131,13 +133,17 @@ Status fetch_all(git_repository* repo, const std::string& url) {
 std::string cache_key(const std::string& url) {
   // FNV-1a: stable across runs and builds, unlike std::hash.
   std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : url) { h ^= c; h *= 1099511628211ull; }
+  for (unsigned char c : url) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
   std::string base = url;
   while (!base.empty() && (base.back() == '/')) base.pop_back();
   if (auto slash = base.find_last_of("/:"); slash != std::string::npos) base = base.substr(slash + 1);
   if (base.size() > 4 && base.ends_with(".git")) base.resize(base.size() - 4);
   std::string name;
-  for (char c : base) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  for (char c : base)
+    name += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   if (name.empty() || name[0] == '.') name = "repo" + name;
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
@@ -279,8 +285,7 @@ Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::
   init_libgit2();
   if (url.empty()) return bad_input("[source] git is empty", "give a repository url or path");
   if (rev.empty())
-    return bad_input("[source] git = \"" + url + "\" has no rev",
-                     "pin a tag, branch or commit: rev = \"v1.0.0\"");
+    return bad_input("[source] git = \"" + url + "\" has no rev", "pin a tag, branch or commit: rev = \"v1.0.0\"");
   const std::string clone_url = OPFORGE_TRY(clone_url_of(files, url));
 
   const fs::path slot = cache_dir / cache_key(url);
@@ -289,10 +294,8 @@ Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::
   git_repository* raw = nullptr;
   const bool reused =
       files.resolved_type(bare / "HEAD") != probe::FileType::none && git_repository_open_bare(&raw, bare.c_str()) == 0;
-  if (reused)
-    repo.reset(raw);
-  else
-    repo = OPFORGE_TRY(clone_into(files, url, clone_url, slot, bare));
+  if (reused) repo.reset(raw);
+  else repo = OPFORGE_TRY(clone_into(files, url, clone_url, slot, bare));
 
   Resolved found = OPFORGE_TRY(find_rev(repo.get(), url, rev, reused));
   Info info = info_from_commit(found.commit.get());
@@ -326,10 +329,10 @@ Status check_release(const Info& info, const std::string& rev, bool rev_is_branc
     return {};
   }
   if (rev_is_branch)
-    return bad_input("release build: rev \"" + rev + "\" is a branch, which moves (now at " +
-                         info.short_commit + ")",
-                     "pin a tag or a commit id (rev = \"" + info.commit + "\"), or pass the commit "
-                     "a build record names");
+    return bad_input("release build: rev \"" + rev + "\" is a branch, which moves (now at " + info.short_commit + ")",
+                     "pin a tag or a commit id (rev = \"" + info.commit +
+                         "\"), or pass the commit "
+                         "a build record names");
   return {};
 }
 

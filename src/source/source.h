@@ -25,7 +25,7 @@ struct Info {
   /// one is not what the commit says.
   bool dirty = false;
   std::optional<std::int64_t> commit_time;  ///< committer time, seconds since 1970 (SOURCE_DATE_EPOCH)
-  fs::path root;             ///< the work tree's top folder (fetch: the checked-out folder)
+  fs::path root;                            ///< the work tree's top folder (fetch: the checked-out folder)
   /// How the commit was found: "HEAD" (inspect), "tag", "branch" or "commit" (fetch).
   std::string resolved_from;
   /// fetch only: true when the cache already held a clone (no new clone was made).
@@ -47,8 +47,7 @@ Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::pa
 /// clone is fetched again only when `rev` is missing from it or is a branch (branches move).
 /// Errors: bad_input for an unusable url or a rev that does not exist (the message lists some of the
 /// tags and branches that do); failed for I/O.
-Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::string& rev,
-                   const fs::path& cache_dir);
+Result<Info> fetch(probe::FileSystem& files, const std::string& url, const std::string& rev, const fs::path& cache_dir);
 
 /// Release mode (`--release`, `[build] release = true`): refuses a dirty tree, a tree with no commit,
 /// and a moving rev (a branch) unless `expected_commit` (from a build record; full or >= 7 hex

@@ -57,8 +57,7 @@ std::string Error::render() const {
     if (n < line.size()) shown += "\u2026 (" + std::to_string(where.source_line.size()) + " bytes)";
     out += "\n  " + shown + "\n  ";
     // Tabs stay tabs so the caret lines up under the same column in a terminal.
-    for (int i = 1; i < column && i - 1 < static_cast<int>(shown.size()); ++i)
-      out += shown[i - 1] == '\t' ? '\t' : ' ';
+    for (int i = 1; i < column && i - 1 < static_cast<int>(shown.size()); ++i) out += shown[i - 1] == '\t' ? '\t' : ' ';
     out += "^";
   }
   if (!hint.empty()) out += "\n  hint: " + cut_lines(hint);

@@ -39,12 +39,10 @@ using Result = std::expected<T, Error>;
 
 using Status = std::expected<void, Error>;
 
-inline std::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {},
-                                   Location where = {}) {
+inline std::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {}, Location where = {}) {
   return std::unexpected(Error{kind, std::move(message), std::move(hint), std::move(where)});
 }
-inline std::unexpected<Error> bad_input(std::string message, std::string hint = {},
-                                        Location where = {}) {
+inline std::unexpected<Error> bad_input(std::string message, std::string hint = {}, Location where = {}) {
   return fail(ErrorKind::bad_input, std::move(message), std::move(hint), std::move(where));
 }
 inline std::unexpected<Error> unsatisfied(std::string message, std::string hint = {}) {
@@ -60,15 +58,15 @@ inline std::unexpected<Error> failure(std::string message, std::string hint = {}
 /// A GNU statement expression (`({ ... })`): gcc and clang accept it in -std=c++23 mode, and
 /// standard C++ has no expression that can return from the enclosing function; opforge builds only
 /// with those two compilers (a -Wpedantic build would flag each use).
-#define OPFORGE_TRY(expr)                                              \
-  ({                                                                   \
-    auto&& opforge_try_result_ = (expr);                               \
+#define OPFORGE_TRY(expr)                                                                     \
+  ({                                                                                          \
+    auto&& opforge_try_result_ = (expr);                                                      \
     if (!opforge_try_result_) return std::unexpected(std::move(opforge_try_result_).error()); \
-    std::move(opforge_try_result_).value();                            \
+    std::move(opforge_try_result_).value();                                                   \
   })
 /// For Status (void) results.
-#define OPFORGE_CHECK(expr)                                            \
-  do {                                                                 \
-    auto&& opforge_check_result_ = (expr);                             \
+#define OPFORGE_CHECK(expr)                                                                       \
+  do {                                                                                            \
+    auto&& opforge_check_result_ = (expr);                                                        \
     if (!opforge_check_result_) return std::unexpected(std::move(opforge_check_result_).error()); \
   } while (0)

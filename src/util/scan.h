@@ -9,9 +9,7 @@
 namespace opforge::scan {
 
 /// The characters std::isspace takes in the "C" locale (what regex `\s` means there).
-constexpr bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
+constexpr bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
 constexpr bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 constexpr bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }

@@ -34,7 +34,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
 
 std::string shell_quote(std::string_view word) {
   if (!word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+        return std::isalnum(static_cast<unsigned char>(c)) ||
+               std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
       }))
     return std::string(word);
   std::string out = "'";
@@ -66,8 +67,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-std::optional<std::string> did_you_mean(std::string_view word,
-                                        const std::vector<std::string>& candidates) {
+std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
   // A third of the length (at least 2) separates typos from different words.
   const size_t limit = std::max<size_t>(2, word.size() / 3);
   const std::string lower = to_lower(word);

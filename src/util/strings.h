@@ -14,8 +14,7 @@ std::string shell_quote(std::string_view word);
 std::string shell_join(const std::vector<std::string>& argv);
 std::size_t edit_distance(std::string_view a, std::string_view b);
 /// The candidate closest to `word`, when close enough to be a plausible typo.
-std::optional<std::string> did_you_mean(std::string_view word,
-                                        const std::vector<std::string>& candidates);
+std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 std::string to_upper(std::string_view text);
 std::string to_lower(std::string_view text);
 /// Control characters (line breaks, tabs, ESC, ...) written as \xNN: a value shown in a message

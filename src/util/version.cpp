@@ -52,8 +52,7 @@ bool VersionClause::accepts(const Version& x) const {
 Result<std::vector<VersionClause>> parse_version_spec(std::string_view spec) {
   std::string_view whole = strings::trim(spec);
   if (whole == "auto" || whole == "torch") return std::vector<VersionClause>{};
-  const std::string hint =
-      "write \"auto\", \"torch\", a version such as \"12.4\", or a range such as \">=12.1,<13\"";
+  const std::string hint = "write \"auto\", \"torch\", a version such as \"12.4\", or a range such as \">=12.1,<13\"";
   std::vector<VersionClause> out;
   std::size_t pos = 0;
   auto fail_at = [&](std::size_t at, std::string what) {
@@ -89,8 +88,7 @@ Result<std::vector<VersionClause>> parse_version_spec(std::string_view spec) {
       ++pos;
       OPFORGE_CHECK(number(c.v.minor));
       c.parts = 2;
-      if (pos < spec.size() && spec[pos] == '.')
-        return fail_at(pos, "a CUDA version has two parts (major.minor)");
+      if (pos < spec.size() && spec[pos] == '.') return fail_at(pos, "a CUDA version has two parts (major.minor)");
     }
     skip_spaces();
     out.push_back(c);

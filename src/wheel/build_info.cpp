@@ -46,8 +46,7 @@ Result<std::string> build_info_py(const BuildInfo& info) {
   // Absolute paths of the build machine would make the bytes depend on where the build ran.
   auto check = [](std::string_view what, std::string_view value) -> Status {
     if (!value.empty() && value.front() == '/')
-      return bad_input("build_info " + std::string(what) + " '" + std::string(value) +
-                           "' is an absolute path",
+      return bad_input("build_info " + std::string(what) + " '" + std::string(value) + "' is an absolute path",
                        "record versions only; absolute paths belong in the build record");
     return {};
   };

@@ -5,8 +5,8 @@
 namespace opforge::wheel {
 namespace {
 
-Status walk(const probe::FileSystem& fs, const fs::path& dir, const std::string& prefix,
-            std::vector<File>& out, int depth) {
+Status walk(const probe::FileSystem& fs, const fs::path& dir, const std::string& prefix, std::vector<File>& out,
+            int depth) {
   if (depth > 32) return bad_input(dir.string() + ": folders nested too deep (a symlink loop?)");
   auto names = OPFORGE_TRY(fs.list_directory(dir));
   for (const auto& name : names) {
@@ -30,8 +30,7 @@ Status walk(const probe::FileSystem& fs, const fs::path& dir, const std::string&
 
 }  // namespace
 
-Result<std::vector<File>> collect_files(const probe::FileSystem& fs, const fs::path& dir,
-                                        std::string_view prefix) {
+Result<std::vector<File>> collect_files(const probe::FileSystem& fs, const fs::path& dir, std::string_view prefix) {
   std::vector<File> out;
   OPFORGE_CHECK(walk(fs, dir, std::string(prefix), out, 0));
   std::sort(out.begin(), out.end(), [](const File& a, const File& b) { return a.path < b.path; });

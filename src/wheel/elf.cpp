@@ -6,7 +6,10 @@
 namespace opforge::wheel {
 
 bool is_elf(std::string_view bytes) {
-  return bytes.size() >= 4 && bytes.substr(0, 4) == std::string_view("\x7f" "ELF", 4);
+  return bytes.size() >= 4 && bytes.substr(0, 4) == std::string_view(
+                                                        "\x7f"
+                                                        "ELF",
+                                                        4);
 }
 
 Result<std::unique_ptr<ElfImage>> ElfImage::open(std::string_view bytes) {
@@ -37,10 +40,8 @@ void read_dynamic(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info) 
     if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_SONAME) continue;
     const char* s = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
     if (!s) continue;
-    if (dyn.d_tag == DT_NEEDED)
-      info.needed.emplace_back(s);
-    else
-      info.soname = s;
+    if (dyn.d_tag == DT_NEEDED) info.needed.emplace_back(s);
+    else info.soname = s;
   }
 }
 
@@ -89,10 +90,8 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
     if (!gelf_getshdr(scn, &shdr)) continue;
     const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (shdr.sh_type == SHT_SYMTAB) info.has_symtab = true;
-    if (shdr.sh_type == SHT_DYNAMIC)
-      read_dynamic(elf, scn, shdr, info);
-    else if (shdr.sh_type == SHT_GNU_verneed)
-      read_version_needs(elf, scn, shdr, info);
+    if (shdr.sh_type == SHT_DYNAMIC) read_dynamic(elf, scn, shdr, info);
+    else if (shdr.sh_type == SHT_GNU_verneed) read_version_needs(elf, scn, shdr, info);
     else if (name && std::string_view(name) == ".nv_fatbin" && shdr.sh_type != SHT_NOBITS)
       OPFORGE_CHECK(read_fatbin(scn, info));
   }

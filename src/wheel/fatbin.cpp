@@ -59,13 +59,11 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section) {
       continue;
     }
     if (magic != kFatbinMagic)
-      return bad_input("fatbinary at offset " + std::to_string(off) + " has magic 0x" +
-                       [&] {
-                         char buf[16];
-                         std::snprintf(buf, sizeof buf, "%08x", magic);
-                         return std::string(buf);
-                       }() +
-                       ", expected 0xba55ed50");
+      return bad_input("fatbinary at offset " + std::to_string(off) + " has magic 0x" + [&] {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%08x", magic);
+        return std::string(buf);
+      }() + ", expected 0xba55ed50");
     auto header_size = load<std::uint16_t>(section, off + 6);
     auto entries_size = load<std::uint64_t>(section, off + 8);
     std::size_t entry = off + header_size;
@@ -77,12 +75,10 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section) {
       auto ehsize = load<std::uint32_t>(section, entry + 4);
       auto payload = load<std::uint64_t>(section, entry + 8);
       if (ehsize < 32 || entry + ehsize > end)
-        return bad_input("fatbinary entry at offset " + std::to_string(entry) +
-                         " has a bad header size " + std::to_string(ehsize));
+        return bad_input("fatbinary entry at offset " + std::to_string(entry) + " has a bad header size " +
+                         std::to_string(ehsize));
       FatbinImage img;
-      img.kind = kind == 1 ? FatbinImage::Kind::ptx
-                 : kind == 2 ? FatbinImage::Kind::elf
-                             : FatbinImage::Kind::unknown;
+      img.kind = kind == 1 ? FatbinImage::Kind::ptx : kind == 2 ? FatbinImage::Kind::elf : FatbinImage::Kind::unknown;
       img.arch = static_cast<int>(load<std::uint32_t>(section, entry + 28));
       if (ehsize >= 48) {
         auto flags = load<std::uint64_t>(section, entry + 40);
@@ -91,8 +87,7 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section) {
       img.size = payload;
       images.push_back(img);
       if (payload > end - entry - ehsize)
-        return bad_input("fatbinary entry at offset " + std::to_string(entry) +
-                         " overruns its fatbinary");
+        return bad_input("fatbinary entry at offset " + std::to_string(entry) + " overruns its fatbinary");
       entry += ehsize + payload;
     }
     off = end;

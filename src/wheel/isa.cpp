@@ -94,21 +94,30 @@ const std::vector<NamedCpu>& named_cpus() {
       // gcc 12's haswell and broadwell leave AES out (only skylake and later have it).
       {"haswell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT"}},
       {"broadwell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX"}},
-      {"skylake", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
-                      "CLFLUSHOPT", "XSAVEC", "XSAVES"}},
-      {"skylake-avx512", 4, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
-                             "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB", "PKU"}},
-      {"cascadelake", 4, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
-                          "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB", "PKU", "AVX-512VNNI"}},
-      {"icelake-server", 4, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
-                             "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB", "PKU", "AVX-512VNNI", "SHA",
-                             "RDPID", "GFNI", "VAES", "VPCLMULQDQ", "AVX-512VBMI", "AVX-512VBMI2",
+      {"skylake",
+       3,
+       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES"}},
+      {"skylake-avx512",
+       4,
+       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB",
+        "PKU"}},
+      {"cascadelake",
+       4,
+       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB",
+        "PKU", "AVX-512VNNI"}},
+      {"icelake-server", 4, {"AES",         "PCLMULQDQ",     "RDRAND",          "FSGSBASE",    "XSAVEOPT",
+                             "RDSEED",      "ADX",           "CLFLUSHOPT",      "XSAVEC",      "XSAVES",
+                             "CLWB",        "PKU",           "AVX-512VNNI",     "SHA",         "RDPID",
+                             "GFNI",        "VAES",          "VPCLMULQDQ",      "AVX-512VBMI", "AVX-512VBMI2",
                              "AVX-512IFMA", "AVX-512BITALG", "AVX-512VPOPCNTDQ"}},
-      {"znver2", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
-                     "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA", "CLWB", "RDPID"}},
-      {"znver3", 3, {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX",
-                     "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA", "CLWB", "RDPID", "VAES", "VPCLMULQDQ",
-                     "PKU"}},
+      {"znver2",
+       3,
+       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA",
+        "CLWB", "RDPID"}},
+      {"znver3",
+       3,
+       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA",
+        "CLWB", "RDPID", "VAES", "VPCLMULQDQ", "PKU"}},
   };
   return cpus;
 }
@@ -117,19 +126,35 @@ const std::vector<NamedCpu>& named_cpus() {
 // long mode) and hint instructions that are NOPs where the feature is missing (endbr64: CET).
 bool baseline_set(ZydisISASet set) {
   switch (set) {
-    case ZYDIS_ISA_SET_I86: case ZYDIS_ISA_SET_I186: case ZYDIS_ISA_SET_I286PROTECTED:
-    case ZYDIS_ISA_SET_I286REAL: case ZYDIS_ISA_SET_I386: case ZYDIS_ISA_SET_I486:
-    case ZYDIS_ISA_SET_I486REAL: case ZYDIS_ISA_SET_PENTIUMREAL: case ZYDIS_ISA_SET_PENTIUMMMX:
-    case ZYDIS_ISA_SET_PPRO: case ZYDIS_ISA_SET_CMOV: case ZYDIS_ISA_SET_FCMOV:
-    case ZYDIS_ISA_SET_X87: case ZYDIS_ISA_SET_SSE: case ZYDIS_ISA_SET_SSE2:
-    case ZYDIS_ISA_SET_SSE2MMX: case ZYDIS_ISA_SET_SSEMXCSR: case ZYDIS_ISA_SET_SSE_PREFETCH:
-    case ZYDIS_ISA_SET_FXSAVE: case ZYDIS_ISA_SET_FXSAVE64: case ZYDIS_ISA_SET_LONGMODE:
-    case ZYDIS_ISA_SET_PAUSE: case ZYDIS_ISA_SET_FAT_NOP: case ZYDIS_ISA_SET_PREFETCH_NOP:
-    case ZYDIS_ISA_SET_CLFSH: case ZYDIS_ISA_SET_CET: case ZYDIS_ISA_SET_RDPMC:
-    case ZYDIS_ISA_SET_INVALID:
-      return true;
-    default:
-      return false;
+    case ZYDIS_ISA_SET_I86:
+    case ZYDIS_ISA_SET_I186:
+    case ZYDIS_ISA_SET_I286PROTECTED:
+    case ZYDIS_ISA_SET_I286REAL:
+    case ZYDIS_ISA_SET_I386:
+    case ZYDIS_ISA_SET_I486:
+    case ZYDIS_ISA_SET_I486REAL:
+    case ZYDIS_ISA_SET_PENTIUMREAL:
+    case ZYDIS_ISA_SET_PENTIUMMMX:
+    case ZYDIS_ISA_SET_PPRO:
+    case ZYDIS_ISA_SET_CMOV:
+    case ZYDIS_ISA_SET_FCMOV:
+    case ZYDIS_ISA_SET_X87:
+    case ZYDIS_ISA_SET_SSE:
+    case ZYDIS_ISA_SET_SSE2:
+    case ZYDIS_ISA_SET_SSE2MMX:
+    case ZYDIS_ISA_SET_SSEMXCSR:
+    case ZYDIS_ISA_SET_SSE_PREFETCH:
+    case ZYDIS_ISA_SET_FXSAVE:
+    case ZYDIS_ISA_SET_FXSAVE64:
+    case ZYDIS_ISA_SET_LONGMODE:
+    case ZYDIS_ISA_SET_PAUSE:
+    case ZYDIS_ISA_SET_FAT_NOP:
+    case ZYDIS_ISA_SET_PREFETCH_NOP:
+    case ZYDIS_ISA_SET_CLFSH:
+    case ZYDIS_ISA_SET_CET:
+    case ZYDIS_ISA_SET_RDPMC:
+    case ZYDIS_ISA_SET_INVALID: return true;
+    default: return false;
   }
 }
 
@@ -138,15 +163,18 @@ bool baseline_set(ZydisISASet set) {
 std::vector<std::string> families_of_set(ZydisISASet set) {
   if (baseline_set(set)) return {};
   switch (set) {
-    case ZYDIS_ISA_SET_SSE3: case ZYDIS_ISA_SET_SSE3X87: return {"SSE3"};
-    case ZYDIS_ISA_SET_SSSE3: case ZYDIS_ISA_SET_SSSE3MMX: return {"SSSE3"};
+    case ZYDIS_ISA_SET_SSE3:
+    case ZYDIS_ISA_SET_SSE3X87: return {"SSE3"};
+    case ZYDIS_ISA_SET_SSSE3:
+    case ZYDIS_ISA_SET_SSSE3MMX: return {"SSSE3"};
     case ZYDIS_ISA_SET_SSE4: return {"SSE4.1"};
     case ZYDIS_ISA_SET_SSE42: return {"SSE4.2"};
     case ZYDIS_ISA_SET_POPCNT: return {"POPCNT"};
     case ZYDIS_ISA_SET_CMPXCHG16B: return {"CX16"};
     case ZYDIS_ISA_SET_LAHF: return {"LAHF-SAHF"};
     case ZYDIS_ISA_SET_AVX: return {"AVX"};
-    case ZYDIS_ISA_SET_AVX2: case ZYDIS_ISA_SET_AVX2GATHER: return {"AVX2"};
+    case ZYDIS_ISA_SET_AVX2:
+    case ZYDIS_ISA_SET_AVX2GATHER: return {"AVX2"};
     case ZYDIS_ISA_SET_BMI1: return {"BMI1"};
     case ZYDIS_ISA_SET_BMI2: return {"BMI2"};
     case ZYDIS_ISA_SET_F16C: return {"F16C"};
@@ -161,7 +189,8 @@ std::vector<std::string> families_of_set(ZydisISASet set) {
     case ZYDIS_ISA_SET_AVXAES: return {"AES", "AVX"};
     case ZYDIS_ISA_SET_PCLMULQDQ: return {"PCLMULQDQ"};
     case ZYDIS_ISA_SET_VPCLMULQDQ: return {"VPCLMULQDQ"};
-    case ZYDIS_ISA_SET_GFNI: case ZYDIS_ISA_SET_AVX_GFNI: return {"GFNI"};
+    case ZYDIS_ISA_SET_GFNI:
+    case ZYDIS_ISA_SET_AVX_GFNI: return {"GFNI"};
     case ZYDIS_ISA_SET_VAES: return {"VAES"};
     case ZYDIS_ISA_SET_SHA: return {"SHA"};
     case ZYDIS_ISA_SET_RDRAND: return {"RDRAND"};
@@ -245,7 +274,6 @@ std::vector<FunctionSymbol> function_symbols(Elf* elf) {
   return out;
 }
 
-
 Result<ZydisDecoder> x86_64_decoder() {
   ZydisDecoder decoder;
   if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
@@ -307,9 +335,7 @@ struct CodeScan {
 
 std::span<const IsaFamily> isa_families() { return kFamilies; }
 
-std::string level_name(int level) {
-  return level <= 1 ? "x86-64" : "x86-64-v" + std::to_string(level);
-}
+std::string level_name(int level) { return level <= 1 ? "x86-64" : "x86-64-v" + std::to_string(level); }
 
 std::string IsaUse::summary() const {
   if (!analysed) return "not analysed (" + why + ")";
@@ -327,8 +353,8 @@ Result<IsaUse> read_isa(std::string_view bytes) {
   if (!gelf_getehdr(image->get(), &ehdr)) return bad_input(std::string("cannot read ELF: ") + elf_errmsg(-1));
   IsaUse use;
   if (ehdr.e_machine != EM_X86_64) {
-    use.why = ehdr.e_machine == EM_AARCH64 ? "aarch64 code" : "not x86-64 code (e_machine " +
-                                                                  std::to_string(ehdr.e_machine) + ")";
+    use.why = ehdr.e_machine == EM_AARCH64 ? "aarch64 code"
+                                           : "not x86-64 code (e_machine " + std::to_string(ehdr.e_machine) + ")";
     return use;
   }
   use.analysed = true;
@@ -396,7 +422,8 @@ std::set<std::string> families_of_flags(const std::vector<std::string>& flags) {
   std::set<std::string> out;
   for (const auto& flag : flags) {
     if (flag.starts_with("-march=")) {
-      if (auto t = find_cpu_target(std::string_view(flag).substr(7))) out.insert(t->families.begin(), t->families.end());
+      if (auto t = find_cpu_target(std::string_view(flag).substr(7)))
+        out.insert(t->families.begin(), t->families.end());
       continue;
     }
     if (!flag.starts_with("-m")) continue;
@@ -416,8 +443,7 @@ std::set<std::string> families_of_flags(const std::vector<std::string>& flags) {
   return out;
 }
 
-std::vector<FamilyUse> above_target(const IsaUse& use, const CpuTarget& target,
-                                    const std::set<std::string>& allowed) {
+std::vector<FamilyUse> above_target(const IsaUse& use, const CpuTarget& target, const std::set<std::string>& allowed) {
   std::vector<FamilyUse> out;
   for (const auto& f : use.families)
     if (!target.allows(f.family) && !allowed.contains(f.family)) out.push_back(f);
@@ -432,12 +458,15 @@ std::string describe_use(const FamilyUse& use) {
   return out + ")";
 }
 
-Result<std::vector<IsaCheck>> check_cpu_target(
-    const std::vector<std::pair<std::string, std::string_view>>& files, const CpuTarget& target,
-    const std::function<IsaAllowance(const std::string&)>& allowance) {
+Result<std::vector<IsaCheck>> check_cpu_target(const std::vector<std::pair<std::string, std::string_view>>& files,
+                                               const CpuTarget& target,
+                                               const std::function<IsaAllowance(const std::string&)>& allowance) {
   std::vector<IsaCheck> out;
   for (const auto& [path, bytes] : files) {
-    if (bytes.size() < 4 || bytes.substr(0, 4) != std::string_view("\x7f" "ELF", 4)) continue;
+    if (bytes.size() < 4 || bytes.substr(0, 4) != std::string_view("\x7f"
+                                                                   "ELF",
+                                                                   4))
+      continue;
     auto use = read_isa(bytes);
     if (!use) return bad_input(path + ": " + use.error().message);
     IsaCheck c{path, std::move(*use), {}, {}, {}};

@@ -34,20 +34,20 @@ std::string level_name(int level);
 struct FamilyUse {
   std::string family;
   int level = 0;
-  std::uint64_t count = 0;               ///< instructions of this family
-  std::uint64_t first_address = 0;       ///< virtual address (offset in its section for a .o)
-  std::string first_mnemonic;            ///< "vfmadd231ps"
-  std::string first_symbol;              ///< the function holding it, when a symbol says so
+  std::uint64_t count = 0;          ///< instructions of this family
+  std::uint64_t first_address = 0;  ///< virtual address (offset in its section for a .o)
+  std::string first_mnemonic;       ///< "vfmadd231ps"
+  std::string first_symbol;         ///< the function holding it, when a symbol says so
 };
 
 struct IsaUse {
   /// false when the file is not x86-64 code (nothing decoded; `why` says what it is).
   bool analysed = false;
   std::string why;
-  int level = 1;                         ///< highest level any family needs (1 = baseline)
-  std::vector<FamilyUse> families;       ///< beyond the baseline: by level, then name; level-0 last
-  std::uint64_t instructions = 0;        ///< decoded in executable sections
-  std::uint64_t undecodable = 0;         ///< bytes skipped (data or padding inside code)
+  int level = 1;                    ///< highest level any family needs (1 = baseline)
+  std::vector<FamilyUse> families;  ///< beyond the baseline: by level, then name; level-0 last
+  std::uint64_t instructions = 0;   ///< decoded in executable sections
+  std::uint64_t undecodable = 0;    ///< bytes skipped (data or padding inside code)
   /// "x86-64-v3", with " + AES, PCLMULQDQ" for families in no level.
   std::string summary() const;
 };
@@ -57,9 +57,9 @@ Result<IsaUse> read_isa(std::string_view elf_bytes);
 
 /// A CPU the code must run on: what `-march=` becomes and which families it allows.
 struct CpuTarget {
-  std::string name;                      ///< as the recipe says: "x86-64-v3", "skylake-avx512"
-  int level = 1;                         ///< the psABI level it covers
-  std::set<std::string> families;        ///< every family allowed (the level's and the CPU's own)
+  std::string name;                ///< as the recipe says: "x86-64-v3", "skylake-avx512"
+  int level = 1;                   ///< the psABI level it covers
+  std::set<std::string> families;  ///< every family allowed (the level's and the CPU's own)
   bool allows(std::string_view family) const { return families.contains(std::string(family)); }
 };
 
@@ -81,25 +81,25 @@ std::vector<FamilyUse> above_target(const IsaUse& use, const CpuTarget& target,
 
 /// What may exceed the target in one file: code whose SIMD path is chosen at run time.
 struct IsaAllowance {
-  bool everything = false;               ///< `[build] cpu_dispatch` names the file
-  std::set<std::string> families;        ///< e.g. from an op's per-file -mavx512f flags
-  std::string why;                       ///< shown in the report ("[build] cpu_dispatch")
+  bool everything = false;         ///< `[build] cpu_dispatch` names the file
+  std::set<std::string> families;  ///< e.g. from an op's per-file -mavx512f flags
+  std::string why;                 ///< shown in the report ("[build] cpu_dispatch")
 };
 
 /// One file's check against the target.
 struct IsaCheck {
   std::string path;
   IsaUse use;
-  std::vector<FamilyUse> above;          ///< not allowed: each one fails the build
-  std::vector<FamilyUse> dispatched;     ///< above the target but allowed
+  std::vector<FamilyUse> above;       ///< not allowed: each one fails the build
+  std::vector<FamilyUse> dispatched;  ///< above the target but allowed
   std::string why_allowed;
 };
 
 /// Checks every ELF among `files` (wheel path → bytes) against `target`; `allowance(path)` says
 /// what a file may use beyond it. Files that are not ELF are skipped; bad_input for a broken ELF.
-Result<std::vector<IsaCheck>> check_cpu_target(
-    const std::vector<std::pair<std::string, std::string_view>>& files, const CpuTarget& target,
-    const std::function<IsaAllowance(const std::string&)>& allowance);
+Result<std::vector<IsaCheck>> check_cpu_target(const std::vector<std::pair<std::string, std::string_view>>& files,
+                                               const CpuTarget& target,
+                                               const std::function<IsaAllowance(const std::string&)>& allowance);
 
 /// failed naming each file, family, count and first instruction above the target; success when
 /// no check has any.

@@ -22,9 +22,7 @@ std::string urlsafe_b64_nopad(std::string_view raw) {
   return out;
 }
 
-std::string record_hash(std::string_view content) {
-  return "sha256=" + urlsafe_b64_nopad(sha256_raw(content));
-}
+std::string record_hash(std::string_view content) { return "sha256=" + urlsafe_b64_nopad(sha256_raw(content)); }
 
 std::string record_text(const std::vector<File>& files, const std::string& dist_info) {
   std::string record;

@@ -40,8 +40,7 @@ Status validate_public(std::string_view v, std::string_view whole) {
   };
   // Release: N(.N)*
   if (!read_number()) return bad("it must start with a number");
-  while (i < v.size() && v[i] == '.' && i + 1 < v.size() &&
-         std::isdigit(static_cast<unsigned char>(v[i + 1]))) {
+  while (i < v.size() && v[i] == '.' && i + 1 < v.size() && std::isdigit(static_cast<unsigned char>(v[i + 1]))) {
     ++i;
     read_number();
   }
@@ -73,8 +72,7 @@ Status validate_version(std::string_view version) {
   if (plus == std::string_view::npos) return {};
   std::string_view local = version.substr(plus + 1);
   auto bad = [&](std::string why) {
-    return bad_input("invalid version '" + std::string(version) + "': local label '" +
-                         std::string(local) + "' " + why,
+    return bad_input("invalid version '" + std::string(version) + "': local label '" + std::string(local) + "' " + why,
                      kVersionHint);
   };
   if (local.empty()) return bad("is empty");

@@ -33,8 +33,8 @@ std::string set_metadata_version(std::string_view text, std::string_view version
 // The distribution name a requirement starts with, normalised ("torch>=2" → "torch").
 std::string requirement_name(std::string_view req) {
   std::size_t end = 0;
-  while (end < req.size() && (std::isalnum(static_cast<unsigned char>(req[end])) || req[end] == '-' ||
-                              req[end] == '_' || req[end] == '.'))
+  while (end < req.size() &&
+         (std::isalnum(static_cast<unsigned char>(req[end])) || req[end] == '-' || req[end] == '_' || req[end] == '.'))
     ++end;
   return normalize_name(std::string(req.substr(0, end)));
 }
@@ -54,7 +54,10 @@ std::string set_requires(std::string_view text, const std::vector<std::string>& 
     std::string_view line = text.substr(start, end - start);
     start = end;
     if (in_headers && (line == "\n" || line == "\r\n")) in_headers = false;
-    if (!in_headers) { body += line; continue; }
+    if (!in_headers) {
+      body += line;
+      continue;
+    }
     if (strings::to_lower(line.substr(0, 14)) == "requires-dist:") {
       auto value = strings::trim(line.substr(14));
       if (std::find(names.begin(), names.end(), requirement_name(value)) != names.end()) continue;
@@ -66,8 +69,7 @@ std::string set_requires(std::string_view text, const std::vector<std::string>& 
   return head + body;
 }
 
-Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel,
-                              const std::string& content) {
+Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel, const std::string& content) {
   auto dir = OPFORGE_TRY(m.fs.make_temp_directory("opforge-strip-"));
   fs::path tmp = dir / "lib.so";
   auto cleanup = [&] { (void)m.fs.remove_all(dir); };
@@ -84,8 +86,7 @@ Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel
   }
   if (!res->ok()) {
     cleanup();
-    return failure("strip --strip-unneeded failed on " + path_in_wheel + ": " + res->err,
-                   "is binutils installed?");
+    return failure("strip --strip-unneeded failed on " + path_in_wheel + ": " + res->err, "is binutils installed?");
   }
   auto out = m.fs.read_file(tmp);
   cleanup();
@@ -156,8 +157,7 @@ Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::pat
   const std::string dist_info = OPFORGE_TRY(dist_info_folder(*entries, wheel));
   const Entry* metadata = find_entry(*entries, dist_info + "/METADATA");
   const Entry* wheel_file = find_entry(*entries, dist_info + "/WHEEL");
-  if (!metadata || !wheel_file)
-    return bad_input(wheel.string() + ": " + dist_info + " lacks METADATA or WHEEL");
+  if (!metadata || !wheel_file) return bad_input(wheel.string() + ": " + dist_info + " lacks METADATA or WHEEL");
 
   Spec spec;
   spec.name = header_value(metadata->content, "Name").value_or("");
@@ -166,12 +166,15 @@ Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::pat
   spec.tags = header_values(wheel_file->content, "Tag");
   spec.source_date_epoch = options.source_date_epoch;
 
-  const Renamer renamer{m, wheel, options, dist_info, dist_info.substr(0, dist_info.size() - std::string(".dist-info").size()),
+  const Renamer renamer{m,
+                        wheel,
+                        options,
+                        dist_info,
+                        dist_info.substr(0, dist_info.size() - std::string(".dist-info").size()),
                         normalize_name(spec.name) + "-" + spec.version};
   std::vector<File> extra;
   for (const auto& e : *entries) OPFORGE_CHECK(renamer.add(e, spec, extra));
-  std::string new_metadata =
-      set_requires(set_metadata_version(metadata->content, spec.version), options.requires_dist);
+  std::string new_metadata = set_requires(set_metadata_version(metadata->content, spec.version), options.requires_dist);
   auto packed = OPFORGE_TRY(pack_with_dist_info(spec, std::move(extra), std::move(new_metadata)));
   return write_packed(m.fs, std::move(packed), dist_dir);
 }

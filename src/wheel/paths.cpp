@@ -11,8 +11,7 @@ std::optional<std::string> unsafe_path_reason(std::string_view path) {
   std::size_t start = 0;
   while (start <= path.size()) {
     auto slash = path.find('/', start);
-    auto part = path.substr(start, slash == std::string_view::npos ? std::string_view::npos
-                                                                    : slash - start);
+    auto part = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (part == "..") return "a '..' component";
     if (slash == std::string_view::npos) break;
     start = slash + 1;

@@ -62,8 +62,8 @@ Report verify_bytes(std::string_view filename, std::string_view bytes) {
     Report r = verify_entries(filename, {});
     r.problems = {entries.error().message};
     if (!parse_file_name(filename))
-      r.problems.insert(r.problems.begin(), "file name '" + clip(filename) +
-                                                "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
+      r.problems.insert(r.problems.begin(),
+                        "file name '" + clip(filename) + "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
     return r;
   }
   return verify_entries(filename, *entries);
@@ -95,28 +95,26 @@ Index index_entries(const std::vector<Entry>& entries, Problems& problems) {
 }
 
 /// METADATA's Name and Version against the file name.
-void check_metadata(const std::string& dist_info, const Entry& metadata, const FileName& fname,
-                    Problems& problems) {
+void check_metadata(const std::string& dist_info, const Entry& metadata, const FileName& fname, Problems& problems) {
   auto name = header_value(metadata.content, "Name");
   auto version = header_value(metadata.content, "Version");
   if (!name || normalize_name(*name) != normalize_name(fname.name))
-    problems.push_back(dist_info + "/METADATA: Name '" + name.value_or("") +
-                       "' does not match the file name's '" + fname.name + "'");
+    problems.push_back(dist_info + "/METADATA: Name '" + name.value_or("") + "' does not match the file name's '" +
+                       fname.name + "'");
   if (!version || *version != fname.version)
-    problems.push_back(dist_info + "/METADATA: Version '" + version.value_or("") +
-                       "' differs from the file name's '" + fname.version + "'");
+    problems.push_back(dist_info + "/METADATA: Version '" + version.value_or("") + "' differs from the file name's '" +
+                       fname.version + "'");
 }
 
 /// WHEEL's tags against the file name's, and its Wheel-Version.
-void check_wheel_file(const std::string& dist_info, const Entry& wheel, const FileName& fname,
-                      Problems& problems) {
+void check_wheel_file(const std::string& dist_info, const Entry& wheel, const FileName& fname, Problems& problems) {
   auto tags = header_values(wheel.content, "Tag");
   auto expected = expand_tag(fname.tags);
   std::sort(tags.begin(), tags.end());
   std::sort(expected.begin(), expected.end());
   if (tags != expected)
-    problems.push_back(dist_info + "/WHEEL: tags {" + strings::join(tags, ", ") +
-                       "} differ from the file name's {" + strings::join(expected, ", ") + "}");
+    problems.push_back(dist_info + "/WHEEL: tags {" + strings::join(tags, ", ") + "} differ from the file name's {" +
+                       strings::join(expected, ", ") + "}");
   if (header_value(wheel.content, "Wheel-Version").value_or("").substr(0, 2) != "1.")
     problems.push_back(dist_info + "/WHEEL: Wheel-Version is not 1.x");
 }
@@ -173,7 +171,8 @@ Report verify_entries(std::string_view filename, const std::vector<Entry>& entri
   const std::string dist_info = *ix.dist_infos.begin();
   if (fname) {
     std::string expected = fname->name + "-" + fname->version + ".dist-info";
-    if (dist_info != expected) problems.push_back(dist_info + ": does not match the file name (expected " + expected + ")");
+    if (dist_info != expected)
+      problems.push_back(dist_info + ": does not match the file name (expected " + expected + ")");
   }
 
   auto get = [&](const std::string& leaf) -> const Entry* {

@@ -4,16 +4,16 @@
 /// effects go through probe::FileSystem (read the wheel, write it atomically) and, for
 /// normalize's `strip`, probe::ProcessRunner.
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "probe/machine.h"
-#include "wheel/isa.h"
 #include "util/error.h"
+#include "wheel/isa.h"
 
 namespace opforge::wheel {
 
@@ -39,20 +39,20 @@ Status validate_version(std::string_view version);
 struct FatbinImage {
   enum class Kind { ptx, elf, unknown };
   Kind kind = Kind::unknown;
-  int arch = 0;              ///< 80 for sm_80 / compute_80
+  int arch = 0;  ///< 80 for sm_80 / compute_80
   bool compressed = false;
-  std::uint64_t size = 0;    ///< payload bytes as stored
+  std::uint64_t size = 0;  ///< payload bytes as stored
   /// "sm_80" for an ELF (cubin), "compute_90" for PTX.
   std::string name() const;
 };
 
 struct ElfInfo {
-  std::string soname;                   ///< DT_SONAME, may be empty
-  std::vector<std::string> needed;      ///< DT_NEEDED, in file order
+  std::string soname;               ///< DT_SONAME, may be empty
+  std::vector<std::string> needed;  ///< DT_NEEDED, in file order
   /// .gnu.version_r: library file → version names it needs ("libc.so.6" → {"GLIBC_2.2.5", ...}).
   std::map<std::string, std::vector<std::string>> version_needs;
-  bool has_symtab = false;              ///< a .symtab section is present (not stripped)
-  std::vector<FatbinImage> fatbin;      ///< empty when there is no .nv_fatbin section
+  bool has_symtab = false;          ///< a .symtab section is present (not stripped)
+  std::vector<FatbinImage> fatbin;  ///< empty when there is no .nv_fatbin section
 };
 
 /// Looks like an ELF file (magic bytes).
@@ -84,7 +84,7 @@ PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs);
 // ---------------------------------------------------------------------------------------------
 
 struct File {
-  std::string path;      ///< inside the wheel, '/'-separated, relative ("opforge_ops/_lib/x.so")
+  std::string path;  ///< inside the wheel, '/'-separated, relative ("opforge_ops/_lib/x.so")
   std::string content;
   unsigned mode = 0644;  ///< only 0644 or 0755 are written (any x bit → 0755)
 };
@@ -92,27 +92,26 @@ struct File {
 /// Every regular file under `dir` (recursively, through fs), as wheel Files named
 /// `prefix + "/" + relative path`, sorted; executable files get 0755, others 0644. Skips
 /// `__pycache__/` folders and `*.pyc`. A symlink contributes its target's content.
-Result<std::vector<File>> collect_files(const probe::FileSystem& fs, const fs::path& dir,
-                                        std::string_view prefix);
+Result<std::vector<File>> collect_files(const probe::FileSystem& fs, const fs::path& dir, std::string_view prefix);
 
 struct Spec {
-  std::string name;                  ///< distribution name as the user wrote it ("opforge-ops")
-  std::string version;               ///< "0.1.0+cu13.g8cd046f"; checked with validate_version
+  std::string name;     ///< distribution name as the user wrote it ("opforge-ops")
+  std::string version;  ///< "0.1.0+cu13.g8cd046f"; checked with validate_version
   std::string summary;
-  std::string description;           ///< markdown long description (twine check --strict wants it)
+  std::string description;  ///< markdown long description (twine check --strict wants it)
   std::string requires_python = ">=3.8";
-  std::vector<File> files;           ///< the package files; the .dist-info is generated
+  std::vector<File> files;  ///< the package files; the .dist-info is generated
   /// Full tags ("py3-none-linux_x86_64"). Empty: "py3-none-" + platform_tag() of the ELF files.
   std::vector<std::string> tags;
   std::int64_t source_date_epoch = 315532800;  ///< clamped to ≥ 1980-01-01 (DOS time, UTC fields)
 };
 
 struct Packed {
-  std::string filename;              ///< "opforge_ops-0.1.0+cu13.g8cd046f-py3-none-manylinux_2_34_x86_64.whl"
-  std::string bytes;                 ///< the whole archive
+  std::string filename;  ///< "opforge_ops-0.1.0+cu13.g8cd046f-py3-none-manylinux_2_34_x86_64.whl"
+  std::string bytes;     ///< the whole archive
   std::vector<std::string> tags;
-  PlatformDecision platform;         ///< what platform_tag() decided (even when tags were given)
-  std::string sha256;                ///< hex of `bytes`
+  PlatformDecision platform;  ///< what platform_tag() decided (even when tags were given)
+  std::string sha256;         ///< hex of `bytes`
 };
 
 /// The file name pack() gives `spec`, without compressing anything (ELF files are read for the
@@ -124,7 +123,7 @@ Result<std::string> file_name(const Spec& spec);
 Result<Packed> pack(const Spec& spec);
 
 struct Written {
-  fs::path path;                     ///< dist_dir / filename
+  fs::path path;  ///< dist_dir / filename
   Packed packed;
 };
 
@@ -137,22 +136,22 @@ Result<Written> write(probe::FileSystem& fs, const Spec& spec, const fs::path& d
 
 struct Entry {
   std::string path;
-  std::string content;               ///< empty unless kept (see Keep)
-  unsigned mode = 0;                 ///< st_mode bits from the external attributes (type + perms)
+  std::string content;  ///< empty unless kept (see Keep)
+  unsigned mode = 0;    ///< st_mode bits from the external attributes (type + perms)
   bool is_symlink = false;
   bool is_directory = false;
-  std::uint64_t size = 0;            ///< uncompressed bytes, as read
-  std::string sha256;                ///< raw digest of the uncompressed bytes
+  std::uint64_t size = 0;  ///< uncompressed bytes, as read
+  std::string sha256;      ///< raw digest of the uncompressed bytes
 };
 
 /// Wheels are untrusted input: a zip may declare a 1 TiB entry in 800 bytes or inflate a few
 /// megabytes into gigabytes. read_archive refuses (bad_input, naming the entry and the limit) any
 /// archive beyond these; real wheels of CUDA ops stay far below them.
 struct Limits {
-  std::uint64_t archive_bytes = 2ull << 30;        ///< the .whl file itself
+  std::uint64_t archive_bytes = 2ull << 30;  ///< the .whl file itself
   std::uint64_t entries = 100000;
-  std::uint64_t entry_bytes = 1ull << 30;          ///< one entry, uncompressed
-  std::uint64_t total_bytes = 4ull << 30;          ///< all entries, uncompressed
+  std::uint64_t entry_bytes = 1ull << 30;  ///< one entry, uncompressed
+  std::uint64_t total_bytes = 4ull << 30;  ///< all entries, uncompressed
   /// Uncompressed/compressed for entries above 1 MiB (deflate tops out near 1032; shared
   /// libraries compress 2-10x).
   std::uint64_t ratio = 200;
@@ -167,8 +166,7 @@ enum class Keep {
 };
 
 /// Every entry of a zip archive, in archive order, within `limits`.
-Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep = Keep::all,
-                                        const Limits& limits = {});
+Result<std::vector<Entry>> read_archive(std::string_view bytes, Keep keep = Keep::all, const Limits& limits = {});
 
 struct Report {
   std::string filename;
@@ -189,7 +187,7 @@ Result<Report> verify(const probe::FileSystem& fs, const fs::path& path);
 
 struct NormalizeOptions {
   std::int64_t source_date_epoch = 315532800;
-  std::optional<std::string> version;  ///< replace the version everywhere (e.g. add a local label)
+  std::optional<std::string> version;               ///< replace the version everywhere (e.g. add a local label)
   enum class Strip { yes, no } strip = Strip::yes;  ///< `strip --strip-unneeded` every ELF file
   /// `Requires-Dist:` values to set in METADATA (e.g. "torch==2.15.*"); one already there for the
   /// same distribution name is replaced.
@@ -210,17 +208,17 @@ struct InspectedFile {
   std::uint64_t size = 0;
   unsigned mode = 0;
   std::optional<ElfInfo> elf;
-  std::optional<IsaUse> isa{};        ///< with elf: the instruction sets its code uses
+  std::optional<IsaUse> isa{};  ///< with elf: the instruction sets its code uses
 };
 
 struct Inspection {
   std::string filename;
   std::string name;
   std::string version;
-  std::vector<std::string> tags;       ///< from WHEEL
+  std::vector<std::string> tags;  ///< from WHEEL
   std::vector<InspectedFile> files;
-  PlatformDecision computed;           ///< what opforge would tag it
-  Report report;                       ///< verify_bytes()
+  PlatformDecision computed;  ///< what opforge would tag it
+  Report report;              ///< verify_bytes()
 };
 
 /// Reads `wheel` once (as verify() does, same errors) and describes it.
@@ -234,15 +232,15 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
 
 struct BuildInfo {
   std::string opforge_version;
-  std::string package_version;               ///< the wheel version
-  std::string toolkit_version;               ///< "13.0", empty when no CUDA op was built
-  std::string host_compiler;                 ///< "gcc 12.2.0"
-  std::vector<std::string> arch_list;        ///< {"8.0", "9.0+PTX"}
-  std::vector<std::string> ops;              ///< ops built, sorted
-  std::map<std::string, std::string> op_kinds;   ///< op → "cpu" | "cuda"
-  std::string source_commit;                 ///< full hex, or empty
+  std::string package_version;                            ///< the wheel version
+  std::string toolkit_version;                            ///< "13.0", empty when no CUDA op was built
+  std::string host_compiler;                              ///< "gcc 12.2.0"
+  std::vector<std::string> arch_list;                     ///< {"8.0", "9.0+PTX"}
+  std::vector<std::string> ops;                           ///< ops built, sorted
+  std::map<std::string, std::string> op_kinds;            ///< op → "cpu" | "cuda"
+  std::string source_commit;                              ///< full hex, or empty
   std::map<std::string, std::vector<std::string>> notes;  ///< built op → notes ("requested by: …")
-  std::map<std::string, std::string> build_vars;  ///< every op of the catalogue → its DS_BUILD_* variable
+  std::map<std::string, std::string> build_vars;          ///< every op of the catalogue → its DS_BUILD_* variable
 };
 
 /// The text of `opforge_ops/build_info.py`: a BUILD_INFO dict literal, keys sorted. Versions

@@ -22,8 +22,7 @@ std::pair<std::uint16_t, std::uint16_t> dos_time_date(std::int64_t epoch) {
   std::tm tm{};
   gmtime_r(&t, &tm);
   auto time = static_cast<std::uint16_t>((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec / 2));
-  auto date = static_cast<std::uint16_t>(((tm.tm_year + 1900 - 1980) << 9) |
-                                         ((tm.tm_mon + 1) << 5) | tm.tm_mday);
+  auto date = static_cast<std::uint16_t>(((tm.tm_year + 1900 - 1980) << 9) | ((tm.tm_mon + 1) << 5) | tm.tm_mday);
   return {time, date};
 }
 
@@ -58,13 +57,11 @@ Status patch_dos_times(std::string& zip, std::uint16_t time, std::uint16_t date)
   std::size_t count = get16(zip, eocd + 10);
   std::size_t cd = get32(zip, eocd + 16);
   for (std::size_t k = 0; k < count; ++k) {
-    if (cd + 46 > zip.size() || get32(zip, cd) != 0x02014b50u)
-      return failure("zip central directory is malformed");
+    if (cd + 46 > zip.size() || get32(zip, cd) != 0x02014b50u) return failure("zip central directory is malformed");
     put16(zip, cd + 12, time);
     put16(zip, cd + 14, date);
     std::size_t local = get32(zip, cd + 42);
-    if (local + 30 > zip.size() || get32(zip, local) != 0x04034b50u)
-      return failure("zip local header is malformed");
+    if (local + 30 > zip.size() || get32(zip, local) != 0x04034b50u) return failure("zip local header is malformed");
     put16(zip, local + 10, time);
     put16(zip, local + 12, date);
     cd += 46 + get16(zip, cd + 28) + get16(zip, cd + 30) + get16(zip, cd + 32);
@@ -232,10 +229,8 @@ Result<Entry> read_entry(zip_t* za, zip_uint64_t i, Keep keep, std::vector<char>
   e.is_directory = !e.path.empty() && e.path.back() == '/';
   zip_stat_t st;
   if (zip_stat_index(za, i, 0, &st) != 0) return bad_input("cannot read zip entry " + e.path);
-  if (e.is_directory)
-    e.sha256 = sha256_raw("");
-  else
-    OPFORGE_CHECK(inflate(za, i, st.size, keep, e, buf));
+  if (e.is_directory) e.sha256 = sha256_raw("");
+  else OPFORGE_CHECK(inflate(za, i, st.size, keep, e, buf));
   return e;
 }
 

@@ -30,9 +30,7 @@ int fail(int code, std::string message) {
   return code;
 }
 
-std::string errno_text(int err) {
-  return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
-}
+std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
 
 // O_DIRECT wants buffer addresses, lengths and offsets aligned to the device's logical block;
 // 4096 covers every current device (512-byte and 4K-native alike).
@@ -62,8 +60,8 @@ const Libaio& libaio() {
       tried += std::string(tried.empty() ? "" : "; ") + dlerror();
     }
     if (!lib.handle) {
-      lib.problem = "libaio is not installed (tried libaio.so.1, libaio.so.1t64, libaio.so: " +
-                    tried + "); install it: apt-get install libaio1 (Ubuntu 24.04: libaio1t64), "
+      lib.problem = "libaio is not installed (tried libaio.so.1, libaio.so.1t64, libaio.so: " + tried +
+                    "); install it: apt-get install libaio1 (Ubuntu 24.04: libaio1t64), "
                     "yum install libaio, pacman -S libaio";
       return;
     }
@@ -107,8 +105,8 @@ struct Slot {
   std::uint64_t len = 0;  // bytes of the caller's data in the piece
   std::uint64_t req = 0;  // bytes asked of the kernel (len rounded up to kAlign for a bounce)
   std::uint64_t done = 0;
-  char* user = nullptr;   // caller's bytes of the piece
-  char* io = nullptr;     // where the kernel reads/writes: user, or this slot's bounce buffer
+  char* user = nullptr;  // caller's bytes of the piece
+  char* io = nullptr;    // where the kernel reads/writes: user, or this slot's bounce buffer
 };
 
 const char* verb(Dir d) { return d == Dir::read ? "read" : "write"; }
@@ -119,7 +117,11 @@ const char* verb(Dir d) { return d == Dir::read ? "read" : "write"; }
 class Transfer {
  public:
   Transfer(Dir dir, const char* path, char* buf, std::uint64_t size, std::uint64_t block, int depth)
-      : dir_(dir), path_(path), buf_(buf), size_(size), block_(block ? block : kDefaultBlock),
+      : dir_(dir),
+        path_(path),
+        buf_(buf),
+        size_(size),
+        block_(block ? block : kDefaultBlock),
         depth_(depth > 0 ? depth : kDefaultDepth),
         fn_(dir == Dir::read ? "opforge_aio_read" : "opforge_aio_write") {}
 
@@ -154,14 +156,14 @@ class Transfer {
     int err = direct ? open_with(O_DIRECT) : 0;
     if (direct && err == EINVAL) {
       // tmpfs and some FUSE file systems refuse O_DIRECT at open.
-      g_note = std::string(path_) + ": the file system refuses O_DIRECT (" + errno_text(EINVAL) +
-               "); used buffered I/O";
+      g_note =
+          std::string(path_) + ": the file system refuses O_DIRECT (" + errno_text(EINVAL) + "); used buffered I/O";
       direct_ = false;
     }
     if (!direct_) err = open_with(0);
     if (err == 0) return 0;
-    return fail(-err, fn_ + ": cannot open " + path_ + " for " + (dir_ == Dir::read ? "reading" : "writing") +
-                          ": " + errno_text(err));
+    return fail(-err, fn_ + ": cannot open " + path_ + " for " + (dir_ == Dir::read ? "reading" : "writing") + ": " +
+                          errno_text(err));
   }
 
   int check_file_size() {
@@ -254,8 +256,7 @@ class Transfer {
     if (s->done < (dir_ == Dir::read ? s->len : s->req)) {
       if (res == 0)
         return fail(-EIO, fn_ + ": short " + verb(dir_) + ": " + path_ + ": " + std::to_string(s->off + s->done) +
-                              " bytes transferred, " + std::to_string(size_) +
-                              " expected (file changed underneath?)");
+                              " bytes transferred, " + std::to_string(size_) + " expected (file changed underneath?)");
       if (direct_ && s->done % kAlign)
         return error(-EIO, std::string("partial O_DIRECT ") + verb(dir_) + " of " + std::to_string(s->done) +
                                " bytes at offset " + std::to_string(s->off) + " is not block aligned");
@@ -325,8 +326,8 @@ class Transfer {
   int inflight_ = 0;
 };
 
-int transfer(Dir dir, const char* path, char* buf, std::uint64_t size, std::uint64_t block,
-             int depth, int flags, int* used_direct) {
+int transfer(Dir dir, const char* path, char* buf, std::uint64_t size, std::uint64_t block, int depth, int flags,
+             int* used_direct) {
   g_note.clear();
   return Transfer(dir, path, buf, size, block, depth).run(flags, used_direct);
 }
@@ -356,14 +357,13 @@ OPFORGE_EXPORT int opforge_aio_file_size(const char* path, uint64_t* size) {
   return 0;
 }
 
-OPFORGE_EXPORT int opforge_aio_read(const char* path, void* buf, uint64_t size, uint64_t block_size,
-                                    int queue_depth, int flags, int* used_direct) {
-  return transfer(Dir::read, path, static_cast<char*>(buf), size, block_size, queue_depth, flags,
-                  used_direct);
+OPFORGE_EXPORT int opforge_aio_read(const char* path, void* buf, uint64_t size, uint64_t block_size, int queue_depth,
+                                    int flags, int* used_direct) {
+  return transfer(Dir::read, path, static_cast<char*>(buf), size, block_size, queue_depth, flags, used_direct);
 }
 
-OPFORGE_EXPORT int opforge_aio_write(const char* path, const void* buf, uint64_t size,
-                                     uint64_t block_size, int queue_depth, int flags, int* used_direct) {
-  return transfer(Dir::write, path, const_cast<char*>(static_cast<const char*>(buf)), size,
-                  block_size, queue_depth, flags, used_direct);
+OPFORGE_EXPORT int opforge_aio_write(const char* path, const void* buf, uint64_t size, uint64_t block_size,
+                                     int queue_depth, int flags, int* used_direct) {
+  return transfer(Dir::write, path, const_cast<char*>(static_cast<const char*>(buf)), size, block_size, queue_depth,
+                  flags, used_direct);
 }

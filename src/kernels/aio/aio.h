@@ -30,12 +30,12 @@ int opforge_aio_file_size(const char* path, uint64_t* size);
 /// is an error (-EIO, "short read"), never a partial result. block_size: bytes per request, a
 /// multiple of 4096 (0 = 1 MiB); queue_depth: requests in flight (0 = 32). *used_direct (may be
 /// null) tells whether O_DIRECT was used.
-int opforge_aio_read(const char* path, void* buf, uint64_t size, uint64_t block_size,
-                     int queue_depth, int flags, int* used_direct);
+int opforge_aio_read(const char* path, void* buf, uint64_t size, uint64_t block_size, int queue_depth, int flags,
+                     int* used_direct);
 
 /// Creates or truncates the file at path and writes `size` bytes from buf (any alignment).
-int opforge_aio_write(const char* path, const void* buf, uint64_t size, uint64_t block_size,
-                      int queue_depth, int flags, int* used_direct);
+int opforge_aio_write(const char* path, const void* buf, uint64_t size, uint64_t block_size, int queue_depth, int flags,
+                      int* used_direct);
 
 #ifdef __cplusplus
 }

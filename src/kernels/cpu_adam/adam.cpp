@@ -27,17 +27,14 @@ int fail(int code, std::string message) {
 bool cpu_has(int level) {
   __builtin_cpu_init();
   switch (level) {
-    case OPFORGE_CPU_ADAM_SCALAR:
-      return true;
+    case OPFORGE_CPU_ADAM_SCALAR: return true;
     case OPFORGE_CPU_ADAM_AVX2:
       // __builtin_cpu_supports also checks that the OS saves the wide registers (XCR0).
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case OPFORGE_CPU_ADAM_AVX512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -91,21 +88,20 @@ OPFORGE_EXPORT int opforge_cpu_adam_best_simd_level(void) { return best_level();
 
 OPFORGE_EXPORT int opforge_cpu_adam_set_simd_level(int level) {
   const char* name = opforge_cpu_adam_simd_name(level);
-  if (!name) return fail(-EINVAL, "opforge_cpu_adam_set_simd_level: unknown level " +
-                                      std::to_string(level) + " (0 scalar, 1 avx2, 2 avx512)");
+  if (!name)
+    return fail(-EINVAL, "opforge_cpu_adam_set_simd_level: unknown level " + std::to_string(level) +
+                             " (0 scalar, 1 avx2, 2 avx512)");
   if (!cpu_has(level))
-    return fail(-ENOTSUP, std::string("opforge_cpu_adam_set_simd_level: this CPU does not support ") +
-                              name);
+    return fail(-ENOTSUP, std::string("opforge_cpu_adam_set_simd_level: this CPU does not support ") + name);
   g_level.store(level, std::memory_order_relaxed);
   return 0;
 }
 
-OPFORGE_EXPORT int opforge_cpu_adam_step(float* params, const float* grads, float* exp_avg,
-                                         float* exp_avg_sq, uint64_t n, int64_t step, float lr,
-                                         float beta1, float beta2, float eps, float weight_decay,
-                                         int flags, void* half_out, int threads) {
-  const int known = OPFORGE_CPU_ADAM_ADAMW | OPFORGE_CPU_ADAM_NO_BIAS_CORRECTION |
-                    OPFORGE_CPU_ADAM_HALF_FP16 | OPFORGE_CPU_ADAM_HALF_BF16;
+OPFORGE_EXPORT int opforge_cpu_adam_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
+                                         uint64_t n, int64_t step, float lr, float beta1, float beta2, float eps,
+                                         float weight_decay, int flags, void* half_out, int threads) {
+  const int known = OPFORGE_CPU_ADAM_ADAMW | OPFORGE_CPU_ADAM_NO_BIAS_CORRECTION | OPFORGE_CPU_ADAM_HALF_FP16 |
+                    OPFORGE_CPU_ADAM_HALF_BF16;
   if (flags & ~known) return fail(-EINVAL, "opforge_cpu_adam_step: unknown flags " + std::to_string(flags));
   bool fp16 = flags & OPFORGE_CPU_ADAM_HALF_FP16, bf16 = flags & OPFORGE_CPU_ADAM_HALF_BF16;
   if (fp16 && bf16) return fail(-EINVAL, "opforge_cpu_adam_step: ask for fp16 or bf16 output, not both");

@@ -15,8 +15,8 @@ __m128i bf16x8(__m256 x) {
   __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   r = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(quiet), nan));
   r = _mm256_srli_epi32(r, 16);
-  __m256i packed = _mm256_packus_epi32(r, r);           // per 128-bit lane
-  packed = _mm256_permute4x64_epi64(packed, 0x08);       // lanes 0 and 2 side by side
+  __m256i packed = _mm256_packus_epi32(r, r);       // per 128-bit lane
+  packed = _mm256_permute4x64_epi64(packed, 0x08);  // lanes 0 and 2 side by side
   return _mm256_castsi256_si128(packed);
 }
 }  // namespace
@@ -41,8 +41,7 @@ void step_avx2(const Args& a, std::size_t begin, std::size_t end) {
     if (a.half_kind == Half::fp16)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(a.half + i),
                        _mm256_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    else if (a.half_kind == Half::bf16)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(a.half + i), bf16x8(p));
+    else if (a.half_kind == Half::bf16) _mm_storeu_si128(reinterpret_cast<__m128i*>(a.half + i), bf16x8(p));
   }
   if (i < end) step_scalar(a, i, end);
 }

@@ -31,18 +31,15 @@ void step_avx512(const Args& a, std::size_t begin, std::size_t end) {
     __m512 p = _mm512_maskz_loadu_ps(k, a.p + i);
     __m512 g = _mm512_fmadd_ps(l2, p, _mm512_maskz_loadu_ps(k, a.g + i));
     __m512 m = _mm512_fmadd_ps(b1, _mm512_maskz_loadu_ps(k, a.m + i), _mm512_mul_ps(ob1, g));
-    __m512 v = _mm512_fmadd_ps(b2, _mm512_maskz_loadu_ps(k, a.v + i),
-                               _mm512_mul_ps(ob2, _mm512_mul_ps(g, g)));
+    __m512 v = _mm512_fmadd_ps(b2, _mm512_maskz_loadu_ps(k, a.v + i), _mm512_mul_ps(ob2, _mm512_mul_ps(g, g)));
     __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v), sbc2), eps);
     p = _mm512_fnmadd_ps(ss, _mm512_div_ps(m, denom), _mm512_mul_ps(p, decay));
     _mm512_mask_storeu_ps(a.p + i, k, p);
     _mm512_mask_storeu_ps(a.m + i, k, m);
     _mm512_mask_storeu_ps(a.v + i, k, v);
     if (a.half_kind == Half::fp16)
-      _mm256_mask_storeu_epi16(a.half + i, k,
-                               _mm512_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    else if (a.half_kind == Half::bf16)
-      _mm256_mask_storeu_epi16(a.half + i, k, bf16x16(p));
+      _mm256_mask_storeu_epi16(a.half + i, k, _mm512_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    else if (a.half_kind == Half::bf16) _mm256_mask_storeu_epi16(a.half + i, k, bf16x16(p));
   }
 }
 

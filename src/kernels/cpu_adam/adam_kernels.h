@@ -18,10 +18,10 @@ struct Args {
   Half half_kind;
   float beta1, beta2, one_minus_beta1, one_minus_beta2;
   float eps;
-  float l2;            // weight decay added to the gradient (Adam); 0 for AdamW
-  float decay;         // 1 - lr * wd for AdamW; 1 for Adam
-  float step_size;     // lr / (1 - beta1^t)
-  float sqrt_bc2;      // sqrt(1 - beta2^t)
+  float l2;         // weight decay added to the gradient (Adam); 0 for AdamW
+  float decay;      // 1 - lr * wd for AdamW; 1 for Adam
+  float step_size;  // lr / (1 - beta1^t)
+  float sqrt_bc2;   // sqrt(1 - beta2^t)
 };
 
 void step_scalar(const Args& a, std::size_t begin, std::size_t end);

@@ -37,9 +37,9 @@ int opforge_cpu_adam_set_simd_level(int level);
 
 /// One step over n elements: step is the 1-based step number (for bias correction); flags from
 /// the enum above; half_out (n uint16 values) only with a HALF flag; threads = 0: every usable CPU.
-int opforge_cpu_adam_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
-                          uint64_t n, int64_t step, float lr, float beta1, float beta2, float eps,
-                          float weight_decay, int flags, void* half_out, int threads);
+int opforge_cpu_adam_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, uint64_t n,
+                          int64_t step, float lr, float beta1, float beta2, float eps, float weight_decay, int flags,
+                          void* half_out, int threads);
 
 #ifdef __cplusplus
 }

@@ -24,8 +24,8 @@ enum opforge_overflow_dtype {
 enum {
   OPFORGE_OVERFLOW_OK = 0,
   OPFORGE_OVERFLOW_EINVAL = -22,
-  OPFORGE_OVERFLOW_ENODEV = -19,  // no CUDA driver/device
-  OPFORGE_OVERFLOW_ECUDA = -1000, // a CUDA call failed; see last_error
+  OPFORGE_OVERFLOW_ENODEV = -19,   // no CUDA driver/device
+  OPFORGE_OVERFLOW_ECUDA = -1000,  // a CUDA call failed; see last_error
 };
 
 /// Statistics of one tensor, 80 bytes. abs_min/abs_max cover finite values only:
@@ -37,7 +37,7 @@ typedef struct opforge_overflow_stats {
   uint64_t neginf_count;
   uint64_t zero_count;
   uint64_t subnormal_count;
-  uint64_t over_threshold_count; // finite |x| > threshold
+  uint64_t over_threshold_count;  // finite |x| > threshold
   uint64_t reserved;
   double abs_min;
   double abs_max;
@@ -49,7 +49,7 @@ typedef struct opforge_overflow_tensor {
   uint64_t count;
   int32_t dtype;
   int32_t pad;
-  double threshold; // <= 0 or NaN: the dtype's max / 2
+  double threshold;  // <= 0 or NaN: the dtype's max / 2
 } opforge_overflow_tensor;
 
 OPFORGE_OVERFLOW_API int opforge_overflow_abi_version(void);
@@ -61,24 +61,21 @@ OPFORGE_OVERFLOW_API double opforge_overflow_dtype_max(int dtype);
 OPFORGE_OVERFLOW_API const char* opforge_overflow_cpu_isa(void);
 
 /// CPU: statistics of n contiguous elements at data (any alignment; n may be 0, data then may be null).
-OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu(const void* data, uint64_t n, int dtype,
-                                                    double threshold, opforge_overflow_stats* out);
+OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu(const void* data, uint64_t n, int dtype, double threshold,
+                                                    opforge_overflow_stats* out);
 /// CPU: several tensors, results into out[0..ntensors).
-OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu_multi(const opforge_overflow_tensor* tensors,
-                                                          int ntensors, opforge_overflow_stats* out);
+OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu_multi(const opforge_overflow_tensor* tensors, int ntensors,
+                                                          opforge_overflow_stats* out);
 
 /// CUDA: number of devices visible (>= 0), or a negative code when there is no driver.
 OPFORGE_OVERFLOW_API int opforge_overflow_cuda_device_count(void);
 /// CUDA: one launch for all tensors (device pointers), results written to device_out[0..ntensors)
 /// asynchronously on stream (a cudaStream_t, null = legacy default stream). tensors is host memory.
-OPFORGE_OVERFLOW_API int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors,
-                                                           int ntensors,
-                                                           opforge_overflow_stats* device_out,
-                                                           void* stream);
+OPFORGE_OVERFLOW_API int opforge_overflow_stats_cuda_multi(const opforge_overflow_tensor* tensors, int ntensors,
+                                                           opforge_overflow_stats* device_out, void* stream);
 /// CUDA convenience: multi launch + copy into pinned host memory + synchronise the stream.
-OPFORGE_OVERFLOW_API int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors,
-                                                          int ntensors, opforge_overflow_stats* host_out,
-                                                          void* stream);
+OPFORGE_OVERFLOW_API int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors, int ntensors,
+                                                          opforge_overflow_stats* host_out, void* stream);
 
 /// Test kernels producing known numerics on the GPU, written to device memory at out (n elements of
 /// the dtype given by the case). Cases:
@@ -91,9 +88,8 @@ OPFORGE_OVERFLOW_API int opforge_overflow_stats_cuda_sync(const opforge_overflow
 ///  7 fp32 random fill with -inf planted at index `index`
 /// Returns the dtype of the produced array through *dtype_out. The selftest copies the array back
 /// and checks the GPU statistics against the CPU oracle run on the same bytes.
-OPFORGE_OVERFLOW_API int opforge_overflow_cuda_test_kernel(int which, void* out, uint64_t n,
-                                                           uint64_t index, uint64_t seed,
-                                                           int* dtype_out, void* stream);
+OPFORGE_OVERFLOW_API int opforge_overflow_cuda_test_kernel(int which, void* out, uint64_t n, uint64_t index,
+                                                           uint64_t seed, int* dtype_out, void* stream);
 #ifdef __cplusplus
 }
 #endif

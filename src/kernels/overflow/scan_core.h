@@ -39,8 +39,12 @@ struct RawCounts {
 OVF_HD inline RawCounts raw_zero() { return {0, 0, 0, 0, 0, 0, ~0ull, 0}; }
 
 OVF_HD inline void raw_add(RawCounts& a, const RawCounts& b) {
-  a.nonfinite += b.nonfinite; a.pinf += b.pinf; a.ninf += b.ninf; a.zero += b.zero;
-  a.below_normal += b.below_normal; a.above_threshold += b.above_threshold;
+  a.nonfinite += b.nonfinite;
+  a.pinf += b.pinf;
+  a.ninf += b.ninf;
+  a.zero += b.zero;
+  a.below_normal += b.below_normal;
+  a.above_threshold += b.above_threshold;
   a.mn = b.mn < a.mn ? b.mn : a.mn;
   a.mx = b.mx > a.mx ? b.mx : a.mx;
 }
@@ -53,8 +57,9 @@ struct DerivedCounts {
 };
 OVF_HD inline DerivedCounts derive(const RawCounts& r, unsigned long long count, bool has_inf) {
   const unsigned long long inf = has_inf ? r.pinf + r.ninf : 0;
-  return {r.nonfinite - inf,  has_inf ? r.pinf : 0,       has_inf ? r.ninf : 0,
-          r.zero,             r.below_normal - r.zero,    r.above_threshold - r.nonfinite,
+  return {r.nonfinite - inf,       has_inf ? r.pinf : 0,
+          has_inf ? r.ninf : 0,    r.zero,
+          r.below_normal - r.zero, r.above_threshold - r.nonfinite,
           count - r.nonfinite};
 }
 
@@ -75,8 +80,7 @@ OVF_HD inline void store_counts(const DerivedCounts& d, opforge_overflow_stats* 
 /// Scan parameters from what the GPU kernel receives per tensor. The inf patterns are
 /// +/-finite_end; formats without inf (e4m3fn) have their NaN there (see derive()).
 template <class W>
-OVF_HD inline ScanParams<W> make_scan_params(int bytes, unsigned long long last_finite,
-                                             unsigned long long min_normal,
+OVF_HD inline ScanParams<W> make_scan_params(int bytes, unsigned long long last_finite, unsigned long long min_normal,
                                              unsigned long long threshold_bits) {
   const W sign = W(W(1) << (8 * bytes - 1));  // every format: the top bit
   const W inf = W(W(last_finite) + 1);
@@ -163,14 +167,14 @@ OVF_HD inline void count_low(const Vec16& v, const ScanParams<W>& q, Counts32& c
     constexpr uint32_t mask = lanes * (half - 1u);
     constexpr uint32_t k_zero = lanes * (half - 1u);
     const uint32_t k_below = lanes * (half - uint32_t(q.min_normal));
-OVF_UNROLL
+    OVF_UNROLL
     for (int w = 0; w < 4; ++w) {
       const uint32_t a = v.w[w] & mask;
       c.below += popcount32(~(a + k_below) & top);
       c.zero += popcount32(~(a + k_zero) & top);
     }
   } else {
-OVF_UNROLL
+    OVF_UNROLL
     for (int k = 0; k < 16 / B; ++k) {
       const W a = element<B, W>(v, k) & q.abs_mask;
       c.zero += a == 0;
@@ -183,7 +187,7 @@ template <int B, class W>
 OVF_HD inline void scan_vector(const Vec16& v, const ScanParams<W>& q, Counts32& c, W& mn, W& mx) {
   constexpr int kVec = 16 / B;
   W vmin = element<B, W>(v, 0) & q.abs_mask, vmax = vmin;
-OVF_UNROLL
+  OVF_UNROLL
   for (int k = 1; k < kVec; ++k) {
     const W a = element<B, W>(v, k) & q.abs_mask;
     vmin = a < vmin ? a : vmin;
@@ -195,13 +199,17 @@ OVF_UNROLL
     if (vmin < q.min_normal) count_low<B, W>(v, q, c);
     return;
   }
-OVF_UNROLL
+  OVF_UNROLL
   for (int k = 0; k < kVec; ++k) classify<W>(element<B, W>(v, k), q, c, mn, mx);
 }
 
 OVF_HD inline void flush(Counts32& c, RawCounts& r) {
-  r.nonfinite += c.nonfinite; r.pinf += c.pinf; r.ninf += c.ninf; r.zero += c.zero;
-  r.below_normal += c.below; r.above_threshold += c.above;
+  r.nonfinite += c.nonfinite;
+  r.pinf += c.pinf;
+  r.ninf += c.ninf;
+  r.zero += c.zero;
+  r.below_normal += c.below;
+  r.above_threshold += c.above;
   c = {0, 0, 0, 0, 0, 0};
 }
 
@@ -222,9 +230,8 @@ OVF_HD inline W element_at(const unsigned char* p) {
 /// loads in flight per thread). Every element is seen by exactly one thread. A pointer that is not
 /// even aligned to the element size is read element by element.
 template <int B, class W>
-OVF_HD inline RawCounts scan_share(const unsigned char* data, unsigned long long n,
-                                   unsigned long long begin, unsigned long long stride,
-                                   const ScanParams<W>& q) {
+OVF_HD inline RawCounts scan_share(const unsigned char* data, unsigned long long n, unsigned long long begin,
+                                   unsigned long long stride, const ScanParams<W>& q) {
   constexpr int kVec = 16 / B;
   Counts32 c = {0, 0, 0, 0, 0, 0};
   RawCounts r = raw_zero();
@@ -235,8 +242,7 @@ OVF_HD inline RawCounts scan_share(const unsigned char* data, unsigned long long
   if (head > n) head = n;
   const unsigned long long nvec = (n - head) / kVec;
   const unsigned long long tail_begin = head + nvec * kVec;
-  for (unsigned long long i = begin; i < head; i += stride)
-    classify<W>(element_at<B, W>(data + i * B), q, c, mn, mx);
+  for (unsigned long long i = begin; i < head; i += stride) classify<W>(element_at<B, W>(data + i * B), q, c, mn, mx);
   const unsigned char* vec = data + head * B;
   unsigned long long v = begin, since_flush = 0;
   for (; v + stride < nvec; v += 2 * stride) {
@@ -244,7 +250,10 @@ OVF_HD inline RawCounts scan_share(const unsigned char* data, unsigned long long
     const Vec16 x1 = load16(vec + (v + stride) * 16);
     scan_vector<B, W>(x0, q, c, mn, mx);
     scan_vector<B, W>(x1, q, c, mn, mx);
-    if ((since_flush += 2) >= kFlushVectors) { flush(c, r); since_flush = 0; }
+    if ((since_flush += 2) >= kFlushVectors) {
+      flush(c, r);
+      since_flush = 0;
+    }
   }
   if (v < nvec) scan_vector<B, W>(load16(vec + v * 16), q, c, mn, mx);
   for (unsigned long long i = tail_begin + begin; i < n; i += stride)

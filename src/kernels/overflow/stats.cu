@@ -1,6 +1,6 @@
 // GPU statistics: one fused pass per tensor list, results reduced in-device, read back once.
-#include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -34,7 +34,7 @@ struct DevTensor {  // 56 bytes: 48 of them stay well under the classic 4 KiB pa
   unsigned long long count;
   unsigned long long last_finite, min_normal, threshold;  // the rest of ScanParams follows from bytes
   int bytes;
-  int block_begin, block_end;  // this tensor's share of the grid
+  int block_begin, block_end;         // this tensor's share of the grid
   unsigned char exp_bits, mant_bits;  // the layout, for the magnitudes of abs_min/abs_max
   bool has_inf;
 };
@@ -64,9 +64,8 @@ __device__ __forceinline__ unsigned long long warp_max(unsigned long long v) {
 }
 // Lane 0 gets the warp's total (every lane must call it).
 __device__ __forceinline__ RawCounts warp_reduce(const RawCounts& p) {
-  return {warp_sum(p.nonfinite), warp_sum(p.pinf),         warp_sum(p.ninf),
-          warp_sum(p.zero),      warp_sum(p.below_normal), warp_sum(p.above_threshold),
-          warp_min(p.mn),        warp_max(p.mx)};
+  return {warp_sum(p.nonfinite),       warp_sum(p.pinf), warp_sum(p.ninf), warp_sum(p.zero), warp_sum(p.below_normal),
+          warp_sum(p.above_threshold), warp_min(p.mn),   warp_max(p.mx)};
 }
 
 // Until finalize, the count fields hold raw counts (scan_core.h), reserved holds the min magnitude
@@ -98,8 +97,7 @@ __device__ __forceinline__ RawCounts block_scan(const Batch& b, int* tensor) {
       case 2: p = scan_share<2, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
       case 4: p = scan_share<4, unsigned>(d.data, d.count, begin, stride, params<unsigned>(d)); break;
       default:
-        p = scan_share<8, unsigned long long>(d.data, d.count, begin, stride,
-                                              params<unsigned long long>(d));
+        p = scan_share<8, unsigned long long>(d.data, d.count, begin, stride, params<unsigned long long>(d));
         break;
     }
   }
@@ -166,16 +164,17 @@ __global__ void finalize_kernel(FinBatch f, opforge_overflow_stats* out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= f.n) return;
   const opforge_overflow_stats& s = out[i];
-  const RawCounts r = {s.nan_count, s.posinf_count, s.neginf_count, s.zero_count,
-                       s.subnormal_count, s.over_threshold_count, s.reserved,
-                       *reinterpret_cast<const unsigned long long*>(&s.abs_max)};
+  const RawCounts r = {s.nan_count,       s.posinf_count,
+                       s.neginf_count,    s.zero_count,
+                       s.subnormal_count, s.over_threshold_count,
+                       s.reserved,        *reinterpret_cast<const unsigned long long*>(&s.abs_max)};
   finish(r, s.count, f.l[i], &out[i]);
 }
 
 __device__ __forceinline__ RawCounts load_partial(const RawCounts* p) {
   // Written by other blocks, maybe on other SMs: read around the (non-coherent) L1.
   const unsigned long long* q = reinterpret_cast<const unsigned long long*>(p);
-  return {__ldcg(q), __ldcg(q + 1), __ldcg(q + 2), __ldcg(q + 3),
+  return {__ldcg(q),     __ldcg(q + 1), __ldcg(q + 2), __ldcg(q + 3),
           __ldcg(q + 4), __ldcg(q + 5), __ldcg(q + 6), __ldcg(q + 7)};
 }
 
@@ -202,7 +201,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   for (int i = warp; i < b.n; i += kThreads / 32) {
     const DevTensor& d = b.t[i];
     RawCounts r = opforge_overflow::raw_zero();
-    for (int k = d.block_begin + lane; k < d.block_end; k += 32) opforge_overflow::raw_add(r, load_partial(partial + k));
+    for (int k = d.block_begin + lane; k < d.block_end; k += 32)
+      opforge_overflow::raw_add(r, load_partial(partial + k));
     r = warp_reduce(r);
     if (lane == 0) finish(r, d.count, DevLayout{d.exp_bits, d.mant_bits, d.has_inf}, &out[i]);
   }
@@ -211,9 +211,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
 int cuda_fail(cudaError_t e, const char* what) {
   std::string m = std::string(what) + ": " + cudaGetErrorString(e);
-  return set_error(e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
-                       ? OPFORGE_OVERFLOW_ENODEV : OPFORGE_OVERFLOW_ECUDA,
-                   m.c_str());
+  return set_error(
+      e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? OPFORGE_OVERFLOW_ENODEV : OPFORGE_OVERFLOW_ECUDA,
+      m.c_str());
 }
 
 constexpr int kMaxDevices = 64;
@@ -312,7 +312,6 @@ int make_batch(const opforge_overflow_tensor* tensors, int n, int target_blocks,
   *blocks = next_block;
   return 0;
 }
-
 
 // Statistics of tensors into out (device-visible) on a stream, batches of kMaxPerLaunch: one
 // launch each with this thread's scratch for the stream, else init + scan + finalize.

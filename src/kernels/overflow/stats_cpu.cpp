@@ -68,8 +68,8 @@ constexpr uint32_t kChunk = sizeof(U) == 1 ? 127u : 32767u;  // signed counters 
 // Magnitudes have the sign bit cleared, so every comparison is done on the signed type: x86 has
 // signed vector compares only, and unsigned ones cost extra instructions per element.
 template <class U>
-[[gnu::always_inline]] inline void scan_chunk(const unsigned char* __restrict p, uint32_t n,
-                                             const Params<U>& q, Acc<U>& acc) {
+[[gnu::always_inline]] inline void scan_chunk(const unsigned char* __restrict p, uint32_t n, const Params<U>& q,
+                                              Acc<U>& acc) {
   using S = std::make_signed_t<U>;
   constexpr S abs_mask = S(std::numeric_limits<S>::max());  // every format: all bits but the sign
   const S last_finite = S(q.last_finite), min_normal = S(q.min_normal), thr = S(q.threshold);
@@ -99,15 +99,18 @@ template <class U>
       mx = finite_a > mx ? finite_a : mx;
     }
   }
-  acc.nonfinite += U(nonfinite); acc.pinf += U(pinf); acc.ninf += U(ninf); acc.zero += U(zero);
-  acc.below_normal += U(below); acc.above_thr += U(above);
+  acc.nonfinite += U(nonfinite);
+  acc.pinf += U(pinf);
+  acc.ninf += U(ninf);
+  acc.zero += U(zero);
+  acc.below_normal += U(below);
+  acc.above_thr += U(above);
   if (U(mn) < acc.mn) acc.mn = U(mn);
   if (U(mx) > acc.mx) acc.mx = U(mx);
 }
 
 template <class U>
-[[gnu::always_inline]] inline void scan_all(const unsigned char* p, uint64_t n, const Params<U>& q,
-                                           Acc<U>& acc) {
+[[gnu::always_inline]] inline void scan_all(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) {
   while (n > 0) {
     const uint32_t m = n < kChunk<U> ? uint32_t(n) : kChunk<U>;
     scan_chunk<U>(p, m, q, acc);
@@ -119,16 +122,14 @@ template <class U>
 // x86-64: an AVX2 twin chosen at run time. Elsewhere (aarch64, e.g. Grace) the baseline
 // already has 128-bit SIMD (NEON), and the generic body is the only one.
 #if defined(__x86_64__) || defined(__i386__)
-#define OVF_AVX2_TWIN(U)                                                                 \
-  __attribute__((target("avx2"))) void scan_avx2_##U(const unsigned char* p, uint64_t n, \
-                                                     const Params<U>& q, Acc<U>& acc) {  \
-    scan_all<U>(p, n, q, acc);                                                           \
+#define OVF_AVX2_TWIN(U)                                                                                     \
+  __attribute__((target("avx2"))) void scan_avx2_##U(const unsigned char* p, uint64_t n, const Params<U>& q, \
+                                                     Acc<U>& acc) {                                          \
+    scan_all<U>(p, n, q, acc);                                                                               \
   }
 #else
-#define OVF_AVX2_TWIN(U)                                                                 \
-  void scan_avx2_##U(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) { \
-    scan_all<U>(p, n, q, acc);                                                           \
-  }
+#define OVF_AVX2_TWIN(U) \
+  void scan_avx2_##U(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) { scan_all<U>(p, n, q, acc); }
 #endif
 #define OVF_VARIANTS(U)                                                                        \
   void scan_generic_##U(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) { \
@@ -156,10 +157,11 @@ bool use_avx2() {
 
 template <class U>
 void scan(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc);
-#define OVF_DISPATCH(U)                                                                      \
-  template <>                                                                                \
-  void scan<U>(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) {        \
-    if (use_avx2()) scan_avx2_##U(p, n, q, acc); else scan_generic_##U(p, n, q, acc);        \
+#define OVF_DISPATCH(U)                                                               \
+  template <>                                                                         \
+  void scan<U>(const unsigned char* p, uint64_t n, const Params<U>& q, Acc<U>& acc) { \
+    if (use_avx2()) scan_avx2_##U(p, n, q, acc);                                      \
+    else scan_generic_##U(p, n, q, acc);                                              \
   }
 OVF_DISPATCH(uint8_t)
 OVF_DISPATCH(uint16_t)
@@ -168,14 +170,12 @@ OVF_DISPATCH(uint64_t)
 #undef OVF_DISPATCH
 
 template <class U>
-void stats_typed(const Layout& l, const void* data, uint64_t n, double threshold,
-                 opforge_overflow_stats* out) {
+void stats_typed(const Layout& l, const void* data, uint64_t n, double threshold, opforge_overflow_stats* out) {
   const Params<U> q = scan_params<U>(l, threshold_bits(l, threshold));
   Acc<U> acc;
   scan<U>(static_cast<const unsigned char*>(data), n, q, acc);
-  const DerivedCounts d = derive({acc.nonfinite, acc.pinf, acc.ninf, acc.zero, acc.below_normal,
-                                  acc.above_thr, acc.mn, acc.mx},
-                                 n, l.has_inf);
+  const DerivedCounts d = derive(
+      {acc.nonfinite, acc.pinf, acc.ninf, acc.zero, acc.below_normal, acc.above_thr, acc.mn, acc.mx}, n, l.has_inf);
   *out = {};
   out->count = n;
   store_counts(d, out);
@@ -228,8 +228,7 @@ double opforge_overflow_dtype_max(int dtype) {
 
 const char* opforge_overflow_cpu_isa(void) { return use_avx2() ? "avx2" : "generic"; }
 
-int opforge_overflow_stats_cpu(const void* data, uint64_t n, int dtype, double threshold,
-                               opforge_overflow_stats* out) {
+int opforge_overflow_stats_cpu(const void* data, uint64_t n, int dtype, double threshold, opforge_overflow_stats* out) {
   return stats_cpu(data, n, dtype, threshold, out);
 }
 
@@ -238,8 +237,7 @@ int opforge_overflow_stats_cpu_multi(const opforge_overflow_tensor* tensors, int
   if (ntensors < 0 || (ntensors > 0 && (tensors == nullptr || out == nullptr)))
     return fail(OPFORGE_OVERFLOW_EINVAL, "bad tensor list");
   for (int i = 0; i < ntensors; ++i) {
-    const int rc = stats_cpu(tensors[i].data, tensors[i].count, tensors[i].dtype,
-                             tensors[i].threshold, &out[i]);
+    const int rc = stats_cpu(tensors[i].data, tensors[i].count, tensors[i].dtype, tensors[i].threshold, &out[i]);
     if (rc != 0) return fail(rc, "tensor " + std::to_string(i) + ": " + g_last_error);
   }
   return OPFORGE_OVERFLOW_OK;

@@ -72,10 +72,15 @@ __global__ void fill_kernel(int which, void* out, unsigned long long n, unsigned
 }  // namespace opforge_overflow_test_detail
 using namespace opforge_overflow_test_detail;
 
-extern "C" int opforge_overflow_cuda_test_kernel(int which, void* out, uint64_t n, uint64_t index,
-                                                 uint64_t seed, int* dtype_out, void* stream) {
-  static const int dtypes[] = {-1, OPFORGE_OVERFLOW_F16, OPFORGE_OVERFLOW_F16, OPFORGE_OVERFLOW_F16,
-                               OPFORGE_OVERFLOW_BF16, OPFORGE_OVERFLOW_F32, OPFORGE_OVERFLOW_F32,
+extern "C" int opforge_overflow_cuda_test_kernel(int which, void* out, uint64_t n, uint64_t index, uint64_t seed,
+                                                 int* dtype_out, void* stream) {
+  static const int dtypes[] = {-1,
+                               OPFORGE_OVERFLOW_F16,
+                               OPFORGE_OVERFLOW_F16,
+                               OPFORGE_OVERFLOW_F16,
+                               OPFORGE_OVERFLOW_BF16,
+                               OPFORGE_OVERFLOW_F32,
+                               OPFORGE_OVERFLOW_F32,
                                OPFORGE_OVERFLOW_F32};
   if (which < 1 || which > 7) return opforge_overflow::set_error(OPFORGE_OVERFLOW_EINVAL, "unknown test case");
   if (dtype_out) *dtype_out = dtypes[which];
@@ -87,12 +92,10 @@ extern "C" int opforge_overflow_cuda_test_kernel(int which, void* out, uint64_t 
     return opforge_overflow::set_error(OPFORGE_OVERFLOW_EINVAL, "output not aligned to the element size");
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess || ndev == 0)
-    return opforge_overflow::set_error(OPFORGE_OVERFLOW_ENODEV, "no CUDA device");
+  if (e != cudaSuccess || ndev == 0) return opforge_overflow::set_error(OPFORGE_OVERFLOW_ENODEV, "no CUDA device");
   const unsigned long long blocks = (n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096;
   fill_kernel<<<unsigned(blocks), 256, 0, static_cast<cudaStream_t>(stream)>>>(which, out, n, index, seed);
   e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return opforge_overflow::set_error(OPFORGE_OVERFLOW_ECUDA, cudaGetErrorString(e));
+  if (e != cudaSuccess) return opforge_overflow::set_error(OPFORGE_OVERFLOW_ECUDA, cudaGetErrorString(e));
   return 0;
 }

@@ -49,11 +49,9 @@ void copy_pieces(const std::vector<Piece>& members, std::size_t total, int threa
   });
 }
 
-int check(const void* flat, const void* list, const std::size_t* sizes, std::size_t n,
-          const char* fn) {
+int check(const void* flat, const void* list, const std::size_t* sizes, std::size_t n, const char* fn) {
   if (n && (!list || !sizes))
-    return fail(-EINVAL, std::string(fn) + ": null member list or sizes with n = " +
-                             std::to_string(n));
+    return fail(-EINVAL, std::string(fn) + ": null member list or sizes with n = " + std::to_string(n));
   std::size_t total = 0;
   for (std::size_t i = 0; i < n; ++i) total += sizes[i];
   if (total && !flat) return fail(-EINVAL, std::string(fn) + ": null flat buffer");
@@ -68,8 +66,8 @@ OPFORGE_EXPORT const char* opforge_utils_last_error(void) { return g_error.c_str
 
 /// Copies members[i] (sizes[i] bytes each) one after the other into flat, which must hold
 /// their total. threads = 0 picks the number of usable CPUs.
-OPFORGE_EXPORT int opforge_utils_flatten(const void* const* members, const std::size_t* sizes,
-                                         std::size_t n, void* flat, int threads) {
+OPFORGE_EXPORT int opforge_utils_flatten(const void* const* members, const std::size_t* sizes, std::size_t n,
+                                         void* flat, int threads) {
   if (int rc = check(flat, members, sizes, n, "opforge_utils_flatten")) return rc;
   std::vector<Piece> pieces;
   pieces.reserve(n);
@@ -77,8 +75,7 @@ OPFORGE_EXPORT int opforge_utils_flatten(const void* const* members, const std::
   for (std::size_t i = 0; i < n; ++i) {
     if (sizes[i] && !members[i])
       return fail(-EINVAL, "opforge_utils_flatten: member " + std::to_string(i) + " is null");
-    pieces.push_back({static_cast<char*>(flat) + off, static_cast<const char*>(members[i]),
-                      sizes[i]});
+    pieces.push_back({static_cast<char*>(flat) + off, static_cast<const char*>(members[i]), sizes[i]});
     off += sizes[i];
   }
   copy_pieces(pieces, off, threads);
@@ -86,8 +83,8 @@ OPFORGE_EXPORT int opforge_utils_flatten(const void* const* members, const std::
 }
 
 /// The inverse: copies consecutive stretches of flat into members[i] (sizes[i] bytes each).
-OPFORGE_EXPORT int opforge_utils_unflatten(const void* flat, void* const* members,
-                                           const std::size_t* sizes, std::size_t n, int threads) {
+OPFORGE_EXPORT int opforge_utils_unflatten(const void* flat, void* const* members, const std::size_t* sizes,
+                                           std::size_t n, int threads) {
   if (int rc = check(flat, members, sizes, n, "opforge_utils_unflatten")) return rc;
   std::vector<Piece> pieces;
   pieces.reserve(n);
@@ -95,8 +92,7 @@ OPFORGE_EXPORT int opforge_utils_unflatten(const void* flat, void* const* member
   for (std::size_t i = 0; i < n; ++i) {
     if (sizes[i] && !members[i])
       return fail(-EINVAL, "opforge_utils_unflatten: member " + std::to_string(i) + " is null");
-    pieces.push_back({static_cast<char*>(members[i]), static_cast<const char*>(flat) + off,
-                      sizes[i]});
+    pieces.push_back({static_cast<char*>(members[i]), static_cast<const char*>(flat) + off, sizes[i]});
     off += sizes[i];
   }
   copy_pieces(pieces, off, threads);
