@@ -75,12 +75,7 @@ def flatten(tensors: Iterable[Any], threads: int = 0) -> Any:
         import numpy
         items = [numpy.ascontiguousarray(a) for a in items]
         out = numpy.empty(sum(a.size for a in items), dtype=items[0].dtype)
-    items, ptrs, sizes, keep = _members(items, writable=False)
-    addr, nbytes, _ = host_buffer(out, writable=True)
-    lib = _library()
-    _check(lib.opforge_utils_flatten(ptrs, sizes, len(items), addr, threads), lib)
-    del keep
-    return out
+    return flatten_into(items, out, threads)
 
 
 def unflatten_into(flat: Any, outs: Sequence[Any], threads: int = 0) -> None:
