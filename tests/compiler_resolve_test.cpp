@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/links.h"
 #include "compiler/resolve.h"
 #include "cuda/resolve.h"
 #include "probe/fake_machine.h"

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "compiler/links.h"
 #include "compiler/resolve.h"
 #include "cuda/resolve.h"
 #include "recipe/recipe.h"

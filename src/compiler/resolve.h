@@ -36,17 +36,8 @@ Limits limits_for(probe::Machine m, const cuda::Toolkit& tk);
 Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host, bool allow_unsupported,
                            const fs::path& shim_dir);
 
-/// gcc and g++ symlinks in <root>/bin, as the guides say to do by hand; refuses to overwrite
-/// anything that is not a symlink it would create (or an earlier opforge compiler link); idempotent.
-Status link_system(probe::FileSystem& fs, const cuda::Toolkit& tk, const HostChoice& choice);
-
-/// Removes exactly what link_system made (listed in <root>/bin/.opforge-links, and still pointing
-/// where it left them), restoring any compiler link of the user's it replaced. Returns the count.
-/// The list is not trusted: only its gcc, g++, cc and c++ rows are used, only those entries
-/// directly inside that bin/ are touched, and only while they are symlinks to the recorded target.
-Result<int> unlink_system(probe::FileSystem& fs, const cuda::Toolkit& tk);
-
-/// Removes the links ensure_shim (or `toolchain link --into`) made in a folder, the same way.
-Result<int> remove_shim(probe::FileSystem& fs, const fs::path& shim_dir);
+/// `name` is a compiler's file name: gcc, g++, cc, c++, clang or clang++, alone or with a version
+/// suffix (gcc-12, clang++-19, gcc-12.2).
+bool is_compiler_file_name(std::string_view name);
 
 }  // namespace opforge::compiler
