@@ -32,14 +32,6 @@ std::string tail_lines(const std::string& text, std::size_t n) {
 
 }  // namespace
 
-std::string compiler_stamp(const probe::FileSystem& fs, const fs::path& exe) {
-  auto real = fs.canonical(exe);
-  if (!real) return "";
-  auto st = fs.stamp(*real);
-  if (!st) return "";
-  return real->string() + " " + std::to_string(st->size) + " " + std::to_string(st->mtime_ns);
-}
-
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp) {
   NvccWrapper w;
   w.text =
@@ -84,7 +76,7 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   for (const auto& [name, real] : std::vector<std::pair<std::string, fs::path>>{
            {clang ? "clang" : "gcc", via.cc}, {clang ? "clang++" : "g++", via.cxx}, {"cc", via.cc}, {"c++", via.cxx}}) {
     w.files.emplace_back(name, script(real));
-    key += name + "\n" + w.files.back().second + compiler_stamp(fs, real) + "\n";
+    key += name + "\n" + w.files.back().second + compiler::stamp(fs, real) + "\n";
   }
   w.dir = cache_dir / "host" / sha256_hex(key).substr(0, 16);
   w.cc = w.dir / (clang ? "cc" : "gcc");
@@ -93,25 +85,18 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
 }
 
 Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w) {
-  OPFORGE_CHECK(fs.create_directories(w.dir));
-  for (const auto& [name, text] : w.files) {
-    const fs::path p = w.dir / name;
-    if (auto have = fs.read_file(p); have && *have == text && fs.is_executable(p)) continue;
-    OPFORGE_CHECK(fs.write_file_atomic(p, text, 0755));
-  }
+  for (const auto& [name, text] : w.files) OPFORGE_CHECK(compiler::write_script(fs, w.dir / name, text));
   return {};
 }
 
 Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
-  if (auto have = fs.read_file(w.path); have && *have == w.text && fs.is_executable(w.path)) return {};
-  OPFORGE_CHECK(fs.create_directories(w.path.parent_path()));
-  return fs.write_file_atomic(w.path, w.text, 0755);
+  return compiler::write_script(fs, w.path, w.text);
 }
 
 std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan) {
   const fs::path cache_dir = ops::default_cache_dir(m.env);
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
-  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler_stamp(m.fs, plan.cuda.chosen->nvcc));
+  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {
@@ -402,7 +387,7 @@ struct ScratchCleanup {
 /// The nvcc wrapper a plan with a toolkit compiles through (written); empty without a toolkit.
 Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir) {
   if (!plan.cuda.chosen) return fs::path();
-  auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler_stamp(fs, plan.cuda.chosen->nvcc));
+  auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc));
   OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
   return w.path;
 }

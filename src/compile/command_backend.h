@@ -71,13 +71,9 @@ struct NvccWrapper {
   fs::path path;     ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
   std::string text;  ///< the script
 };
-/// `stamp` (compiler_stamp) goes into the folder's name with the text: a toolkit upgraded in place
-/// gets a new wrapper, and ccache a new key.
+/// `stamp` (compiler::stamp of the real nvcc) goes into the folder's name with the text: a toolkit
+/// upgraded in place gets a new wrapper, and ccache a new key.
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp = {});
-
-/// "<resolved path> <size> <mtime ns>" of a compiler: what ccache's default compiler check sees
-/// through a wrapper. Empty when the file cannot be read.
-std::string compiler_stamp(const probe::FileSystem& fs, const fs::path& exe);
 
 /// Writes the wrapper unless the same text is there already (its mtime stays: ccache checks the
 /// compiler's mtime).

@@ -52,10 +52,7 @@ fs::path wrapper_dir(const probe::FileSystem& fs, const fs::path& root, const Co
   std::string key = target.name;
   for (const auto& p : {compiler.cc, compiler.cxx}) {
     key += "\n" + p.string();
-    if (auto real = fs.canonical(p)) {
-      key += " " + real->string();
-      if (auto st = fs.stamp(*real)) key += " " + std::to_string(st->size) + " " + std::to_string(st->mtime_ns);
-    }
+    if (auto s = stamp(fs, p); !s.empty()) key += " " + s;
   }
   return root / "cpu-shim" / (target.name + "-" + sha256_hex(key).substr(0, 16));
 }
@@ -68,17 +65,13 @@ Status write_wrappers(probe::FileSystem& fs, const fs::path& dir, const Compiler
     names = {{"clang", compiler.cc}, {"clang++", compiler.cxx}, {"cc", compiler.cc}, {"c++", compiler.cxx}};
   names.emplace_back(compiler.cc.filename().string(), compiler.cc);
   names.emplace_back(compiler.cxx.filename().string(), compiler.cxx);
-  if (fs.resolved_type(dir) != probe::FileType::directory) OPFORGE_CHECK(fs.create_directories(dir));
   std::set<std::string> done;
   for (const auto& [name, real] : names) {
     if (name.empty() || !done.insert(name).second) continue;
     // The real compiler by its absolute path: the shim folder is first on PATH for command
     // builds, so a bare name would find the wrapper itself.
     fs::path target_path = real.is_absolute() ? real : fs.canonical(real).value_or(real);
-    std::string text = wrapper_script(target_path, target);
-    if (auto cur = fs.read_file(dir / name); cur && *cur == text && fs.is_executable(dir / name)) continue;
-    if (fs.type_of(dir / name) == probe::FileType::symlink) OPFORGE_CHECK(fs.remove(dir / name));
-    OPFORGE_CHECK(fs.write_file_atomic(dir / name, text, 0755));
+    OPFORGE_CHECK(write_script(fs, dir / name, wrapper_script(target_path, target)));
   }
   return {};
 }

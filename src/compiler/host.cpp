@@ -41,4 +41,20 @@ Status check_shim(const probe::FileSystem& fs, const HostChoice& c) {
                  ": compiler::ensure_shim makes it before a backend runs");
 }
 
+std::string stamp(const probe::FileSystem& fs, const fs::path& exe) {
+  auto real = fs.canonical(exe);
+  if (!real) return "";
+  auto st = fs.stamp(*real);
+  if (!st) return real->string();
+  return real->string() + " " + std::to_string(st->size) + " " + std::to_string(st->mtime_ns);
+}
+
+Status write_script(probe::FileSystem& fs, const fs::path& path, const std::string& text) {
+  if (auto have = fs.read_file(path); have && *have == text && fs.is_executable(path)) return {};
+  if (fs.resolved_type(path.parent_path()) != probe::FileType::directory)
+    OPFORGE_CHECK(fs.create_directories(path.parent_path()));
+  if (fs.type_of(path) == probe::FileType::symlink) OPFORGE_CHECK(fs.remove(path));
+  return fs.write_file_atomic(path, text, 0755);
+}
+
 }  // namespace opforge::compiler

@@ -73,4 +73,13 @@ Status ensure_shim(probe::FileSystem& fs, const HostChoice& c);
 /// failed when `c` has a shim whose compiler is not there: a backend run without ensure_shim.
 Status check_shim(const probe::FileSystem& fs, const HostChoice& c);
 
+/// "<resolved path> <size> <mtime ns>" of a compiler (or nvcc): what ccache's default compiler
+/// check sees through a wrapper script. A wrapper's folder is named by a hash over it, so a
+/// compiler upgraded in place gets a new wrapper and new ccache keys. Empty when unreadable.
+std::string stamp(const probe::FileSystem& fs, const fs::path& exe);
+
+/// Writes the executable script `text` at `path` (its folder made, a symlink there replaced)
+/// unless it is there already: then its mtime stays, and so do ccache's entries for it.
+Status write_script(probe::FileSystem& fs, const fs::path& path, const std::string& text);
+
 }  // namespace opforge::compiler
