@@ -132,7 +132,7 @@ Status verify_record(const std::string& path, bool allow_run) {
     // The error may point at a log inside the rebuild's folder: keep it.
     auto error = outcome.error();
     error.hint += std::string(error.hint.empty() ? "" : "\n  ") + "the rebuild's folder is kept: " + tmp.string();
-    return std::unexpected(std::move(error));
+    return opforge::unexpected(std::move(error));
   }
   auto diffs = record::differences(expected, outcome->record);
   (void)m.fs.remove_all(tmp);

@@ -226,7 +226,7 @@ bool skipped(const fs::path& rel) {
 
 Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out) {
   auto names = m.fs.list_directory(root / rel);
-  if (!names) return std::unexpected(names.error());
+  if (!names) return opforge::unexpected(names.error());
   for (auto& n : *names) {
     fs::path r = rel.empty() ? fs::path(n) : rel / n;
     if (skipped(r)) continue;

@@ -285,7 +285,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
                        if (options.on_line) options.on_line(line);
                      }};
   auto ran = m.proc.run(cmd);
-  if (!ran) return std::unexpected(ran.error());
+  if (!ran) return opforge::unexpected(ran.error());
   result.log = ran->out;
   if (!ran->ok()) {
     // ninja prints "FAILED: <out>", the command, then the compiler's output: show that part.

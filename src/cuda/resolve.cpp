@@ -368,7 +368,7 @@ Result<std::vector<VersionClause>> parse_spec(const std::string& spec) {
     Error e = clauses.error();
     e.where = {};  // the recipe's own check points at the file; here the spec has no location
     e.message = "invalid [cuda] version: " + e.message;
-    return std::unexpected(e);
+    return opforge::unexpected(e);
   }
   return clauses;
 }
@@ -403,7 +403,7 @@ struct Choice {
   std::optional<Version> torch_cuda;
 
   bool skip_cuda_check() const { return env.get("DS_SKIP_CUDA_CHECK") == std::optional<std::string>("1"); }
-  std::unexpected<Error> conflict(const std::string& what) const {
+  opforge::unexpected<Error> conflict(const std::string& what) const {
     return unsatisfied(named.var + "=" + strings::cut(named.value) + " is CUDA " +
                            named.candidate->toolkit->version.str() + ", " + what,
                        "point " + named.var + " at a matching toolkit, unset it, or change [cuda] version");

@@ -148,7 +148,7 @@ Result<std::vector<Arch>> wanted_arches(probe::Machine m, const std::string& rec
       e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
       e.where.file = "TORCH_CUDA_ARCH_LIST";
       e.where.line = 1;
-      return std::unexpected(e);
+      return opforge::unexpected(e);
     }
     d.source = "TORCH_CUDA_ARCH_LIST";
     d.gpu_reader = "not read (TORCH_CUDA_ARCH_LIST is set)";

@@ -72,7 +72,7 @@ Result<ProbeOutcome> compile(probe::Machine m, const std::vector<std::string>& a
   auto written = m.fs.write_file_atomic(dir / "probe.cpp", source);
   if (!written) {
     (void)m.fs.remove_all(dir);
-    return std::unexpected(written.error());
+    return opforge::unexpected(written.error());
   }
   probe::Command cmd;
   cmd.argv = argv;

@@ -16,7 +16,7 @@ Result<Probe> parse_probe(const TomlReader& r, const toml::node& node) {
   OPFORGE_CHECK(r.check_keys(*t, {"name", "header", "code", "libraries", "packages"}, "[[probe]]"));
   Probe p;
   for (const char* key : {"name", "code"})
-    if (!t->get(key)) return std::unexpected(r.error_at(node, std::string("[[probe]] needs a '") + key + "' key"));
+    if (!t->get(key)) return opforge::unexpected(r.error_at(node, std::string("[[probe]] needs a '") + key + "' key"));
   p.name = OPFORGE_TRY(r.string(*t->get("name"), "probe.name"));
   p.code = OPFORGE_TRY(r.string(*t->get("code"), "probe.code"));
   if (auto* n = t->get("header")) p.header = OPFORGE_TRY(r.string(*n, "probe.header"));
@@ -38,7 +38,7 @@ Status check_strings(const TomlReader& r, const toml::node& node, std::string_vi
     for (std::size_t i = 0; i < v.size(); ++i) {
       auto c = static_cast<unsigned char>(v[i]);
       if (c < 0x20 || c == 0x7F)
-        return std::unexpected(r.error_at(node,
+        return opforge::unexpected(r.error_at(node,
                                           std::string(key) + ": '" + strings::cut(v) +
                                               "' contains a control character (code " + std::to_string(c) + ")",
                                           "flags, paths and names are one line of printable text"));
@@ -49,7 +49,7 @@ Status check_strings(const TomlReader& r, const toml::node& node, std::string_vi
     for (auto&& [k, v] : *t) {
       for (char c : k.str())
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
-          return std::unexpected(Error{ErrorKind::bad_input, "a key contains a control character",
+          return opforge::unexpected(Error{ErrorKind::bad_input, "a key contains a control character",
                                        "flags, paths and names are one line of printable text", r.at(k.source())});
       OPFORGE_CHECK(check_strings(r, v, k.str()));
     }
@@ -72,7 +72,7 @@ Status check_inside(const TomlReader& r, const toml::node& node, const std::stri
     if (!in_root.empty() && *in_root.begin() == "..") why = "leads outside the source tree";
   }
   if (why.empty()) return {};
-  return std::unexpected(r.error_at(node, std::string(key) + " '" + strings::cut(value) + "' " + why,
+  return opforge::unexpected(r.error_at(node, std::string(key) + " '" + strings::cut(value) + "' " + why,
                                     "name files and folders relative to the op's folder, inside the source tree"));
 }
 
@@ -100,8 +100,8 @@ Result<fs::path> op_folder_in_root(const fs::path& path, const fs::path& root) {
 }
 
 /// A required key that is missing: the error points at the file as a whole.
-std::unexpected<Error> missing(const fs::path& path, std::string message, std::string hint) {
-  return std::unexpected(
+opforge::unexpected<Error> missing(const fs::path& path, std::string message, std::string hint) {
+  return opforge::unexpected(
       Error{ErrorKind::bad_input, std::move(message), std::move(hint), Location{path.string(), 0, 0, {}}});
 }
 
@@ -110,7 +110,7 @@ Result<std::string> parse_name(const TomlReader& r, const toml::table& doc, cons
   if (!node) return missing(path, "op.toml has no 'name'", "add name = \"<op>\" ([a-z][a-z0-9_]*)");
   auto name = OPFORGE_TRY(r.string(*node, "name"));
   if (name.size() > 64 || !is_op_name(name))
-    return std::unexpected(r.error_at(*node, "op name '" + strings::cut(name) + "' must match [a-z][a-z0-9_]*"));
+    return opforge::unexpected(r.error_at(*node, "op name '" + strings::cut(name) + "' must match [a-z][a-z0-9_]*"));
   return name;
 }
 
@@ -120,7 +120,7 @@ Result<Kind> parse_kind(const TomlReader& r, const toml::table& doc, const fs::p
   auto k = OPFORGE_TRY(r.string(*node, "kind"));
   if (k == "cpu") return Kind::cpu;
   if (k == "cuda") return Kind::cuda;
-  return std::unexpected(r.error_at(*node, "kind must be \"cpu\" or \"cuda\", not \"" + strings::cut(k) + "\""));
+  return opforge::unexpected(r.error_at(*node, "kind must be \"cpu\" or \"cuda\", not \"" + strings::cut(k) + "\""));
 }
 
 Result<std::string> parse_build_var(const TomlReader& r, const toml::table& doc, const std::string& name) {
@@ -128,7 +128,7 @@ Result<std::string> parse_build_var(const TomlReader& r, const toml::table& doc,
   if (!node) return "DS_BUILD_" + strings::to_upper(name);
   auto var = OPFORGE_TRY(r.string(*node, "build_var"));
   if (var.size() > 128 || !is_build_var(var))
-    return std::unexpected(r.error_at(*node, "build_var '" + strings::cut(var) + "' must look like DS_BUILD_<NAME>"));
+    return opforge::unexpected(r.error_at(*node, "build_var '" + strings::cut(var) + "' must look like DS_BUILD_<NAME>"));
   return var;
 }
 
@@ -144,13 +144,13 @@ Result<std::vector<fs::path>> parse_sources(const TomlReader& r, const toml::tab
     fs::path p = fs::path(s).lexically_normal();
     auto ext = p.extension().string();
     if (ext != ".cpp" && ext != ".cc" && ext != ".c" && ext != ".cu")
-      return std::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
+      return opforge::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
     if (ext == ".cu" && kind == Kind::cpu)
-      return std::unexpected(
+      return opforge::unexpected(
           r.error_at(*sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"", "set kind = \"cuda\""));
     out.push_back(p);
   }
-  if (out.empty()) return std::unexpected(r.error_at(*sources, "sources is empty"));
+  if (out.empty()) return opforge::unexpected(r.error_at(*sources, "sources is empty"));
   return out;
 }
 
@@ -175,7 +175,7 @@ Result<std::vector<std::string>> parse_nvcc_flags(const TomlReader& r, const tom
   // would be expanded, or run a command.
   for (std::size_t i = 0; i < flags.size(); ++i)
     if (auto at = flags[i].find_first_of("$`"); at != std::string::npos)
-      return std::unexpected(r.error_at(*n->as_array()->get(i),
+      return opforge::unexpected(r.error_at(*n->as_array()->get(i),
                                         "nvcc flag '" + strings::cut(flags[i]) + "' contains '" +
                                             std::string(1, flags[i][at]) +
                                             "', which nvcc's own shell would expand (or run)",
@@ -192,7 +192,7 @@ Result<std::vector<std::string>> optional_strings(const TomlReader& r, const tom
 Status check_cxx_flags(const TomlReader& r, const toml::table& doc, const std::vector<std::string>& flags) {
   for (auto& flag : flags)
     if (flag == "-march=native")
-      return std::unexpected(r.error_at(*doc.get("cxx_flags"), "-march=native makes wheels crash on other CPUs",
+      return opforge::unexpected(r.error_at(*doc.get("cxx_flags"), "-march=native makes wheels crash on other CPUs",
                                         "use [source_flags] for ISA flags and dispatch at run time"));
   return {};
 }
@@ -206,7 +206,7 @@ Result<std::map<std::string, std::vector<std::string>>> parse_source_flags(const
   for (auto&& [key, v] : *t) {
     std::string file = fs::path(std::string(key.str())).lexically_normal().generic_string();
     if (std::find(sources.begin(), sources.end(), fs::path(file)) == sources.end())
-      return std::unexpected(Error{ErrorKind::bad_input,
+      return opforge::unexpected(Error{ErrorKind::bad_input,
                                    "source_flags names '" + strings::cut(key.str()) + "', which is not in sources",
                                    {},
                                    r.at(key.source())});
@@ -220,7 +220,7 @@ Result<std::vector<Probe>> parse_probes(const TomlReader& r, const toml::table& 
   auto* n = doc.get("probe");
   if (!n) return out;
   auto* arr = n->as_array();
-  if (!arr) return std::unexpected(r.error_at(*n, "probe must be an array of tables ([[probe]])"));
+  if (!arr) return opforge::unexpected(r.error_at(*n, "probe must be an array of tables ([[probe]])"));
   for (auto& item : *arr) out.push_back(OPFORGE_TRY(parse_probe(r, item)));
   return out;
 }

@@ -132,7 +132,7 @@ Status check_command_wheel(const plan::Plan& plan, std::string_view bytes, const
   if (auto checked = check_cpu_target(plan, files, {}); !checked) {
     Error e = checked.error();
     e.hint += "; the refused wheel is " + wheel.string() + " (`opforge inspect` it)";
-    return std::unexpected(e);
+    return opforge::unexpected(e);
   }
   return {};
 }

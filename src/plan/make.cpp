@@ -238,7 +238,7 @@ Result<Toolchain> resolve_toolkit(probe::Machine m, const Options& opts, Plan& p
                                   : Result<cuda::Resolution>(unsatisfied("CUDA toolkit resolution is not available"));
   if (!cuda) {
     if (cuda.error().kind == ErrorKind::bad_input || cuda::names_user_toolkit(cuda.error()))
-      return std::unexpected(cuda.error());
+      return opforge::unexpected(cuda.error());
     chain.unavailable = cuda.error().message;
     plan.notes.push_back("toolkit: none (" + chain.unavailable + ")");
     return chain;
@@ -264,7 +264,7 @@ Status resolve_host(probe::Machine m, const Options& opts, Plan& plan, Toolchain
   }
   auto host = opts.resolvers.host(m, *chain.tk, r.compiler.host, r.compiler.allow_unsupported, plan.build_dir / "shim");
   if (!host) {
-    if (host.error().kind == ErrorKind::bad_input) return std::unexpected(host.error());
+    if (host.error().kind == ErrorKind::bad_input) return opforge::unexpected(host.error());
     chain.unavailable = "no host compiler that nvcc " + chain.tk->version.str() + " accepts: " + host.error().message;
     return {};
   }
@@ -292,7 +292,7 @@ Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& over
     }
     Error e = arch.error();
     if (from_env) e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
-    return std::unexpected(e);
+    return opforge::unexpected(e);
   }
   plan.arch = *arch;
   if (from_env) plan.arch.source = overrides.arch_from;

@@ -82,15 +82,15 @@ bool FakeFileSystem::is_executable(const fs::path& path) const {
 
 Result<std::string> FakeFileSystem::read_file(const fs::path& path) const {
   auto r = resolve(path);
-  if (!r) return std::unexpected(missing(path));
+  if (!r) return opforge::unexpected(missing(path));
   auto it = nodes_.find(*r);
-  if (it == nodes_.end() || it->second.type != FileType::regular) return std::unexpected(missing(path));
+  if (it == nodes_.end() || it->second.type != FileType::regular) return opforge::unexpected(missing(path));
   return it->second.content;
 }
 
 Result<std::vector<std::string>> FakeFileSystem::list_directory(const fs::path& path) const {
   auto r = resolve(path);
-  if (!r || resolved_type(*r) != FileType::directory) return std::unexpected(missing(path));
+  if (!r || resolved_type(*r) != FileType::directory) return opforge::unexpected(missing(path));
   std::vector<std::string> names;
   std::string prefix = *r == "/" ? "/" : *r + "/";
   for (auto& [key, node] : nodes_) {
@@ -104,13 +104,13 @@ Result<std::vector<std::string>> FakeFileSystem::list_directory(const fs::path& 
 
 Result<fs::path> FakeFileSystem::read_symlink(const fs::path& path) const {
   auto it = nodes_.find(norm(path));
-  if (it == nodes_.end() || it->second.type != FileType::symlink) return std::unexpected(missing(path));
+  if (it == nodes_.end() || it->second.type != FileType::symlink) return opforge::unexpected(missing(path));
   return fs::path(it->second.content);
 }
 
 Result<fs::path> FakeFileSystem::canonical(const fs::path& path) const {
   auto r = resolve(path);
-  if (!r || !nodes_.count(*r)) return std::unexpected(missing(path));
+  if (!r || !nodes_.count(*r)) return opforge::unexpected(missing(path));
   return fs::path(*r);
 }
 
@@ -125,7 +125,7 @@ std::optional<FileStamp> FakeFileSystem::stamp(const fs::path& path) const {
 
 Status FakeFileSystem::write_file_atomic(const fs::path& path, std::string_view content, unsigned mode) {
   if (resolved_type(fs::path(norm(path)).parent_path()) != FileType::directory)
-    return std::unexpected(missing(fs::path(norm(path)).parent_path()));
+    return opforge::unexpected(missing(fs::path(norm(path)).parent_path()));
   nodes_[norm(path)] = Node{FileType::regular, std::string(content), mode};
   log_.push_back("write " + norm(path));
   return {};
@@ -139,7 +139,7 @@ Status FakeFileSystem::create_directories(const fs::path& path) {
 
 Status FakeFileSystem::create_symlink(const fs::path& target, const fs::path& path) {
   if (resolved_type(fs::path(norm(path)).parent_path()) != FileType::directory)
-    return std::unexpected(missing(fs::path(norm(path)).parent_path()));
+    return opforge::unexpected(missing(fs::path(norm(path)).parent_path()));
   nodes_[norm(path)] = Node{FileType::symlink, target.string(), 0777};
   log_.push_back("symlink " + norm(path) + " -> " + target.string());
   return {};
@@ -147,7 +147,7 @@ Status FakeFileSystem::create_symlink(const fs::path& target, const fs::path& pa
 
 Status FakeFileSystem::rename(const fs::path& from, const fs::path& to) {
   auto it = nodes_.find(norm(from));
-  if (it == nodes_.end()) return std::unexpected(missing(from));
+  if (it == nodes_.end()) return opforge::unexpected(missing(from));
   nodes_[norm(to)] = it->second;
   nodes_.erase(norm(from));
   log_.push_back("rename " + norm(from) + " -> " + norm(to));

@@ -39,7 +39,7 @@ Result<std::string> read_to_end(int fd, const fs::path& path, std::uint64_t max_
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      return std::unexpected(io_error("cannot read", path, err));
+      return opforge::unexpected(io_error("cannot read", path, err));
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
@@ -83,7 +83,7 @@ Status rename_into_place(const fs::path& tmp, const fs::path& path, const std::s
   if (::rename(tmp.c_str(), path.c_str()) == 0) return {};
   int err = errno;
   ::unlink(tmp.c_str());
-  return std::unexpected(io_error(what, path, err));
+  return opforge::unexpected(io_error(what, path, err));
 }
 
 class RealFileSystem final : public FileSystem {
@@ -101,7 +101,7 @@ class RealFileSystem final : public FileSystem {
   }
   Result<std::string> read_file(const fs::path& path) const override {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::unexpected(io_error("cannot read", path, errno));
+    if (fd < 0) return opforge::unexpected(io_error("cannot read", path, errno));
     return read_to_end(fd, path, std::numeric_limits<std::uint64_t>::max());
   }
   Result<std::string> read_regular_file(const fs::path& path, std::uint64_t max_bytes) const override {
@@ -111,13 +111,13 @@ class RealFileSystem final : public FileSystem {
     if (fd < 0) {
       int err = errno;
       if (err == ENOENT || err == ENOTDIR) return bad_input(path.string() + ": no such file");
-      return std::unexpected(io_error("cannot read", path, err));
+      return opforge::unexpected(io_error("cannot read", path, err));
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
       int err = errno;
       ::close(fd);
-      return std::unexpected(io_error("cannot read", path, err));
+      return opforge::unexpected(io_error("cannot read", path, err));
     }
     if (!S_ISREG(st.st_mode)) {
       ::close(fd);
@@ -141,14 +141,14 @@ class RealFileSystem final : public FileSystem {
     std::vector<std::string> names;
     for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
       names.push_back(it->path().filename().string());
-    if (ec) return std::unexpected(io_error("cannot list", path, ec.value()));
+    if (ec) return opforge::unexpected(io_error("cannot list", path, ec.value()));
     std::sort(names.begin(), names.end());
     return names;
   }
   Result<fs::path> read_symlink(const fs::path& path) const override {
     std::error_code ec;
     auto target = fs::read_symlink(path, ec);
-    if (ec) return std::unexpected(io_error("cannot read link", path, ec.value()));
+    if (ec) return opforge::unexpected(io_error("cannot read link", path, ec.value()));
     return target;
   }
   fs::path absolute(const fs::path& path) const override {
@@ -159,7 +159,7 @@ class RealFileSystem final : public FileSystem {
   Result<fs::path> canonical(const fs::path& path) const override {
     std::error_code ec;
     auto p = fs::canonical(path, ec);
-    if (ec) return std::unexpected(io_error("cannot resolve", path, ec.value()));
+    if (ec) return opforge::unexpected(io_error("cannot resolve", path, ec.value()));
     return p;
   }
   std::optional<FileStamp> stamp(const fs::path& path) const override {
@@ -172,7 +172,7 @@ class RealFileSystem final : public FileSystem {
   Status write_file_atomic(const fs::path& path, std::string_view content, unsigned mode) override {
     auto tmp = temp_beside(path);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return std::unexpected(io_error("cannot write", tmp, errno));
+    if (fd < 0) return opforge::unexpected(io_error("cannot write", tmp, errno));
     size_t done = 0;
     while (done < content.size()) {
       ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -181,7 +181,7 @@ class RealFileSystem final : public FileSystem {
         int err = errno;
         ::close(fd);
         ::unlink(tmp.c_str());
-        return std::unexpected(io_error("cannot write", tmp, err));
+        return opforge::unexpected(io_error("cannot write", tmp, err));
       }
       done += static_cast<size_t>(n);
     }
@@ -189,35 +189,35 @@ class RealFileSystem final : public FileSystem {
     if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0 || ::close(fd) != 0) {
       int err = errno;
       ::unlink(tmp.c_str());
-      return std::unexpected(io_error("cannot write", tmp, err));
+      return opforge::unexpected(io_error("cannot write", tmp, err));
     }
     return rename_into_place(tmp, path, "cannot rename into");
   }
   Status create_directories(const fs::path& path) override {
     std::error_code ec;
     fs::create_directories(path, ec);
-    if (ec) return std::unexpected(io_error("cannot create directory", path, ec.value()));
+    if (ec) return opforge::unexpected(io_error("cannot create directory", path, ec.value()));
     return {};
   }
   Status create_symlink(const fs::path& target, const fs::path& path) override {
     auto tmp = temp_beside(path);
     if (::symlink(target.c_str(), tmp.c_str()) != 0)
-      return std::unexpected(io_error("cannot create symlink", tmp, errno));
+      return opforge::unexpected(io_error("cannot create symlink", tmp, errno));
     return rename_into_place(tmp, path, "cannot create symlink");
   }
   Status rename(const fs::path& from, const fs::path& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0)
-      return std::unexpected(io_error("cannot rename " + from.string() + " to", to, errno));
+      return opforge::unexpected(io_error("cannot rename " + from.string() + " to", to, errno));
     return {};
   }
   Status remove(const fs::path& path) override {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return std::unexpected(io_error("cannot remove", path, errno));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return opforge::unexpected(io_error("cannot remove", path, errno));
     return {};
   }
   Status remove_all(const fs::path& path) override {
     std::error_code ec;
     fs::remove_all(path, ec);
-    if (ec) return std::unexpected(io_error("cannot remove", path, ec.value()));
+    if (ec) return opforge::unexpected(io_error("cannot remove", path, ec.value()));
     return {};
   }
   Result<fs::path> make_temp_directory(std::string_view prefix) override {
@@ -226,12 +226,12 @@ class RealFileSystem final : public FileSystem {
         (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/" + std::string(prefix) + "XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
-    if (!::mkdtemp(buf.data())) return std::unexpected(io_error("cannot create", templ, errno));
+    if (!::mkdtemp(buf.data())) return opforge::unexpected(io_error("cannot create", templ, errno));
     return fs::path(buf.data());
   }
   Result<std::shared_ptr<void>> try_lock(const fs::path& path) override {
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return std::unexpected(io_error("cannot open lock", path, errno));
+    if (fd < 0) return opforge::unexpected(io_error("cannot open lock", path, errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
       ::close(fd);
@@ -239,7 +239,7 @@ class RealFileSystem final : public FileSystem {
         return failure("another opforge build is running in " + path.parent_path().string() + " (it holds " +
                            path.filename().string() + ")",
                        "wait for it to finish, or build into another folder with --build-dir");
-      return std::unexpected(io_error("cannot lock", path, err));
+      return opforge::unexpected(io_error("cannot lock", path, err));
     }
     // The kernel drops the lock when the descriptor closes, also when we are killed.
     return std::shared_ptr<void>(new int(fd), [](void* p) {

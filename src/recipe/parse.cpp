@@ -49,7 +49,7 @@ Status check_arch_list(const TomlReader& r, const toml::node& node, const std::s
   e.kind = ErrorKind::bad_input;
   e.message = std::string(key) + ": " + e.message;
   e.where = r.inside_string(node, offset + (e.where.column > 0 ? e.where.column : 1));
-  return std::unexpected(e);
+  return opforge::unexpected(e);
 }
 
 struct Parser {
@@ -64,14 +64,14 @@ struct Parser {
     if (auto* n = t.get("name")) {
       out.package.name = OPFORGE_TRY(r.string(*n, "package.name"));
       if (!is_distribution_name(out.package.name))
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(*n, "package.name '" + strings::cut(out.package.name) + "' is not a valid distribution name",
                        "use letters, digits, '.', '_' and '-'"));
     }
     if (auto* n = t.get("version")) {
       out.package.version = OPFORGE_TRY(r.string(*n, "package.version"));
       if (!is_public_version(out.package.version))
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(*n, "package.version '" + strings::cut(out.package.version) + "' is not a PEP 440 version",
                        "write it like 0.1.0, 1.2rc1 or 2.0.post1"));
     }
@@ -87,7 +87,7 @@ struct Parser {
         if (close == std::string::npos || std::find(known.begin(), known.end(), name) == known.end()) {
           std::string msg = "package.local_version: unknown placeholder '{" + strings::cut(name) + "}'";
           if (auto g = strings::did_you_mean(name, known)) msg += "; did you mean '{" + *g + "}'?";
-          return std::unexpected(Error{ErrorKind::bad_input, msg, "placeholders: {cuda_major}, {cuda_minor}, {commit}",
+          return opforge::unexpected(Error{ErrorKind::bad_input, msg, "placeholders: {cuda_major}, {cuda_minor}, {commit}",
                                        r.inside_string(*n, static_cast<int>(open) + 1)});
         }
       }
@@ -112,21 +112,21 @@ struct Parser {
       out.source.git = OPFORGE_TRY(r.string(*n, "source.git"));
       remember("source.git", *n);
       if (t.get("path"))
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(*n, "[source] has both path and git", "keep one: path = \"..\" or git = \"URL\" with rev"));
     }
     if (auto* n = t.get("rev")) {
       out.source.rev = OPFORGE_TRY(r.string(*n, "source.rev"));
       if (!out.source.git)
-        return std::unexpected(r.error_at(*n, "source.rev needs source.git", "add git = \"URL\" or remove rev"));
+        return opforge::unexpected(r.error_at(*n, "source.rev needs source.git", "add git = \"URL\" or remove rev"));
     }
     if (auto* n = t.get("ops_dir")) {
       out.source.ops_dir = OPFORGE_TRY(r.string(*n, "source.ops_dir"));
       remember("source.ops_dir", *n);
       if (out.source.ops_dir.is_absolute())
-        return std::unexpected(r.error_at(*n, "source.ops_dir must be relative to the source tree"));
+        return opforge::unexpected(r.error_at(*n, "source.ops_dir must be relative to the source tree"));
       if (auto norm = out.source.ops_dir.lexically_normal(); !norm.empty() && *norm.begin() == "..")
-        return std::unexpected(r.error_at(*n, "source.ops_dir leads outside the source tree",
+        return opforge::unexpected(r.error_at(*n, "source.ops_dir leads outside the source tree",
                                           "name a folder inside the source tree, such as \"src/kernels\""));
     }
     return {};
@@ -143,7 +143,7 @@ struct Parser {
         Error e = spec.error();
         e.message = "cuda.version: " + e.message;
         e.where = r.inside_string(*n, e.where.column);
-        return std::unexpected(e);
+        return opforge::unexpected(e);
       }
     }
     if (auto* n = t.get("python")) out.cuda.python = OPFORGE_TRY(r.string(*n, "cuda.python"));
@@ -156,7 +156,7 @@ struct Parser {
       out.compiler.host = OPFORGE_TRY(r.string(*n, "compiler.host"));
       remember("compiler.host", *n);
       if (out.compiler.host.empty())
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(*n, "compiler.host is empty", "use \"auto\" or a command such as \"g++-11\""));
     }
     if (auto* n = t.get("allow_unsupported"))
@@ -176,13 +176,13 @@ struct Parser {
           items.push_back(s);
         }
         if (items.empty())
-          return std::unexpected(r.error_at(*n, "arch.list is empty", "use \"auto\" or list architectures"));
+          return opforge::unexpected(r.error_at(*n, "arch.list is empty", "use \"auto\" or list architectures"));
         out.arch.list = strings::join(items, ";");
       } else if (n->as_string()) {
         out.arch.list = n->as_string()->get();
         if (out.arch.list != "auto") OPFORGE_CHECK(check_arch_list(r, *n, out.arch.list, "arch.list"));
       } else {
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(*n, "arch.list must be \"auto\", a string or an array of strings, not " + type_name(*n)));
       }
     }
@@ -204,7 +204,7 @@ struct Parser {
         out.ops[name] = OpRequest::automatic;
       } else {
         std::string got = node.as_string() ? "\"" + strings::cut(node.as_string()->get()) + "\"" : type_name(node);
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(node, "ops." + strings::cut(name) + " must be true, false or \"auto\", not " + got));
       }
     }
@@ -221,13 +221,13 @@ struct Parser {
       if (v == "native") out.build.backend = Backend::native;
       else if (v == "command") out.build.backend = Backend::command;
       else
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(*n, "build.backend must be \"native\" or \"command\", not \"" + strings::cut(v) + "\""));
     }
     if (auto* n = t.get("command")) out.build.command = OPFORGE_TRY(r.string_array(*n, "build.command"));
     if (out.build.backend == Backend::command && out.build.command.empty()) {
       const toml::node& at = t.get("command") ? *t.get("command") : *t.get("backend");
-      return std::unexpected(r.error_at(at, "build.backend = \"command\" needs a non-empty build.command",
+      return opforge::unexpected(r.error_at(at, "build.backend = \"command\" needs a non-empty build.command",
                                         "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]"));
     }
     if (auto* n = t.get("wheel_glob")) out.build.wheel_glob = OPFORGE_TRY(r.string(*n, "build.wheel_glob"));
@@ -239,7 +239,7 @@ struct Parser {
       } else if (auto* s = n->as_string(); s && s->get() == "auto") {
         out.build.jobs = 0;
       } else {
-        return std::unexpected(r.error_at(*n, "build.jobs must be \"auto\" or a positive integer"));
+        return opforge::unexpected(r.error_at(*n, "build.jobs must be \"auto\" or a positive integer"));
       }
     }
     if (auto* n = t.get("cache")) {
@@ -247,7 +247,7 @@ struct Parser {
       if (v == "none") out.build.cache = Cache::none;
       else if (v == "ccache") out.build.cache = Cache::ccache;
       else
-        return std::unexpected(
+        return opforge::unexpected(
             r.error_at(*n, "build.cache must be \"none\" or \"ccache\", not \"" + strings::cut(v) + "\""));
     }
     if (auto* n = t.get("remote")) out.build.remote = OPFORGE_TRY(r.string(*n, "build.remote"));
@@ -265,7 +265,7 @@ struct Parser {
         if (v == "native")
           msg = "build.cpu_target = \"native\" names the build machine's CPU, not the CPUs the wheel runs on";
         else if (guess) msg += "; did you mean \"" + *guess + "\"?";
-        return std::unexpected(r.error_at(
+        return opforge::unexpected(r.error_at(
             *n, msg,
             "accepted values: " + strings::join(names, ", ") + " (leave the key out to keep the project's own flags)"));
       }
@@ -285,13 +285,13 @@ Status check_arch_list(std::string_view text) {
   std::size_t start = 0;
   for (auto& entry : strings::split(text, ';')) {
     if (strings::trim(entry).empty())
-      return std::unexpected(Error{ErrorKind::bad_input, "empty entry in the arch list",
+      return opforge::unexpected(Error{ErrorKind::bad_input, "empty entry in the arch list",
                                    "remove the extra ';' (entries look like 8.6 or 9.0+PTX)",
                                    Location{{}, 0, static_cast<int>(start) + 1, {}}});
     start += entry.size() + 1;
   }
   auto parsed = target::parse_arch_list(text);
-  if (!parsed) return std::unexpected(parsed.error());
+  if (!parsed) return opforge::unexpected(parsed.error());
   return {};
 }
 

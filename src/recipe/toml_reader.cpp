@@ -18,7 +18,7 @@ Result<toml::table> TomlReader::parse() const {
   if (auto bad = check_toml_text(text_)) {
     Location loc{file_.string(), bad->line, bad->column, {}};
     if (bad->line >= 1 && bad->line <= static_cast<int>(lines_.size())) loc.source_line = lines_[bad->line - 1];
-    return std::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + bad->message,
+    return opforge::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + bad->message,
                                  bad->hint.empty() ? "see https://toml.io for the syntax" : bad->hint, loc});
   }
   try {
@@ -35,7 +35,7 @@ Result<toml::table> TomlReader::parse() const {
     }
     return toml::parse(text_, file_.string());
   } catch (const toml::parse_error& e) {
-    return std::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + std::string(e.description()),
+    return opforge::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + std::string(e.description()),
                                  "see https://toml.io for the syntax", at(e.source())});
   }
 }
@@ -85,7 +85,7 @@ Status TomlReader::check_keys(const toml::table& table, const std::vector<std::s
     std::string msg = "unknown key '" + strings::cut(name) + "' in " + std::string(where);
     if (auto guess = strings::did_you_mean(name, allowed)) msg += "; did you mean '" + *guess + "'?";
     Location loc = at(key.source());
-    return std::unexpected(Error{ErrorKind::bad_input, msg, "valid keys: " + strings::join(allowed, ", "), loc});
+    return opforge::unexpected(Error{ErrorKind::bad_input, msg, "valid keys: " + strings::join(allowed, ", "), loc});
   }
   return {};
 }
@@ -107,28 +107,28 @@ std::optional<Error> nul_in(const TomlReader& r, const toml::node& node, std::st
 
 Result<std::string> TomlReader::string(const toml::node& node, std::string_view key) const {
   if (auto* s = node.as_string()) {
-    if (auto e = nul_in(*this, node, key, s->get())) return std::unexpected(*e);
+    if (auto e = nul_in(*this, node, key, s->get())) return opforge::unexpected(*e);
     return s->get();
   }
-  return std::unexpected(error_at(node, std::string(key) + " must be a string, not " + type_name(node)));
+  return opforge::unexpected(error_at(node, std::string(key) + " must be a string, not " + type_name(node)));
 }
 
 Result<bool> TomlReader::boolean(const toml::node& node, std::string_view key) const {
   if (auto* b = node.as_boolean()) return b->get();
-  return std::unexpected(error_at(node, std::string(key) + " must be true or false, not " + type_name(node)));
+  return opforge::unexpected(error_at(node, std::string(key) + " must be true or false, not " + type_name(node)));
 }
 
 Result<std::vector<std::string>> TomlReader::string_array(const toml::node& node, std::string_view key) const {
   auto* arr = node.as_array();
   if (!arr)
-    return std::unexpected(error_at(node, std::string(key) + " must be an array of strings, not " + type_name(node)));
+    return opforge::unexpected(error_at(node, std::string(key) + " must be an array of strings, not " + type_name(node)));
   std::vector<std::string> out;
   for (auto& item : *arr) {
     auto* s = item.as_string();
     if (!s)
-      return std::unexpected(
+      return opforge::unexpected(
           error_at(item, std::string(key) + " must be an array of strings; this item is " + type_name(item)));
-    if (auto e = nul_in(*this, item, key, s->get())) return std::unexpected(*e);
+    if (auto e = nul_in(*this, item, key, s->get())) return opforge::unexpected(*e);
     out.push_back(s->get());
   }
   return out;
@@ -136,7 +136,7 @@ Result<std::vector<std::string>> TomlReader::string_array(const toml::node& node
 
 Result<const toml::table*> TomlReader::table(const toml::node& node, std::string_view key) const {
   if (auto* t = node.as_table()) return t;
-  return std::unexpected(error_at(node, "[" + std::string(key) + "] must be a table, not " + type_name(node)));
+  return opforge::unexpected(error_at(node, "[" + std::string(key) + "] must be a table, not " + type_name(node)));
 }
 
 }  // namespace opforge::recipe

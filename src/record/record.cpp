@@ -47,7 +47,7 @@ class Reader {
  public:
   explicit Reader(const fs::path& file) : file_(file) {}
 
-  std::unexpected<Error> wrong(const std::string& field, const char* expected, const nlohmann::json& got) const {
+  opforge::unexpected<Error> wrong(const std::string& field, const char* expected, const nlohmann::json& got) const {
     return bad_input(file_.string() + ": field '" + field + "' must be " + expected + ", not " + type_name(got),
                      "this is not a record opforge wrote; pass the .opforge-record.json written beside a wheel");
   }

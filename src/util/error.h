@@ -1,7 +1,7 @@
 #pragma once
 /// Errors as values. Leaf functions return Result<T>; one place (cli/main.cpp) turns an Error
 /// into a message and an exit code.
-#include <expected>
+#include "util/expected.h"
 #include <string>
 #include <utility>
 
@@ -35,38 +35,38 @@ struct Error {
 int exit_code(ErrorKind kind);
 
 template <typename T>
-using Result = std::expected<T, Error>;
+using Result = opforge::expected<T, Error>;
 
-using Status = std::expected<void, Error>;
+using Status = opforge::expected<void, Error>;
 
-inline std::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {}, Location where = {}) {
-  return std::unexpected(Error{kind, std::move(message), std::move(hint), std::move(where)});
+inline opforge::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {}, Location where = {}) {
+  return opforge::unexpected(Error{kind, std::move(message), std::move(hint), std::move(where)});
 }
-inline std::unexpected<Error> bad_input(std::string message, std::string hint = {}, Location where = {}) {
+inline opforge::unexpected<Error> bad_input(std::string message, std::string hint = {}, Location where = {}) {
   return fail(ErrorKind::bad_input, std::move(message), std::move(hint), std::move(where));
 }
-inline std::unexpected<Error> unsatisfied(std::string message, std::string hint = {}) {
+inline opforge::unexpected<Error> unsatisfied(std::string message, std::string hint = {}) {
   return fail(ErrorKind::unsatisfied, std::move(message), std::move(hint));
 }
-inline std::unexpected<Error> failure(std::string message, std::string hint = {}) {
+inline opforge::unexpected<Error> failure(std::string message, std::string hint = {}) {
   return fail(ErrorKind::failed, std::move(message), std::move(hint));
 }
 
 }  // namespace opforge
 
 /// Keeps the happy path straight: `auto x = OPFORGE_TRY(f());` returns f's error from the caller.
-/// A GNU statement expression (`({ ... })`): gcc and clang accept it in -std=c++23 mode, and
+/// A GNU statement expression (`({ ... })`): gcc and clang accept it in -std=c++20 mode, and
 /// standard C++ has no expression that can return from the enclosing function; opforge builds only
 /// with those two compilers (a -Wpedantic build would flag each use).
 #define OPFORGE_TRY(expr)                                                                     \
   ({                                                                                          \
     auto&& opforge_try_result_ = (expr);                                                      \
-    if (!opforge_try_result_) return std::unexpected(std::move(opforge_try_result_).error()); \
+    if (!opforge_try_result_) return opforge::unexpected(std::move(opforge_try_result_).error()); \
     std::move(opforge_try_result_).value();                                                   \
   })
 /// For Status (void) results.
 #define OPFORGE_CHECK(expr)                                                                       \
   do {                                                                                            \
     auto&& opforge_check_result_ = (expr);                                                        \
-    if (!opforge_check_result_) return std::unexpected(std::move(opforge_check_result_).error()); \
+    if (!opforge_check_result_) return opforge::unexpected(std::move(opforge_check_result_).error()); \
   } while (0)

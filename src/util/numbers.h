@@ -3,7 +3,7 @@
 /// throws (std::stoi aborts the process on "99999999999" when nothing catches its exception).
 #include <charconv>
 #include <concepts>
-#include <expected>
+#include "util/expected.h"
 #include <string_view>
 
 namespace opforge::numbers {
@@ -15,17 +15,17 @@ enum class IntError {
 
 /// Parses all of `text` (no spaces, no '+') as a base-10 T.
 template <std::integral T>
-std::expected<T, IntError> parse_int(std::string_view text) {
+opforge::expected<T, IntError> parse_int(std::string_view text) {
   T v{};
   const char* end = text.data() + text.size();
   auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || p == text.data()) return std::unexpected(IntError::not_integer);
+  if (text.empty() || p == text.data()) return opforge::unexpected(IntError::not_integer);
   if (ec == std::errc::result_out_of_range) {
     // from_chars stops at the end of the digits: anything after them makes it "not an integer".
     while (p != end && *p >= '0' && *p <= '9') ++p;
-    return std::unexpected(p == end ? IntError::out_of_range : IntError::not_integer);
+    return opforge::unexpected(p == end ? IntError::out_of_range : IntError::not_integer);
   }
-  if (ec != std::errc() || p != end) return std::unexpected(IntError::not_integer);
+  if (ec != std::errc() || p != end) return opforge::unexpected(IntError::not_integer);
   return v;
 }
 

@@ -75,14 +75,14 @@ Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel
   auto cleanup = [&] { (void)m.fs.remove_all(dir); };
   if (auto st = m.fs.write_file_atomic(tmp, content, 0755); !st) {
     cleanup();
-    return std::unexpected(st.error());
+    return opforge::unexpected(st.error());
   }
   probe::Command cmd;
   cmd.argv = {"strip", "--strip-unneeded", tmp.string()};
   auto res = m.proc.run(cmd);
   if (!res) {
     cleanup();
-    return std::unexpected(res.error());
+    return opforge::unexpected(res.error());
   }
   if (!res->ok()) {
     cleanup();

@@ -197,7 +197,7 @@ Result<std::string> read_wheel(const probe::FileSystem& fs, const fs::path& path
   if (!bytes) {
     auto e = bytes.error();
     if (e.kind == ErrorKind::bad_input && e.hint.empty()) e.hint = "pass a .whl file";
-    return std::unexpected(std::move(e));
+    return opforge::unexpected(std::move(e));
   }
   return bytes;
 }
