@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,26 @@ using namespace opforge;
 namespace {
 
 using test_util::slurp;
+
+/// The entries that differ between two wheels (by content, mode, or presence), sorted: what a
+/// rebuild names when its bytes do not match. Empty when the entries are equal (the archives may
+/// still differ in zip metadata; compare bytes for that).
+Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std::string_view wheel_b) {
+  auto a = OPFORGE_TRY(wheel::read_archive(wheel_a));
+  auto b = OPFORGE_TRY(wheel::read_archive(wheel_b));
+  std::map<std::string, const wheel::Entry*> in_b;
+  for (const auto& e : b) in_b[e.path] = &e;
+  std::vector<std::string> out;
+  for (const auto& e : a) {
+    auto it = in_b.find(e.path);
+    if (it == in_b.end() || it->second->content != e.content || it->second->mode != e.mode) out.push_back(e.path);
+    if (it != in_b.end()) in_b.erase(it);
+  }
+  for (const auto& [path, _] : in_b) out.push_back(path);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 plan::Plan base_plan(const fs::path& src, const fs::path& work) {
   plan::Plan p;
@@ -344,10 +365,10 @@ TEST(CompileCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
   };
   std::string a = zip({{"p/a.py", "1"}, {"p/b.so", "x"}, {"p/gone.py", "g"}});
   std::string b = zip({{"p/a.py", "1"}, {"p/b.so", "y"}, {"p/new.py", "n"}});
-  auto d = compile::differing_entries(a, b);
+  auto d = differing_entries(a, b);
   ASSERT_TRUE(d) << d.error().render();
   EXPECT_EQ(*d, (std::vector<std::string>{"p/b.so", "p/gone.py", "p/new.py"}));
-  auto same = compile::differing_entries(a, a);
+  auto same = differing_entries(a, a);
   ASSERT_TRUE(same);
   EXPECT_TRUE(same->empty());
 }
@@ -416,7 +437,7 @@ TEST(CompileCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForB
   bool has_cuda = false;
   for (auto& [path, _] : ma) has_cuda |= path.find("libdemo_cuda") != std::string::npos;
   EXPECT_TRUE(has_cuda);
-  auto differing = compile::differing_entries(a, b);
+  auto differing = differing_entries(a, b);
   ASSERT_TRUE(differing) << differing.error().render();
   std::string names;
   for (const auto& n : *differing) names += " " + n;
