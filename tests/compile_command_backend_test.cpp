@@ -91,7 +91,7 @@ TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   torch.python = "python3";
   torch.python_cflags = "-DNDEBUG -g -fwrapv -O2 -Wall ";
   p.cuda.torch = torch;
-  p.recipe.build.cache = recipe::Cache::ccache;
+  p.cache = recipe::Cache::ccache;
   p.recipe.build.remote = "redis://127.0.0.1:6379";
   auto env = compile::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
   // setuptools would take CFLAGS instead of sysconfig's: Python's own come first, then the caller's.
@@ -109,6 +109,28 @@ TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   EXPECT_FALSE(delta.contains("HOME"));
   EXPECT_TRUE(delta.contains("CFLAGS"));
   EXPECT_EQ(delta["SOURCE_DATE_EPOCH"], "1700000000");
+}
+
+TEST(CompileCommandBackend, ThePlansCacheDecidesNotTheRecipes) {
+  for (auto [recipe_cache, plan_cache] :
+       {std::pair{recipe::Cache::ccache, recipe::Cache::none}, std::pair{recipe::Cache::none, recipe::Cache::ccache}}) {
+    auto p = base_plan("/src/ops", "/w");
+    p.recipe.build.cache = recipe_cache;
+    p.cache = plan_cache;
+    p.cuda.chosen = cuda::Toolkit{.root = "/usr/local/cuda", .nvcc = "/usr/local/cuda/bin/nvcc"};
+    auto env = compile::command_environment({{"PATH", "/bin"}, {"TORCH_NO_COMPILER_WRAPPER", "0"}}, p, "/t",
+                                            "/c/nvcc/0123/nvcc");
+    if (plan_cache == recipe::Cache::ccache) {
+      EXPECT_FALSE(env.contains("TORCH_NO_COMPILER_WRAPPER"));
+      EXPECT_EQ(env["CCACHE_BASEDIR"], "/t");
+      EXPECT_EQ(env["CCACHE_DEPEND"], "1");
+      EXPECT_EQ(env["PYTORCH_NVCC"], "ccache /c/nvcc/0123/nvcc");
+    } else {
+      EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");
+      for (const auto& [k, v] : env) EXPECT_FALSE(k.starts_with("CCACHE_")) << k << "=" << v;
+      EXPECT_EQ(env["PYTORCH_NVCC"], "/c/nvcc/0123/nvcc");
+    }
+  }
 }
 
 TEST(CompileCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
@@ -147,7 +169,7 @@ TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   tk.nvcc = nvcc;
   p.cuda.chosen = tk;
   EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
-  p.recipe.build.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
+  p.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
   EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
   fs::remove_all(top);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compile/compiler_cache.h"
 #include "compiler/host.h"
 #include "util/strings.h"
 
@@ -56,24 +57,19 @@ void add_reproducibility_flags(std::map<std::string, std::string>& env, const pl
   env["PYTHONHASHSEED"] = "0";
 }
 
-/// [build] cache: torch's BuildExtension puts ccache in front of the host compiler and nvcc when
-/// ccache is on PATH and TORCH_NO_COMPILER_WRAPPER is unset.
+/// The plan's compiler cache (--cache, else [build] cache): torch's BuildExtension puts ccache in
+/// front of the host compiler and nvcc when ccache is on PATH and TORCH_NO_COMPILER_WRAPPER is unset.
 void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& tree) {
-  if (plan.recipe.build.cache != recipe::Cache::ccache) {
+  if (plan.cache != recipe::Cache::ccache) {
     env["TORCH_NO_COMPILER_WRAPPER"] = "1";  // every compile runs for real
     return;
   }
-  // The scratch tree's path is the same for the same content, so hits need no base_dir trick; the
-  // prefix map only rewrites paths it makes identical anyway, so ccache leaves it out of the hash.
+  // The scratch tree's path is the same for the same content, so hits need no base_dir trick.
+  // Depend mode: a miss then costs the compile alone, ccache reading the headers from the
+  // compiler's -MMD file instead of running the preprocessor first (about 4% of a torch
+  // extension's compile here; nvcc, which ccache cannot use it for, keeps the preprocessor mode).
   env.erase("TORCH_NO_COMPILER_WRAPPER");
-  env["CCACHE_BASEDIR"] = tree.string();
-  env["CCACHE_NOHASHDIR"] = "1";
-  env["CCACHE_IGNOREOPTIONS"] = "-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*";
-  // A miss then costs the compile alone: ccache reads the headers from the compiler's -MMD file
-  // instead of running the preprocessor first (about 4% of a torch extension's compile here;
-  // nvcc, which ccache cannot use it for, keeps the preprocessor mode).
-  env["CCACHE_DEPEND"] = "1";
-  if (!plan.recipe.build.remote.empty()) env["CCACHE_REMOTE_STORAGE"] = plan.recipe.build.remote;
+  set_ccache_environment(env, {.base_dir = tree, .remote = plan.recipe.build.remote, .depend_mode = true});
 }
 
 }  // namespace
@@ -86,7 +82,7 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
   for (const auto& [k, v] : plan.exports) env[k] = v;
   set_compilers(env, plan, host);
   add_reproducibility_flags(env, plan, tree);
-  const bool ccache = plan.recipe.build.cache == recipe::Cache::ccache;
+  const bool ccache = plan.cache == recipe::Cache::ccache;
   if (plan.cuda.chosen && !nvcc_wrapper.empty() && !env.contains("PYTORCH_NVCC"))
     env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();
   if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
