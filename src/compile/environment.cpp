@@ -69,7 +69,8 @@ void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Pla
   // compiler's -MMD file instead of running the preprocessor first (about 4% of a torch
   // extension's compile here; nvcc, which ccache cannot use it for, keeps the preprocessor mode).
   env.erase("TORCH_NO_COMPILER_WRAPPER");
-  set_ccache_environment(env, {.base_dir = tree, .remote = plan.recipe.build.remote, .depend_mode = true});
+  set_ccache_environment(env,
+                         {.base_dir = tree, .remote = plan.recipe.build.remote, .stats_log = {}, .depend_mode = true});
 }
 
 }  // namespace

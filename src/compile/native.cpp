@@ -259,9 +259,10 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
       if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc") step.argv.insert(step.argv.begin(), "ccache");
     // docs/reference.md §5: every path relative (base_dir "/"), so hits cross folders; this build's
     // own counters in the stats log (the user's global ccache statistics are left alone).
-    set_ccache_environment(
-        graph.env,
-        {.base_dir = "/", .remote = plan.recipe.build.remote, .stats_log = plan.build_dir / "ccache-stats.log"});
+    set_ccache_environment(graph.env, {.base_dir = "/",
+                                       .remote = plan.recipe.build.remote,
+                                       .stats_log = plan.build_dir / "ccache-stats.log",
+                                       .depend_mode = false});
     (void)m.fs.remove(plan.build_dir / "ccache-stats.log");
   }
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "lib"));
