@@ -117,7 +117,10 @@ TEST(CompileCommandBackend, ThePlansCacheDecidesNotTheRecipes) {
     auto p = base_plan("/src/ops", "/w");
     p.recipe.build.cache = recipe_cache;
     p.cache = plan_cache;
-    p.cuda.chosen = cuda::Toolkit{.root = "/usr/local/cuda", .nvcc = "/usr/local/cuda/bin/nvcc"};
+    cuda::Toolkit tk;
+    tk.root = "/usr/local/cuda";
+    tk.nvcc = "/usr/local/cuda/bin/nvcc";
+    p.cuda.chosen = tk;
     auto env = compile::command_environment({{"PATH", "/bin"}, {"TORCH_NO_COMPILER_WRAPPER", "0"}}, p, "/t",
                                             "/c/nvcc/0123/nvcc");
     if (plan_cache == recipe::Cache::ccache) {
