@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,26 @@ using namespace opforge;
 namespace {
 
 using test_util::slurp;
+
+/// The entries that differ between two wheels (by content, mode, or presence), sorted: what a
+/// rebuild names when its bytes do not match. Empty when the entries are equal (the archives may
+/// still differ in zip metadata; compare bytes for that).
+Result<std::vector<std::string>> differing_entries(std::string_view wheel_a, std::string_view wheel_b) {
+  auto a = OPFORGE_TRY(wheel::read_archive(wheel_a));
+  auto b = OPFORGE_TRY(wheel::read_archive(wheel_b));
+  std::map<std::string, const wheel::Entry*> in_b;
+  for (const auto& e : b) in_b[e.path] = &e;
+  std::vector<std::string> out;
+  for (const auto& e : a) {
+    auto it = in_b.find(e.path);
+    if (it == in_b.end() || it->second->content != e.content || it->second->mode != e.mode) out.push_back(e.path);
+    if (it != in_b.end()) in_b.erase(it);
+  }
+  for (const auto& [path, _] : in_b) out.push_back(path);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 plan::Plan base_plan(const fs::path& src, const fs::path& work) {
   plan::Plan p;
@@ -70,7 +91,7 @@ TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   torch.python = "python3";
   torch.python_cflags = "-DNDEBUG -g -fwrapv -O2 -Wall ";
   p.cuda.torch = torch;
-  p.recipe.build.cache = recipe::Cache::ccache;
+  p.cache = recipe::Cache::ccache;
   p.recipe.build.remote = "redis://127.0.0.1:6379";
   auto env = compile::command_environment({{"CFLAGS", "-I/opt/aio/include"}}, p, "/cache/trees/0123");
   // setuptools would take CFLAGS instead of sysconfig's: Python's own come first, then the caller's.
@@ -88,6 +109,31 @@ TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
   EXPECT_FALSE(delta.contains("HOME"));
   EXPECT_TRUE(delta.contains("CFLAGS"));
   EXPECT_EQ(delta["SOURCE_DATE_EPOCH"], "1700000000");
+}
+
+TEST(CompileCommandBackend, ThePlansCacheDecidesNotTheRecipes) {
+  for (auto [recipe_cache, plan_cache] :
+       {std::pair{recipe::Cache::ccache, recipe::Cache::none}, std::pair{recipe::Cache::none, recipe::Cache::ccache}}) {
+    auto p = base_plan("/src/ops", "/w");
+    p.recipe.build.cache = recipe_cache;
+    p.cache = plan_cache;
+    cuda::Toolkit tk;
+    tk.root = "/usr/local/cuda";
+    tk.nvcc = "/usr/local/cuda/bin/nvcc";
+    p.cuda.chosen = tk;
+    auto env = compile::command_environment({{"PATH", "/bin"}, {"TORCH_NO_COMPILER_WRAPPER", "0"}}, p, "/t",
+                                            "/c/nvcc/0123/nvcc");
+    if (plan_cache == recipe::Cache::ccache) {
+      EXPECT_FALSE(env.contains("TORCH_NO_COMPILER_WRAPPER"));
+      EXPECT_EQ(env["CCACHE_BASEDIR"], "/t");
+      EXPECT_EQ(env["CCACHE_DEPEND"], "1");
+      EXPECT_EQ(env["PYTORCH_NVCC"], "ccache /c/nvcc/0123/nvcc");
+    } else {
+      EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");
+      for (const auto& [k, v] : env) EXPECT_FALSE(k.starts_with("CCACHE_")) << k << "=" << v;
+      EXPECT_EQ(env["PYTORCH_NVCC"], "/c/nvcc/0123/nvcc");
+    }
+  }
 }
 
 TEST(CompileCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
@@ -126,7 +172,7 @@ TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   tk.nvcc = nvcc;
   p.cuda.chosen = tk;
   EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
-  p.recipe.build.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
+  p.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
   EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
   fs::remove_all(top);
 }
@@ -344,10 +390,10 @@ TEST(CompileCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
   };
   std::string a = zip({{"p/a.py", "1"}, {"p/b.so", "x"}, {"p/gone.py", "g"}});
   std::string b = zip({{"p/a.py", "1"}, {"p/b.so", "y"}, {"p/new.py", "n"}});
-  auto d = compile::differing_entries(a, b);
+  auto d = differing_entries(a, b);
   ASSERT_TRUE(d) << d.error().render();
   EXPECT_EQ(*d, (std::vector<std::string>{"p/b.so", "p/gone.py", "p/new.py"}));
-  auto same = compile::differing_entries(a, a);
+  auto same = differing_entries(a, a);
   ASSERT_TRUE(same);
   EXPECT_TRUE(same->empty());
 }
@@ -416,7 +462,7 @@ TEST(CompileCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForB
   bool has_cuda = false;
   for (auto& [path, _] : ma) has_cuda |= path.find("libdemo_cuda") != std::string::npos;
   EXPECT_TRUE(has_cuda);
-  auto differing = compile::differing_entries(a, b);
+  auto differing = differing_entries(a, b);
   ASSERT_TRUE(differing) << differing.error().render();
   std::string names;
   for (const auto& n : *differing) names += " " + n;

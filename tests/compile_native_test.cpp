@@ -152,9 +152,10 @@ TEST(CompileRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {
   fm.env.set("PATH", "/usr/bin");
   fm.fs.add_file("/b d/ccache-stats.log", data("ccache/stats-log.node-b-remote.txt"));
   fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 0, .out = "[1/6] c++ cpuop/a.cpp\n"});
-  RunOptions o;
-  o.launcher = Launcher::ccache;
-  auto r = run(fm.machine(), two_op_plan(), o);
+  auto p = two_op_plan();
+  p.recipe.build.cache = recipe::Cache::none;  // the plan's cache (--cache ccache) decides
+  p.cache = recipe::Cache::ccache;
+  auto r = run(fm.machine(), p, {});
   ASSERT_TRUE(r) << r.error().render();
   const auto& env = *fm.proc.calls().at(0).env;
   EXPECT_EQ(env.at("CCACHE_STATSLOG"), "/b d/ccache-stats.log");
@@ -169,6 +170,20 @@ TEST(CompileRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {
   // fake ninja wrote none, so this build counted nothing.
   ASSERT_TRUE(r->cache);
   EXPECT_EQ(r->cache->calls, 0);
+}
+
+TEST(CompileRun, PlanCacheNoneRunsNoCcacheWhateverTheRecipeSays) {
+  probe::FakeMachine fm;
+  fm.env.set("PATH", "/usr/bin");
+  fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 0, .out = "[1/6] c++ cpuop/a.cpp\n"});
+  auto p = two_op_plan();
+  p.recipe.build.cache = recipe::Cache::ccache;  // --cache none beat it in plan::make
+  p.cache = recipe::Cache::none;
+  auto r = run(fm.machine(), p, {});
+  ASSERT_TRUE(r) << r.error().render();
+  for (const auto& [k, v] : *fm.proc.calls().at(0).env) EXPECT_FALSE(k.starts_with("CCACHE_")) << k << "=" << v;
+  EXPECT_EQ(fm.fs.read_file("/b d/build.ninja")->find("ccache"), std::string::npos);
+  EXPECT_FALSE(r->cache);
 }
 
 TEST(CompileCcacheStats, CapturedLogs) {

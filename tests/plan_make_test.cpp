@@ -148,6 +148,21 @@ TEST(PlanMake, JobsPrecedenceFlagThenMaxJobsThenRecipeThenCpus) {
   EXPECT_EQ(cpus.make()->jobs, 2u);
 }
 
+TEST(PlanMake, CacheFlagBeatsTheRecipeNoneIncluded) {
+  using recipe::Cache;
+  for (auto [recipe_value, want_unset] : {std::pair{"none", Cache::none}, std::pair{"ccache", Cache::ccache}}) {
+    World w(std::string("[build]\ncache = \"") + recipe_value + "\"\n");
+    EXPECT_EQ(w.make()->cache, want_unset) << "recipe " << recipe_value << ", no flag";
+    for (Cache flag : {Cache::none, Cache::ccache}) {
+      w.opts.cache = flag;
+      auto p = w.make();
+      ASSERT_TRUE(p) << p.error().render();
+      EXPECT_EQ(p->cache, flag) << "recipe " << recipe_value;
+      EXPECT_EQ(p->recipe.build.cache, want_unset);  // the recipe as written
+    }
+  }
+}
+
 TEST(PlanMake, SourceDateEpochIsClampedTo1980) {
   World w;
   w.fm.env.set("SOURCE_DATE_EPOCH", "1000");

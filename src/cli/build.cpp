@@ -35,9 +35,9 @@ Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& f
   }
   if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
   if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
-  if (flags.cache == "ccache") options.launcher = compile::Launcher::ccache;
-  else if (!flags.cache.empty() && flags.cache != "none")
-    return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
+  if (flags.cache == "ccache") options.plan.cache = recipe::Cache::ccache;
+  else if (flags.cache == "none") options.plan.cache = recipe::Cache::none;
+  else if (!flags.cache.empty()) return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
   return options;
 }
 

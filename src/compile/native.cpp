@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "compile/compiler_cache.h"
 #include "compiler/host.h"
 #include "util/strings.h"
 
@@ -252,17 +253,16 @@ std::string render_ninja(const Graph& graph, const fs::path& build_dir) {
 
 Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions& options) {
   auto graph = OPFORGE_TRY(describe(plan));
-  if (options.launcher == Launcher::ccache) {
+  const bool ccache = plan.cache == recipe::Cache::ccache;
+  if (ccache) {
     for (auto& step : graph.steps)
       if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc") step.argv.insert(step.argv.begin(), "ccache");
-    // docs/reference.md §5: hits across folders need base_dir and hash_dir off, and the absolute prefix map
-    // ignored (it only rewrites paths it makes identical anyway).
-    graph.env["CCACHE_BASEDIR"] = "/";
-    graph.env["CCACHE_NOHASHDIR"] = "1";
-    graph.env["CCACHE_IGNOREOPTIONS"] = "-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*";
-    if (!plan.recipe.build.remote.empty()) graph.env["CCACHE_REMOTE_STORAGE"] = plan.recipe.build.remote;
-    // This build's own counters (the user's global ccache statistics are left alone).
-    graph.env["CCACHE_STATSLOG"] = (plan.build_dir / "ccache-stats.log").string();
+    // docs/reference.md §5: every path relative (base_dir "/"), so hits cross folders; this build's
+    // own counters in the stats log (the user's global ccache statistics are left alone).
+    set_ccache_environment(graph.env, {.base_dir = "/",
+                                       .remote = plan.recipe.build.remote,
+                                       .stats_log = plan.build_dir / "ccache-stats.log",
+                                       .depend_mode = false});
     (void)m.fs.remove(plan.build_dir / "ccache-stats.log");
   }
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "lib"));
@@ -294,7 +294,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     return failure("a build step failed:\n" + detail,
                    "fix the error above and run `opforge build` again; finished steps are kept");
   }
-  if (options.launcher == Launcher::ccache) {
+  if (ccache) {
     auto log = m.fs.read_file(plan.build_dir / "ccache-stats.log");
     result.cache = parse_ccache_stats_log(log ? *log : "");
   }

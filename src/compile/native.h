@@ -42,10 +42,7 @@ Result<Graph> describe(const plan::Plan& plan);
 /// Renders build.ninja for `graph`.
 std::string render_ninja(const Graph& graph, const fs::path& build_dir);
 
-enum class Launcher { none, ccache };
-
 struct RunOptions {
-  Launcher launcher = Launcher::none;
   std::function<void(std::string_view)> on_line;  ///< ninja's progress lines
 };
 
@@ -68,10 +65,11 @@ struct RunResult {
   std::vector<OpOutputs> outputs;
   int steps_run = 0;                ///< edges ninja executed (0 on a no-op rebuild)
   std::string log;                  ///< ninja's full output
-  std::optional<CacheStats> cache;  ///< with the ccache launcher: this build's hits and misses
+  std::optional<CacheStats> cache;  ///< with plan.cache = ccache: this build's hits and misses
 };
 
-/// Writes build.ninja atomically into plan.build_dir and runs ninja -j plan.jobs.
+/// Writes build.ninja atomically into plan.build_dir and runs ninja -j plan.jobs; with plan.cache
+/// = ccache, the compiles run behind ccache (set_ccache_environment) and its counts come back.
 /// failed (exit 1) with the failing command and its output when a step fails.
 Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions& options);
 

@@ -298,8 +298,6 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
                              const std::string& recipe_text, const Options& options) {
   const plan::Plan& plan = outcome.plan;
   compile::RunOptions run_options;
-  run_options.launcher = options.launcher;
-  if (plan.recipe.build.cache == recipe::Cache::ccache) run_options.launcher = compile::Launcher::ccache;
   run_options.on_line = options.on_line;
   auto graph = OPFORGE_TRY(compile::describe(plan));
   auto ran = OPFORGE_TRY(compile::run(m, plan, run_options));

@@ -16,10 +16,9 @@ namespace fs = std::filesystem;
 
 struct Options {
   plan::Options plan;
-  std::optional<fs::path> build_dir;                     ///< overrides the recipe's
-  std::optional<fs::path> dist_dir;                      ///< overrides the recipe's
-  compile::Launcher launcher = compile::Launcher::none;  ///< --cache ccache (or the recipe's [build] cache)
-  fs::path python_package;                               ///< folder of opforge_ops (src/python/opforge_ops)
+  std::optional<fs::path> build_dir;  ///< overrides the recipe's
+  std::optional<fs::path> dist_dir;   ///< overrides the recipe's
+  fs::path python_package;            ///< folder of opforge_ops (src/python/opforge_ops)
   std::function<void(std::string_view)> on_line;
 };
 
@@ -32,7 +31,7 @@ struct Outcome {
   fs::path record_path;
   record::Record record;
   int steps_run = 0;
-  std::optional<compile::CacheStats> cache;  ///< the ccache launcher's hits and misses in this build
+  std::optional<compile::CacheStats> cache;  ///< with ccache (plan.cache): its hits and misses in this build
   bool reused = false;                       ///< an identical wheel from the same inputs was already in dist/
 };
 

@@ -192,6 +192,7 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
   plan.build_dir = opts.build_dir.value_or((r.dir / r.build.build_dir).lexically_normal());
   plan.dist_dir = opts.dist_dir.value_or((r.dir / r.build.dist_dir).lexically_normal());
   plan.python = opts.python.value_or(r.cuda.python);
+  plan.cache = opts.cache.value_or(r.build.cache);
   return {};
 }
 

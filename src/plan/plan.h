@@ -42,6 +42,7 @@ struct Plan {
   devices::ArchDecision arch;
   std::vector<ops::Decision> ops;  ///< every op found, built or not, sorted by name
   unsigned jobs = 1;
+  recipe::Cache cache = recipe::Cache::none;   ///< the compiler cache: --cache, else [build] cache
   std::int64_t source_date_epoch = 315532800;  ///< 1980-01-01, clamped
   std::string wheel_version;                   ///< "0.1.0+cu13.g8cd046f"
   fs::path build_dir;                          ///< absolute
@@ -88,6 +89,7 @@ struct Options {
   std::optional<std::string> release_commit;  ///< --release-of: release mode pinned to this commit
   std::optional<unsigned> jobs;               ///< -j N (beats MAX_JOBS and the recipe)
   std::optional<std::string> python;          ///< --python: the interpreter whose torch decides CUDA
+  std::optional<recipe::Cache> cache;         ///< --cache (beats the recipe's [build] cache, none included)
   /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When
   /// null, the tree is the recipe's [source] path with no commit.
   std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source =

@@ -4,6 +4,7 @@
 /// character (a long input overflows the stack) and costs milliseconds per search, where these
 /// grammars need one pass.
 #include <cstddef>
+#include <optional>
 #include <string_view>
 
 namespace opforge::scan {
@@ -45,6 +46,30 @@ struct Cursor {
   /// `[0-9]*`
   std::string_view digits() { return run(is_digit); }
 };
+
+constexpr bool is_quote(char c) { return c == '\'' || c == '"'; }
+
+/// `['"]([^'"]*)['"]` at the cursor (either quote may close): the text between the quotes.
+inline std::optional<std::string_view> quoted(Cursor& c) {
+  if (c.done() || !is_quote(c.rest.front())) return std::nullopt;
+  c.rest.remove_prefix(1);
+  auto inside = c.run([](char ch) { return !is_quote(ch); });
+  if (c.done()) return std::nullopt;
+  c.rest.remove_prefix(1);
+  return inside;
+}
+
+/// Calls `match(cursor)` at the start of every line (the text's start, and after each '\n')
+/// until it returns true.
+template <class Match>
+void at_line_starts(std::string_view text, Match match) {
+  for (std::size_t at = 0;;) {
+    if (match(Cursor{text.substr(at)})) return;
+    auto nl = text.find('\n', at);
+    if (nl == std::string_view::npos) return;
+    at = nl + 1;
+  }
+}
 
 /// `[0-9]+(\.[0-9]+)*` over all of `text`.
 constexpr bool is_dotted_number(std::string_view text) {

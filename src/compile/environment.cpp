@@ -1,0 +1,117 @@
+#include "compile/environment.h"
+
+#include <algorithm>
+
+#include "compile/compiler_cache.h"
+#include "compiler/host.h"
+#include "util/strings.h"
+
+namespace opforge::compile {
+
+namespace {
+
+void append_flags(std::map<std::string, std::string>& env, const std::string& name, const std::string& flags) {
+  auto& v = env[name];
+  v = v.empty() ? flags : v + " " + flags;
+}
+
+/// CC, CXX and nvcc's -ccbin: the plan's compilers (compiler::invocation), behind the -g0 scripts
+/// when `host` is given (their folder then also goes first on PATH).
+void set_compilers(std::map<std::string, std::string>& env, const plan::Plan& plan, const HostWrappers* host) {
+  if (!plan.host) return;
+  auto via = compiler::invocation(*plan.host);
+  if (host) {
+    via.cc = host->cc;
+    via.cxx = host->cxx;
+    via.ccbin = host->dir;
+    const std::string path = env.contains("PATH") ? env["PATH"] : std::string();
+    env["PATH"] = host->dir.string() + (path.empty() ? "" : ":" + path);
+  }
+  if ((host || !plan.exports.contains("CC")) && !via.cc.empty()) env["CC"] = via.cc.string();
+  if ((host || !plan.exports.contains("CXX")) && !via.cxx.empty()) env["CXX"] = via.cxx.string();
+  if (!via.ccbin.empty() && !plan.exports.contains("NVCC_PREPEND_FLAGS")) {
+    std::string flags = "-ccbin " + via.ccbin.string();
+    if (plan.host->allow_unsupported) flags += " -allow-unsupported-compiler";
+    append_flags(env, "NVCC_PREPEND_FLAGS", flags);
+  }
+}
+
+/// The flags that keep the build folder and run out of the output.
+void add_reproducibility_flags(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& tree) {
+  // One fixed seed for every file is enough: it only replaces the per-run random names gcc gives
+  // to anonymous-namespace symbols.
+  const std::string map = "-ffile-prefix-map=" + tree.string() + "=.";
+  const std::string seed = "-frandom-seed=opforge";
+  // setuptools uses CFLAGS/CXXFLAGS from the environment *instead of* Python's own: keep those first.
+  const std::string python_cflags =
+      plan.cuda.torch ? std::string(strings::trim(plan.cuda.torch->python_cflags)) : std::string();
+  for (const char* var : {"CFLAGS", "CXXFLAGS"}) {
+    std::string user = env.contains(var) ? env[var] : std::string();
+    env[var] = python_cflags;
+    if (!user.empty()) append_flags(env, var, user);
+    append_flags(env, var, map + " " + seed);
+  }
+  append_flags(env, "LDFLAGS", "-Wl,--build-id=none");
+  append_flags(env, "NVCC_APPEND_FLAGS", "-Xcompiler=" + map + " -Xcompiler=" + seed);
+  env["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
+  env["PYTHONHASHSEED"] = "0";
+}
+
+/// The plan's compiler cache (--cache, else [build] cache): torch's BuildExtension puts ccache in
+/// front of the host compiler and nvcc when ccache is on PATH and TORCH_NO_COMPILER_WRAPPER is unset.
+void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& tree) {
+  if (plan.cache != recipe::Cache::ccache) {
+    env["TORCH_NO_COMPILER_WRAPPER"] = "1";  // every compile runs for real
+    return;
+  }
+  // The scratch tree's path is the same for the same content, so hits need no base_dir trick.
+  // Depend mode: a miss then costs the compile alone, ccache reading the headers from the
+  // compiler's -MMD file instead of running the preprocessor first (about 4% of a torch
+  // extension's compile here; nvcc, which ccache cannot use it for, keeps the preprocessor mode).
+  env.erase("TORCH_NO_COMPILER_WRAPPER");
+  set_ccache_environment(env,
+                         {.base_dir = tree, .remote = plan.recipe.build.remote, .stats_log = {}, .depend_mode = true});
+}
+
+}  // namespace
+
+std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
+                                                       const plan::Plan& plan, const fs::path& tree_in,
+                                                       const fs::path& nvcc_wrapper, const HostWrappers* host) {
+  const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
+  std::map<std::string, std::string> env = base;
+  for (const auto& [k, v] : plan.exports) env[k] = v;
+  set_compilers(env, plan, host);
+  add_reproducibility_flags(env, plan, tree);
+  const bool ccache = plan.cache == recipe::Cache::ccache;
+  if (plan.cuda.chosen && !nvcc_wrapper.empty() && !env.contains("PYTORCH_NVCC"))
+    env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();
+  if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
+  set_compiler_cache(env, plan, tree);
+  return env;
+}
+
+std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
+                                                   const plan::Plan& plan, const fs::path& tree,
+                                                   const fs::path& nvcc_wrapper, const HostWrappers* host) {
+  std::map<std::string, std::string> out;
+  for (auto& [k, v] : command_environment(base, plan, tree, nvcc_wrapper, host)) {
+    auto it = base.find(k);
+    if (it == base.end() || it->second != v || plan.exports.contains(k)) out[k] = v;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree) {
+  auto nvcc = default_nvcc_wrapper(m, plan);
+  auto host = default_host_wrappers(m, plan);
+  return command_exports(m.env.all(), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
+}
+
+Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan) {
+  if (auto nvcc = default_nvcc_wrapper(m, plan)) OPFORGE_CHECK(write_nvcc_wrapper(m.fs, *nvcc));
+  if (auto host = default_host_wrappers(m, plan)) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
+  return {};
+}
+
+}  // namespace opforge::compile

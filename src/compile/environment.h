@@ -1,0 +1,52 @@
+#pragma once
+/// The environment a command build runs in, and what `opforge plan` and `opforge env` print of it.
+#include <filesystem>
+#include <map>
+#include <string>
+
+// plan.h uses `fs` unqualified; give it the alias it expects.
+namespace opforge {
+namespace fs = std::filesystem;
+}
+
+#include "compile/wrappers.h"
+#include "plan/plan.h"
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::compile {
+
+/// The command's environment: `base` (the caller's environment), then plan.exports on top, then
+/// what makes the output reproducible and uses the plan's compiler (compiler::invocation):
+/// CC/CXX (the chosen host compiler, or its shim), NVCC_PREPEND_FLAGS=-ccbin <shim or c++>,
+/// NVCC_APPEND_FLAGS / CFLAGS / CXXFLAGS with -ffile-prefix-map=<tree>=. and one fixed
+/// -frandom-seed, LDFLAGS with -Wl,--build-id=none, SOURCE_DATE_EPOCH, MAX_JOBS, PYTHONHASHSEED=0,
+/// and the compiler cache (recipe [build] cache: CCACHE_* for torch's own ccache wrapping; none:
+/// TORCH_NO_COMPILER_WRAPPER=1). setuptools takes CFLAGS/CXXFLAGS from the environment instead of
+/// Python's own (sysconfig CFLAGS: -DNDEBUG -fwrapv -O2 ...), so those come first, then the
+/// caller's, then opforge's. `tree` is where the command runs (default: plan.source.root).
+/// Paths with spaces cannot be passed through NVCC_*_FLAGS (nvcc splits them on spaces).
+/// With a toolkit chosen and `nvcc_wrapper` given (nvcc_wrapper_path), PYTORCH_NVCC names it
+/// (behind `ccache` with [build] cache = "ccache": torch wraps only its own nvcc).
+/// With `host` given (host_wrappers), CC, CXX and -ccbin name its scripts and its folder goes
+/// first on PATH.
+std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
+                                                       const plan::Plan& plan, const fs::path& tree = {},
+                                                       const fs::path& nvcc_wrapper = {},
+                                                       const HostWrappers* host = nullptr);
+
+/// The variables command_environment sets or changes relative to `base`, and every plan export
+/// (even where `base` agrees): what `opforge env` and `opforge plan` print.
+std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
+                                                   const plan::Plan& plan, const fs::path& tree = {},
+                                                   const fs::path& nvcc_wrapper = {},
+                                                   const HostWrappers* host = nullptr);
+
+/// command_exports with the wrappers a build of `plan` uses (default_nvcc_wrapper,
+/// default_host_wrappers): what `opforge plan` and `opforge env` print. Writes nothing.
+std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree = {});
+
+/// Writes those wrappers, for `opforge env`, whose exports name them.
+Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan);
+
+}  // namespace opforge::compile

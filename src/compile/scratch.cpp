@@ -1,0 +1,97 @@
+#include "compile/scratch.h"
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "util/hash.h"
+
+namespace opforge::compile {
+
+namespace {
+
+struct TreeEntry {
+  fs::path rel;
+  probe::FileType type;
+  std::string content;  ///< file bytes, or the symlink's target
+  unsigned mode = 0644;
+};
+
+bool skipped(const fs::path& rel) {
+  const std::string name = rel.filename().string();
+  if (name == ".git" || name == "__pycache__") return true;
+  const bool top = !rel.has_parent_path() || rel.parent_path().empty();
+  return top && (name == "build" || name == "dist");
+}
+
+Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out) {
+  auto names = m.fs.list_directory(root / rel);
+  if (!names) return opforge::unexpected(names.error());
+  for (auto& n : *names) {
+    fs::path r = rel.empty() ? fs::path(n) : rel / n;
+    if (skipped(r)) continue;
+    fs::path p = root / r;
+    auto type = m.fs.type_of(p);
+    if (type == probe::FileType::symlink) {
+      auto target = OPFORGE_TRY(m.fs.read_symlink(p));
+      // A link that stays inside the tree is kept as a link (DeepSpeed's deepspeed/ops/op_builder
+      // -> ../../op_builder); any other is copied as what it points to.
+      auto inside = (r.parent_path() / target).lexically_normal();
+      if (!target.is_absolute() && !inside.empty() && *inside.begin() != "..") {
+        out.push_back({r, type, target.string(), 0777});
+        continue;
+      }
+      type = m.fs.resolved_type(p);
+    }
+    if (type == probe::FileType::directory) {
+      out.push_back({r, type, "", 0755});
+      OPFORGE_CHECK(collect_tree(m, root, r, out));
+    } else if (type == probe::FileType::regular) {
+      out.push_back({r, type, OPFORGE_TRY(m.fs.read_file(p)), m.fs.is_executable(p) ? 0755u : 0644u});
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, const fs::path& cache_dir,
+                                      const std::function<void(std::string_view)>& on_wait) {
+  if (cache_dir.empty()) return bad_input("no cache folder for the build tree", "set OPFORGE_CACHE_DIR (or HOME)");
+  std::vector<TreeEntry> entries;
+  if (auto st = collect_tree(m, source, {}, entries); !st)
+    return failure("cannot read the source tree " + source.string() + ": " + st.error().message);
+  std::string digest;
+  for (auto& e : entries)
+    digest += e.rel.string() + "\n" + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +
+              sha256_hex(e.content) + "\n";
+  ScratchTree out;
+  out.content_hash = sha256_hex(digest);
+  const fs::path trees = cache_dir / "trees";
+  out.root = trees / out.content_hash.substr(0, 16);
+  OPFORGE_CHECK(m.fs.create_directories(trees));
+  const fs::path lock_file = trees / (out.content_hash.substr(0, 16) + ".lock");
+  for (int waited = 0;; ++waited) {
+    auto lock = m.fs.try_lock(lock_file);
+    if (lock) {
+      out.lock = *lock;
+      break;
+    }
+    if (waited == 0 && on_wait) on_wait("waiting for another build of the same tree (" + lock_file.string() + ")");
+    if (waited > 4 * 3600)
+      return failure("another build has held " + lock_file.string() + " for over 4 hours",
+                     "remove the lock file if no build is running");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  OPFORGE_CHECK(m.fs.remove_all(out.root));
+  OPFORGE_CHECK(m.fs.create_directories(out.root));
+  for (auto& e : entries) {
+    fs::path dst = out.root / e.rel;
+    if (e.type == probe::FileType::directory) OPFORGE_CHECK(m.fs.create_directories(dst));
+    else if (e.type == probe::FileType::symlink) OPFORGE_CHECK(m.fs.create_symlink(e.content, dst));
+    else OPFORGE_CHECK(m.fs.write_file_atomic(dst, e.content, e.mode));
+  }
+  return out;
+}
+
+}  // namespace opforge::compile

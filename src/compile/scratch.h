@@ -1,0 +1,34 @@
+#pragma once
+/// The scratch tree a command build runs in: a copy of the source at a path set by its content.
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+// plan.h uses `fs` unqualified; give it the alias it expects.
+namespace opforge {
+namespace fs = std::filesystem;
+}
+
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::compile {
+
+/// A fresh copy of a source tree for one command build, at a path that depends only on the tree's
+/// content: nvcc derives internal symbol names (`_INTERNAL_<hash>_`) from the source path, so the
+/// same content must compile at the same path whatever folder the user's checkout is in.
+struct ScratchTree {
+  fs::path root;               ///< <cache_dir>/trees/<first 16 hex of content_hash>
+  std::string content_hash;    ///< sha256 over relative paths, modes, contents (symlinks: targets)
+  std::shared_ptr<void> lock;  ///< held while the tree is in use (concurrent builds of one tree wait)
+};
+
+/// Copies `source` (without .git, __pycache__, and the top-level build/ and dist/ — never a stale
+/// build) into a fresh ScratchTree under cache_dir, waiting for another build of the same content
+/// to finish (`on_wait` is told once). Only symlinks that stay inside the tree are kept as links.
+Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, const fs::path& cache_dir,
+                                      const std::function<void(std::string_view)>& on_wait = {});
+
+}  // namespace opforge::compile

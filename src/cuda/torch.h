@@ -1,0 +1,37 @@
+#pragma once
+/// torch's version and CUDA, read from torch/version.py where a Python would import torch from,
+/// without importing it.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cuda/toolkit.h"
+#include "probe/machine.h"
+
+namespace opforge::cuda {
+
+/// torch/version.py: `__version__` and `cuda` (None for CPU builds).
+struct TorchVersionPy {
+  std::optional<std::string> version;
+  std::optional<Version> cuda;
+};
+TorchVersionPy parse_torch_version_py(std::string_view text);
+
+/// What one run of the project's Python says: where `import torch` would load torch from
+/// (importlib.util.find_spec, which imports nothing), sys.path, sysconfig's CFLAGS.
+struct PythonProbe {
+  bool ok = false;                        ///< the output was readable
+  std::string torch_origin;               ///< .../torch/__init__.py; empty: not found
+  std::vector<fs::path> torch_locations;  ///< the package's folders
+  std::vector<std::string> sys_path;
+  std::string cflags;
+};
+PythonProbe parse_python_probe(std::string_view json);
+
+/// Reads torch's version and CUDA from torch/version.py where `python` would import torch from
+/// (PYTHONPATH, .pth files and editable installs included) without importing it: one python call.
+/// nullopt when the python cannot be run; torch_version nullopt when torch is not installed.
+std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python);
+
+}  // namespace opforge::cuda
