@@ -66,6 +66,10 @@ OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu(const void* data, uint64_t n
 /// CPU: several tensors, results into out[0..ntensors).
 OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu_multi(const opforge_overflow_tensor* tensors, int ntensors,
                                                           opforge_overflow_stats* out);
+/// Does nothing and returns 0; the signature of stats_cpu_multi. The benchmark's CPU proxy calls it
+/// in place of the statistics pass to measure what the hooks cost around the native call.
+OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu_noop(const opforge_overflow_tensor* tensors, int ntensors,
+                                                         opforge_overflow_stats* out);
 
 /// CUDA: number of devices visible (>= 0), or a negative code when there is no driver.
 OPFORGE_OVERFLOW_API int opforge_overflow_cuda_device_count(void);
