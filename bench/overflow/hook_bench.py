@@ -104,7 +104,8 @@ def measure(name, device, dtype, rounds, profile):
     if "deferred" in med:
         over_d = med["deferred"] - med["plain"]
         print(f"{name:5s} deferred=True: opforge +{over_d * 1e3:7.2f} ms ({over_d / calls * 1e6:5.1f} us/hook) | "
-              f"{over_tf / max(over_d, 1e-9):5.1f}x less overhead than transformers")
+              f"{over_tf / max(over_d, 1e-9):5.1f}x less overhead than transformers | "
+              f"{over_d / max(floor, 1e-9):4.2f}x the do-nothing hooks' cost (target <= 2)")
     if profile:
         import cProfile
         import pstats

@@ -187,16 +187,16 @@ def _line(r: Any, ctx: str, extended: bool) -> str:
 class _Frame(tuple):
     """One saved module call: (before, header, items, records, extended). before: the lines pending
     before it (a batch start), or (); items: see _lit; records: the native records of its tensors
-    as bytes (80 each), or a list with one raw record (Raw) or _Result per tensor. str() is the
+    as bytes or bytearray (80 each), or a list with one raw record (Raw) or _Result per tensor. str() is the
     frame text transformers would have saved. A tuple: the hook makes one per module call."""
     __slots__ = ()
 
     def tensor_results(self) -> list[Any]:
         recs = self[3]
-        if recs.__class__ is bytes:
+        if recs.__class__ is not list:
             v = _stats._unpacker(len(recs) // 80).unpack(recs)
             return [v[j:j + 10] for j in range(0, len(v), 10)]
-        return recs  # type: ignore[no-any-return]
+        return recs
 
     def __str__(self) -> str:
         before, header, items, _, extended = self
@@ -519,8 +519,8 @@ class DebugUnderflowOverflow:
             items.append(_OUTPUT_LIT[output is not None])
         return header, items, tensors, nown, tied
 
-    def _pack(self, scratch: Any, tensors: list[Any], nown: int,
-              cache: dict[int, tuple[int, int, int, bytes]] | None) -> tuple[int, list[tuple[int, bytes]] | None, list[tuple[int, int, int, int, int]] | None,
+    def _pack(self, scratch: Any, tensors: list[Any], nown: int, cache: dict[int, tuple[int, int, int, bytes]] | None
+              ) -> tuple[int, list[tuple[int, bytes]] | None, list[tuple[int, int, int, int, int]] | None,
                          list[Any] | None] | None:
         """Packing: the descriptors of a frame's tensors (threshold 0: the default) into the scratch,
         for one native call.
@@ -622,10 +622,10 @@ class DebugUnderflowOverflow:
                 rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
             else:
                 rc = _stats.cuda_read(where, scratch.desc_addr, k, scratch.out_addr)
-            keep = None
+            del keep  # the copies read by the call
             if not rc:
                 if hits is None and big is None:
-                    vals = bytes(scratch.out_view[:80 * k])
+                    vals = scratch.out_bytes[:80 * k]  # a copy: the frame's own
                 else:
                     vals = self._splice(scratch, k, hits, big)
                 return (_Frame((before, header, items, vals, self.extended)),
@@ -634,14 +634,14 @@ class DebugUnderflowOverflow:
         return _Frame((before, header, items, records, self.extended)), bool(found)
 
     def _splice(self, scratch: Any, k: int, hits: list[tuple[int, bytes]] | None,
-                big: list[tuple[int, int, int, int, int]] | None) -> bytes:
+                big: list[tuple[int, int, int, int, int]] | None) -> bytearray:
         """The records of a frame with large parameters: known ones put in, new ones remembered."""
         buf = bytearray(scratch.out_view[:80 * k])
         for slot, rec in hits or ():
             buf[80 * slot:80 * slot + 80] = rec
         for slot, key, ptr, version, n in big or ():
             self._param_cache[key] = (ptr, version, n, bytes(buf[80 * slot:80 * slot + 80]))  # type: ignore[index]
-        return bytes(buf)
+        return buf
 
     def _buffer(self, device: int) -> _stats.FrameBuffer:
         fb = self._buffers.get(device)
@@ -715,7 +715,7 @@ class DebugUnderflowOverflow:
         header, items, tensors, nown, _ = self._label(module, input, output)
         before = self._take_before()
         k = len(tensors)
-        entry = [before, header, items, None, self.batch_number, root, None, 0, k]
+        entry: _Pending = [before, header, items, None, self.batch_number, root, None, 0, k]
         if not k:
             entry[3] = b""
         else:
