@@ -288,15 +288,14 @@ class FrameBuffer:
             self._records = (L.Stats * capacity)()
             self._base = ctypes.addressof(self._records)
             self._cpu = cpu_fn or _cpu_fn()
-            self._view = memoryview(self._records).cast("B")
+            self._host = self._base
             return
         import torch
         handle = ctypes.c_void_p()
         with torch.cuda.device(device):
             L.check(L.lib().opforge_overflow_frames_create(capacity, ctypes.byref(handle)))
         self._handle = handle.value
-        host = L.lib().opforge_overflow_frames_host(handle)
-        self._view = memoryview((ctypes.c_char * (capacity * _STATS_SIZE)).from_address(host)).cast("B")
+        self._host = L.lib().opforge_overflow_frames_host(handle)  # pinned: what reads copy into
         self._add = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(
             ("opforge_overflow_frames_add", L.lib()))
 
@@ -337,7 +336,7 @@ class FrameBuffer:
                 L.check(got)
             n = got
         self.used = 0
-        return bytes(self._view[:n * _STATS_SIZE])
+        return ctypes.string_at(self._host, n * _STATS_SIZE) if n else b""
 
     def close(self) -> None:
         """Frees a GPU buffer (read it first when launches may still run)."""

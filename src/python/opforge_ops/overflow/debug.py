@@ -56,17 +56,29 @@ def _torch() -> Any:
     return torch
 
 
+_DENSE: dict[tuple[Any, Any], bool] = {}  # (shape, strides) -> _dense's answer (T5 passes one layout everywhere)
+
+
 def _dense(t: Any) -> bool:
     """True when t's elements fill [data_ptr, data_ptr + numel) in some order (a permuted view of a
     contiguous tensor, e.g. T5's position bias): the statistics do not depend on the order, so that
     memory is read as is instead of a contiguous copy."""
+    key = (t.shape, t.stride())
+    known = _DENSE.get(key)
+    if known is not None:
+        return known
     expect = 1
-    for stride, size in sorted(zip(t.stride(), t.shape)):
+    dense = True
+    for stride, size in sorted(zip(key[1], key[0])):
         if size != 1:
             if stride != expect:
-                return False
+                dense = False
+                break
             expect *= size
-    return True
+    if len(_DENSE) >= 4096:
+        _DENSE.clear()
+    _DENSE[key] = dense
+    return dense
 
 
 class _Result:
@@ -482,7 +494,10 @@ class DebugUnderflowOverflow:
                 items.append(name)
                 tensors.append(p)
         nown = len(tensors)
-        if isinstance(input, tuple):
+        if input.__class__ is tuple and len(input) == 1 and isinstance(input[0], Tensor):  # the usual call
+            items.append("input[0]")
+            tensors.append(input[0])
+        elif isinstance(input, tuple):
             for i, x in enumerate(input):
                 if isinstance(x, Tensor):
                     items.append(_IN[i] if i < _NCTX else f"input[{i}]")
