@@ -60,9 +60,9 @@ def measure(name, device, dtype, rounds, profile):
     variants = {"plain": build(name, device, dtype), "transformers": build(name, device, dtype),
                 "opforge": build(name, device, dtype)}
     hooks = {"transformers": TfDebug(variants["transformers"]), "opforge": OpDebug(variants["opforge"])}
-    if device == "cuda":  # the deferred mode: launches per frame, one read per batch
-        variants["deferred"] = build(name, device, dtype)
-        hooks["deferred"] = OpDebug(variants["deferred"], deferred=True)
+    # the deferred mode: statistics into the frame buffer per frame (on CUDA launches), one read per batch
+    variants["deferred"] = build(name, device, dtype)
+    hooks["deferred"] = OpDebug(variants["deferred"], deferred=True)
     # the floor: a forward hook that does nothing, on every module (torch's own cost of calling hooks)
     variants["empty"] = build(name, device, dtype)
     variants["empty"].apply(lambda m: m.register_forward_hook(lambda *a: None))
@@ -101,7 +101,7 @@ def measure(name, device, dtype, rounds, profile):
     floor = med["empty"] - med["plain"]
     print(f"{name:5s} hooks that do nothing: +{floor * 1e3:7.2f} ms ({floor / calls * 1e6:5.1f} us/hook) | above that: "
           f"transformers {(over_tf - floor) / calls * 1e6:6.1f} us/hook, opforge {(over_op - floor) / calls * 1e6:5.1f} us/hook")
-    if "deferred" in med:
+    if "deferred" in med:  # always there
         over_d = med["deferred"] - med["plain"]
         print(f"{name:5s} deferred=True: opforge +{over_d * 1e3:7.2f} ms ({over_d / calls * 1e6:5.1f} us/hook) | "
               f"{over_tf / max(over_d, 1e-9):5.1f}x less overhead than transformers | "

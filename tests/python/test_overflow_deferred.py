@@ -4,6 +4,8 @@ its last (the root's), in the second call of a module called twice, with the buf
 times before the fault, and with a short frame history. The per-frame mode is checked against
 transformers by the golden files (test_overflow_report.py) and by torch_venv/test_overflow_transformers.py,
 which also runs these cases against transformers' own class."""
+import contextlib
+import io
 import os
 import sys
 
@@ -113,3 +115,27 @@ def test_ctypes_layouts_match_the_c_structs():
     assert (d.data, d.count, d.dtype, d.pad, d.threshold) == (0x1234, 7, 2, 0, 0.0)
     flags = _stats._flag_unpacker(1).unpack(bytes(_lib.Stats(1, 2, 3, 4, 5, 6, 7, 8, 9.0, 10.0)))
     assert flags == (2, 3, 4)  # nan, +inf, -inf
+
+
+@pytest.mark.parametrize("deferred_mode", [False, True])
+def test_parameter_replaced_through_data_is_read_anew(deferred_mode):
+    # descriptors of parameters are remembered between batches; a new `.data` (new storage, or a
+    # shorter view of the same one) must be read as it is now
+    model = overflow_models.Twice()
+    d = overflow.DebugUnderflowOverflow(model, deferred=deferred_mode)
+    x, scale = overflow_models.batch(0)
+    with torch.no_grad():
+        model(x, scale)
+        model(x, scale)
+    p = model.first.weight
+    assert id(p) in d._param_descs
+    view = p.data.reshape(-1)[:6]
+    p.data = view  # same data pointer, 6 elements instead of 16
+    scratch = _stats._scratch
+    assert d._pack(scratch, [p], 1, None) is not None
+    assert _stats.desc_struct(1).unpack_from(scratch.desc)[:2] == (view.data_ptr(), 6)
+    p.data = torch.full((4, 4), float("inf"))
+    with pytest.raises(ValueError, match="inf/nan detected"):  # at the next batch's first frame
+        with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
+            model(x, scale)
+            d.remove()

@@ -390,7 +390,7 @@ class DebugUnderflowOverflow:
         # the root module has run once, so nothing is reused where batches are not counted.
         self._param_cache: dict[int, tuple[int, int, int, bytes]] | None = None
         # Descriptors of parameters (id -> (parameter, data pointer, count, dtype code, dtype,
-        # device)): they hold while the parameter's data pointer and dtype do. Emptied at a batch
+        # device)): they hold while the parameter's data pointer, size and dtype do. Emptied at a batch
         # end when it holds more than the model's parameters: a replaced one is not kept alive long.
         self._param_descs: dict[int, tuple[Any, int, int, int, Any, int]] = {}
         self._steady = False  # see forward_hook
@@ -540,7 +540,8 @@ class DebugUnderflowOverflow:
         """Packing: the descriptors of a frame's tensors (threshold 0: the default) into the scratch,
         for one native call.
         The first `nown` tensors are the module's own parameters: their descriptors are remembered
-        (_param_descs). (device, hits, big, keep): device -1 for the CPU, else a CUDA index; hits and
+        (_param_descs; a parameter made non-contiguous in place keeps the same memory, and so the same
+        statistics). (device, hits, big, keep): device -1 for the CPU, else a CUDA index; hits and
         big, the large parameters whose records `cache` knows / is to learn (__init__; None: none
         of them is tied, or the frame is deferred); keep, contiguous copies
         that must live until the call. None when the frame is not the common case (a dtype or layout
@@ -557,10 +558,10 @@ class DebugUnderflowOverflow:
         try:
             for t in tensors:
                 i += 1
-                if i < nown:  # a parameter: its descriptor holds while its data pointer and dtype do
+                if i < nown:  # a parameter: its descriptor holds while its data pointer, size and dtype do
                     d = descs.get(id(t))
                     if d is not None and d[0] is t and d[4] is t.dtype and d[1] == t.data_ptr() and (
-                            cache is None or d[2] < _BIG_PARAM):
+                            d[2] == t.numel() and (cache is None or d[2] < _BIG_PARAM)):
                         if d[5] != where:
                             if where is not None:
                                 return None
