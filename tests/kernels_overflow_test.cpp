@@ -221,6 +221,15 @@ TEST(OverflowCpu, MultiMatchesSingle) {
   EXPECT_EQ(out[2].count, 0u);
 }
 
+TEST(OverflowCpu, NoopReadsNothingAndWritesNothing) {
+  // the benchmark's stand-in for stats_cpu_multi: a descriptor it must not follow, output left as is
+  opforge_overflow_tensor t[1] = {{reinterpret_cast<const void*>(uintptr_t(8)), 1000, OPFORGE_OVERFLOW_F32, 0, 0}};
+  opforge_overflow_stats out[1] = {};
+  out[0].count = 77;
+  EXPECT_EQ(opforge_overflow_stats_cpu_noop(t, 1, out), 0);
+  EXPECT_EQ(out[0].count, 77u);
+}
+
 TEST(OverflowCpu, CountAbove32Bits) {
   // 2^32 + 17 fp8 elements of a lazily mapped zero region: no memory is committed except the page
   // written below, so the count path above 32 bits is exercised without 4 GiB of RAM.

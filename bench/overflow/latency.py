@@ -32,13 +32,15 @@ def main():
         ("current_stream(dev).cuda_stream", lambda: torch.cuda.current_stream(dev).cuda_stream),
         ("with torch.cuda.device(dev)", lambda: torch.cuda.device(dev).__enter__()),
     ]
-    p = _stats.PendingStats()
-    rows.append(("PendingStats.add(1 tensor), no read", lambda: p.add([x])))
+    p = _stats.FrameBuffer(dev, 1 << 20)
+    keep = _stats._describe([x], 0.0, s.desc)
+    rows.append(("FrameBuffer.add(1 tensor), no read", lambda: p.add(s.desc_addr, 1)))
     print(f"latency: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     for name, f in rows:
         print(f"{name:40s} {per_call(f):8.1f} us/call")
-        if len(p):
+        if p.used:
             p.read()
+    del keep
 
 
 if __name__ == "__main__":

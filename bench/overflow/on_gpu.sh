@@ -7,8 +7,9 @@
 # With WHEEL = "dev" the op is compiled there with that machine's nvcc instead (build_dev.sh, for
 # the GPU's own architecture): the way to go when its driver is older than the wheel's toolkit.
 # Writes OUT/{nvidia-smi,selftest,pytest,gpu_bench,hook_bench}.txt (hook_bench: the whole-model hook
-# overhead, plain / transformers / opforge round-robin, on the GPU; needs transformers); exits non-zero
-# when a test fails.
+# overhead, plain / transformers / opforge default / opforge deferred=True / do-nothing hooks
+# round-robin, on the GPU, then the CPU proxy of the per-hook bookkeeping; needs transformers);
+# exits non-zero when a test fails.
 set -uo pipefail
 whl=${1:?usage: on_gpu.sh WHEEL OUTDIR} out=${2:?usage: on_gpu.sh WHEEL OUTDIR}
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,7 +37,7 @@ raise SystemExit(1 if failures else 0)
 PY
 if "$py" -c "import pytest" 2>/dev/null; then
   (cd "$here/tests/python" && "$py" -m pytest -q -rs -p no:cacheprovider test_overflow_gpu.py \
-     test_overflow_numpy.py test_overflow_report.py test_overflow_inputs.py) > "$out/pytest.txt" 2>&1 || status=1
+     test_overflow_numpy.py test_overflow_report.py test_overflow_inputs.py test_overflow_deferred.py) > "$out/pytest.txt" 2>&1 || status=1
 else
   echo "pytest is not installed here: GPU tests not run" > "$out/pytest.txt"
 fi
@@ -47,6 +48,7 @@ if "$py" -c "import transformers" 2>/dev/null; then
   "$py" "$here/bench/overflow/hook_bench.py" --device cuda > "$out/hook_bench.txt" 2>&1 ||
     "$py" "$here/bench/overflow/hook_bench.py" --device cuda --dtype bfloat16 >> "$out/hook_bench.txt" 2>&1 ||
     status=1
+  "$py" "$here/bench/overflow/hook_bench.py" --proxy >> "$out/hook_bench.txt" 2>&1 || status=1
 else
   echo "transformers is not installed here: hook benchmark not run" > "$out/hook_bench.txt"
 fi

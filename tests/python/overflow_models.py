@@ -75,3 +75,47 @@ def run(cls, name, device="cpu"):
         except ValueError as e:
             err = "ValueError: " + str(e)
     return out.getvalue() + "=== " + err + "\n"
+
+
+class Twice(nn.Module):
+    """first -> shared -> shared (one module called twice a step) -> last, then the root scales."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.shared, self.last = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)
+        _fill(self, 2.0)
+
+    def forward(self, x, scale):
+        return self.last(self.shared(self.shared(self.first(x)))) * scale
+
+
+# Where the fault of run_twice's step `fault_step` is: its first frame (an input), its last frame
+# (the root's own output), or the second call of the module called twice (the first stays finite).
+TWICE_FAULTS = ("first_frame", "last_frame", "second_call")
+
+
+def run_twice(cls, fault, steps=4, fault_step=2, **kwargs):
+    """Runs Twice with a DebugUnderflowOverflow class and a fault; returns stdout plus the error line."""
+    model = Twice()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        d = cls(model, **kwargs)
+        try:
+            for k in range(steps):
+                x, scale = batch(k)
+                if k == fault_step:
+                    if fault == "first_frame":
+                        x[0, 1] = float("nan")
+                    elif fault == "last_frame":
+                        scale = 1e39  # inf as a float32: only the root's output overflows
+                    else:
+                        with torch.no_grad():
+                            model.shared.weight.mul_(1e20)  # ~1e20 after one call, inf after two
+                with torch.no_grad():
+                    model(x, scale)
+            err = "no error"
+        except ValueError as e:
+            err = "ValueError: " + str(e)
+        if hasattr(d, "remove"):
+            d.remove()
+    return out.getvalue() + "=== " + err + "\n"

@@ -1,5 +1,7 @@
 """GPU tests of the overflow op: CUDA statistics against the CPU path on the same bytes, the
 multi-tensor launch, the self-test and the report on a CUDA model. Skipped without a CUDA GPU."""
+import contextlib
+import io
 import os
 import sys
 
@@ -99,36 +101,98 @@ def test_deferred_report_on_a_cuda_model(name):
     assert got == want
 
 
-def test_pending_stats_one_read_for_many_launches():
-    from opforge_ops.overflow._stats import PendingStats
-    p = PendingStats()
-    ts = [planted(torch.float16, 1000 + k, k) for k in range(5)] + [torch.ones(3)]  # one host tensor
-    slots = [p.add([t]) [0] for t in ts]
-    got = p.read()
-    for t, slot in zip(ts, slots):
-        assert same(got[slot], overflow.tensor_stats(t.cpu())) is None
+def frame_records(data, k):
+    from opforge_ops.overflow._stats import TensorStats, _unpacker
+    v = _unpacker(k).unpack(data[:80 * k])
+    return [TensorStats(v[j:j + 10]) for j in range(0, 10 * k, 10)]
 
 
-def test_synchronous_and_deferred_reads_agree_on_many_streams():
-    # stats_many reads into mapped host memory and waits; PendingStats launches into device chunks
-    # and reads later. Same answers as each other and as the CPU, on many streams in turn and across
-    # calls that reuse the scratch (more than one launch's 48 tensors, empty ones included).
-    from opforge_ops.overflow._stats import PendingStats
-    ts = [planted(dt, n, k) for k, (dt, n) in enumerate(
-        [(torch.float16, 0), (torch.float32, 1), (torch.bfloat16, 5000), (torch.float16, (1 << 20) + 3),
-         (torch.float64, 33)] * 11)]
-    # ten streams: a thread's one-launch scratch serves eight, the others take init/scan/finalize
-    streams = [torch.cuda.current_stream()] + [torch.cuda.Stream() for _ in range(9)]
-    for round_ in range(12):
-        with torch.cuda.stream(streams[round_ % len(streams)]):
-            p = PendingStats()
-            slots = p.add(ts)
-            pending = p.read()
-            fused = overflow.stats_many(ts)
-        for t, slot, s in zip(ts, slots, fused):
-            assert same(s, pending[slot]) is None, (round_, t.dtype, t.numel(), same(s, pending[slot]))
-            if round_ in (0, 11):
-                assert same(s, overflow.tensor_stats(t.cpu())) is None, (round_, t.dtype, t.numel())
+def pack(ts):
+    from opforge_ops.overflow import _stats
+    s = _stats._scratch
+    if len(ts) > s.cap:
+        s.grow(len(ts))
+    keep = _stats._describe(ts, 0.0, s.desc)
+    return s.desc_addr, keep
+
+
+def test_frame_buffer_one_read_for_many_launches_and_full_is_refused():
+    from opforge_ops.overflow._stats import FrameBuffer
+    fb = FrameBuffer(torch.cuda.current_device(), 6)
+    ts = [planted(torch.float16, 1000 + k, k) for k in range(5)]
+    firsts = []
+    for t in ts:
+        addr, keep = pack([t])
+        firsts.append(fb.add(addr, 1))
+    addr, keep = pack(ts[:2])
+    assert firsts == [0, 1, 2, 3, 4] and fb.add(addr, 2) == -1  # 5 + 2 > 6: nothing launched
+    got = frame_records(fb.read(), 5)
+    for t, s in zip(ts, got):
+        assert same(s, overflow.tensor_stats(t.cpu())) is None
+    assert fb.add(addr, 2) == 0  # emptied by the read, reused
+    fb.close()
+
+
+def test_frame_buffer_waits_for_every_stream_it_was_given():
+    # Launches on two streams, each behind a long kernel of its own; one read on a third stream must
+    # see every record (the read waits on the streams' events, not on its own stream only).
+    from opforge_ops.overflow._stats import FrameBuffer
+    fb = FrameBuffer(torch.cuda.current_device(), 64)
+    s1, s2, reader = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
+    xs = []
+    for k, s in enumerate((s1, s2, s1, s2)):
+        with torch.cuda.stream(s):
+            big = torch.randn(1 << 24, device="cuda")
+            for _ in range(4):
+                big = big * 1.0001  # keeps the stream busy before the launch
+            x = big * 0 + float("inf") if k == 3 else big[:4096] + k
+            addr, keep = pack([x])
+            assert fb.add(addr, 1) == k
+            xs.append(x)
+    with torch.cuda.stream(reader):
+        got = frame_records(fb.read(), 4)  # nothing above waited for s1 or s2
+    torch.cuda.synchronize()
+    for x, g in zip(xs, got):
+        assert same(overflow.tensor_stats(x.cpu()), g) is None
+    assert got[3].posinf == 1 << 24
+    fb.close()
+
+
+def test_deferred_mode_with_two_streams_reports_like_the_default_mode():
+    # The model's modules run on two streams; the deferred report (read once at the batch end) is
+    # the default mode's, fault included.
+    class TwoStreams(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+            self.s = torch.cuda.Stream()
+
+        def forward(self, x):
+            with torch.cuda.stream(self.s):
+                self.s.wait_stream(torch.cuda.current_stream())
+                y = self.a(x)
+            torch.cuda.current_stream().wait_stream(self.s)
+            return self.b(y)
+
+    def run(deferred):
+        torch.manual_seed(0)
+        model = TwoStreams().cuda()
+        out = io.StringIO()
+        err = "no error"
+        with contextlib.redirect_stdout(out):
+            overflow.DebugUnderflowOverflow(model, deferred=deferred)
+            try:
+                for k in range(3):
+                    if k == 2:
+                        with torch.no_grad():
+                            model.a.bias[1] = float("inf")
+                    model(torch.ones(2, 4, device="cuda"))
+            except ValueError as e:
+                err = str(e)
+        return out.getvalue(), err
+
+    assert run(True) == run(False)
+    assert "Detected inf/nan during batch_number=2" in run(False)[0]
 
 
 def test_test_kernel_refuses_an_output_off_its_element_size():

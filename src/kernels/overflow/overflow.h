@@ -25,6 +25,7 @@ enum {
   OPFORGE_OVERFLOW_OK = 0,
   OPFORGE_OVERFLOW_EINVAL = -22,
   OPFORGE_OVERFLOW_ENODEV = -19,   // no CUDA driver/device
+  OPFORGE_OVERFLOW_ENOSPC = -28,   // a frame buffer is full: read it, then add again
   OPFORGE_OVERFLOW_ECUDA = -1000,  // a CUDA call failed; see last_error
 };
 
@@ -66,6 +67,10 @@ OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu(const void* data, uint64_t n
 /// CPU: several tensors, results into out[0..ntensors).
 OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu_multi(const opforge_overflow_tensor* tensors, int ntensors,
                                                           opforge_overflow_stats* out);
+/// Does nothing and returns 0; the signature of stats_cpu_multi. The benchmark's CPU proxy calls it
+/// in place of the statistics pass to measure what the hooks cost around the native call.
+OPFORGE_OVERFLOW_API int opforge_overflow_stats_cpu_noop(const opforge_overflow_tensor* tensors, int ntensors,
+                                                         opforge_overflow_stats* out);
 
 /// CUDA: number of devices visible (>= 0), or a negative code when there is no driver.
 OPFORGE_OVERFLOW_API int opforge_overflow_cuda_device_count(void);
@@ -76,6 +81,27 @@ OPFORGE_OVERFLOW_API int opforge_overflow_stats_cuda_multi(const opforge_overflo
 /// CUDA convenience: multi launch + copy into pinned host memory + synchronise the stream.
 OPFORGE_OVERFLOW_API int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors, int ntensors,
                                                           opforge_overflow_stats* host_out, void* stream);
+
+/// Deferred reads: a bounded buffer of statistics records on one GPU (the records of many frames),
+/// allocated once, `capacity` records of device memory and as many of pinned host memory, and
+/// reused after each read. Adding never waits; reading waits once for everything added.
+typedef struct opforge_overflow_frames opforge_overflow_frames;
+/// CUDA: a buffer of capacity (> 0) records on the current device, into *out.
+OPFORGE_OVERFLOW_API int opforge_overflow_frames_create(int capacity, opforge_overflow_frames** out);
+/// CUDA: launches the statistics of n tensors (device pointers; `tensors` is host memory) into the
+/// next n records, asynchronously on stream, from the buffer's device (it must be current). Returns
+/// the index of the first record (>= 0), or OPFORGE_OVERFLOW_ENOSPC when they do not fit (nothing
+/// launched: read, then add again).
+OPFORGE_OVERFLOW_API int opforge_overflow_frames_add(opforge_overflow_frames* f, const opforge_overflow_tensor* tensors,
+                                                     int n, void* stream);
+/// CUDA: waits on stream for the launches made since the last read on every stream they went to,
+/// copies their records into the host records (frames_host), waits for the copy and empties the
+/// buffer. Returns the number of records copied (>= 0) or a negative code.
+OPFORGE_OVERFLOW_API int opforge_overflow_frames_read(opforge_overflow_frames* f, void* stream);
+/// The host records the reads copy into (capacity of them, valid until destroy).
+OPFORGE_OVERFLOW_API const opforge_overflow_stats* opforge_overflow_frames_host(const opforge_overflow_frames* f);
+/// Frees the buffer (null: nothing). Waits for nothing: read first when launches may be running.
+OPFORGE_OVERFLOW_API void opforge_overflow_frames_destroy(opforge_overflow_frames* f);
 
 /// Test kernels producing known numerics on the GPU, written to device memory at out (n elements of
 /// the dtype given by the case). Cases:

@@ -349,8 +349,43 @@ int launch(const opforge_overflow_tensor* tensors, int ntensors, opforge_overflo
   return 0;
 }
 
+constexpr int kMaxFrameStreams = 8;  // streams a buffer waits on by event; more: the whole device
+
 }  // namespace opforge_overflow_stats_detail
 using namespace opforge_overflow_stats_detail;
+
+struct opforge_overflow_frames {
+  int device = -1;
+  int capacity = 0;
+  int used = 0;
+  opforge_overflow_stats* records = nullptr;  // device memory
+  opforge_overflow_stats* host = nullptr;     // pinned host memory
+  cudaStream_t streams[kMaxFrameStreams] = {};
+  cudaEvent_t events[kMaxFrameStreams] = {};
+  int nstreams = 0;
+  bool many_streams = false;  // launches went to more than kMaxFrameStreams streams since the last read
+};
+
+namespace opforge_overflow_stats_detail {
+
+void free_frames(opforge_overflow_frames* f) {
+  for (cudaEvent_t e : f->events)
+    if (e != nullptr) cudaEventDestroy(e);
+  if (f->records != nullptr) cudaFree(f->records);
+  if (f->host != nullptr) cudaFreeHost(f->host);
+  delete f;
+}
+
+// Remembers a stream the buffer's launches went to (the last one is checked first: usually the only one).
+void note_stream(opforge_overflow_frames* f, cudaStream_t s) {
+  if (f->nstreams > 0 && f->streams[f->nstreams - 1] == s) return;
+  for (int i = 0; i < f->nstreams; ++i)
+    if (f->streams[i] == s) return;
+  if (f->nstreams == kMaxFrameStreams) f->many_streams = true;
+  else f->streams[f->nstreams++] = s;
+}
+
+}  // namespace opforge_overflow_stats_detail
 
 extern "C" {
 
@@ -403,6 +438,78 @@ int opforge_overflow_stats_cuda_sync(const opforge_overflow_tensor* tensors, int
     for (int i = 0; i < n; ++i) host_out[first + i] = r.pinned[i];
   }
   return 0;
+}
+
+int opforge_overflow_frames_create(int capacity, opforge_overflow_frames** out) {
+  if (capacity <= 0 || out == nullptr) return set_error(OPFORGE_OVERFLOW_EINVAL, "frames: capacity <= 0 or out null");
+  *out = nullptr;
+  auto* f = new opforge_overflow_frames;
+  cudaError_t e = cudaGetDevice(&f->device);
+  const size_t bytes = sizeof(opforge_overflow_stats) * static_cast<size_t>(capacity);
+  if (e == cudaSuccess) e = cudaMalloc(&f->records, bytes);
+  if (e == cudaSuccess) e = cudaHostAlloc(&f->host, bytes, cudaHostAllocDefault);
+  for (int i = 0; e == cudaSuccess && i < kMaxFrameStreams; ++i)
+    e = cudaEventCreateWithFlags(&f->events[i], cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    free_frames(f);
+    return cuda_fail(e, "frames_create");
+  }
+  f->capacity = capacity;
+  *out = f;
+  return 0;
+}
+
+int opforge_overflow_frames_add(opforge_overflow_frames* f, const opforge_overflow_tensor* tensors, int n,
+                                void* stream) {
+  if (f == nullptr || n < 0 || (n > 0 && tensors == nullptr))
+    return set_error(OPFORGE_OVERFLOW_EINVAL, "frames_add: bad arguments");
+  if (n > f->capacity - f->used) return OPFORGE_OVERFLOW_ENOSPC;
+  const int first = f->used;
+  if (n == 0) return first;
+  int device = -1;
+  const cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return cuda_fail(e, "cudaGetDevice");
+  if (device != f->device) return set_error(OPFORGE_OVERFLOW_EINVAL, "frames_add: the buffer's device is not current");
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const int rc = launch(tensors, n, f->records + first, s);
+  if (rc != 0) return rc;
+  note_stream(f, s);
+  f->used = first + n;
+  return first;
+}
+
+int opforge_overflow_frames_read(opforge_overflow_frames* f, void* stream) {
+  if (f == nullptr) return set_error(OPFORGE_OVERFLOW_EINVAL, "frames_read: null buffer");
+  const int n = f->used;
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaError_t e = cudaSuccess;
+  if (f->many_streams) {
+    e = cudaDeviceSynchronize();
+  } else {
+    // the copy on `s` starts once every stream's launches so far are done
+    for (int i = 0; e == cudaSuccess && i < f->nstreams; ++i) {
+      if (f->streams[i] == s) continue;
+      e = cudaEventRecord(f->events[i], f->streams[i]);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(s, f->events[i], 0);
+    }
+  }
+  if (e == cudaSuccess && n > 0)
+    e = cudaMemcpyAsync(f->host, f->records, sizeof(opforge_overflow_stats) * static_cast<size_t>(n),
+                        cudaMemcpyDeviceToHost, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  f->used = 0;
+  f->nstreams = 0;
+  f->many_streams = false;
+  if (e != cudaSuccess) return cuda_fail(e, "frames_read");
+  return n;
+}
+
+const opforge_overflow_stats* opforge_overflow_frames_host(const opforge_overflow_frames* f) {
+  return f == nullptr ? nullptr : f->host;
+}
+
+void opforge_overflow_frames_destroy(opforge_overflow_frames* f) {
+  if (f != nullptr) free_frames(f);
 }
 
 }  // extern "C"

@@ -41,6 +41,21 @@ def test_golden_scenarios_with_this_transformers_and_torch(name):
     assert overflow_models.run(lambda m, **kw: overflow.DebugUnderflowOverflow(m, deferred=True, **kw), name) == golden
 
 
+@pytest.mark.parametrize("fault", overflow_models.TWICE_FAULTS)
+@pytest.mark.parametrize("records", [None, 8])
+def test_deferred_faults_match_transformers(fault, records, monkeypatch):
+    # the fault in a batch's first frame, its last (the root's), the second call of a module called
+    # twice; records=8: the frame buffer fills twice a batch before the fault is read
+    if records is not None:
+        from opforge_ops.overflow import _stats
+        monkeypatch.setattr(_stats, "FRAME_RECORDS", records)
+    for max_frames in (21, 3):
+        want = overflow_models.run_twice(du.DebugUnderflowOverflow, fault, max_frames_to_save=max_frames)
+        assert overflow_models.run_twice(overflow.DebugUnderflowOverflow, fault, max_frames_to_save=max_frames) == want
+        assert overflow_models.run_twice(lambda m, **kw: overflow.DebugUnderflowOverflow(m, deferred=True, **kw),
+                                         fault, max_frames_to_save=max_frames) == want
+
+
 def tiny_t5(dtype):
     transformers.set_seed(0)
     cfg = transformers.T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=2, num_heads=2)
@@ -51,7 +66,8 @@ def tiny_t5(dtype):
 def test_tiny_t5_report_identical(dtype):
     ids = torch.arange(16).reshape(2, 8) % 64
     texts = []
-    for cls in (du.DebugUnderflowOverflow, overflow.DebugUnderflowOverflow):
+    for cls in (du.DebugUnderflowOverflow, overflow.DebugUnderflowOverflow,
+                lambda m, **kw: overflow.DebugUnderflowOverflow(m, deferred=True, **kw)):
         model = tiny_t5(dtype)
         out = io.StringIO()
         with contextlib.redirect_stdout(out), torch.no_grad():
@@ -66,7 +82,7 @@ def test_tiny_t5_report_identical(dtype):
                 print("ValueError:", e)
         texts.append(out.getvalue())
     assert "Detected inf/nan during batch_number=2" in texts[0]
-    assert texts[1] == texts[0]
+    assert texts[1] == texts[0] and texts[2] == texts[0]
 
 
 CASES = {
@@ -121,7 +137,8 @@ class Mixed(torch.nn.Module):
 
 def test_module_inputs_of_every_kind_same_text():
     texts = []
-    for cls in (du.DebugUnderflowOverflow, overflow.DebugUnderflowOverflow):
+    for cls in (du.DebugUnderflowOverflow, overflow.DebugUnderflowOverflow,
+                lambda m, **kw: overflow.DebugUnderflowOverflow(m, deferred=True, **kw)):
         torch.manual_seed(0)
         model = Mixed()
         out = io.StringIO()
@@ -130,4 +147,4 @@ def test_module_inputs_of_every_kind_same_text():
             model(torch.ones(1, 2), np.array([np.nan, 1.0]), None, 3.5, torch.tensor([-4, 2]))
         texts.append(out.getvalue())
     assert f"{'not a tensor':>17} input[1]\n" in texts[0]
-    assert texts[1] == texts[0]
+    assert texts[1] == texts[0] and texts[2] == texts[0]

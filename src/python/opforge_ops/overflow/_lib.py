@@ -7,6 +7,7 @@ import ctypes
 from .. import _native
 
 ABI_VERSION = 1
+ENOSPC = -28  # a frame buffer is full
 F32, F16, BF16, F64, F8E4M3FN, F8E5M2 = 0, 1, 2, 3, 4, 5
 
 # The name overflow's errors had before the package had one error type: every OpError (an op not
@@ -41,6 +42,12 @@ def _declare(lib: ctypes.CDLL) -> None:
                                                      ctypes.POINTER(Stats), ctypes.c_void_p]
     lib.opforge_overflow_stats_cuda_multi.argtypes = [ctypes.POINTER(TensorDesc), ctypes.c_int,
                                                       ctypes.c_void_p, ctypes.c_void_p]
+    lib.opforge_overflow_frames_create.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+    lib.opforge_overflow_frames_read.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.opforge_overflow_frames_host.argtypes = [ctypes.c_void_p]
+    lib.opforge_overflow_frames_host.restype = ctypes.c_void_p
+    lib.opforge_overflow_frames_destroy.argtypes = [ctypes.c_void_p]
+    lib.opforge_overflow_frames_destroy.restype = None
     lib.opforge_overflow_cuda_test_kernel.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64,
                                                       ctypes.c_uint64, ctypes.c_uint64,
                                                       ctypes.POINTER(ctypes.c_int), ctypes.c_void_p]

@@ -42,6 +42,16 @@ def _flag_unpacker(k: int) -> struct.Struct:
     return s
 
 
+_DESCS: dict[int, struct.Struct] = {}  # k -> Struct of k TensorDesc given (data, count, dtype), threshold 0
+
+
+def desc_struct(k: int) -> struct.Struct:
+    s = _DESCS.get(k)
+    if s is None:
+        s = _DESCS[k] = struct.Struct("=" + "QQi12x" * k)
+    return s
+
+
 def _unpacker(k: int) -> struct.Struct:
     s = _UNPACK.get(k)
     if s is None:
@@ -256,108 +266,89 @@ def stats_many(tensors: Any, threshold: float = 0.0) -> list[TensorStats]:
     return [TensorStats(r) for r in raw_many(tensors, threshold)]
 
 
-class PendingStats:
-    """Statistics launched now and read later (the deferred report mode): CUDA tensors are scanned
-    by an asynchronous launch on the current stream into a device buffer, without a host
-    synchronisation and without keeping the tensors alive; read() copies every buffer back at once.
-    Host tensors and arrays are scanned at once (nothing to wait for). Results go into device
-    chunks of _CHUNK records, allocated once per device and reused after each read."""
+# Records of a deferred frame buffer: 4096 x 80 bytes = 320 KiB per device (on a GPU, as much
+# again of pinned host memory, where the reads land), allocated at the first deferred frame and reused.
+FRAME_RECORDS = 4096
 
-    _CHUNK = 4096
 
-    def __init__(self) -> None:
-        self._host: dict[int, Raw] = {}  # slot -> raw record
-        self._launches: list[tuple[int, int, int, int, int]] = []  # (device, chunk, first record, count, first slot)
-        self._slots = 0
-        self._chunks: dict[int, list[Any]] = {}  # device index -> [device buffers of _CHUNK records or more]
-        self._used: dict[int, list[int]] = {}    # device index -> [records written in each chunk]
+class FrameBuffer:
+    """A bounded buffer of statistics records for deferred frames, on one device, allocated once:
+    add() puts the statistics of packed descriptors into the next records without waiting, read()
+    returns every record added since the last read and empties it.
 
-    def __len__(self) -> int:
-        return self._slots
+    device -1 is the CPU: the records are host memory filled by the statistics call at add() (a
+    CPU tensor has nothing to wait for), so the deferred logic is the same, and testable, without
+    a GPU. On a CUDA device the library's frames_* calls launch each add on the current stream and
+    wait once per read (on every stream that was used)."""
 
-    def add(self, tensors: Sequence[Any], threshold: float = 0.0) -> list[int]:
-        """Slots (ints) of tensors, in order; read()[slot] is the statistics of each."""
-        slots = list(range(self._slots, self._slots + len(tensors)))
-        self._slots += len(tensors)
-        host = [(slot, t) for slot, t in zip(slots, tensors) if not getattr(t, "is_cuda", False)]
-        if host:
-            for (slot, _), r in zip(host, raw_many([t for _, t in host], threshold)):
-                self._host[slot] = r
-        if len(host) < len(tensors):
-            by_device: dict[int, list[tuple[int, Any]]] = {}
-            for slot, t in zip(slots, tensors):
-                if getattr(t, "is_cuda", False):
-                    by_device.setdefault(t.get_device(), []).append((slot, t))
-            for device, entries in by_device.items():
-                # Copies made here (non-contiguous tensors) may be freed on return: the caching
-                # allocator only reuses their memory for work queued after this launch on that stream.
-                ts = [t for _, t in entries]
-                sc = _scratch
-                if len(ts) > sc.cap:
-                    sc.grow(len(ts))
-                keep = _describe(ts, threshold, sc.desc)
-                c, off = self._launch(device, sc.desc_addr, len(ts))
-                del keep
-                for k, (slot, _) in enumerate(entries):
-                    self._launches.append((device, c, off + k, 1, slot))
-        return slots
-
-    def add_packed(self, device: int, desc_addr: int, k: int) -> range:
-        """Slots of k descriptors already packed at desc_addr (CUDA tensors of one device, alive
-        until this returns): one launch."""
-        c, off = self._launch(device, desc_addr, k)
-        slot = self._slots
-        self._slots += k
-        self._launches.append((device, c, off, k, slot))
-        return range(slot, slot + k)
-
-    def _launch(self, device: int, desc_addr: int, k: int) -> tuple[int, int]:
-        """Launches the read of k packed descriptors into this device's chunks: (chunk, first record)."""
+    def __init__(self, device: int, capacity: int, cpu_fn: Callable[..., int] | None = None) -> None:
+        self.device, self.capacity, self.used = device, capacity, 0
+        self._handle: int | None = None
+        if device < 0:
+            self._records = (L.Stats * capacity)()
+            self._base = ctypes.addressof(self._records)
+            self._cpu = cpu_fn or _cpu_fn()
+            self._host = self._base
+            return
         import torch
-        chunks = self._chunks.setdefault(device, [])
-        used = self._used.setdefault(device, [])
-        c = len(used) - 1
-        if c < 0 or used[c] + k > chunks[c].numel() // _STATS_SIZE:  # a launch's records stay in one chunk
-            c += 1
-            if c == len(chunks) or chunks[c].numel() < k * _STATS_SIZE:
-                buf = torch.empty(max(self._CHUNK, k) * _STATS_SIZE, dtype=torch.uint8,
-                                  device=torch.device("cuda", device))
-                chunks[c:c + 1] = [buf]
-            used.append(0)
-        off = used[c]
-        out = chunks[c].data_ptr() + off * _STATS_SIZE
-        rc = _on_device(_cuda_multi_fn(), device, desc_addr, k, out)
-        if rc:
+        handle = ctypes.c_void_p()
+        with torch.cuda.device(device):
+            L.check(L.lib().opforge_overflow_frames_create(capacity, ctypes.byref(handle)))
+        self._handle = handle.value
+        self._host = L.lib().opforge_overflow_frames_host(handle)  # pinned: what reads copy into
+        self._add = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(
+            ("opforge_overflow_frames_add", L.lib()))
+
+    def add(self, desc_addr: int, k: int) -> int:
+        """The index of the first of k records for the k descriptors packed at desc_addr (tensors
+        alive until this returns), or -1 when they do not fit (read first)."""
+        if self._handle is None:
+            first = self.used
+            if first + k > self.capacity:
+                return -1
+            rc = self._cpu(desc_addr, k, self._base + first * _STATS_SIZE)
+            if rc:
+                L.check(rc)
+            self.used = first + k
+            return first
+        rc = _on_device(self._frames_add, self.device, desc_addr, k, 0)
+        if rc < 0:
+            if rc == L.ENOSPC:
+                return -1
             L.check(rc)
-        used[c] = off + k
-        return c, off
+        self.used = rc + k
+        return rc
 
-    def read_raw(self) -> list[Raw]:
-        """Raw records for every slot added: one device-to-host copy per device, one wait."""
-        results: list[Any] = [None] * self._slots
-        for slot, r in self._host.items():
-            results[slot] = r
-        if self._launches:
+    def _frames_add(self, desc_addr: int, k: int, _out: int, stream: int) -> int:
+        return self._add(self._handle, desc_addr, k, stream)
+
+    def read(self) -> bytes:
+        """The records added since the last read (80 bytes each, in order); empties the buffer."""
+        n = self.used
+        if self._handle is not None:
             import torch
-            host: dict[int, tuple[float, ...]] = {}
-            start: dict[int, list[int]] = {}
-            for device, used in self._used.items():
-                # launches may have gone to other streams than the current one: wait for the device
-                torch.cuda.synchronize(device)
-                parts = [ch[:n * _STATS_SIZE] for ch, n in zip(self._chunks[device], used)]
-                data = (torch.cat(parts) if len(parts) > 1 else parts[0]).cpu().numpy().tobytes()
-                host[device] = _unpacker(len(data) // _STATS_SIZE).unpack(data)
-                start[device] = [sum(used[:c]) for c in range(len(used))]
-            for device, c, off, k, slot in self._launches:
-                vals, base = host[device], (start[device][c] + off) * _STATS_FIELDS
-                for j in range(k):
-                    results[slot + j] = vals[base + j * _STATS_FIELDS:base + (j + 1) * _STATS_FIELDS]
-        self._host, self._launches, self._slots, self._used = {}, [], 0, {}
-        return results
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            stream = raw(self.device) if raw is not None else torch.cuda.current_stream(self.device).cuda_stream
+            with torch.cuda.device(self.device):
+                got = L.lib().opforge_overflow_frames_read(self._handle, stream)
+            if got < 0:
+                self.used = 0
+                L.check(got)
+            n = got
+        self.used = 0
+        return ctypes.string_at(self._host, n * _STATS_SIZE) if n else b""
 
-    def read(self) -> list[TensorStats]:
-        """TensorStats for every slot added: one device-to-host copy per device, one wait."""
-        return [TensorStats(r) for r in self.read_raw()]
+    def close(self) -> None:
+        """Frees a GPU buffer (read it first when launches may still run)."""
+        if self._handle is not None:
+            L.lib().opforge_overflow_frames_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
 
 
 def tensor_stats(var: Any, threshold: float = 0.0) -> TensorStats:

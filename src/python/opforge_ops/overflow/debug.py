@@ -29,8 +29,8 @@ _P17 = " " * 17
 # non-tensor. Those for the first _NCTX positions are made once: the hook names every item of every call.
 _NCTX = 64
 _BIG_PARAM = 1 << 16  # parameters this large have their statistics reused within a batch
-# Deferred frames wait for the root module's end, or until this many are pending (a bound on the
-# memory held when the root module never runs): each flush is a synchronisation, so it stays rare.
+# Deferred frames wait for the root module's end, a full frame buffer (_stats.FRAME_RECORDS), or
+# until this many are pending (a bound on the memory held when the root module never runs).
 _MAX_PENDING = 4096
 
 
@@ -56,17 +56,29 @@ def _torch() -> Any:
     return torch
 
 
+_DENSE: dict[tuple[Any, Any], bool] = {}  # (shape, strides) -> _dense's answer (T5 passes one layout everywhere)
+
+
 def _dense(t: Any) -> bool:
     """True when t's elements fill [data_ptr, data_ptr + numel) in some order (a permuted view of a
     contiguous tensor, e.g. T5's position bias): the statistics do not depend on the order, so that
     memory is read as is instead of a contiguous copy."""
+    key = (t.shape, t.stride())
+    known = _DENSE.get(key)
+    if known is not None:
+        return known
     expect = 1
-    for stride, size in sorted(zip(t.stride(), t.shape)):
+    dense = True
+    for stride, size in sorted(zip(key[1], key[0])):
         if size != 1:
             if stride != expect:
-                return False
+                dense = False
+                break
             expect *= size
-    return True
+    if len(_DENSE) >= 4096:
+        _DENSE.clear()
+    _DENSE[key] = dense
+    return dense
 
 
 class _Result:
@@ -92,7 +104,8 @@ def _dense_result(d: Any, torch: Any) -> _Result:
         d = d.to(torch.uint8)
     a = d.abs()
     if not (d.is_floating_point() or d.is_complex()):  # integers: no nan or inf to look for
-        return _Result(None, a.min().item(), a.max().item())
+        mn, mx = torch.aminmax(a)  # one pass: the values of min() and max()
+        return _Result(None, mn.item(), mx.item())
     return _Result(None, a.min().item(), a.max().item(), bool(torch.isnan(d).any().item()),
                    bool(torch.isinf(d).any().item()))
 
@@ -183,32 +196,26 @@ def _line(r: Any, ctx: str, extended: bool) -> str:
     return line
 
 
-class _Frame:
-    """One module call: the lines pending before it (batch start), its header, its items (see _lit)
-    and the statistics of its tensors: `vals`, the native records of all of them as bytes
-    (`results` None), or `results`, one raw record, _Result or deferred slot per tensor. str() is
-    the frame text transformers would have saved."""
-    __slots__ = ("before", "header", "items", "vals", "results", "extended", "batch_number", "root")
-
-    def __init__(self, before: list[str], header: str, items: list[Item], vals: bytes | None,
-                 results: list[Any] | None, extended: bool) -> None:
-        self.before, self.header, self.items, self.vals = before, header, items, vals
-        self.results, self.extended = results, extended
-        self.batch_number, self.root = 0, False
+class _Frame(tuple):
+    """One saved module call: (before, header, items, records, extended). before: the lines pending
+    before it (a batch start), or (); items: see _lit; records: the native records of its tensors
+    as bytes or bytearray (80 each), or a list with one raw record (Raw) or _Result per tensor. str() is the
+    frame text transformers would have saved. A tuple: the hook makes one per module call."""
+    __slots__ = ()
 
     def tensor_results(self) -> list[Any]:
-        if self.results is None:
-            assert self.vals is not None  # one of the two is set
-            v = _stats._unpacker(len(self.vals) // 80).unpack(self.vals)
+        recs = self[3]
+        if recs.__class__ is not list:
+            v = _stats._unpacker(len(recs) // 80).unpack(recs)
             return [v[j:j + 10] for j in range(0, len(v), 10)]
-        return self.results
+        return recs
 
     def __str__(self) -> str:
-        lines = list(self.before)
-        lines.append(self.header)
+        before, header, items, _, extended = self
+        lines = list(before)
+        lines.append(header)
         results = iter(self.tensor_results())
-        extended = self.extended
-        for item in self.items:
+        for item in items:
             if item.__class__ is str:
                 lines.append(_line(next(results), item, extended))
             else:
@@ -219,12 +226,46 @@ class _Frame:
         """(ctx, has_nan, has_inf) of each tensor with a nan or an inf."""
         out = []
         results = iter(self.tensor_results())
-        for item in self.items:
+        for item in self[2]:
             if item.__class__ is str:
                 nan, inf = _flags(next(results))
                 if nan or inf:
                     out.append((item, nan, inf))
         return out
+
+
+class _Slot:
+    """A tensor's record in a deferred frame buffer, read at the flush (in the frames of tensors the
+    library does not read, or of several devices)."""
+    __slots__ = ("buffer", "index")
+
+    def __init__(self, buffer: _stats.FrameBuffer, index: int) -> None:
+        self.buffer, self.index = buffer, index
+
+
+class _Lazy:
+    """transformers' torch computation on a CUDA tensor the library does not read (integers, bool,
+    complex), launched in a deferred frame's hook and made a _Result at the flush: the hook does
+    not wait for the GPU."""
+    __slots__ = ("parts", "floating")
+
+    def __init__(self, t: Any, torch: Any) -> None:
+        if t.dtype == torch.bool:
+            t = t.to(torch.uint8)
+        a = t.abs()
+        self.floating = t.is_floating_point() or t.is_complex()
+        self.parts = (a.min(), a.max()) + ((torch.isnan(t).any(), torch.isinf(t).any()) if self.floating else ())
+
+    def result(self) -> _Result:
+        v = [p.item() for p in self.parts]
+        if not self.floating:
+            return _Result(None, v[0], v[1])
+        return _Result(None, v[0], v[1], bool(v[2]), bool(v[3]))
+
+
+# A deferred frame until its flush: [before, header, items, records, batch_number, root, buffer,
+# first record, tensor count]; records is None while they wait in `buffer` from `first` on.
+_Pending = list
 
 
 class _Sink:
@@ -323,14 +364,15 @@ class DebugUnderflowOverflow:
         self.detected_overflow = False
         self.prefix = _P17
         self.extended = extended
-        # deferred: each frame's statistics are launched at once (asynchronously on the GPU, without
-        # keeping the tensors alive) and read together when the root module finishes, when
-        # max_frames_to_save frames are pending, and on remove(). Frames are then replayed in order,
-        # so a detection reports the same frame, batch number and dump as the per-frame mode, later.
+        # deferred: each frame's statistics go into a frame buffer of its device (FrameBuffer, on
+        # a GPU an asynchronous launch: no wait, no tensor kept alive) and are read when the root
+        # module finishes, when a buffer is full or _max_pending frames wait, and on remove().
+        # Frames are then replayed in order, so a detection reports the same frame, batch number
+        # and dump as the per-frame mode, later.
         self.deferred = deferred
         self._max_pending = _MAX_PENDING
-        self._pending: list[_Frame] = []
-        self._pending_stats = _stats.PendingStats()
+        self._pending: list[_Pending] = []
+        self._buffers: dict[int, _stats.FrameBuffer] = {}  # device (-1: the CPU) -> its frame buffer
         if isinstance(file, str) and "{rank}" in file:
             file = file.format(rank=_file_rank())
         rank = _dist_rank()
@@ -347,6 +389,10 @@ class DebugUnderflowOverflow:
         # pointer, size and version counter are unchanged, emptied at every batch end. None until
         # the root module has run once, so nothing is reused where batches are not counted.
         self._param_cache: dict[int, tuple[int, int, int, bytes]] | None = None
+        # Descriptors of parameters (id -> (parameter, data pointer, count, dtype code, dtype,
+        # device)): they hold while the parameter's data pointer, size and dtype do. Emptied at a batch
+        # end when it holds more than the model's parameters: a replaced one is not kept alive long.
+        self._param_descs: dict[int, tuple[Any, int, int, int, Any, int]] = {}
         self._steady = False  # see forward_hook
         self._codes = _stats.torch_codes()
         self._cpu_multi: Callable[..., int] = _no_library
@@ -355,9 +401,14 @@ class DebugUnderflowOverflow:
         except _lib.OverflowLibError:  # no library: every tensor takes transformers' torch computation
             self._codes = {}
         base = torch.nn.Module.named_parameters
-        # per module: its header line, and whether its own parameters can be read from _parameters
-        # (what named_parameters(recurse=False) yields unless a class overrides it)
-        self._meta = {m: (f"{self.prefix} {name} {m.__class__.__name__}", type(m).named_parameters is base)
+        # per module: its header line, whether its own parameters can be read from _parameters
+        # (what named_parameters(recurse=False) yields unless a class overrides it), and whether one
+        # of them is tied (held by another module too: the only ones _param_cache keeps)
+        holders = collections.Counter(id(p) for m in self.module_names for p in m._parameters.values()
+                                      if p is not None)
+        self._nparams = len(holders)
+        self._meta = {m: (f"{self.prefix} {name} {m.__class__.__name__}", type(m).named_parameters is base,
+                          any(holders[id(p)] > 1 for p in m._parameters.values() if p is not None))
                       for m, name in self.module_names.items()}
         self._handles: list[Any] = []
         self.model.apply(lambda m: self._handles.append(m.register_forward_hook(self.forward_hook)))
@@ -374,6 +425,9 @@ class DebugUnderflowOverflow:
                 h.remove()
             self._handles = []
             self._emit.close()
+            for fb in self._buffers.values():
+                fb.close()
+            self._buffers = {}
 
     def __enter__(self) -> DebugUnderflowOverflow:
         return self
@@ -414,31 +468,36 @@ class DebugUnderflowOverflow:
         self.expand_frame(f"\n\n{self.prefix} *** Starting batch number={self.batch_number} ***")
         self.expand_frame(f"{'abs min':8} {'abs max':8} metadata")
 
-    def _collect(self, module: Any, input: Any, output: Any,
-                 pending: _stats.PendingStats | None) -> tuple[_Frame, bool | None]:
-        """The frame of one module call and whether it holds a nan/inf (None when deferred: not known
-        yet). The statistics of CPU tensors are read now, in one native call; CUDA tensors go in one
-        call per device, read now, or launched into `pending` (deferred) and read later. This runs
-        for every module call, so the common case is written out with few calls and allocations."""
-        header, fast = self._meta[module]
+    def _label(self, module: Any, input: Any, output: Any) -> tuple[str, list[Item], list[Any], int, bool]:
+        """Labelling: the header of a module call, its items (see _lit), its tensors in item order,
+        how many of the first ones are its own parameters, and whether one of those is tied (held by
+        another module too). Runs for every module call."""
+        header, fast, tied = self._meta[module]
         Tensor = self._Tensor
         items: list[Item] = []
         tensors: list[Any] = []
         if fast:
-            for name, p in module._parameters.items():
-                if p is not None:
-                    items.append(name)
-                    tensors.append(p)
-            if len(tensors) > 1 and len(set(map(id, tensors))) < len(tensors):
-                items, tensors = [], []  # a parameter under two names: named_parameters() yields it once
-                for name, p in module.named_parameters(recurse=False):
-                    items.append(name)
-                    tensors.append(p)
+            params = module._parameters
+            if params:
+                for name, p in params.items():
+                    if p is not None:
+                        items.append(name)
+                        tensors.append(p)
+                n = len(tensors)
+                if n > 1 and (tensors[0] is tensors[1] if n == 2 else len(set(map(id, tensors))) < n):
+                    items, tensors = [], []  # a parameter under two names: named_parameters() yields it once
+                    for name, p in module.named_parameters(recurse=False):
+                        items.append(name)
+                        tensors.append(p)
         else:
             for name, p in module.named_parameters(recurse=False):
                 items.append(name)
                 tensors.append(p)
-        if isinstance(input, tuple):
+        nown = len(tensors)
+        if input.__class__ is tuple and len(input) == 1 and isinstance(input[0], Tensor):  # the usual call
+            items.append("input[0]")
+            tensors.append(input[0])
+        elif isinstance(input, tuple):
             for i, x in enumerate(input):
                 if isinstance(x, Tensor):
                     items.append(_IN[i] if i < _NCTX else f"input[{i}]")
@@ -473,95 +532,148 @@ class DebugUnderflowOverflow:
                     items.append(_lit("None" if x is None else "not a tensor", f"output[{i}]"))
         else:
             items.append(_OUTPUT_LIT[output is not None])
-        before, self.frame = self.frame, []
+        return header, items, tensors, nown, tied
 
-        # The common case: every tensor a non-empty dense tensor of a dtype the library reads, all
-        # on the CPU or all on one GPU, packed straight into the descriptors of one native call.
+    def _pack(self, scratch: Any, tensors: list[Any], nown: int, cache: dict[int, tuple[int, int, int, bytes]] | None
+              ) -> tuple[int, list[tuple[int, bytes]] | None, list[tuple[int, int, int, int, int]] | None,
+                         list[Any] | None] | None:
+        """Packing: the descriptors of a frame's tensors (threshold 0: the default) into the scratch,
+        for one native call.
+        The first `nown` tensors are the module's own parameters: their descriptors are remembered
+        (_param_descs; a parameter made non-contiguous in place keeps the same memory, and so the same
+        statistics). (device, hits, big, keep): device -1 for the CPU, else a CUDA index; hits and
+        big, the large parameters whose records `cache` knows / is to learn (__init__; None: none
+        of them is tied, or the frame is deferred); keep, contiguous copies
+        that must live until the call. None when the frame is not the common case (a dtype or layout
+        the library does not read, an empty tensor, two devices): _collect_mixed then."""
         k = len(tensors)
-        scratch = _stats._scratch
         if k > scratch.cap:
             scratch.grow(k)
-        desc, codes, strided, pack = scratch.desc, self._codes, self._strided, _stats._DESC.pack_into
-        # (deferred frames read every tensor: their records are not known when the hook runs)
-        keep: list[Any] | None
-        hits: list[tuple[int, bytes]] | None
-        big: list[tuple[int, int, int, int, int]] | None
-        off, keep, hits, big = 0, None, None, None
-        cache = self._param_cache if pending is None else None
-        where: Any = None  # -1: the CPU, else a CUDA device index
-        for t in tensors:
-            code = codes.get(t.dtype)
-            if code is None or t.layout is not strided:
-                break
-            w = -1 if t.is_cpu else (t.get_device() if t.is_cuda else None)
-            if w is None or (where is not None and w != where):
-                break  # mixed devices: _collect_mixed
-            where = w
-            n = t.numel()
-            if not n:
-                break
-            if n >= _BIG_PARAM and cache is not None and isinstance(t, self._Parameter):
-                ptr, version = t.data_ptr(), t._version
-                e = cache.get(id(t))
-                if e is not None and e[0] == ptr and e[1] == version and e[2] == n:
-                    if hits is None:
-                        hits = []
-                    hits.append((off // 32, e[3]))
-                    pack(desc, off, 0, 0, code, 0, 0.0)  # nothing to read: the record is known
-                    off += 32
-                    continue
-                if big is None:
-                    big = []
-                big.append((off // 32, id(t), ptr, version, n))
-            if not t.is_contiguous() and not _dense(t):
-                t = t.contiguous()
-                if keep is None:
-                    keep = []
-                keep.append(t)
-            pack(desc, off, t.data_ptr(), n, code, 0, 0.0)
-            off += 32
+        codes, descs = self._codes, self._param_descs
+        keep: list[Any] | None = None
+        hits: list[tuple[int, bytes]] | None = None
+        big: list[tuple[int, int, int, int, int]] | None = None
+        args: list[int] = []  # (data, count, dtype) per tensor: one struct call packs them all
+        where, i = None, -1
+        try:
+            for t in tensors:
+                i += 1
+                if i < nown:  # a parameter: its descriptor holds while its data pointer, size and dtype do
+                    d = descs.get(id(t))
+                    if d is not None and d[0] is t and d[4] is t.dtype and d[1] == t.data_ptr() and (
+                            d[2] == t.numel() and (cache is None or d[2] < _BIG_PARAM)):
+                        if d[5] != where:
+                            if where is not None:
+                                return None
+                            where = d[5]
+                        args += (d[1], d[2], d[3])
+                        continue
+                code = codes.get(t.dtype)
+                if code is None:
+                    return None
+                if t.is_cpu:
+                    w = -1
+                elif t.is_cuda:
+                    w = t.get_device()
+                else:
+                    return None
+                if w != where:
+                    if where is not None:
+                        return None
+                    where = w
+                n = t.numel()
+                if not n:
+                    return None
+                if i < nown and n >= _BIG_PARAM and cache is not None:  # a tied parameter
+                    ptr, version = t.data_ptr(), t._version
+                    e = cache.get(id(t))
+                    if e is not None and e[0] == ptr and e[1] == version and e[2] == n:
+                        if hits is None:
+                            hits = []
+                        hits.append((i, e[3]))
+                        args += (0, 0, code)  # nothing to read: the record is known
+                        continue
+                    if big is None:
+                        big = []
+                    big.append((i, id(t), ptr, version, n))
+                if not t.is_contiguous() and not _dense(t):
+                    t = t.contiguous()
+                    if keep is None:
+                        keep = []
+                    keep.append(t)
+                elif i < nown:
+                    descs[id(t)] = (t, t.data_ptr(), n, code, t.dtype, where)
+                args += (t.data_ptr(), n, code)
+        except RuntimeError:  # a layout without strides or storage (sparse, mkldnn): no data pointer
+            return None
+        _stats.desc_struct(k).pack_into(scratch.desc, 0, *args)
+        return where, hits, big, keep  # type: ignore[return-value]
+
+    def _take_before(self) -> list[str] | tuple[()]:
+        """The lines pending for the next frame (a batch start), now that it is made."""
+        before = self.frame
+        if not before:
+            return ()
+        self.frame = []
+        return before
+
+    def _collect(self, module: Any, input: Any, output: Any) -> tuple[_Frame, bool]:
+        """The frame of one module call with its statistics read now, and whether it holds a nan/inf.
+        CPU tensors are read in one native call, a GPU's in one synchronous read; only their
+        nan/+inf/-inf counters are looked at now, the rest when the frame is printed."""
+        header, items, tensors, nown, tied = self._label(module, input, output)
+        before: list[str] | tuple[()] = self.frame
+        if before:
+            self.frame = []
         else:
-            if not k:
-                return _Frame(before, header, items, b"", None, self.extended), False
+            before = ()
+        k = len(tensors)
+        if not k:
+            return _Frame((before, header, items, b"", self.extended)), False
+        scratch = _stats._scratch
+        packed = self._pack(scratch, tensors, nown, self._param_cache if tied else None)
+        if packed is not None:
+            where, hits, big, keep = packed
             if where == -1:
                 rc = self._cpu_multi(scratch.desc_addr, k, scratch.out_addr)
-            elif pending is not None:  # deferred: launched now, read at the batch's end
-                try:
-                    slots = pending.add_packed(where, scratch.desc_addr, k)
-                    return _Frame(before, header, items, None, list(slots), self.extended), None
-                except _lib.OverflowLibError:
-                    rc = 1
             else:
                 rc = _stats.cuda_read(where, scratch.desc_addr, k, scratch.out_addr)
+            del keep  # the copies read by the call
             if not rc:
-                # only the nan/+inf/-inf counters are read now; the rest when the frame is printed
                 if hits is None and big is None:
-                    vals = bytes(scratch.out_view[:80 * k])
+                    vals = scratch.out_bytes[:80 * k]  # a copy: the frame's own
                 else:
                     vals = self._splice(scratch, k, hits, big)
-                found = any(_stats._flag_unpacker(k).unpack(vals))
-                return _Frame(before, header, items, vals, None, self.extended), found
-        keep = None
-        return self._collect_mixed(before, header, items, tensors, pending)
+                return (_Frame((before, header, items, vals, self.extended)),
+                        any(_stats._flag_unpacker(k).unpack(vals)))
+        records, found = self._collect_mixed(tensors, False)
+        return _Frame((before, header, items, records, self.extended)), bool(found)
 
     def _splice(self, scratch: Any, k: int, hits: list[tuple[int, bytes]] | None,
-                big: list[tuple[int, int, int, int, int]] | None) -> bytes:
+                big: list[tuple[int, int, int, int, int]] | None) -> bytearray:
         """The records of a frame with large parameters: known ones put in, new ones remembered."""
         buf = bytearray(scratch.out_view[:80 * k])
         for slot, rec in hits or ():
             buf[80 * slot:80 * slot + 80] = rec
         for slot, key, ptr, version, n in big or ():
             self._param_cache[key] = (ptr, version, n, bytes(buf[80 * slot:80 * slot + 80]))  # type: ignore[index]
-        return bytes(buf)
+        return buf
 
-    def _collect_mixed(self, before: list[str], header: str, items: list[Item], tensors: list[Any],
-                       pending: _stats.PendingStats | None) -> tuple[_Frame, bool | None]:
-        """_collect for frames with CUDA tensors, tensors the library does not read, or no library."""
+    def _buffer(self, device: int) -> _stats.FrameBuffer:
+        fb = self._buffers.get(device)
+        if fb is None:
+            fb = self._buffers[device] = _stats.FrameBuffer(device, _stats.FRAME_RECORDS, self._cpu_multi)
+        return fb
+
+    def _collect_mixed(self, tensors: list[Any], defer: bool) -> tuple[list[Any], bool | None]:
+        """The records of a frame with tensors the library does not read, tensors on several devices,
+        or no library: one raw record, _Result (or, deferred: _Slot, _Lazy) per tensor, and whether
+        one holds a nan/inf (None when deferred: not known before the flush)."""
         k = len(tensors)
         results: list[Any] = [None] * k
-        codes, strided = self._codes, self._strided
+        codes, strided, torch = self._codes, self._strided, self._torch
         cpu_idx: list[int] = []
-        cuda: dict[Any, list[int]] | None = None
+        cuda: dict[int, list[int]] | None = None
         for i, t in enumerate(tensors):
             if t.dtype in codes and t.layout is strided and t.numel():
                 if t.is_cpu:
@@ -570,28 +682,76 @@ class DebugUnderflowOverflow:
                 if t.is_cuda:
                     if cuda is None:
                         cuda = {}
-                    cuda.setdefault(t.device, []).append(i)
+                    cuda.setdefault(t.get_device(), []).append(i)
                     continue
-            results[i] = _torch_result(t, self._torch)
-        groups: list[list[int]] = [cpu_idx] if cpu_idx else []
+            if defer and t.is_cuda and t.layout is strided and t.numel():
+                results[i] = _Lazy(t, torch)  # launched now, read at the flush
+            else:
+                results[i] = _torch_result(t, torch)
+        groups: list[tuple[int, list[int]]] = [(-1, cpu_idx)] if cpu_idx else []
         if cuda:
-            groups += cuda.values()
-        found: bool | None = False
-        got: list[Any]
-        for idx in groups:
+            groups += cuda.items()
+        if defer and cuda and any(len(idx) > self._buffer(d).capacity - self._buffer(d).used
+                                  for d, idx in cuda.items()):
+            self._flush()  # before any of this frame's records go in: a flush empties every buffer
+        scratch = _stats._scratch
+        for device, idx in groups:
             ts = [tensors[i] for i in idx]
-            try:
-                got = pending.add(ts) if pending is not None and ts[0].is_cuda else _stats.raw_many(ts)
-            except _lib.OverflowLibError:
-                got = [_dense_result(t, self._torch) for t in ts]
+            got: list[Any] | None = None
+            packed = self._pack(scratch, ts, 0, None)  # one device, dtypes the library reads: not None
+            if packed is not None and self._codes:
+                n = len(ts)
+                if defer and device >= 0 and n <= self._buffer(device).capacity:
+                    fb = self._buffer(device)
+                    first = fb.add(scratch.desc_addr, n)
+                    if first >= 0:
+                        got = [_Slot(fb, first + j) for j in range(n)]
+                else:
+                    try:
+                        rc = (self._cpu_multi(scratch.desc_addr, n, scratch.out_addr) if device < 0 else
+                              _stats.cuda_read(device, scratch.desc_addr, n, scratch.out_addr))
+                    except _lib.OverflowLibError:
+                        rc = 1
+                    if not rc:
+                        v = _stats._unpacker(n).unpack_from(scratch.out_bytes)
+                        got = [v[j:j + 10] for j in range(0, 10 * n, 10)]
+            packed = None
+            if got is None:
+                got = [_dense_result(t, torch) for t in ts]
             for i, r in zip(idx, got):
                 results[i] = r
-        for r in results:
-            if r.__class__ is not int and any(_flags(r)):
-                found = True
-        if pending is not None and cuda:
-            found = None
-        return _Frame(before, header, items, None, results, self.extended), found
+        if defer:
+            return results, None
+        return results, any(any(_flags(r)) for r in results)
+
+    def _defer(self, module: Any, input: Any, output: Any, root: bool) -> None:
+        """Deferred mode's hook: the frame goes to _pending, its statistics into the frame buffer of
+        its device (on a GPU an asynchronous launch); a full buffer is flushed first. Nothing here
+        waits for the GPU, except a tensor without a native read and no storage to launch on."""
+        header, items, tensors, nown, _ = self._label(module, input, output)
+        before = self._take_before()
+        k = len(tensors)
+        entry: _Pending = [before, header, items, None, self.batch_number, root, None, 0, k]
+        if not k:
+            entry[3] = b""
+        else:
+            scratch = _stats._scratch
+            packed = self._pack(scratch, tensors, nown, None)
+            if packed is not None:
+                fb = self._buffers.get(packed[0]) or self._buffer(packed[0])
+                if k <= fb.capacity:
+                    first = fb.add(scratch.desc_addr, k)
+                    if first < 0:
+                        self._flush()  # packs nothing: the descriptors are still there
+                        first = fb.add(scratch.desc_addr, k)
+                    entry[6], entry[7] = fb, first
+                else:
+                    packed = None
+            if packed is None:
+                entry[3] = self._collect_mixed(tensors, True)[0]
+        self._pending.append(entry)
+        if len(self._pending) >= self._max_pending:
+            self._flush()
 
     def _save(self, frame: _Frame, found: bool | None = None) -> bool:
         """Saves a frame whose statistics are read; prints its nan/inf messages. True on a detection."""
@@ -608,27 +768,38 @@ class DebugUnderflowOverflow:
         return found
 
     def create_frame(self, module: Any, input: Any, output: Any) -> None:
-        self._save(*self._collect(module, input, output, None))
+        self._save(*self._collect(module, input, output))
 
     def _flush(self) -> None:
-        """Reads the statistics of the pending (deferred) frames and saves them in order, as the
-        per-frame mode would have; at the first detection, dumps the frames saved up to it (the
-        later ones are dropped) with its batch number, and raises."""
+        """Reads the frame buffers and saves the pending (deferred) frames in order, as the per-frame
+        mode would have; at the first detection, dumps the frames saved up to it (the later ones are
+        dropped) with its batch number, and raises. Without a nan/inf, only the frames the deque
+        keeps are made."""
         pending, self._pending = self._pending, []
-        if len(self._pending_stats):
-            raw = self._pending_stats.read_raw()
-            for frame in pending:
-                if frame.results is not None:
-                    frame.results = [raw[r] if r.__class__ is int else r for r in frame.results]
-        for frame in pending:
-            if self._save(frame):
-                self.batch_number = frame.batch_number
+        data = {fb: fb.read() for fb in self._buffers.values() if fb.used}
+        clean = not any(any(_stats._flag_unpacker(len(d) // 80).unpack(d)) for d in data.values())
+        for e in pending:
+            recs = e[3]
+            if recs.__class__ is list:
+                recs = e[3] = [_resolve(r, data) for r in recs]
+                if clean and any(any(_flags(r)) for r in recs):
+                    clean = False
+        ext = self.extended
+        if clean:
+            maxlen = getattr(self.frames, "maxlen", None)
+            keep = pending if maxlen is None or len(pending) <= maxlen else pending[-maxlen:]
+            self.frames.extend(_Frame((e[0], e[1], e[2], _records(e, data), ext)) for e in keep)
+            return
+        for e in pending:
+            if self._save(_Frame((e[0], e[1], e[2], _records(e, data), ext))):
+                self.batch_number = e[4]
                 self.frame = []
-                if frame.root:
+                if e[5]:
                     self.batch_start_frame()
                 self._raise_detected()
 
     def _raise_detected(self) -> NoReturn:
+        self._steady = False
         self.dump_saved_frames()
         raise ValueError(
             "DebugUnderflowOverflow: inf/nan detected, aborting as there is no point running further. "
@@ -636,20 +807,23 @@ class DebugUnderflowOverflow:
         )
 
     def forward_hook(self, module: Any, input: Any, output: Any) -> None:
-        # Steady state (not the first call, no trace, no deferral, nothing detected or pending):
-        # a non-root module's frame is saved and nothing else happens unless it holds a nan/inf.
+        # Steady state (not the first call, no trace, nothing detected, and in the per-frame mode
+        # nothing pending): a non-root module's frame is saved, or deferred, and nothing else
+        # happens unless it holds a nan/inf.
         if self._steady and module is not self.model:
             self.total_calls += 1
-            frame, found = self._collect(module, input, output, None)
+            if self.deferred:
+                self._defer(module, input, output, False)
+                return
+            frame, found = self._collect(module, input, output)
             if not found:
                 self.frames.append(frame)
                 return
-            self._steady = False
             self._save(frame, True)
             self._raise_detected()
         self._steady = False
         self._forward_hook(module, input, output)
-        self._steady = (not self.deferred and not self.detected_overflow and not self._pending
+        self._steady = (not self.detected_overflow and (self.deferred or not self._pending)
                         and self.total_calls > 0 and self.batch_number not in self.trace_batch_nums)
 
     def _forward_hook(self, module: Any, input: Any, output: Any) -> None:
@@ -666,18 +840,18 @@ class DebugUnderflowOverflow:
             self.batch_number += 1
             last_frame_of_batch = True
             self._param_cache = {}  # a new batch: parameters may have been updated
+            if len(self._param_descs) > self._nparams:
+                self._param_descs = {}  # some were replaced: hold the old ones no longer
         if self.deferred and not trace_mode and not self.detected_overflow:
-            frame, _ = self._collect(module, input, output, self._pending_stats)
-            frame.batch_number, frame.root = self.batch_number, last_frame_of_batch
-            self._pending.append(frame)
+            self._defer(module, input, output, last_frame_of_batch)
             if last_frame_of_batch:
                 self.batch_start_frame()
-            if last_frame_of_batch or len(self._pending) >= self._max_pending:
+            if last_frame_of_batch and self._pending:
                 self._flush()
         else:
             if self._pending:
                 self._flush()
-            frame, found = self._collect(module, input, output, None)
+            frame, found = self._collect(module, input, output)
             if found:
                 self._save(frame, True)
             else:
@@ -693,3 +867,20 @@ class DebugUnderflowOverflow:
                 f"DebugUnderflowOverflow: aborting after {self.batch_number} batches due to"
                 f" `abort_after_batch_num={self.abort_after_batch_num}` arg"
             )
+
+
+def _resolve(r: Any, data: dict[_stats.FrameBuffer, bytes]) -> Any:
+    """A deferred frame's entry made final at the flush: a _Slot's raw record, a _Lazy's _Result."""
+    if r.__class__ is _Slot:
+        return _stats._unpacker(1).unpack_from(data[r.buffer], 80 * r.index)
+    if r.__class__ is _Lazy:
+        return r.result()
+    return r
+
+
+def _records(e: _Pending, data: dict[_stats.FrameBuffer, bytes]) -> Any:
+    """The records of a pending frame once its buffer is read (see _Pending)."""
+    if e[3] is not None:
+        return e[3]
+    first = e[7]
+    return data[e[6]][80 * first:80 * (first + e[8])]
