@@ -9,6 +9,8 @@
 #include "cuda/mismatch.h"
 #include "cuda/resolve.h"
 #include "probe/machine.h"
+#include "probe/overlay_environment.h"
+#include "test_util.h"
 
 namespace sfs = std::filesystem;
 using namespace opforge;
@@ -17,17 +19,26 @@ namespace {
 
 const sfs::path kElsewhere = sfs::path(OPFORGE_TEST_FIXTURES) / "torch_elsewhere";
 
-// Runs processes for real with extra environment variables (the caller's environment otherwise).
+// Runs processes for real in the environment the machine reports (as the real runner's children
+// inherit it), and counts them.
 struct EnvRunner final : probe::ProcessRunner {
-  std::map<std::string, std::string> extra;
+  explicit EnvRunner(const probe::Environment& e) : env(e) {}
+  const probe::Environment& env;
+  int runs = 0;
   Result<probe::ProcessResult> run(const probe::Command& c) override {
+    ++runs;
     probe::Command copy = c;
-    auto env = probe::real_machine().env.all();
-    for (auto& [k, v] : extra) env[k] = v;
-    copy.env = env;
+    copy.env = env.all();
     return probe::real_machine().proc.run(copy);
   }
 };
+
+/// The real environment with `extra` set and the cache in a folder of the test's own, so that no
+/// test reads or writes the user's cache.
+probe::OverlayEnvironment env_with(std::map<std::string, std::string> extra, const sfs::path& cache) {
+  extra["OPFORGE_CACHE_DIR"] = cache.string();
+  return probe::OverlayEnvironment(probe::real_machine().env, std::move(extra));
+}
 
 }  // namespace
 
@@ -43,9 +54,9 @@ TEST(CudaTorchLocation, ParsesTheProbeOutput) {
 
 TEST(CudaTorchLocation, FoundThroughPythonpath) {
   auto real = probe::real_machine();
-  EnvRunner runner;
-  runner.extra = {{"PYTHONPATH", kElsewhere.string()}};
-  auto t = cuda::read_torch(probe::Machine{real.fs, runner, real.env, real.dl}, "/usr/bin/python3");
+  auto env = env_with({{"PYTHONPATH", kElsewhere.string()}}, test_util::temp_dir("torch-pythonpath"));
+  EnvRunner runner(env);
+  auto t = cuda::read_torch(probe::Machine{real.fs, runner, env, real.dl}, "/usr/bin/python3");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->torch_version, "2.15.0+cu132");
   EXPECT_EQ(t->cuda, (Version{13, 2}));
@@ -65,13 +76,49 @@ TEST(CudaTorchLocation, FoundThroughAPthFile) {
   sfs::path user_site(std::string(r->out.substr(0, r->out.find('\n'))));
   sfs::create_directories(user_site);
   std::ofstream(user_site / "elsewhere.pth") << kElsewhere.string() << "\n";
-  EnvRunner runner;
-  runner.extra = {{"PYTHONUSERBASE", base.string()}};
-  auto t = cuda::read_torch(probe::Machine{real.fs, runner, real.env, real.dl}, "/usr/bin/python3");
+  auto env = env_with({{"PYTHONUSERBASE", base.string()}}, base / "cache");
+  EnvRunner runner(env);
+  auto t = cuda::read_torch(probe::Machine{real.fs, runner, env, real.dl}, "/usr/bin/python3");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->torch_version, "2.15.0+cu132");
   EXPECT_EQ(t->torch_dir, kElsewhere / "torch");
   sfs::remove_all(base);
+}
+
+TEST(CudaTorchLocation, TheAnswerIsRememberedUntilAFolderOnSysPathOrAVariableChanges) {
+  auto real = probe::real_machine();
+  const auto dir = test_util::temp_dir("torch-cache");
+  sfs::remove_all(dir);
+  sfs::create_directories(dir / "pp");
+  auto env = env_with({{"PYTHONPATH", (dir / "pp").string()}}, dir / "cache");
+  EnvRunner runner(env);
+  probe::Machine m{real.fs, runner, env, real.dl};
+  auto first = cuda::read_torch(m, "/usr/bin/python3");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(runner.runs, 1);
+  EXPECT_TRUE(sfs::exists(dir / "cache" / "python.json"));
+  auto again = cuda::read_torch(m, "/usr/bin/python3");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(runner.runs, 1);  // remembered: no python started
+  EXPECT_EQ(again->torch_version, first->torch_version);
+  EXPECT_EQ(again->torch_dir, first->torch_dir);
+  EXPECT_EQ(again->python_cflags, first->python_cflags);
+
+  // torch installed into a folder on sys.path: that folder changed, so python runs again and
+  // finds it.
+  sfs::create_symlink(kElsewhere / "torch", dir / "pp" / "torch");
+  auto installed = cuda::read_torch(m, "/usr/bin/python3");
+  ASSERT_TRUE(installed);
+  EXPECT_EQ(runner.runs, 2);
+  EXPECT_EQ(installed->torch_version, "2.15.0+cu132");
+  EXPECT_EQ(installed->torch_dir, dir / "pp" / "torch");
+
+  // Another PYTHONPATH is another question.
+  auto other = env_with({{"PYTHONPATH", kElsewhere.string()}}, dir / "cache");
+  EnvRunner other_runner(other);
+  ASSERT_TRUE(cuda::read_torch(probe::Machine{real.fs, other_runner, other, real.dl}, "/usr/bin/python3"));
+  EXPECT_EQ(other_runner.runs, 1);
+  sfs::remove_all(dir);
 }
 
 TEST(CudaTorchLocation, MajorMismatchIsAnErrorMinorAWarningNamingBoth) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/versions.h"
+#include "probe/json_cache.h"
 #include "util/hash.h"
 #include "util/scan.h"
 
@@ -62,19 +63,96 @@ PythonProbe parse_python_probe(std::string_view text) {
   return out;
 }
 
-std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python) {
-  // find_spec locates the package as `import torch` would (PYTHONPATH, .pth files, editable
-  // installs) without importing it: importing torch costs seconds, starting python milliseconds.
-  auto r =
-      m.proc.run(probe::Command{.argv = {python, "-c",
-                                         "import importlib.util, json, sys, sysconfig\n"
-                                         "s = importlib.util.find_spec('torch')\n"
-                                         "print(json.dumps({'torch': s.origin if s else None,\n"
-                                         "  'locations': list(s.submodule_search_locations or []) if s else [],\n"
-                                         "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or ''}))"},
-                                .timeout = std::chrono::milliseconds(20000)});
+namespace {
+
+// find_spec locates the package as `import torch` would (PYTHONPATH, .pth files, editable
+// installs) without importing it: importing torch costs seconds, starting python milliseconds.
+constexpr const char* kProbeProgram =
+    "import importlib.util, json, sys, sysconfig\n"
+    "s = importlib.util.find_spec('torch')\n"
+    "print(json.dumps({'torch': s.origin if s else None,\n"
+    "  'locations': list(s.submodule_search_locations or []) if s else [],\n"
+    "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or ''}))";
+
+/// The variables that change what a Python puts on sys.path or which interpreter a shim (pyenv,
+/// a venv's activate) starts.
+constexpr const char* kPythonVariables[] = {"PYTHONPATH",     "PYTHONHOME",  "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
+                                            "PYTHONUSERBASE", "PYTHONPLATLIBDIR", "PYENV_VERSION", "PYENV_ROOT",
+                                            "VIRTUAL_ENV",    "CONDA_PREFIX", "HOME"};
+
+nlohmann::json stamp_json(const probe::FileSystem& fs, const fs::path& p) {
+  auto st = fs.stamp(p);
+  if (!st) return nullptr;  // missing: its appearance must invalidate the answer too
+  return nlohmann::json::array({st->size, st->mtime_ns, st->inode});
+}
+
+/// Folders whose change may change the answer: every folder on sys.path (a package installed or
+/// removed changes its modification time), the working folder and its parents (a
+/// .python-version file for pyenv), and pyenv's global version file.
+std::vector<fs::path> watched(probe::Machine m, const PythonProbe& probe, const fs::path& cwd) {
+  std::vector<fs::path> out;
+  for (const auto& p : probe.sys_path) out.push_back(p.empty() ? cwd : m.fs.absolute(p).lexically_normal());
+  for (fs::path d = cwd; !d.empty(); d = d.parent_path()) {
+    out.push_back(d);
+    if (d == d.root_path()) break;
+  }
+  auto root = m.env.get("PYENV_ROOT");
+  auto home = m.env.get("HOME");
+  if (root && !root->empty()) out.push_back(fs::path(*root) / "version");
+  else if (home && !home->empty()) out.push_back(fs::path(*home) / ".pyenv" / "version");
+  return out;
+}
+
+/// Everything else the answer depends on: the interpreter as named and as found (with its
+/// stamp), the variables above and the working folder.
+std::string cache_key(probe::Machine m, const std::string& python, const fs::path& cwd) {
+  fs::path found = python;
+  if (python.find('/') == std::string::npos)
+    if (auto f = probe::find_on_path(m.fs, python, m.env.get("PATH").value_or(""))) found = *f;
+  const fs::path real = m.fs.canonical(found).value_or(found);
+  nlohmann::json k{{"python", python}, {"real", real.string()}, {"stamp", stamp_json(m.fs, real)},
+                   {"cwd", cwd.string()}, {"program", sha256_hex(kProbeProgram)}};
+  for (const char* v : kPythonVariables) k[v] = m.env.get(v) ? nlohmann::json(*m.env.get(v)) : nlohmann::json();
+  return sha256_hex(k.dump());
+}
+
+/// The remembered output of the probe program, when every watched path is as it was.
+std::optional<std::string> remembered(probe::Machine m, const nlohmann::json* entry) {
+  if (!entry || !entry->contains("out") || !(*entry)["out"].is_string() || !entry->contains("watch") ||
+      !(*entry)["watch"].is_object())
+    return std::nullopt;
+  for (const auto& [path, stamp] : (*entry)["watch"].items())
+    if (stamp_json(m.fs, path) != stamp) return std::nullopt;
+  return (*entry)["out"].get<std::string>();
+}
+
+/// The probe program's output: remembered (probe::default_cache_dir()/python.json) while nothing
+/// it depends on changed, else from one run of `python`.
+std::optional<std::string> probe_output(probe::Machine m, const std::string& python) {
+  const fs::path dir = probe::default_cache_dir(m.env);
+  probe::JsonCache cache(m.fs, dir.empty() ? fs::path() : dir / "python.json");
+  const fs::path cwd = m.fs.absolute(".").lexically_normal();
+  const std::string key = dir.empty() ? std::string() : cache_key(m, python, cwd);
+  if (!key.empty())
+    if (auto out = remembered(m, cache.find(key))) return out;
+  auto r = m.proc.run(
+      probe::Command{.argv = {python, "-c", kProbeProgram}, .timeout = std::chrono::milliseconds(20000)});
   if (!r || !r->ok()) return std::nullopt;
   auto probe = parse_python_probe(r->out);
+  if (probe.ok && !key.empty()) {
+    nlohmann::json watch = nlohmann::json::object();
+    for (const auto& p : watched(m, probe, cwd)) watch[p.string()] = stamp_json(m.fs, p);
+    cache.store(key, {{"out", r->out}, {"watch", watch}});
+  }
+  return r->out;
+}
+
+}  // namespace
+
+std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python) {
+  auto out = probe_output(m, python);
+  if (!out) return std::nullopt;
+  auto probe = parse_python_probe(*out);
   if (!probe.ok) return std::nullopt;
   TorchInfo info;
   info.python = python;

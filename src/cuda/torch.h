@@ -30,7 +30,11 @@ struct PythonProbe {
 PythonProbe parse_python_probe(std::string_view json);
 
 /// Reads torch's version and CUDA from torch/version.py where `python` would import torch from
-/// (PYTHONPATH, .pth files and editable installs included) without importing it: one python call.
+/// (PYTHONPATH, .pth files and editable installs included) without importing it: one python call,
+/// whose answer is remembered in <cache>/python.json (probe::default_cache_dir) keyed by the
+/// interpreter (as named, its real path and stamp), the Python variables and the working folder,
+/// and used again only while every folder on its sys.path (and pyenv's version files) keeps its
+/// stamp: installing or removing a package changes the folder it lands in.
 /// nullopt when the python cannot be run; torch_version nullopt when torch is not installed.
 std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python);
 

@@ -99,7 +99,7 @@ Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideCon
   for (auto& lib : p.libraries) argv.push_back("-l" + lib);
   const std::string source = probe_source(p);
   const std::string key = ctx.cache_dir.empty() ? std::string() : probe_key(m, compiler.real, argv, source);
-  JsonCache cache(m.fs, key.empty() ? fs::path() : ctx.cache_dir / "probes.json");
+  probe::JsonCache cache(m.fs, key.empty() ? fs::path() : ctx.cache_dir / "probes.json");
   if (auto* e = cache.find(key); e && e->contains("ok"))
     return ProbeOutcome{(*e)["ok"].get<bool>(), true, e->value("output", std::string())};
   ProbeOutcome out = OPFORGE_TRY(compile(m, argv, source));

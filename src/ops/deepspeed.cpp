@@ -355,7 +355,7 @@ Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Mach
   if (specs.empty()) return out;
 
   const std::string key = q.cache_dir.empty() ? std::string() : compatibility_key(m, q, specs);
-  JsonCache cache(m.fs, key.empty() ? fs::path() : q.cache_dir / "deepspeed-compat.json");
+  probe::JsonCache cache(m.fs, key.empty() ? fs::path() : q.cache_dir / "deepspeed-compat.json");
   if (auto* entry = cache.find(key)) {
     auto parsed = parse_deepspeed_compatibility(entry->dump());
     if (parsed && parsed->size() == specs.size()) {
