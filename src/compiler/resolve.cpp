@@ -8,6 +8,7 @@
 
 #include <toml++/toml.h>
 
+#include "probe/json_cache.h"
 #include "util/numbers.h"
 #include "util/scan.h"
 #include "util/strings.h"
@@ -104,7 +105,7 @@ std::optional<Version> ask_version(probe::Machine m, const fs::path& exe, Family
   std::vector<std::string> argv{exe.string()};
   if (fam == Family::gcc) argv.push_back("-dumpfullversion");
   argv.push_back("-dumpversion");
-  auto r = m.proc.run(probe::Command{.argv = argv, .timeout = std::chrono::milliseconds(10000)});
+  auto r = probe::run_remembered(m, probe::Command{.argv = argv, .timeout = std::chrono::milliseconds(10000)});
   if (!r || !r->ok()) return std::nullopt;
   return parse_version(strings::trim(r->out));
 }

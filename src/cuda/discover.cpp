@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cuda/versions.h"
+#include "probe/json_cache.h"
 
 namespace opforge::cuda {
 
@@ -89,8 +90,8 @@ struct Finder {
                t2 && (tk.version = parse_version_txt(*t2).value_or(Version{})) != Version{}) {
       tk.version_source = "version.txt";
     } else {
-      auto r = m.proc.run(
-          probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(20000)});
+      auto r = probe::run_remembered(
+          m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(20000)});
       if (r && r->ok()) {
         tk.nvcc_version_text = r->out;
         if (auto v = parse_nvcc_version(r->out)) {

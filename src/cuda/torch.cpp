@@ -76,9 +76,17 @@ constexpr const char* kProbeProgram =
 
 /// The variables that change what a Python puts on sys.path or which interpreter a shim (pyenv,
 /// a venv's activate) starts.
-constexpr const char* kPythonVariables[] = {"PYTHONPATH",     "PYTHONHOME",  "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
-                                            "PYTHONUSERBASE", "PYTHONPLATLIBDIR", "PYENV_VERSION", "PYENV_ROOT",
-                                            "VIRTUAL_ENV",    "CONDA_PREFIX", "HOME"};
+constexpr const char* kPythonVariables[] = {"PYTHONPATH",
+                                            "PYTHONHOME",
+                                            "PYTHONNOUSERSITE",
+                                            "PYTHONSAFEPATH",
+                                            "PYTHONUSERBASE",
+                                            "PYTHONPLATLIBDIR",
+                                            "PYENV_VERSION",
+                                            "PYENV_ROOT",
+                                            "VIRTUAL_ENV",
+                                            "CONDA_PREFIX",
+                                            "HOME"};
 
 nlohmann::json stamp_json(const probe::FileSystem& fs, const fs::path& p) {
   auto st = fs.stamp(p);
@@ -110,8 +118,11 @@ std::string cache_key(probe::Machine m, const std::string& python, const fs::pat
   if (python.find('/') == std::string::npos)
     if (auto f = probe::find_on_path(m.fs, python, m.env.get("PATH").value_or(""))) found = *f;
   const fs::path real = m.fs.canonical(found).value_or(found);
-  nlohmann::json k{{"python", python}, {"real", real.string()}, {"stamp", stamp_json(m.fs, real)},
-                   {"cwd", cwd.string()}, {"program", sha256_hex(kProbeProgram)}};
+  nlohmann::json k{{"python", python},
+                   {"real", real.string()},
+                   {"stamp", stamp_json(m.fs, real)},
+                   {"cwd", cwd.string()},
+                   {"program", sha256_hex(kProbeProgram)}};
   for (const char* v : kPythonVariables) k[v] = m.env.get(v) ? nlohmann::json(*m.env.get(v)) : nlohmann::json();
   return sha256_hex(k.dump());
 }
@@ -135,8 +146,8 @@ std::optional<std::string> probe_output(probe::Machine m, const std::string& pyt
   const std::string key = dir.empty() ? std::string() : cache_key(m, python, cwd);
   if (!key.empty())
     if (auto out = remembered(m, cache.find(key))) return out;
-  auto r = m.proc.run(
-      probe::Command{.argv = {python, "-c", kProbeProgram}, .timeout = std::chrono::milliseconds(20000)});
+  auto r =
+      m.proc.run(probe::Command{.argv = {python, "-c", kProbeProgram}, .timeout = std::chrono::milliseconds(20000)});
   if (!r || !r->ok()) return std::nullopt;
   auto probe = parse_python_probe(r->out);
   if (probe.ok && !key.empty()) {

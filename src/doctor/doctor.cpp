@@ -6,6 +6,7 @@
 #include "cuda/mismatch.h"
 #include "cuda/resolve.h"
 #include "devices/resolve.h"
+#include "probe/json_cache.h"
 #include "recipe/recipe.h"
 #include "util/strings.h"
 
@@ -16,8 +17,8 @@ std::optional<ToolReport> find_tool(probe::Machine m, const std::string& name) {
   auto where = probe::find_on_path(m.fs, name, m.env.get("PATH").value_or(""));
   if (!where) return std::nullopt;
   ToolReport tool{*where, ""};
-  auto r =
-      m.proc.run(probe::Command{.argv = {where->string(), "--version"}, .timeout = std::chrono::milliseconds(5000)});
+  auto r = probe::run_remembered(
+      m, probe::Command{.argv = {where->string(), "--version"}, .timeout = std::chrono::milliseconds(5000)});
   if (r && r->ok()) {
     auto lines = strings::split(r->out, '\n');
     if (!lines.empty()) tool.version = std::string(strings::trim(lines[0]));

@@ -25,4 +25,10 @@ class JsonCache {
   nlohmann::json doc_ = nlohmann::json::object();
 };
 
+/// Runs a command that only reports on a program (`nvcc --version`, `gcc -dumpversion`), or answers
+/// from <cache>/versions.json (default_cache_dir) when the same argv ran before against a program
+/// file with the same real path, size, modification time and inode. Only successful runs are
+/// remembered. A command with its own environment, folder or input always runs.
+Result<ProcessResult> run_remembered(Machine m, const Command& command);
+
 }  // namespace opforge::probe
