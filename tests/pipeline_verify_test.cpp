@@ -34,7 +34,7 @@ TEST(PipelineCheckRecord, DescribesWhatTheRebuildRuns) {
   EXPECT_EQ(c->recipe, kRecipe);
   EXPECT_EQ(c->description,
             (V{"recipe  " + kRecipe + " (sha256 matches the record)",
-               "source  /opforge-verify-test/recipes/.. (not from git: the record holds no hash of its files, so they "
+               "source  /opforge-verify-test (not from git: the record holds no hash of its files, so they "
                "are not checked)",
                "runs    ninja and the compilers on the ops' sources in that source tree",
                "runs    python3  (cuda.python, asked for torch's CUDA version)",
@@ -96,7 +96,7 @@ TEST(PipelineCheckRecord, RefusesACommitWhenTheSourceIsNotAGitTree) {
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().kind, ErrorKind::bad_input);
   EXPECT_EQ(c.error().message, kPath + ": the record names commit " + rec.source.commit +
-                                   ", but the source /opforge-verify-test/recipes/.. is not a git work tree");
+                                   ", but the source /opforge-verify-test is not a git work tree");
 }
 
 TEST(PipelineCheckRecord, AGitSourceIsFetchedAndPinnedToTheRecordedCommit) {
