@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,33 +14,71 @@
 namespace opforge {
 namespace {
 
+/// What `sh -c SCRIPT` prints, without its last newline.
+std::string shell(const std::string& script) {
+  auto r = probe::real_machine().proc.run(probe::Command{.argv = {"sh", "-c", script}});
+  if (!r || r->exit_code != 0) return "";
+  std::string out = r->out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// Every value is checked against what the machine itself says (PATH, the tools' own --version).
 TEST(CliDoctor, JsonReportsTheRealMachine) {
   auto m = probe::real_machine();
   auto r = m.proc.run(probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--json", "--python", "/usr/bin/python3"}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->exit_code, 0) << r->err;
   auto j = nlohmann::json::parse(r->out);
-  for (auto key : {"torch", "toolkits", "compilers", "gpus", "libaio", "ninja", "ccache", "ops", "warnings"})
-    EXPECT_TRUE(j.contains(key)) << key;
-  if (m.fs.is_executable("/usr/local/cuda-13.0/bin/nvcc")) {
-    bool found = false;
-    for (auto& t : j["toolkits"]) {
-      EXPECT_NE(t["path"], "/usr/local");
-      if (t["path"] == "/usr/local/cuda-13.0") {
-        found = true;
-        EXPECT_EQ(t["version"], "13.0");
-        EXPECT_EQ(t["max_gcc"], 15);
-      }
-    }
-    EXPECT_TRUE(found);
+  EXPECT_EQ(j["torch"]["python"], "/usr/bin/python3");
+  EXPECT_TRUE(j["warnings"].is_array());
+
+  // The bundled ops, by name, each with a verdict.
+  std::vector<std::string> ops;
+  for (auto& op : j["ops"]) {
+    ops.push_back(op["name"]);
+    EXPECT_TRUE(op["build"].is_boolean());
+    EXPECT_FALSE(op["why"].get<std::string>().empty()) << op.dump();
   }
-  if (m.fs.type_of("/usr/bin/g++-11") != probe::FileType::none) {
-    bool g11 = false;
-    for (auto& c : j["compilers"]) g11 = g11 || c["cxx"] == "/usr/bin/g++-11";
-    EXPECT_TRUE(g11);
+  EXPECT_EQ(ops, (std::vector<std::string>{"aio", "cpu_adam", "overflow", "utils"}));
+
+  // ninja (a dependency): the one on PATH, with its own version line.
+  const std::string ninja = shell("command -v ninja");
+  ASSERT_FALSE(ninja.empty()) << "ninja is a dependency (./scripts/deps)";
+  EXPECT_EQ(j["ninja"]["path"], ninja);
+  EXPECT_EQ(j["ninja"]["version"], shell("ninja --version | head -n 1"));
+  const std::string ccache = shell("command -v ccache");
+  if (ccache.empty()) EXPECT_TRUE(j["ccache"]["path"].is_null()) << j["ccache"].dump();
+  else EXPECT_EQ(j["ccache"]["path"], ccache);
+
+  // Compilers: the default one first is the g++ on PATH, with the version gcc itself reports.
+  ASSERT_FALSE(j["compilers"].empty());
+  const auto& first = j["compilers"][0];
+  EXPECT_EQ(first["default"], true);
+  EXPECT_EQ(first["family"], "gcc");
+  EXPECT_EQ(first["cxx"], shell("command -v g++"));
+  EXPECT_EQ(first["version"], shell("g++ -dumpfullversion"));
+  for (auto& c : j["compilers"]) {
+    EXPECT_TRUE(c["family"] == "gcc" || c["family"] == "clang") << c.dump();
+    EXPECT_TRUE(m.fs.is_executable(c["cxx"].get<std::string>())) << c.dump();
   }
-  // No GPU on CI: the report says how it looked.
-  EXPECT_TRUE(j["gpus"]["reader"].is_string());
+
+  // The CUDA 13.0 toolkit is reported exactly when it is installed, with its header's limits.
+  const bool has13 = m.fs.is_executable("/usr/local/cuda-13.0/bin/nvcc");
+  const nlohmann::json* t13 = nullptr;
+  for (auto& t : j["toolkits"]) {
+    EXPECT_NE(t["path"], "/usr/local");
+    if (t["path"] == "/usr/local/cuda-13.0") t13 = &t;
+  }
+  ASSERT_EQ(t13 != nullptr, has13) << j["toolkits"].dump();
+  if (has13) {
+    EXPECT_EQ((*t13)["version"], "13.0");
+    EXPECT_EQ((*t13)["max_gcc"], 15);
+    EXPECT_EQ((*t13)["limits_source"], "/usr/local/cuda-13.0/include/crt/host_config.h");
+  }
+  // No GPU on CI: the report says how it looked, and found none there.
+  EXPECT_FALSE(j["gpus"]["reader"].get<std::string>().empty());
+  EXPECT_TRUE(j["gpus"]["devices"].is_array());
 }
 
 TEST(CliDoctor, TextMentionsEverySection) {

@@ -29,7 +29,7 @@ plan::Plan two_op_plan() {
   h.compiler.cc = "/usr/bin/gcc-12";
   h.compiler.cxx = "/usr/bin/g++-12";
   p.host = h;
-  p.arch.arches = {devices::Arch{8, 0, 0, false}, devices::Arch{9, 0, 0, true}};
+  p.arch.arches = {target::Arch{8, 0, 0, false}, target::Arch{9, 0, 0, true}};
   ops::Decision cpu;
   cpu.build = true;
   cpu.manifest.name = "cpuop";
@@ -93,6 +93,30 @@ TEST(CompileDescribe, ExactCommandsWithTheReproducibilityFlags) {
   EXPECT_EQ(g->outputs[1].library, "/b d/lib/libopforge_vec.so");
 }
 
+TEST(CompileDescribe, RecordedFlagsAreTheFirstCompilesFlagsWithoutCompilerOrFiles) {
+  auto p = two_op_plan();
+  p.ops[0].manifest.sources = {"a.cpp", "b.cpp"};
+  p.ops[0].manifest.source_flags = {{"a.cpp", {"-mavx2"}}, {"b.cpp", {"-mavx512f"}}};
+  p.ops[0].manifest.cxx_flags = {"-DX=1"};
+  auto g = describe(p);
+  ASSERT_TRUE(g) << g.error().render();
+  using V = std::vector<std::string>;
+  EXPECT_EQ(g->outputs[0].flags,
+            (V{"-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden", "-frandom-seed=cpuop/a.cpp",
+               "-ffile-prefix-map=/src=.", "-ffile-prefix-map=/b d=build", "-DX=1", "-mavx2"}));
+  EXPECT_EQ(g->outputs[1].flags,
+            (V{"-ccbin", "/usr/bin/g++-12", "-std=c++17", "-O3", "-cudart=static", "-Xcompiler=-fPIC",
+               "-Xcompiler=-fvisibility=hidden", "-frandom-seed=vec/k.cu", "--compress-mode=default", "--threads=2",
+               "-Xcompiler=-ffile-prefix-map=/src=.", "-Xcompiler=-ffile-prefix-map=/b d=build",
+               "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
+               "-gencode=arch=compute_90,code=compute_90", "-I/src/ops/vec"}));
+  for (const auto& step : g->steps)
+    if (step.rule == "cxx" || step.rule == "nvcc") {
+      ASSERT_EQ(step.flags_end + 7, step.argv.size()) << step.description;
+      EXPECT_EQ(step.argv[step.flags_end], "-MD");
+    }
+}
+
 TEST(CompileDescribe, OneNvccThreadWithOneJob) {
   auto p = two_op_plan();
   p.jobs = 1;
@@ -121,7 +145,15 @@ TEST(CompileRenderNinja, EscapesPathsAndKeepsCommandsVerbatim) {
   const std::string text = render_ninja(*g, "/b d");
   EXPECT_TRUE(
       text.starts_with("# Written by opforge: do not edit.\nninja_required_version = 1.10\n"
-                       "builddir = /b$ d\n"));
+                       "builddir = /b$ d\n\n"
+                       "rule cc\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n\n"
+                       "rule cxx\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n\n"
+                       "rule nvcc\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n\n"
+                       "rule link\n  command = $cmd\n  description = $desc\n\n"
+                       "rule strip\n  command = $cmd\n  description = $desc\n\n"
+                       "build /b$ d/obj/cpuop/a.cpp.o: cxx /src/ops/cpuop/a.cpp\n"))
+      << text;
+  EXPECT_EQ(text, render_ninja(*describe(two_op_plan()), "/b d")) << "the same plan renders the same bytes";
   EXPECT_NE(text.find("build /b$ d/obj/cpuop/a.cpp.o: cxx /src/ops/cpuop/a.cpp\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  dep = /b$ d/obj/cpuop/a.cpp.o.d\n"), std::string::npos);
   EXPECT_NE(text.find("  desc = c++ cpuop/a.cpp\n"), std::string::npos);

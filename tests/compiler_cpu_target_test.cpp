@@ -9,7 +9,7 @@
 namespace opforge::compiler {
 namespace {
 
-wheel::CpuTarget target(const std::string& name) { return *wheel::find_cpu_target(name); }
+target::CpuTarget target(const std::string& name) { return *target::find_cpu_target(name); }
 
 }  // namespace
 

@@ -50,7 +50,7 @@ struct World {
                              const std::string& fallback) -> Result<devices::ArchDecision> {
       devices::ArchDecision d;
       d.source = list == "auto" ? "fallback" : "recipe [arch] list";
-      d.arches = {devices::Arch{8, 0, 0, false}, devices::Arch{9, 0, 0, true}};
+      d.arches = {target::Arch{8, 0, 0, false}, target::Arch{9, 0, 0, true}};
       (void)fallback;
       return d;
     };
@@ -217,7 +217,7 @@ TEST(PlanMake, CommandBackendExportsTheCompilerRuleAndDeepSpeedSwitches) {
   w.opts.cache_dir = dir / "cache";
   auto p = plan::make(probe::Machine{real.fs, real.proc, env, w.fm.dl}, dir / "r.toml", w.opts);
   ASSERT_TRUE(p) << p.error().render();
-  EXPECT_EQ(p->source.catalogue, "op_builder");
+  EXPECT_EQ(p->source.catalogue, plan::Catalogue::op_builder);
   EXPECT_EQ(p->wheel_version, "0.3.0+cu13");
   const std::string shim = (dir / "build/opforge/shim").string();
   EXPECT_EQ(p->exports, (std::map<std::string, std::string>{

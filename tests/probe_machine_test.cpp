@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "probe/fake_machine.h"
 
 namespace opforge::probe {
@@ -23,9 +25,14 @@ TEST(ProbeRealProcess, MissingProgramIsAnError) {
 
 TEST(ProbeRealProcess, TimeoutKills) {
   auto m = real_machine();
+  const auto start = std::chrono::steady_clock::now();
   auto r = m.proc.run(Command{.argv = {"sleep", "5"}, .timeout = std::chrono::milliseconds(100)});
+  const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->timed_out);
+  // Killed at the timeout, not reaped when `sleep` ends by itself: far below its 5 s even on a
+  // loaded machine.
+  EXPECT_LT(took, std::chrono::seconds(3));
 }
 
 TEST(ProbeRealFileSystem, AtomicWriteLeavesNoTemporary) {

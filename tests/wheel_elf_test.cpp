@@ -93,9 +93,9 @@ TEST(WheelElf, TagNamesADefinedPolicy) {
   EXPECT_EQ(platform_tag({{"x.so", info}}).platform, "manylinux_2_45_x86_64");
 }
 
-TEST(WheelElf, NoElfIsLinuxWithReason) {
+TEST(WheelElf, NoElfIsAnyWithReason) {
   auto d = platform_tag({});
-  EXPECT_EQ(d.platform, "linux_x86_64");
+  EXPECT_EQ(d.platform, "any");
   EXPECT_EQ(d.reasons, std::vector<std::string>{"the wheel holds no ELF file"});
 }
 

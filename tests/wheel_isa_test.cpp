@@ -12,6 +12,11 @@
 namespace opforge::wheel {
 namespace {
 
+using target::cpu_target_names;
+using target::families_of_flags;
+using target::find_cpu_target;
+using target::isa_families;
+
 using testing::slurp;
 using testing::spit;
 using testing::temp_dir;

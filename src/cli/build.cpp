@@ -68,7 +68,7 @@ void print_ops(const pipeline::Outcome& outcome) {
   const auto& plan = outcome.plan;
   for (auto& d : plan.ops) {
     // DeepSpeed's two dozen builders: those nobody asked for are not listed.
-    if (plan.source.catalogue == "op_builder" && !d.build && d.reason == "not requested") continue;
+    if (plan.source.catalogue == plan::Catalogue::op_builder && !d.requested) continue;
     std::cout << (d.build ? "  built    " : "  skipped  ") << d.manifest.name << (d.build ? "" : " (" + d.reason + ")")
               << "\n";
   }

@@ -54,7 +54,7 @@ json to_json(const doctor::Report& r) {
   for (auto& c : r.compilers)
     j["compilers"].push_back({{"cc", c.cc.string()},
                               {"cxx", c.cxx.string()},
-                              {"family", c.family == compiler::Family::gcc ? "gcc" : "clang"},
+                              {"family", compiler::family_name(c.family)},
                               {"version", c.version.str(3)},
                               {"default", c.is_default}});
   j["toolkits"] = json::array();

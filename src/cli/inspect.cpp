@@ -20,14 +20,14 @@ nlohmann::json isa_json(const wheel::IsaUse& u) {
     j["why"] = u.why;
     return j;
   }
-  j["level"] = wheel::level_name(u.level);
+  j["level"] = target::level_name(u.level);
   j["summary"] = u.summary();
   j["instructions"] = u.instructions;
   j["undecodable_bytes"] = u.undecodable;
   j["families"] = nlohmann::json::array();
   for (const auto& f : u.families)
     j["families"].push_back({{"family", f.family},
-                             {"level", f.level ? nlohmann::json(wheel::level_name(f.level)) : nlohmann::json()},
+                             {"level", f.level ? nlohmann::json(target::level_name(f.level)) : nlohmann::json()},
                              {"count", f.count},
                              {"first_address", f.first_address},
                              {"first_mnemonic", f.first_mnemonic},
@@ -54,7 +54,7 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["valid"] = in.report.ok();
   j["problems"] = in.report.problems;
   int level = wheel_level(in);
-  j["cpu_level"] = level ? nlohmann::json(wheel::level_name(level)) : nlohmann::json();
+  j["cpu_level"] = level ? nlohmann::json(target::level_name(level)) : nlohmann::json();
   j["files"] = nlohmann::json::array();
   for (const auto& f : in.files) {
     char mode[8];
@@ -91,7 +91,7 @@ std::string text(const wheel::Inspection& in) {
   out += "  platform opforge computes: " + in.computed.platform + "\n";
   for (const auto& r : in.computed.reasons) out += "    because " + r + "\n";
   if (int level = wheel_level(in))
-    out += "  cpu code needs: " + wheel::level_name(level) + " (the highest of its files)\n";
+    out += "  cpu code needs: " + target::level_name(level) + " (the highest of its files)\n";
   out += in.report.ok() ? "  RECORD, names and paths: valid\n" : "  problems:\n";
   for (const auto& p : in.report.problems) out += "    " + p + "\n";
   out += "  files:\n";
@@ -139,12 +139,12 @@ const Registrar kInspect{Registration{
                      "fail (exit 1) when a file's code needs more than this CPU (x86-64-v3, ...)");
       return [wheel_path, json, cpu_target]() -> Status {
         auto m = probe::real_machine();
-        std::optional<wheel::CpuTarget> target;
+        std::optional<target::CpuTarget> target;
         if (!cpu_target->empty()) {
-          target = wheel::find_cpu_target(*cpu_target);
+          target = target::find_cpu_target(*cpu_target);
           if (!target)
             return bad_input("--cpu-target: unknown CPU target \"" + *cpu_target + "\"",
-                             "accepted values: " + strings::join(wheel::cpu_target_names(), ", "));
+                             "accepted values: " + strings::join(target::cpu_target_names(), ", "));
         }
         auto in = OPFORGE_TRY(wheel::inspect(m.fs, *wheel_path));
         if (*json) std::cout << to_json(in).dump(2) << "\n";

@@ -7,7 +7,6 @@
 #include "devices/nodes.h"
 #include "plan/json.h"
 #include "plan/plan.h"
-#include "probe/overlay_environment.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -33,7 +32,7 @@ void print_toolchain(const plan::Plan& p) {
   } else {
     std::cout << "none (no CUDA op is built)\n";
   }
-  std::cout << "architectures " << (p.arch.arches.empty() ? "none" : plan::arch_string(p.arch.arches));
+  std::cout << "architectures " << (p.arch.arches.empty() ? "none" : p.arch.str());
   if (!p.arch.source.empty()) std::cout << " (from " << p.arch.source << ")";
   std::cout << "\n";
   for (auto& [e, why] : p.arch.dropped) std::cout << "  dropped " << e << ": " << why << "\n";
@@ -41,11 +40,12 @@ void print_toolchain(const plan::Plan& p) {
 
 void print_ops(const plan::Plan& p) {
   std::cout << "\nops\n";
-  if (p.source.catalogue == "none") std::cout << "  (no op catalogue: the command decides what it builds)\n";
+  if (p.source.catalogue == plan::Catalogue::none)
+    std::cout << "  (no op catalogue: the command decides what it builds)\n";
   std::size_t quiet = 0;
   for (auto& d : p.ops) {
     // A DeepSpeed tree lists two dozen builders: those nobody asked for are counted, not listed.
-    if (p.source.catalogue == "op_builder" && !d.build && d.reason == "not requested") {
+    if (p.source.catalogue == plan::Catalogue::op_builder && !d.requested) {
       ++quiet;
       continue;
     }
@@ -114,7 +114,7 @@ Registrar plan_command{{
       app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
       app.add_flag("--json", args->json, "print JSON");
       app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
-      app.add_option("-j,--jobs", args->jobs, "parallel jobs")->check(CLI::Range(1u, 4096u));
+      app.add_option("-j,--jobs", args->jobs, "parallel jobs")->check(CLI::Range(1u, recipe::kMaxJobs));
       app.add_option("--nodes", args->nodes,
                      "`opforge doctor --json` reports of the cluster's nodes: their GPU kinds make the arch list");
       return [args]() -> Status {
@@ -125,7 +125,6 @@ Registrar plan_command{{
           return plan::inspect_source(m, r, false);
         };
         auto real = probe::real_machine();
-        std::map<std::string, std::string> set;
         std::vector<std::string> node_warnings;
         if (!args->nodes.empty()) {
           std::vector<std::filesystem::path> files(args->nodes.begin(), args->nodes.end());
@@ -133,15 +132,13 @@ Registrar plan_command{{
           if (summary.arch_list.empty())
             return unsatisfied("no GPU in any of the " + std::to_string(files.size()) + " node reports",
                                "run `opforge doctor --json` on nodes that have GPUs, or set [arch] list");
-          // The nodes' union decides, exactly as if TORCH_CUDA_ARCH_LIST had been set to it.
-          set["TORCH_CUDA_ARCH_LIST"] = summary.arch_list;
+          opts.node_arch_list = summary.arch_list;
           node_warnings = summary.warnings;
         }
-        probe::OverlayEnvironment env(real.env, set);
-        auto p = OPFORGE_TRY(plan::make(probe::Machine{real.fs, real.proc, env, real.dl}, args->recipe, opts));
-        if (!args->nodes.empty())
+        auto p = OPFORGE_TRY(plan::make(real, args->recipe, opts));
+        if (opts.node_arch_list)
           p.notes.push_back("arch list from " + std::to_string(args->nodes.size()) +
-                            " node reports: " + set["TORCH_CUDA_ARCH_LIST"]);
+                            " node reports: " + *opts.node_arch_list);
         for (auto& w : node_warnings) p.warnings.push_back(w);
         if (args->json) {
           auto j = plan::to_json(p);

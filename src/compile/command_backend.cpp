@@ -87,7 +87,7 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<st
   if (!plan.wheel_version.empty()) opts.version = plan.wheel_version;
   if (plan.cuda.torch && plan.cuda.torch->torch_version)
     if (auto req = torch_requirement(*plan.cuda.torch->torch_version);
-        !req.empty() && plan.source.catalogue == "op_builder")
+        !req.empty() && plan.source.catalogue == plan::Catalogue::op_builder)
       opts.requires_dist.push_back(req);
   const std::string version = plan.wheel_version;
   opts.rewrite = [&installed, version](const std::string& path,
@@ -111,7 +111,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.log = plan.build_dir / "command.log";
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
-  const fs::path cache_dir = cache_dir_in.empty() ? ops::default_cache_dir(m.env) : cache_dir_in;
+  const fs::path cache_dir = cache_dir_in.empty() ? probe::default_cache_dir(m.env) : cache_dir_in;
   auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
   out.tree = tree.root;
   out.tree_hash = tree.content_hash;

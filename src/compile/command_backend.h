@@ -36,7 +36,7 @@ struct CommandOutput {
 };
 
 /// Copies plan.source.root into a scratch tree (make_scratch_tree under `cache_dir`, default
-/// ops::default_cache_dir), checks the compiler shim the plan uses is there (compiler::check_shim:
+/// probe::default_cache_dir), checks the compiler shim the plan uses is there (compiler::check_shim:
 /// the pipeline makes it), and runs
 /// plan.recipe.build.command there with command_environment(m.env.all(), plan, tree),
 /// passing each output line to `on_line` (progress), keeps the full output in the log, and on a

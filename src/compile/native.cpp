@@ -142,6 +142,7 @@ Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::p
   for (auto& f : includes) step.argv.push_back(f);
   if (auto it = op.source_flags.find(source.generic_string()); it != op.source_flags.end())
     for (auto& f : it->second) step.argv.push_back(f);
+  step.flags_end = step.argv.size();
   step.argv.insert(step.argv.end(), {"-MD", "-MF", step.depfile, "-c", src.string(), "-o", obj.string()});
   return step;
 }
@@ -216,8 +217,9 @@ Result<Graph> describe(const plan::Plan& plan) {
     std::vector<fs::path> objects;
     for (auto& source : op.sources) {
       Step step = OPFORGE_TRY(compile_step(tools, op, source, obj_dir, includes));
-      // The flags of the op's first compile: its argv without the compiler and the "-MD … -o OBJ" tail.
-      if (outputs.flags.empty()) outputs.flags = std::vector<std::string>(step.argv.begin() + 1, step.argv.end() - 7);
+      // The flags of the op's first compile: its argv without the compiler and the files.
+      if (outputs.flags.empty())
+        outputs.flags = std::vector<std::string>(step.argv.begin() + 1, step.argv.begin() + step.flags_end);
       objects.push_back(step.output);
       graph.steps.push_back(std::move(step));
     }

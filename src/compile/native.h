@@ -22,6 +22,9 @@ struct Step {
   std::vector<fs::path> inputs;
   fs::path output;
   std::string depfile;  ///< compile steps: the -MF file
+  /// Compile steps: argv[1, flags_end) are the flags (what the build record keeps); from there on
+  /// the argv names the files (-MD -MF DEP -c SRC -o OBJ).
+  std::size_t flags_end = 0;
 };
 
 struct OpOutputs {

@@ -36,7 +36,7 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
 /// compiler's mtime).
 Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w);
 
-/// The wrapper a command build of `plan` uses (in ops::default_cache_dir), or nothing when the plan
+/// The wrapper a command build of `plan` uses (in probe::default_cache_dir), or nothing when the plan
 /// chose no toolkit: what `opforge plan` and `opforge env` name.
 std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan);
 
@@ -62,7 +62,7 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
 /// Writes each script unless the same text is there already (its mtime stays, as for the nvcc wrapper).
 Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w);
 
-/// The host wrappers a command build of `plan` uses (in ops::default_cache_dir), or nothing.
+/// The host wrappers a command build of `plan` uses (in probe::default_cache_dir), or nothing.
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan);
 
 }  // namespace opforge::compile

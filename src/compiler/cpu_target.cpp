@@ -7,13 +7,8 @@
 #include "util/strings.h"
 
 namespace opforge::compiler {
-namespace {
 
-bool is_level(const wheel::CpuTarget& t) { return t.name.starts_with("x86-64"); }
-
-}  // namespace
-
-std::string simd_macro_for(std::string_view macro, const wheel::CpuTarget& target) {
+std::string simd_macro_for(std::string_view macro, const target::CpuTarget& target) {
   const bool avx512 = target.allows("AVX-512F");
   const bool avx256 = target.allows("AVX2") && target.allows("FMA") && target.allows("F16C");
   if (macro == "__AVX512__" && !avx512) return avx256 ? "__AVX256__" : "__SCALAR__";
@@ -21,9 +16,9 @@ std::string simd_macro_for(std::string_view macro, const wheel::CpuTarget& targe
   return std::string(macro);
 }
 
-std::string wrapper_script(const fs::path& real, const wheel::CpuTarget& target) {
+std::string wrapper_script(const fs::path& real, const target::CpuTarget& target) {
   // gcc accepts no psABI level as -mtune: a level keeps the generic tuning.
-  const std::string tune = is_level(target) ? "generic" : target.name;
+  const std::string tune = target.is_level() ? "generic" : target.name;
   std::string s;
   s += "#!/bin/sh\n";
   s += "# Written by opforge (recipe [build] cpu_target = \"" + target.name + "\"): runs " + real.string() + "\n";
@@ -48,7 +43,7 @@ std::string wrapper_script(const fs::path& real, const wheel::CpuTarget& target)
 }
 
 fs::path wrapper_dir(const probe::FileSystem& fs, const fs::path& root, const Compiler& compiler,
-                     const wheel::CpuTarget& target) {
+                     const target::CpuTarget& target) {
   std::string key = target.name;
   for (const auto& p : {compiler.cc, compiler.cxx}) {
     key += "\n" + p.string();
@@ -58,7 +53,7 @@ fs::path wrapper_dir(const probe::FileSystem& fs, const fs::path& root, const Co
 }
 
 Status write_wrappers(probe::FileSystem& fs, const fs::path& dir, const Compiler& compiler,
-                      const wheel::CpuTarget& target) {
+                      const target::CpuTarget& target) {
   std::vector<std::pair<std::string, fs::path>> names = {
       {"gcc", compiler.cc}, {"g++", compiler.cxx}, {"cc", compiler.cc}, {"c++", compiler.cxx}};
   if (compiler.family == Family::clang)

@@ -10,33 +10,33 @@
 
 #include "compiler/host.h"
 #include "probe/machine.h"
+#include "target/x86.h"
 #include "util/error.h"
-#include "wheel/isa.h"
 
 namespace opforge::compiler {
 
 /// The macro that replaces `-D<macro>` for `target`: "__AVX512__" stays only when the target has
 /// AVX-512F, "__AVX256__" only with AVX2, FMA and F16C (what DeepSpeed's 256-bit path uses);
 /// otherwise the next lower one, down to "__SCALAR__".
-std::string simd_macro_for(std::string_view macro, const wheel::CpuTarget& target);
+std::string simd_macro_for(std::string_view macro, const target::CpuTarget& target);
 
 /// The text of a POSIX sh wrapper that execs `real` with, in its arguments, `-march=native`
 /// replaced by `-march=<target>`, `-mtune=native` and `-mcpu=native` (on x86 a -mtune alias) by
 /// `-mtune=generic` (or the named CPU), and `-D__AVX512__` / `-D__AVX256__` by simd_macro_for().
 /// Pure: the same inputs give the same bytes (no time, no build folder in it).
-std::string wrapper_script(const fs::path& real, const wheel::CpuTarget& target);
+std::string wrapper_script(const fs::path& real, const target::CpuTarget& target);
 
 /// The folder for `compiler`'s wrappers under `root` (a cache folder): named by a hash of the
 /// target, the real compilers' paths and their stamps, so that every build folder shares one set
 /// of files whose mtime changes only when the real compiler does (ccache's compiler check).
 fs::path wrapper_dir(const probe::FileSystem& fs, const fs::path& root, const Compiler& compiler,
-                     const wheel::CpuTarget& target);
+                     const target::CpuTarget& target);
 
 /// Writes gcc, g++, cc, c++ (and the real compilers' own file names, e.g. g++-11) into `dir` as
 /// wrappers of `compiler` (executable, each written atomically; a file with the right text already
 /// is left alone, mtime included).
 Status write_wrappers(probe::FileSystem& fs, const fs::path& dir, const Compiler& compiler,
-                      const wheel::CpuTarget& target);
+                      const target::CpuTarget& target);
 
 /// The host compiler when no toolkit chose one (a CPU-only build): the recipe's `[compiler] host`
 /// ("auto": the default gcc/g++ on PATH) among the installed ones. unsatisfied when none is found.

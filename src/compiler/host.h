@@ -16,6 +16,9 @@ namespace fs = std::filesystem;
 
 enum class Family { gcc, clang };
 
+/// "gcc" or "clang", as plans, records and reports name the family.
+constexpr std::string_view family_name(Family f) { return f == Family::gcc ? "gcc" : "clang"; }
+
 struct Compiler {
   Family family = Family::gcc;
   fs::path cc;   ///< gcc / clang (or gcc-11)

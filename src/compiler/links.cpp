@@ -112,7 +112,7 @@ Status ensure_shim(probe::FileSystem& fs, const HostChoice& choice) {
   if (!invocation(choice).needs_shim) return {};
   const auto& c = choice.compiler;
   if (!choice.cpu_target.empty()) {
-    auto target = wheel::find_cpu_target(choice.cpu_target);
+    auto target = target::find_cpu_target(choice.cpu_target);
     if (!target) return bad_input("unknown CPU target \"" + choice.cpu_target + "\"");
     return write_wrappers(fs, *choice.shim_dir, c, *target);
   }

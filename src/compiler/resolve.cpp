@@ -143,10 +143,8 @@ std::optional<int> llvm_major(std::string_view path) {
   return std::nullopt;
 }
 
-std::string family_name(Family f) { return f == Family::gcc ? "gcc" : "clang"; }
-
 std::string describe(const Compiler& c) {
-  return c.cxx.filename().string() + " (" + family_name(c.family) + " " + c.version.str(3) + ")";
+  return c.cxx.filename().string() + " (" + std::string(family_name(c.family)) + " " + c.version.str(3) + ")";
 }
 
 }  // namespace

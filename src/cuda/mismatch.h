@@ -12,6 +12,13 @@ namespace opforge::cuda {
 
 enum class Mismatch { none, minor, major };
 
+/// The rule: how a toolkit's CUDA `have` differs from torch's `want`.
+constexpr Mismatch compare_cuda(const Version& have, const Version& want) {
+  if (have.major != want.major) return Mismatch::major;
+  if (have.minor != want.minor) return Mismatch::minor;
+  return Mismatch::none;
+}
+
 struct TorchMatch {
   Mismatch mismatch = Mismatch::none;
   std::string message;  ///< names both versions; empty when none
@@ -21,12 +28,11 @@ inline TorchMatch torch_match(const TorchInfo& torch, const Toolkit& tk) {
   TorchMatch out;
   if (!torch.cuda) return out;
   const Version& tc = *torch.cuda;
-  if (tk.version.major != tc.major) {
-    out.mismatch = Mismatch::major;
+  out.mismatch = compare_cuda(tk.version, tc);
+  if (out.mismatch == Mismatch::major) {
     out.message = "CUDA " + tk.version.str() + " at " + tk.root.string() + " and torch's CUDA " + tc.str() + " (" +
                   torch.python + ") differ in the major version: torch cannot build extensions with it";
-  } else if (tk.version.minor != tc.minor) {
-    out.mismatch = Mismatch::minor;
+  } else if (out.mismatch == Mismatch::minor) {
     out.message = "CUDA " + tk.version.str() + " differs from torch's CUDA " + tc.str() +
                   " in the minor version: accepted (PyTorch only warns); DeepSpeed's stricter check is "
                   "bypassed with DS_SKIP_CUDA_CHECK=1";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cuda/mismatch.h"
 #include "util/strings.h"
 
 namespace opforge::cuda {
@@ -50,9 +51,11 @@ struct Choice {
 
   bool skip_cuda_check() const { return env.get("DS_SKIP_CUDA_CHECK") == std::optional<std::string>("1"); }
   opforge::unexpected<Error> conflict(const std::string& what) const {
-    return unsatisfied(named.var + "=" + strings::cut(named.value) + " is CUDA " +
-                           named.candidate->toolkit->version.str() + ", " + what,
-                       "point " + named.var + " at a matching toolkit, unset it, or change [cuda] version");
+    auto e = unsatisfied(named.var + "=" + strings::cut(named.value) + " is CUDA " +
+                             named.candidate->toolkit->version.str() + ", " + what,
+                         "point " + named.var + " at a matching toolkit, unset it, or change [cuda] version");
+    e.error().names_user_setting = true;
+    return e;
   }
 };
 
@@ -96,7 +99,7 @@ Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
 /// [cuda] version = "torch" with CUDA_HOME/CUDA_PATH set: the named toolkit, if its major matches.
 Result<Pick> pick_named_for_torch(Choice& ch, const Version& want, const std::string& torch_version) {
   const Version& have = ch.named.candidate->toolkit->version;
-  if (have.major != want.major && !ch.skip_cuda_check())
+  if (compare_cuda(have, want) == Mismatch::major && !ch.skip_cuda_check())
     return ch.conflict("but torch " + torch_version + " is built for CUDA " + want.str() +
                        " ([cuda] version = \"torch\"; DS_SKIP_CUDA_CHECK=1 allows a major mismatch)");
   if (have != want)
@@ -122,7 +125,8 @@ Result<Pick> pick_for_torch(Choice& ch) {
   for (auto* c : ch.valid)
     if (c->toolkit->version == want) return Pick{c, "same CUDA version as torch " + *torch->torch_version};
   for (auto* c : ch.valid)
-    if (c->toolkit->version.major == want.major) {
+    if (compare_cuda(c->toolkit->version, want) != Mismatch::major) {
+      ch.res.minor_mismatch_warning = ch.res.warnings.size();
       ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + want.str() +
                                 " in the minor version; this usually works (PyTorch only warns)");
       return Pick{c, "same CUDA major as torch"};
@@ -191,7 +195,7 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
     if (c != pick.candidate && c->verdict == "valid")
       c->verdict = c->toolkit->version < chosen ? "not chosen: older than CUDA " + chosen.str()
                                                 : "not chosen: " + pick.why + " is CUDA " + chosen.str();
-  if (ch.torch_cuda && spec != "torch" && chosen.major != ch.torch_cuda->major)
+  if (ch.torch_cuda && spec != "torch" && compare_cuda(chosen, *ch.torch_cuda) == Mismatch::major)
     ch.res.warnings.push_back(
         "torch's CUDA is " + ch.torch_cuda->str() + " but the chosen toolkit is CUDA " + chosen.str() +
         " (the ops reach only the driver, so this is fine for opforge_ops; not for torch extensions)");
@@ -221,10 +225,6 @@ Result<Resolution> resolve(probe::Machine m, const std::string& version_spec, co
   if (!spec.empty() && spec != "auto" && spec != "torch") OPFORGE_TRY(parse_spec(spec));
   auto torch = read_torch(m, python);
   return choose(discover(m, torch), spec, m.env);
-}
-
-bool names_user_toolkit(const Error& e) {
-  return e.message.starts_with("CUDA_HOME=") || e.message.starts_with("CUDA_PATH=");
 }
 
 std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Environment& env) {

@@ -22,14 +22,10 @@ Result<Resolution> choose(Resolution discovered, const std::string& version_spec
 /// "X.Y", ranges ">=12.1,<13". bad_input for a malformed spec; unsatisfied (exit 3) when nothing
 /// matches — the message lists every candidate and why. CUDA_HOME (else CUDA_PATH) from m.env,
 /// when set, is the toolkit used: bad_input when it is not a toolkit (the message says what is
-/// missing), unsatisfied when its version does not match the spec or torch's CUDA major.
+/// missing), unsatisfied (with Error::names_user_setting) when its version does not match the spec
+/// or torch's CUDA major.
 /// DS_SKIP_CUDA_CHECK=1 turns the torch major mismatch into a warning.
 Result<Resolution> resolve(probe::Machine m, const std::string& version_spec, const std::string& python);
-
-/// True for the errors about the toolkit CUDA_HOME/CUDA_PATH names (choose(): bad_input when it
-/// is not a toolkit, unsatisfied when it conflicts with the spec): the user asked for that
-/// toolkit, so a plan fails on them even when no CUDA op is requested.
-bool names_user_toolkit(const Error& e);
 
 /// CUDA_HOME, PATH (toolkit bin prepended to the current PATH), LD_LIBRARY_PATH (lib dir prepended).
 std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Environment& env);

@@ -47,6 +47,9 @@ struct Resolution {
   std::optional<Toolkit> chosen;
   std::optional<TorchInfo> torch;
   std::vector<std::string> warnings;  ///< e.g. minor mismatch with torch
+  /// The index in `warnings` of the one saying that the choice differs from torch's CUDA in the
+  /// minor version only (plan and doctor say that in torch_match()'s words instead).
+  std::optional<std::size_t> minor_mismatch_warning;
 };
 
 }  // namespace opforge::cuda

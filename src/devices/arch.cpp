@@ -12,11 +12,7 @@
 
 namespace opforge::devices {
 
-std::string ArchDecision::str() const {
-  std::vector<std::string> parts;
-  for (auto& a : arches) parts.push_back(a.str());
-  return strings::join(parts, ";");
-}
+std::string ArchDecision::str() const { return target::arch_list_str(arches); }
 
 std::vector<Gpu> parse_nvidia_smi(std::string_view text) {
   std::vector<Gpu> out;
@@ -38,8 +34,8 @@ std::vector<Gpu> parse_nvidia_smi(std::string_view text) {
   return out;
 }
 
-std::vector<Arch> parse_list_gpu_arch(std::string_view text) {
-  std::vector<Arch> out;
+std::vector<target::Arch> parse_list_gpu_arch(std::string_view text) {
+  std::vector<target::Arch> out;
   for (auto& line : strings::split(text, '\n')) {
     auto t = strings::trim(line);
     if (!t.starts_with("compute_")) continue;
@@ -48,7 +44,7 @@ std::vector<Arch> parse_list_gpu_arch(std::string_view text) {
     bool digits =
         std::all_of(num.begin(), num.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (!digits) continue;
-    Arch a;
+    target::Arch a;
     auto major = numbers::parse_int<int>(num.substr(0, num.size() - 1));
     if (!major) continue;
     a.major = *major;
@@ -60,10 +56,10 @@ std::vector<Arch> parse_list_gpu_arch(std::string_view text) {
   return out;
 }
 
-std::vector<Arch> table_accepted(const Version& v) {
+std::vector<target::Arch> table_accepted(const Version& v) {
   struct Row {
     Version from;
-    std::vector<Arch> sms;
+    std::vector<target::Arch> sms;
   };
   static const std::vector<Row> rows = [] {
     // Compiled in from toolchains/cuda-gpu-targets.toml (CMakeLists.txt); tests check it parses.
@@ -77,7 +73,7 @@ std::vector<Arch> table_accepted(const Version& v) {
       Row row{*parse_version(r["from"].value_or(std::string())), {}};
       for (auto& sm : *r["sm"].as_array()) {
         const int s = int(sm.value_or(0));
-        row.sms.push_back(Arch{s / 10, s % 10});
+        row.sms.push_back(target::Arch{s / 10, s % 10});
       }
       out.push_back(std::move(row));
     }

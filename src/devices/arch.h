@@ -8,9 +8,6 @@
 
 namespace opforge::devices {
 
-/// The arch type and its list syntax live in target/ (the recipe parser needs them too).
-using target::Arch;
-
 struct Gpu {
   int index = 0;
   std::string name;
@@ -20,10 +17,10 @@ struct Gpu {
 };
 
 struct ArchDecision {
-  std::vector<Arch> arches;  ///< sorted, deduplicated, what nvcc accepts
-  std::string source;        ///< "TORCH_CUDA_ARCH_LIST", "recipe [arch] list", "GPUs", "fallback"
-  std::vector<Gpu> gpus;     ///< as read
-  std::string gpu_reader;    ///< "driver API", "nvidia-smi", "none"
+  std::vector<target::Arch> arches;  ///< sorted, deduplicated, what nvcc accepts
+  std::string source;                ///< "TORCH_CUDA_ARCH_LIST", "recipe [arch] list", "GPUs", "fallback"
+  std::vector<Gpu> gpus;             ///< as read
+  std::string gpu_reader;            ///< "driver API", "nvidia-smi", "none"
   std::vector<std::pair<std::string, std::string>> dropped;  ///< entry → why
   std::vector<std::string> notes;
   std::string str() const;  ///< "8.0;9.0+PTX"

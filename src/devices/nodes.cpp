@@ -106,7 +106,7 @@ Result<NodesSummary> merge_nodes(probe::FileSystem& fs, const std::vector<fs::pa
     for (const auto& g : node.gpus) kinds[{g.major, g.minor}].insert(file.string());
     s.nodes.push_back(std::move(node));
   }
-  for (const auto& [cap, files] : kinds) s.arches.push_back(Arch{cap.first, cap.second, 0, false});
+  for (const auto& [cap, files] : kinds) s.arches.push_back(target::Arch{cap.first, cap.second, 0, false});
   if (!s.arches.empty()) s.arches.back().ptx = true;
   for (const auto& a : s.arches) {
     if (!s.arch_list.empty()) s.arch_list += ";";

@@ -22,7 +22,7 @@ struct NodesSummary {
   std::vector<NodeReport> nodes;  ///< in the order given
   /// Every distinct compute capability, sorted; the newest also gets +PTX so that GPUs newer than
   /// any node can JIT it. Empty when no report lists a GPU.
-  std::vector<Arch> arches;
+  std::vector<target::Arch> arches;
   std::string arch_list;              ///< TORCH_CUDA_ARCH_LIST form, e.g. "8.0;9.0+PTX"
   std::vector<std::string> warnings;  ///< mixed generations, nodes without GPUs
 };

@@ -114,20 +114,20 @@ std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader) {
   return apply_visible(parse_nvidia_smi(r->out), m.env.get("CUDA_VISIBLE_DEVICES"));
 }
 
-std::vector<Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk) {
-  std::vector<Arch> plain;
+std::vector<target::Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk) {
+  std::vector<target::Arch> plain;
   if (!tk.nvcc.empty()) {
     auto r = m.proc.run(
         probe::Command{.argv = {tk.nvcc.string(), "--list-gpu-arch"}, .timeout = std::chrono::milliseconds(20000)});
     if (r && r->ok()) plain = parse_list_gpu_arch(r->out);
   }
   if (plain.empty()) plain = table_accepted(tk.version);
-  std::vector<Arch> out;
+  std::vector<target::Arch> out;
   for (auto a : plain) {
     out.push_back(a);
     // 'a' variants exist from 9.0 on, 'f' from 10.0 on with CUDA 12.9+.
-    if (a.major >= 9) out.push_back(Arch{a.major, a.minor, 'a'});
-    if (a.major >= 10 && tk.version >= Version{12, 9}) out.push_back(Arch{a.major, a.minor, 'f'});
+    if (a.major >= 9) out.push_back(target::Arch{a.major, a.minor, 'a'});
+    if (a.major >= 10 && tk.version >= Version{12, 9}) out.push_back(target::Arch{a.major, a.minor, 'f'});
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -138,11 +138,11 @@ namespace {
 /// Which architectures to build for, before nvcc has its say: TORCH_CUDA_ARCH_LIST, else the
 /// recipe's explicit list, else the GPUs of this machine, else the recipe's fallback list. Fills
 /// d.source, d.gpu_reader, d.gpus and d.notes.
-Result<std::vector<Arch>> wanted_arches(probe::Machine m, const std::string& recipe_list, const std::string& fallback,
-                                        ArchDecision& d) {
+Result<std::vector<target::Arch>> wanted_arches(probe::Machine m, const std::string& recipe_list,
+                                                const std::string& fallback, ArchDecision& d) {
   auto env_list = m.env.get("TORCH_CUDA_ARCH_LIST");
   if (env_list && !strings::trim(*env_list).empty()) {
-    auto parsed = parse_arch_list(*env_list);
+    auto parsed = target::parse_arch_list(*env_list);
     if (!parsed) {
       auto e = parsed.error();
       e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
@@ -157,18 +157,18 @@ Result<std::vector<Arch>> wanted_arches(probe::Machine m, const std::string& rec
   if (!recipe_list.empty() && recipe_list != "auto") {
     d.source = "recipe [arch] list";
     d.gpu_reader = "not read ([arch] list is explicit)";
-    return parse_arch_list(recipe_list);
+    return target::parse_arch_list(recipe_list);
   }
   d.gpus = read_gpus(m, d.gpu_reader);
   if (d.gpus.empty()) {
     d.source = "fallback";
     d.notes.push_back("no GPU found (" + d.gpu_reader + "): using the recipe's fallback list " + fallback);
-    return parse_arch_list(fallback);
+    return target::parse_arch_list(fallback);
   }
   std::set<std::pair<int, int>> kinds;
   for (auto& g : d.gpus) kinds.insert({g.major, g.minor});
-  std::vector<Arch> wanted;
-  for (auto [M, mi] : kinds) wanted.push_back(Arch{M, mi});
+  std::vector<target::Arch> wanted;
+  for (auto [M, mi] : kinds) wanted.push_back(target::Arch{M, mi});
   wanted.back().ptx = true;
   d.source = "GPUs";
   if (kinds.size() > 1) d.notes.push_back("several GPU generations present: building for each");
@@ -176,16 +176,16 @@ Result<std::vector<Arch>> wanted_arches(probe::Machine m, const std::string& rec
 }
 
 /// Keeps what nvcc accepts (one entry per target, a +PTX duplicate wins) and says why the rest went.
-void keep_accepted(const std::vector<Arch>& wanted, const std::vector<Arch>& accepted, const Version& cuda,
-                   ArchDecision& d) {
+void keep_accepted(const std::vector<target::Arch>& wanted, const std::vector<target::Arch>& accepted,
+                   const Version& cuda, ArchDecision& d) {
   for (auto& a : wanted) {
-    Arch plain = a;
+    target::Arch plain = a;
     plain.ptx = false;
     if (std::find(accepted.begin(), accepted.end(), plain) == accepted.end()) {
       d.dropped.push_back({a.str(), "nvcc " + cuda.str() + " does not accept sm_" + a.sm()});
       continue;
     }
-    auto same = std::find_if(d.arches.begin(), d.arches.end(), [&](const Arch& x) {
+    auto same = std::find_if(d.arches.begin(), d.arches.end(), [&](const target::Arch& x) {
       return x.major == a.major && x.minor == a.minor && x.suffix == a.suffix;
     });
     if (same != d.arches.end()) same->ptx = same->ptx || a.ptx;
@@ -205,7 +205,7 @@ void keep_accepted(const std::vector<Arch>& wanted, const std::vector<Arch>& acc
 Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& recipe_list,
                              const std::string& fallback) {
   ArchDecision d;
-  std::vector<Arch> wanted = OPFORGE_TRY(wanted_arches(m, recipe_list, fallback, d));
+  std::vector<target::Arch> wanted = OPFORGE_TRY(wanted_arches(m, recipe_list, fallback, d));
   std::sort(wanted.begin(), wanted.end());
   keep_accepted(wanted, accepted_by(m, tk), tk.version, d);
   if (d.arches.empty()) {

@@ -11,16 +11,14 @@
 
 namespace opforge::devices {
 
-using target::parse_arch_list;
-
 /// Parses `nvidia-smi --query-gpu=index,name,compute_cap --format=csv,noheader` output.
 std::vector<Gpu> parse_nvidia_smi(std::string_view text);
 
 /// Parses `nvcc --list-gpu-arch` output (compute_XY lines) into plain arches.
-std::vector<Arch> parse_list_gpu_arch(std::string_view text);
+std::vector<target::Arch> parse_list_gpu_arch(std::string_view text);
 
 /// The sm targets of the toolchains/ table for a CUDA version (docs/reference.md §2).
-std::vector<Arch> table_accepted(const Version& cuda);
+std::vector<target::Arch> table_accepted(const Version& cuda);
 
 /// Driver API via m.dl ("libcuda.so.1", cuInit, cuDeviceGetCount, cuDeviceGet,
 /// cuDeviceGetAttribute 75/76, name), honouring CUDA_VISIBLE_DEVICES; nvidia-smi fallback.
@@ -29,7 +27,7 @@ std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader);
 
 /// Which sm targets this nvcc accepts (nvcc --list-gpu-arch, table fallback). Plain targets
 /// imply their 'a'/'f' variants.
-std::vector<Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk);
+std::vector<target::Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk);
 
 /// TORCH_CUDA_ARCH_LIST env > recipe list > GPUs (union, sorted, +PTX on last) > fallback (say
 /// so); intersected with accepted_by, every dropped entry reported with why.

@@ -33,8 +33,8 @@ void examine_toolkits(probe::Machine m, const cuda::Resolution& found, const Res
   if (res) {
     std::string match;
     if (out.torch && res->chosen) match = cuda::torch_match(*out.torch, *res->chosen).message;
-    for (auto& w : res->warnings)
-      if (match.empty() || w.find("in the minor version") == std::string::npos) out.warnings.push_back(w);
+    for (std::size_t i = 0; i < res->warnings.size(); ++i)
+      if (match.empty() || i != res->minor_mismatch_warning) out.warnings.push_back(res->warnings[i]);
     if (!match.empty()) out.warnings.push_back(match);
   } else {
     out.cuda_error = res.error().render();

@@ -261,6 +261,7 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (wants[i] == Want::off) {
       out[i].build = false;
+      out[i].requested = false;
       out[i].reason = "not requested";
       continue;
     }

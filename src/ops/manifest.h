@@ -51,6 +51,7 @@ struct Manifest {
 struct Decision {
   Manifest manifest;
   bool build = false;
+  bool requested = true;     ///< false: neither the recipe nor DS_BUILD_* asks for it (never built)
   std::string requested_by;  ///< "recipe: true", "DS_BUILD_AIO=1", "DS_BUILD_OPS=1", "default"
   std::string reason;        ///< why it is (not) built, e.g. "libaio not found: apt-get install libaio-dev"
 };

@@ -41,10 +41,6 @@ struct DecideContext {
   bool default_off = false;
 };
 
-/// The cache folder is the machine's (probe::default_cache_dir); this name stays for the callers
-/// that reach it through ops/.
-using probe::default_cache_dir;
-
 /// Decides every op (sorted by name): requested by DS_BUILD_* (when any is set, DeepSpeed rules)
 /// or by the recipe's [ops]; then checked for compatibility (CUDA available, probes link).
 /// bad_input: non-integer DS_BUILD_* values, DS_BUILD_<X> or [ops] entries naming no op.

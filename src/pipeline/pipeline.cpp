@@ -20,7 +20,7 @@ namespace {
 std::string compiler_text(const plan::Plan& plan) {
   if (!plan.host) return "";
   const auto& c = plan.host->compiler;
-  return std::string(c.family == compiler::Family::gcc ? "gcc " : "clang ") + c.version.str(3);
+  return std::string(compiler::family_name(c.family)) + " " + c.version.str(3);
 }
 
 std::string long_description(const plan::Plan& plan, const std::vector<std::string>& built) {
@@ -90,7 +90,7 @@ Status check_folder_name(const fs::path& dir, std::string_view what, std::string
 Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std::string, std::string_view>>& files,
                         const std::map<std::string, std::string>& op_of_path) {
   if (plan.recipe.build.cpu_target.empty()) return {};
-  auto target = wheel::find_cpu_target(plan.recipe.build.cpu_target);
+  auto target = target::find_cpu_target(plan.recipe.build.cpu_target);
   if (!target) return bad_input("unknown [build] cpu_target \"" + plan.recipe.build.cpu_target + "\"");
   auto allowance = [&](const std::string& path) {
     wheel::IsaAllowance a;
@@ -106,7 +106,7 @@ Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std:
       if (d.manifest.name != op->second) continue;
       std::vector<std::string> flags;
       for (const auto& [source, f] : d.manifest.source_flags) flags.insert(flags.end(), f.begin(), f.end());
-      a.families = wheel::families_of_flags(flags);
+      a.families = target::families_of_flags(flags);
       a.why = "op " + d.manifest.name + ": per-file ISA flags in op.toml [source_flags]";
     }
     return a;
@@ -146,12 +146,12 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
   in["command"] = plan.recipe.build.command;
   in["command_log"] = out.log.string();
   in["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
-  in["catalogue"] = plan.source.catalogue;
+  in["catalogue"] = plan::catalogue_name(plan.source.catalogue);
   nlohmann::json ops = nlohmann::json::object();
   for (auto& d : plan.ops)
     if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
   in["ops"] = ops;
-  if (plan.source.catalogue == "op_builder") in["ops_installed"] = out.installed_ops;
+  if (plan.source.catalogue == plan::Catalogue::op_builder) in["ops_installed"] = out.installed_ops;
   if (plan.cuda.torch && plan.cuda.torch->torch_version)
     in["torch"] = {{"version", *plan.cuda.torch->torch_version},
                    {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},

@@ -10,7 +10,7 @@ nlohmann::json to_json(const Plan& p) {
                  {"ops_dir", p.source.ops_dir.string()},
                  {"commit", p.source.commit},
                  {"dirty", p.source.dirty},
-                 {"catalogue", p.source.catalogue}};
+                 {"catalogue", catalogue_name(p.source.catalogue)}};
   if (!p.source.not_fetched.empty()) j["source"]["not_fetched"] = p.source.not_fetched;
   j["cuda_minor_mismatch"] = p.cuda_minor_mismatch;
   json cands = json::array();
@@ -34,8 +34,7 @@ nlohmann::json to_json(const Plan& p) {
   else j["host_compiler"] = nullptr;
   json dropped = json::array();
   for (auto& [e, why] : p.arch.dropped) dropped.push_back({{"entry", e}, {"why", why}});
-  j["arch"] = {
-      {"list", arch_string(p.arch.arches)}, {"source", p.arch.source}, {"dropped", dropped}, {"notes", p.arch.notes}};
+  j["arch"] = {{"list", p.arch.str()}, {"source", p.arch.source}, {"dropped", dropped}, {"notes", p.arch.notes}};
   json ops = json::array();
   for (auto& d : p.ops)
     ops.push_back({{"name", d.manifest.name},

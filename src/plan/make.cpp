@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <charconv>
-#include <regex>
 
 #include "compiler/cpu_target.h"
 #include "compiler/host.h"
@@ -8,13 +7,13 @@
 #include "cuda/resolve.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
+#include "probe/overlay_environment.h"
 #include "util/numbers.h"
+#include "util/pep440.h"
 #include "util/strings.h"
 
 namespace opforge::plan {
 namespace {
-
-constexpr std::int64_t kMinEpoch = 315532800;  // 1980-01-01: the oldest time a zip entry holds
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
@@ -30,9 +29,12 @@ Status add_compiler(probe::Machine m, const compiler::HostChoice& host, Env& ex)
   return {};
 }
 
+/// Overrides::arch_from for --nodes.
+constexpr const char* kFromNodes = "node reports";
+
 /// The environment variables that override the recipe, each checked before anything is probed.
 struct Overrides {
-  std::string arch_list;              ///< TORCH_CUDA_ARCH_LIST, else the recipe's [arch] list
+  std::string arch_list;              ///< the node reports', else TORCH_CUDA_ARCH_LIST, else the recipe's [arch] list
   std::string arch_from;              ///< which of the two
   std::optional<unsigned> max_jobs;   ///< MAX_JOBS, capped
   std::optional<std::int64_t> epoch;  ///< SOURCE_DATE_EPOCH
@@ -43,13 +45,15 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
   Overrides out;
   out.arch_list = r.arch.list;
   out.arch_from = "recipe [arch] list";
-  if (auto v = environment.get("TORCH_CUDA_ARCH_LIST"); v && !v->empty()) {
-    if (opts.resolvers.check_arch_list) {
-      auto ok = opts.resolvers.check_arch_list(*v);
-      if (!ok)
-        return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v + "' is invalid: " + ok.error().message,
-                         "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
-    }
+  if (opts.node_arch_list) {
+    out.arch_list = *opts.node_arch_list;
+    out.arch_from = kFromNodes;
+    notes.push_back("arch list: the node reports' '" + *opts.node_arch_list + "' overrides the recipe's '" +
+                    r.arch.list + "'");
+  } else if (auto v = environment.get("TORCH_CUDA_ARCH_LIST"); v && !v->empty()) {
+    if (auto ok = opts.resolvers.check_arch_list(*v); !ok)
+      return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v + "' is invalid: " + ok.error().message,
+                       "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
     out.arch_list = *v;
     out.arch_from = "TORCH_CUDA_ARCH_LIST";
     notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + *v + "' overrides the recipe's '" + r.arch.list + "'");
@@ -63,9 +67,9 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
       return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is not a positive integer",
                        "use e.g. MAX_JOBS=8, or unset it");
     // More jobs than ninja can usefully run are not an error: they are capped.
-    constexpr long long kMaxJobs = 4096;
-    if (*n > kMaxJobs) notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(kMaxJobs));
-    out.max_jobs = static_cast<unsigned>(std::min(*n, kMaxJobs));
+    const long long cap = recipe::kMaxJobs;
+    if (*n > cap) notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(cap));
+    out.max_jobs = static_cast<unsigned>(std::min(*n, cap));
   }
   if (auto v = environment.get("SOURCE_DATE_EPOCH"); v && !v->empty()) {
     auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
@@ -85,18 +89,18 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
 
 /// The ops of the source tree and, for DeepSpeed's op_builder/, the tree that holds it (empty
 /// otherwise). Sets source.catalogue (and source.ops_dir for op_builder/).
-struct Catalogue {
+struct OpCatalogue {
   std::vector<ops::Manifest> manifests;
   fs::path ds_root;
 };
 
-Result<Catalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, SourceInfo& source,
-                                 const std::string& python, bool command, std::vector<std::string>& notes) {
-  Catalogue out;
+Result<OpCatalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, SourceInfo& source,
+                                   const std::string& python, bool command, std::vector<std::string>& notes) {
+  OpCatalogue out;
   const bool explicit_ops_dir = r.locations.contains("source.ops_dir");
   const bool ops_dir_exists = m.fs.resolved_type(source.ops_dir) == probe::FileType::directory;
   if (!source.not_fetched.empty()) {
-    source.catalogue = "none";
+    source.catalogue = Catalogue::none;
     notes.push_back("source: not fetched yet (" + source.not_fetched +
                     "): `opforge build` fetches it; the op table and its verdicts need the tree");
     return out;
@@ -110,13 +114,13 @@ Result<Catalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, Sour
       return bad_input("'" + (out.ds_root / "op_builder").string() +
                            "' holds DeepSpeed's op builders, which build through its own setup.py",
                        "set [build] backend = \"command\" (see docs/external-projects.md)");
-    source.catalogue = "op_builder";
+    source.catalogue = Catalogue::op_builder;
     source.ops_dir = out.ds_root / "op_builder";
     out.manifests = OPFORGE_TRY(ops::load_deepspeed_catalogue(m, out.ds_root, python));
     notes.push_back("ops: " + std::to_string(out.manifests.size()) + " DeepSpeed op builders in " +
                     source.ops_dir.string());
   } else if (command && !explicit_ops_dir && !ops_dir_exists) {
-    source.catalogue = "none";
+    source.catalogue = Catalogue::none;
     notes.push_back("ops: no op catalogue in " + source.root.string() +
                     " (neither op.toml manifests nor op_builder/): the command decides what it builds");
   } else {
@@ -152,11 +156,11 @@ unsigned choose_jobs(const probe::Environment& environment, const recipe::Recipe
 /// 1980-01-01 (a zip entry cannot hold an older time).
 std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInfo& source,
                           std::vector<std::string>& notes) {
-  std::int64_t epoch = env_epoch ? *env_epoch : source.commit_time.value_or(kMinEpoch);
-  if (epoch < kMinEpoch) {
-    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) +
-                    " clamped to 315532800 (1980-01-01, the zip minimum)");
-    return kMinEpoch;
+  std::int64_t epoch = env_epoch ? *env_epoch : source.commit_time.value_or(wheel::kMinEpoch);
+  if (epoch < wheel::kMinEpoch) {
+    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) + " clamped to " + std::to_string(wheel::kMinEpoch) +
+                    " (1980-01-01, the zip minimum)");
+    return wheel::kMinEpoch;
   }
   notes.push_back("SOURCE_DATE_EPOCH: " + std::to_string(epoch) +
                   (env_epoch            ? " (environment)"
@@ -221,9 +225,6 @@ Status check_torch_cuda(Plan& plan, const cuda::Toolkit& tk) {
   }
   if (match.mismatch == cuda::Mismatch::minor) {
     plan.cuda_minor_mismatch = true;
-    // The resolver's own minor-mismatch warning says the same in fewer words.
-    std::erase_if(plan.warnings,
-                  [](const std::string& w) { return w.find("in the minor version") != std::string::npos; });
     plan.warnings.push_back(match.message);
   }
   return {};
@@ -235,17 +236,18 @@ Result<Toolchain> resolve_toolkit(probe::Machine m, const Options& opts, Plan& p
   const recipe::Recipe& r = plan.recipe;
   Toolchain chain;
   chain.probe_compiler = r.compiler.host == "auto" ? "c++" : r.compiler.host;
-  auto cuda = opts.resolvers.cuda ? opts.resolvers.cuda(m, r.cuda.version, plan.python)
-                                  : Result<cuda::Resolution>(unsatisfied("CUDA toolkit resolution is not available"));
+  auto cuda = opts.resolvers.cuda(m, r.cuda.version, plan.python);
   if (!cuda) {
-    if (cuda.error().kind == ErrorKind::bad_input || cuda::names_user_toolkit(cuda.error()))
+    if (cuda.error().kind == ErrorKind::bad_input || cuda.error().names_user_setting)
       return opforge::unexpected(cuda.error());
     chain.unavailable = cuda.error().message;
     plan.notes.push_back("toolkit: none (" + chain.unavailable + ")");
     return chain;
   }
   plan.cuda = *cuda;
-  for (auto& w : plan.cuda.warnings) plan.warnings.push_back(w);
+  // The resolver's own minor-mismatch warning is said again, in full, by check_torch_cuda.
+  for (std::size_t i = 0; i < plan.cuda.warnings.size(); ++i)
+    if (i != plan.cuda.minor_mismatch_warning) plan.warnings.push_back(plan.cuda.warnings[i]);
   if (!plan.cuda.chosen) {
     chain.unavailable = "no CUDA toolkit found";
     return chain;
@@ -259,10 +261,6 @@ Result<Toolchain> resolve_toolkit(probe::Machine m, const Options& opts, Plan& p
 /// The host compiler nvcc accepts; none makes CUDA ops unavailable (bad_input stops the plan).
 Status resolve_host(probe::Machine m, const Options& opts, Plan& plan, Toolchain& chain) {
   const recipe::Recipe& r = plan.recipe;
-  if (!opts.resolvers.host) {
-    chain.unavailable = "host compiler resolution is not part of this build";
-    return {};
-  }
   auto host = opts.resolvers.host(m, *chain.tk, r.compiler.host, r.compiler.allow_unsupported, plan.build_dir / "shim");
   if (!host) {
     if (host.error().kind == ErrorKind::bad_input) return opforge::unexpected(host.error());
@@ -280,11 +278,8 @@ Status resolve_host(probe::Machine m, const Options& opts, Plan& plan, Toolchain
 /// The GPU architectures (TORCH_CUDA_ARCH_LIST, else the recipe's), once toolkit and compiler are usable.
 Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& overrides, Plan& plan, Toolchain& chain) {
   if (!chain.unavailable.empty()) return {};
-  if (!opts.resolvers.arch) {
-    chain.unavailable = "architecture resolution is not part of this build";
-    return {};
-  }
-  const bool from_env = overrides.arch_from == "TORCH_CUDA_ARCH_LIST";
+  const bool from_nodes = overrides.arch_from == kFromNodes;
+  const bool from_env = from_nodes || overrides.arch_from == "TORCH_CUDA_ARCH_LIST";
   auto arch = opts.resolvers.arch(m, *chain.tk, overrides.arch_list, plan.recipe.arch.fallback);
   if (!arch) {
     if (arch.error().kind != ErrorKind::bad_input) {
@@ -297,7 +292,8 @@ Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& over
   }
   plan.arch = *arch;
   if (from_env) plan.arch.source = overrides.arch_from;
-  plan.notes.push_back("arch list: " + arch_string(plan.arch.arches) + " (from " + plan.arch.source + ")");
+  if (from_nodes) plan.arch.gpu_reader = "not read (the node reports decide)";
+  plan.notes.push_back("arch list: " + plan.arch.str() + " (from " + plan.arch.source + ")");
   for (auto& [entry, why] : plan.arch.dropped) plan.notes.push_back("arch " + entry + " dropped: " + why);
   return {};
 }
@@ -307,7 +303,7 @@ Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& over
 Status pin_cpu_target(probe::Machine m, const Options& opts, Plan& plan) {
   const recipe::Recipe& r = plan.recipe;
   if (r.build.cpu_target.empty()) return {};
-  auto target = wheel::find_cpu_target(r.build.cpu_target);
+  auto target = target::find_cpu_target(r.build.cpu_target);
   if (!target) return bad_input("unknown [build] cpu_target \"" + r.build.cpu_target + "\"");
   if (!plan.host) plan.host = OPFORGE_TRY(compiler::host_without_toolkit(m, r.compiler.host));
   const fs::path cache = cache_dir(m, opts);
@@ -323,11 +319,10 @@ Status pin_cpu_target(probe::Machine m, const Options& opts, Plan& plan) {
 Result<Env> toolkit_exports(probe::Machine m, const Options& opts, const Plan& plan, const Toolchain& chain) {
   Env ex;
   if (!chain.tk || !chain.unavailable.empty()) return ex;
-  ex = opts.resolvers.cuda_exports ? opts.resolvers.cuda_exports(*chain.tk, m.env)
-                                   : Env{{"CUDA_HOME", chain.tk->root.string()}};
-  ex["TORCH_CUDA_ARCH_LIST"] = arch_string(plan.arch.arches);
+  ex = opts.resolvers.cuda_exports(*chain.tk, m.env);
+  ex["TORCH_CUDA_ARCH_LIST"] = plan.arch.str();
   if (plan.host) OPFORGE_CHECK(add_compiler(m, *plan.host, ex));
-  if (plan.source.catalogue == "op_builder") {
+  if (plan.source.catalogue == Catalogue::op_builder) {
     // A GPU-less build machine must still build for the CUDA accelerator (DeepSpeed picks its CPU
     // accelerator when no GPU is visible).
     ex["DS_ACCELERATOR"] = "cuda";
@@ -354,8 +349,9 @@ decltype(ops::DecideContext::compatibility) deepspeed_verdicts(probe::Machine m,
 /// Every op of the catalogue, built or skipped, with why (the notes leave out DeepSpeed's
 /// builders nobody asked for: it has two dozen).
 Result<std::vector<ops::Decision>> decide_ops(probe::Machine m, const Options& opts, Plan& plan,
-                                              const Catalogue& catalogue, const Toolchain& chain, const Env& toolkit) {
-  const bool op_builder = plan.source.catalogue == "op_builder";
+                                              const OpCatalogue& catalogue, const Toolchain& chain,
+                                              const Env& toolkit) {
+  const bool op_builder = plan.source.catalogue == Catalogue::op_builder;
   ops::DecideContext ctx;
   ctx.cuda_unavailable = chain.unavailable;
   ctx.probe_compiler = chain.probe_compiler;
@@ -366,7 +362,7 @@ Result<std::vector<ops::Decision>> decide_ops(probe::Machine m, const Options& o
   }
   auto decisions = OPFORGE_TRY(ops::decide(m, catalogue.manifests, plan.recipe, ctx));
   for (auto& d : decisions)
-    if (d.build || !op_builder || d.reason != "not requested")
+    if (d.requested || !op_builder)
       plan.notes.push_back("op " + d.manifest.name + ": " + (d.build ? "build" : "skip") + " — " + d.requested_by +
                            "; " + d.reason);
   return decisions;
@@ -399,7 +395,7 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
   Env ex = toolkit;
   // A pinned CPU target reaches the compiler through the shim's wrappers, CUDA or not.
   if (plan.host && toolkit.empty() && !plan.host->cpu_target.empty()) OPFORGE_CHECK(add_compiler(m, *plan.host, ex));
-  if (plan.source.catalogue == "op_builder") {
+  if (plan.source.catalogue == Catalogue::op_builder) {
     // torch's BuildExtension uses ninja (and MAX_JOBS) only when DeepSpeed is told to.
     ex["DS_ENABLE_NINJA"] = "1";
     deepspeed_version(m, plan, ds_root, ex);
@@ -414,17 +410,6 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
 }
 
 }  // namespace
-
-std::string arch_string(const std::vector<devices::Arch>& arches) {
-  std::vector<std::string> parts;
-  for (auto& a : arches) {
-    std::string s = std::to_string(a.major) + "." + std::to_string(a.minor);
-    if (a.suffix) s += a.suffix;
-    if (a.ptx) s += "+PTX";
-    parts.push_back(s);
-  }
-  return strings::join(parts, ";");
-}
 
 Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit,
                                   const SourceInfo& source) {
@@ -454,9 +439,7 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
   if (source.dirty && !source.commit.empty()) segments.push_back("dirty");
   std::string label = strings::join(segments, ".");
   if (label.empty()) return recipe.package.version;
-  // Length first: libstdc++'s std::regex recurses once per character.
-  if (label.size() > 256 ||
-      !std::regex_match(label, std::regex("[a-z0-9]+(\\.[a-z0-9]+)*"))) {  // placeholders: recipe/
+  if (label.size() > 256 || !pep440::is_local_label(label)) {
     return bad_input("package.local_version gives the local version label '" + strings::cut(label) +
                          "', which is not [a-z0-9] segments separated by dots",
                      "use lower-case letters, digits and dots, e.g. \"cu{cuda_major}.g{commit}\", or \"none\"", loc);
@@ -464,13 +447,18 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
   return recipe.package.version + "+" + label;
 }
 
-Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& opts) {
+Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Options& opts) {
+  // The node reports' list reaches the arch resolver, and the build, as TORCH_CUDA_ARCH_LIST.
+  std::map<std::string, std::string> nodes;
+  if (opts.node_arch_list) nodes["TORCH_CUDA_ARCH_LIST"] = *opts.node_arch_list;
+  probe::OverlayEnvironment env(machine.env, std::move(nodes));
+  const probe::Machine m{machine.fs, machine.proc, env, machine.dl};
   Plan plan;
   plan.recipe = OPFORGE_TRY(load_recipe(m, recipe_file, opts));
   const Overrides overrides = OPFORGE_TRY(read_overrides(m.env, plan.recipe, opts, plan.notes));
   OPFORGE_CHECK(place_source(m, opts, plan));
   const bool command = plan.recipe.build.backend == recipe::Backend::command;
-  const Catalogue catalogue =
+  const OpCatalogue catalogue =
       OPFORGE_TRY(load_catalogue(m, plan.recipe, plan.source, plan.python, command, plan.notes));
   Toolchain chain = OPFORGE_TRY(resolve_toolkit(m, opts, plan));
   if (chain.tk) {

@@ -15,10 +15,23 @@
 #include "ops/manifest.h"
 #include "probe/machine.h"
 #include "recipe/recipe.h"
+#include "wheel/wheel.h"
 
 namespace opforge::plan {
 
 namespace fs = std::filesystem;
+
+/// Where the op catalogue came from.
+enum class Catalogue {
+  op_toml,     ///< manifests (op.toml) in ops_dir
+  op_builder,  ///< DeepSpeed's builder classes
+  none,        ///< a plain setup.py project (command backend only): the command decides
+};
+
+/// "op.toml", "op_builder" or "none", as plans and records write it.
+constexpr std::string_view catalogue_name(Catalogue c) {
+  return c == Catalogue::op_toml ? "op.toml" : c == Catalogue::op_builder ? "op_builder" : "none";
+}
 
 struct SourceInfo {
   fs::path root;       ///< absolute source tree
@@ -26,9 +39,7 @@ struct SourceInfo {
   std::string commit;  ///< full hex commit, empty when not a git tree
   bool dirty = false;
   std::optional<std::int64_t> commit_time;  ///< seconds since the epoch
-  /// Where the op catalogue came from: "op.toml" (manifests in ops_dir), "op_builder" (DeepSpeed's
-  /// builder classes), or "none" (a plain setup.py project; command backend only).
-  std::string catalogue = "op.toml";
+  Catalogue catalogue = Catalogue::op_toml;
   /// A git source that plan did not fetch (plan writes nothing): what would be fetched. The tree,
   /// and so the op verdicts, are then unknown.
   std::string not_fetched;
@@ -42,11 +53,11 @@ struct Plan {
   devices::ArchDecision arch;
   std::vector<ops::Decision> ops;  ///< every op found, built or not, sorted by name
   unsigned jobs = 1;
-  recipe::Cache cache = recipe::Cache::none;   ///< the compiler cache: --cache, else [build] cache
-  std::int64_t source_date_epoch = 315532800;  ///< 1980-01-01, clamped
-  std::string wheel_version;                   ///< "0.1.0+cu13.g8cd046f"
-  fs::path build_dir;                          ///< absolute
-  fs::path dist_dir;                           ///< absolute
+  recipe::Cache cache = recipe::Cache::none;          ///< the compiler cache: --cache, else [build] cache
+  std::int64_t source_date_epoch = wheel::kMinEpoch;  ///< clamped to it
+  std::string wheel_version;                          ///< "0.1.0+cu13.g8cd046f"
+  fs::path build_dir;                                 ///< absolute
+  fs::path dist_dir;                                  ///< absolute
   /// Exports for `opforge env` and for the command backend: CUDA_HOME, PATH, LD_LIBRARY_PATH,
   /// TORCH_CUDA_ARCH_LIST, DS_BUILD_*, MAX_JOBS, SOURCE_DATE_EPOCH ...
   std::map<std::string, std::string> exports;
@@ -59,7 +70,7 @@ struct Plan {
 };
 
 /// The resolution stages plan::make calls; defaults are the real cuda/, compiler/, devices/
-/// functions. Tests replace them to describe a machine that cannot exist here.
+/// functions. Tests replace them to describe a machine that cannot exist here; every one is set.
 struct Resolvers {
   std::function<Result<cuda::Resolution>(probe::Machine, const std::string& version_spec, const std::string& python)>
       cuda;
@@ -70,11 +81,11 @@ struct Resolvers {
   std::function<Result<devices::ArchDecision>(probe::Machine, const cuda::Toolkit&, const std::string& recipe_list,
                                               const std::string& fallback)>
       arch;
-  /// Syntax check of a TORCH_CUDA_ARCH_LIST-style string; nullptr: accepted as is.
+  /// Syntax check of a TORCH_CUDA_ARCH_LIST-style string.
   std::function<Status(std::string_view)> check_arch_list;
 };
 
-/// The real resolvers (those not compiled into this build report themselves as unavailable).
+/// The real resolvers.
 Resolvers default_resolvers();
 
 /// The source stage: a local tree's commit and dirtiness, or a git source fetched into the cache
@@ -90,8 +101,11 @@ struct Options {
   std::optional<unsigned> jobs;               ///< -j N (beats MAX_JOBS and the recipe)
   std::optional<std::string> python;          ///< --python: the interpreter whose torch decides CUDA
   std::optional<recipe::Cache> cache;         ///< --cache (beats the recipe's [build] cache, none included)
-  /// Inspects the source tree (source::inspect once wired): commit, dirty, commit time. When
-  /// null, the tree is the recipe's [source] path with no commit.
+  /// --nodes: the arch list the node reports' GPUs make. It decides exactly as TORCH_CUDA_ARCH_LIST
+  /// set to it would (which it beats), and the plan says it came from the node reports.
+  std::optional<std::string> node_arch_list;
+  /// Inspects the source tree: commit, dirty, commit time. When null, the tree is the recipe's
+  /// [source] path with no commit.
   std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source =
       [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r); };
   Resolvers resolvers = default_resolvers();
@@ -104,9 +118,6 @@ struct Options {
 /// Resolves everything the build needs, writing nothing but the probe cache.
 /// bad_input: recipe or environment values; unsatisfied: the machine cannot satisfy the recipe.
 Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& opts);
-
-/// "8.0;8.6;9.0+PTX".
-std::string arch_string(const std::vector<devices::Arch>& arches);
 
 /// The wheel's version: `version` + "+" + the expanded local_version template (or none).
 /// bad_input when the label breaks PEP 440's local-version rules ([a-z0-9] segments with dots).

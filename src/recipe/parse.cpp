@@ -6,11 +6,12 @@
 #include "recipe/recipe.h"
 #include "recipe/toml_reader.h"
 #include "target/arch.h"
+#include "util/pep440.h"
 #include "util/scan.h"
 #include "util/strings.h"
 #include "util/version.h"
 
-#include "wheel/isa.h"
+#include "target/x86.h"
 
 namespace opforge::recipe {
 namespace {
@@ -23,21 +24,6 @@ bool is_distribution_name(std::string_view s) {
   if (s.size() > 256) return false;
   auto inner = [](char c) { return scan::is_alnum(c) || c == '.' || c == '_' || c == '-'; };
   return !s.empty() && scan::is_alnum(s.front()) && scan::is_alnum(s.back()) && std::ranges::all_of(s, inner);
-}
-
-/// `[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?`: a public version.
-bool is_public_version(std::string_view s) {
-  if (s.size() > 256) return false;
-  scan::Cursor c{s};
-  if (c.digits().empty()) return false;
-  while (c.rest.size() > 1 && c.rest[0] == '.' && scan::is_digit(c.rest[1])) {
-    c.literal(".");
-    c.digits();
-  }
-  if ((c.literal("rc") || c.literal("a") || c.literal("b")) && c.digits().empty()) return false;
-  if (c.literal(".post") && c.digits().empty()) return false;
-  if (c.literal(".dev") && c.digits().empty()) return false;
-  return c.done();
 }
 
 /// Validates an arch list written inside a string value; `column` inside the string on error.
@@ -70,7 +56,7 @@ struct Parser {
     }
     if (auto* n = t.get("version")) {
       out.package.version = OPFORGE_TRY(r.string(*n, "package.version"));
-      if (!is_public_version(out.package.version))
+      if (out.package.version.size() > 256 || !pep440::is_public_version(out.package.version))
         return opforge::unexpected(
             r.error_at(*n, "package.version '" + strings::cut(out.package.version) + "' is not a PEP 440 version",
                        "write it like 0.1.0, 1.2rc1 or 2.0.post1"));
@@ -236,7 +222,7 @@ struct Parser {
       remember("build.jobs", *n);
       if (auto* i = n->as_integer(); i && i->get() >= 1) {
         // Like MAX_JOBS: more jobs than ninja usefully runs are capped, not refused.
-        out.build.jobs = static_cast<unsigned>(std::min<std::int64_t>(i->get(), 4096));
+        out.build.jobs = static_cast<unsigned>(std::min<std::int64_t>(i->get(), kMaxJobs));
       } else if (auto* s = n->as_string(); s && s->get() == "auto") {
         out.build.jobs = 0;
       } else {
@@ -257,11 +243,12 @@ struct Parser {
     if (auto* n = t.get("release")) out.build.release = OPFORGE_TRY(r.boolean(*n, "build.release"));
     if (auto* n = t.get("cpu_target")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.cpu_target"));
-      if (!wheel::find_cpu_target(v)) {
-        auto names = wheel::cpu_target_names();
+      if (!target::find_cpu_target(v)) {
+        auto names = target::cpu_target_names();
         std::string msg = "build.cpu_target: unknown CPU target \"" + v + "\"";
         // Levels highest first, so that one past the last ("x86-64-v5") suggests v4.
-        auto guess = strings::did_you_mean(v, {"x86-64-v4", "x86-64-v3", "x86-64-v2", "x86-64"});
+        auto guess = strings::did_you_mean(
+            v, {target::level_name(4), target::level_name(3), target::level_name(2), target::level_name(1)});
         if (!guess) guess = strings::did_you_mean(v, names);
         if (v == "native")
           msg = "build.cpu_target = \"native\" names the build machine's CPU, not the CPUs the wheel runs on";

@@ -19,6 +19,10 @@ enum class OpRequest { off, on, automatic };
 enum class Backend { native, command };
 enum class Cache { none, ccache };
 
+/// The most parallel jobs a build runs ([build] jobs, MAX_JOBS and --jobs are capped or refused
+/// above it): more than ninja can usefully run on any machine.
+inline constexpr unsigned kMaxJobs = 4096;
+
 struct Recipe {
   fs::path file;  ///< the recipe file as given
   fs::path dir;   ///< its folder, absolute: relative paths in the recipe resolve against it
@@ -61,13 +65,13 @@ struct Recipe {
     Backend backend = Backend::native;
     std::vector<std::string> command;       ///< backend = "command"
     std::string wheel_glob = "dist/*.whl";  ///< where the command's wheel appears (source-relative)
-    unsigned jobs = 0;                      ///< 0: auto (all cores)
+    unsigned jobs = 0;                      ///< 0: auto (all cores); at most kMaxJobs
     Cache cache = Cache::none;
     std::string remote;                    ///< ccache remote storage, e.g. "redis://127.0.0.1:6379"
     fs::path build_dir = "build/opforge";  ///< relative to the recipe's folder
     fs::path dist_dir = "dist";            ///< relative to the recipe's folder
     bool release = false;                  ///< refuse dirty trees and moving revs
-    /// The CPU the wheel's code must run on ("x86-64-v3", "skylake-avx512"; wheel/isa.h lists
+    /// The CPU the wheel's code must run on ("x86-64-v3", "skylake-avx512"; target/x86.h lists
     /// them); empty: the project's own -march flags are kept and nothing is checked.
     std::string cpu_target;
     /// Globs of wheel paths whose code above cpu_target is chosen at run time (not checked).

@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <cctype>
 
+#include "util/hash.h"
+
 namespace opforge::source {
 
 namespace {
@@ -131,12 +133,6 @@ Status fetch_all(git_repository* repo, const std::string& url) {
 }  // namespace
 
 std::string cache_key(const std::string& url) {
-  // FNV-1a: stable across runs and builds, unlike std::hash.
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : url) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
   std::string base = url;
   while (!base.empty() && (base.back() == '/')) base.pop_back();
   if (auto slash = base.find_last_of("/:"); slash != std::string::npos) base = base.substr(slash + 1);
@@ -145,9 +141,8 @@ std::string cache_key(const std::string& url) {
   for (char c : base)
     name += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   if (name.empty() || name[0] == '.') name = "repo" + name;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return name + "-" + hex;
+  // 16 hex digits of the one hash: stable across runs and builds, unlike std::hash.
+  return name + "-" + sha256_hex(url).substr(0, 16);
 }
 
 Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::path& path) {

@@ -27,6 +27,12 @@ std::vector<std::string> Arch::gencode() const {
   return out;
 }
 
+std::string arch_list_str(const std::vector<Arch>& arches) {
+  std::vector<std::string> parts;
+  for (const auto& a : arches) parts.push_back(a.str());
+  return strings::join(parts, ";");
+}
+
 namespace {
 
 // PyTorch's named arches (torch/utils/cpp_extension.py), docs/reference.md §3.

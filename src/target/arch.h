@@ -26,4 +26,7 @@ struct Arch {
 /// offending entry inside `text` (the recipe parser adds file/line).
 Result<std::vector<Arch>> parse_arch_list(std::string_view text);
 
+/// The list in the spelling parse_arch_list reads and TORCH_CUDA_ARCH_LIST takes: "8.0;9.0a+PTX".
+std::string arch_list_str(const std::vector<Arch>& arches);
+
 }  // namespace opforge::target

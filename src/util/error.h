@@ -27,6 +27,9 @@ struct Error {
   std::string message;  ///< one sentence: what is wrong
   std::string hint;     ///< how to fix it (may be empty)
   Location where;
+  /// The error is about a setting the user made on purpose (CUDA_HOME=... naming a toolkit that
+  /// does not fit): a caller that would otherwise carry on without the thing must not.
+  bool names_user_setting = false;
 
   /// `file:line:col: message`, the line, a caret, then the hint — the full text a user sees.
   std::string render() const;

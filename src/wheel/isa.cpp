@@ -1,9 +1,5 @@
-// Instruction-set use of ELF code. The levels are the x86-64 psABI's (x86-64-v2: SSE3, SSSE3,
-// SSE4.1, SSE4.2, POPCNT, CMPXCHG16B, LAHF/SAHF; -v3: AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT,
-// MOVBE, XSAVE; -v4: AVX-512F, BW, CD, DQ, VL), which gcc's -march=x86-64-vN follows. Which
-// extension an instruction belongs to comes from Zydis (its ISA sets are Intel XED's); the gcc
-// -march names below list what gcc 12 defines for them (`gcc -march=NAME -dM -E`), which
-// tests/wheel_isa_test.cpp checks against the real gcc.
+// Instruction-set use of ELF code. Which extension an instruction belongs to comes from Zydis (its
+// ISA sets are Intel XED's); the families and levels are target/x86.h's.
 #include "wheel/isa.h"
 
 #include <Zydis/Zydis.h>
@@ -15,112 +11,12 @@
 #include <map>
 #include <tuple>
 
+#include "target/x86.h"
 #include "util/strings.h"
 #include "wheel/elf_image.h"
 
 namespace opforge::wheel {
 namespace {
-
-constexpr std::array<IsaFamily, 45> kFamilies{{
-    {"SSE3", 2, "__SSE3__"},
-    {"SSSE3", 2, "__SSSE3__"},
-    {"SSE4.1", 2, "__SSE4_1__"},
-    {"SSE4.2", 2, "__SSE4_2__"},
-    {"POPCNT", 2, "__POPCNT__"},
-    {"CX16", 2, "__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16"},
-    {"LAHF-SAHF", 2, "__LAHF_SAHF__"},
-    {"AVX", 3, "__AVX__"},
-    {"AVX2", 3, "__AVX2__"},
-    {"BMI1", 3, "__BMI__"},
-    {"BMI2", 3, "__BMI2__"},
-    {"F16C", 3, "__F16C__"},
-    {"FMA", 3, "__FMA__"},
-    {"LZCNT", 3, "__LZCNT__"},
-    {"MOVBE", 3, "__MOVBE__"},
-    {"XSAVE", 3, "__XSAVE__"},
-    {"AVX-512F", 4, "__AVX512F__"},
-    {"AVX-512BW", 4, "__AVX512BW__"},
-    {"AVX-512CD", 4, "__AVX512CD__"},
-    {"AVX-512DQ", 4, "__AVX512DQ__"},
-    {"AVX-512VL", 4, "__AVX512VL__"},
-    {"AES", 0, "__AES__"},
-    {"PCLMULQDQ", 0, "__PCLMUL__"},
-    {"SHA", 0, "__SHA__"},
-    {"RDRAND", 0, "__RDRND__"},
-    {"RDSEED", 0, "__RDSEED__"},
-    {"ADX", 0, "__ADX__"},
-    {"FSGSBASE", 0, "__FSGSBASE__"},
-    {"XSAVEOPT", 0, "__XSAVEOPT__"},
-    {"XSAVEC", 0, "__XSAVEC__"},
-    {"XSAVES", 0, "__XSAVES__"},
-    {"CLFLUSHOPT", 0, "__CLFLUSHOPT__"},
-    {"CLWB", 0, "__CLWB__"},
-    {"PKU", 0, "__PKU__"},
-    {"RDPID", 0, "__RDPID__"},
-    {"GFNI", 0, "__GFNI__"},
-    {"VAES", 0, "__VAES__"},
-    {"VPCLMULQDQ", 0, "__VPCLMULQDQ__"},
-    {"AVX-VNNI", 0, "__AVXVNNI__"},
-    {"AVX-512VNNI", 0, "__AVX512VNNI__"},
-    {"AVX-512VBMI", 0, "__AVX512VBMI__"},
-    {"AVX-512VBMI2", 0, "__AVX512VBMI2__"},
-    {"AVX-512IFMA", 0, "__AVX512IFMA__"},
-    {"AVX-512BITALG", 0, "__AVX512BITALG__"},
-    {"AVX-512VPOPCNTDQ", 0, "__AVX512VPOPCNTDQ__"},
-}};
-
-const IsaFamily* family_named(std::string_view name) {
-  for (const auto& f : kFamilies)
-    if (f.name == name) return &f;
-  return nullptr;
-}
-
-std::set<std::string> families_up_to(int level) {
-  std::set<std::string> out;
-  for (const auto& f : kFamilies)
-    if (f.level >= 2 && f.level <= level) out.emplace(f.name);
-  return out;
-}
-
-struct NamedCpu {
-  std::string_view name;
-  int level;
-  std::vector<std::string_view> extra;  // families beyond the level
-};
-
-// gcc 12's -march names whose families make a level plus extras (gcc -march=NAME -dM -E).
-const std::vector<NamedCpu>& named_cpus() {
-  static const std::vector<NamedCpu> cpus = {
-      // gcc 12's haswell and broadwell leave AES out (only skylake and later have it).
-      {"haswell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT"}},
-      {"broadwell", 3, {"PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX"}},
-      {"skylake",
-       3,
-       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES"}},
-      {"skylake-avx512",
-       4,
-       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB",
-        "PKU"}},
-      {"cascadelake",
-       4,
-       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "CLWB",
-        "PKU", "AVX-512VNNI"}},
-      {"icelake-server", 4, {"AES",         "PCLMULQDQ",     "RDRAND",          "FSGSBASE",    "XSAVEOPT",
-                             "RDSEED",      "ADX",           "CLFLUSHOPT",      "XSAVEC",      "XSAVES",
-                             "CLWB",        "PKU",           "AVX-512VNNI",     "SHA",         "RDPID",
-                             "GFNI",        "VAES",          "VPCLMULQDQ",      "AVX-512VBMI", "AVX-512VBMI2",
-                             "AVX-512IFMA", "AVX-512BITALG", "AVX-512VPOPCNTDQ"}},
-      {"znver2",
-       3,
-       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA",
-        "CLWB", "RDPID"}},
-      {"znver3",
-       3,
-       {"AES", "PCLMULQDQ", "RDRAND", "FSGSBASE", "XSAVEOPT", "RDSEED", "ADX", "CLFLUSHOPT", "XSAVEC", "XSAVES", "SHA",
-        "CLWB", "RDPID", "VAES", "VPCLMULQDQ", "PKU"}},
-  };
-  return cpus;
-}
 
 // Instruction sets every x86-64 CPU runs (the psABI baseline: x87, MMX, SSE, SSE2, CMOV, FXSR,
 // long mode) and hint instructions that are NOPs where the feature is missing (endbr64: CET).
@@ -233,16 +129,17 @@ const std::vector<std::string>& families_cached(ZydisISASet set) {
 }
 
 int level_of(std::string_view family) {
-  const IsaFamily* f = family_named(family);
+  const target::IsaFamily* f = target::find_family(family);
   return f ? f->level : 0;
 }
 
 // Sort key: by level (level-0 families last), then by the table's order, then by name.
 std::tuple<int, std::size_t, std::string> order_key(const std::string& family) {
   int level = level_of(family);
-  std::size_t index = kFamilies.size();
-  for (std::size_t i = 0; i < kFamilies.size(); ++i)
-    if (kFamilies[i].name == family) index = i;
+  const auto families = target::isa_families();
+  std::size_t index = families.size();
+  for (std::size_t i = 0; i < families.size(); ++i)
+    if (families[i].name == family) index = i;
   return {level == 0 ? 99 : level, index, family};
 }
 
@@ -333,16 +230,12 @@ struct CodeScan {
 
 }  // namespace
 
-std::span<const IsaFamily> isa_families() { return kFamilies; }
-
-std::string level_name(int level) { return level <= 1 ? "x86-64" : "x86-64-v" + std::to_string(level); }
-
 std::string IsaUse::summary() const {
   if (!analysed) return "not analysed (" + why + ")";
   std::vector<std::string> outside;
   for (const auto& f : families)
     if (f.level == 0) outside.push_back(f.family);
-  std::string out = level_name(level);
+  std::string out = target::level_name(level);
   if (!outside.empty()) out += " + " + strings::join(outside, ", ");
   return out;
 }
@@ -370,80 +263,8 @@ Result<IsaUse> read_isa(std::string_view bytes) {
   return use;
 }
 
-std::vector<std::string> cpu_target_names() {
-  std::vector<std::string> out = {"x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
-  for (const auto& cpu : named_cpus()) out.emplace_back(cpu.name);
-  return out;
-}
-
-std::optional<CpuTarget> find_cpu_target(std::string_view name) {
-  for (int level = 1; level <= 4; ++level)
-    if (name == level_name(level)) return CpuTarget{std::string(name), level, families_up_to(level)};
-  for (const auto& cpu : named_cpus()) {
-    if (cpu.name != name) continue;
-    CpuTarget t{std::string(name), cpu.level, families_up_to(cpu.level)};
-    for (auto f : cpu.extra) t.families.emplace(f);
-    return t;
-  }
-  return std::nullopt;
-}
-
-std::set<std::string> families_of_flags(const std::vector<std::string>& flags) {
-  // gcc's implications (gcc/common/config/i386/i386-common.cc, OPTION_MASK_ISA_*_SET): each
-  // SSE/AVX level implies the ones below it; AVX-512 subsets imply AVX-512F.
-  using L = std::vector<std::string>;
-  const L sse42 = {"SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"};
-  const L avx = {"SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT", "AVX", "XSAVE"};
-  auto plus = [](L base, std::initializer_list<std::string> more) {
-    base.insert(base.end(), more);
-    return base;
-  };
-  const std::map<std::string, L, std::less<>> kFlags = {
-      {"sse3", {"SSE3"}},
-      {"ssse3", {"SSE3", "SSSE3"}},
-      {"sse4.1", {"SSE3", "SSSE3", "SSE4.1"}},
-      {"sse4.2", sse42},
-      {"sse4", sse42},
-      {"popcnt", {"POPCNT"}},
-      {"cx16", {"CX16"}},
-      {"sahf", {"LAHF-SAHF"}},
-      {"avx", avx},
-      {"avx2", plus(avx, {"AVX2"})},
-      {"fma", plus(avx, {"FMA"})},
-      {"f16c", plus(avx, {"F16C"})},
-      {"bmi", {"BMI1"}},
-      {"bmi2", {"BMI2"}},
-      {"lzcnt", {"LZCNT"}},
-      {"movbe", {"MOVBE"}},
-      {"xsave", {"XSAVE"}},
-      {"aes", {"AES"}},
-      {"pclmul", {"PCLMULQDQ"}},
-  };
-  std::set<std::string> out;
-  for (const auto& flag : flags) {
-    if (flag.starts_with("-march=")) {
-      if (auto t = find_cpu_target(std::string_view(flag).substr(7)))
-        out.insert(t->families.begin(), t->families.end());
-      continue;
-    }
-    if (!flag.starts_with("-m")) continue;
-    std::string_view name = std::string_view(flag).substr(2);
-    if (auto it = kFlags.find(name); it != kFlags.end()) {
-      out.insert(it->second.begin(), it->second.end());
-    } else if (name.starts_with("avx512")) {
-      // -mavx512f → AVX-512F; -mavx512vl → AVX-512VL; each implies AVX-512F and AVX2.
-      std::string sub(name.substr(6));
-      for (auto& c : sub) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      out.insert("AVX-512" + sub);
-      out.insert("AVX-512F");
-      const auto avx2 = kFlags.find("avx2")->second;
-      out.insert(avx2.begin(), avx2.end());
-    }
-  }
-  return out;
-}
-
-std::vector<FamilyUse> above_target(const IsaUse& use, const CpuTarget& target, const std::set<std::string>& allowed) {
+std::vector<FamilyUse> above_target(const IsaUse& use, const target::CpuTarget& target,
+                                    const std::set<std::string>& allowed) {
   std::vector<FamilyUse> out;
   for (const auto& f : use.families)
     if (!target.allows(f.family) && !allowed.contains(f.family)) out.push_back(f);
@@ -459,7 +280,7 @@ std::string describe_use(const FamilyUse& use) {
 }
 
 Result<std::vector<IsaCheck>> check_cpu_target(const std::vector<std::pair<std::string, std::string_view>>& files,
-                                               const CpuTarget& target,
+                                               const target::CpuTarget& target,
                                                const std::function<IsaAllowance(const std::string&)>& allowance) {
   std::vector<IsaCheck> out;
   for (const auto& [path, bytes] : files) {
@@ -484,7 +305,7 @@ Result<std::vector<IsaCheck>> check_cpu_target(const std::vector<std::pair<std::
   return out;
 }
 
-Status require_cpu_target(const std::vector<IsaCheck>& checks, const CpuTarget& target) {
+Status require_cpu_target(const std::vector<IsaCheck>& checks, const target::CpuTarget& target) {
   std::string msg;
   for (const auto& c : checks) {
     if (c.above.empty()) continue;

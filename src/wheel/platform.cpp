@@ -137,11 +137,12 @@ std::optional<int> manylinux_glibc(const Needs& needs) {
 
 PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs) {
   PlatformDecision d;
-  d.platform = "linux_x86_64";
   if (elfs.empty()) {
+    d.platform = "any";
     d.reasons.push_back("the wheel holds no ELF file");
     return d;
   }
+  d.platform = "linux_x86_64";
   const Needs needs = symbol_needs(elfs);
   d.glibc_minor = needs.glibc;
   d.reasons = foreign_libraries(elfs);

@@ -19,6 +19,10 @@ namespace opforge::wheel {
 
 namespace fs = std::filesystem;
 
+/// 1980-01-01 00:00:00 UTC, the oldest time a zip entry (DOS date) holds: every SOURCE_DATE_EPOCH
+/// is clamped to it.
+inline constexpr std::int64_t kMinEpoch = 315532800;
+
 // ---------------------------------------------------------------------------------------------
 // Names and versions
 // ---------------------------------------------------------------------------------------------
@@ -69,14 +73,13 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section);
 // ---------------------------------------------------------------------------------------------
 
 struct PlatformDecision {
-  std::string platform;              ///< "manylinux_2_34_x86_64" or "linux_x86_64"
+  std::string platform;              ///< "manylinux_2_34_x86_64", "linux_x86_64", or "any" (no ELF)
   std::optional<int> glibc_minor;    ///< highest GLIBC_2.X needed by any ELF
   std::vector<std::string> reasons;  ///< why not manylinux (empty when manylinux), one per cause
 };
 
-/// The platform tag for a set of ELF files (path in the wheel → info). No ELF at all →
-/// "linux_x86_64" with the reason "no ELF file" (opforge's wheels always hold one; a pure-Python
-/// wheel would be `py3-none-any`, which is not what this writer is for).
+/// The platform tag for a set of ELF files (path in the wheel → info). No ELF at all → "any",
+/// with the reason "the wheel holds no ELF file": nothing in it is tied to a platform.
 PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs);
 
 // ---------------------------------------------------------------------------------------------
@@ -103,7 +106,7 @@ struct Spec {
   std::vector<File> files;  ///< the package files; the .dist-info is generated
   /// Full tags ("py3-none-linux_x86_64"). Empty: "py3-none-" + platform_tag() of the ELF files.
   std::vector<std::string> tags;
-  std::int64_t source_date_epoch = 315532800;  ///< clamped to ≥ 1980-01-01 (DOS time, UTC fields)
+  std::int64_t source_date_epoch = kMinEpoch;  ///< clamped to ≥ kMinEpoch (DOS time, UTC fields)
 };
 
 struct Packed {
@@ -186,7 +189,7 @@ Report verify_entries(std::string_view filename, const std::vector<Entry>& entri
 Result<Report> verify(const probe::FileSystem& fs, const fs::path& path);
 
 struct NormalizeOptions {
-  std::int64_t source_date_epoch = 315532800;
+  std::int64_t source_date_epoch = kMinEpoch;
   std::optional<std::string> version;               ///< replace the version everywhere (e.g. add a local label)
   enum class Strip { yes, no } strip = Strip::yes;  ///< `strip --strip-unneeded` every ELF file
   /// `Requires-Dist:` values to set in METADATA (e.g. "torch==2.15.*"); one already there for the

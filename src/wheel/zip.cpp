@@ -15,9 +15,8 @@ namespace opforge::wheel {
 
 std::pair<std::uint16_t, std::uint16_t> dos_time_date(std::int64_t epoch) {
   // DOS time has no zone; opforge writes the UTC fields so that the bytes never depend on TZ.
-  constexpr std::int64_t k1980 = 315532800;
   constexpr std::int64_t k2107 = 4354819198;  // 2107-12-31 23:59:58, the last DOS time
-  epoch = std::clamp(epoch, k1980, k2107);
+  epoch = std::clamp(epoch, kMinEpoch, k2107);
   std::time_t t = static_cast<std::time_t>(epoch);
   std::tm tm{};
   gmtime_r(&t, &tm);

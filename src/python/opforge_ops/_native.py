@@ -30,11 +30,12 @@ _lock = threading.Lock()
 class OpError(RuntimeError):
     """Base of every error about an op library: not built, not loadable, another ABI, a machine
     that cannot run it, or a call the library refused. ``opforge_ops.overflow.OverflowLibError``
-    is this class under its older name."""
+    names this same class."""
 
 
 class OpNotBuiltError(OpError, ImportError):
-    """The op's library is not in this installation (also an ImportError, as it always was)."""
+    """The op's library is not in this installation (also an ImportError, so that
+    ``except ImportError`` around an import of the op catches it)."""
 
     def __init__(self, op: str, searched: Iterable[str]) -> None:
         self.op = op

@@ -1,0 +1,49 @@
+// GPU architectures and the TORCH_CUDA_ARCH_LIST syntax: spelling, parsing, errors.
+#include "target/arch.h"
+
+#include <gtest/gtest.h>
+
+namespace opforge::target {
+namespace {
+
+std::string joined(const std::vector<Arch>& v) { return arch_list_str(v); }
+
+TEST(TargetArch, StrSmGencode) {
+  Arch a{9, 0, 'a', true};
+  EXPECT_EQ(a.str(), "9.0a+PTX");
+  EXPECT_EQ(a.sm(), "90a");
+  EXPECT_EQ(a.gencode(), (std::vector<std::string>{"-gencode=arch=compute_90a,code=sm_90a",
+                                                   "-gencode=arch=compute_90a,code=compute_90a"}));
+  EXPECT_EQ((Arch{8, 6}).gencode(), (std::vector<std::string>{"-gencode=arch=compute_86,code=sm_86"}));
+  EXPECT_EQ((Arch{12, 0}).sm(), "120");
+}
+
+TEST(TargetArchList, PyTorchSyntax) {
+  EXPECT_EQ(joined(*parse_arch_list("8.0;9.0+PTX")), "8.0;9.0+PTX");
+  EXPECT_EQ(joined(*parse_arch_list("6.1 8.6")), "6.1;8.6");
+  EXPECT_EQ(joined(*parse_arch_list("9.0a;10.0f")), "9.0a;10.0f");
+  EXPECT_EQ(joined(*parse_arch_list("Ampere;Hopper")), "8.0;8.6+PTX;9.0+PTX");
+  EXPECT_EQ(joined(*parse_arch_list("Ampere+Tegra")), "8.7");
+  EXPECT_EQ(joined(*parse_arch_list("Blackwell")), "10.0;10.3;12.0;12.1+PTX");
+}
+
+TEST(TargetArchList, ErrorsPointAtTheEntry) {
+  auto r = parse_arch_list("8.0;86;9.0");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(r.error().message, "invalid architecture '86' in the arch list");
+  EXPECT_EQ(r.error().where.column, 5);
+  auto n = parse_arch_list("8.0;Amper");
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().where.column, 5);
+  EXPECT_TRUE(n.error().hint.starts_with("did you mean 'Ampere'?")) << n.error().hint;
+  auto e = parse_arch_list("8.6;;");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "empty entry in the arch list");
+  EXPECT_EQ(e.error().where.column, 5);
+  EXPECT_FALSE(parse_arch_list("   "));
+  EXPECT_FALSE(parse_arch_list("8.0+ptx"));
+}
+
+}  // namespace
+}  // namespace opforge::target
