@@ -1,0 +1,127 @@
+// `opforge doctor`'s two renderings of doctor::examine's report: JSON, and the text made from it.
+#include "doctor/render.h"
+
+#include <sstream>
+
+#include "util/strings.h"
+
+namespace opforge::doctor {
+namespace {
+
+using nlohmann::json;
+
+json torch_json(const Report& r) {
+  json t{{"python", r.python}};
+  const auto& torch = r.torch;
+  if (!torch) t["status"] = "cannot run " + r.python;
+  else if (!torch->torch_version) t["status"] = "torch not installed";
+  else {
+    t["version"] = *torch->torch_version;
+    t["cuda"] = torch->cuda ? json(torch->cuda->str()) : json(nullptr);
+    t["site_packages"] = torch->site_packages.string();
+    t["location"] = torch->torch_dir.string();
+    t["status"] = torch->cuda ? "CUDA " + torch->cuda->str() : std::string("CPU-only build");
+  }
+  return t;
+}
+
+json toolkit_json(const ToolkitReport& t) {
+  const auto& c = t.candidate;
+  json e{{"path", c.path.string()}, {"found_by", c.found_by}, {"verdict", c.verdict}, {"chosen", c.chosen}};
+  if (c.toolkit && t.limits) {
+    e["version"] = c.toolkit->version.str();
+    e["version_source"] = c.toolkit->version_source;
+    e["max_gcc"] = t.limits->max_gcc;
+    e["max_clang"] = t.limits->max_clang;
+    e["limits_source"] = t.limits->source;
+    e["accepts"] = t.accepts;
+  }
+  return e;
+}
+
+json tool_json(const std::optional<ToolReport>& tool) {
+  return tool ? json{{"path", tool->path.string()}, {"version", tool->version}} : json{{"path", nullptr}};
+}
+
+}  // namespace
+
+json to_json(const Report& r) {
+  json j;
+  j["warnings"] = r.warnings;
+  j["torch"] = torch_json(r);
+  j["compilers"] = json::array();
+  for (auto& c : r.compilers)
+    j["compilers"].push_back({{"cc", c.cc.string()},
+                              {"cxx", c.cxx.string()},
+                              {"family", compiler::family_name(c.family)},
+                              {"version", c.version.str(3)},
+                              {"default", c.is_default}});
+  j["toolkits"] = json::array();
+  for (auto& t : r.toolkits) j["toolkits"].push_back(toolkit_json(t));
+  if (r.cuda_error) j["cuda_error"] = *r.cuda_error;
+  json gpus = json::array();
+  for (auto& x : r.gpus)
+    gpus.push_back({{"index", x.index},
+                    {"name", x.name},
+                    {"capability", std::to_string(x.major) + "." + std::to_string(x.minor)}});
+  j["gpus"] = {{"reader", r.gpu_reader}, {"devices", gpus}};
+  j["ninja"] = tool_json(r.ninja);
+  j["ccache"] = tool_json(r.ccache);
+  if (r.kernel) j["kernel"] = *r.kernel;
+  j["ops"] = json::array();
+  for (auto& d : r.ops)
+    j["ops"].push_back(
+        json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"why", d.reason}});
+  if (r.ops_error) j["ops_error"] = *r.ops_error;
+  j["libaio"] = r.libaio ? json(*r.libaio) : json(nullptr);
+  return j;
+}
+
+std::string to_text(const json& j) {
+  std::ostringstream out;
+  auto s = [](const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.is_null() ? std::string("-") : v.dump();
+  };
+  out << "torch (" << s(j["torch"]["python"]) << "): " << s(j["torch"]["status"]);
+  if (j["torch"].contains("version")) out << " (torch " << s(j["torch"]["version"]) << ")";
+  out << "\n\nCUDA toolkits:\n";
+  for (auto& t : j["toolkits"]) {
+    out << "  " << (t["chosen"].get<bool>() ? "* " : "  ") << s(t["path"]);
+    if (t.contains("version")) out << "  CUDA " << s(t["version"]) << " [" << s(t["version_source"]) << "]";
+    out << "  (" << s(t["found_by"]) << ")\n      " << s(t["verdict"]) << "\n";
+    if (t.contains("max_gcc"))
+      out << "      accepts gcc <= " << t["max_gcc"] << ", clang <= " << t["max_clang"] << " ("
+                << s(t["limits_source"]) << "); installed accepted: "
+                << (t["accepts"].empty() ? std::string("none")
+                                         : strings::join(t["accepts"].get<std::vector<std::string>>(), ", "))
+                << "\n";
+  }
+  if (j.contains("cuda_error")) out << "  " << s(j["cuda_error"]) << "\n";
+  out << "\nHost compilers:\n";
+  for (auto& c : j["compilers"])
+    out << "  " << s(c["cxx"]) << "  " << s(c["family"]) << " " << s(c["version"])
+              << (c["default"].get<bool>() ? "  (default)" : "") << "\n";
+  out << "\nGPUs (" << s(j["gpus"]["reader"]) << "):\n";
+  if (j["gpus"]["devices"].empty()) out << "  none\n";
+  for (auto& g : j["gpus"]["devices"])
+    out << "  " << g["index"] << ": " << s(g["name"]) << " (" << s(g["capability"]) << ")\n";
+  out << "\nlibaio: " << (j["libaio"].is_null() ? std::string("not found") : s(j["libaio"])) << "\n";
+  for (const char* tool : {"ninja", "ccache"})
+    out << tool << ": "
+              << (j[tool]["path"].is_null() ? std::string("not found")
+                                            : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
+              << "\n";
+  if (j.contains("kernel")) out << "kernel: " << s(j["kernel"]) << "\n";
+  out << "\nOps:\n";
+  for (auto& o : j["ops"])
+    out << "  " << s(o["name"]) << ": " << (o["build"].get<bool>() ? "build" : "skip") << " ("
+              << s(o["requested_by"]) << ") " << s(o["why"]) << "\n";
+  if (j.contains("ops_error")) out << "  " << s(j["ops_error"]) << "\n";
+  if (!j["warnings"].empty()) {
+    out << "\nWarnings:\n";
+    for (auto& w : j["warnings"]) out << "  " << s(w) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace opforge::doctor
