@@ -39,9 +39,9 @@ Status check_strings(const TomlReader& r, const toml::node& node, std::string_vi
       auto c = static_cast<unsigned char>(v[i]);
       if (c < 0x20 || c == 0x7F)
         return opforge::unexpected(r.error_at(node,
-                                          std::string(key) + ": '" + strings::cut(v) +
-                                              "' contains a control character (code " + std::to_string(c) + ")",
-                                          "flags, paths and names are one line of printable text"));
+                                              std::string(key) + ": '" + strings::cut(v) +
+                                                  "' contains a control character (code " + std::to_string(c) + ")",
+                                              "flags, paths and names are one line of printable text"));
     }
   } else if (auto* a = node.as_array()) {
     for (auto& item : *a) OPFORGE_CHECK(check_strings(r, item, key));
@@ -50,7 +50,7 @@ Status check_strings(const TomlReader& r, const toml::node& node, std::string_vi
       for (char c : k.str())
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
           return opforge::unexpected(Error{ErrorKind::bad_input, "a key contains a control character",
-                                       "flags, paths and names are one line of printable text", r.at(k.source())});
+                                           "flags, paths and names are one line of printable text", r.at(k.source())});
       OPFORGE_CHECK(check_strings(r, v, k.str()));
     }
   }
@@ -73,7 +73,7 @@ Status check_inside(const TomlReader& r, const toml::node& node, const std::stri
   }
   if (why.empty()) return {};
   return opforge::unexpected(r.error_at(node, std::string(key) + " '" + strings::cut(value) + "' " + why,
-                                    "name files and folders relative to the op's folder, inside the source tree"));
+                                        "name files and folders relative to the op's folder, inside the source tree"));
 }
 
 /// `[a-z][a-z0-9_]*`
@@ -128,7 +128,8 @@ Result<std::string> parse_build_var(const TomlReader& r, const toml::table& doc,
   if (!node) return "DS_BUILD_" + strings::to_upper(name);
   auto var = OPFORGE_TRY(r.string(*node, "build_var"));
   if (var.size() > 128 || !is_build_var(var))
-    return opforge::unexpected(r.error_at(*node, "build_var '" + strings::cut(var) + "' must look like DS_BUILD_<NAME>"));
+    return opforge::unexpected(
+        r.error_at(*node, "build_var '" + strings::cut(var) + "' must look like DS_BUILD_<NAME>"));
   return var;
 }
 
@@ -176,10 +177,10 @@ Result<std::vector<std::string>> parse_nvcc_flags(const TomlReader& r, const tom
   for (std::size_t i = 0; i < flags.size(); ++i)
     if (auto at = flags[i].find_first_of("$`"); at != std::string::npos)
       return opforge::unexpected(r.error_at(*n->as_array()->get(i),
-                                        "nvcc flag '" + strings::cut(flags[i]) + "' contains '" +
-                                            std::string(1, flags[i][at]) +
-                                            "', which nvcc's own shell would expand (or run)",
-                                        "write the value itself, without '$' or '`'"));
+                                            "nvcc flag '" + strings::cut(flags[i]) + "' contains '" +
+                                                std::string(1, flags[i][at]) +
+                                                "', which nvcc's own shell would expand (or run)",
+                                            "write the value itself, without '$' or '`'"));
   return flags;
 }
 
@@ -193,7 +194,7 @@ Status check_cxx_flags(const TomlReader& r, const toml::table& doc, const std::v
   for (auto& flag : flags)
     if (flag == "-march=native")
       return opforge::unexpected(r.error_at(*doc.get("cxx_flags"), "-march=native makes wheels crash on other CPUs",
-                                        "use [source_flags] for ISA flags and dispatch at run time"));
+                                            "use [source_flags] for ISA flags and dispatch at run time"));
   return {};
 }
 
@@ -207,9 +208,9 @@ Result<std::map<std::string, std::vector<std::string>>> parse_source_flags(const
     std::string file = fs::path(std::string(key.str())).lexically_normal().generic_string();
     if (std::find(sources.begin(), sources.end(), fs::path(file)) == sources.end())
       return opforge::unexpected(Error{ErrorKind::bad_input,
-                                   "source_flags names '" + strings::cut(key.str()) + "', which is not in sources",
-                                   {},
-                                   r.at(key.source())});
+                                       "source_flags names '" + strings::cut(key.str()) + "', which is not in sources",
+                                       {},
+                                       r.at(key.source())});
     out[file] = OPFORGE_TRY(r.string_array(v, "source_flags"));
   }
   return out;

@@ -211,7 +211,8 @@ class RealFileSystem final : public FileSystem {
     return {};
   }
   Status remove(const fs::path& path) override {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return opforge::unexpected(io_error("cannot remove", path, errno));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return opforge::unexpected(io_error("cannot remove", path, errno));
     return {};
   }
   Status remove_all(const fs::path& path) override {

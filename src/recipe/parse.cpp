@@ -87,8 +87,9 @@ struct Parser {
         if (close == std::string::npos || std::find(known.begin(), known.end(), name) == known.end()) {
           std::string msg = "package.local_version: unknown placeholder '{" + strings::cut(name) + "}'";
           if (auto g = strings::did_you_mean(name, known)) msg += "; did you mean '{" + *g + "}'?";
-          return opforge::unexpected(Error{ErrorKind::bad_input, msg, "placeholders: {cuda_major}, {cuda_minor}, {commit}",
-                                       r.inside_string(*n, static_cast<int>(open) + 1)});
+          return opforge::unexpected(Error{ErrorKind::bad_input, msg,
+                                           "placeholders: {cuda_major}, {cuda_minor}, {commit}",
+                                           r.inside_string(*n, static_cast<int>(open) + 1)});
         }
       }
     }
@@ -127,7 +128,7 @@ struct Parser {
         return opforge::unexpected(r.error_at(*n, "source.ops_dir must be relative to the source tree"));
       if (auto norm = out.source.ops_dir.lexically_normal(); !norm.empty() && *norm.begin() == "..")
         return opforge::unexpected(r.error_at(*n, "source.ops_dir leads outside the source tree",
-                                          "name a folder inside the source tree, such as \"src/kernels\""));
+                                              "name a folder inside the source tree, such as \"src/kernels\""));
     }
     return {};
   }
@@ -228,7 +229,7 @@ struct Parser {
     if (out.build.backend == Backend::command && out.build.command.empty()) {
       const toml::node& at = t.get("command") ? *t.get("command") : *t.get("backend");
       return opforge::unexpected(r.error_at(at, "build.backend = \"command\" needs a non-empty build.command",
-                                        "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]"));
+                                            "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]"));
     }
     if (auto* n = t.get("wheel_glob")) out.build.wheel_glob = OPFORGE_TRY(r.string(*n, "build.wheel_glob"));
     if (auto* n = t.get("jobs")) {
@@ -286,8 +287,8 @@ Status check_arch_list(std::string_view text) {
   for (auto& entry : strings::split(text, ';')) {
     if (strings::trim(entry).empty())
       return opforge::unexpected(Error{ErrorKind::bad_input, "empty entry in the arch list",
-                                   "remove the extra ';' (entries look like 8.6 or 9.0+PTX)",
-                                   Location{{}, 0, static_cast<int>(start) + 1, {}}});
+                                       "remove the extra ';' (entries look like 8.6 or 9.0+PTX)",
+                                       Location{{}, 0, static_cast<int>(start) + 1, {}}});
     start += entry.size() + 1;
   }
   auto parsed = target::parse_arch_list(text);

@@ -19,7 +19,7 @@ Result<toml::table> TomlReader::parse() const {
     Location loc{file_.string(), bad->line, bad->column, {}};
     if (bad->line >= 1 && bad->line <= static_cast<int>(lines_.size())) loc.source_line = lines_[bad->line - 1];
     return opforge::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + bad->message,
-                                 bad->hint.empty() ? "see https://toml.io for the syntax" : bad->hint, loc});
+                                     bad->hint.empty() ? "see https://toml.io for the syntax" : bad->hint, loc});
   }
   try {
     // TOML++ 3.3.0 asks is_non_ascii_horizontal_whitespace() about characters it meets between
@@ -36,7 +36,7 @@ Result<toml::table> TomlReader::parse() const {
     return toml::parse(text_, file_.string());
   } catch (const toml::parse_error& e) {
     return opforge::unexpected(Error{ErrorKind::bad_input, "invalid TOML: " + std::string(e.description()),
-                                 "see https://toml.io for the syntax", at(e.source())});
+                                     "see https://toml.io for the syntax", at(e.source())});
   }
 }
 
@@ -121,7 +121,8 @@ Result<bool> TomlReader::boolean(const toml::node& node, std::string_view key) c
 Result<std::vector<std::string>> TomlReader::string_array(const toml::node& node, std::string_view key) const {
   auto* arr = node.as_array();
   if (!arr)
-    return opforge::unexpected(error_at(node, std::string(key) + " must be an array of strings, not " + type_name(node)));
+    return opforge::unexpected(
+        error_at(node, std::string(key) + " must be an array of strings, not " + type_name(node)));
   std::vector<std::string> out;
   for (auto& item : *arr) {
     auto* s = item.as_string();

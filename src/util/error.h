@@ -1,9 +1,9 @@
 #pragma once
 /// Errors as values. Leaf functions return Result<T>; one place (cli/main.cpp) turns an Error
 /// into a message and an exit code.
-#include "util/expected.h"
 #include <string>
 #include <utility>
+#include "util/expected.h"
 
 namespace opforge {
 
@@ -39,7 +39,8 @@ using Result = opforge::expected<T, Error>;
 
 using Status = opforge::expected<void, Error>;
 
-inline opforge::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {}, Location where = {}) {
+inline opforge::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {},
+                                       Location where = {}) {
   return opforge::unexpected(Error{kind, std::move(message), std::move(hint), std::move(where)});
 }
 inline opforge::unexpected<Error> bad_input(std::string message, std::string hint = {}, Location where = {}) {
@@ -58,15 +59,15 @@ inline opforge::unexpected<Error> failure(std::string message, std::string hint 
 /// A GNU statement expression (`({ ... })`): gcc and clang accept it in -std=c++20 mode, and
 /// standard C++ has no expression that can return from the enclosing function; opforge builds only
 /// with those two compilers (a -Wpedantic build would flag each use).
-#define OPFORGE_TRY(expr)                                                                     \
-  ({                                                                                          \
-    auto&& opforge_try_result_ = (expr);                                                      \
+#define OPFORGE_TRY(expr)                                                                         \
+  ({                                                                                              \
+    auto&& opforge_try_result_ = (expr);                                                          \
     if (!opforge_try_result_) return opforge::unexpected(std::move(opforge_try_result_).error()); \
-    std::move(opforge_try_result_).value();                                                   \
+    std::move(opforge_try_result_).value();                                                       \
   })
 /// For Status (void) results.
-#define OPFORGE_CHECK(expr)                                                                       \
-  do {                                                                                            \
-    auto&& opforge_check_result_ = (expr);                                                        \
+#define OPFORGE_CHECK(expr)                                                                           \
+  do {                                                                                                \
+    auto&& opforge_check_result_ = (expr);                                                            \
     if (!opforge_check_result_) return opforge::unexpected(std::move(opforge_check_result_).error()); \
   } while (0)

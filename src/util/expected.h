@@ -23,7 +23,7 @@ template <typename E>
 class unexpected {
  public:
   template <typename G = E>
-    requires std::is_constructible_v<E, G&&>
+  requires std::is_constructible_v<E, G&&>
   constexpr explicit unexpected(G&& e) : error_(std::forward<G>(e)) {}
 
   constexpr const E& error() const& noexcept { return error_; }
@@ -45,24 +45,24 @@ class expected {
   using value_type = T;
   using error_type = E;
 
-  constexpr expected()
-    requires std::is_default_constructible_v<T>
-      : v_(std::in_place_index<0>) {}
+  constexpr expected() requires std::is_default_constructible_v<T> : v_(std::in_place_index<0>) {}
 
   template <typename U = T>
-    requires(!std::is_same_v<std::remove_cvref_t<U>, expected> &&
-             !std::is_same_v<std::remove_cvref_t<U>, std::in_place_t> && std::is_constructible_v<T, U &&>)
-  constexpr expected(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}
+  requires(!std::is_same_v<std::remove_cvref_t<U>, expected> &&
+           !std::is_same_v<std::remove_cvref_t<U>, std::in_place_t> &&
+           std::is_constructible_v<T, U&&>) constexpr expected(U&& value)
+      : v_(std::in_place_index<0>, std::forward<U>(value)) {}
 
   template <typename G>
-    requires std::is_constructible_v<E, const G&>
+  requires std::is_constructible_v<E, const G&>
   constexpr expected(const unexpected<G>& e) : v_(std::in_place_index<1>, e.error()) {}
   template <typename G>
-    requires std::is_constructible_v<E, G &&>
+  requires std::is_constructible_v<E, G&&>
   constexpr expected(unexpected<G>&& e) : v_(std::in_place_index<1>, std::move(e).error()) {}
 
   template <typename... Args>
-  constexpr explicit expected(std::in_place_t, Args&&... args) : v_(std::in_place_index<0>, std::forward<Args>(args)...) {}
+  constexpr explicit expected(std::in_place_t, Args&&... args)
+      : v_(std::in_place_index<0>, std::forward<Args>(args)...) {}
 
   constexpr bool has_value() const noexcept { return v_.index() == 0; }
   constexpr explicit operator bool() const noexcept { return has_value(); }
@@ -91,8 +91,8 @@ class expected {
   }
 
   template <typename U>
-    requires(!std::is_same_v<std::remove_cvref_t<U>, expected>)
-  friend constexpr bool operator==(const expected& a, const U& b) {
+  requires(!std::is_same_v<std::remove_cvref_t<U>, expected>) friend constexpr bool operator==(const expected& a,
+                                                                                               const U& b) {
     return a.has_value() && *a == b;
   }
   template <typename G>
@@ -116,10 +116,10 @@ class expected<void, E> {
 
   constexpr expected() = default;
   template <typename G>
-    requires std::is_constructible_v<E, const G&>
+  requires std::is_constructible_v<E, const G&>
   constexpr expected(const unexpected<G>& e) : v_(std::in_place_index<1>, e.error()) {}
   template <typename G>
-    requires std::is_constructible_v<E, G &&>
+  requires std::is_constructible_v<E, G&&>
   constexpr expected(unexpected<G>&& e) : v_(std::in_place_index<1>, std::move(e).error()) {}
 
   constexpr bool has_value() const noexcept { return v_.index() == 0; }

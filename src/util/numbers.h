@@ -3,8 +3,8 @@
 /// throws (std::stoi aborts the process on "99999999999" when nothing catches its exception).
 #include <charconv>
 #include <concepts>
-#include "util/expected.h"
 #include <string_view>
+#include "util/expected.h"
 
 namespace opforge::numbers {
 
