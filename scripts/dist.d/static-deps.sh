@@ -13,22 +13,29 @@ zig_version=0.17.0
 multiarch=/usr/lib/x86_64-linux-gnu
 mkdir -p "$cache"
 
+# Every compile is -O2 (cmake/zig-toolchain.cmake too): zig builds its libc++ and glibc stubs once
+# per optimisation level, minutes each.
 # --- zig, in a venv of its own ------------------------------------------------------------------
 zig="$cache/zig-$zig_version"
 if [ ! -f "$zig/.complete" ]; then
-  rm -rf "$zig.tmp" && mkdir -p "$zig.tmp/bin"
+  rm -rf "$zig.tmp" && mkdir -p "$zig.tmp"
   /usr/bin/python3 -m venv "$zig.tmp/venv"
   "$zig.tmp/venv/bin/python" -m pip install -q "ziglang==$zig_version"
+  touch "$zig.tmp/.complete"
   rm -rf "$zig" && mv "$zig.tmp" "$zig"
-  for t in cc c++; do
-    printf '#!/bin/sh\nexec "%s/venv/bin/python" -m ziglang %s -target x86_64-linux-gnu.2.28 "$@"\n' "$zig" "$t" > "$zig/bin/$t"
-  done
-  for t in ar ranlib; do
-    printf '#!/bin/sh\nexec "%s/venv/bin/python" -m ziglang %s "$@"\n' "$zig" "$t" > "$zig/bin/$t"
-  done
-  chmod +x "$zig/bin/"*
-  touch "$zig/.complete"
 fi
+# The wrappers CMake and the builds below call (rewritten each run: they are part of this script).
+mkdir -p "$zig/bin"
+for t in cc c++; do
+  printf '#!/bin/sh\nexec "%s/venv/bin/python" -m ziglang %s -target x86_64-linux-gnu.2.28 -O2 "$@"\n' "$zig" "$t" > "$zig/bin/$t.tmp"
+done
+for t in ar ranlib; do
+  printf '#!/bin/sh\nexec "%s/venv/bin/python" -m ziglang %s "$@"\n' "$zig" "$t" > "$zig/bin/$t.tmp"
+done
+for t in cc c++ ar ranlib; do
+  chmod +x "$zig/bin/$t.tmp"
+  if cmp -s "$zig/bin/$t.tmp" "$zig/bin/$t"; then rm "$zig/bin/$t.tmp"; else mv "$zig/bin/$t.tmp" "$zig/bin/$t"; fi
+done
 
 # --- the static prefix, keyed by this script and the Debian packages it takes from ----------------
 debs=(libgit2-dev libmbedtls-dev libhttp-parser-dev libssh2-1-dev libpcre2-dev zlib1g-dev libelf-dev libssl-dev
@@ -74,6 +81,7 @@ if [ ! -f "$prefix/.complete" ]; then
   # libzip with zlib only (wheels are stored or deflated), through its CMake build.
   (cd "$tmp/src" && tar xJf "$apt/libzip_${zip_v%-*}.orig.tar.xz" && mv libzip-* libzip)
   cmake -S "$tmp/src/libzip" -B "$tmp/src/libzip-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS=-O2 -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
     -DCMAKE_C_COMPILER="$zig/bin/cc" -DCMAKE_AR="$zig/bin/ar" -DCMAKE_RANLIB="$zig/bin/ranlib" \
     -DCMAKE_INSTALL_PREFIX="$tmp" -DCMAKE_FIND_ROOT_PATH="$tmp" -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY \
     -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY \
