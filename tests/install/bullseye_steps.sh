@@ -3,7 +3,7 @@ set -euo pipefail
 cd /tmp/opforge-test
 step() { echo "== $*"; }
 grep -q 'VERSION_ID="11"' /etc/os-release
-ldd --version | head -1
+ldd --version | sed -n 1p
 
 step "pip install the wheel (offline: opforge's and PyPI's ninja)"
 python3 -m venv venv
@@ -33,7 +33,7 @@ path = "/tmp/opforge-test/venv/share/opforge"
 ops_dir = "src/kernels"
 
 [ops]
-utils = "yes"
+utils = true
 TOML
 opforge build tiny/recipe.toml --build-dir "$PWD/tiny/build" --dist-dir "$PWD/tiny/dist" | tee tiny/build.txt
 venv/bin/pip install -q --no-index tiny/dist/*.whl
