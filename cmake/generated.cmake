@@ -3,6 +3,12 @@
 # their one source: each becomes a raw string literal that compiler/ and devices/ parse with
 # TOML++ on first use.
 function(opforge_generate_sources root out_dir)
+  if(NOT OPFORGE_VERSION)
+    set(OPFORGE_VERSION "${PROJECT_VERSION}")
+  endif()
+  if(NOT OPFORGE_COMMIT_STRING)
+    set(OPFORGE_COMMIT_STRING "unknown")
+  endif()
   configure_file(${root}/cmake/version.h.in ${out_dir}/opforge/version.h @ONLY)
   foreach(table cuda-host-compilers cuda-gpu-targets)
     file(READ ${root}/toolchains/${table}.toml table_text)

@@ -39,10 +39,12 @@ double decode(int dtype, const unsigned char* p) {
       std::memcpy(&d, p, 8);
       return d;
     }
-    case OPFORGE_OVERFLOW_F16: {
-      _Float16 h;
-      std::memcpy(&h, p, 2);
-      return double(h);
+    case OPFORGE_OVERFLOW_F16: {  // from the bits: gcc 11 has no _Float16 in C++
+      const unsigned u = unsigned(p[0] | (p[1] << 8));
+      const int s = u >> 15, e = (u >> 10) & 31, m = u & 1023;
+      if (e == 31) return m ? std::nan("") : (s ? -HUGE_VAL : HUGE_VAL);
+      const double v = e ? std::ldexp(1.0 + m / 1024.0, e - 15) : std::ldexp(m / 1024.0, -14);
+      return s ? -v : v;
     }
     case OPFORGE_OVERFLOW_BF16: {
       uint32_t u = uint32_t(p[0] | (p[1] << 8)) << 16;

@@ -32,5 +32,19 @@ TEST(ProbePaths, DataDirIsTheCheckoutWhileItHoldsThePackage) {
   EXPECT_EQ(data_dir(checkout), fs::path(OPFORGE_SOURCE_DIR));
 }
 
+TEST(ProbePaths, InstalledDataDirIsBesideTheExecutable) {
+  // pip puts the binary in <prefix>/bin and the data in <prefix>/share/opforge, for any prefix.
+  FakeFileSystem venv;
+  venv.add_file("/opt/venv/bin/opforge", "ELF", 0755);
+  venv.add_symlink("/proc/self/exe", "/opt/venv/bin/opforge");
+  venv.add_directory("/opt/venv/share/opforge/src/python/opforge_ops");
+  EXPECT_EQ(data_dir(venv), fs::path("/opt/venv/share/opforge"));
+  // A binary with no data beside it falls back to the install prefix it was configured with.
+  FakeFileSystem bare;
+  bare.add_file("/opt/venv/bin/opforge", "ELF", 0755);
+  bare.add_symlink("/proc/self/exe", "/opt/venv/bin/opforge");
+  EXPECT_EQ(data_dir(bare), fs::path(OPFORGE_DATA_DIR));
+}
+
 }  // namespace
 }  // namespace opforge::probe

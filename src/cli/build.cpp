@@ -95,8 +95,21 @@ void print_outcome(const pipeline::Outcome& outcome) {
   std::cout << "record: " << outcome.record_path.string() << "\n";
 }
 
-Status run_build(const BuildFlags& flags) {
+/// `opforge build default` names the recipe that comes with opforge (an installed wheel holds no
+/// checkout to point at) while no file of that name is in the working folder. Its build and dist
+/// folders are then the working folder's build/ops and dist/, not folders beside the installed
+/// recipe, which may be read-only.
+BuildFlags resolve_default(probe::Machine m, BuildFlags flags) {
+  if (flags.recipe != "default" || m.fs.type_of("default") != probe::FileType::none) return flags;
+  flags.recipe = (probe::data_dir(m.fs) / "recipes/default.toml").string();
+  if (flags.build_dir.empty()) flags.build_dir = m.fs.absolute("build/ops").string();
+  if (flags.dist_dir.empty()) flags.dist_dir = m.fs.absolute("dist").string();
+  return flags;
+}
+
+Status run_build(const BuildFlags& given) {
   auto m = probe::real_machine();
+  const BuildFlags flags = resolve_default(m, given);
   auto options = OPFORGE_TRY(pipeline_options(m, flags));
   const bool command = [&] {
     auto r = recipe::load(m, flags.recipe);
@@ -110,7 +123,8 @@ Status run_build(const BuildFlags& flags) {
 Registrar reg{
     {"build", "Build the recipe's ops and package them into a reproducible wheel", [](CLI::App& app) -> Runner {
        auto flags = std::make_shared<BuildFlags>();
-       app.add_option("recipe", flags->recipe, "recipe file (TOML)")->required();
+       app.add_option("recipe", flags->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
+           ->required();
        app.add_option("-j,--jobs", flags->jobs, "parallel jobs (default: MAX_JOBS, the recipe, all cores)");
        app.add_option("--cache", flags->cache, "compiler cache: ccache | none");
        app.add_option("--python", flags->python, "the Python whose torch decides the CUDA version");

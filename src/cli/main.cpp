@@ -39,7 +39,7 @@ namespace {
 int run_main(int argc, char** argv) {
   using namespace opforge;
   CLI::App app{"opforge: prebuild CUDA/C++ ops into reproducible binary wheels"};
-  app.set_version_flag("--version", std::string("opforge ") + kVersion);
+  app.set_version_flag("--version", std::string("opforge ") + kVersion + " (commit " + kCommit + ")");
   app.require_subcommand(1);
 
   auto& table = cli::registry();

@@ -44,7 +44,7 @@ std::string ninja_escape_value(const std::string& value) {
 /// obj/<op>/ whatever the manifest says.
 fs::path object_path(const fs::path& obj_dir, const fs::path& source) {
   fs::path rel;
-  for (auto& part : source.lexically_normal().relative_path()) rel /= part == ".." ? fs::path("_up_") : part;
+  for (const auto& part : source.lexically_normal().relative_path()) rel /= part == ".." ? fs::path("_up_") : part;
   return obj_dir / (rel.string() + ".o");
 }
 

@@ -40,8 +40,8 @@ std::string probe_fix(const Probe& probe) {
       {"pacman", "pacman -S "},    {"zypper", "zypper install "}, {"apk", "apk add "}};
   for (auto& [pm, cmd] : managers)
     if (auto it = probe.packages.find(pm); it != probe.packages.end()) ways.push_back(cmd + it->second);
-  for (auto& [pm, pkg] : probe.packages)
-    if (std::none_of(managers.begin(), managers.end(), [&](auto& e) { return e.first == pm; }))
+  for (auto& [pm, pkg] : probe.packages)  // clang < 16 cannot capture a structured binding: named
+    if (std::none_of(managers.begin(), managers.end(), [&name = pm](auto& e) { return e.first == name; }))
       ways.push_back(pm + ": " + pkg);
   std::string fix = ways.empty() ? "install the library" : "install it (" + strings::join(ways, ", ") + ")";
   return fix + ", or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)";

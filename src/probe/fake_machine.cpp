@@ -19,7 +19,7 @@ Error missing(const fs::path& p) {
 
 void FakeFileSystem::add_directory(const fs::path& path) {
   fs::path cur;
-  for (auto& part : fs::path(norm(path))) {
+  for (const auto& part : fs::path(norm(path))) {
     cur /= part;
     auto key = norm(cur);
     if (!nodes_.count(key)) nodes_[key] = Node{FileType::directory, {}, 0755};

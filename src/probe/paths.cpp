@@ -3,10 +3,20 @@
 namespace opforge::probe {
 
 fs::path data_dir(const FileSystem& fs) {
-  // Both are compiled in (CMakeLists.txt): the checkout wins so that a development build uses
-  // the ops and Python package beside it, not an older installed copy.
+  auto holds_data = [&](const fs::path& dir) {
+    return !dir.empty() && fs.resolved_type(dir / "src/python/opforge_ops") == FileType::directory;
+  };
+  // A development build has its checkout compiled in (CMakeLists.txt) and prefers it, so that it
+  // uses the ops and Python package beside it, not an older installed copy. The platform wheel's
+  // binary has none: it must not depend on the folder it was built in.
   const fs::path source(OPFORGE_SOURCE_DIR);
-  if (fs.resolved_type(source / "src/python/opforge_ops") == FileType::directory) return source;
+  if (holds_data(source)) return source;
+  // Installed: <prefix>/bin/opforge beside <prefix>/share/opforge, wherever the prefix was put (a
+  // venv, ~/.local, /usr/local); the link is read, not the name it was called by.
+  if (auto exe = fs.canonical("/proc/self/exe")) {
+    const fs::path beside = exe->parent_path().parent_path() / "share/opforge";
+    if (holds_data(beside)) return beside;
+  }
   return fs::path(OPFORGE_DATA_DIR);
 }
 

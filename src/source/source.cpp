@@ -121,7 +121,8 @@ Status fetch_all(git_repository* repo, const std::string& url) {
   char tags[] = "+refs/tags/*:refs/tags/*";
   char* specs[] = {heads, tags};
   git_strarray refspecs{specs, 2};
-  git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
+  git_fetch_options opts;  // the _init functions, not the INIT macros: clang warns on their partial braces
+  git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
   opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_ALL;
   opts.prune = GIT_FETCH_PRUNE;
   if (git_remote_fetch(remote.get(), &refspecs, &opts, "opforge fetch") != 0)
@@ -169,7 +170,8 @@ Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::pa
   std::string rel = canon.lexically_relative(top).generic_string();
   std::string spec = rel;
   char* spec_ptr = spec.data();
-  git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+  git_status_options opts;
+  git_status_options_init(&opts, GIT_STATUS_OPTIONS_VERSION);
   opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
   opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
   if (!rel.empty() && rel != "." && !rel.starts_with("..")) {
@@ -211,7 +213,8 @@ Result<Repo> clone_into(probe::FileSystem& files, const std::string& url, const 
     return failure("cannot create the source cache " + slot.string() + ": " + made.error().message);
   fs::path tmp = slot / ("repo.git.tmp-" + std::to_string(::getpid()));
   (void)files.remove_all(tmp);
-  git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
+  git_clone_options opts;
+  git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
   opts.bare = 1;
   git_repository* raw = nullptr;
   if (git_clone(&raw, clone_url.c_str(), tmp.c_str(), &opts) != 0) {
@@ -256,7 +259,8 @@ Status check_out(probe::FileSystem& files, git_repository* repo, const git_commi
   (void)files.remove_all(tmp);
   if (auto made = files.create_directories(tmp); !made)
     return failure("cannot create the source cache " + tmp.string() + ": " + made.error().message);
-  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+  git_checkout_options co;
+  git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
   co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
   std::string target = tmp.string();
   co.target_directory = target.c_str();

@@ -1,4 +1,6 @@
 // opforge_cpu_adam_*: the C ABI, argument checks and the runtime SIMD dispatch.
+#include <cpuid.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -24,13 +26,19 @@ int fail(int code, std::string message) {
   return code;
 }
 
+/// F16C from CPUID leaf 1 itself: gcc before 11 has no "f16c" for __builtin_cpu_supports.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 bool cpu_has(int level) {
   __builtin_cpu_init();
   switch (level) {
     case OPFORGE_CPU_ADAM_SCALAR: return true;
     case OPFORGE_CPU_ADAM_AVX2:
       // __builtin_cpu_supports also checks that the OS saves the wide registers (XCR0).
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case OPFORGE_CPU_ADAM_AVX512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");

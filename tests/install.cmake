@@ -1,0 +1,23 @@
+# opforge's platform wheel (scripts/dist) and where it installs: the `dist_wheel` fixture writes it
+# into build/install/dist; the glibc floor is read with opforge's own ELF reader and checked
+# against auditwheel; a second clone of HEAD gives the same bytes; a Debian 11 root (debootstrap,
+# cached outside the repository) installs and runs it. The toolchain and static libraries are
+# cached under ~/.cache/opforge/dist (scripts/dist.d/static-deps.sh).
+set(OPFORGE_DIST_OUT ${CMAKE_BINARY_DIR}/install/dist)
+add_test(NAME install.dist COMMAND ${CMAKE_SOURCE_DIR}/scripts/dist ${OPFORGE_DIST_OUT})
+set_tests_properties(install.dist PROPERTIES FIXTURES_SETUP dist_wheel TIMEOUT 3600 RUN_SERIAL TRUE)
+
+add_test(NAME install.glibc_floor
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/glibc_floor.sh $<TARGET_FILE:opforge> ${OPFORGE_DIST_OUT}
+                 ${CMAKE_SOURCE_DIR}/.venv-tools)
+set_tests_properties(install.glibc_floor PROPERTIES FIXTURES_REQUIRED dist_wheel TIMEOUT 300)
+
+add_test(NAME install.reproducible
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/reproducible.sh ${CMAKE_SOURCE_DIR} ${OPFORGE_DIST_OUT}
+                 ${CMAKE_BINARY_DIR}/install/clone)
+set_tests_properties(install.reproducible PROPERTIES FIXTURES_REQUIRED dist_wheel TIMEOUT 3600 RUN_SERIAL TRUE
+                     SKIP_REGULAR_EXPRESSION "SKIP:")
+
+add_test(NAME install.bullseye COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/bullseye.sh ${OPFORGE_DIST_OUT})
+set_tests_properties(install.bullseye PROPERTIES FIXTURES_REQUIRED dist_wheel TIMEOUT 1800 RUN_SERIAL TRUE
+                     SKIP_REGULAR_EXPRESSION "SKIP:")
