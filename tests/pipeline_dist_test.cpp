@@ -215,11 +215,11 @@ TEST_F(Dist, AWheelIsReusedOnlyWhenItsRecordHasTheSameInputsAndItsBytesMatch) {
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->first, kWheel);
   EXPECT_EQ(hit->second.fingerprint, "fp-old");
-  EXPECT_FALSE(find_reusable(fm.machine(), kDist, kName, "fp-other"));       // other inputs
+  EXPECT_FALSE(find_reusable(fm.machine(), kDist, kName, "fp-other"));      // other inputs
   EXPECT_FALSE(find_reusable(fm.machine(), kDist, "other.whl", "fp-old"));  // no record of it
   fm.fs.add_file(kWheel, "tampered");
   EXPECT_FALSE(find_reusable(fm.machine(), kDist, kName, "fp-old"));  // bytes changed
-  EXPECT_TRUE(fm.fs.log().empty());                                  // reading never writes
+  EXPECT_TRUE(fm.fs.log().empty());                                   // reading never writes
 }
 
 TEST_F(Dist, ARecordOfAnotherWheelIsNotReused) {
