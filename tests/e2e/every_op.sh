@@ -10,7 +10,7 @@
 #   DS_BUILD_NEEDS_KERNELS=1 → exit 3 before anything compiles, with the package to install
 # usage: every_op.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
-opforge=$(realpath "$1") src=$2 work=$3
+opforge=$(realpath "$1") src=$(realpath "$2") work=$3
 . "$src/tests/e2e/lib.sh"
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -x "$cuda/bin/nvcc" ] || [ ! -x /usr/bin/python3 ]; then
