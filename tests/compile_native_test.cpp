@@ -168,7 +168,9 @@ TEST(CompileRun, AFailingStepIsReportedWithItsCommandAndOutput) {
       "[1/6] c++ cpuop/a.cpp\n[2/6] nvcc vec/k.cu\nFAILED: /b d/obj/vec/k.cu.o\n/usr/local/cuda-13.0/bin/nvcc ...\n"
       "/src/ops/vec/k.cu(3): error: identifier \"x\" is undefined\nninja: build stopped: subcommand failed.\n";
   fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 1, .out = out});
-  auto r = run(fm.machine(), two_op_plan(), RunOptions{});
+  auto plan = two_op_plan();
+  for (auto& d : plan.ops) d.required = true;  // requested explicitly: a failure fails the build
+  auto r = run(fm.machine(), plan, RunOptions{});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::failed);
   EXPECT_TRUE(r.error().message.starts_with("a build step failed:\nFAILED: /b d/obj/vec/k.cu.o\n"))
@@ -177,6 +179,33 @@ TEST(CompileRun, AFailingStepIsReportedWithItsCommandAndOutput) {
   EXPECT_TRUE(fm.fs.read_file("/b d/build.ninja")) << "build.ninja is written before ninja runs";
   ASSERT_EQ(fm.proc.calls().size(), 1u);
   EXPECT_EQ(fm.proc.calls()[0].argv, (std::vector<std::string>{"ninja", "-C", "/b d", "-j", "2"}));
+}
+
+TEST(CompileRun, AnAutoOpThatFailsIsLeftOutAndTheOthersAreBuilt) {
+  probe::FakeMachine fm;
+  fm.env.set("PATH", "/usr/bin");
+  // ninja 1.12's FAILED line, with -k 0 the other op's steps still ran.
+  const std::string out =
+      "[1/6] c++ cpuop/a.cpp\n[2/6] nvcc vec/k.cu\nFAILED: [code=2] /b d/obj/vec/k.cu.o\n"
+      "/usr/local/cuda-13.0/bin/nvcc ...\n/src/ops/vec/k.cu(3): error: identifier \"x\" is undefined\n"
+      "1 error detected in the compilation of \"/src/ops/vec/k.cu\".\n[3/6] link libopforge_cpuop.so\n"
+      "[4/6] strip libopforge_cpuop.so\nninja: build stopped: cannot make progress due to previous errors.\n";
+  fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 1, .out = out});
+  auto r = run(fm.machine(), two_op_plan(), RunOptions{});
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(fm.proc.calls()[0].argv, (std::vector<std::string>{"ninja", "-C", "/b d", "-j", "2", "-k", "0"}));
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0].op, "cpuop");
+  EXPECT_EQ(r->failed,
+            (std::map<std::string, std::string>{{"vec", "ops/vec/k.cu:3: error: identifier \"x\" is undefined"}}));
+
+  // The same failure of an op requested explicitly fails the build.
+  auto plan = two_op_plan();
+  plan.ops[1].required = true;
+  auto required = run(fm.machine(), plan, RunOptions{});
+  ASSERT_FALSE(required);
+  EXPECT_EQ(required.error().kind, ErrorKind::failed);
+  EXPECT_NE(required.error().message.find("identifier \"x\" is undefined"), std::string::npos);
 }
 
 TEST(CompileRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {

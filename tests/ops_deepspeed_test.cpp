@@ -175,3 +175,78 @@ TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
     EXPECT_TRUE(asked.empty());
   }
 }
+
+TEST(OpsDeepspeed, TheProbeConstructsEachCompatibleOpsExtensionAndNamesWhatIsMissing) {
+  // tests/fixtures/every_op_deepspeed: needs_kernels imports dskernels (deepspeed-kernels) while
+  // setup.py constructs its extension, as DeepSpeed's ragged_ops and cutlass_ops do.
+  const sfs::path tree = sfs::path(OPFORGE_TEST_FIXTURES) / "every_op_deepspeed";
+  auto m = probe::real_machine();
+  auto cat = ops::load_deepspeed_catalogue(m, tree, kPython);
+  ASSERT_TRUE(cat) << cat.error().render();
+  ASSERT_EQ(cat->size(), 4u);
+  EXPECT_EQ(find(*cat, "needs_kernels")->kind, ops::Kind::cpu_cuda);
+  EXPECT_EQ(find(*cat, "broken_cuda")->kind, ops::Kind::cuda);
+  ops::CompatibilityQuery q{tree, kPython, *cat, {{"PATH", "/usr/bin:/bin"}}, {}, "torch-id"};
+  auto v = ops::deepspeed_compatibility(m, q);
+  ASSERT_TRUE(v) << v.error().render();
+  auto& kernels = (*v)["needs_kernels"];
+  EXPECT_FALSE(kernels.ok);
+  EXPECT_TRUE(kernels.constructed);
+  EXPECT_EQ(kernels.module, "dskernels");
+  EXPECT_EQ(kernels.fix, "pip install deepspeed-kernels (it provides the module 'dskernels')");
+  EXPECT_EQ(kernels.reason,
+            "NeedsKernelsBuilder.builder() raised ModuleNotFoundError: No module named 'dskernels' "
+            "(at op_builder/needs_kernels.py:16)");
+  // The broken op constructs fine: only its compile fails.
+  EXPECT_TRUE((*v)["broken_cuda"].ok);
+  EXPECT_TRUE((*v)["good_cuda"].ok);
+  EXPECT_TRUE((*v)["good_cpu"].ok);
+}
+
+TEST(OpsDeepspeed, AnOpWhoseExtensionCannotBeConstructedIsSkippedOrUnsatisfied) {
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeDynamicLoader dl;
+  auto cat = ops::parse_deepspeed_catalogue(kTree, R"({"ops": [
+    {"name": "good", "build_var": "DS_BUILD_GOOD", "class": "op_builder.good:GoodBuilder", "kind": "cpu", "sources": []},
+    {"name": "ragged", "build_var": "DS_BUILD_RAGGED", "class": "op_builder.r:RaggedBuilder", "kind": "cpu", "sources": []}]})");
+  ASSERT_TRUE(cat);
+  ops::DecideContext ctx;
+  ctx.default_off = true;
+  ctx.compatibility = [&](const std::vector<ops::Manifest>& ask) -> Result<std::map<std::string, ops::Compatibility>> {
+    std::map<std::string, ops::Compatibility> out;
+    for (auto& a : ask) {
+      ops::Compatibility c{a.name == "good", ""};
+      if (a.name == "ragged") {
+        c.reason = "RaggedBuilder.builder() raised ModuleNotFoundError: No module named 'dskernels'";
+        c.constructed = true;
+        c.fix = "pip install deepspeed-kernels (it provides the module 'dskernels')";
+      }
+      out[a.name] = c;
+    }
+    return out;
+  };
+  {  // DS_BUILD_OPS=1: skipped and named, with the package
+    probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_OPS", "1"}});
+    auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
+    ASSERT_TRUE(d) << d.error().render();
+    EXPECT_TRUE((*d)[0].build);
+    EXPECT_FALSE((*d)[0].required);
+    EXPECT_FALSE((*d)[1].build);
+    EXPECT_EQ((*d)[1].reason,
+              "skipped: its extension cannot be constructed: RaggedBuilder.builder() raised ModuleNotFoundError: No "
+              "module named 'dskernels'; to build it, pip install deepspeed-kernels (it provides the module "
+              "'dskernels'), or do not request ragged (DS_BUILD_RAGGED=0)");
+  }
+  {  // requested by name: exit 3 before anything compiles
+    probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_RAGGED", "1"}});
+    auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
+    ASSERT_FALSE(d);
+    EXPECT_EQ(d.error().kind, ErrorKind::unsatisfied);
+    EXPECT_NE(d.error().message.find("op 'ragged' was requested (DS_BUILD_RAGGED=1) but cannot be built: its "
+                                     "extension cannot be constructed"),
+              std::string::npos)
+        << d.error().message;
+    EXPECT_NE(d.error().hint.find("pip install deepspeed-kernels"), std::string::npos) << d.error().hint;
+  }
+}

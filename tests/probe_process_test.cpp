@@ -134,5 +134,21 @@ TEST(ProbeProcess, AMissingProgramIsAnErrorNotAResult) {
   EXPECT_NE(r.error().message.find("not found on PATH"), std::string::npos) << r.error().render();
 }
 
+TEST(ProbeProcess, PeakResidentMemoryOfTheLargestProcessInTheTree) {
+  // A grandchild (sh → python3) touches 256 MiB: the kernel's ru_maxrss of the finished child
+  // holds the largest process it waited for.
+  auto r = real_machine().proc.run(Command{
+      .argv = {"sh", "-c", "python3 -c 'b = bytearray(256 * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'"},
+      .timeout = std::chrono::seconds(60)});
+  ASSERT_TRUE(r) << r.error().render();
+  ASSERT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_GE(r->peak_rss_kib, 256 * 1024);
+  EXPECT_LT(r->peak_rss_kib, 1024 * 1024);
+  auto small = real_machine().proc.run(Command{.argv = {"true"}});
+  ASSERT_TRUE(small);
+  EXPECT_GT(small->peak_rss_kib, 0);
+  EXPECT_LT(small->peak_rss_kib, 128 * 1024);
+}
+
 }  // namespace
 }  // namespace opforge::probe

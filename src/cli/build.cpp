@@ -56,7 +56,7 @@ std::function<void(std::string_view)> progress_printer(bool command) {
     std::smatch mm;
     if (std::regex_match(text, mm, progress)) {
       std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
-    } else if (text.starts_with("building '") || text.starts_with("waiting for ") ||
+    } else if (text.starts_with("building '") || text.starts_with("waiting for ") || text.starts_with("opforge: ") ||
                text.find("error:") != std::string::npos || text.find("Error:") != std::string::npos ||
                text.find("Error ") != std::string::npos) {
       std::cout << text << "\n" << std::flush;
@@ -64,22 +64,54 @@ std::function<void(std::string_view)> progress_printer(bool command) {
   };
 }
 
-void print_ops(const pipeline::Outcome& outcome) {
+/// Ops a project's setup.py added on its own (DeepSpeed: pin_memory with async_io).
+void print_added_ops(const pipeline::Outcome& outcome, const std::string& prefix) {
   const auto& plan = outcome.plan;
-  for (auto& d : plan.ops) {
-    // DeepSpeed's two dozen builders: those nobody asked for are not listed.
-    if (plan.source.catalogue == plan::Catalogue::op_builder && !d.requested) continue;
-    std::cout << (d.build ? "  built    " : "  skipped  ") << d.manifest.name << (d.build ? "" : " (" + d.reason + ")")
-              << "\n";
-  }
-  // Ops a project's setup.py added on its own (DeepSpeed: pin_memory with async_io).
   if (auto it = outcome.record.inputs.find("ops_installed"); it != outcome.record.inputs.end() && it->is_array())
     for (auto& op : *it) {
       std::string name = op.is_string() ? op.get<std::string>() : "";
       bool planned =
           std::any_of(plan.ops.begin(), plan.ops.end(), [&](auto& d) { return d.build && d.manifest.name == name; });
-      if (!name.empty() && !planned) std::cout << "  built    " << name << " (added by the project's setup.py)\n";
+      if (!name.empty() && !planned) std::cout << prefix << name << " (added by the project's setup.py)\n";
     }
+}
+
+/// A DeepSpeed tree's summary: one line per op of its catalogue, with each compile step's seconds.
+void print_op_summary(const pipeline::Outcome& outcome) {
+  auto lines = pipeline::op_summary(outcome.plan, outcome.op_steps);
+  std::size_t width = 0;
+  for (auto& l : lines) width = std::max(width, l.op.size());
+  std::cout << "ops:\n";
+  for (auto& l : lines) {
+    std::string row = "  " + l.status + std::string(15 - std::min<std::size_t>(14, l.status.size()), ' ') + l.op;
+    if (l.seconds >= 0 || !l.reason.empty()) row += std::string(width - l.op.size(), ' ');
+    if (l.seconds >= 0) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%7.1f s", l.seconds);
+      row += secs;
+    }
+    if (!l.reason.empty()) row += "  " + l.reason;
+    std::cout << row << "\n";
+  }
+  print_added_ops(outcome, "  built          ");
+}
+
+void print_ops(const pipeline::Outcome& outcome) {
+  const auto& plan = outcome.plan;
+  if (plan.source.catalogue == plan::Catalogue::op_builder && plan.recipe.build.backend == recipe::Backend::command) {
+    print_op_summary(outcome);
+    return;
+  }
+  for (auto& d : plan.ops) {
+    // DeepSpeed's two dozen builders: those nobody asked for are not listed.
+    if (plan.source.catalogue == plan::Catalogue::op_builder && !d.requested) continue;
+    const bool failed = d.failed;
+    std::cout << (d.build  ? "  built    "
+                  : failed ? "  failed   "
+                           : "  skipped  ")
+              << d.manifest.name << (d.build ? "" : " (" + (failed ? d.reason.substr(8) : d.reason) + ")") << "\n";
+  }
+  print_added_ops(outcome, "  built    ");
 }
 
 void print_outcome(const pipeline::Outcome& outcome) {

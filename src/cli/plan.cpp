@@ -87,7 +87,7 @@ void print_text(const plan::Plan& p) {
   print_toolchain(p);
   print_ops(p);
   std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"
-            << "jobs          " << p.jobs << "\n"
+            << "jobs          " << p.jobs << (p.jobs_reason.empty() ? "" : " (" + p.jobs_reason + ")") << "\n"
             << "build dir     " << p.build_dir.string() << "\n"
             << "dist dir      " << p.dist_dir.string() << "\n"
             << "\nexports\n";

@@ -1,6 +1,7 @@
 #include "compile/command_backend.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "compiler/host.h"
 #include "ops/deepspeed_version.h"
@@ -99,6 +100,56 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<st
   return opts;
 }
 
+/// Compiles each op the plan builds alone (only its build variable on) in `out.tree`; records the
+/// steps in out.op_steps and switches a failed op off in out.env. A failed op that was requested
+/// explicitly fails the build (the tree is kept).
+Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vector<std::string>& build_ext,
+                      CommandOutput& out, bool& keep_tree, const std::function<void(std::string_view)>& on_line) {
+  const fs::path logs = plan.build_dir / "ops";
+  OPFORGE_CHECK(m.fs.create_directories(logs));
+  for (const auto& d : plan.ops) {
+    if (!d.build) continue;
+    probe::Command cmd;
+    cmd.argv = build_ext;
+    cmd.cwd = out.tree;
+    cmd.env = out.env;
+    (*cmd.env)["DS_BUILD_OPS"] = "0";
+    for (const auto& other : plan.ops)
+      if (!other.manifest.build_var.empty()) (*cmd.env)[other.manifest.build_var] = &other == &d ? "1" : "0";
+    cmd.output = probe::Output::lines;
+    cmd.on_line = [&](std::string_view line) {
+      if (on_line) on_line(line);
+    };
+    if (on_line) on_line("opforge: compiling op " + d.manifest.name);
+    const auto start = std::chrono::steady_clock::now();
+    auto result = m.proc.run(cmd);
+    if (!result)
+      return failure(
+          "cannot start " + build_ext.front() + " to compile op " + d.manifest.name + ": " + result.error().message,
+          "check [build] command and that its program is on PATH");
+    OpStep step;
+    step.op = d.manifest.name;
+    step.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    step.peak_rss_kib = result->peak_rss_kib;
+    step.log = logs / (d.manifest.name + ".log");
+    OPFORGE_CHECK(m.fs.write_file_atomic(step.log, result->out));
+    if (!result->ok()) {
+      step.status = OpStatus::failed;
+      step.first_error = first_compiler_error(result->out, out.tree);
+      if (d.required) {
+        keep_tree = true;
+        return failure("op '" + d.manifest.name + "' (requested by " + d.requested_by + ") failed to compile:\n  " +
+                           step.first_error,
+                       "full log: " + step.log.string() + "; fix it, or do not request " + d.manifest.name + " (" +
+                           d.manifest.build_var + "=0)");
+      }
+      out.env[d.manifest.build_var] = "0";
+    }
+    out.op_steps.push_back(std::move(step));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
@@ -121,6 +172,9 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   auto host = host_wrappers(m.fs, cache_dir, plan);
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   out.env = command_environment(m.env.all(), plan, tree.root, wrapper, host ? &*host : nullptr);
+  if (plan.source.catalogue == plan::Catalogue::op_builder)
+    if (auto build_ext = build_ext_command(plan.recipe.build.command))
+      OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line));
   OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line));
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;

@@ -15,6 +15,7 @@ namespace fs = std::filesystem;
 }
 
 #include "compile/environment.h"
+#include "compile/op_steps.h"
 #include "compile/scratch.h"
 #include "compile/wheel_match.h"
 #include "compile/wrappers.h"
@@ -33,12 +34,19 @@ struct CommandOutput {
   std::vector<std::string> installed_ops;
   fs::path log;                            ///< plan.build_dir / "command.log": the command's full output
   std::map<std::string, std::string> env;  ///< what the command ran with (for the build record)
+  /// DeepSpeed trees built by a setup.py command: each op's own compile step, in plan order.
+  std::vector<OpStep> op_steps;
 };
 
 /// Copies plan.source.root into a scratch tree (make_scratch_tree under `cache_dir`, default
 /// probe::default_cache_dir), checks the compiler shim the plan uses is there (compiler::check_shim:
 /// the pipeline makes it), and runs
 /// plan.recipe.build.command there with command_environment(m.env.all(), plan, tree),
+/// For a DeepSpeed tree whose command runs setup.py, each op the plan builds is first compiled
+/// alone (`setup.py build_ext` with only its build variable on, its output in
+/// plan.build_dir/ops/<op>.log): an op whose compile fails is dropped (its variable is 0 for the
+/// command) unless it was requested explicitly (Decision::required), which fails the build
+/// (ErrorKind::failed) naming the op and its first compiler error.
 /// passing each output line to `on_line` (progress), keeps the full output in the log, and on a
 /// non-zero exit fails (ErrorKind::failed) with the log's last lines. The wheel is the one file
 /// matching wheel_glob that is new or changed by this run; it is normalised into plan.dist_dir with

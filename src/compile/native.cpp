@@ -4,6 +4,7 @@
 #include <set>
 
 #include "compile/compiler_cache.h"
+#include "compile/op_steps.h"
 #include "compiler/host.h"
 #include "util/strings.h"
 
@@ -253,6 +254,44 @@ std::string render_ninja(const Graph& graph, const fs::path& build_dir) {
   return out;
 }
 
+namespace {
+
+/// The ops whose steps ninja reports as FAILED (`FAILED: [code=N] <output>`), each with the first
+/// compiler error of its part of the log; nullopt when a failed output belongs to no op.
+std::optional<std::map<std::string, std::string>> failed_ops(const std::string& log, const fs::path& build,
+                                                             const std::vector<OpOutputs>& outputs,
+                                                             const fs::path& source_root) {
+  std::map<std::string, std::string> out;
+  std::string current;  // the op whose FAILED section is being read
+  std::string section;
+  auto close = [&] {
+    if (!current.empty() && out[current].empty()) out[current] = first_compiler_error(section, source_root);
+    section.clear();
+  };
+  for (auto line : strings::split(log, '\n')) {
+    if (line.starts_with("FAILED: ")) {
+      close();
+      std::string path(strings::trim(line.substr(8)));
+      if (path.starts_with("[code=")) path = std::string(strings::trim(path.substr(path.find(']') + 1)));
+      current.clear();
+      // ninja names the output as build.ninja does (absolute), or relative to the build folder.
+      const fs::path absolute = fs::path(path).is_absolute() ? fs::path(path) : build / path;
+      for (auto& o : outputs)
+        if (absolute == o.library || absolute.string().starts_with((build / "obj" / o.op).string() + "/"))
+          current = o.op;
+      if (current.empty()) return std::nullopt;
+      out.emplace(current, "");
+      continue;
+    }
+    if (line.starts_with("ninja: build stopped")) continue;
+    section += std::string(line) + "\n";
+  }
+  close();
+  return out;
+}
+
+}  // namespace
+
 Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions& options) {
   auto graph = OPFORGE_TRY(describe(plan));
   const bool ccache = plan.cache == recipe::Cache::ccache;
@@ -279,6 +318,9 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   for (auto& [k, v] : plan.exports)
     if (k == "PATH" || k == "LD_LIBRARY_PATH" || k == "CUDA_HOME") env[k] = v;
   for (auto& [k, v] : graph.env) env[k] = v;
+  // With an "auto" op in the build, one op's failure must not stop the others.
+  const bool keep_going =
+      std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.build && !d.required; });
   probe::Command cmd{.argv = {"ninja", "-C", plan.build_dir.string(), "-j", std::to_string(std::max(1u, plan.jobs))},
                      .env = env,
                      .output = probe::Output::lines,
@@ -286,10 +328,22 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
                        if (line.starts_with("[")) ++result.steps_run;
                        if (options.on_line) options.on_line(line);
                      }};
+  if (keep_going) cmd.argv.insert(cmd.argv.end(), {"-k", "0"});
   auto ran = m.proc.run(cmd);
   if (!ran) return opforge::unexpected(ran.error());
   result.log = ran->out;
-  if (!ran->ok()) {
+  result.peak_rss_kib = ran->peak_rss_kib;
+  std::optional<std::map<std::string, std::string>> failed;
+  if (!ran->ok() && keep_going) failed = failed_ops(ran->out, plan.build_dir, graph.outputs, plan.source.root);
+  const auto required = [&](const std::string& op) {
+    return std::any_of(plan.ops.begin(), plan.ops.end(),
+                       [&](const ops::Decision& d) { return d.manifest.name == op && d.required; });
+  };
+  if (failed && !failed->empty() &&
+      std::none_of(failed->begin(), failed->end(), [&](auto& f) { return required(f.first); })) {
+    std::erase_if(result.outputs, [&](const OpOutputs& o) { return failed->contains(o.op); });
+    result.failed = std::move(*failed);
+  } else if (!ran->ok()) {
     // ninja prints "FAILED: <out>", the command, then the compiler's output: show that part.
     auto pos = ran->out.find("FAILED:");
     std::string detail = pos == std::string::npos ? ran->out : ran->out.substr(pos);

@@ -69,11 +69,17 @@ struct RunResult {
   int steps_run = 0;                ///< edges ninja executed (0 on a no-op rebuild)
   std::string log;                  ///< ninja's full output
   std::optional<CacheStats> cache;  ///< with plan.cache = ccache: this build's hits and misses
+  long peak_rss_kib = 0;            ///< the largest process ninja ran (ru_maxrss), KiB; 0 when unknown
+  /// "auto" ops whose compile or link failed → their first compiler error (they are not in
+  /// `outputs`): with an op not requested explicitly, ninja keeps going past a failure (-k 0).
+  std::map<std::string, std::string> failed;
 };
 
 /// Writes build.ninja atomically into plan.build_dir and runs ninja -j plan.jobs; with plan.cache
 /// = ccache, the compiles run behind ccache (set_ccache_environment) and its counts come back.
-/// failed (exit 1) with the failing command and its output when a step fails.
+/// failed (exit 1) with the failing command and its output when a step of an op requested
+/// explicitly (Decision::required) fails, or one that names no op; an "auto" op whose step fails
+/// is left out of `outputs` and named in `failed`.
 Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions& options);
 
 }  // namespace opforge::compile

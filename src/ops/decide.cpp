@@ -193,9 +193,16 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
     fix = "install a CUDA toolkit or set CUDA_HOME, or do not request " + op.name;
   }
   if (auto it = verdicts.find(op.name); why_not.empty() && it != verdicts.end() && !it->second.ok) {
-    std::string cls = op.builder_class.substr(op.builder_class.find(':') + 1);
-    why_not = cls + ".is_compatible() says no" + (it->second.reason.empty() ? std::string() : ": " + it->second.reason);
-    fix = "fix what it names, or do not request " + op.name + " (" + op.build_var + "=0)";
+    const Compatibility& v = it->second;
+    const std::string off = "do not request " + op.name + " (" + op.build_var + "=0)";
+    if (v.constructed) {  // is_compatible() said yes, but setup.py would die constructing it
+      why_not = "its extension cannot be constructed: " + v.reason;
+      fix = (v.fix.empty() ? "fix what it names" : v.fix) + ", or " + off;
+    } else {
+      std::string cls = op.builder_class.substr(op.builder_class.find(':') + 1);
+      why_not = cls + ".is_compatible() says no" + (v.reason.empty() ? std::string() : ": " + v.reason);
+      fix = (v.fix.empty() ? "fix what it names" : v.fix) + ", or " + off;
+    }
   }
   for (auto& p : op.probes) {
     if (!why_not.empty()) break;
@@ -265,6 +272,7 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
       out[i].reason = "not requested";
       continue;
     }
+    out[i].required = wants[i] == Want::on;
     OPFORGE_CHECK(settle(m, out[i], wants[i], verdicts, ctx));
   }
   return out;

@@ -10,209 +10,20 @@
 namespace opforge::ops {
 namespace {
 
-// One script, two modes. `catalogue ROOT`: op_builder/ read with `ast` (no import, so no torch),
-// the classes the CUDA accelerator registers — DeepSpeed's accelerator/cuda_accelerator.py takes
-// every *Builder class of the top-level modules except OpBuilder/CUDAOpBuilder, then the host-side
-// optimizers CPUAdamBuilder, CPUAdagradBuilder, CPULionBuilder from op_builder/cpu. `compat ROOT
-// module:Class...`: imports each builder as setup.py does (ROOT first on sys.path) and asks
-// is_compatible(verbose=True); the text DeepSpeed prints is the reason. stdout carries only JSON
-// (everything else printed goes to stderr).
-constexpr const char* kScript = R"PY(
-import ast, json, os, sys
-from typing import Any, Dict, List, Optional
+/// opforge's probe of a DeepSpeed tree (src/python/probes/deepspeed_ops.py in the data folder): a
+/// real file, linted with the package, run by the project's own Python.
+fs::path probe_script(const probe::FileSystem& fs) {
+  return probe::data_dir(fs) / "src/python/probes/deepspeed_ops.py";
+}
 
-CPU_HOST_OPTIMIZERS = ["CPUAdamBuilder", "CPUAdagradBuilder", "CPULionBuilder"]
-ABSTRACT = {"OpBuilder", "CUDAOpBuilder"}
-
-
-def base_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
-
-
-def read_module(path: str, module: str, classes: Dict[str, Dict[str, Any]]) -> List[str]:
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), filename=path)
-    names = []
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        info: Dict[str, Any] = {"module": module, "bases": [base_name(b) for b in node.bases],
-                                "attrs": {}, "methods": {}}
-        for item in node.body:
-            if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
-                if isinstance(item.value, ast.Constant) and isinstance(item.value.value, str):
-                    info["attrs"][item.targets[0].id] = item.value.value
-            elif isinstance(item, ast.FunctionDef):
-                info["methods"][item.name] = item
-        classes.setdefault(node.name, info)
-        classes[node.name + "@" + module] = info
-        names.append(node.name)
-    return names
-
-
-def lookup(classes: Dict[str, Dict[str, Any]], name: str, what: str, key: str) -> Any:
-    seen = set()
-    todo = [name]
-    while todo:
-        n = todo.pop(0)
-        if n in seen or n not in classes:
-            continue
-        seen.add(n)
-        c = classes[n]
-        if key in c[what]:
-            return c[what][key]
-        todo.extend(c["bases"])
-    return None
-
-
-def derives(classes: Dict[str, Dict[str, Any]], name: str, base: str) -> bool:
-    seen = set()
-    todo = list(classes.get(name, {}).get("bases", []))
-    while todo:
-        n = todo.pop()
-        if n == base:
-            return True
-        if n in seen:
-            continue
-        seen.add(n)
-        todo.extend(classes.get(n, {}).get("bases", []))
-    return False
-
-
-def literal_list(classes: Dict[str, Dict[str, Any]], cls: str, expr: Optional[ast.expr], depth: int = 0) -> Optional[List[str]]:
-    if expr is None or depth > 8:
-        return None
-    if isinstance(expr, (ast.List, ast.Tuple)):
-        out = []
-        for e in expr.elts:
-            if not (isinstance(e, ast.Constant) and isinstance(e.value, str)):
-                return None
-            out.append(e.value)
-        return out
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-        a = literal_list(classes, cls, expr.left, depth + 1)
-        b = literal_list(classes, cls, expr.right, depth + 1)
-        return None if a is None or b is None else a + b
-    if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and not expr.args
-            and isinstance(expr.func.value, ast.Name) and expr.func.value.id == "self"):
-        return method_list(classes, cls, expr.func.attr, depth + 1)
-    return None
-
-
-def method_list(classes: Dict[str, Dict[str, Any]], cls: str, method: str, depth: int = 0) -> Optional[List[str]]:
-    fn = lookup(classes, cls, "methods", method)
-    if fn is None:
-        return None
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
-    if len(returns) != 1:
-        return None
-    return literal_list(classes, cls, returns[0].value, depth)
-
-
-def source_strings(classes: Dict[str, Dict[str, Any]], cls: str) -> List[str]:
-    out: List[str] = []
-    seen = set()
-    todo = [cls]
-    while todo:
-        n = todo.pop()
-        if n in seen or n not in classes or n in ABSTRACT:
-            continue
-        seen.add(n)
-        for name, fn in classes[n]["methods"].items():
-            if "sources" in name:
-                out += [c.value for c in ast.walk(fn) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
-        todo.extend(classes[n]["bases"])
-    return out
-
-
-def catalogue(root: str) -> Dict[str, Any]:
-    ob = os.path.join(root, "op_builder")
-    classes: Dict[str, Dict[str, Any]] = {}
-    found: List[tuple] = []
-    for helper in ("builder.py", os.path.join("cpu", "builder.py")):
-        p = os.path.join(ob, helper)
-        if os.path.isfile(p):
-            read_module(p, "op_builder." + helper[:-3].replace(os.sep, "."), classes)
-    for f in sorted(os.listdir(ob)):
-        p = os.path.join(ob, f)
-        if not f.endswith(".py") or f in ("__init__.py", "all_ops.py", "builder.py") or not os.path.isfile(p):
-            continue
-        module = "op_builder." + f[:-3]
-        for n in read_module(p, module, classes):
-            found.append((n, module))
-    cpu = os.path.join(ob, "cpu")
-    cpu_found: Dict[str, str] = {}
-    if os.path.isdir(cpu):
-        for f in sorted(os.listdir(cpu)):
-            if f.endswith(".py") and f not in ("__init__.py", "builder.py"):
-                module = "op_builder.cpu." + f[:-3]
-                sub: Dict[str, Dict[str, Any]] = {}
-                for n in read_module(os.path.join(cpu, f), module, sub):
-                    if n in CPU_HOST_OPTIMIZERS:
-                        cpu_found[n] = module
-                        classes[n] = sub[n]
-    ops: Dict[str, Dict[str, Any]] = {}
-    order = [(n, m) for n, m in found if n not in cpu_found] + sorted(cpu_found.items())
-    for n, module in order:
-        if not n.endswith("Builder") or n in ABSTRACT:
-            continue
-        info = classes.get(n + "@" + module) or classes.get(n)
-        if info is None or info["module"] != module:
-            continue  # imported into this module, defined elsewhere
-        name = lookup(classes, n, "attrs", "NAME")
-        var = lookup(classes, n, "attrs", "BUILD_VAR")
-        if not name or not var:
-            continue
-        sources = method_list(classes, n, "sources")
-        # Sources computed at run time: every string in the *sources methods still names the files.
-        strings = sources if sources is not None else source_strings(classes, n)
-        cuda_sources = any(s.endswith((".cu", ".cuh")) for s in strings)
-        kind = "cuda" if cuda_sources else ("cpu_cuda" if derives(classes, n, "CUDAOpBuilder") else "cpu")
-        if name in ops:
-            continue
-        ops[name] = {"name": name, "build_var": var, "class": module + ":" + n,
-                     "sources": sources, "kind": kind}
-    return {"ops": [ops[k] for k in sorted(ops)]}
-
-
-def compat(root: str, wanted: List[str]) -> Dict[str, Any]:
-    import contextlib, importlib, io
-    sys.path.insert(0, root)
-    os.chdir(root)
-    out: Dict[str, Any] = {}
-    for spec in wanted:
-        module, cls = spec.split(":")
-        text = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(text):
-                builder = getattr(importlib.import_module(module), cls)()
-                ok = bool(builder.is_compatible(verbose=True))
-            reason = (getattr(builder, "error_log", None) or "").strip()
-        except BaseException as e:  # a builder that cannot even be asked is not compatible
-            ok, reason = False, "%s.is_compatible() raised %s: %s" % (cls, type(e).__name__, e)
-        printed = [l.strip() for l in text.getvalue().splitlines() if "WARNING" in l or "ERROR" in l]
-        if not ok and not reason:
-            reason = "; ".join(printed) or cls + ".is_compatible() returned False"
-        sys.stderr.write(text.getvalue())
-        out[spec] = {"ok": ok, "reason": reason}
-    return out
-
-
-def main() -> None:
-    mode, root = sys.argv[1], sys.argv[2]
-    stdout = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # compilers and prints of the project go to stderr
-    result = catalogue(root) if mode == "catalogue" else compat(root, sys.argv[3:])
-    stdout.write(json.dumps(result) + "\n")
-    stdout.flush()
-
-
-main()
-)PY";
+/// The probe, checked to be there: a missing one is a broken installation, not bad input.
+Result<fs::path> find_probe_script(const probe::FileSystem& fs) {
+  fs::path script = probe_script(fs);
+  if (fs.resolved_type(script) != probe::FileType::regular)
+    return failure("opforge's DeepSpeed probe " + script.string() + " is missing",
+                   "reinstall opforge (its data folder holds src/python/probes)");
+  return script;
+}
 
 std::string tail(const std::string& text, std::size_t n) {
   return text.size() <= n ? text : "…" + text.substr(text.size() - n);
@@ -254,8 +65,9 @@ Result<std::vector<Manifest>> load_deepspeed_catalogue(probe::Machine m, const f
   if (!m.fs.list_directory(dir))
     return bad_input("cannot read DeepSpeed's op builders in '" + dir.string() + "'",
                      "check that the folder exists and is readable, or set [source] ops_dir");
+  const fs::path script = OPFORGE_TRY(find_probe_script(m.fs));
   probe::Command cmd;
-  cmd.argv = {python, "-c", kScript, "catalogue", root.string()};
+  cmd.argv = {python, script.string(), "catalogue", root.string()};
   cmd.timeout = std::chrono::seconds(60);
   auto r = m.proc.run(cmd);
   if (!r)
@@ -279,7 +91,11 @@ Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::
   std::map<std::string, Compatibility> out;
   for (auto& [spec, v] : j.items()) {
     if (!v.is_object()) continue;
-    out[spec] = {v.value("ok", false), v.value("reason", std::string())};
+    Compatibility c{v.value("ok", false), v.value("reason", std::string())};
+    c.constructed = v.value("stage", std::string()) == "builder";
+    c.fix = v.value("fix", std::string());
+    c.module = v.value("module", std::string());
+    out[spec] = std::move(c);
   }
   return out;
 }
@@ -314,9 +130,11 @@ bool compatibility_reads(const std::string& k) {
          k == "LD_LIBRARY_PATH" || k == "LIBRARY_PATH" || k == "CPATH";
 }
 
-/// The key: op_builder/'s files, the Python binary, torch's identity, what compatibility reads.
+/// The key: op_builder/'s files, the probe, the Python binary, torch's identity, what
+/// compatibility reads.
 std::string compatibility_key(probe::Machine m, const CompatibilityQuery& q, const std::vector<std::string>& specs) {
   std::string text = op_builder_digest(m, q.root);
+  if (auto body = m.fs.read_file(probe_script(m.fs))) text += "probe=" + sha256_hex(*body) + "\n";
   const fs::path py = locate_program(m, q.python).real;
   if (auto st = m.fs.stamp(py))
     text += py.string() + ":" + std::to_string(st->size) + ":" + std::to_string(st->mtime_ns) + "\n";
@@ -330,8 +148,9 @@ std::string compatibility_key(probe::Machine m, const CompatibilityQuery& q, con
 /// Runs is_compatible() of each builder class in `specs` with the project's Python.
 Result<std::string> ask_deepspeed(probe::Machine m, const CompatibilityQuery& q,
                                   const std::vector<std::string>& specs) {
+  const fs::path script = OPFORGE_TRY(find_probe_script(m.fs));
   probe::Command cmd;
-  cmd.argv = {q.python, "-c", kScript, "compat", q.root.string()};
+  cmd.argv = {q.python, script.string(), "compat", q.root.string()};
   for (auto& s : specs) cmd.argv.push_back(s);
   cmd.env = q.env;
   cmd.cwd = q.root;

@@ -28,9 +28,14 @@ Result<std::vector<Manifest>> load_deepspeed_catalogue(probe::Machine m, const f
 /// The catalogue script's JSON output → manifests (the pure half of load_deepspeed_catalogue).
 Result<std::vector<Manifest>> parse_deepspeed_catalogue(const fs::path& root, std::string_view json);
 
+/// One builder's answer: is_compatible(), then (when compatible) the construction of its extension
+/// as setup.py does it (builder()), which compiles nothing but runs the imports and flag logic.
 struct Compatibility {
   bool ok = false;
-  std::string reason;  ///< DeepSpeed's warning text (or the exception) when not ok
+  std::string reason;        ///< DeepSpeed's warning text (or the exception, with where) when not ok
+  bool constructed = false;  ///< not ok because builder() raised (is_compatible() said yes)
+  std::string fix{};         ///< e.g. "pip install deepspeed-kernels (it provides the module 'dskernels')"
+  std::string module{};      ///< the module a ModuleNotFoundError names
 };
 
 struct CompatibilityQuery {
@@ -42,9 +47,12 @@ struct CompatibilityQuery {
   std::string torch_identity;              ///< torch's folder and version.py hash (cache key)
 };
 
-/// Each op's `is_compatible(verbose=True)` verdict, by op name: one Python run for all of them,
-/// cached (cache_dir/deepspeed-compat.json) by a hash of op_builder/'s files, the Python (path and
-/// stamp), torch's identity (its version.py), the variables compatibility reads and the op list.
+/// Each op's `is_compatible(verbose=True)` verdict and, for a compatible one, whether its extension
+/// can be constructed (builder()), by op name: one Python run of the probe
+/// (<data_dir>/src/python/probes/deepspeed_ops.py) for all of them,
+/// cached (cache_dir/deepspeed-compat.json) by a hash of op_builder/'s files, the probe, the Python
+/// (path and stamp), torch's identity (its version.py), the variables compatibility reads and the
+/// op list.
 /// failed when the Python cannot be run or its answer cannot be read.
 Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Machine m, const CompatibilityQuery& q);
 

@@ -52,7 +52,9 @@ struct Decision {
   Manifest manifest;
   bool build = false;
   bool requested = true;     ///< false: neither the recipe nor DS_BUILD_* asks for it (never built)
+  bool failed = false;       ///< it was built and its compile failed (an "auto" op, dropped from the wheel)
   std::string requested_by;  ///< "recipe: true", "DS_BUILD_AIO=1", "DS_BUILD_OPS=1", "default"
+  bool required = false;     ///< requested explicitly (true, DS_BUILD_<OP>=1): failing to build it fails the build
   std::string reason;        ///< why it is (not) built, e.g. "libaio not found: apt-get install libaio-dev"
 };
 

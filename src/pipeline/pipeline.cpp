@@ -5,6 +5,7 @@
 #include "compile/command_backend.h"
 #include "compiler/host.h"
 #include "pipeline/dist.h"
+#include "plan/jobs.h"
 
 #include <fnmatch.h>
 
@@ -166,6 +167,34 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
   return in;
 }
 
+/// Where the compile peaks are kept: beside the other caches (plan::load_compile_peaks).
+fs::path peaks_dir(probe::Machine m, const Options& options) {
+  return options.plan.cache_dir.empty() ? probe::default_cache_dir(m.env) : options.plan.cache_dir;
+}
+
+/// Marks the plan's ops whose own compile step failed as not built, with the first error.
+void apply_op_steps(plan::Plan& plan, const std::vector<compile::OpStep>& steps) {
+  for (auto& step : steps) {
+    if (step.status != compile::OpStatus::failed) continue;
+    for (auto& d : plan.ops)
+      if (d.manifest.name == step.op) {
+        d.build = false;
+        d.failed = true;
+        d.reason = "failed: " + step.first_error + (step.log.empty() ? "" : " (log: " + step.log.string() + ")");
+      }
+  }
+}
+
+nlohmann::json summary_json(const std::vector<OpSummaryLine>& lines) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& l : lines) {
+    nlohmann::json j = {{"op", l.op}, {"status", l.status}, {"reason", l.reason}};
+    if (l.seconds >= 0) j["seconds"] = static_cast<double>(static_cast<long>(l.seconds * 10 + 0.5)) / 10;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 /// A setup.py-style project builds its own wheel; opforge sets the environment, then
 /// normalises the wheel (into the build folder) and commits it with its record.
 Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
@@ -174,6 +203,15 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   plan::Plan staged = plan;
   staged.dist_dir = plan.build_dir / "normalized";
   auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line));
+  apply_op_steps(outcome.plan, out.op_steps);
+  {
+    std::map<std::string, std::uint64_t> peaks;
+    for (auto& step : out.op_steps)
+      if (step.status == compile::OpStatus::built && step.peak_rss_kib > 0)
+        peaks[step.op] = static_cast<std::uint64_t>(step.peak_rss_kib);
+    plan::store_compile_peaks(m.fs, peaks_dir(m, options), peaks);
+  }
+  outcome.op_steps = out.op_steps;
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
   OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
   outcome.wheel = plan.dist_dir / out.wheel.filename();
@@ -184,6 +222,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   rec.wheel = out.wheel.filename().string();
   rec.outputs[rec.wheel] = outcome.wheel_sha256;
   rec.inputs = command_inputs(m, plan, out, recipe_file, recipe_text);
+  if (plan.source.catalogue == plan::Catalogue::op_builder) rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));
   outcome.record_path = record::path_for(outcome.wheel);
   {
     auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
@@ -299,8 +338,20 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
   const plan::Plan& plan = outcome.plan;
   compile::RunOptions run_options;
   run_options.on_line = options.on_line;
-  auto graph = OPFORGE_TRY(compile::describe(plan));
   auto ran = OPFORGE_TRY(compile::run(m, plan, run_options));
+  // "auto" ops whose compile failed are left out, as if skipped: the wheel, build_info and the
+  // record then name the same ops.
+  for (auto& [op, error] : ran.failed)
+    outcome.op_steps.push_back(
+        {.op = op, .status = compile::OpStatus::failed, .first_error = error, .log = {}, .seconds = -1});
+  apply_op_steps(outcome.plan, outcome.op_steps);
+  auto graph = OPFORGE_TRY(compile::describe(plan));
+  if (ran.steps_run > 0) {  // ninja's largest compile stands for each op it built
+    std::map<std::string, std::uint64_t> peaks;
+    for (auto& d : plan.ops)
+      if (d.build) peaks[d.manifest.name] = static_cast<std::uint64_t>(std::max(0L, ran.peak_rss_kib));
+    plan::store_compile_peaks(m.fs, peaks_dir(m, options), peaks);
+  }
   outcome.steps_run = ran.steps_run;
   outcome.cache = ran.cache;
   fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;
@@ -314,6 +365,26 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
 }
 
 }  // namespace
+
+std::vector<OpSummaryLine> op_summary(const plan::Plan& plan, const std::vector<compile::OpStep>& steps) {
+  std::vector<OpSummaryLine> out;
+  for (auto& d : plan.ops) {
+    OpSummaryLine l{d.manifest.name, "built", "", -1};
+    auto step = std::find_if(steps.begin(), steps.end(), [&](auto& s) { return s.op == d.manifest.name; });
+    if (step != steps.end()) l.seconds = step->seconds;
+    if (step != steps.end() && step->status == compile::OpStatus::failed) {
+      l.status = "failed";
+      l.reason = step->first_error;
+    } else if (!d.requested) {
+      l.status = "not requested";
+    } else if (!d.build) {
+      l.status = "skipped";
+      l.reason = d.reason.starts_with("skipped: ") ? d.reason.substr(9) : d.reason;
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
 
 fs::path default_python_package(const probe::FileSystem& fs) { return probe::data_dir(fs) / "src/python/opforge_ops"; }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compile/native.h"
+#include "compile/op_steps.h"
 #include "plan/plan.h"
 #include "record/record.h"
 
@@ -33,7 +34,21 @@ struct Outcome {
   int steps_run = 0;
   std::optional<compile::CacheStats> cache;  ///< with ccache (plan.cache): its hits and misses in this build
   bool reused = false;                       ///< an identical wheel from the same inputs was already in dist/
+  /// Command builds of a DeepSpeed tree: each op's compile step (plan.ops then says `failed: ...`
+  /// for an "auto" op whose compile failed).
+  std::vector<compile::OpStep> op_steps;
 };
+
+/// One line per op of the plan: built / skipped (why) / failed (first error) / not requested.
+struct OpSummaryLine {
+  std::string op;
+  std::string status;   ///< "built", "skipped", "failed", "not requested"
+  std::string reason;   ///< why (skipped, failed); empty for built and not requested
+  double seconds = -1;  ///< the op's own compile step; -1 when it had none
+};
+
+/// The summary of a build's ops (plan.ops with the compile steps' outcome).
+std::vector<OpSummaryLine> op_summary(const plan::Plan& plan, const std::vector<compile::OpStep>& steps);
 
 /// Holds the build folder's lock for the whole build: a second build fails at once, clearly.
 Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const Options& options);

@@ -42,9 +42,11 @@ nlohmann::json to_json(const Plan& p) {
                    {"build", d.build},
                    {"build_var", d.manifest.build_var},
                    {"requested_by", d.requested_by},
+                   {"status", d.build ? "build" : !d.requested ? "not requested" : "skipped"},
                    {"reason", d.reason}});
   j["ops"] = ops;
   j["jobs"] = p.jobs;
+  j["jobs_reason"] = p.jobs_reason;
   j["source_date_epoch"] = p.source_date_epoch;
   j["wheel_version"] = p.wheel_version;
   j["build_dir"] = p.build_dir.string();

@@ -6,6 +6,7 @@
 #include "cuda/mismatch.h"
 #include "cuda/resolve.h"
 #include "ops/ops.h"
+#include "plan/jobs.h"
 #include "plan/plan.h"
 #include "probe/overlay_environment.h"
 #include "util/numbers.h"
@@ -130,9 +131,12 @@ Result<OpCatalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, So
   return out;
 }
 
-/// Parallel jobs: -j, else MAX_JOBS, else the recipe's [build] jobs, else the CPU count.
-unsigned choose_jobs(const probe::Environment& environment, const recipe::Recipe& r, const Options& opts,
-                     std::optional<unsigned> max_jobs, std::vector<std::string>& notes) {
+fs::path cache_dir(probe::Machine m, const Options& opts);
+
+/// Parallel jobs: -j, else MAX_JOBS, else the recipe's [build] jobs, else ("auto") as many as
+/// both the cores and the available memory hold at the ops' expected peak per compile.
+unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& opts, std::optional<unsigned> max_jobs,
+                     const std::vector<ops::Decision>& decisions, std::vector<std::string>& notes, std::string& why) {
   unsigned jobs = 0;
   std::string from;
   if (opts.jobs) {
@@ -145,10 +149,13 @@ unsigned choose_jobs(const probe::Environment& environment, const recipe::Recipe
     jobs = r.build.jobs;
     from = "recipe [build] jobs";
   } else {
-    jobs = std::max(1u, environment.cpu_count());
-    from = "CPU count";
+    auto fit = memory_aware_jobs(m.env.cpu_count(), available_memory_kib(m.fs), decisions,
+                                 load_compile_peaks(m.fs, cache_dir(m, opts)));
+    jobs = fit.jobs;
+    from = fit.why;
   }
   notes.push_back("jobs: " + std::to_string(jobs) + " (" + from + ")");
+  why = from;
   return jobs;
 }
 
@@ -469,7 +476,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   const Env toolkit = OPFORGE_TRY(toolkit_exports(m, opts, plan, chain));
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
   const bool any_cuda = carries_cuda(plan, chain);
-  plan.jobs = choose_jobs(m.env, plan.recipe, opts, overrides.max_jobs, plan.notes);
+  plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason);
   plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, plan.notes);
   plan.wheel_version = OPFORGE_TRY(wheel_version(plan.recipe, any_cuda ? chain.tk : nullptr, plan.source));
   if (!any_cuda && chain.tk) plan.notes.push_back("wheel version: no CUDA op is built, so the label says cpu");

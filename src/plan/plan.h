@@ -53,6 +53,7 @@ struct Plan {
   devices::ArchDecision arch;
   std::vector<ops::Decision> ops;  ///< every op found, built or not, sorted by name
   unsigned jobs = 1;
+  std::string jobs_reason{};  ///< "-j", "MAX_JOBS", "2 cores; 21.4 GiB available / 3.0 GiB per nvcc compile"
   recipe::Cache cache = recipe::Cache::none;          ///< the compiler cache: --cache, else [build] cache
   std::int64_t source_date_epoch = wheel::kMinEpoch;  ///< clamped to it
   std::string wheel_version;                          ///< "0.1.0+cu13.g8cd046f"

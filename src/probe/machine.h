@@ -106,6 +106,9 @@ struct ProcessResult {
   bool timed_out = false;
   std::string out{};  ///< stdout (capture/lines)
   std::string err{};  ///< stderr (capture); merged into `out` with Output::lines
+  /// The kernel's peak resident memory of the largest process of the command's tree that was
+  /// waited for (ru_maxrss of the finished child), in KiB; 0 when unknown.
+  long peak_rss_kib = 0;
   bool ok() const { return exit_code == 0; }
 };
 

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -313,17 +314,20 @@ void await_exit(int pidfd, const Deadline& deadline, std::chrono::milliseconds& 
 }
 
 /// The watchdog's wait status; kills the group when the deadline passes first (a command that
-/// closed its outputs but runs on, or one whose outputs are not captured).
-Result<int> wait_for_exit(pid_t pid, const Deadline& deadline, bool& timed_out) {
+/// closed its outputs but runs on, or one whose outputs are not captured). `peak_rss_kib`: the
+/// watchdog's ru_maxrss, which holds the largest of the processes it and its command waited for.
+Result<int> wait_for_exit(pid_t pid, const Deadline& deadline, bool& timed_out, long& peak_rss_kib) {
   int status = 0;
+  struct rusage usage {};
   const int pidfd = deadline ? open_pidfd(pid) : -1;
   std::chrono::milliseconds step(1);
   Result<int> out = failure("waitpid: no result");
   for (;;) {
     const bool watch = deadline && !timed_out;
-    pid_t w = ::waitpid(pid, &status, watch ? WNOHANG : 0);
+    pid_t w = ::wait4(pid, &status, watch ? WNOHANG : 0, &usage);
     if (w == pid) {
       out = status;
+      peak_rss_kib = usage.ru_maxrss;
       break;
     }
     if (w < 0 && errno == EINTR) continue;
@@ -373,7 +377,7 @@ class RealProcessRunner final : public ProcessRunner {
     if (command.timeout.count() > 0) deadline = Clock::now() + command.timeout;
     ProcessResult result;
     pump(command, pipes, pid, deadline, result);
-    int status = OPFORGE_TRY(wait_for_exit(pid, deadline, result.timed_out));
+    int status = OPFORGE_TRY(wait_for_exit(pid, deadline, result.timed_out, result.peak_rss_kib));
     return finish(status, std::move(result));
   }
 

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Every op of DeepSpeed 0.19.8 (DS_BUILD_OPS=1), one architecture, side by side in one run:
+#   1. opforge build: every op that can be built is built, the others are named (the per-op table
+#      and the total are recorded);
+#   2. DeepSpeed's own `setup.py build_ext -j2 bdist_wheel` for the same op set: the ops opforge
+#      built switched on by name (DS_BUILD_OPS=0, DS_BUILD_<X>=1), the ones it skipped or dropped off.
+# Then both wheels are installed into fresh environments and every op in them is loaded
+# (`<X>Builder().load()`, DS_ACCELERATOR=cuda). Peak memory: the largest single process of each
+# build (time -f %M) and the machine's peak use during it (MemTotal - MemAvailable, sampled each
+# second, minus the use before it started).
+# Target: opforge <= 0.8x DeepSpeed's time. Takes about an hour on a 2-core machine: run it on a
+# quiet one.
+#   bench/deepspeed/all_ops.sh OPFORGE [RESULTS_FILE]   (e.g. bench/results/deepspeed_all_ops.txt)
+set -euo pipefail
+opforge=$(realpath "$1"); results=${2:-}
+venv=${OPFORGE_TORCH_VENV:-$HOME/.cache/opforge/torch-venv}
+sdist=${OPFORGE_SDIST_DIR:-$HOME/.cache/opforge/sdist}/deepspeed-0.19.8.tar.gz
+[ -x "$venv/bin/python" ] && [ -f "$sdist" ] || { echo "run scripts/torch-venv first" >&2; exit 1; }
+work=$(mktemp -d /tmp/opforge-bench-allops.XXXXXX)
+[ -n "${OPFORGE_BENCH_KEEP:-}" ] && echo "work folder: $work" >&2 || trap 'rm -rf "$work"' EXIT
+export PATH="$venv/bin:$PATH"
+for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
+unset TORCH_CUDA_ARCH_LIST MAX_JOBS
+secs() { python3 -c "import time; print(f'{time.time():.3f}')"; }
+used_kib() { awk '/^MemTotal:/ {t = $2} /^MemAvailable:/ {a = $2} END {print t - a}' /proc/meminfo; }
+# watch_memory FILE: the machine's peak use (KiB) above the start, written to FILE when killed.
+watch_memory() {
+  local base peak now; base=$(used_kib); peak=$base
+  trap 'echo $((peak - base)) > "$1"; exit 0' TERM
+  while :; do now=$(used_kib); [ "$now" -gt "$peak" ] && peak=$now; sleep 1; done
+}
+gib() { python3 -c "print(f'{$1 / 1048576:.1f} GiB')"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+load0=$(load)
+
+# 1. opforge, DS_BUILD_OPS=1.
+mkdir -p "$work/of" && tar -xzf "$sdist" -C "$work/of"
+cat > "$work/of/deepspeed.toml" <<'TOML'
+[package]
+name = "deepspeed"
+version = "0.19.8"
+local_version = "cu{cuda_major}"
+[source]
+path = "deepspeed-0.19.8"
+[cuda]
+version = "torch"
+python = "python"
+[arch]
+list = "9.0"
+[build]
+backend = "command"
+command = ["python", "setup.py", "bdist_wheel"]
+TOML
+export OPFORGE_CACHE_DIR="$work/cache"
+watch_memory "$work/of.mem" & watcher=$!
+t0=$(secs)
+(cd "$work/of" && DS_BUILD_OPS=1 /usr/bin/time -f '%e %M' -o "$work/of.time" "$opforge" build deepspeed.toml) \
+  > "$work/of.log" 2>&1 || { tail -40 "$work/of.log"; kill "$watcher"; exit 1; }
+t1=$(secs); kill -TERM "$watcher"; wait "$watcher" || true
+of=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+of_wheel=$(ls "$work"/of/dist/*.whl)
+built=$(python3 -c "import json,sys; print(' '.join(sorted(json.load(open(sys.argv[1]))['inputs']['ops_installed'])))" \
+  "$of_wheel.opforge-record.json")
+
+# 2. DeepSpeed's setup.py for the ops opforge built.
+mkdir -p "$work/ds" && tar -xzf "$sdist" -C "$work/ds"
+vars=$(python3 - "$work/of/deepspeed-0.19.8" $built <<'PY'
+import ast, os, sys
+root, ops = sys.argv[1], set(sys.argv[2:])
+# Each builder's NAME → BUILD_VAR, read as opforge reads them.
+for f in sorted(os.listdir(os.path.join(root, "op_builder"))):
+    if not f.endswith(".py"):
+        continue
+    tree = ast.parse(open(os.path.join(root, "op_builder", f)).read())
+    for c in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+        a = {t.targets[0].id: t.value.value for t in c.body if isinstance(t, ast.Assign)
+             and isinstance(t.targets[0], ast.Name) and isinstance(t.value, ast.Constant)}
+        if a.get("NAME") in ops and "BUILD_VAR" in a:
+            print(f"{a['BUILD_VAR']}=1")
+PY
+)
+watch_memory "$work/ds.mem" & watcher=$!
+t0=$(secs)
+(cd "$work/ds/deepspeed-0.19.8" && /usr/bin/time -f '%e %M' -o "$work/ds.time" env CUDA_HOME=/usr/local/cuda-13.0 \
+   DS_ACCELERATOR=cuda DS_SKIP_CUDA_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 DS_ENABLE_NINJA=1 MAX_JOBS="$(nproc)" \
+   DS_BUILD_OPS=0 $vars TORCH_NO_COMPILER_WRAPPER=1 python setup.py build_ext -j2 bdist_wheel) > "$work/ds.log" 2>&1 \
+  || { tail -40 "$work/ds.log"; kill "$watcher"; exit 1; }
+t1=$(secs); kill -TERM "$watcher"; wait "$watcher" || true
+ds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+ds_wheel=$(ls "$work"/ds/deepspeed-0.19.8/dist/*.whl)
+
+# 3. Each wheel installed alone; every op it holds loads.
+check() {  # check NAME WHEEL: prints "ok N ops" or the failures
+  python -m venv --system-site-packages "$work/venv-$1" >/dev/null
+  "$work/venv-$1/bin/pip" install --quiet --no-deps --force-reinstall "$2" >/dev/null
+  (cd "$work" && DS_ACCELERATOR=cuda "$work/venv-$1/bin/python" - <<'PY'
+from deepspeed.git_version_info import installed_ops
+from deepspeed.ops.op_builder.all_ops import ALL_OPS
+bad = []
+ops = sorted(op for op, on in installed_ops.items() if on)
+for op in ops:
+    try:
+        ALL_OPS[op].load(verbose=False)
+    except Exception as e:  # noqa: BLE001 - each failure is reported
+        bad.append(f"{op}: {type(e).__name__}: {e}")
+print(f"ok {len(ops)} ops load" if not bad else "FAILED " + "; ".join(bad))
+PY
+  )
+}
+of_check=$(check of "$of_wheel" 2>&1 | tail -1)
+ds_check=$(check ds "$ds_wheel" 2>&1 | tail -1)
+load1=$(load)
+
+{
+  echo "DeepSpeed 0.19.8 sdist, DS_BUILD_OPS=1, torch $(python -c 'import torch; print(torch.__version__)' 2>/dev/null),"
+  echo "CUDA 13.0 toolkit, one arch (9.0), $(nproc) cores, $(date -u +%F)"
+  echo "load average (1/5/15 min) before: $load0, after: $load1"
+  echo "opforge's per-op table:"
+  sed -n '/^ops:$/,/^wheel:/p' "$work/of.log" | sed '$d'
+  echo "ops built: $built"
+  echo "  opforge build:                                 ${of} s, largest process $(gib "$(cut -d' ' -f2 "$work/of.time")"), machine peak +$(gib "$(cat "$work/of.mem")"); install: $of_check"
+  echo "  DeepSpeed setup.py build_ext -j2 bdist_wheel: ${ds} s, largest process $(gib "$(cut -d' ' -f2 "$work/ds.time")"), machine peak +$(gib "$(cat "$work/ds.mem")"); install: $ds_check"
+  python3 -c "print(f'  opforge / DeepSpeed: {$of / $ds:.2f}x (target <= 0.8x)')"
+} | tee "$work/summary.txt"
+[ -n "$results" ] && cp "$work/summary.txt" "$results"
+exit 0

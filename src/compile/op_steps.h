@@ -1,0 +1,39 @@
+#pragma once
+/// A DeepSpeed-style command build op by op: each op compiled alone in the scratch tree
+/// (`setup.py build_ext` with only its DS_BUILD_* on), so that one op's failure costs that op
+/// only. The recipe's command then writes the wheel for the ops that built: setuptools skips an
+/// extension whose library is newer than its sources, so nothing compiles twice.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opforge::compile {
+
+namespace fs = std::filesystem;
+
+enum class OpStatus { built, failed };
+
+/// One op's compile step.
+struct OpStep {
+  std::string op;
+  OpStatus status = OpStatus::built;
+  std::string first_error{};  ///< failed: "csrc/x/k.cu:234: error: ..." (or the log's last line)
+  fs::path log{};             ///< the step's full output
+  double seconds = 0;
+  long peak_rss_kib = 0;  ///< the largest process of the step (ru_maxrss), 0 when unknown
+};
+
+/// `[python, setup.py, bdist_wheel, ...]` → `[python, setup.py, build_ext]`: the command that
+/// compiles the extensions only; nullopt when the command runs no setup.py (then the ops are
+/// built in one go by the command itself).
+std::optional<std::vector<std::string>> build_ext_command(const std::vector<std::string>& command);
+
+/// The first compiler error of a build log as `file:line: error: message`: gcc's and clang's
+/// `file:line:col: error:` and nvcc's `file(line): error:` lines, with `tree/` taken off paths
+/// inside the tree. Without such a line, the first line naming an error (a linker's, ninja's
+/// `FAILED:`), else the log's last non-empty line; empty for an empty log.
+std::string first_compiler_error(std::string_view log, const fs::path& tree);
+
+}  // namespace opforge::compile

@@ -1,0 +1,53 @@
+#pragma once
+/// How many compiles run at once under `[build] jobs = "auto"`: no more than the cores, and no more
+/// than the memory the machine has available holds at the expected peak of one compile.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/manifest.h"
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::plan {
+
+namespace fs = std::filesystem;
+
+/// Without history, one nvcc compile of a torch extension is expected to peak at this much
+/// resident memory (KiB): 3.0 GiB, above the largest single process measured compiling DeepSpeed
+/// 0.19.8's heaviest translation unit here (docs/recipe.md, "jobs").
+inline constexpr std::uint64_t kDefaultNvccPeakKib = 3ull * 1024 * 1024;
+/// A host C++ compile of a torch extension (torch/extension.h alone pulls in ~1 GiB of g++).
+inline constexpr std::uint64_t kDefaultCxxPeakKib = 1536ull * 1024;
+
+/// Memory available to this build, in KiB: /proc/meminfo's MemAvailable, lowered to what the
+/// cgroup v2 limit of this process leaves (memory.max − memory.current) when there is one.
+/// nullopt when neither can be read.
+std::optional<std::uint64_t> available_memory_kib(const probe::FileSystem& fs);
+
+/// The recorded peaks: <cache>/compile-peaks.json, op name → KiB.
+std::map<std::string, std::uint64_t> load_compile_peaks(const probe::FileSystem& fs, const fs::path& cache_dir);
+/// Records the peaks a build measured, keeping the larger of the old and the new value per op (a
+/// build served by ccache measures less than a compile costs). Errors are ignored: the file is a
+/// hint, never an input of the wheel.
+void store_compile_peaks(probe::FileSystem& fs, const fs::path& cache_dir,
+                         const std::map<std::string, std::uint64_t>& peaks);
+
+struct MemoryJobs {
+  unsigned jobs = 1;
+  std::string why;  ///< "2 cores; 21.4 GiB available / 2.9 GiB per nvcc compile"
+};
+
+/// min(cores, available / expected peak), at least 1. The expected peak is the largest recorded
+/// peak of the ops built, or the default for their kind (nvcc for CUDA ops) where an op has none.
+/// Without a known available memory: the cores.
+MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> available_kib,
+                             const std::vector<ops::Decision>& ops, const std::map<std::string, std::uint64_t>& peaks);
+
+/// "21.4 GiB"
+std::string gib(std::uint64_t kib);
+
+}  // namespace opforge::plan

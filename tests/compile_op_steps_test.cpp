@@ -1,0 +1,53 @@
+// One op at a time: the command that compiles only the extensions, and the first compiler error
+// of a step's log (captured outputs of gcc 12, nvcc 13.0 and setuptools).
+#include <gtest/gtest.h>
+
+#include "compile/op_steps.h"
+
+using namespace opforge;
+
+TEST(CompileOpSteps, BuildExtCommandKeepsThePythonAndSetupPy) {
+  EXPECT_EQ(compile::build_ext_command({"python", "setup.py", "bdist_wheel"}),
+            (std::vector<std::string>{"python", "setup.py", "build_ext"}));
+  EXPECT_EQ(compile::build_ext_command({"/usr/bin/python3", "-u", "/src/setup.py", "bdist_wheel", "-d", "x"}),
+            (std::vector<std::string>{"/usr/bin/python3", "-u", "/src/setup.py", "build_ext"}));
+  EXPECT_FALSE(compile::build_ext_command({"python", "-m", "build", "--wheel"}));
+  EXPECT_FALSE(compile::build_ext_command({}));
+}
+
+TEST(CompileOpSteps, FirstErrorOfNvcc) {
+  // DeepSpeed's fp_quantizer under nvcc 13.0 (torch's ninja prints the FAILED line first).
+  const std::string log =
+      "[1/3] c++ -MMD -MF fp_quantize.o.d -c /tmp/t/csrc/fp_quantizer/fp_quantize.cpp\n"
+      "FAILED: /tmp/t/build/temp.linux-x86_64-cpython-311/csrc/fp_quantizer/fp_quantize_impl.o\n"
+      "/usr/local/cuda/bin/nvcc -c /tmp/t/csrc/fp_quantizer/fp_quantize_impl.cu -o x.o\n"
+      "/tmp/t/csrc/fp_quantizer/fp_quantize_impl.cu(234): error: template parameter \"q_exponent_bits\" may not "
+      "be redeclared in this scope\n"
+      "      template <int q_mantisa_bits, int q_exponent_bits>\n"
+      "/tmp/t/csrc/fp_quantizer/fp_quantize_impl.cu(301): error: identifier \"x\" is undefined\n"
+      "2 errors detected in the compilation of \"/tmp/t/csrc/fp_quantizer/fp_quantize_impl.cu\".\n"
+      "ninja: build stopped: subcommand failed.\n";
+  EXPECT_EQ(compile::first_compiler_error(log, "/tmp/t"),
+            "csrc/fp_quantizer/fp_quantize_impl.cu:234: error: template parameter \"q_exponent_bits\" may not be "
+            "redeclared in this scope");
+}
+
+TEST(CompileOpSteps, FirstErrorOfGccAndFallbacks) {
+  const std::string gcc =
+      "In file included from csrc/includes/cpu_adam.h:12,\n"
+      "                 from csrc/adam/cpu_adam.cpp:6:\n"
+      "/src/t/csrc/includes/simd.h:40:10: fatal error: immintrin.h: No such file or directory\n"
+      "   40 | #include <immintrin.h>\n"
+      "compilation terminated.\n";
+  EXPECT_EQ(compile::first_compiler_error(gcc, "/src/t"),
+            "csrc/includes/simd.h:40: error: immintrin.h: No such file or directory");
+  EXPECT_EQ(compile::first_compiler_error("x.cpp:3: error: expected ';'\n", "/src/t"), "x.cpp:3: error: expected ';'");
+  // A link error names no source line: the first line saying error.
+  const std::string link =
+      "/usr/bin/ld: cannot find -ldeepspeedkernels: No such file or directory\n"
+      "collect2: error: ld returned 1 exit status\n"
+      "error: command '/usr/bin/x86_64-linux-gnu-g++' failed with exit code 1\n";
+  EXPECT_EQ(compile::first_compiler_error(link, "/src/t"), "collect2: error: ld returned 1 exit status");
+  EXPECT_EQ(compile::first_compiler_error("running build_ext\nKilled\n", "/src/t"), "Killed");
+  EXPECT_EQ(compile::first_compiler_error("", "/src/t"), "");
+}

@@ -1,0 +1,6 @@
+# Every op that can be built is built: a DeepSpeed-shaped tree with a good CUDA op, a good CPU op,
+# an op whose extension cannot be constructed and one with a real nvcc error (e2e/every_op.sh).
+add_test(NAME e2e.every_op
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/every_op.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/every_op)
+set_tests_properties(e2e.every_op PROPERTIES TIMEOUT 900 LABELS e2e SKIP_RETURN_CODE 77)

@@ -1,0 +1,83 @@
+// `jobs = "auto"` on the fake machine: cores, MemAvailable, a cgroup v2 limit and recorded peaks
+// decide how many compiles run at once.
+#include <gtest/gtest.h>
+
+#include "plan/jobs.h"
+#include "probe/fake_machine.h"
+
+using namespace opforge;
+
+namespace {
+
+constexpr std::uint64_t kGiB = 1024 * 1024;  // in KiB
+
+ops::Decision op(const std::string& name, ops::Kind kind, bool build = true) {
+  ops::Decision d;
+  d.manifest.name = name;
+  d.manifest.kind = kind;
+  d.build = build;
+  return d;
+}
+
+std::string meminfo(std::uint64_t available_kib) {
+  return "MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   " + std::to_string(available_kib) +
+         " kB\nBuffers:          100000 kB\n";
+}
+
+}  // namespace
+
+TEST(PlanJobs, MemAvailableBoundsTheCoresAtTheNvccDefault) {
+  std::vector<ops::Decision> ops = {op("fused_adam", ops::Kind::cuda), op("cpu_adam", ops::Kind::cpu)};
+  auto fit = plan::memory_aware_jobs(16, 10 * kGiB, ops, {});
+  EXPECT_EQ(fit.jobs, 3u);  // 10 GiB / 3 GiB per nvcc compile
+  EXPECT_EQ(fit.why, "16 cores; 10.0 GiB available / 3.0 GiB per nvcc compile");
+  auto few_cores = plan::memory_aware_jobs(2, 21.4 * kGiB, ops, {});
+  EXPECT_EQ(few_cores.jobs, 2u);
+  EXPECT_EQ(few_cores.why, "2 cores; 21.4 GiB available / 3.0 GiB per nvcc compile");
+}
+
+TEST(PlanJobs, RecordedPeaksReplaceTheDefaults) {
+  std::vector<ops::Decision> ops = {op("fused_adam", ops::Kind::cuda), op("cpu_adam", ops::Kind::cpu),
+                                    op("huge", ops::Kind::cuda, false)};  // not built: not counted
+  std::map<std::string, std::uint64_t> peaks = {{"fused_adam", kGiB / 2}, {"cpu_adam", kGiB}, {"huge", 40 * kGiB}};
+  auto fit = plan::memory_aware_jobs(16, 10 * kGiB, ops, peaks);
+  EXPECT_EQ(fit.jobs, 10u);
+  EXPECT_EQ(fit.why, "16 cores; 10.0 GiB available / 1.0 GiB per compile (recorded)");
+  // One op without history falls back to the default for its kind.
+  ops.push_back(op("new_cuda", ops::Kind::cuda));
+  EXPECT_EQ(plan::memory_aware_jobs(16, 10 * kGiB, ops, peaks).jobs, 3u);
+}
+
+TEST(PlanJobs, AtLeastOneJobAndCoresWhenMemoryIsUnknown) {
+  std::vector<ops::Decision> ops = {op("fused_adam", ops::Kind::cuda)};
+  EXPECT_EQ(plan::memory_aware_jobs(8, kGiB, ops, {}).jobs, 1u);  // less than one compile fits: still one
+  auto unknown = plan::memory_aware_jobs(8, std::nullopt, ops, {});
+  EXPECT_EQ(unknown.jobs, 8u);
+  EXPECT_EQ(unknown.why, "8 cores; available memory unknown");
+  EXPECT_EQ(plan::memory_aware_jobs(0, 10 * kGiB, {}, {}).jobs, 1u);  // nothing built, no cores known
+}
+
+TEST(PlanJobs, AvailableMemoryIsMemAvailableLoweredByTheCgroupLimit) {
+  probe::FakeFileSystem fs;
+  EXPECT_FALSE(plan::available_memory_kib(fs));
+  fs.add_file("/proc/meminfo", meminfo(20 * kGiB));
+  EXPECT_EQ(plan::available_memory_kib(fs), 20 * kGiB);
+  fs.add_file("/proc/self/cgroup", "0::/build.slice/job.scope\n");
+  fs.add_file("/sys/fs/cgroup/build.slice/job.scope/memory.max", "max\n");  // no limit
+  fs.add_file("/sys/fs/cgroup/build.slice/job.scope/memory.current", "1073741824\n");
+  EXPECT_EQ(plan::available_memory_kib(fs), 20 * kGiB);
+  fs.add_file("/sys/fs/cgroup/build.slice/job.scope/memory.max", "8589934592\n");  // 8 GiB, 1 GiB used
+  EXPECT_EQ(plan::available_memory_kib(fs), 7 * kGiB);
+}
+
+TEST(PlanJobs, PeaksAreKeptWithTheCacheAndOnlyGrow) {
+  probe::FakeFileSystem fs;
+  fs.add_directory("/cache");
+  EXPECT_TRUE(plan::load_compile_peaks(fs, "/cache").empty());
+  plan::store_compile_peaks(fs, "/cache", {{"fused_adam", 2 * kGiB}, {"cpu_adam", kGiB}});
+  plan::store_compile_peaks(fs, "/cache", {{"fused_adam", kGiB / 4}});  // a ccache hit measures less
+  auto peaks = plan::load_compile_peaks(fs, "/cache");
+  EXPECT_EQ(peaks, (std::map<std::string, std::uint64_t>{{"cpu_adam", kGiB}, {"fused_adam", 2 * kGiB}}));
+  fs.add_file("/cache/compile-peaks.json", "not json");
+  EXPECT_TRUE(plan::load_compile_peaks(fs, "/cache").empty());  // a broken hint is no hint
+}
