@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/cache.h"
 #include "cli/command.h"
+#include "cuda/provision.h"
 #include "doctor/doctor.h"
 #include "util/strings.h"
 
@@ -97,6 +99,16 @@ void print_text(const json& j) {
                 << "\n";
   }
   if (j.contains("cuda_error")) std::cout << "  " << s(j["cuda_error"]) << "\n";
+  if (j.contains("provisioned_toolkits")) {
+    std::cout << "\nProvisioned toolkits (from PyPI):\n";
+    if (j["provisioned_toolkits"].empty()) std::cout << "  none\n";
+    for (auto& p : j["provisioned_toolkits"]) {
+      std::vector<std::string> names;
+      for (auto& k : p["packages"]) names.push_back(s(k["name"]) + " " + s(k["version"]));
+      std::cout << "  " << s(p["dir"]) << "  CUDA " << s(p["cuda"]) << " (" << s(p["requirement"]) << ")\n      "
+                << strings::join(names, ", ") << "\n";
+    }
+  }
   std::cout << "\nHost compilers:\n";
   for (auto& c : j["compilers"])
     std::cout << "  " << s(c["cxx"]) << "  " << s(c["family"]) << " " << s(c["version"])
@@ -112,6 +124,9 @@ void print_text(const json& j) {
                                             : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
               << "\n";
   if (j.contains("kernel")) std::cout << "kernel: " << s(j["kernel"]) << "\n";
+  if (j.contains("cache"))
+    std::cout << "cache: " << s(j["cache"]["path"]) << " ("
+              << cache::human_size(j["cache"]["bytes"].get<std::uint64_t>()) << "; `opforge cache` lists it)\n";
   std::cout << "\nOps:\n";
   for (auto& o : j["ops"])
     std::cout << "  " << s(o["name"]) << ": " << (o["build"].get<bool>() ? "build" : "skip") << " ("
@@ -137,7 +152,14 @@ Registrar doctor_command{{
       app.add_option("--python", args->python, "the Python whose torch is read (default python3)");
       app.add_option("--recipe", args->recipe, "decide ops for this recipe (default: the bundled one)");
       return [args]() -> Status {
-        auto j = to_json(doctor::examine(probe::real_machine(), args->python, args->recipe));
+        auto m = probe::real_machine();
+        auto j = to_json(doctor::examine(m, args->python, args->recipe));
+        // What opforge keeps in its cache folder: provisioned toolkits, and the folder's size.
+        const auto cache_dir = probe::default_cache_dir(m.env);
+        j["provisioned_toolkits"] = json::array();
+        for (auto& p : cuda::list_provisioned(m.fs, cache_dir))
+          j["provisioned_toolkits"].push_back(json::parse(cuda::provision_json_text(p)));
+        j["cache"] = {{"path", cache_dir.string()}, {"bytes", cache_dir.empty() ? 0 : cache::size_of(m.fs, cache_dir)}};
         if (args->json) std::cout << j.dump(2) << "\n";
         else print_text(j);
         return {};
