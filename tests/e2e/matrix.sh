@@ -28,6 +28,8 @@ cp -r "$src/tests/fixtures/cuda_extension" "$work/proj"
 pyver=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 c214="torch2.14.0-py$pyver" c215="torch2.15.0-py$pyver"
 sed -i 's/^local_version = .*/local_version = "cu{cuda_major}{cuda_minor}torch{torch_major}{torch_minor}"/' "$work/proj/opforge.toml"
+# ccache: the --cell-index build below compiles a cell again.
+sed -i 's/^backend = "command"/backend = "command"\ncache = "ccache"/' "$work/proj/opforge.toml"
 cat >> "$work/proj/opforge.toml" <<TOML
 
 [cuda]
@@ -41,7 +43,7 @@ python = ["python3"]
 requirements = ["numpy", "ninja", "setuptools", "wheel"]
 environments = { "$c214" = "$v214/bin/python", "$c215" = "$v215/bin/python" }
 TOML
-export OPFORGE_CACHE_DIR="$work/cache"
+export OPFORGE_CACHE_DIR="$work/cache" CCACHE_DIR="$work/ccache"
 unset CUDA_HOME CUDA_PATH DS_SKIP_CUDA_CHECK
 
 # The matrix, as CI's first job reads it.

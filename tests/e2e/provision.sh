@@ -18,6 +18,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 rm -rf "$work" && mkdir -p "$work"
 cp -r "$src/tests/fixtures/cuda_extension" "$work/proj"
+# ccache: the second build compiles the same sources again (the scratch tree is fresh).
+sed -i 's/^backend = "command"/backend = "command"\ncache = "ccache"/' "$work/proj/opforge.toml"
 cat >> "$work/proj/opforge.toml" <<'TOML'
 
 [cuda]
@@ -25,7 +27,7 @@ version = "torch"
 python = "python"
 provision = "pypi"
 TOML
-export PATH="$venv/bin:$PATH" OPFORGE_CACHE_DIR="$work/cache"
+export PATH="$venv/bin:$PATH" OPFORGE_CACHE_DIR="$work/cache" CCACHE_DIR="$work/ccache"
 unset CUDA_HOME CUDA_PATH DS_SKIP_CUDA_CHECK
 tk="$work/cache/toolkits/13.2"
 dead=http://127.0.0.1:9/simple   # the discard port: nothing listens there
