@@ -39,7 +39,7 @@ const Case kCases[] = {
      "opforge: error: r.toml:4:2: unknown key 'pakage' in the recipe; did you mean 'package'?\n"
      "  [pakage]\n"
      "   ^\n"
-     "  hint: valid keys: package, source, cuda, compiler, arch, ops, build\n"},
+     "  hint: valid keys: package, source, cuda, compiler, arch, ops, build, matrix\n"},
     {"unknown_key", "[package]\nverison = \"1.0\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:5:1: unknown key 'verison' in [package]; did you mean 'version'?\n"
      "  verison = \"1.0\"\n"
@@ -102,7 +102,7 @@ const Case kCases[] = {
      "'{cuda_major}'?\n"
      "  local_version = \"cu{cuda_mayor}\"\n"
      "                     ^\n"
-     "  hint: placeholders: {cuda_major}, {cuda_minor}, {commit}\n"},
+     "  hint: placeholders: {cuda_major}, {cuda_minor}, {torch_major}, {torch_minor}, {commit}\n"},
     {"local_version_label", "[package]\nlocal_version = \"Build_1\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:5:17: package.local_version gives the local version label 'Build_1', which is not "
      "[a-z0-9] segments separated by dots\n"

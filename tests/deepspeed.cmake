@@ -14,3 +14,10 @@ add_test(NAME e2e.deepspeed_reproducible
                  ${CMAKE_BINARY_DIR}/e2e/deepspeed second)
 set_tests_properties(e2e.deepspeed_reproducible PROPERTIES TIMEOUT 3600 LABELS "e2e;deepspeed" SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE FIXTURES_REQUIRED deepspeed_first_wheel)
+# The same build with [cuda] provision = "pypi": torch's CUDA 13.2 from NVIDIA's PyPI wheels, so no
+# DS_SKIP_CUDA_CHECK and no mismatch warning (e2e.deepspeed keeps the 13.0 mismatch path).
+add_test(NAME e2e.deepspeed_provision
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/deepspeed.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/deepspeed_provision provision)
+set_tests_properties(e2e.deepspeed_provision PROPERTIES TIMEOUT 3600 LABELS "e2e;deepspeed;variants"
+                     SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)

@@ -1,12 +1,15 @@
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <regex>
 
 #include "cli/command.h"
+#include "pipeline/matrix.h"
 #include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
 #include "record/record.h"
+#include "util/strings.h"
 
 namespace opforge::cli {
 namespace {
@@ -22,6 +25,8 @@ struct BuildFlags {
   std::string dist_dir;
   bool release = false;
   std::string release_of;
+  std::string cell;
+  int cell_index = -1;
 };
 
 Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& flags) {
@@ -57,8 +62,8 @@ std::function<void(std::string_view)> progress_printer(bool command) {
     if (std::regex_match(text, mm, progress)) {
       std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
     } else if (text.starts_with("building '") || text.starts_with("waiting for ") || text.starts_with("opforge: ") ||
-               text.find("error:") != std::string::npos || text.find("Error:") != std::string::npos ||
-               text.find("Error ") != std::string::npos) {
+               text.starts_with("provisioning ") || text.find("error:") != std::string::npos ||
+               text.find("Error:") != std::string::npos || text.find("Error ") != std::string::npos) {
       std::cout << text << "\n" << std::flush;
     }
   };
@@ -139,6 +144,29 @@ BuildFlags resolve_default(probe::Machine m, BuildFlags flags) {
   return flags;
 }
 
+/// One line per cell, and exit 1 (naming the failed cells) when any failed.
+Status print_cells(const std::vector<pipeline::CellOutcome>& outcomes) {
+  std::vector<std::string> failed;
+  std::cout << "\ncell                          result  seconds  wheel\n";
+  for (auto& c : outcomes) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%7.1f", c.seconds);
+    std::string id = c.cell.id;
+    id.resize(std::max<std::size_t>(id.size(), 29), ' ');
+    std::cout << id << " " << (c.outcome ? "built " : "FAILED") << "  " << secs << "  "
+              << (c.outcome ? c.outcome->wheel.filename().string()
+                            : c.error->message.substr(0, c.error->message.find('\n')))
+              << "\n";
+    if (!c.outcome) failed.push_back(c.cell.id);
+  }
+  if (failed.empty()) return {};
+  // One cell built alone keeps its own error (and exit code).
+  if (outcomes.size() == 1) return opforge::unexpected(*outcomes.front().error);
+  return failure(std::to_string(failed.size()) + " of " + std::to_string(outcomes.size()) +
+                     " matrix cells failed: " + strings::join(failed, ", "),
+                 "rebuild one with --cell ID to see its whole error");
+}
+
 Status run_build(const BuildFlags& given) {
   auto m = probe::real_machine();
   const BuildFlags flags = resolve_default(m, given);
@@ -148,8 +176,20 @@ Status run_build(const BuildFlags& given) {
     return r && r->build.backend == recipe::Backend::command;
   }();
   options.on_line = progress_printer(command);
-  print_outcome(OPFORGE_TRY(pipeline::build_wheel(m, flags.recipe, options)));
-  return {};
+  std::optional<std::size_t> index;
+  if (flags.cell_index >= 0) index = static_cast<std::size_t>(flags.cell_index);
+  auto cells = OPFORGE_TRY(pipeline::matrix_cells(m, flags.recipe, options, flags.cell, index));
+  if (cells.empty()) {
+    print_outcome(OPFORGE_TRY(pipeline::build_wheel(m, flags.recipe, options)));
+    return {};
+  }
+  auto outcomes = pipeline::build_cells(m, flags.recipe, options, cells);
+  for (auto& c : outcomes) {
+    std::cout << "\n== cell " << c.cell.id << "\n";
+    if (c.outcome) print_outcome(*c.outcome);
+    else std::cout << c.error->render() << "\n";
+  }
+  return print_cells(outcomes);
 }
 
 Registrar reg{
@@ -166,6 +206,10 @@ Registrar reg{
        app.add_option("--release-of", flags->release_of,
                       "rebuild the release a build record describes: --release, and the source must "
                       "resolve to the record's commit (a branch rev is then accepted)");
+       app.add_option("--cell", flags->cell, "build only this [matrix] cell (`opforge matrix` lists them)");
+       app.add_option("--cell-index", flags->cell_index,
+                      "build only the matrix cell at this index (0-based; a SLURM array's $SLURM_ARRAY_TASK_ID)")
+           ->check(CLI::NonNegativeNumber);
        return [flags] { return run_build(*flags); };
      }}};
 

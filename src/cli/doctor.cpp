@@ -1,7 +1,9 @@
 // `opforge doctor`: prints doctor::examine's report as text or JSON.
 #include <iostream>
 
+#include "cache/cache.h"
 #include "cli/command.h"
+#include "cuda/provision.h"
 #include "doctor/render.h"
 
 namespace opforge::cli {
@@ -21,7 +23,14 @@ Registrar doctor_command{{
       app.add_option("--python", args->python, "the Python whose torch is read (default python3)");
       app.add_option("--recipe", args->recipe, "decide ops for this recipe (default: the bundled one)");
       return [args]() -> Status {
-        auto j = doctor::to_json(doctor::examine(probe::real_machine(), args->python, args->recipe));
+        auto m = probe::real_machine();
+        auto j = doctor::to_json(doctor::examine(m, args->python, args->recipe));
+        // What opforge keeps in its cache folder: provisioned toolkits, and the folder's size.
+        const auto cache_dir = probe::default_cache_dir(m.env);
+        j["provisioned_toolkits"] = nlohmann::json::array();
+        for (auto& p : cuda::list_provisioned(m.fs, cache_dir))
+          j["provisioned_toolkits"].push_back(nlohmann::json::parse(cuda::provision_json_text(p)));
+        j["cache"] = {{"path", cache_dir.string()}, {"bytes", cache_dir.empty() ? 0 : cache::size_of(m.fs, cache_dir)}};
         if (args->json) std::cout << j.dump(2) << "\n";
         else std::cout << doctor::to_text(j);
         return {};

@@ -23,6 +23,14 @@ void print_toolchain(const plan::Plan& p) {
   if (p.cuda.torch)
     std::cout << "  torch (" << p.cuda.torch->python << "): " << p.cuda.torch->torch_version.value_or("not installed")
               << ", CUDA " << (p.cuda.torch->cuda ? p.cuda.torch->cuda->str() : "none") << "\n";
+  if (p.provision) {
+    const auto& v = *p.provision;
+    std::cout << "  provision   CUDA " << v.cuda.str() << " from PyPI in " << v.dir.string() << ": "
+              << (v.present || v.fetched ? "cached, nothing to fetch"
+                                         : "`opforge build` installs " + v.requirement + " (" + v.requirement_source +
+                                               ") with " + v.python + " -m pip")
+              << "\n";
+  }
   std::cout << "host compiler ";
   if (p.host) {
     std::cout << p.host->compiler.cxx.string() << " " << p.host->compiler.version.str(3) << " — " << p.host->reason
@@ -124,6 +132,7 @@ Registrar plan_command{{
         opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r) {
           return plan::inspect_source(m, r, false);
         };
+        opts.fetch_toolkit = false;  // plan says what a build would fetch, and fetches nothing
         auto real = probe::real_machine();
         std::vector<std::string> node_warnings;
         if (!args->nodes.empty()) {

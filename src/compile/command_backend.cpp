@@ -90,6 +90,9 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<st
     if (auto req = torch_requirement(*plan.cuda.torch->torch_version);
         !req.empty() && plan.source.catalogue == plan::Catalogue::op_builder)
       opts.requires_dist.push_back(req);
+  for (auto& req : plan.requires_dist)
+    if (std::find(opts.requires_dist.begin(), opts.requires_dist.end(), req) == opts.requires_dist.end())
+      opts.requires_dist.push_back(req);
   const std::string version = plan.wheel_version;
   opts.rewrite = [&installed, version](const std::string& path,
                                        const std::string& content) -> std::optional<std::string> {

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "cache/cache.h"
 #include "util/strings.h"
 
 namespace opforge::doctor {
@@ -90,17 +91,27 @@ std::string to_text(const json& j) {
     if (t.contains("version")) out << "  CUDA " << s(t["version"]) << " [" << s(t["version_source"]) << "]";
     out << "  (" << s(t["found_by"]) << ")\n      " << s(t["verdict"]) << "\n";
     if (t.contains("max_gcc"))
-      out << "      accepts gcc <= " << t["max_gcc"] << ", clang <= " << t["max_clang"] << " ("
-                << s(t["limits_source"]) << "); installed accepted: "
-                << (t["accepts"].empty() ? std::string("none")
-                                         : strings::join(t["accepts"].get<std::vector<std::string>>(), ", "))
-                << "\n";
+      out << "      accepts gcc <= " << t["max_gcc"] << ", clang <= " << t["max_clang"] << " (" << s(t["limits_source"])
+          << "); installed accepted: "
+          << (t["accepts"].empty() ? std::string("none")
+                                   : strings::join(t["accepts"].get<std::vector<std::string>>(), ", "))
+          << "\n";
   }
   if (j.contains("cuda_error")) out << "  " << s(j["cuda_error"]) << "\n";
+  if (j.contains("provisioned_toolkits")) {
+    out << "\nProvisioned toolkits (from PyPI):\n";
+    if (j["provisioned_toolkits"].empty()) out << "  none\n";
+    for (auto& p : j["provisioned_toolkits"]) {
+      std::vector<std::string> names;
+      for (auto& k : p["packages"]) names.push_back(s(k["name"]) + " " + s(k["version"]));
+      out << "  " << s(p["dir"]) << "  CUDA " << s(p["cuda"]) << " (" << s(p["requirement"]) << ")\n      "
+          << strings::join(names, ", ") << "\n";
+    }
+  }
   out << "\nHost compilers:\n";
   for (auto& c : j["compilers"])
     out << "  " << s(c["cxx"]) << "  " << s(c["family"]) << " " << s(c["version"])
-              << (c["default"].get<bool>() ? "  (default)" : "") << "\n";
+        << (c["default"].get<bool>() ? "  (default)" : "") << "\n";
   out << "\nGPUs (" << s(j["gpus"]["reader"]) << "):\n";
   if (j["gpus"]["devices"].empty()) out << "  none\n";
   for (auto& g : j["gpus"]["devices"])
@@ -108,14 +119,16 @@ std::string to_text(const json& j) {
   out << "\nlibaio: " << (j["libaio"].is_null() ? std::string("not found") : s(j["libaio"])) << "\n";
   for (const char* tool : {"ninja", "ccache"})
     out << tool << ": "
-              << (j[tool]["path"].is_null() ? std::string("not found")
-                                            : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
-              << "\n";
+        << (j[tool]["path"].is_null() ? std::string("not found") : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
+        << "\n";
   if (j.contains("kernel")) out << "kernel: " << s(j["kernel"]) << "\n";
+  if (j.contains("cache"))
+    out << "cache: " << s(j["cache"]["path"]) << " (" << cache::human_size(j["cache"]["bytes"].get<std::uint64_t>())
+        << "; `opforge cache` lists it)\n";
   out << "\nOps:\n";
   for (auto& o : j["ops"])
-    out << "  " << s(o["name"]) << ": " << (o["build"].get<bool>() ? "build" : "skip") << " ("
-              << s(o["requested_by"]) << ") " << s(o["why"]) << "\n";
+    out << "  " << s(o["name"]) << ": " << (o["build"].get<bool>() ? "build" : "skip") << " (" << s(o["requested_by"])
+        << ") " << s(o["why"]) << "\n";
   if (j.contains("ops_error")) out << "  " << s(j["ops_error"]) << "\n";
   if (!j["warnings"].empty()) {
     out << "\nWarnings:\n";

@@ -1,10 +1,12 @@
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "compile/command_backend.h"
 #include "compiler/host.h"
 #include "pipeline/dist.h"
+#include "pipeline/wheelhouse.h"
 #include "plan/jobs.h"
 
 #include <fnmatch.h>
@@ -47,6 +49,13 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
   if (plan.cuda.chosen) {
     auto& tk = *plan.cuda.chosen;
     in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()}, {"nvcc_version", tk.nvcc_version_text}};
+    if (plan.provision) {
+      // Which wheels the toolkit came from, not where this machine keeps them: the folder is the cache's.
+      auto p = nlohmann::json::parse(cuda::provision_json_text(*plan.provision));
+      in["toolkit"]["provisioned"] = {{"requirement", p["requirement"]},
+                                      {"requirement_source", p["requirement_source"]},
+                                      {"packages", p["packages"]}};
+    }
   }
   if (plan.host)
     in["compiler"] = {{"cxx", plan.host->compiler.cxx.string()},
@@ -222,7 +231,8 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   rec.wheel = out.wheel.filename().string();
   rec.outputs[rec.wheel] = outcome.wheel_sha256;
   rec.inputs = command_inputs(m, plan, out, recipe_file, recipe_text);
-  if (plan.source.catalogue == plan::Catalogue::op_builder) rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));
+  if (plan.source.catalogue == plan::Catalogue::op_builder)
+    rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));
   outcome.record_path = record::path_for(outcome.wheel);
   {
     auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
@@ -277,11 +287,34 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
   return files;
 }
 
+/// The summary's row for a finished build.
+SummaryRow summary_row(const Outcome& done, const std::string& cell, std::chrono::steady_clock::duration took) {
+  const plan::Plan& plan = done.plan;
+  SummaryRow row;
+  row.cell = cell.empty() ? "default" : cell;
+  row.wheel = done.wheel.filename().string();
+  row.sha256 = done.wheel_sha256;
+  for (auto& d : plan.ops)
+    if (d.build) row.ops.push_back(d.manifest.name);
+  if (auto it = done.record.inputs.find("ops_installed"); it != done.record.inputs.end() && it->is_array())
+    for (auto& op : *it)
+      if (op.is_string() && std::find(row.ops.begin(), row.ops.end(), op.get<std::string>()) == row.ops.end())
+        row.ops.push_back(op.get<std::string>());
+  if (plan.cuda.chosen) {
+    row.toolkit = "CUDA " + plan.cuda.chosen->version.str() + " (" +
+                  (plan.provision ? "PyPI: " + plan.provision->requirement : plan.cuda.chosen->root.string()) + ")";
+  }
+  if (plan.cuda.torch && plan.cuda.torch->torch_version) row.torch = *plan.cuda.torch->torch_version;
+  row.seconds = std::chrono::duration<double>(took).count();
+  return row;
+}
+
 /// The plan, with --build-dir / --dist-dir made absolute, in folders opforge can write.
 Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, const Options& options) {
   plan::Options plan_options = options.plan;
   if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
   if (options.dist_dir) plan_options.dist_dir = m.fs.absolute(*options.dist_dir);
+  if (!plan_options.on_progress) plan_options.on_progress = options.on_line;
   auto plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
   OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
   OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
@@ -389,6 +422,7 @@ std::vector<OpSummaryLine> op_summary(const plan::Plan& plan, const std::vector<
 fs::path default_python_package(const probe::FileSystem& fs) { return probe::data_dir(fs) / "src/python/opforge_ops"; }
 
 Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const Options& options) {
+  const auto start = std::chrono::steady_clock::now();
   Outcome outcome;
   outcome.plan = OPFORGE_TRY(make_plan(m, recipe_file, options));
   const plan::Plan& plan = outcome.plan;
@@ -401,9 +435,13 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   // Both backends reach the compiler through the shim when the plan has one (compiler::invocation).
   if (plan.host) OPFORGE_CHECK(compiler::ensure_shim(m.fs, *plan.host));
   auto recipe_text = m.fs.read_file(recipe_file).value_or("");
-  if (plan.recipe.build.backend == recipe::Backend::command)
-    return build_with_command(m, std::move(outcome), recipe_file, recipe_text, options);
-  return build_native(m, std::move(outcome), recipe_file, recipe_text, options);
+  Outcome done = plan.recipe.build.backend == recipe::Backend::command
+                     ? OPFORGE_TRY(build_with_command(m, std::move(outcome), recipe_file, recipe_text, options))
+                     : OPFORGE_TRY(build_native(m, std::move(outcome), recipe_file, recipe_text, options));
+  auto dist_lock = OPFORGE_TRY(lock_dist(m, done.plan.dist_dir, options.on_line));
+  OPFORGE_CHECK(
+      land(m.fs, done.plan.dist_dir, summary_row(done, options.cell, std::chrono::steady_clock::now() - start)));
+  return done;
 }
 
 }  // namespace opforge::pipeline

@@ -21,6 +21,7 @@ struct Options {
   std::optional<fs::path> dist_dir;   ///< overrides the recipe's
   fs::path python_package;            ///< folder of opforge_ops (src/python/opforge_ops)
   std::function<void(std::string_view)> on_line;
+  std::string cell;  ///< the matrix cell built, for dist/SUMMARY.md ("default" when empty)
 };
 
 struct Outcome {

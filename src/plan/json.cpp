@@ -24,6 +24,7 @@ nlohmann::json to_json(const Plan& p) {
                {"version", p.cuda.chosen ? json(p.cuda.chosen->version.str()) : json(nullptr)},
                {"candidates", cands},
                {"warnings", p.cuda.warnings}};
+  j["provision"] = p.provision ? json::parse(cuda::provision_json_text(*p.provision)) : json(nullptr);
   if (p.host)
     j["host_compiler"] = {{"cc", p.host->compiler.cc.string()},
                           {"cxx", p.host->compiler.cxx.string()},
@@ -42,7 +43,9 @@ nlohmann::json to_json(const Plan& p) {
                    {"build", d.build},
                    {"build_var", d.manifest.build_var},
                    {"requested_by", d.requested_by},
-                   {"status", d.build ? "build" : !d.requested ? "not requested" : "skipped"},
+                   {"status", d.build        ? "build"
+                              : !d.requested ? "not requested"
+                                             : "skipped"},
                    {"reason", d.reason}});
   j["ops"] = ops;
   j["jobs"] = p.jobs;

@@ -8,6 +8,7 @@
 #include "ops/ops.h"
 #include "plan/jobs.h"
 #include "plan/plan.h"
+#include "plan/provision_stage.h"
 #include "probe/overlay_environment.h"
 #include "util/numbers.h"
 #include "util/pep440.h"
@@ -244,6 +245,12 @@ Result<Toolchain> resolve_toolkit(probe::Machine m, const Options& opts, Plan& p
   Toolchain chain;
   chain.probe_compiler = r.compiler.host == "auto" ? "c++" : r.compiler.host;
   auto cuda = opts.resolvers.cuda(m, r.cuda.version, plan.python);
+  if (auto dir = OPFORGE_TRY(provision_toolkit(m, opts, plan, cuda))) {
+    // The provisioned folder is looked at, and validated, like a toolkit CUDA_HOME names.
+    probe::OverlayEnvironment env(m.env, {{"CUDA_HOME", dir->string()}});
+    cuda = opts.resolvers.cuda(probe::Machine{m.fs, m.proc, env, m.dl}, r.cuda.version, plan.python);
+    if (cuda) label_provisioned(*cuda, *plan.provision);
+  }
   if (!cuda) {
     if (cuda.error().kind == ErrorKind::bad_input || cuda.error().names_user_setting)
       return opforge::unexpected(cuda.error());
@@ -418,8 +425,8 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
 
 }  // namespace
 
-Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit,
-                                  const SourceInfo& source) {
+Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit, const SourceInfo& source,
+                                  const std::optional<std::string>& torch_version) {
   const std::string& tmpl = recipe.package.local_version;
   if (tmpl == "none" || tmpl.empty()) return recipe.package.version;
   Location loc;
@@ -436,6 +443,12 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
       }
       replace_all(s, "{cuda_major}", std::to_string(toolkit->version.major));
       replace_all(s, "{cuda_minor}", std::to_string(toolkit->version.minor));
+    }
+    if (s.find("{torch_major}") != std::string::npos || s.find("{torch_minor}") != std::string::npos) {
+      auto v = torch_version ? parse_version(torch_version->substr(0, torch_version->find('+'))) : std::nullopt;
+      if (!v) continue;
+      replace_all(s, "{torch_major}", std::to_string(v->major));
+      replace_all(s, "{torch_minor}", std::to_string(v->minor));
     }
     if (s.find("{commit}") != std::string::npos) {
       if (source.commit.size() < 7) continue;
@@ -478,7 +491,14 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   const bool any_cuda = carries_cuda(plan, chain);
   plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason);
   plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, plan.notes);
-  plan.wheel_version = OPFORGE_TRY(wheel_version(plan.recipe, any_cuda ? chain.tk : nullptr, plan.source));
+  const auto torch_version = plan.cuda.torch ? plan.cuda.torch->torch_version : std::nullopt;
+  plan.wheel_version =
+      OPFORGE_TRY(wheel_version(plan.recipe, any_cuda ? chain.tk : nullptr, plan.source, torch_version));
+  if (opts.pin_torch && torch_version)
+    if (auto v = parse_version(torch_version->substr(0, torch_version->find('+')))) {
+      plan.requires_dist.push_back("torch==" + v->str() + ".*");
+      plan.notes.push_back("requires: torch==" + v->str() + ".* (the torch this wheel is built against)");
+    }
   if (!any_cuda && chain.tk) plan.notes.push_back("wheel version: no CUDA op is built, so the label says cpu");
   plan.exports = OPFORGE_TRY(build_exports(m, plan, any_cuda && chain.tk ? toolkit : Env{}, catalogue.ds_root));
   return plan;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/host.h"
+#include "cuda/provision.h"
 #include "cuda/toolkit.h"
 #include "devices/arch.h"
 #include "ops/manifest.h"
@@ -65,6 +66,11 @@ struct Plan {
   /// The toolkit's CUDA minor version differs from torch's (same major): accepted with a warning,
   /// and DeepSpeed's stricter check is told through DS_SKIP_CUDA_CHECK=1.
   bool cuda_minor_mismatch = false;
+  /// [cuda] provision = "pypi" and no installed toolkit has torch's exact CUDA: the toolkit from
+  /// PyPI (fetched, reused, or, for `opforge plan`, what would be fetched).
+  std::optional<cuda::Provision> provision;
+  /// Requires-Dist values the wheel gets beyond its own ("torch==2.15.*" for a matrix cell).
+  std::vector<std::string> requires_dist;
   std::string python;              ///< the project's Python (torch, DeepSpeed's checks)
   std::vector<std::string> notes;  ///< one line per decision worth explaining
   std::vector<std::string> warnings;
@@ -114,6 +120,13 @@ struct Options {
   /// --build-dir / --dist-dir (absolute): they beat the recipe's, and everything placed in the
   /// build folder (the compiler shim, its wrappers) follows them.
   std::optional<fs::path> build_dir, dist_dir;
+  /// [cuda] provision = "pypi": false (`opforge plan`) only says what would be fetched.
+  bool fetch_toolkit = true;
+  /// A matrix cell's build: the wheel's Requires-Dist pins the torch it was built with
+  /// ("torch==2.15.*"), whatever the project's own requirements say.
+  bool pin_torch = false;
+  /// One line per long step the plan takes itself (provisioning a toolkit); may be null.
+  std::function<void(std::string_view)> on_progress;
 };
 
 /// Resolves everything the build needs, writing nothing but the probe cache.
@@ -122,6 +135,9 @@ Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& 
 
 /// The wheel's version: `version` + "+" + the expanded local_version template (or none).
 /// bad_input when the label breaks PEP 440's local-version rules ([a-z0-9] segments with dots).
-Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit, const SourceInfo& source);
+/// {torch_major}{torch_minor} come from `torch_version` ("2.15.0+cu132"); without one their
+/// segment is left out.
+Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit, const SourceInfo& source,
+                                  const std::optional<std::string>& torch_version = std::nullopt);
 
 }  // namespace opforge::plan

@@ -119,8 +119,18 @@ std::optional<FileStamp> FakeFileSystem::stamp(const fs::path& path) const {
   if (!r) return std::nullopt;
   auto it = nodes_.find(*r);
   if (it == nodes_.end()) return std::nullopt;
-  return FileStamp{it->second.content.size(), static_cast<std::int64_t>(std::hash<std::string>{}(it->second.content)),
-                   0};
+  return FileStamp{
+      it->second.content.size(),
+      mtimes_.count(*r) ? mtimes_.at(*r) : static_cast<std::int64_t>(std::hash<std::string>{}(it->second.content)), 0};
+}
+
+void FakeFileSystem::set_mtime(const fs::path& path, std::int64_t ns) {
+  if (auto r = resolve(path); r && nodes_.count(*r)) mtimes_[*r] = ns;
+}
+
+Result<std::shared_ptr<void>> FakeFileSystem::try_lock(const fs::path& path) {
+  if (held_.count(path.lexically_normal().string())) return failure("another process holds " + path.string());
+  return std::shared_ptr<void>();
 }
 
 Status FakeFileSystem::write_file_atomic(const fs::path& path, std::string_view content, unsigned mode) {

@@ -22,6 +22,10 @@ class FakeFileSystem final : public FileSystem {
   void add_directory(const fs::path& path);
   void add_symlink(const fs::path& path, const fs::path& target);
   const std::map<std::string, Node>& nodes() const { return nodes_; }
+  /// The modification time stamp() reports for an existing node.
+  void set_mtime(const fs::path& path, std::int64_t ns);
+  /// Another process holds the lock file `path`: try_lock and try_lock_shared fail on it.
+  void hold_lock(const fs::path& path) { held_.insert(path.lexically_normal().string()); }
   /// Paths written, symlinked or removed, in order ("write P", "symlink P -> T", "remove P", ...).
   const std::vector<std::string>& log() const { return log_; }
 
@@ -40,8 +44,12 @@ class FakeFileSystem final : public FileSystem {
   Status remove(const fs::path& path) override;
   Status remove_all(const fs::path& path) override;
   Result<fs::path> make_temp_directory(std::string_view prefix) override;
+  Result<std::shared_ptr<void>> try_lock(const fs::path& path) override;
+  Result<std::shared_ptr<void>> try_lock_shared(const fs::path& path) override { return try_lock(path); }
 
  private:
+  std::set<std::string> held_;
+  std::map<std::string, std::int64_t> mtimes_;  ///< set_mtime(); else the content's hash stands in
   std::optional<std::string> resolve(const fs::path& path, int depth = 0) const;
   std::map<std::string, Node> nodes_;
   std::vector<std::string> log_;

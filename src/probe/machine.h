@@ -82,6 +82,13 @@ class FileSystem {
     (void)path;
     return std::shared_ptr<void>();
   }
+  /// A shared lock on `path` (created if missing) without waiting: any number of holders, none
+  /// while someone holds the exclusive one (try_lock fails while shared holders exist). failed
+  /// when the exclusive lock is held. Fakes always succeed.
+  virtual Result<std::shared_ptr<void>> try_lock_shared(const fs::path& path) {
+    (void)path;
+    return std::shared_ptr<void>();
+  }
 };
 
 enum class Output {
@@ -162,6 +169,15 @@ fs::path data_dir(const FileSystem& fs);
 /// opforge's cache folder (probe results, git clones, compiler wrappers): $OPFORGE_CACHE_DIR, else
 /// $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (relative values ignored); empty when none.
 fs::path default_cache_dir(const Environment& env);
+
+/// Waits for the exclusive lock on `path` (try_lock, polled): `on_wait` (may be null) is called
+/// once when another process holds it; failed after `limit`.
+Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const std::function<void()>& on_wait,
+                                            std::chrono::seconds limit = std::chrono::hours(2));
+/// The same for the shared lock (try_lock_shared).
+Result<std::shared_ptr<void>> wait_for_shared_lock(FileSystem& fs, const fs::path& path,
+                                                   const std::function<void()>& on_wait,
+                                                   std::chrono::seconds limit = std::chrono::hours(2));
 
 /// Looks up `name` on a PATH-style list of folders; nullopt when absent.
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name, std::string_view path_list);

@@ -230,6 +230,22 @@ class RealFileSystem final : public FileSystem {
     if (!::mkdtemp(buf.data())) return opforge::unexpected(io_error("cannot create", templ, errno));
     return fs::path(buf.data());
   }
+  Result<std::shared_ptr<void>> try_lock_shared(const fs::path& path) override {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return opforge::unexpected(io_error("cannot open lock", path, errno));
+    if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK)
+        return failure("another opforge process holds " + path.string() + " exclusively", "wait for it to finish");
+      return opforge::unexpected(io_error("cannot lock", path, err));
+    }
+    return std::shared_ptr<void>(new int(fd), [](void* p) {
+      auto* fdp = static_cast<int*>(p);
+      ::close(*fdp);
+      delete fdp;
+    });
+  }
   Result<std::shared_ptr<void>> try_lock(const fs::path& path) override {
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return opforge::unexpected(io_error("cannot open lock", path, errno));

@@ -16,7 +16,7 @@
 namespace opforge::recipe {
 namespace {
 
-const std::vector<std::string> kSections = {"package", "source", "cuda", "compiler", "arch", "ops", "build"};
+const std::vector<std::string> kSections = {"package", "source", "cuda", "compiler", "arch", "ops", "build", "matrix"};
 
 /// `[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`: a distribution name.
 /// Names and versions go into the wheel's file name: past 256 characters none is a real one.
@@ -69,13 +69,15 @@ struct Parser {
       for (std::size_t open = lv.find('{'); open != std::string::npos; open = lv.find('{', open + 1)) {
         auto close = lv.find('}', open);
         std::string name = close == std::string::npos ? lv.substr(open) : lv.substr(open + 1, close - open - 1);
-        static const std::vector<std::string> known = {"cuda_major", "cuda_minor", "commit"};
+        static const std::vector<std::string> known = {"cuda_major", "cuda_minor", "torch_major", "torch_minor",
+                                                       "commit"};
         if (close == std::string::npos || std::find(known.begin(), known.end(), name) == known.end()) {
           std::string msg = "package.local_version: unknown placeholder '{" + strings::cut(name) + "}'";
           if (auto g = strings::did_you_mean(name, known)) msg += "; did you mean '{" + *g + "}'?";
-          return opforge::unexpected(Error{ErrorKind::bad_input, msg,
-                                           "placeholders: {cuda_major}, {cuda_minor}, {commit}",
-                                           r.inside_string(*n, static_cast<int>(open) + 1)});
+          return opforge::unexpected(
+              Error{ErrorKind::bad_input, msg,
+                    "placeholders: {cuda_major}, {cuda_minor}, {torch_major}, {torch_minor}, {commit}",
+                    r.inside_string(*n, static_cast<int>(open) + 1)});
         }
       }
     }
@@ -120,7 +122,7 @@ struct Parser {
   }
 
   Status cuda(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"version", "python"}, "[cuda]"));
+    OPFORGE_CHECK(r.check_keys(t, {"version", "python", "provision"}, "[cuda]"));
     if (auto* n = t.get("version")) {
       out.cuda.version = OPFORGE_TRY(r.string(*n, "cuda.version"));
       remember("cuda.version", *n);
@@ -134,6 +136,18 @@ struct Parser {
       }
     }
     if (auto* n = t.get("python")) out.cuda.python = OPFORGE_TRY(r.string(*n, "cuda.python"));
+    if (auto* n = t.get("provision")) {
+      out.cuda.provision = OPFORGE_TRY(r.string(*n, "cuda.provision"));
+      remember("cuda.provision", *n);
+      if (out.cuda.provision != "none" && out.cuda.provision != "pypi")
+        return opforge::unexpected(
+            r.error_at(*n, "cuda.provision '" + strings::cut(out.cuda.provision) + "' is not \"none\" or \"pypi\"",
+                       "use provision = \"pypi\" to install torch's exact toolkit from PyPI"));
+      if (out.cuda.provision == "pypi" && strings::trim(out.cuda.version) != "torch")
+        return opforge::unexpected(
+            r.error_at(*n, "cuda.provision = \"pypi\" installs torch's exact toolkit, so it needs version = \"torch\"",
+                       "set [cuda] version = \"torch\", or remove provision"));
+    }
     return {};
   }
 
@@ -193,6 +207,63 @@ struct Parser {
         std::string got = node.as_string() ? "\"" + strings::cut(node.as_string()->get()) + "\"" : type_name(node);
         return opforge::unexpected(
             r.error_at(node, "ops." + strings::cut(name) + " must be true, false or \"auto\", not " + got));
+      }
+    }
+    return {};
+  }
+
+  /// "2.15.0" or "2.15": digits and dots, two or three parts.
+  static bool is_torch_version(std::string_view v) {
+    auto parts = strings::split(v, '.');
+    if (parts.size() < 2 || parts.size() > 3) return false;
+    for (auto& p : parts)
+      if (p.empty() || p.size() > 4 || !std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return false;
+    return true;
+  }
+
+  Status matrix(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, {"torch", "python", "requirements", "environments"}, "[matrix]"));
+    out.matrix.present = true;
+    out.locations["matrix"] = r.at(t);
+    const toml::node* torch = t.get("torch");
+    if (!torch)
+      return opforge::unexpected(r.error_at(t, "[matrix] needs torch = [...], the torch versions to build for",
+                                            "e.g. torch = [\"2.14.0\", \"2.15.0\"]"));
+    const auto* arr = torch->as_array();
+    if (!arr)
+      return opforge::unexpected(
+          r.error_at(*torch, "matrix.torch must be an array of versions, not " + type_name(*torch)));
+    if (arr->empty())
+      return opforge::unexpected(
+          r.error_at(*torch, "matrix.torch is empty: the matrix has no cell",
+                     "list torch versions, e.g. torch = [\"2.14.0\", \"2.15.0\"], or remove [matrix]"));
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const toml::node& item = *arr->get(i);
+      auto v = OPFORGE_TRY(r.string(item, "matrix.torch item"));
+      if (!is_torch_version(v))
+        return opforge::unexpected(r.error_at(item, "matrix.torch: '" + strings::cut(v) + "' is not a torch version",
+                                              "write a release as X.Y.Z (\"2.15.0\") or X.Y (\"2.15\", any 2.15.x)"));
+      if (std::find(out.matrix.torch.begin(), out.matrix.torch.end(), v) != out.matrix.torch.end())
+        return opforge::unexpected(r.error_at(item, "matrix.torch lists '" + v + "' twice"));
+      out.matrix.torch.push_back(v);
+    }
+    if (auto* n = t.get("python")) {
+      out.matrix.python = OPFORGE_TRY(r.string_array(*n, "matrix.python"));
+      if (out.matrix.python.empty())
+        return opforge::unexpected(r.error_at(*n, "matrix.python is empty", "list interpreters, or leave the key out"));
+      const auto* pa = n->as_array();
+      for (std::size_t i = 0; i < pa->size(); ++i)
+        out.locations["matrix.python." + std::to_string(i)] = r.at(*pa->get(i));
+    }
+    if (auto* n = t.get("requirements"))
+      out.matrix.requirements = OPFORGE_TRY(r.string_array(*n, "matrix.requirements"));
+    if (auto* n = t.get("environments")) {
+      const toml::table* envs = OPFORGE_TRY(r.table(*n, "matrix.environments"));
+      for (auto&& [key, value] : *envs) {
+        std::string id(key.str());
+        out.matrix.environments[id] = OPFORGE_TRY(r.string(value, "matrix.environments." + id));
+        out.locations["matrix.environments." + id] = r.at(key.source());
       }
     }
     return {};
@@ -303,6 +374,7 @@ Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_v
     else if (name == "arch") OPFORGE_CHECK(p.arch(*t));
     else if (name == "ops") OPFORGE_CHECK(p.ops(*t));
     else if (name == "build") OPFORGE_CHECK(p.build(*t));
+    else if (name == "matrix") OPFORGE_CHECK(p.matrix(*t));
   }
   if (!out.source.path && !out.source.git) out.source.path = out.dir.lexically_normal();
   return out;

@@ -46,6 +46,9 @@ struct Recipe {
   struct Cuda {
     std::string version = "auto";    ///< "auto" | "torch" | "X.Y" | range ">=12.1,<13"
     std::string python = "python3";  ///< the Python whose torch decides "torch"/"auto"
+    /// "none" | "pypi": with version = "torch", a toolkit of torch's exact major.minor is
+    /// installed from NVIDIA's PyPI wheels into the cache when none is installed (cuda/provision.h).
+    std::string provision = "none";
   } cuda;
 
   struct Compiler {
@@ -80,6 +83,16 @@ struct Recipe {
     /// source must resolve to it, and a branch rev is then accepted.
     std::optional<std::string> release_commit;
   } build;
+
+  /// [matrix]: one build per torch version (× Python interpreter), each in its own environment.
+  struct Matrix {
+    bool present = false;                   ///< the recipe has a [matrix] table
+    std::vector<std::string> torch;         ///< "2.15.0" (exact) or "2.15" (any 2.15.x)
+    std::vector<std::string> python;        ///< interpreters on the machine; empty: [cuda] python
+    std::vector<std::string> requirements;  ///< installed beside torch in each environment
+    /// Cell id → the Python of an existing environment that cell uses instead of making one.
+    std::map<std::string, std::string> environments;
+  } matrix;
 
   /// Where each key was written ("ops.aio", "arch.list", ...), for errors raised after parsing.
   std::map<std::string, Location> locations;

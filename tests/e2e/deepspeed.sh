@@ -9,12 +9,15 @@
 # from the same sdist and checked out elsewhere, gives the same wheel bytes (fused_adam's CUDA
 # library included; no compiler cache: every file compiles again).
 # A missing environment fails in CI (CI=true) and skips (exit 77) elsewhere.
-# usage: deepspeed.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR [install|second|all]
+# usage: deepspeed.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR [install|second|all|provision]
 #   install: the first build and its checks; keeps the wheel and the cache folder (the scratch
 #            tree's place) for `second`, and writes their work folder's path to WORK_DIR.state
 #   second:  the second build, compared byte for byte with the wheel `install` kept; then removes
 #            that work folder (CTest runs `install` first: fixture deepspeed_first_wheel)
 #   all:     both, in one run
+#   provision: the first build with [cuda] provision = "pypi": torch's CUDA 13.2 from PyPI, no
+#            DS_SKIP_CUDA_CHECK, no CUDA-mismatch warning from DeepSpeed, the same ops installed
+#            (install keeps the machine's 13.0 and so the mismatch path)
 set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$3 mode=${4:-all}
 state=$(realpath -m "$work").state
@@ -41,6 +44,10 @@ TOML
 [cuda]
 version = "torch"
 python = "python"
+TOML
+  # provision: torch's exact CUDA (13.2) from PyPI instead of the machine's 13.0.
+  [ "$mode" = provision ] && echo 'provision = "pypi"'
+  cat <<'TOML'
 
 [arch]
 list = "8.0"
@@ -87,7 +94,7 @@ if [ "$mode" = second ]; then
   export SOURCE_DATE_EPOCH=1700000000
 fi
 if [ "$mode" != second ]; then
-forget_earlier
+[ "$mode" = provision ] || forget_earlier
 rm -rf "$work"; mkdir -p "$work"; work=$(realpath "$work")
 # A checkout inside another git work tree would take that tree's commit (and dirtiness).
 if git -C "$work" rev-parse --git-dir >/dev/null 2>&1; then
@@ -108,6 +115,21 @@ build "$work/a" 'path = "deepspeed-0.19.8"'
 a=$(only_wheel "$work/a/dist")
 [ "$(basename "$a")" = "deepspeed-0.19.8+cu13-cp311-cp311-linux_x86_64.whl" ] || fail "unexpected wheel name: $a"
 grep -q "DS_ACCELERATOR" "$a.opforge-record.json" || fail "the record lacks DS_ACCELERATOR"
+python3 - "$a.opforge-record.json" "$mode" <<'PY' || fail "the record's toolkit"
+import json, sys
+r = json.load(open(sys.argv[1]))["inputs"]
+env = r["command_environment"]
+if sys.argv[2] == "provision":
+    assert r["toolkit"]["version"] == "13.2" and "provisioned" in r["toolkit"], r["toolkit"]
+    assert "DS_SKIP_CUDA_CHECK" not in env, env
+else:
+    assert r["toolkit"]["version"] == "13.0", r["toolkit"]
+    assert env.get("DS_SKIP_CUDA_CHECK") == "1", env
+PY
+mismatch=$(grep -c "does not match the version torch was compiled with" "$work/a/build/opforge/command.log" || true)
+if [ "$mode" = provision ]; then
+  [ "$mismatch" = 0 ] || fail "DeepSpeed warned of a CUDA mismatch $mismatch times with the provisioned toolkit"
+fi
 
 # A fresh environment: its own site-packages, with the torch environment's packages visible.
 python -m venv "$work/env"
@@ -155,6 +177,11 @@ unset DS_ACCELERATOR
 names=$(unzip -Z1 "$a")
 grep -q '^deepspeed/ops/adam/fused_adam_op.*\.so$' <<<"$names" || fail "no fused_adam library in the wheel"
 rm -rf "$work/env" "$work/a/deepspeed-0.19.8"
+if [ "$mode" = provision ]; then
+  rm -rf "$work"
+  echo "PASS: DeepSpeed built with the provisioned CUDA 13.2, installed and run in $(( $(date +%s) - start )) s"
+  exit 0
+fi
 if [ "$mode" = install ]; then
   # Kept for `second`: the wheel and the cache folder (the same scratch path for the same content).
   echo "$work" > "$state"

@@ -1,0 +1,224 @@
+#include "cache/cache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda/provision.h"
+#include "plan/matrix.h"
+#include "util/strings.h"
+
+namespace opforge::cache {
+
+namespace {
+
+std::int64_t mtime(const probe::FileSystem& fs, const fs::path& p) {
+  auto st = fs.stamp(p);
+  return st ? st->mtime_ns : 0;
+}
+
+bool held(probe::FileSystem& fs, const fs::path& lock) {
+  if (fs.type_of(lock) == probe::FileType::none && fs.type_of(lock.parent_path()) != probe::FileType::directory)
+    return false;
+  auto l = fs.try_lock(lock);
+  return !l;
+}
+
+void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
+  const fs::path dir = cache / "toolkits";
+  auto names = fs.list_directory(dir);
+  if (!names) return;
+  for (auto& n : *names) {
+    if (fs.type_of(dir / n) != probe::FileType::directory) continue;
+    Entry e;
+    e.path = dir / n;
+    if (n.starts_with(".partial-")) {
+      e.kind = "partial";
+      e.user = "a provisioning that did not finish";
+      e.lock = dir / ("." + n.substr(9) + ".lock");
+      e.last_use_ns = mtime(fs, e.path);
+    } else if (n.starts_with(".")) {
+      continue;
+    } else {
+      e.kind = "toolkit";
+      e.lock = dir / ("." + n + ".lock");
+      auto text = fs.read_file(e.path / cuda::kManifest);
+      auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+      e.user = "CUDA " + n;
+      if (j.is_object() && j.contains("requirement") && j["requirement"].is_string())
+        e.user += " (" + j["requirement"].get<std::string>() + ")";
+      e.last_use_ns = std::max(mtime(fs, e.path / ".opforge-last-use"), mtime(fs, e.path / cuda::kManifest));
+    }
+    out.push_back(std::move(e));
+  }
+}
+
+void envs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
+  const fs::path dir = cache / "envs";
+  auto names = fs.list_directory(dir);
+  if (!names) return;
+  for (auto& n : *names) {
+    if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
+    Entry e;
+    e.kind = "env";
+    e.path = dir / n;
+    e.lock = plan::env_lock(e.path);
+    auto text = fs.read_file(e.path / plan::kEnvMarker);
+    auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (j.is_object() && j.contains("cell") && j["cell"].is_string()) {
+      e.user = "matrix cell " + j["cell"].get<std::string>();
+      if (j.contains("torch") && j["torch"].is_string()) e.user += " (" + j["torch"].get<std::string>() + ")";
+      e.last_use_ns = mtime(fs, e.path / plan::kEnvMarker);
+    } else {
+      e.kind = "partial";
+      e.user = "an environment that was not finished";
+      e.last_use_ns = mtime(fs, e.path);
+    }
+    out.push_back(std::move(e));
+  }
+}
+
+void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
+  const fs::path dir = cache / "trees";
+  auto names = fs.list_directory(dir);
+  if (!names) return;
+  for (auto& n : *names) {
+    if (fs.type_of(dir / n) != probe::FileType::directory) continue;
+    Entry e;
+    e.kind = "tree";
+    e.path = dir / n;
+    e.lock = dir / (n + ".lock");
+    e.user = "a command build's scratch copy of a source tree (kept after a failure)";
+    e.last_use_ns = mtime(fs, e.path);
+    out.push_back(std::move(e));
+  }
+}
+
+}  // namespace
+
+std::uint64_t size_of(const probe::FileSystem& fs, const fs::path& path) {
+  switch (fs.type_of(path)) {
+    case probe::FileType::directory: {
+      std::uint64_t total = 0;
+      if (auto names = fs.list_directory(path))
+        for (auto& n : *names) total += size_of(fs, path / n);
+      return total;
+    }
+    case probe::FileType::regular: {
+      auto st = fs.stamp(path);
+      return st ? st->size : 0;
+    }
+    default: return 0;
+  }
+}
+
+std::vector<Entry> list(probe::FileSystem& fs, const fs::path& cache) {
+  std::vector<Entry> out;
+  toolkits(fs, cache, out);
+  envs(fs, cache, out);
+  trees(fs, cache, out);
+  for (auto& e : out) {
+    e.bytes = size_of(fs, e.path);
+    e.in_use = held(fs, e.lock);
+  }
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.last_use_ns < b.last_use_ns; });
+  return out;
+}
+
+Result<PruneReport> prune(probe::FileSystem& fs, const fs::path& cache, const PruneOptions& opts) {
+  PruneReport report;
+  auto entries = list(fs, cache);
+  std::uint64_t total = 0;
+  for (auto& e : entries) total += e.bytes;
+  report.bytes_before = total;
+  auto remove = [&](const Entry& e) -> Result<bool> {
+    auto lock = fs.try_lock(e.lock);
+    if (!lock) {
+      report.kept_in_use.push_back(e);
+      return false;
+    }
+    OPFORGE_CHECK(fs.remove_all(e.path));
+    total -= e.bytes;
+    report.removed.push_back(e);
+    return true;
+  };
+  std::vector<bool> gone(entries.size(), false);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    const bool old =
+        opts.older_than &&
+        opts.now_ns - e.last_use_ns > std::chrono::duration_cast<std::chrono::nanoseconds>(*opts.older_than).count();
+    if (e.kind == "partial" || old) gone[i] = OPFORGE_TRY(remove(e));
+  }
+  if (opts.max_bytes)
+    for (std::size_t i = 0; i < entries.size() && total > *opts.max_bytes; ++i) {
+      if (gone[i] || std::any_of(report.kept_in_use.begin(), report.kept_in_use.end(),
+                                 [&](auto& k) { return k.path == entries[i].path; }))
+        continue;
+      gone[i] = OPFORGE_TRY(remove(entries[i]));
+    }
+  report.bytes_after = total;
+  return report;
+}
+
+Result<std::chrono::seconds> parse_age(std::string_view text) {
+  std::string t(strings::trim(text));
+  auto bad = [&] {
+    return bad_input("--older-than '" + strings::cut(t) + "' is not an age",
+                     "write a number and a unit: 30d, 12h, 90m, 45s, 2w");
+  };
+  if (t.size() < 2) return bad();
+  const char unit = t.back();
+  const std::string digits = t.substr(0, t.size() - 1);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) || digits.size() > 9)
+    return bad();
+  const long long n = std::stoll(digits);
+  switch (unit) {
+    case 's': return std::chrono::seconds(n);
+    case 'm': return std::chrono::seconds(n * 60);
+    case 'h': return std::chrono::seconds(n * 3600);
+    case 'd': return std::chrono::seconds(n * 86400);
+    case 'w': return std::chrono::seconds(n * 7 * 86400);
+    default: return bad();
+  }
+}
+
+Result<std::uint64_t> parse_size(std::string_view text) {
+  std::string t(strings::trim(text));
+  auto bad = [&] {
+    return bad_input("--max-size '" + strings::cut(t) + "' is not a size",
+                     "write bytes or a number with K, M, G or T: 20G, 500M");
+  };
+  if (t.empty()) return bad();
+  double mult = 1;
+  switch (std::toupper(static_cast<unsigned char>(t.back()))) {
+    case 'K': mult = 1024.0; break;
+    case 'M': mult = 1024.0 * 1024; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; break;
+    default: break;
+  }
+  if (mult != 1) t.pop_back();
+  if (t.empty() || t.size() > 15 || t.find_first_not_of("0123456789.") != std::string::npos ||
+      std::count(t.begin(), t.end(), '.') > 1 || t.front() == '.' || t.back() == '.')
+    return bad();
+  return static_cast<std::uint64_t>(std::llround(std::stod(t) * mult));
+}
+
+std::string human_size(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace opforge::cache

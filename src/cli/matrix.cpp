@@ -1,0 +1,52 @@
+// `opforge matrix RECIPE [--json]`: the recipe's [matrix] cells; builds nothing. The JSON is a
+// GitHub Actions `strategy.matrix` (an include list).
+#include <iostream>
+
+#include "cli/command.h"
+#include "plan/matrix.h"
+#include "recipe/recipe.h"
+
+namespace opforge::cli {
+namespace {
+
+Registrar matrix_command{{
+    "matrix",
+    "list a recipe's [matrix] cells: id, torch, Python, CUDA and the toolkit each would use",
+    [](CLI::App& app) -> Runner {
+      struct Args {
+        std::string recipe;
+        bool json = false;
+      };
+      auto args = std::make_shared<Args>();
+      app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
+      app.add_flag("--json", args->json, "one line of JSON for a CI matrix: {\"include\": [...]}");
+      return [args]() -> Status {
+        auto m = probe::real_machine();
+        auto r = OPFORGE_TRY(recipe::load(m, args->recipe));
+        if (!r.matrix.present)
+          return bad_input("the recipe " + args->recipe + " has no [matrix]", "add [matrix] torch = [\"2.15.0\"]");
+        const auto cache = probe::default_cache_dir(m.env);
+        auto views = plan::describe_cells(m, r, OPFORGE_TRY(plan::cells(m, r, cache)), cache);
+        if (args->json) {
+          std::cout << plan::matrix_json(views) << "\n";
+          return {};
+        }
+        for (auto& v : views) {
+          std::cout << v.cell.index << "  " << v.cell.id << "\n"
+                    << "     torch " << v.cell.torch_requirement << ", Python " << v.cell.python_version << " ("
+                    << v.cell.python << ")\n"
+                    << "     environment " << v.cell.env.string()
+                    << (v.cell.user_env ? " (named by the recipe)"
+                        : v.cell.ready  ? " (made)"
+                                        : " (made by the build)")
+                    << "\n"
+                    << "     CUDA " << (v.cuda.empty() ? "?" : v.cuda) << ", toolkit " << v.toolkit_from
+                    << (v.toolkit.empty() ? "" : ": " + v.toolkit) << "\n";
+        }
+        return {};
+      };
+    },
+}};
+
+}  // namespace
+}  // namespace opforge::cli

@@ -1,0 +1,49 @@
+#pragma once
+/// dist/ as one wheelhouse: the PEP 503 index (wheel/index.h), SUMMARY.md and summary.json, both
+/// rewritten whenever a wheel lands, and `opforge index`'s merge of wheels built elsewhere.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::pipeline {
+
+namespace fs = std::filesystem;
+
+/// One built wheel, as the summary lists it.
+struct SummaryRow {
+  std::string cell;              ///< the matrix cell id ("default" for a recipe without [matrix])
+  std::string wheel;             ///< file name in dist/
+  std::string sha256;            ///< of the wheel
+  std::vector<std::string> ops;  ///< ops built into it
+  std::string toolkit;           ///< "CUDA 13.2 (PyPI: cuda-toolkit[...]==13.2.2)", "CUDA 13.0 (/usr/local/cuda-13.0)"
+  std::string torch;             ///< torch version the wheel was built against; empty: none
+  double seconds = 0;            ///< the build's wall time
+};
+
+/// summary.json's text (rows sorted by cell, then wheel) and SUMMARY.md's (a Markdown table).
+std::string summary_json(std::vector<SummaryRow> rows);
+std::string summary_markdown(std::vector<SummaryRow> rows);
+/// The rows of <dir>/summary.json; none when it is missing or unreadable.
+std::vector<SummaryRow> read_summary(const probe::FileSystem& fs, const fs::path& dir);
+
+/// A wheel has landed in `dist` (the caller holds dist/'s lock): `row` replaces the row of the same
+/// cell or wheel, rows whose wheel is gone are dropped, and the index and both summaries are
+/// rewritten (each file atomically).
+Status land(probe::FileSystem& fs, const fs::path& dist, const SummaryRow& row);
+
+/// What `opforge index` did.
+struct MergeReport {
+  std::vector<std::string> added;      ///< wheels copied into the wheelhouse
+  std::vector<std::string> unchanged;  ///< already there with the same bytes
+};
+
+/// Copies every wheel of `inputs` (and its build record, and its summary rows) into `out`, after
+/// checking each (wheel::verify; its record's sha256 when it has one), then rewrites the index and
+/// the summaries. bad_input when a wheel fails its checks or another wheel of the same name is in
+/// `out` already; nothing is copied then.
+Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, const std::vector<fs::path>& inputs);
+
+}  // namespace opforge::pipeline

@@ -1,0 +1,49 @@
+#include "plan/provision_stage.h"
+
+#include "cuda/resolve.h"
+#include "util/strings.h"
+
+namespace opforge::plan {
+
+Result<std::optional<fs::path>> provision_toolkit(probe::Machine m, const Options& opts, Plan& plan,
+                                                  const Result<cuda::Resolution>& first) {
+  if (plan.recipe.cuda.provision != "pypi") return std::nullopt;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (auto v = m.env.get(var); v && !v->empty()) {
+      plan.notes.push_back(std::string("provision: ") + var + " names the toolkit; nothing is provisioned");
+      return std::nullopt;
+    }
+  std::optional<cuda::TorchInfo> torch = first ? first->torch : cuda::read_torch(m, plan.python);
+  // No torch (or no Python): the resolver's own error says so.
+  if (!torch || !torch->torch_version) return std::nullopt;
+  if (first && first->chosen && torch->cuda && first->chosen->version == *torch->cuda) {
+    plan.notes.push_back("provision: the installed CUDA " + first->chosen->version.str() + " at " +
+                         first->chosen->root.string() + " is torch's exact version; nothing to provision");
+    return std::nullopt;
+  }
+  const fs::path cache = opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
+  cuda::Provision p = opts.fetch_toolkit ? OPFORGE_TRY(cuda::provision(m, *torch, cache, opts.on_progress))
+                                         : OPFORGE_TRY(cuda::describe_provision(m, *torch, cache));
+  plan.provision = p;
+  if (!p.present && !p.fetched) {
+    plan.notes.push_back("provision: no installed toolkit is torch's CUDA " + p.cuda.str() + "; `opforge build` " +
+                         "installs " + p.requirement + " (pinned by " + p.requirement_source + ") with " + p.python +
+                         " -m pip into " + p.dir.string());
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  for (auto& k : p.packages) names.push_back(k.name + " " + k.version);
+  plan.notes.push_back("provision: CUDA " + p.cuda.str() + " from PyPI in " + p.dir.string() +
+                       (p.fetched ? " (installed now: " : " (reused: ") + strings::join(names, ", ") + ")");
+  return p.dir;
+}
+
+void label_provisioned(cuda::Resolution& res, const cuda::Provision& p) {
+  for (auto& c : res.candidates) {
+    if (c.found_by.find("CUDA_HOME") == std::string::npos) continue;
+    c.found_by = "provisioned from PyPI (" + p.requirement + ")";
+    if (c.chosen) c.verdict = "chosen: torch's exact CUDA " + p.cuda.str() + ", provisioned from PyPI";
+  }
+}
+
+}  // namespace opforge::plan

@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include "cache/cache.h"
+#include "probe/fake_machine.h"
+
+namespace opforge::cache {
+namespace {
+
+constexpr std::int64_t kDay = 86400LL * 1000000000LL;
+
+/// A cache with a toolkit (used 10 days ago), two environments (30 and 2 days ago) and a scratch
+/// tree (5 days ago); sizes 300, 5000, 4000 and 100 bytes.
+struct World {
+  probe::FakeMachine w;
+  World() {
+    w.fs.add_file("/c/toolkits/13.2/opforge-toolkit.json",
+                  R"({"cuda": "13.2", "requirement": "cuda-toolkit[nvcc,cudart,cccl]==13.2.2", "packages": []})");
+    w.fs.add_file("/c/toolkits/13.2/site/nvcc", std::string(300 - 83, 'x'));
+    w.fs.add_file("/c/toolkits/13.2/.opforge-last-use", "");
+    w.fs.set_mtime("/c/toolkits/13.2/.opforge-last-use", 90 * kDay);
+    w.fs.set_mtime("/c/toolkits/13.2/opforge-toolkit.json", 80 * kDay);
+    w.fs.add_file("/c/envs/aaaa/.opforge-env.json", R"({"cell": "torch2.14.0-py3.11", "torch": "torch==2.14.0"})");
+    w.fs.add_file("/c/envs/aaaa/lib/torch.so", std::string(5000, 't'));
+    w.fs.set_mtime("/c/envs/aaaa/.opforge-env.json", 70 * kDay);
+    w.fs.add_file("/c/envs/bbbb/.opforge-env.json", R"({"cell": "torch2.15.0-py3.11", "torch": "torch==2.15.0"})");
+    w.fs.add_file("/c/envs/bbbb/lib/torch.so", std::string(4000, 't'));
+    w.fs.set_mtime("/c/envs/bbbb/.opforge-env.json", 98 * kDay);
+    w.fs.add_file("/c/trees/0123456789abcdef/setup.py", std::string(100, 's'));
+    w.fs.set_mtime("/c/trees/0123456789abcdef", 95 * kDay);
+  }
+};
+
+std::vector<std::string> paths(const std::vector<Entry>& es) {
+  std::vector<std::string> out;
+  for (auto& e : es) out.push_back(e.path.string());
+  return out;
+}
+
+TEST(CachePrune, ListsLeastRecentlyUsedFirst) {
+  World world;
+  auto es = list(world.w.fs, "/c");
+  EXPECT_EQ(paths(es), (std::vector<std::string>{"/c/envs/aaaa", "/c/toolkits/13.2", "/c/trees/0123456789abcdef",
+                                                 "/c/envs/bbbb"}));
+  EXPECT_EQ(es[0].kind, "env");
+  EXPECT_EQ(es[0].user, "matrix cell torch2.14.0-py3.11 (torch==2.14.0)");
+  EXPECT_GT(es[0].bytes, 5000u);
+  EXPECT_EQ(es[1].kind, "toolkit");
+  EXPECT_EQ(es[1].user, "CUDA 13.2 (cuda-toolkit[nvcc,cudart,cccl]==13.2.2)");
+  EXPECT_EQ(es[1].lock, "/c/toolkits/.13.2.lock");
+  EXPECT_EQ(es[2].kind, "tree");
+  EXPECT_EQ(es[2].bytes, 100u);
+}
+
+TEST(CachePrune, OlderThanRemovesOnlyOldEntries) {
+  World world;
+  PruneOptions o;
+  o.now_ns = 100 * kDay;
+  o.older_than = std::chrono::hours(24 * 7);
+  auto r = prune(world.w.fs, "/c", o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(paths(r->removed), (std::vector<std::string>{"/c/envs/aaaa", "/c/toolkits/13.2"}));
+  EXPECT_EQ(world.w.fs.type_of("/c/envs/aaaa"), probe::FileType::none);
+  EXPECT_EQ(world.w.fs.type_of("/c/envs/bbbb"), probe::FileType::directory);
+}
+
+TEST(CachePrune, MaxSizeRemovesLeastRecentlyUsedFirstAndKeepsLockedOnes) {
+  World world;
+  world.w.fs.hold_lock("/c/envs/.aaaa.lock");  // a running build uses the oldest environment
+  PruneOptions o;
+  o.now_ns = 100 * kDay;
+  o.max_bytes = 4500;
+  auto r = prune(world.w.fs, "/c", o);
+  ASSERT_TRUE(r) << r.error().message;
+  // aaaa (in use) stays; then the toolkit, the tree, and bbbb go until the rest fits.
+  EXPECT_EQ(paths(r->kept_in_use), (std::vector<std::string>{"/c/envs/aaaa"}));
+  EXPECT_EQ(paths(r->removed),
+            (std::vector<std::string>{"/c/toolkits/13.2", "/c/trees/0123456789abcdef", "/c/envs/bbbb"}));
+  EXPECT_EQ(world.w.fs.type_of("/c/envs/aaaa"), probe::FileType::directory);
+  EXPECT_GT(r->bytes_after, *o.max_bytes);  // what is in use cannot go
+}
+
+TEST(CachePrune, NoLimitRemovesOnlyKilledRunsTemporaries) {
+  World world;
+  world.w.fs.add_file("/c/toolkits/.partial-13.2/site/x", "half");
+  PruneOptions o;
+  o.now_ns = 100 * kDay;
+  auto r = prune(world.w.fs, "/c", o);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(paths(r->removed), (std::vector<std::string>{"/c/toolkits/.partial-13.2"}));
+}
+
+TEST(CachePrune, AgesAndSizes) {
+  EXPECT_EQ(*parse_age("30d"), std::chrono::seconds(30 * 86400));
+  EXPECT_EQ(*parse_age("12h"), std::chrono::seconds(12 * 3600));
+  EXPECT_EQ(*parse_age("2w"), std::chrono::seconds(14 * 86400));
+  EXPECT_FALSE(parse_age("30"));
+  EXPECT_FALSE(parse_age("d"));
+  EXPECT_FALSE(parse_age("-3d"));
+  EXPECT_EQ(*parse_size("20G"), 20ULL << 30);
+  EXPECT_EQ(*parse_size("1.5K"), 1536u);
+  EXPECT_EQ(*parse_size("4096"), 4096u);
+  EXPECT_FALSE(parse_size("lots"));
+  EXPECT_FALSE(parse_size("1..5G"));
+  EXPECT_EQ(parse_size("G").error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(human_size(1536), "1.5 KiB");
+}
+
+}  // namespace
+}  // namespace opforge::cache
