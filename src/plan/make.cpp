@@ -245,10 +245,11 @@ Result<Toolchain> resolve_toolkit(probe::Machine m, const Options& opts, Plan& p
   Toolchain chain;
   chain.probe_compiler = r.compiler.host == "auto" ? "c++" : r.compiler.host;
   auto cuda = opts.resolvers.cuda(m, r.cuda.version, plan.python);
-  if (auto dir = OPFORGE_TRY(provision_toolkit(m, opts, plan, cuda))) {
-    // The provisioned folder is looked at, and validated, like a toolkit CUDA_HOME names.
-    probe::OverlayEnvironment env(m.env, {{"CUDA_HOME", dir->string()}});
-    cuda = opts.resolvers.cuda(probe::Machine{m.fs, m.proc, env, m.dl}, r.cuda.version, plan.python);
+  if (auto got = OPFORGE_TRY(provision_toolkit(m, opts, plan, cuda))) {
+    // The provisioned folder is looked at, and validated, like a toolkit CUDA_HOME names (torch,
+    // read once already, is not read again: a Python start is most of a plan's time).
+    probe::OverlayEnvironment env(m.env, {{"CUDA_HOME", got->dir.string()}});
+    cuda = cuda::choose(cuda::discover(probe::Machine{m.fs, m.proc, env, m.dl}, got->torch), r.cuda.version, env);
     if (cuda) label_provisioned(*cuda, *plan.provision);
   }
   if (!cuda) {

@@ -5,8 +5,8 @@
 
 namespace opforge::plan {
 
-Result<std::optional<fs::path>> provision_toolkit(probe::Machine m, const Options& opts, Plan& plan,
-                                                  const Result<cuda::Resolution>& first) {
+Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Options& opts, Plan& plan,
+                                                     const Result<cuda::Resolution>& first) {
   if (plan.recipe.cuda.provision != "pypi") return std::nullopt;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (auto v = m.env.get(var); v && !v->empty()) {
@@ -35,7 +35,7 @@ Result<std::optional<fs::path>> provision_toolkit(probe::Machine m, const Option
   for (auto& k : p.packages) names.push_back(k.name + " " + k.version);
   plan.notes.push_back("provision: CUDA " + p.cuda.str() + " from PyPI in " + p.dir.string() +
                        (p.fetched ? " (installed now: " : " (reused: ") + strings::join(names, ", ") + ")");
-  return p.dir;
+  return Provisioned{p.dir, *torch};
 }
 
 void label_provisioned(cuda::Resolution& res, const cuda::Provision& p) {
