@@ -84,6 +84,11 @@ void print_added_ops(const pipeline::Outcome& outcome, const std::string& prefix
 /// A DeepSpeed tree's summary: one line per op of its catalogue, with each compile step's seconds.
 void print_op_summary(const pipeline::Outcome& outcome) {
   auto lines = pipeline::op_summary(outcome.plan, outcome.op_steps);
+  // An op the project's setup.py added on its own is listed once, as added (print_added_ops).
+  if (auto it = outcome.record.inputs.find("ops_installed"); it != outcome.record.inputs.end() && it->is_array())
+    std::erase_if(lines, [&](const pipeline::OpSummaryLine& l) {
+      return l.status == "not requested" && std::find(it->begin(), it->end(), l.op) != it->end();
+    });
   std::size_t width = 0;
   for (auto& l : lines) width = std::max(width, l.op.size());
   std::cout << "ops:\n";
