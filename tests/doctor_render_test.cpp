@@ -114,7 +114,7 @@ TEST(DoctorExamine, AnEmptyMachineSaysWhatIsMissing) {
   probe::FakeMachine fm;
   auto report = examine(fm.machine(), "python3", "/nonexistent/recipe.toml");
   EXPECT_FALSE(report.torch);
-  EXPECT_TRUE(report.toolkits.empty());
+  for (const auto& t : report.toolkits) EXPECT_FALSE(t.candidate.toolkit) << t.candidate.path;  // looked at, invalid
   EXPECT_TRUE(report.compilers.empty());
   EXPECT_TRUE(report.gpus.empty());
   EXPECT_FALSE(report.ninja);
