@@ -49,5 +49,10 @@ TEST(CompileOpSteps, FirstErrorOfGccAndFallbacks) {
       "error: command '/usr/bin/x86_64-linux-gnu-g++' failed with exit code 1\n";
   EXPECT_EQ(compile::first_compiler_error(link, "/src/t"), "collect2: error: ld returned 1 exit status");
   EXPECT_EQ(compile::first_compiler_error("running build_ext\nKilled\n", "/src/t"), "Killed");
+  // ninja stopped by a signal from outside, then torch's traceback.
+  const std::string interrupted =
+      "[3/12] g++ -c deepspeed_aio_utils.cpp\nninja: build stopped: interrupted by user.\nTraceback (most recent "
+      "call last):\nRuntimeError: Error compiling objects for extension\n";
+  EXPECT_EQ(compile::first_compiler_error(interrupted, "/src/t"), "ninja: build stopped: interrupted by user.");
   EXPECT_EQ(compile::first_compiler_error("", "/src/t"), "");
 }

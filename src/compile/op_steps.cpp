@@ -39,7 +39,11 @@ std::string first_compiler_error(std::string_view log, const fs::path& tree) {
     std::smatch m;
     if (std::regex_match(line, m, gcc)) return inside(m[1], tree) + ":" + m[2].str() + ": error: " + m[3].str();
     if (std::regex_match(line, m, nvcc)) return inside(m[1], tree) + ":" + m[2].str() + ": error: " + m[3].str();
-    if (fallback.empty() && (line.find("error:") != std::string::npos || line.starts_with("FAILED:"))) fallback = line;
+    // A build stopped from outside (a signal, the out-of-memory killer) names no compiler error.
+    const bool stopped =
+        line.starts_with("ninja: build stopped:") && line.find("subcommand failed") == std::string::npos;
+    if (fallback.empty() && (line.find("error:") != std::string::npos || line.starts_with("FAILED:") || stopped))
+      fallback = line;
   }
   return strings::cut(fallback.empty() ? last : fallback, 400);
 }
