@@ -99,6 +99,15 @@ struct Dist : ::testing::Test {
     fm.fs.add_file(kWheel, "old");
     fm.fs.add_file(kRecord, record::render(record_of("old", "fp-old")));
   }
+  /// Kills a commit of a new wheel after `done` operations, then recovers: recovery's operations.
+  V recovery_after_kill(int done) {
+    StoppingFileSystem stopping(fm.fs, done);
+    probe::Machine killed{stopping, fm.proc, fm.env, fm.dl};
+    EXPECT_FALSE(commit(killed, kWheel, "new", record_of("new", "fp")));
+    const auto before = fm.fs.log().size();
+    EXPECT_TRUE(recover_dist(fm.machine(), kDist));
+    return V(fm.fs.log().begin() + static_cast<long>(before), fm.fs.log().end());
+  }
 };
 
 TEST_F(Dist, CommitIntoAnEmptyFolderStagesBothFilesThenRenamesWheelThenRecord) {
@@ -166,31 +175,21 @@ TEST_F(Dist, AKillAfterAnyStepRecoversToTheOldPairOrTheNewPair) {
 
 TEST_F(Dist, RecoveryFinishesACommitKilledBetweenTheTwoRenames) {
   previous_pair();
-  StoppingFileSystem stopping(fm.fs, 4);  // both written, old record aside, wheel renamed
-  probe::Machine killed{stopping, fm.proc, fm.env, fm.dl};
-  ASSERT_FALSE(commit(killed, kWheel, "new", record_of("new", "fp")));
-  const auto before = fm.fs.log().size();
-  ASSERT_TRUE(recover_dist(fm.machine(), kDist));
-  V recovery(fm.fs.log().begin() + static_cast<long>(before), fm.fs.log().end());
-  EXPECT_EQ(recovery, (V{
-                          "rename /d/." + kName + ".opforge-record.json.opforge-new -> " + kRecord,
-                          "remove /d/." + kName + ".opforge-record.json.opforge-old",
-                      }));
+  // both written, old record aside, wheel renamed
+  EXPECT_EQ(recovery_after_kill(4), (V{
+                                        "rename /d/." + kName + ".opforge-record.json.opforge-new -> " + kRecord,
+                                        "remove /d/." + kName + ".opforge-record.json.opforge-old",
+                                    }));
 }
 
 TEST_F(Dist, RecoveryPutsThePreviousRecordBackWhenTheNewWheelNeverLanded) {
   previous_pair();
-  StoppingFileSystem stopping(fm.fs, 3);  // both written, old record aside, wheel not renamed
-  probe::Machine killed{stopping, fm.proc, fm.env, fm.dl};
-  ASSERT_FALSE(commit(killed, kWheel, "new", record_of("new", "fp")));
-  const auto before = fm.fs.log().size();
-  ASSERT_TRUE(recover_dist(fm.machine(), kDist));
-  V recovery(fm.fs.log().begin() + static_cast<long>(before), fm.fs.log().end());
-  EXPECT_EQ(recovery, (V{
-                          "rename /d/." + kName + ".opforge-record.json.opforge-old -> " + kRecord,
-                          "remove /d/." + kName + ".opforge-new",
-                          "remove /d/." + kName + ".opforge-record.json.opforge-new",
-                      }));
+  // both written, old record aside, wheel not renamed
+  EXPECT_EQ(recovery_after_kill(3), (V{
+                                        "rename /d/." + kName + ".opforge-record.json.opforge-old -> " + kRecord,
+                                        "remove /d/." + kName + ".opforge-new",
+                                        "remove /d/." + kName + ".opforge-record.json.opforge-new",
+                                    }));
 }
 
 TEST_F(Dist, RecoveryRemovesOnlyTheTemporariesOpforgeMakes) {
