@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 
+#include "compile/op_schedule.h"
 #include "compiler/host.h"
 #include "ops/deepspeed_version.h"
 #include "ops/ops.h"
@@ -103,42 +108,113 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<st
   return opts;
 }
 
-/// Compiles each op the plan builds alone (only its build variable on) in `out.tree`; records the
-/// steps in out.op_steps and switches a failed op off in out.env. A failed op that was requested
-/// explicitly fails the build (the tree is kept).
+/// The environment of one op's compile process: only its build variable on, MAX_JOBS its grant,
+/// and nvcc --threads when the grant has more slots than the op has units.
+std::map<std::string, std::string> op_environment(const std::map<std::string, std::string>& base,
+                                                  const plan::Plan& plan, const ops::Decision& op, const Grant& g) {
+  auto env = base;
+  env["DS_BUILD_OPS"] = "0";
+  for (const auto& other : plan.ops)
+    if (!other.manifest.build_var.empty()) env[other.manifest.build_var] = &other == &op ? "1" : "0";
+  env["MAX_JOBS"] = std::to_string(g.jobs);
+  if (g.nvcc_threads > 1) {
+    auto& flags = env["NVCC_APPEND_FLAGS"];
+    flags += (flags.empty() ? "" : " ") + std::string("--threads ") + std::to_string(g.nvcc_threads);
+  }
+  return env;
+}
+
+/// Compiles one op alone in the tree; the step, or an error when the command could not start.
+Result<OpStep> compile_op(probe::Machine m, const plan::Plan& plan, const std::vector<std::string>& build_ext,
+                          const fs::path& tree, const std::map<std::string, std::string>& base_env,
+                          const ops::Decision& d, const Grant& g, const fs::path& logs,
+                          const std::function<void(std::string_view)>& on_line) {
+  probe::Command cmd;
+  cmd.argv = build_ext;
+  // Its own temporary folder: torch writes one build.ninja per folder, and ops compiled at the
+  // same time must not share it. The libraries land in the shared build/lib*, where the wheel's
+  // own build_ext finds them up to date.
+  cmd.argv.insert(cmd.argv.end(), {"--build-temp", "build/opforge-temp/" + d.manifest.name});
+  cmd.cwd = tree;
+  cmd.env = op_environment(base_env, plan, d, g);
+  cmd.output = probe::Output::lines;
+  cmd.on_line = on_line;
+  const auto start = std::chrono::steady_clock::now();
+  auto result = m.proc.run(cmd);
+  if (!result)
+    return failure(
+        "cannot start " + build_ext.front() + " to compile op " + d.manifest.name + ": " + result.error().message,
+        "check [build] command and that its program is on PATH");
+  OpStep step;
+  step.op = d.manifest.name;
+  step.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  step.peak_rss_kib = result->peak_rss_kib;
+  step.log = logs / (d.manifest.name + ".log");
+  OPFORGE_CHECK(m.fs.write_file_atomic(step.log, result->out));
+  if (!result->ok()) {
+    step.status = OpStatus::failed;
+    step.first_error = first_compiler_error(result->out, tree);
+  }
+  return step;
+}
+
+/// Compiles each op the plan builds alone (only its build variable on) in `out.tree`, several at
+/// once as op_schedule decides; records the steps in out.op_steps (plan order) and switches a
+/// failed op off in out.env. A failed op that was requested explicitly fails the build (the tree
+/// is kept): no further op starts, the running ones finish.
 Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vector<std::string>& build_ext,
                       CommandOutput& out, bool& keep_tree, const std::function<void(std::string_view)>& on_line) {
   const fs::path logs = plan.build_dir / "ops";
   OPFORGE_CHECK(m.fs.create_directories(logs));
-  for (const auto& d : plan.ops) {
-    if (!d.build) continue;
-    probe::Command cmd;
-    cmd.argv = build_ext;
-    cmd.cwd = out.tree;
-    cmd.env = out.env;
-    (*cmd.env)["DS_BUILD_OPS"] = "0";
-    for (const auto& other : plan.ops)
-      if (!other.manifest.build_var.empty()) (*cmd.env)[other.manifest.build_var] = &other == &d ? "1" : "0";
-    cmd.output = probe::Output::lines;
-    cmd.on_line = [&](std::string_view line) {
-      if (on_line) on_line(line);
-    };
-    if (on_line) on_line("opforge: compiling op " + d.manifest.name);
-    const auto start = std::chrono::steady_clock::now();
-    auto result = m.proc.run(cmd);
-    if (!result)
-      return failure(
-          "cannot start " + build_ext.front() + " to compile op " + d.manifest.name + ": " + result.error().message,
-          "check [build] command and that its program is on PATH");
-    OpStep step;
-    step.op = d.manifest.name;
-    step.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    step.peak_rss_kib = result->peak_rss_kib;
-    step.log = logs / (d.manifest.name + ".log");
-    OPFORGE_CHECK(m.fs.write_file_atomic(step.log, result->out));
-    if (!result->ok()) {
-      step.status = OpStatus::failed;
-      step.first_error = first_compiler_error(result->out, out.tree);
+  std::vector<const ops::Decision*> built;  // the same order as op_work's
+  for (const auto& d : plan.ops)
+    if (d.build) built.push_back(&d);
+  const auto work = op_work(plan.ops);
+  const auto order = start_order(work);
+  const unsigned slots = std::max(1u, plan.jobs);
+  const bool several = slots > 1 && work.size() > 1;
+
+  std::mutex mu;  // guards everything below and the calls of on_line
+  std::condition_variable done;
+  unsigned free = slots;
+  bool stop = false;
+  std::vector<std::optional<Result<OpStep>>> results(work.size());
+  auto say = [&](std::string_view line) {
+    if (on_line) on_line(line);
+  };
+  std::vector<std::jthread> running;
+  {
+    std::unique_lock lock(mu);
+    for (std::size_t n = 0; n < order.size(); ++n) {
+      done.wait(lock, [&] { return free > 0 || stop; });
+      if (stop) break;
+      const std::size_t i = order[n];
+      const Grant g = grant_for(work[i], free, order.size() - n - 1, plan.arch.arches.size());
+      free -= g.slots();
+      say("opforge: compiling op " + work[i].op + " (MAX_JOBS " + std::to_string(g.jobs) +
+          (g.nvcc_threads > 1 ? ", nvcc --threads " + std::to_string(g.nvcc_threads) : std::string()) + ")");
+      running.emplace_back([&, i, g] {
+        const std::string prefix = several ? "[" + work[i].op + "] " : "";
+        auto step = compile_op(m, plan, build_ext, out.tree, out.env, *built[i], g, logs, [&](std::string_view line) {
+          std::lock_guard l(mu);
+          say(prefix.empty() ? line : prefix + std::string(line));
+        });
+        std::lock_guard l(mu);
+        if (!step || (step->status == OpStatus::failed && built[i]->required)) stop = true;
+        results[i] = std::move(step);
+        free += g.slots();
+        done.notify_all();
+      });
+    }
+  }
+  running.clear();  // joins
+
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (!results[i]) continue;  // never started: a required op failed first
+    if (!*results[i]) return opforge::unexpected(results[i]->error());
+    OpStep& step = **results[i];
+    const ops::Decision& d = *built[i];
+    if (step.status == OpStatus::failed) {
       if (d.required) {
         keep_tree = true;
         return failure("op '" + d.manifest.name + "' (requested by " + d.requested_by + ") failed to compile:\n  " +

@@ -491,6 +491,13 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
   const bool any_cuda = carries_cuda(plan, chain);
   plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason);
+  if (const auto n = std::count_if(plan.ops.begin(), plan.ops.end(), [](const auto& d) { return d.build; });
+      command && plan.source.catalogue == Catalogue::op_builder && n > 1 && plan.jobs > 1 &&
+      std::any_of(plan.recipe.build.command.begin(), plan.recipe.build.command.end(),
+                  [](const std::string& a) { return fs::path(a).filename() == "setup.py"; }))
+    plan.notes.push_back("op compiles: one setup.py build_ext per op, up to " + std::to_string(plan.jobs) +
+                         " at once, costliest first, their MAX_JOBS adding up to " + std::to_string(plan.jobs) +
+                         " (setup.py alone compiles op after op)");
   plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, plan.notes);
   const auto torch_version = plan.cuda.torch ? plan.cuda.torch->torch_version : std::nullopt;
   plan.wheel_version =

@@ -191,6 +191,7 @@ void FakeProcessRunner::on(std::vector<std::string> argv_prefix, ProcessResult r
 }
 
 Result<ProcessResult> FakeProcessRunner::run(const Command& command) {
+  std::lock_guard lock(mu_);
   calls_.push_back(command);
   for (auto it = table_.rbegin(); it != table_.rend(); ++it) {
     auto& prefix = it->first;

@@ -4,6 +4,7 @@
 /// Tests that need real header texts use RealFileSystem over tests/fixtures instead.
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "probe/machine.h"
@@ -67,6 +68,7 @@ class FakeProcessRunner final : public ProcessRunner {
  private:
   std::vector<std::pair<std::vector<std::string>, ProcessResult>> table_;
   std::vector<Command> calls_;
+  std::mutex mu_;  ///< commands may run from several threads (ops compiled at once)
 };
 
 class FakeEnvironment final : public Environment {

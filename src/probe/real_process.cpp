@@ -159,7 +159,7 @@ int supervise(pid_t cmd, const sigset_t& watched) {
 
 /// The first child: a watchdog that leads a new process group for the command and everything it
 /// starts. When opforge dies, even by SIGKILL, the kernel sends the watchdog SIGTERM
-/// (PR_SET_PDEATHSIG, tied to the forking thread: opforge runs commands from its main thread)
+/// (PR_SET_PDEATHSIG, tied to the forking thread: run() blocks in that thread until the command ends)
 /// and it stops the command and the group. A parent-death signal on the command alone would
 /// reach ninja but not the compilers ninja started.
 [[noreturn]] void run_watchdog(const Command& command, const ExecArgs& args, Pipes& pipes, pid_t parent) {
