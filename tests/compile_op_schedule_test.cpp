@@ -30,8 +30,8 @@ TEST(CompileOpSchedule, WorkCountsUnitsAndWeighsCudaOnesMore) {
 }
 
 TEST(CompileOpSchedule, CostliestStartFirstThenByName) {
-  auto work = op_work({op("b_small", {"x.cpp"}), op("a_small", {"x.cpp"}), op("big", {"a.cu", "b.cu"}),
-                       op("mid", {"a.cu"})});
+  auto work =
+      op_work({op("b_small", {"x.cpp"}), op("a_small", {"x.cpp"}), op("big", {"a.cu", "b.cu"}), op("mid", {"a.cu"})});
   auto order = start_order(work);
   std::vector<std::string> names;
   for (auto i : order) names.push_back(work[i].op);
@@ -67,7 +67,7 @@ TEST(CompileOpSchedule, IdleSlotsBecomeNvccThreadsForSeveralArchitecturesOnly) {
   EXPECT_EQ(g.nvcc_threads, 3u);  // one thread per architecture at most
   EXPECT_EQ(grant_for(one_cu, 4, 0, 8).nvcc_threads, 4u);
   OpWork host{"utils", 1, 0, 1};
-  EXPECT_EQ(grant_for(host, 4, 0, 3).nvcc_threads, 1u);  // no CUDA unit
+  EXPECT_EQ(grant_for(host, 4, 0, 3).nvcc_threads, 1u);    // no CUDA unit
   EXPECT_EQ(grant_for(one_cu, 2, 1, 3).nvcc_threads, 1u);  // the other slot is left for a waiting op
 }
 

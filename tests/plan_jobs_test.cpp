@@ -1,6 +1,8 @@
 // `jobs = "auto"` on the fake machine: cores, MemAvailable, a cgroup v2 limit and recorded peaks
 // decide how many compiles run at once.
 #include <gtest/gtest.h>
+#include <fstream>
+#include <sstream>
 
 #include "plan/jobs.h"
 #include "probe/fake_machine.h"
@@ -68,6 +70,67 @@ TEST(PlanJobs, AvailableMemoryIsMemAvailableLoweredByTheCgroupLimit) {
   EXPECT_EQ(plan::available_memory_kib(fs), 20 * kGiB);
   fs.add_file("/sys/fs/cgroup/build.slice/job.scope/memory.max", "8589934592\n");  // 8 GiB, 1 GiB used
   EXPECT_EQ(plan::available_memory_kib(fs), 7 * kGiB);
+}
+
+std::string test_data(const std::string& name) {
+  std::ifstream in(std::string(OPFORGE_TEST_DATA) + "/cgroup/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(PlanJobs, CgroupV2InactiveFileCountsAsFree) {
+  probe::FakeFileSystem fs;
+  fs.add_file("/proc/meminfo", meminfo(20 * kGiB));
+  fs.add_file("/proc/self/cgroup", "0::/job\n");
+  fs.add_file("/sys/fs/cgroup/job/memory.max", "8589934592\n");
+  fs.add_file("/sys/fs/cgroup/job/memory.current", "4294967296\n");  // 4 GiB, 1 GiB of it inactive cache
+  fs.add_file("/sys/fs/cgroup/job/memory.stat", "anon 3221225472\nfile 1073741824\ninactive_file 1073741824\n");
+  auto a = plan::available_memory(fs);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kib, 5 * kGiB);
+  EXPECT_EQ(a->from, "cgroup v2 memory.max");
+}
+
+TEST(PlanJobs, CgroupV1LimitIsReadFromTheMemoryController) {
+  // The real files of a cgroup v1 machine without a limit: MemAvailable decides.
+  probe::FakeFileSystem fs;
+  fs.add_file("/proc/meminfo", meminfo(20 * kGiB));
+  const std::string self = test_data("v1_proc_self_cgroup");
+  fs.add_file("/proc/self/cgroup", self);
+  const auto start = self.find(":memory:") + 8;
+  const std::string dir = "/sys/fs/cgroup/memory" + self.substr(start, self.find('\n', start) - start);
+  std::string stat = test_data("v1_memory.stat");
+  fs.add_file(dir + "/memory.stat", stat);
+  fs.add_file(dir + "/memory.limit_in_bytes", "9223372036854771712\n");
+  fs.add_file(dir + "/memory.usage_in_bytes", "3278819328\n");
+  auto a = plan::available_memory(fs);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kib, 20 * kGiB);
+  EXPECT_EQ(a->from, "MemAvailable");
+  // A parent's 6 GiB limit shows in hierarchical_memory_limit: 6 GiB - (usage - inactive cache).
+  const auto inactive_at = stat.find("total_inactive_file ") + 20;
+  const std::uint64_t inactive = std::stoull(stat.substr(inactive_at, stat.find('\n', inactive_at) - inactive_at));
+  const auto at = stat.find("hierarchical_memory_limit ");
+  stat.replace(at, stat.find('\n', at) - at, "hierarchical_memory_limit 6442450944");
+  fs.add_file(dir + "/memory.stat", stat);
+  a = plan::available_memory(fs);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kib, (6442450944ull - (3278819328ull - inactive)) / 1024);
+  EXPECT_EQ(a->from, "cgroup v1 memory.limit_in_bytes");
+  auto jobs = plan::memory_aware_jobs(2, a->kib, {}, {}, a->from);
+  EXPECT_EQ(jobs.jobs, 2u);  // nothing compiled: the cores
+}
+
+TEST(PlanJobs, CgroupV1PathMissingInsideAContainerUsesTheMountedCgroup) {
+  probe::FakeFileSystem fs;
+  fs.add_file("/proc/meminfo", meminfo(20 * kGiB));
+  fs.add_file("/proc/self/cgroup", "12:pids:/docker/abc\n4:memory:/docker/abc\n0::/docker/abc\n");
+  fs.add_file("/sys/fs/cgroup/memory/memory.limit_in_bytes", "4294967296\n");
+  fs.add_file("/sys/fs/cgroup/memory/memory.usage_in_bytes", "1073741824\n");
+  auto a = plan::available_memory(fs);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kib, 3 * kGiB);
 }
 
 TEST(PlanJobs, PeaksAreKeptWithTheCacheAndOnlyGrow) {

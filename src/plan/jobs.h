@@ -26,9 +26,17 @@ namespace fs = std::filesystem;
 inline constexpr std::uint64_t kDefaultNvccPeakKib = 3ull * 1024 * 1024;
 inline constexpr std::uint64_t kDefaultCxxPeakKib = 5ull * 1024 * 1024 / 2;
 
-/// Memory available to this build, in KiB: /proc/meminfo's MemAvailable, lowered to what the
-/// cgroup v2 limit of this process leaves (memory.max − memory.current) when there is one.
-/// nullopt when neither can be read.
+struct AvailableMemory {
+  std::uint64_t kib = 0;
+  std::string from;  ///< "MemAvailable", "cgroup v2 memory.max", "cgroup v1 memory.limit_in_bytes"
+};
+
+/// Memory available to this build: /proc/meminfo's MemAvailable, lowered to what the memory limit
+/// of this process's cgroup leaves when that is less: v2 memory.max − memory.current, v1 the
+/// hierarchical limit (memory.stat) − memory.usage_in_bytes; inactive page cache counts as free
+/// in both (the kernel reclaims it before an out-of-memory kill). nullopt when nothing can be read.
+std::optional<AvailableMemory> available_memory(const probe::FileSystem& fs);
+/// available_memory's KiB.
 std::optional<std::uint64_t> available_memory_kib(const probe::FileSystem& fs);
 
 /// The recorded peaks: <cache>/compile-peaks.json, op name → KiB.
@@ -47,8 +55,10 @@ struct MemoryJobs {
 /// min(cores, available / expected peak), at least 1. The expected peak is the largest recorded
 /// peak of the ops built, or the default for their kind (nvcc for CUDA ops) where an op has none.
 /// Without a known available memory: the cores.
+/// `limited_by` (e.g. "cgroup v1 memory.limit_in_bytes") is named in `why` when not empty.
 MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> available_kib,
-                             const std::vector<ops::Decision>& ops, const std::map<std::string, std::uint64_t>& peaks);
+                             const std::vector<ops::Decision>& ops, const std::map<std::string, std::uint64_t>& peaks,
+                             std::string_view limited_by = {});
 
 /// "21.4 GiB"
 std::string gib(std::uint64_t kib);

@@ -150,8 +150,11 @@ unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& o
     jobs = r.build.jobs;
     from = "recipe [build] jobs";
   } else {
-    auto fit = memory_aware_jobs(m.env.cpu_count(), available_memory_kib(m.fs), decisions,
-                                 load_compile_peaks(m.fs, cache_dir(m, opts)));
+    const auto available = available_memory(m.fs);
+    const bool cgroup = available && available->from != "MemAvailable";
+    auto fit =
+        memory_aware_jobs(m.env.cpu_count(), available ? std::optional(available->kib) : std::nullopt, decisions,
+                          load_compile_peaks(m.fs, cache_dir(m, opts)), cgroup ? available->from : std::string());
     jobs = fit.jobs;
     from = fit.why;
   }
