@@ -125,6 +125,31 @@ TEST(CompileDescribe, OneNvccThreadWithOneJob) {
   EXPECT_NE(std::find(g->steps[3].argv.begin(), g->steps[3].argv.end(), "--threads=1"), g->steps[3].argv.end());
 }
 
+TEST(CompileDescribe, NvccThreadsUseOnlyTheJobsTheCudaUnitsLeaveIdleAndCountInAPool) {
+  EXPECT_EQ(nvcc_threads_for(1, 4, 8), 1u);   // one architecture: nothing to split
+  EXPECT_EQ(nvcc_threads_for(3, 0, 8), 1u);   // no CUDA unit
+  EXPECT_EQ(nvcc_threads_for(3, 1, 2), 2u);   // one .cu, two jobs: both for its architectures
+  EXPECT_EQ(nvcc_threads_for(3, 1, 8), 3u);   // at most one thread per architecture
+  EXPECT_EQ(nvcc_threads_for(3, 4, 8), 2u);   // four .cu at once leave two jobs each
+  EXPECT_EQ(nvcc_threads_for(3, 16, 8), 1u);  // the units alone fill the jobs
+  EXPECT_EQ(nvcc_threads_for(3, 1, 0), 1u);
+  auto p = two_op_plan();  // one .cu for three gencodes (8.0, 9.0, 9.0 PTX: two architectures), two jobs
+  auto g = describe(p);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->nvcc_threads, 2u);
+  EXPECT_EQ(g->nvcc_pool_depth, 1u);  // one nvcc of two threads at a time: two jobs
+  const auto ninja = render_ninja(*g, p.build_dir);
+  EXPECT_NE(ninja.find("pool nvcc\n  depth = 1\n"), std::string::npos) << ninja;
+  EXPECT_NE(
+      ninja.find("rule nvcc\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n  pool = nvcc\n"),
+      std::string::npos)
+      << ninja;
+  p.jobs = 1;
+  g = describe(p);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(render_ninja(*g, p.build_dir).find("pool"), std::string::npos);
+}
+
 TEST(CompileDescribe, ErrorsNameTheOp) {
   auto p = two_op_plan();
   p.ops[0].manifest.sources = {"a.f90"};

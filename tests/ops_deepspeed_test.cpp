@@ -201,6 +201,32 @@ TEST(OpsDeepspeed, TheProbeConstructsEachCompatibleOpsExtensionAndNamesWhatIsMis
   EXPECT_TRUE((*v)["broken_cuda"].ok);
   EXPECT_TRUE((*v)["good_cuda"].ok);
   EXPECT_TRUE((*v)["good_cpu"].ok);
+  // The constructed extensions' sources, as setup.py will compile them.
+  EXPECT_FALSE((*v)["good_cuda"].sources.empty());
+  EXPECT_TRUE(kernels.sources.empty());
+}
+
+TEST(OpsDeepspeed, ABuiltOpTakesTheSourcesOfItsConstructedExtension) {
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeDynamicLoader dl;
+  // Sources computed at run time: the builder's code names none.
+  auto cat = ops::parse_deepspeed_catalogue(kTree, R"({"ops": [
+    {"name": "core", "build_var": "DS_BUILD_CORE", "class": "op_builder.c:CoreBuilder", "kind": "cuda", "sources": null}]})");
+  ASSERT_TRUE(cat);
+  ASSERT_TRUE(cat->front().sources.empty());
+  ops::DecideContext ctx;
+  ctx.default_off = true;
+  ctx.compatibility = [&](const std::vector<ops::Manifest>&) -> Result<std::map<std::string, ops::Compatibility>> {
+    ops::Compatibility c{true, ""};
+    c.sources = {"csrc/core/a.cu", "csrc/core/b.cpp"};
+    return std::map<std::string, ops::Compatibility>{{"core", c}};
+  };
+  probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_OPS", "1"}});
+  auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
+  ASSERT_TRUE(d) << d.error().render();
+  ASSERT_TRUE((*d)[0].build);
+  EXPECT_EQ((*d)[0].manifest.sources, (std::vector<ops::fs::path>{"csrc/core/a.cu", "csrc/core/b.cpp"}));
 }
 
 TEST(OpsDeepspeed, AnOpWhoseExtensionCannotBeConstructedIsSkippedOrUnsatisfied) {

@@ -252,8 +252,15 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   out.env = command_environment(m.env.all(), plan, tree.root, wrapper, host ? &*host : nullptr);
   if (plan.source.catalogue == plan::Catalogue::op_builder)
-    if (auto build_ext = build_ext_command(plan.recipe.build.command))
+    if (auto build_ext = build_ext_command(plan.recipe.build.command)) {
       OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line));
+      // torch's BuildExtension with ninja sets build_ext.force and recompiles every extension in
+      // its own build_temp, where the ops (compiled in their own temp folders) left nothing.
+      // Without ninja, setuptools' own check finds each op's library newer than its sources and
+      // skips it, so the command only packs. DeepSpeed's setup.py enables ninja when
+      // DS_ENABLE_NINJA is set at all (even to "0"), hence erased.
+      out.env.erase("DS_ENABLE_NINJA");
+    }
   OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line));
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;

@@ -99,6 +99,7 @@ struct Toolset {
   std::string cxx, cc;
   const cuda::Toolkit* tk;
   std::vector<std::string> prefix_maps;
+  unsigned nvcc_threads = 1;
 };
 
 /// Compiles one source of `op` into its object under `obj_dir`.
@@ -119,11 +120,17 @@ Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::p
   if (*lang == Lang::cuda) {
     step.rule = "nvcc";
     step.description = "nvcc " + seed;
-    step.argv = {
-        t.tk->nvcc.string(), "-ccbin", t.cxx, "-std=c++17", "-O3", "-cudart=static", "-Xcompiler=-fPIC",
-        "-Xcompiler=-fvisibility=hidden", "-frandom-seed=" + seed, "--compress-mode=default",
-        // One nvcc thread per architecture, within the job budget: -j1 means one core.
-        "--threads=" + std::to_string(std::max<size_t>(1, std::min<size_t>(plan.arch.arches.size(), plan.jobs)))};
+    step.argv = {t.tk->nvcc.string(),
+                 "-ccbin",
+                 t.cxx,
+                 "-std=c++17",
+                 "-O3",
+                 "-cudart=static",
+                 "-Xcompiler=-fPIC",
+                 "-Xcompiler=-fvisibility=hidden",
+                 "-frandom-seed=" + seed,
+                 "--compress-mode=default",
+                 "--threads=" + std::to_string(t.nvcc_threads)};
     for (auto& m : t.prefix_maps) step.argv.push_back("-Xcompiler=" + m);
     if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
     for (auto& arch : plan.arch.arches)
@@ -182,6 +189,13 @@ Step strip_step(const std::string& lib_name, const fs::path& unstripped, const f
 
 }  // namespace
 
+unsigned nvcc_threads_for(std::size_t arches, std::size_t cuda_units, unsigned jobs) {
+  jobs = std::max(1u, jobs);
+  if (arches <= 1 || cuda_units == 0) return 1;
+  const std::size_t at_once = std::min<std::size_t>(jobs, cuda_units);
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(arches, jobs / at_once)));
+}
+
 Result<Graph> describe(const plan::Plan& plan) {
   Graph graph;
   const fs::path& build = plan.build_dir;
@@ -195,7 +209,14 @@ Result<Graph> describe(const plan::Plan& plan) {
   // Reproducibility (docs/reference.md §5): paths mapped, a stable seed per file, no build id, no debug info.
   std::vector<std::string> prefix_maps = {"-ffile-prefix-map=" + src_root.string() + "=.",
                                           "-ffile-prefix-map=" + build.string() + "=build"};
-  const Toolset tools{plan, cxx, cc, plan.cuda.chosen ? &*plan.cuda.chosen : nullptr, prefix_maps};
+  std::size_t cuda_units = 0;
+  for (const auto& d : plan.ops)
+    if (d.build)
+      cuda_units += static_cast<std::size_t>(std::count_if(d.manifest.sources.begin(), d.manifest.sources.end(),
+                                                           [](const fs::path& s) { return s.extension() == ".cu"; }));
+  graph.nvcc_threads = nvcc_threads_for(plan.arch.arches.size(), cuda_units, plan.jobs);
+  if (graph.nvcc_threads > 1) graph.nvcc_pool_depth = std::max(1u, plan.jobs / graph.nvcc_threads);
+  const Toolset tools{plan, cxx, cc, plan.cuda.chosen ? &*plan.cuda.chosen : nullptr, prefix_maps, graph.nvcc_threads};
 
   for (const auto& decision : plan.ops) {
     if (!decision.build) continue;
@@ -236,9 +257,10 @@ Result<Graph> describe(const plan::Plan& plan) {
 std::string render_ninja(const Graph& graph, const fs::path& build_dir) {
   std::string out = "# Written by opforge: do not edit.\nninja_required_version = 1.10\nbuilddir = " +
                     ninja_escape_path(build_dir.string()) + "\n\n";
-  for (auto rule : {"cc", "cxx", "nvcc"})
-    out +=
-        std::string("rule ") + rule + "\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n\n";
+  if (graph.nvcc_pool_depth > 0) out += "pool nvcc\n  depth = " + std::to_string(graph.nvcc_pool_depth) + "\n\n";
+  for (std::string rule : {"cc", "cxx", "nvcc"})
+    out += "rule " + rule + "\n  command = $cmd\n  depfile = $dep\n  deps = gcc\n  description = $desc\n" +
+           (rule == "nvcc" && graph.nvcc_pool_depth > 0 ? "  pool = nvcc\n" : "") + "\n";
   for (auto rule : {"link", "strip"})
     out += std::string("rule ") + rule + "\n  command = $cmd\n  description = $desc\n\n";
   for (auto& step : graph.steps) {

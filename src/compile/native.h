@@ -37,7 +37,16 @@ struct Graph {
   std::vector<Step> steps;                 ///< compiles, then links, then strips
   std::vector<OpOutputs> outputs;          ///< one per op built
   std::map<std::string, std::string> env;  ///< extra environment for ninja (ccache settings)
+  /// nvcc --threads of every CUDA compile (one per architecture, as far as the jobs left idle by
+  /// the few CUDA units allow); above 1, each nvcc counts as that many jobs: the nvcc steps run in
+  /// a ninja pool of depth jobs / nvcc_threads.
+  unsigned nvcc_threads = 1;
+  unsigned nvcc_pool_depth = 0;  ///< 0: no pool
 };
+
+/// nvcc --threads for a build of `cuda_units` .cu files for `arches` architectures with `jobs`
+/// parallel jobs: min(arches, jobs / min(jobs, cuda_units)), at least 1.
+unsigned nvcc_threads_for(std::size_t arches, std::size_t cuda_units, unsigned jobs);
 
 /// The exact commands for the plan's selected ops; nothing is run or written.
 Result<Graph> describe(const plan::Plan& plan);

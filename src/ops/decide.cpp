@@ -218,6 +218,12 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
   }
   if (why_not.empty()) {
     d.build = true;
+    // The constructed extension's sources beat the ones read from the builder's code (the op's
+    // compile cost; builders like inference_core_ops compute theirs at run time).
+    if (auto it = verdicts.find(op.name); it != verdicts.end() && !it->second.sources.empty()) {
+      d.manifest.sources.clear();
+      for (auto& f : it->second.sources) d.manifest.sources.emplace_back(f);
+    }
     d.reason = verdicts.contains(op.name) ? "compatible (is_compatible())" : "compatible";
     if (!op.probes.empty()) {
       std::vector<std::string> pn;

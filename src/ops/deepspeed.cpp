@@ -95,6 +95,9 @@ Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::
     c.constructed = v.value("stage", std::string()) == "builder";
     c.fix = v.value("fix", std::string());
     c.module = v.value("module", std::string());
+    if (auto src = v.find("sources"); src != v.end() && src->is_array())
+      for (auto& f : *src)
+        if (f.is_string()) c.sources.push_back(f.get<std::string>());
     out[spec] = std::move(c);
   }
   return out;

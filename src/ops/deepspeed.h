@@ -36,6 +36,9 @@ struct Compatibility {
   bool constructed = false;  ///< not ok because builder() raised (is_compatible() said yes)
   std::string fix{};         ///< e.g. "pip install deepspeed-kernels (it provides the module 'dskernels')"
   std::string module{};      ///< the module a ModuleNotFoundError names
+  /// The sources of the extension builder() constructed (relative to the tree), when it could be:
+  /// exact where the builder computes them at run time.
+  std::vector<std::string> sources{};
 };
 
 struct CompatibilityQuery {

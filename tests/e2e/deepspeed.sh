@@ -126,6 +126,9 @@ else:
     assert r["toolkit"]["version"] == "13.0", r["toolkit"]
     assert env.get("DS_SKIP_CUDA_CHECK") == "1", env
 PY
+# Each op compiled once, in its own step: the command that writes the wheel compiles nothing.
+! grep -q "^building '" "$work/a/build/opforge/command.log" ||
+  fail "the wheel's command compiled again: $(grep "^building '" "$work/a/build/opforge/command.log" | head -3)"
 mismatch=$(grep -c "does not match the version torch was compiled with" "$work/a/build/opforge/command.log" || true)
 if [ "$mode" = provision ]; then
   [ "$mismatch" = 0 ] || fail "DeepSpeed warned of a CUDA mismatch $mismatch times with the provisioned toolkit"
