@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 
 #include "compiler/cpu_target.h"
 #include "compiler/host.h"
@@ -424,6 +425,29 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
   return ex;
 }
 
+/// The project Python's header folder, for the built ops that have a [python_extension]: the
+/// extension is compiled against the stable ABI, so any Python 3 at or above its floor serves.
+/// Without Python.h (no python3-dev), the extensions are left out with a note: each has a Python
+/// fallback in its op's package.
+void find_python_include(probe::Machine m, Plan& plan) {
+  std::vector<std::string> wanting;
+  for (auto& d : plan.ops)
+    if (d.build && d.manifest.python_extension) wanting.push_back(d.manifest.name);
+  if (wanting.empty()) return;
+  auto ran = m.proc.run({.argv = {plan.python, "-c", "import sysconfig; print(sysconfig.get_path('include'))"},
+                         .timeout = std::chrono::seconds(60)});
+  std::string dir = ran && ran->ok() ? std::string(strings::trim(ran->out)) : std::string();
+  if (!dir.empty() && m.fs.resolved_type(fs::path(dir) / "Python.h") == probe::FileType::regular) {
+    plan.python_include = dir;
+    plan.notes.push_back("python headers: " + dir + " (the Python extensions of " + strings::join(wanting, ", ") +
+                         ", stable ABI)");
+    return;
+  }
+  plan.notes.push_back("python headers: not found for " + plan.python + " (install python3-dev): the Python " +
+                       "extensions of " + strings::join(wanting, ", ") +
+                       " are left out, their Python code does the work");
+}
+
 }  // namespace
 
 Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit, const SourceInfo& source,
@@ -489,6 +513,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   OPFORGE_CHECK(pin_cpu_target(m, opts, plan));
   const Env toolkit = OPFORGE_TRY(toolkit_exports(m, opts, plan, chain));
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
+  find_python_include(m, plan);
   const bool any_cuda = carries_cuda(plan, chain);
   plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason);
   plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, plan.notes);
