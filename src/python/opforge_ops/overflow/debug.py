@@ -450,15 +450,18 @@ class DebugUnderflowOverflow:
     def _extension_context(self) -> tuple[Any, ...] | None:
         """The context tuple the extension's hook reads (its C_* fields, in order)."""
         torch = self._torch
-        address = ctypes.c_void_p
+
+        def address(fn: Any) -> int | None:  # the C function a ctypes function object calls
+            return ctypes.cast(fn, ctypes.c_void_p).value
+
         cuda_fn = None
         try:
-            cuda_fn = ctypes.cast(_stats._cuda_fn(), address).value
+            cuda_fn = address(_stats._cuda_fn())
         except (_lib.OverflowLibError, AttributeError):
             pass
         T = torch.Tensor
         ctx = (self._meta, T, torch.nn.Parameter, self._codes, _IN, _OUT, _IN_LIT, _OUT_LIT, _INPUT_LIT, _OUTPUT_LIT,
-               _Frame, ctypes.cast(self._cpu_multi, address).value, cuda_fn,
+               _Frame, address(self._cpu_multi), cuda_fn,
                getattr(torch._C, "_cuda_getCurrentRawStream", None), torch.cuda.current_device, bool(self.extended),
                bool(self.deferred), T.numel, T.data_ptr, T.is_contiguous, T.stride, T.get_device)
         return ctx if len(ctx) == _EXTENSION.CONTEXT_FIELDS else None
