@@ -144,3 +144,35 @@ def test_extension_imports_under_every_python(python):
     out = subprocess.run([python, "-c", IMPORT, EXT.__file__], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, f"{python} ({major}.{minor}): {out.stderr}"
     assert out.stdout.split() == [str(EXT.CONTEXT_FIELDS), "0x3080000"]
+
+
+def test_two_threads_each_get_their_own_report():
+    # The compiled hook keeps nothing between calls: two threads hooking two models at once report
+    # what each reports alone.
+    import threading
+    names = ("inf", "trace_1_3")
+
+    def quiet_run(name):
+        kwargs, kinds = overflow_models.SCENARIOS[name]
+        model = overflow_models.Model()
+        lines = []
+        d = overflow.DebugUnderflowOverflow(model, **kwargs)
+        d._emit = lines.append  # this thread's own output (print() goes to one stdout for all)
+        try:
+            for k, kind in enumerate(kinds):
+                x, scale = overflow_models.batch(k, kind)
+                model(x, scale)
+        except ValueError:
+            pass
+        return lines
+
+    expected = {name: quiet_run(name) for name in names}
+    got = {}
+    threads = [threading.Thread(target=lambda n=name: got.__setitem__(n, [quiet_run(n) for _ in range(20)]))
+               for name in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name in names:
+        assert expected[name] and all(run == expected[name] for run in got[name]), name

@@ -48,7 +48,7 @@ enum {
   C_CUDA_FN,      // address of the synchronous CUDA read (int, 0: none)
   C_STREAM_FN,    // device -> current raw stream (torch._C._cuda_getCurrentRawStream) or None
   C_CURRENT_DEV,  // () -> current CUDA device (torch.cuda.current_device) or None
-  C_EXTENDED,     // bool
+  C_EXTENDED,     // the frames' `extended` (as the Python hook stores it)
   C_DEFERRED,     // bool
   C_NUMEL,        // torch.Tensor.numel (and the next: unbound methods, called on exact Tensors only)
   C_DATA_PTR,
@@ -62,25 +62,35 @@ static PyObject *s_ctx, *s_frame, *s_frames, *s_pending, *s_batch_number, *s_buf
     *s_dtype, *s_is_cpu, *s_is_cuda, *s_shape, *s_used, *s_capacity, *s_base, *s_handle, *s_append, *s_minus_one,
     *s_empty_tuple, *s_empty_bytes;
 
-// Per-call scratch: descriptors, records and the tensors of a frame (grown on demand; the GIL
-// is held throughout, so one set serves every thread).
-static desc_t* g_desc;
-static unsigned char* g_out;
-static int g_cap;
+// A call's descriptors and records: on the stack for the usual frame, else on the heap. Per call,
+// not shared: attribute reads may run Python code (a finalizer), and so another thread's hook.
+#define LOCAL_TENSORS 32
+typedef struct {
+  desc_t* desc;
+  unsigned char* out;  // zeroed: what a statistics function that writes nothing leaves
+  desc_t local_desc[LOCAL_TENSORS];
+  unsigned char local_out[LOCAL_TENSORS * RECORD_SIZE];
+} scratch_t;
 
-static int grow(int k) {
-  if (k <= g_cap) return 0;
-  int cap = g_cap ? g_cap : 64;
-  while (cap < k) cap *= 2;
-  desc_t* d = (desc_t*)PyMem_Realloc(g_desc, (size_t)cap * sizeof(desc_t));
-  if (!d) return -1;
-  g_desc = d;
-  unsigned char* o = (unsigned char*)PyMem_Realloc(g_out, (size_t)cap * RECORD_SIZE);
-  if (!o) return -1;
-  memset(o + (size_t)g_cap * RECORD_SIZE, 0, (size_t)(cap - g_cap) * RECORD_SIZE);
-  g_out = o;
-  g_cap = cap;
+static int scratch_init(scratch_t* s, Py_ssize_t k) {
+  if (k <= LOCAL_TENSORS) {
+    s->desc = s->local_desc;
+    s->out = s->local_out;
+    memset(s->out, 0, (size_t)k * RECORD_SIZE);
+    return 0;
+  }
+  s->desc = (desc_t*)PyMem_Malloc((size_t)k * sizeof(desc_t));
+  s->out = (unsigned char*)PyMem_Calloc((size_t)k, RECORD_SIZE);
+  if (!s->desc || !s->out) {
+    PyErr_NoMemory();
+    return -1;
+  }
   return 0;
+}
+
+static void scratch_free(scratch_t* s) {
+  if (s->desc && s->desc != s->local_desc) PyMem_Free(s->desc);
+  if (s->out && s->out != s->local_out) PyMem_Free(s->out);
 }
 
 // The 1-tuple holding the whole line of a None / non-tensor (debug.py's _lit).
@@ -251,12 +261,11 @@ static int dense(PyObject** ctx, PyObject* t) {
   return 1;
 }
 
-// Packs the descriptors of tensors into g_desc (threshold 0) as debug.py's _pack does, without
+// Packs the descriptors of tensors into sc->desc (threshold 0) as debug.py's _pack does, without
 // its caches. The device (-1: CPU, else a CUDA index) into *where. 1: packed, 0: not the common
 // case, -1: error.
-static int pack(PyObject** ctx, PyObject* tensors, int* where) {
+static int pack(PyObject** ctx, PyObject* tensors, scratch_t* sc, int* where) {
   Py_ssize_t k = PyList_Size(tensors);
-  if (grow((int)k) < 0) return -1;
   int w = -2;
   for (Py_ssize_t i = 0; i < k; ++i) {
     PyObject* t = PyList_GetItem(tensors, i);
@@ -304,11 +313,11 @@ static int pack(PyObject** ctx, PyObject* tensors, int* where) {
     void* data = PyLong_AsVoidPtr(ptr);
     Py_DECREF(ptr);
     if (!data && PyErr_Occurred()) return -1;
-    g_desc[i].data = data;
-    g_desc[i].count = (uint64_t)n;
-    g_desc[i].dtype = (int32_t)PyLong_AsLong(code);
-    g_desc[i].pad = 0;
-    g_desc[i].threshold = 0.0;
+    sc->desc[i].data = data;
+    sc->desc[i].count = (uint64_t)n;
+    sc->desc[i].dtype = (int32_t)PyLong_AsLong(code);
+    sc->desc[i].pad = 0;
+    sc->desc[i].threshold = 0.0;
   }
   *where = w;
   return 1;
@@ -326,10 +335,10 @@ static int flagged(const unsigned char* records, int k) {
   return 0;
 }
 
-// The synchronous statistics call into g_out. 1: read, 0: not the common case (another current
+// The synchronous statistics call into sc->out. 1: read, 0: not the common case (another current
 // device, no CUDA read, a failed call), -1: error.
-static int read_now(PyObject** ctx, int where, int k) {
-  if (where == -1) return ((stats_fn)address(ctx[C_CPU_FN]))(g_desc, k, g_out) == 0;
+static int read_now(PyObject** ctx, scratch_t* sc, int where, int k) {
+  if (where == -1) return ((stats_fn)address(ctx[C_CPU_FN]))(sc->desc, k, sc->out) == 0;
   void* fn = address(ctx[C_CUDA_FN]);
   if (!fn || ctx[C_STREAM_FN] == Py_None || ctx[C_CURRENT_DEV] == Py_None) return 0;
   PyObject* cur = PyObject_CallFunctionObjArgs(ctx[C_CURRENT_DEV], NULL);
@@ -346,11 +355,12 @@ static int read_now(PyObject** ctx, int where, int k) {
   void* stream = PyLong_AsVoidPtr(s);
   Py_DECREF(s);
   if (!stream && PyErr_Occurred()) return -1;
-  return ((stats_stream_fn)fn)(g_desc, k, g_out, stream) == 0;
+  return ((stats_stream_fn)fn)(sc->desc, k, sc->out, stream) == 0;
 }
 
 // Default mode: the frame, appended to debug.frames when clean. 1 done, 0 Python's turn, -1 error.
-static int collect(PyObject* debug, PyObject** ctx, PyObject* header, PyObject* items, PyObject* tensors) {
+static int collect(PyObject* debug, PyObject** ctx, scratch_t* sc, PyObject* header, PyObject* items,
+                   PyObject* tensors) {
   int k = (int)PyList_Size(tensors);
   PyObject* records;
   if (k == 0) {
@@ -358,11 +368,11 @@ static int collect(PyObject* debug, PyObject** ctx, PyObject* header, PyObject* 
     Py_INCREF(records);
   } else {
     int where = -2;
-    int r = pack(ctx, tensors, &where);
+    int r = pack(ctx, tensors, sc, &where);
     if (r <= 0) return r;
-    r = read_now(ctx, where, k);
-    if (r <= 0 || flagged(g_out, k)) return r < 0 ? -1 : 0;  // a nan/inf: the Python hook reports it
-    records = PyBytes_FromStringAndSize((const char*)g_out, (Py_ssize_t)k * RECORD_SIZE);
+    r = read_now(ctx, sc, where, k);
+    if (r <= 0 || flagged(sc->out, k)) return r < 0 ? -1 : 0;  // a nan/inf: the Python hook reports it
+    records = PyBytes_FromStringAndSize((const char*)sc->out, (Py_ssize_t)k * RECORD_SIZE);
     if (!records) return -1;
   }
   PyObject* parts = PyTuple_Pack(5, s_empty_tuple, header, items, records, ctx[C_EXTENDED]);
@@ -398,7 +408,8 @@ static long long get_ll(PyObject* o, PyObject* name, int* err) {
 
 // Deferred mode on the CPU: the statistics into the CPU frame buffer's next records and a pending
 // entry (debug.py's _Pending). 1 done, 0 Python's turn, -1 error.
-static int defer(PyObject* debug, PyObject** ctx, PyObject* header, PyObject* items, PyObject* tensors) {
+static int defer(PyObject* debug, PyObject** ctx, scratch_t* sc, PyObject* header, PyObject* items,
+                 PyObject* tensors) {
   int k = (int)PyList_Size(tensors);
   PyObject* pending = PyObject_GetAttr(debug, s_pending);
   if (!pending) return -1;
@@ -415,7 +426,7 @@ static int defer(PyObject* debug, PyObject** ctx, PyObject* header, PyObject* it
     records = s_empty_bytes;
   } else {
     int where = -2;
-    int r = pack(ctx, tensors, &where);
+    int r = pack(ctx, tensors, sc, &where);
     if (r <= 0 || where != -1) {
       ret = r < 0 ? -1 : 0;
       goto done;
@@ -444,7 +455,7 @@ static int defer(PyObject* debug, PyObject** ctx, PyObject* header, PyObject* it
       ret = 0;
       goto done;
     }
-    if (((stats_fn)address(ctx[C_CPU_FN]))(g_desc, k, base + first * RECORD_SIZE) != 0) {
+    if (((stats_fn)address(ctx[C_CPU_FN]))(sc->desc, k, base + first * RECORD_SIZE) != 0) {
       ret = 0;
       goto done;
     }
@@ -508,7 +519,13 @@ static PyObject* hook(PyObject* self, PyObject* args) {
   int r = label(ctx, module, input, output, items, tensors);
   if (r < 0) goto error;
   if (r > 0) {
-    r = deferred ? defer(debug, ctx, header, items, tensors) : collect(debug, ctx, header, items, tensors);
+    scratch_t sc;  // its local arrays are left unset: scratch_init zeroes the records used
+    sc.desc = NULL;
+    sc.out = NULL;
+    r = scratch_init(&sc, PyList_Size(tensors));
+    if (r == 0)
+      r = deferred ? defer(debug, ctx, &sc, header, items, tensors) : collect(debug, ctx, &sc, header, items, tensors);
+    scratch_free(&sc);
     if (r < 0) goto error;
     ret = r;
   }
