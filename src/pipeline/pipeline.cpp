@@ -62,6 +62,9 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
                       {"version", compiler_text(plan)},
                       {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
   in["arch_list"] = plan.arch.str();
+  // the headers the ops' Python extensions were compiled against (stable ABI: any Python 3 from
+  // their floor gives a working extension, but the bytes follow the headers)
+  if (!plan.python_include.empty()) in["python_include"] = plan.python_include.string();
   if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
   in["source_date_epoch"] = plan.source_date_epoch;
   nlohmann::json ops = nlohmann::json::object();

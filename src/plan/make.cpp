@@ -426,25 +426,42 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
 }
 
 /// The project Python's header folder, for the built ops that have a [python_extension]: the
-/// extension is compiled against the stable ABI, so any Python 3 at or above its floor serves.
-/// Without Python.h (no python3-dev), the extensions are left out with a note: each has a Python
-/// fallback in its op's package.
+/// extension is compiled against the stable ABI, so the headers of any Python 3 at or above its
+/// floor serve. Without them (no python3-dev, or an older Python), the extensions are left out
+/// with a note: each has a Python fallback in its op's package.
 void find_python_include(probe::Machine m, Plan& plan) {
   std::vector<std::string> wanting;
+  int floor = 0;
   for (auto& d : plan.ops)
-    if (d.build && d.manifest.python_extension) wanting.push_back(d.manifest.name);
+    if (d.build && d.manifest.python_extension) {
+      wanting.push_back(d.manifest.name);
+      floor = std::max(floor, d.manifest.python_extension->floor_minor);
+    }
   if (wanting.empty()) return;
-  auto ran = m.proc.run({.argv = {plan.python, "-c", "import sysconfig; print(sysconfig.get_path('include'))"},
+  const std::string which = "the Python extensions of " + strings::join(wanting, ", ");
+  auto ran = m.proc.run({.argv = {plan.python, "-c",
+                                  "import sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
+                                  "print(sysconfig.get_path('include'))"},
                          .timeout = std::chrono::seconds(60)});
-  std::string dir = ran && ran->ok() ? std::string(strings::trim(ran->out)) : std::string();
-  if (!dir.empty() && m.fs.resolved_type(fs::path(dir) / "Python.h") == probe::FileType::regular) {
-    plan.python_include = dir;
-    plan.notes.push_back("python headers: " + dir + " (the Python extensions of " + strings::join(wanting, ", ") +
-                         ", stable ABI)");
+  auto lines = ran && ran->ok() ? strings::split(strings::trim(ran->out), '\n') : std::vector<std::string>{};
+  int minor = -1;
+  if (lines.size() == 2 && lines[0].starts_with("3 ")) {
+    std::string_view digits = std::string_view(lines[0]).substr(2);
+    std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+  }
+  const std::string dir = lines.size() == 2 ? std::string(strings::trim(lines[1])) : std::string();
+  if (minor >= 0 && minor < floor) {
+    plan.notes.push_back("python headers: " + plan.python + " is Python 3." + std::to_string(minor) +
+                         ", older than the stable-ABI floor 3." + std::to_string(floor) + ": " + which +
+                         " are left out, their Python code does the work");
     return;
   }
-  plan.notes.push_back("python headers: not found for " + plan.python + " (install python3-dev): the Python " +
-                       "extensions of " + strings::join(wanting, ", ") +
+  if (minor >= 0 && !dir.empty() && m.fs.resolved_type(fs::path(dir) / "Python.h") == probe::FileType::regular) {
+    plan.python_include = dir;
+    plan.notes.push_back("python headers: " + dir + " (" + which + ", stable ABI 3." + std::to_string(floor) + ")");
+    return;
+  }
+  plan.notes.push_back("python headers: not found for " + plan.python + " (install python3-dev): " + which +
                        " are left out, their Python code does the work");
 }
 
