@@ -176,3 +176,34 @@ def test_two_threads_each_get_their_own_report():
         t.join()
     for name in names:
         assert expected[name] and all(run == expected[name] for run in got[name]), name
+
+
+def test_parameters_in_an_ordereddicts_own_order(monkeypatch):
+    # Older torch keeps _parameters in an OrderedDict, whose order (move_to_end) can differ from its
+    # dict part's: the compiled hook lists them in the mapping's own order, as named_parameters().
+    import collections
+
+    def run(ext):
+        monkeypatch.setattr(debug, "_EXTENSION", ext)
+        model = overflow_models.Model()
+        for m in model.modules():
+            m._parameters = collections.OrderedDict(m._parameters)
+            if "weight" in m._parameters:
+                m._parameters.move_to_end("weight")  # bias, then weight
+        lines = []
+        d = overflow.DebugUnderflowOverflow(model)
+        d._emit = lines.append
+        calls = []
+        if d._hooks is not None:
+            hook = d._hooks
+            d._hooks = lambda *a: calls.append(hook(*a)) or calls[-1]
+        with pytest.raises(ValueError):  # the dump shows the frames the steady-state hook saved
+            for k, kind in enumerate(["finite", "finite", "nan"]):
+                model(*overflow_models.batch(k, kind))
+        return "\n".join(lines), any(calls)
+
+    with_ext, used = run(EXT)
+    without, _ = run(None)
+    assert with_ext == without
+    assert "bias" in with_ext and with_ext.index("bias") < with_ext.index("weight")
+    assert EXT is None or used

@@ -80,11 +80,12 @@ static int scratch_init(scratch_t* s, Py_ssize_t k) {
     return 0;
   }
   s->desc = (desc_t*)PyMem_Malloc((size_t)k * sizeof(desc_t));
-  s->out = (unsigned char*)PyMem_Calloc((size_t)k, RECORD_SIZE);
+  s->out = (unsigned char*)PyMem_Malloc((size_t)k * RECORD_SIZE);
   if (!s->desc || !s->out) {
     PyErr_NoMemory();
     return -1;
   }
+  memset(s->out, 0, (size_t)k * RECORD_SIZE);
   return 0;
 }
 
@@ -128,22 +129,39 @@ static int label(PyObject** ctx, PyObject* module, PyObject* input, PyObject* ou
     Py_DECREF(params);
     return 0;
   }
-  Py_ssize_t pos = 0;
+  // a dict subclass (OrderedDict in older torch) in its own order, through items()
+  const int exact = Py_TYPE(params) == &PyDict_Type;
+  PyObject* pairs = exact ? NULL : PyMapping_Items(params);
+  if (!exact && !pairs) {
+    Py_DECREF(params);
+    return -1;
+  }
+  Py_ssize_t pos = 0, count = pairs ? PyList_Size(pairs) : 0;
   PyObject *name, *p;
-  while (PyDict_Next(params, &pos, &name, &p)) {
+  int rc = 1;
+  for (;;) {
+    if (pairs) {
+      if (pos >= count) break;
+      PyObject* pair = PyList_GetItem(pairs, pos++);
+      if (!PyTuple_Check(pair) || PyTuple_Size(pair) != 2) {
+        rc = 0;
+        break;
+      }
+      name = PyTuple_GetItem(pair, 0);
+      p = PyTuple_GetItem(pair, 1);
+    } else if (!PyDict_Next(params, &pos, &name, &p)) {
+      break;
+    }
     if (p == Py_None) continue;
     Py_ssize_t n = PyList_Size(tensors);
-    for (Py_ssize_t j = 0; j < n; ++j)
-      if (PyList_GetItem(tensors, j) == p) {
-        Py_DECREF(params);
-        return 0;
-      }
-    if (add(items, tensors, name, p) < 0) {
-      Py_DECREF(params);
-      return -1;
-    }
+    for (Py_ssize_t j = 0; j < n && rc == 1; ++j)
+      if (PyList_GetItem(tensors, j) == p) rc = 0;  // a parameter under two names
+    if (rc == 1 && add(items, tensors, name, p) < 0) rc = -1;
+    if (rc != 1) break;
   }
+  Py_XDECREF(pairs);
   Py_DECREF(params);
+  if (rc != 1) return rc;
 
   if (PyTuple_Check(input)) {
     Py_ssize_t n = PyTuple_Size(input);
