@@ -207,3 +207,23 @@ def test_parameters_in_an_ordereddicts_own_order(monkeypatch):
     assert with_ext == without
     assert "bias" in with_ext and with_ext.index("bias") < with_ext.index("weight")
     assert EXT is None or used
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_attributes_changed_after_construction_are_followed(deferred, monkeypatch):
+    # extended and deferred are read at every call, by the compiled hook as by the Python one.
+    def run(ext):
+        monkeypatch.setattr(debug, "_EXTENSION", ext)
+        model = overflow_models.Model()
+        lines = []
+        d = overflow.DebugUnderflowOverflow(model, deferred=not deferred)
+        d._emit = lines.append
+        d.extended, d.deferred = True, deferred
+        with pytest.raises(ValueError):
+            for k, kind in enumerate(["finite", "finite", "nan"]):
+                model(*overflow_models.batch(k, kind))
+        return "\n".join(lines)
+
+    got = run(EXT)
+    assert "near_overflow=" in got
+    assert got == run(None)

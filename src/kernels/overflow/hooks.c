@@ -48,8 +48,6 @@ enum {
   C_CUDA_FN,      // address of the synchronous CUDA read (int, 0: none)
   C_STREAM_FN,    // device -> current raw stream (torch._C._cuda_getCurrentRawStream) or None
   C_CURRENT_DEV,  // () -> current CUDA device (torch.cuda.current_device) or None
-  C_EXTENDED,     // the frames' `extended` (as the Python hook stores it)
-  C_DEFERRED,     // bool
   C_NUMEL,        // torch.Tensor.numel (and the next: unbound methods, called on exact Tensors only)
   C_DATA_PTR,
   C_IS_CONTIGUOUS,
@@ -59,7 +57,7 @@ enum {
 };
 
 static PyObject *s_ctx, *s_frame, *s_frames, *s_pending, *s_batch_number, *s_buffers, *s_max_pending, *s_parameters,
-    *s_dtype, *s_is_cpu, *s_is_cuda, *s_shape, *s_used, *s_capacity, *s_base, *s_handle, *s_append, *s_minus_one,
+    *s_dtype, *s_is_cpu, *s_is_cuda, *s_shape, *s_used, *s_capacity, *s_base, *s_handle, *s_append, *s_extended, *s_deferred, *s_minus_one,
     *s_empty_tuple, *s_empty_bytes;
 
 // A call's descriptors and records: on the stack for the usual frame, else on the heap. Per call,
@@ -393,8 +391,10 @@ static int collect(PyObject* debug, PyObject** ctx, scratch_t* sc, PyObject* hea
     records = PyBytes_FromStringAndSize((const char*)sc->out, (Py_ssize_t)k * RECORD_SIZE);
     if (!records) return -1;
   }
-  PyObject* parts = PyTuple_Pack(5, s_empty_tuple, header, items, records, ctx[C_EXTENDED]);
+  PyObject* extended = PyObject_GetAttr(debug, s_extended);  // read per call, as the Python hook does
+  PyObject* parts = extended ? PyTuple_Pack(5, s_empty_tuple, header, items, records, extended) : NULL;
   Py_DECREF(records);
+  Py_XDECREF(extended);
   if (!parts) return -1;
   PyObject* frame = PyObject_CallFunctionObjArgs(ctx[C_FRAME], parts, NULL);
   Py_DECREF(parts);
@@ -518,9 +518,13 @@ static PyObject* hook(PyObject* self, PyObject* args) {
   }
   PyObject* ctx[C_COUNT];
   for (int i = 0; i < C_COUNT; ++i) ctx[i] = PyTuple_GetItem(ctx_t, i);
-  int deferred = ctx[C_DEFERRED] == Py_True;
   int ret = 0;
   PyObject *items = NULL, *tensors = NULL;
+  PyObject* deferred_o = PyObject_GetAttr(debug, s_deferred);
+  if (!deferred_o) goto error;
+  int deferred = PyObject_IsTrue(deferred_o);
+  Py_DECREF(deferred_o);
+  if (deferred < 0) goto error;
   // lines pending before this frame (a batch start): the Python hook's
   PyObject* before = PyObject_GetAttr(debug, s_frame);
   if (!before) goto error;
@@ -588,6 +592,8 @@ PyMODINIT_FUNC PyInit__overflow_hooks(void) {
   INTERN(s_base, "_base");
   INTERN(s_handle, "_handle");
   INTERN(s_append, "append");
+  INTERN(s_extended, "extended");
+  INTERN(s_deferred, "deferred");
   if (!(s_minus_one = PyLong_FromLong(-1)) || !(s_empty_tuple = PyTuple_New(0)) ||
       !(s_empty_bytes = PyBytes_FromStringAndSize(NULL, 0)))
     return NULL;

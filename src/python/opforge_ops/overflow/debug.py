@@ -462,8 +462,8 @@ class DebugUnderflowOverflow:
         T = torch.Tensor
         ctx = (self._meta, T, torch.nn.Parameter, self._codes, _IN, _OUT, _IN_LIT, _OUT_LIT, _INPUT_LIT, _OUTPUT_LIT,
                _Frame, address(self._cpu_multi), cuda_fn,
-               getattr(torch._C, "_cuda_getCurrentRawStream", None), torch.cuda.current_device, self.extended,
-               bool(self.deferred), T.numel, T.data_ptr, T.is_contiguous, T.stride, T.get_device)
+               getattr(torch._C, "_cuda_getCurrentRawStream", None), torch.cuda.current_device,
+               T.numel, T.data_ptr, T.is_contiguous, T.stride, T.get_device)
         return ctx if len(ctx) == _EXTENSION.CONTEXT_FIELDS else None
 
     # hooks that can be removed
