@@ -1,4 +1,5 @@
-// _overflow_hooks (opforge_ops/_lib/_overflow_hooks.abi3.so): the per-call work of DebugUnderflowOverflow's steady-state hook in C.
+// _overflow_hooks (opforge_ops/_lib/_overflow_hooks.abi3.so): the per-call work of
+// DebugUnderflowOverflow's steady-state hook, in C.
 //
 // Built against Python's stable ABI (Py_LIMITED_API, floor 3.8: the oldest Python the package
 // supports, see the op's op.toml), so one binary serves every CPython 3 from 3.8 on. torch is not
@@ -513,7 +514,7 @@ static PyObject* hook(PyObject* self, PyObject* args) {
   if (!ctx_t) return NULL;
   if (!PyTuple_Check(ctx_t) || PyTuple_Size(ctx_t) != C_COUNT) {
     Py_DECREF(ctx_t);
-    PyErr_SetString(PyExc_TypeError, "_hooks.hook: debug._hooks_ctx is not a context tuple");
+    PyErr_SetString(PyExc_TypeError, "_overflow_hooks.hook: debug._hooks_ctx is not a context tuple");
     return NULL;
   }
   PyObject* ctx[C_COUNT];
