@@ -93,6 +93,34 @@ TEST(CompileDescribe, ExactCommandsWithTheReproducibilityFlags) {
   EXPECT_EQ(g->outputs[1].library, "/b d/lib/libopforge_vec.so");
 }
 
+TEST(CompileDescribe, PythonExtensionStepsWithTheStableAbiAndThePlansHeaders) {
+  auto p = two_op_plan();
+  ops::PythonExtension ext;
+  ext.name = "_hooks";
+  ext.sources = {"h.c"};
+  p.ops[0].manifest.python_extension = ext;
+  auto none = describe(p);  // no Python headers found: no extension
+  ASSERT_TRUE(none) << none.error().render();
+  EXPECT_EQ(none->steps.size(), 6u);
+  EXPECT_TRUE(none->outputs[0].extension.empty());
+  p.python_include = "/usr/include/python3.11";
+  auto g = describe(p);
+  ASSERT_TRUE(g) << g.error().render();
+  ASSERT_EQ(g->steps.size(), 9u);  // cpuop's 3, its extension's compile, link and strip, then vec's 3
+  using V = std::vector<std::string>;
+  EXPECT_EQ(g->steps[3].argv,
+            (V{"/usr/bin/gcc-12", "-O2", "-g0", "-fPIC", "-fvisibility=hidden", "-frandom-seed=cpuop/h.c",
+               "-ffile-prefix-map=/src=.", "-ffile-prefix-map=/b d=build", "-DPy_LIMITED_API=0x03080000",
+               "-I/usr/include/python3.11", "-MD", "-MF", "/b d/obj/cpuop/_hooks/h.c.o.d", "-c", "/src/ops/cpuop/h.c",
+               "-o", "/b d/obj/cpuop/_hooks/h.c.o"}));
+  EXPECT_EQ(g->steps[4].argv, (V{"/usr/bin/g++-12", "-shared", "-o", "/b d/obj/cpuop/_hooks/_hooks.abi3.so.unstripped",
+                                 "/b d/obj/cpuop/_hooks/h.c.o", "-Wl,--build-id=none", "-Wl,-z,noexecstack"}));
+  EXPECT_EQ(g->steps[5].output, "/b d/lib/_hooks.abi3.so");
+  EXPECT_EQ(g->outputs[0].extension, "/b d/lib/_hooks.abi3.so");
+  EXPECT_NE(render_ninja(*g, p.build_dir).find("default /b$ d/lib/libopforge_cpuop.so /b$ d/lib/_hooks.abi3.so "),
+            std::string::npos);
+}
+
 TEST(CompileDescribe, RecordedFlagsAreTheFirstCompilesFlagsWithoutCompilerOrFiles) {
   auto p = two_op_plan();
   p.ops[0].manifest.sources = {"a.cpp", "b.cpp"};

@@ -237,6 +237,32 @@ TEST(OpsManifest, ErrorsPointAtTheLine) {
   EXPECT_EQ(u.error().message, "unknown key 'source' in op.toml; did you mean 'sources'?");
 }
 
+TEST(OpsManifest, PythonExtensionTable) {
+  const std::string head = "name = \"x\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n[python_extension]\n";
+  auto m = parse_manifest("/ops/x/op.toml", head + "name = \"_x_hooks\"\nsources = [\"h.c\"]\nlimited_api = \"3.9\"\n");
+  ASSERT_TRUE(m) << m.error().render();
+  ASSERT_TRUE(m->python_extension);
+  EXPECT_EQ(m->python_extension->file_name(), "_x_hooks.abi3.so");
+  EXPECT_EQ(m->python_extension->sources, std::vector<fs::path>{"h.c"});
+  EXPECT_EQ(m->python_extension->limited_api_macro(), "0x03090000");
+  auto d = parse_manifest("/ops/x/op.toml", head + "name = \"_h\"\nsources = [\"h.c\"]\n");
+  ASSERT_TRUE(d) << d.error().render();
+  EXPECT_EQ(d->python_extension->limited_api_macro(), "0x03080000");  // the default floor
+  EXPECT_FALSE(
+      parse_manifest("/ops/x/op.toml", "name = \"x\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n")->python_extension);
+  auto bad = parse_manifest("op.toml", head + "name = \"_h\"\nsources = [\"h.c\"]\nlimited_api = \"2.7\"\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "limited_api '2.7' is not a Python 3 version");
+  auto name = parse_manifest("op.toml", head + "name = \"Bad-Name\"\nsources = [\"h.c\"]\n");
+  ASSERT_FALSE(name);
+  EXPECT_EQ(name.error().message, "extension name 'Bad-Name' must match [a-z_][a-z0-9_]*");
+  auto cu = parse_manifest("op.toml", head + "name = \"_h\"\nsources = [\"h.cu\"]\n");
+  ASSERT_FALSE(cu);
+  EXPECT_EQ(cu.error().message, "extension source 'h.cu' is not .c, .cpp or .cc");
+  auto key = parse_manifest("op.toml", head + "name = \"_h\"\nsources = [\"h.c\"]\nfloor = 1\n");
+  ASSERT_FALSE(key);
+}
+
 TEST(OpsManifest, LoadsTheFixtureOpsFromDisk) {
   // The real file system over tests/fixtures: the manifests the CLI tests use.
   probe::Machine m = probe::real_machine();

@@ -129,6 +129,44 @@ TEST(PlanMake, WithoutToolkitCpuOpsStillBuild) {
   EXPECT_EQ(p->exports.at("DS_BUILD_VECADD"), "0");
 }
 
+TEST(PlanMake, PythonExtensionsGetTheProjectPythonsHeadersOrANote) {
+  World w;
+  w.fm.fs.add_file("/r/ops/cpuop/op.toml",
+                   "name = \"cpuop\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n"
+                   "[python_extension]\nname = \"_cpuop_ext\"\nsources = [\"e.c\"]\nlimited_api = \"3.9\"\n");
+  const std::vector<std::string> ask = {"python3", "-c"};
+  auto note = [](const Plan& p) {
+    for (auto& n : p.notes)
+      if (n.starts_with("python headers: ")) return n;
+    return std::string();
+  };
+  // no answer from the Python: left out, with the package to install
+  auto none = w.make();
+  ASSERT_TRUE(none) << none.error().render();
+  EXPECT_TRUE(none->python_include.empty());
+  EXPECT_EQ(note(*none),
+            "python headers: not found for python3 (install python3-dev): the Python extensions of cpuop are left "
+            "out, their Python code does the work");
+  // a Python older than the floor
+  w.fm.proc.on(ask, {.exit_code = 0, .out = "3 8\n/usr/include/python3.8\n"});
+  w.fm.fs.add_file("/usr/include/python3.8/Python.h", "");
+  auto old = w.make();
+  ASSERT_TRUE(old);
+  EXPECT_TRUE(old->python_include.empty());
+  EXPECT_EQ(note(*old),
+            "python headers: python3 is Python 3.8, older than the stable-ABI floor 3.9: the Python extensions of "
+            "cpuop are left out, their Python code does the work");
+  // 3.11 without Python.h, then with it
+  w.fm.proc.on(ask, {.exit_code = 0, .out = "3 11\n/usr/include/python3.11\n"});
+  EXPECT_TRUE(w.make()->python_include.empty());
+  w.fm.fs.add_file("/usr/include/python3.11/Python.h", "");
+  auto p = w.make();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->python_include, "/usr/include/python3.11");
+  EXPECT_EQ(note(*p), "python headers: /usr/include/python3.11 (the Python extensions of cpuop, stable ABI 3.9)");
+  EXPECT_EQ(to_json(*p)["python_include"], "/usr/include/python3.11");
+}
+
 TEST(PlanMake, WithoutToolkitARequestedCudaOpIsUnsatisfied) {
   World w("[ops]\nvecadd = true\n");
   w.has_cuda = false;

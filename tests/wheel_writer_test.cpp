@@ -94,6 +94,38 @@ TEST(WheelWriter, FileNameTagsAndOrder) {
       "# opforge-ops\n"));
 }
 
+TEST(WheelWriter, StableAbiExtensionMakesTheTagCp3FloorAbi3) {
+  auto s = small_spec(plain_so());
+  s.files.push_back({"opforge_ops/_lib/_hooks.abi3.so", plain_so(), 0755});
+  auto no_floor = pack(s);
+  ASSERT_FALSE(no_floor);
+  EXPECT_EQ(no_floor.error().kind, ErrorKind::bad_input);
+  s.abi3_floor_minor = 8;
+  auto p = pack(s);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->filename, "opforge_ops-0.1.0+cu13.gabc1234-cp38-abi3-manylinux_2_5_x86_64.whl");
+  EXPECT_EQ(p->tags, std::vector<std::string>{"cp38-abi3-manylinux_2_5_x86_64"});
+  auto report = verify_bytes(p->filename, p->bytes);
+  EXPECT_TRUE(report.ok()) << strings::join(report.problems, "\n");
+  auto in = inspect_bytes(p->filename, p->bytes);
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->abi.python_abi, "cp38-abi3");
+  EXPECT_EQ(in->abi.reason,
+            "opforge_ops/_lib/_hooks.abi3.so is a CPython extension built against the stable ABI (abi3, "
+            "Py_LIMITED_API 3.8): CPython 3.8 and later");
+  EXPECT_TRUE(in->report.ok());
+  // the same files tagged py3-none: inspect says the extension needs CPython
+  s.tags = {"py3-none-manylinux_2_5_x86_64"};
+  auto wrong = pack(s);
+  ASSERT_TRUE(wrong);
+  auto w = inspect_bytes(wrong->filename, wrong->bytes);
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w->report.problems.size(), 1u);
+  EXPECT_NE(w->report.problems[0].find("need CPython"), std::string::npos);
+  // without one, the tag stays py3-none
+  EXPECT_EQ(abi_tag({"opforge_ops/_lib/libopforge_t.so"}, 8).python_abi, "py3-none");
+}
+
 TEST(WheelWriter, RecordRowsHashSizeAndOwnRow) {
   auto p = pack(small_spec(plain_so()));
   ASSERT_TRUE(p);

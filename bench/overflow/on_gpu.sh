@@ -37,7 +37,8 @@ raise SystemExit(1 if failures else 0)
 PY
 if "$py" -c "import pytest" 2>/dev/null; then
   (cd "$here/tests/python" && "$py" -m pytest -q -rs -p no:cacheprovider test_overflow_gpu.py \
-     test_overflow_numpy.py test_overflow_report.py test_overflow_inputs.py test_overflow_deferred.py) > "$out/pytest.txt" 2>&1 || status=1
+     test_overflow_numpy.py test_overflow_report.py test_overflow_inputs.py test_overflow_deferred.py \
+     test_overflow_extension.py) > "$out/pytest.txt" 2>&1 || status=1
 else
   echo "pytest is not installed here: GPU tests not run" > "$out/pytest.txt"
 fi

@@ -49,6 +49,8 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["name"] = in.name;
   j["version"] = in.version;
   j["tags"] = in.tags;
+  j["computed_python_abi"] = in.abi.python_abi;
+  j["python_abi_reason"] = in.abi.reason;
   j["computed_platform"] = in.computed.platform;
   j["computed_platform_reasons"] = in.computed.reasons;
   j["valid"] = in.report.ok();
@@ -88,6 +90,8 @@ std::string text(const wheel::Inspection& in) {
   out += in.filename + "\n";
   out += "  name: " + in.name + "\n  version: " + in.version + "\n";
   out += "  tags: " + strings::join(in.tags, ", ") + "\n";
+  if (!in.abi.python_abi.empty()) out += "  python-abi opforge computes: " + in.abi.python_abi + "\n";
+  out += "    because " + in.abi.reason + "\n";
   out += "  platform opforge computes: " + in.computed.platform + "\n";
   for (const auto& r : in.computed.reasons) out += "    because " + r + "\n";
   if (int level = wheel_level(in))

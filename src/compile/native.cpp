@@ -187,6 +187,39 @@ Step strip_step(const std::string& lib_name, const fs::path& unstripped, const f
   return strip;
 }
 
+/// The steps of an op's Python extension (manifest.h: PythonExtension): its sources compiled with
+/// Py_LIMITED_API set to the floor and the plan's Python headers, linked without libpython (the
+/// interpreter provides the symbols), stripped into lib/<name>.abi3.so.
+Result<fs::path> extension_steps(const Toolset& t, const ops::Manifest& op, const fs::path& build,
+                                 const std::vector<std::string>& includes, std::vector<Step>& steps) {
+  const ops::PythonExtension& ext = *op.python_extension;
+  fs::path obj_dir = build / "obj" / op.name / ext.name;
+  std::vector<fs::path> objects;
+  for (auto& source : ext.sources) {
+    Step step = OPFORGE_TRY(compile_step(t, op, source, obj_dir, includes));
+    const std::vector<std::string> python = {"-DPy_LIMITED_API=" + ext.limited_api_macro(),
+                                             "-I" + t.plan.python_include.string()};
+    step.argv.insert(step.argv.begin() + static_cast<std::ptrdiff_t>(step.flags_end), python.begin(), python.end());
+    step.flags_end += python.size();
+    objects.push_back(step.output);
+    steps.push_back(std::move(step));
+  }
+  const std::string file = ext.file_name();
+  fs::path unstripped = obj_dir / (file + ".unstripped");
+  Step link;
+  link.rule = "link";
+  link.description = "link " + file;
+  link.argv = {t.cxx, "-shared", "-o", unstripped.string()};
+  for (auto& o : objects) link.argv.push_back(o.string());
+  link.argv.insert(link.argv.end(), {"-Wl,--build-id=none", "-Wl,-z,noexecstack"});
+  link.inputs = objects;
+  link.output = unstripped;
+  steps.push_back(std::move(link));
+  fs::path library = build / "lib" / file;
+  steps.push_back(strip_step(file, unstripped, library));
+  return library;
+}
+
 }  // namespace
 
 unsigned nvcc_threads_for(std::size_t arches, std::size_t cuda_units, unsigned jobs) {
@@ -247,6 +280,8 @@ Result<Graph> describe(const plan::Plan& plan) {
     }
     graph.steps.push_back(link_step(tools, op, lib_name, objects, unstripped));
     graph.steps.push_back(strip_step(lib_name, unstripped, library));
+    if (op.python_extension && !plan.python_include.empty())
+      outputs.extension = OPFORGE_TRY(extension_steps(tools, op, build, includes, graph.steps));
     graph.outputs.push_back(std::move(outputs));
   }
   OPFORGE_CHECK(check_ninja_string(build.string(), true));
@@ -271,7 +306,10 @@ std::string render_ninja(const Graph& graph, const fs::path& build_dir) {
     if (!step.depfile.empty()) out += "  dep = " + ninja_escape_path(step.depfile) + "\n";
   }
   out += "\ndefault";
-  for (auto& o : graph.outputs) out += " " + ninja_escape_path(o.library.string());
+  for (auto& o : graph.outputs) {
+    out += " " + ninja_escape_path(o.library.string());
+    if (!o.extension.empty()) out += " " + ninja_escape_path(o.extension.string());
+  }
   out += "\n";
   return out;
 }
@@ -299,7 +337,8 @@ std::optional<std::map<std::string, std::string>> failed_ops(const std::string& 
       // ninja names the output as build.ninja does (absolute), or relative to the build folder.
       const fs::path absolute = fs::path(path).is_absolute() ? fs::path(path) : build / path;
       for (auto& o : outputs)
-        if (absolute == o.library || absolute.string().starts_with((build / "obj" / o.op).string() + "/"))
+        if (absolute == o.library || absolute == o.extension ||
+            absolute.string().starts_with((build / "obj" / o.op).string() + "/"))
           current = o.op;
       if (current.empty()) return std::nullopt;
       out.emplace(current, "");

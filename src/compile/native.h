@@ -31,6 +31,7 @@ struct OpOutputs {
   std::string op;
   fs::path library;                ///< the stripped libopforge_<op>.so
   std::vector<std::string> flags;  ///< the compile flags the op got (for the build record)
+  fs::path extension{};            ///< the stripped <name>.abi3.so of its [python_extension]; empty: none
 };
 
 struct Graph {

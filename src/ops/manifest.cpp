@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 
 #include "ops/ops.h"
 #include "recipe/toml_reader.h"
@@ -226,7 +227,58 @@ Result<std::vector<Probe>> parse_probes(const TomlReader& r, const toml::table& 
   return out;
 }
 
+/// [python_extension]: name = "_x", sources = [...], limited_api = "3.8".
+Result<std::optional<PythonExtension>> parse_python_extension(const TomlReader& r, const toml::table& doc,
+                                                              const fs::path& op_in_root) {
+  auto* n = doc.get("python_extension");
+  if (!n) return std::optional<PythonExtension>{};
+  const toml::table* t = OPFORGE_TRY(r.table(*n, "python_extension"));
+  OPFORGE_CHECK(r.check_keys(*t, {"name", "sources", "limited_api"}, "[python_extension]"));
+  PythonExtension ext;
+  auto* name = t->get("name");
+  if (!name) return opforge::unexpected(r.error_at(*n, "[python_extension] has no 'name'", "add name = \"_<module>\""));
+  ext.name = OPFORGE_TRY(r.string(*name, "python_extension.name"));
+  bool ok = !ext.name.empty() && ext.name.size() <= 64 && !(ext.name[0] >= '0' && ext.name[0] <= '9');
+  for (char c : ext.name) ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  if (!ok)
+    return opforge::unexpected(
+        r.error_at(*name, "extension name '" + strings::cut(ext.name) + "' must match [a-z_][a-z0-9_]*"));
+  auto* sources = t->get("sources");
+  if (!sources)
+    return opforge::unexpected(r.error_at(*n, "[python_extension] has no 'sources'", "list its .c/.cpp files"));
+  std::size_t index = 0;
+  for (auto& s : OPFORGE_TRY(r.string_array(*sources, "python_extension.sources"))) {
+    OPFORGE_CHECK(check_inside(r, *sources->as_array()->get(index++), s, "source", op_in_root));
+    fs::path p = fs::path(s).lexically_normal();
+    auto ext_name = p.extension().string();
+    if (ext_name != ".c" && ext_name != ".cpp" && ext_name != ".cc")
+      return opforge::unexpected(
+          r.error_at(*sources, "extension source '" + strings::cut(s) + "' is not .c, .cpp or .cc"));
+    ext.sources.push_back(p);
+  }
+  if (ext.sources.empty()) return opforge::unexpected(r.error_at(*sources, "python_extension.sources is empty"));
+  if (auto* api = t->get("limited_api")) {
+    auto v = OPFORGE_TRY(r.string(*api, "python_extension.limited_api"));
+    int minor = -1;
+    if (v.starts_with("3.") && v.size() > 2 && v.size() <= 4 &&
+        std::all_of(v.begin() + 2, v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      minor = std::stoi(v.substr(2));
+    if (minor < 2)
+      return opforge::unexpected(r.error_at(*api, "limited_api '" + strings::cut(v) + "' is not a Python 3 version",
+                                            "write the oldest Python the extension serves, e.g. \"3.8\" (3.2 at least: "
+                                            "the stable ABI began there)"));
+    ext.floor_minor = minor;
+  }
+  return std::optional<PythonExtension>{std::move(ext)};
+}
+
 }  // namespace
+
+std::string PythonExtension::limited_api_macro() const {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x03%02X0000", static_cast<unsigned>(floor_minor));
+  return buf;
+}
 
 Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, const fs::path& root) {
   TomlReader r(path, text);
@@ -235,7 +287,7 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   const fs::path op_in_root = OPFORGE_TRY(op_folder_in_root(path, root));
   OPFORGE_CHECK(r.check_keys(doc,
                              {"name", "kind", "description", "build_var", "sources", "include_dirs", "cxx_flags",
-                              "nvcc_flags", "ldflags", "libraries", "source_flags", "probe"},
+                              "nvcc_flags", "ldflags", "libraries", "source_flags", "probe", "python_extension"},
                              "op.toml"));
   Manifest m;
   m.dir = path.parent_path();
@@ -253,6 +305,7 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   m.source_flags = OPFORGE_TRY(parse_source_flags(r, doc, m.sources));
   m.probes = OPFORGE_TRY(parse_probes(r, doc));
   m.library_name = "libopforge_" + m.name + ".so";
+  m.python_extension = OPFORGE_TRY(parse_python_extension(r, doc, op_in_root));
   return m;
 }
 

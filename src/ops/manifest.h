@@ -29,6 +29,18 @@ struct Probe {
   std::map<std::string, std::string> packages;  ///< apt/yum/pacman → package name
 };
 
+/// A CPython extension module built with the op ([python_extension] in op.toml): compiled against
+/// Python's stable ABI (Py_LIMITED_API = the floor), so one file serves every CPython 3 from the
+/// floor on; it goes into the wheel as opforge_ops/_lib/<name>.abi3.so.
+struct PythonExtension {
+  std::string name;               ///< the module name, "_overflow_hooks"
+  std::vector<fs::path> sources;  ///< .c/.cpp, relative to the op's folder
+  int floor_minor = 8;            ///< the oldest Python 3 it serves: limited_api = "3.<floor_minor>"
+  std::string file_name() const { return name + ".abi3.so"; }
+  /// The Py_LIMITED_API value, "0x03080000".
+  std::string limited_api_macro() const;
+};
+
 struct Manifest {
   std::string name;  ///< "overflow"
   Kind kind = Kind::cpu;
@@ -46,6 +58,7 @@ struct Manifest {
   std::string library_name;  ///< file name of the shared library, e.g. "libopforge_overflow.so"
   /// DeepSpeed builders: "op_builder.fused_adam:FusedAdamBuilder" (module:class); empty for op.toml.
   std::string builder_class;
+  std::optional<PythonExtension> python_extension;
 };
 
 struct Decision {

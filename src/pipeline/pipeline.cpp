@@ -62,6 +62,9 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
                       {"version", compiler_text(plan)},
                       {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
   in["arch_list"] = plan.arch.str();
+  // the headers the ops' Python extensions were compiled against (stable ABI: any Python 3 from
+  // their floor gives a working extension, but the bytes follow the headers)
+  if (!plan.python_include.empty()) in["python_include"] = plan.python_include.string();
   if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
   in["source_date_epoch"] = plan.source_date_epoch;
   nlohmann::json ops = nlohmann::json::object();
@@ -261,6 +264,11 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
     auto bytes = OPFORGE_TRY(m.fs.read_file(o.library));
     files.push_back({"opforge_ops/_lib/" + o.library.filename().string(), bytes, 0755});
     hashes[o.library.filename().string()] = sha256_hex(bytes);
+    if (!o.extension.empty()) {
+      auto ext = OPFORGE_TRY(m.fs.read_file(o.extension));
+      files.push_back({"opforge_ops/_lib/" + o.extension.filename().string(), ext, 0755});
+      hashes[o.extension.filename().string()] = sha256_hex(ext);
+    }
     info.ops.push_back(o.op);
     for (auto& d : plan.ops)
       if (d.manifest.name == o.op) {
@@ -279,7 +287,10 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
   }
   std::vector<std::pair<std::string, std::string_view>> elfs;
   std::map<std::string, std::string> op_of_path;
-  for (auto& o : ran.outputs) op_of_path["opforge_ops/_lib/" + o.library.filename().string()] = o.op;
+  for (auto& o : ran.outputs) {
+    op_of_path["opforge_ops/_lib/" + o.library.filename().string()] = o.op;
+    if (!o.extension.empty()) op_of_path["opforge_ops/_lib/" + o.extension.filename().string()] = o.op;
+  }
   for (auto& f : files) elfs.emplace_back(f.path, f.content);
   OPFORGE_CHECK(check_cpu_target(plan, elfs, op_of_path));
   files.push_back({"opforge_ops/build_info.py", OPFORGE_TRY(wheel::build_info_py(info)), 0644});
@@ -330,6 +341,13 @@ wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std
   spec.requires_python = plan.recipe.package.requires_python;
   spec.files = std::move(files);
   spec.source_date_epoch = plan.source_date_epoch;
+  // the floor of the stable-ABI extensions the wheel holds (wheel::abi_tag names its tag)
+  for (auto& d : plan.ops)
+    if (d.manifest.python_extension) {
+      const std::string path = "opforge_ops/_lib/" + d.manifest.python_extension->file_name();
+      if (std::any_of(spec.files.begin(), spec.files.end(), [&](auto& f) { return f.path == path; }))
+        spec.abi3_floor_minor = std::max(spec.abi3_floor_minor, d.manifest.python_extension->floor_minor);
+    }
   return spec;
 }
 

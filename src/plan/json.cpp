@@ -51,6 +51,7 @@ nlohmann::json to_json(const Plan& p) {
   j["jobs"] = p.jobs;
   j["jobs_reason"] = p.jobs_reason;
   j["source_date_epoch"] = p.source_date_epoch;
+  if (!p.python_include.empty()) j["python_include"] = p.python_include.string();
   j["wheel_version"] = p.wheel_version;
   j["build_dir"] = p.build_dir.string();
   j["dist_dir"] = p.dist_dir.string();

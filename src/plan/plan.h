@@ -71,7 +71,10 @@ struct Plan {
   std::optional<cuda::Provision> provision;
   /// Requires-Dist values the wheel gets beyond its own ("torch==2.15.*" for a matrix cell).
   std::vector<std::string> requires_dist;
-  std::string python;              ///< the project's Python (torch, DeepSpeed's checks)
+  std::string python;  ///< the project's Python (torch, DeepSpeed's checks)
+  /// The folder holding Python.h that ops' Python extensions compile against (the project
+  /// Python's); empty when no built op has one, or no headers were found (they are then left out).
+  fs::path python_include;
   std::vector<std::string> notes;  ///< one line per decision worth explaining
   std::vector<std::string> warnings;
 };

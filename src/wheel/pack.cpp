@@ -33,7 +33,17 @@ Result<Naming> name_wheel(const Spec& spec) {
   Naming n;
   n.dist = normalize_name(spec.name) + "-" + spec.version;
   n.platform = platform_tag(elfs);
-  n.tags = spec.tags.empty() ? std::vector<std::string>{"py3-none-" + n.platform.platform} : spec.tags;
+  if (spec.tags.empty()) {
+    std::vector<std::string> paths;
+    for (const auto& f : spec.files) paths.push_back(f.path);
+    auto abi = abi_tag(paths, spec.abi3_floor_minor);
+    if (abi.python_abi.empty())
+      return bad_input("the wheel holds " + abi.reason,
+                       "give the floor of its stable-ABI extensions (Spec::abi3_floor_minor) or the tags");
+    n.tags = {abi.python_abi + "-" + n.platform.platform};
+  } else {
+    n.tags = spec.tags;
+  }
   n.filename = n.dist + "-" + compressed_tag(n.tags) + ".whl";
   return n;
 }

@@ -37,4 +37,26 @@ std::vector<std::string> expand_tag(std::string_view compressed) {
   return out;
 }
 
+AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor) {
+  AbiDecision d;
+  for (const auto& p : paths)
+    if (p.ends_with(".abi3.so")) d.abi3_files.push_back(p);
+  std::sort(d.abi3_files.begin(), d.abi3_files.end());
+  if (d.abi3_files.empty()) {
+    d.python_abi = "py3-none";
+    d.reason = "no file is a CPython extension (its shared libraries are loaded with ctypes): any Python 3";
+    return d;
+  }
+  const std::string files = strings::join(d.abi3_files, ", ");
+  if (floor_minor <= 0) {
+    d.reason = files + " built against the stable ABI (abi3), for a Python floor not known";
+    return d;
+  }
+  const std::string floor = "3." + std::to_string(floor_minor);
+  d.python_abi = "cp3" + std::to_string(floor_minor) + "-abi3";
+  d.reason = files + (d.abi3_files.size() == 1 ? " is a CPython extension" : " are CPython extensions") +
+             " built against the stable ABI (abi3, Py_LIMITED_API " + floor + "): CPython " + floor + " and later";
+  return d;
+}
+
 }  // namespace opforge::wheel

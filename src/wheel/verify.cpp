@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "util/strings.h"
@@ -251,6 +252,22 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
     out.files.push_back(std::move(f));
   }
   out.computed = platform_tag(elfs);
+  // the floor the wheel claims ("cp38-abi3-..."): abi_tag() then says what opforge would tag it
+  int floor = 0;
+  for (const auto& t : out.tags)
+    if (t.starts_with("cp3") && t.find("-abi3-") != std::string::npos) {
+      int minor = 0;
+      auto digits = std::string_view(t).substr(3, t.find('-') - 3);
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+      if (ec == std::errc() && end == digits.data() + digits.size()) floor = std::max(floor, minor);
+    }
+  std::vector<std::string> paths;
+  for (const auto& f : out.files) paths.push_back(f.path);
+  out.abi = abi_tag(paths, floor);
+  if (!out.abi.abi3_files.empty() && floor == 0)
+    out.report.problems.push_back("WHEEL: tags {" + strings::join(out.tags, ", ") + "} do not say abi3, but " +
+                                  strings::join(out.abi.abi3_files, ", ") +
+                                  " need CPython (tag it cp3<floor>-abi3-<platform>)");
   return out;
 }
 

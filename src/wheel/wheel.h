@@ -82,6 +82,21 @@ struct PlatformDecision {
 /// with the reason "the wheel holds no ELF file": nothing in it is tied to a platform.
 PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs);
 
+/// The python and ABI parts of a wheel's tags ("py3-none", "cp38-abi3") and why.
+struct AbiDecision {
+  std::string python_abi;  ///< "py3-none", or "cp3<floor>-abi3"
+  std::string reason;      ///< one line for `opforge inspect`
+  /// The wheel's stable-ABI extensions (files named *.abi3.so), sorted.
+  std::vector<std::string> abi3_files;
+};
+
+/// The one place that decides the python-abi tag from a wheel's files: a wheel holding a CPython
+/// extension built against the stable ABI (a file named *.abi3.so, PEP 384) is "cp3<floor>-abi3"
+/// (every CPython 3 from 3.<floor> on: floor_minor, the highest of its extensions' floors; 0 when
+/// unknown, then no tag is decided and python_abi is empty); any other wheel (Python code, and
+/// shared libraries loaded with ctypes) is "py3-none".
+AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor);
+
 // ---------------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------------
@@ -104,8 +119,12 @@ struct Spec {
   std::string description;  ///< markdown long description (twine check --strict wants it)
   std::string requires_python = ">=3.8";
   std::vector<File> files;  ///< the package files; the .dist-info is generated
-  /// Full tags ("py3-none-linux_x86_64"). Empty: "py3-none-" + platform_tag() of the ELF files.
+  /// Full tags ("py3-none-linux_x86_64"). Empty: abi_tag() of the files + "-" + platform_tag() of
+  /// the ELF files ("py3-none-manylinux_2_34_x86_64", "cp38-abi3-manylinux_2_34_x86_64").
   std::vector<std::string> tags;
+  /// The oldest Python 3 minor the wheel's stable-ABI extensions (*.abi3.so) serve (their
+  /// Py_LIMITED_API); needed when it holds one and `tags` is empty.
+  int abi3_floor_minor = 0;
   std::int64_t source_date_epoch = kMinEpoch;  ///< clamped to ≥ kMinEpoch (DOS time, UTC fields)
 };
 
@@ -221,6 +240,7 @@ struct Inspection {
   std::vector<std::string> tags;  ///< from WHEEL
   std::vector<InspectedFile> files;
   PlatformDecision computed;  ///< what opforge would tag it
+  AbiDecision abi;            ///< the python-abi tag opforge gives its files (the floor read from `tags`)
   Report report;              ///< verify_bytes()
 };
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Development build of libopforge_overflow.so by hand, until the native backend builds ops.
+# Development build of libopforge_overflow.so (and the compiled hook) by hand, for a machine that cannot run opforge.
 # usage: build_dev.sh OUTDIR [ARCHS]   (ARCHS like "80 90"; default "80 90")
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,3 +16,13 @@ done
 "$nvcc" -shared -cudart static $gencode "$out/obj/stats_cpu.o" "$out/obj/stats.o" "$out/obj/test_kernels.o" \
   -o "$out/libopforge_overflow.so"
 echo "$out/libopforge_overflow.so"
+# The compiled hook (op.toml [python_extension]), when this Python has its headers; without it the
+# Python hook does the same work.
+inc=$(${PYTHON:-python3} -c "import sysconfig; print(sysconfig.get_path('include'))" 2>/dev/null || true)
+if [ -n "$inc" ] && [ -f "$inc/Python.h" ]; then
+  gcc -O2 -fPIC -fvisibility=hidden -shared -DPy_LIMITED_API=0x03080000 -I"$inc" "$here/hooks.c" \
+    -o "$out/_overflow_hooks.abi3.so"
+  echo "$out/_overflow_hooks.abi3.so"
+else
+  echo "no Python.h for ${PYTHON:-python3}: _overflow_hooks.abi3.so not built (the Python hook does its work)"
+fi

@@ -6,12 +6,15 @@ per-hook cost is the statistics call and a little bookkeeping."""
 from __future__ import annotations
 
 import collections
+import ctypes
+import importlib.util
 import logging
 import math
 import os
 import sys
 from typing import IO, Any, Callable, Literal, MutableSequence, NoReturn, Sequence, Tuple, Union
 
+from .. import _native
 from .._buffers import is_numpy_array, is_torch_tensor
 from . import _lib, _stats
 from ._stats import Raw, abs_min_max
@@ -44,6 +47,32 @@ _IN_LIT = [(_lit("None", c), _lit("not a tensor", c)) for c in _IN]
 _OUT_LIT = [(_lit("None", c), _lit("not a tensor", c)) for c in _OUT]
 _INPUT_LIT = (_lit("None", "input"), _lit("not a tensor", "input"))
 _OUTPUT_LIT = (_lit("None", "output"), _lit("not a tensor", "output"))
+
+
+EXTENSION_FILE = "_overflow_hooks.abi3.so"
+
+
+def load_extension() -> Any:
+    """The compiled steady-state hook (src/kernels/overflow/hooks.c, in the wheel's _lib/ next to the
+    library), or None when it is absent or does not load: the Python hook then does all the work,
+    with the same report."""
+    for d in _native.lib_dirs():
+        path = os.path.join(d, EXTENSION_FILE)
+        if not os.path.isfile(path):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("_overflow_hooks", path)
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except (ImportError, OSError):
+            return None
+        return module
+    return None
+
+
+_EXTENSION: Any = load_extension()
 
 
 def _no_library(*args: object) -> int:
@@ -410,8 +439,32 @@ class DebugUnderflowOverflow:
         self._meta = {m: (f"{self.prefix} {name} {m.__class__.__name__}", type(m).named_parameters is base,
                           any(holders[id(p)] > 1 for p in m._parameters.values() if p is not None))
                       for m, name in self.module_names.items()}
+        # the compiled steady-state hook (load_extension), with what it reads: None without it
+        self._hooks: Callable[..., bool] | None = None
+        self._hooks_ctx = self._extension_context() if _EXTENSION is not None and self._codes else None
+        if self._hooks_ctx is not None:
+            self._hooks = _EXTENSION.hook
         self._handles: list[Any] = []
         self.model.apply(lambda m: self._handles.append(m.register_forward_hook(self.forward_hook)))
+
+    def _extension_context(self) -> tuple[Any, ...] | None:
+        """The context tuple the extension's hook reads (its C_* fields, in order)."""
+        torch = self._torch
+
+        def address(fn: Any) -> int | None:  # the C function a ctypes function object calls
+            return ctypes.cast(fn, ctypes.c_void_p).value
+
+        cuda_fn = None
+        try:
+            cuda_fn = address(_stats._cuda_fn())
+        except (_lib.OverflowLibError, AttributeError):
+            pass
+        T = torch.Tensor
+        ctx = (self._meta, T, torch.nn.Parameter, self._codes, _IN, _OUT, _IN_LIT, _OUT_LIT, _INPUT_LIT, _OUTPUT_LIT,
+               _Frame, address(self._cpu_multi), cuda_fn,
+               getattr(torch._C, "_cuda_getCurrentRawStream", None), torch.cuda.current_device,
+               T.numel, T.data_ptr, T.is_contiguous, T.stride, T.get_device)
+        return ctx if len(ctx) == _EXTENSION.CONTEXT_FIELDS else None
 
     # hooks that can be removed
     def remove(self) -> None:
@@ -812,6 +865,8 @@ class DebugUnderflowOverflow:
         # happens unless it holds a nan/inf.
         if self._steady and module is not self.model:
             self.total_calls += 1
+            if self._hooks is not None and self._hooks(self, module, input, output):
+                return  # the extension did what follows, for a common call
             if self.deferred:
                 self._defer(module, input, output, False)
                 return
