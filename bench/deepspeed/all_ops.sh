@@ -90,10 +90,13 @@ ds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
 ds_wheel=$(ls "$work"/ds/deepspeed-0.19.8/dist/*.whl)
 
 # 3. Each wheel installed alone; every op it holds loads.
-check() {  # check NAME WHEEL: prints "ok N ops" or the failures
-  python -m venv --system-site-packages "$work/venv-$1" >/dev/null
-  "$work/venv-$1/bin/pip" install --quiet --no-deps --force-reinstall "$2" >/dev/null
-  (cd "$work" && DS_ACCELERATOR=cuda "$work/venv-$1/bin/python" - <<'PY'
+check() {  # check NAME WHEEL: prints "ok N ops load" or the failures
+  # The wheel in its own folder on PYTHONPATH, beside the torch environment (a venv made from the
+  # environment's python would see the base interpreter's packages, not the environment's).
+  python -m pip install --quiet --no-deps --target "$work/site-$1" "$2" >/dev/null
+  [ -d "$work/site-deps" ] || python -m pip install --quiet --target "$work/site-deps" tqdm hjson msgpack psutil \
+    py-cpuinfo pydantic einops nvidia-ml-py >/dev/null
+  (cd "$work" && DS_ACCELERATOR=cuda PYTHONPATH="$work/site-$1:$work/site-deps" python - <<'PY'
 from deepspeed.git_version_info import installed_ops
 from deepspeed.ops.op_builder.all_ops import ALL_OPS
 bad = []
@@ -105,7 +108,7 @@ for op in ops:
         bad.append(f"{op}: {type(e).__name__}: {e}")
 print(f"ok {len(ops)} ops load" if not bad else "FAILED " + "; ".join(bad))
 PY
-  )
+  ) || echo "FAILED: the check did not run"
 }
 of_check=$(check of "$of_wheel" 2>&1 | tail -1)
 ds_check=$(check ds "$ds_wheel" 2>&1 | tail -1)

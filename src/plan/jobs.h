@@ -21,8 +21,10 @@ namespace fs = std::filesystem;
 /// sm_90 on DeepSpeed 0.19.8's csrc/adam/multi_tensor_adam.cu (ATen) 1.28 GiB, on
 /// csrc/transformer/normalize_kernels.cu 0.74 GiB; opforge's own records of the cpu_adam,
 /// fused_adam and utils steps (8.0) 1.49-1.53 GiB, g++ on their torch-extension .cpp files.
-/// The defaults (3 GiB, 2.5 GiB) leave room above those: a multi-arch nvcc and DeepSpeed's
-/// cutlass-based TUs, not measured, cost more.
+/// DS_BUILD_OPS=1 (bench/results/deepspeed_all_ops.txt): the heaviest op step is
+/// inference_core_ops at 2.93 GiB, then transformer_inference 1.84 GiB; every C++-only op
+/// 1.50-1.74 GiB. The defaults (3 GiB, 2.5 GiB) stay above those; a multi-arch nvcc counts as
+/// one job per nvcc thread.
 inline constexpr std::uint64_t kDefaultNvccPeakKib = 3ull * 1024 * 1024;
 inline constexpr std::uint64_t kDefaultCxxPeakKib = 5ull * 1024 * 1024 / 2;
 

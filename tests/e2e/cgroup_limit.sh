@@ -26,6 +26,8 @@ if [ -z "$cg" ]; then
   skip "cannot make a memory cgroup with a limit here (needs root and a writable memory controller)"
 fi
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
+# A process must be able to join it (v2 refuses where the parent's controllers forbid it).
+sh -c 'echo $$ > "$0/cgroup.procs"' "$cg" 2>/dev/null || skip "cannot move a process into $cg"
 rm -rf "$work"; mkdir -p "$work"; work=$(realpath "$work")
 cat > "$work/deepspeed.toml" <<TOML
 [package]
