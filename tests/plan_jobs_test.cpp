@@ -131,6 +131,14 @@ TEST(PlanJobs, CgroupV1PathMissingInsideAContainerUsesTheMountedCgroup) {
   auto a = plan::available_memory(fs);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kib, 3 * kGiB);
+  // Hostile or truncated files are no limit, never a crash or a zero.
+  fs.add_file("/sys/fs/cgroup/memory/memory.limit_in_bytes", "-1\n");
+  fs.add_file("/sys/fs/cgroup/memory/memory.stat",
+              "hierarchical_memory_limit\ntotal_inactive_file 99999999999999999999999\n");
+  a = plan::available_memory(fs);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->from, "MemAvailable");
+  EXPECT_EQ(a->kib, 20 * kGiB);
 }
 
 TEST(PlanJobs, PeaksAreKeptWithTheCacheAndOnlyGrow) {

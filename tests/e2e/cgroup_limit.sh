@@ -29,22 +29,7 @@ trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 # A process must be able to join it (v2 refuses where the parent's controllers forbid it).
 sh -c 'echo $$ > "$0/cgroup.procs"' "$cg" 2>/dev/null || skip "cannot move a process into $cg"
 rm -rf "$work"; mkdir -p "$work"; work=$(realpath "$work")
-cat > "$work/deepspeed.toml" <<TOML
-[package]
-name = "deepspeed"
-version = "0.5.0"
-local_version = "none"
-[source]
-path = "$src/tests/fixtures/every_op_deepspeed"
-[cuda]
-python = "/usr/bin/python3"
-[arch]
-list = "8.0"
-[build]
-backend = "command"
-command = ["/usr/bin/python3", "setup.py", "bdist_wheel"]
-cache = "none"
-TOML
+every_op_recipe "$work/deepspeed.toml" "$src" 'cache = "none"'
 # inside COMMAND...: runs the command as a member of the cgroup (a fresh shell joins it first).
 inside() {
   (cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work/home" OPFORGE_CACHE_DIR="$work/cache" CUDA_HOME="$cuda" \

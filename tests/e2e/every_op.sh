@@ -19,25 +19,7 @@ if [ ! -x "$cuda/bin/nvcc" ] || [ ! -x /usr/bin/python3 ]; then
   echo "SKIP: $msg"; exit 77
 fi
 rm -rf "$work"; mkdir -p "$work"; work=$(realpath "$work")
-cat > "$work/deepspeed.toml" <<TOML
-[package]
-name = "deepspeed"
-version = "0.5.0"
-local_version = "none"
-
-[source]
-path = "$src/tests/fixtures/every_op_deepspeed"
-
-[cuda]
-python = "/usr/bin/python3"
-
-[arch]
-list = "8.0"
-
-[build]
-backend = "command"
-command = ["/usr/bin/python3", "setup.py", "bdist_wheel"]
-TOML
+every_op_recipe "$work/deepspeed.toml" "$src"
 run() {  # run NAME VAR=VALUE...: opforge build in a clean environment; output in NAME.log, exit in $rc
   local name=$1; shift
   set +e

@@ -7,3 +7,30 @@ copy_tree() {  # copy_tree SRC DEST
 }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 only_wheel() { ls "$1"/*.whl 2>/dev/null | head -n 1; }
+# every_op_recipe FILE SRC [LINE...]: the recipe of the DeepSpeed-shaped fixture tree
+# (tests/fixtures/every_op_deepspeed) built by its setup.py with Debian's python3; LINEs are added
+# to [build].
+every_op_recipe() {
+  local file=$1 src=$2; shift 2
+  cat > "$file" <<TOML
+[package]
+name = "deepspeed"
+version = "0.5.0"
+local_version = "none"
+
+[source]
+path = "$src/tests/fixtures/every_op_deepspeed"
+
+[cuda]
+python = "/usr/bin/python3"
+
+[arch]
+list = "8.0"
+
+[build]
+backend = "command"
+command = ["/usr/bin/python3", "setup.py", "bdist_wheel"]
+TOML
+  local line
+  for line in "$@"; do echo "$line" >> "$file"; done
+}
