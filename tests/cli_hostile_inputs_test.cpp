@@ -115,7 +115,7 @@ std::vector<Case> cases() {
       {"cuda_path_missing", "", "", "CUDA_PATH=/nonexistent", "plan r.toml", 2,
        "opforge: error: CUDA_PATH=/nonexistent is not a CUDA toolkit: no such folder"},
       {"cuda_home_conflicts_with_version", "[cuda]\nversion = \"<10\"\n", "", "CUDA_HOME=/usr/local/cuda",
-       "plan r.toml", 3, "which does not match [cuda] version = \"<10\""},
+       "plan r.toml", 3, "not chosen: [cuda] version = \"<10\" in the recipe wins over CUDA_HOME"},
       {"max_jobs_big_is_capped", "", "", "MAX_JOBS=5000", "plan r.toml", 0, "MAX_JOBS=5000 capped at 4096"},
       {"max_jobs_overflow", "", "", "MAX_JOBS=99999999999999999999999", "plan r.toml", 2,
        "opforge: error: environment variable MAX_JOBS='99999999999999999999999' is too large"},

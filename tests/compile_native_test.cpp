@@ -75,6 +75,8 @@ TEST(CompileDescribe, ExactCommandsWithTheReproducibilityFlags) {
                                  "-Xcompiler=-fvisibility=hidden",
                                  "-frandom-seed=vec/k.cu",
                                  "--compress-mode=default",
+                                 "-Xcicc=--orig_src_path_name=vec/k.cu",
+                                 "-Xcudafe=--orig_src_path_name=vec/k.cu",
                                  "--threads=2",
                                  "-Xcompiler=-ffile-prefix-map=/src=.",
                                  "-Xcompiler=-ffile-prefix-map=/b d=build",
@@ -134,7 +136,8 @@ TEST(CompileDescribe, RecordedFlagsAreTheFirstCompilesFlagsWithoutCompilerOrFile
                "-ffile-prefix-map=/src=.", "-ffile-prefix-map=/b d=build", "-DX=1", "-mavx2"}));
   EXPECT_EQ(g->outputs[1].flags,
             (V{"-ccbin", "/usr/bin/g++-12", "-std=c++17", "-O3", "-cudart=static", "-Xcompiler=-fPIC",
-               "-Xcompiler=-fvisibility=hidden", "-frandom-seed=vec/k.cu", "--compress-mode=default", "--threads=2",
+               "-Xcompiler=-fvisibility=hidden", "-frandom-seed=vec/k.cu", "--compress-mode=default",
+               "-Xcicc=--orig_src_path_name=vec/k.cu", "-Xcudafe=--orig_src_path_name=vec/k.cu", "--threads=2",
                "-Xcompiler=-ffile-prefix-map=/src=.", "-Xcompiler=-ffile-prefix-map=/b d=build",
                "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
                "-gencode=arch=compute_90,code=compute_90", "-I/src/ops/vec"}));
@@ -143,6 +146,25 @@ TEST(CompileDescribe, RecordedFlagsAreTheFirstCompilesFlagsWithoutCompilerOrFile
       ASSERT_EQ(step.flags_end + 7, step.argv.size()) << step.description;
       EXPECT_EQ(step.argv[step.flags_end], "-MD");
     }
+}
+
+// nvcc 11.8 and 12.4 refuse -frandom-seed and --compress-mode (`nvcc fatal : Unknown option`):
+// the seed goes to the host compiler instead, and the stable source name does the rest.
+TEST(CompileDescribe, OlderNvccGetsOnlyTheFlagsItAccepts) {
+  for (auto v : {Version{11, 8, 0}, Version{12, 4, 0}}) {
+    auto p = two_op_plan();
+    p.cuda.chosen->version = v;
+    auto g = describe(p);
+    ASSERT_TRUE(g) << g.error().render();
+    const auto& argv = g->steps[3].argv;
+    auto has = [&](const std::string& f) { return std::find(argv.begin(), argv.end(), f) != argv.end(); };
+    EXPECT_FALSE(has("-frandom-seed=vec/k.cu")) << v.str();
+    EXPECT_FALSE(has("--compress-mode=default")) << v.str();
+    EXPECT_TRUE(has("-Xcompiler=-frandom-seed=vec/k.cu")) << v.str();
+    EXPECT_TRUE(has("-Xcicc=--orig_src_path_name=vec/k.cu")) << v.str();
+    EXPECT_TRUE(has("-Xcudafe=--orig_src_path_name=vec/k.cu")) << v.str();
+    EXPECT_TRUE(has("--threads=2")) << v.str();
+  }
 }
 
 TEST(CompileDescribe, OneNvccThreadWithOneJob) {

@@ -199,7 +199,8 @@ TEST(CudaDiscover, FollowsWrapperAndAvoidsUsrLocalTrap) {
     }
     if (c.path == "/opt/cuda") {
       EXPECT_FALSE(c.toolkit);
-      EXPECT_EQ(c.verdict, "rejected: no libcudart* in lib64/, lib/ or targets/*/lib/");
+      EXPECT_EQ(c.verdict,
+                "rejected: no libcudart* in lib64/, lib/, targets/*/lib/ or the folders its nvcc.profile names");
     }
   }
   // Version files answer first: nvcc ran only for the two toolkits without them.
@@ -331,10 +332,8 @@ TEST(CudaChoose, UserNamedToolkitIsUsedOrRefused) {
                         "CUDA_HOME=/nonexistent is not a CUDA toolkit: no such folder"},
                     Row{"CUDA_PATH", "/usr/local/include", "auto", std::nullopt, ErrorKind::bad_input,
                         "CUDA_PATH=/usr/local/include is not a CUDA toolkit: no executable bin/nvcc"},
-                    Row{"CUDA_HOME", "/usr/local/cuda-11.8", ">=12", std::nullopt, ErrorKind::unsatisfied,
-                        "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, which does not match [cuda] version = \">=12\""},
-                    Row{"CUDA_HOME", "/usr/local/cuda-11.8", "torch", "12.4", ErrorKind::unsatisfied,
-                        "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, but torch 2.6.0 is built for CUDA 12.4"}}) {
+                    Row{"CUDA_HOME", "/usr/local/cuda-11.8", "torch", "9.2", ErrorKind::unsatisfied,
+                        "CUDA_HOME=/usr/local/cuda-11.8 is CUDA 11.8, but torch 2.6.0 is built for CUDA 9.2"}}) {
     World w;
     w.fake.env.set(row.var, row.value);
     auto r = choose(discover(w.machine(), row.torch ? torch_with(*row.torch) : std::nullopt), row.spec, w.fake.env);
@@ -342,6 +341,19 @@ TEST(CudaChoose, UserNamedToolkitIsUsedOrRefused) {
     EXPECT_EQ(r.error().kind, row.kind);
     EXPECT_TRUE(r.error().message.starts_with(row.message)) << r.error().message;
     EXPECT_TRUE(r.error().kind == ErrorKind::bad_input || r.error().names_user_setting);
+  }
+  // The recipe's explicit request wins over the toolkit CUDA_HOME names, which is passed over
+  // with a warning saying how to use it instead.
+  for (auto [spec, torch] :
+       {std::pair<std::string, std::optional<std::string>>{">=12", std::nullopt}, {"torch", "12.4"}}) {
+    World w;
+    w.fake.env.set("CUDA_HOME", "/usr/local/cuda-11.8");
+    auto r = choose(discover(w.machine(), torch ? torch_with(*torch) : std::nullopt), spec, w.fake.env);
+    ASSERT_TRUE(r) << r.error().render();
+    EXPECT_EQ(r->chosen->root, "/usr/local/cuda-12.4") << spec;
+    ASSERT_FALSE(r->warnings.empty());
+    EXPECT_TRUE(r->warnings[0].starts_with("CUDA_HOME=/usr/local/cuda-11.8 (CUDA 11.8) is not used: [cuda] version = "))
+        << r->warnings[0];
   }
   World w;
   w.fake.env.set("CUDA_PATH", "/usr/local/cuda-11.8");

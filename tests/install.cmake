@@ -23,3 +23,9 @@ set_tests_properties(install.reproducible PROPERTIES FIXTURES_REQUIRED dist_whee
 add_test(NAME install.bullseye COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/bullseye.sh ${OPFORGE_DIST_OUT})
 set_tests_properties(install.bullseye PROPERTIES FIXTURES_REQUIRED dist_wheel TIMEOUT 1800 RUN_SERIAL TRUE
                      SKIP_REGULAR_EXPRESSION "SKIP:")
+
+# Debian's own CUDA 11.8 (nvidia-cuda-toolkit from non-free) beside the host's NVIDIA 13.0 in a
+# Debian 12 root: doctor, two builds from two folders, CUDA_HOME=/usr, inspect, import.
+add_test(NAME install.bookworm_cuda COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/bookworm_cuda.sh ${OPFORGE_DIST_OUT})
+set_tests_properties(install.bookworm_cuda PROPERTIES FIXTURES_REQUIRED dist_wheel TIMEOUT 3600 RUN_SERIAL TRUE
+                     SKIP_REGULAR_EXPRESSION "SKIP:")

@@ -19,7 +19,11 @@ void print_toolchain(const plan::Plan& p) {
   std::cout << "CUDA toolkit  "
             << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none") << "\n";
   for (auto& c : p.cuda.candidates)
-    std::cout << "  " << (c.chosen ? "* " : "  ") << c.path.string() << " [" << c.found_by << "] " << c.verdict << "\n";
+    std::cout << "  " << (c.chosen ? "* " : "  ") << c.path.string()
+              << (c.toolkit ? " (CUDA " + c.toolkit->version.str() + ", " +
+                                  std::string(cuda::layout_name(c.toolkit->layout)) + ")"
+                            : std::string())
+              << " [" << c.found_by << "] " << c.verdict << "\n";
   if (p.cuda.torch)
     std::cout << "  torch (" << p.cuda.torch->python << "): " << p.cuda.torch->torch_version.value_or("not installed")
               << ", CUDA " << (p.cuda.torch->cuda ? p.cuda.torch->cuda->str() : "none") << "\n";

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "compile/op_schedule.h"
+#include "compiler/flags.h"
 #include "compiler/host.h"
 #include "ops/deepspeed_version.h"
 #include "ops/ops.h"
@@ -117,7 +118,9 @@ std::map<std::string, std::string> op_environment(const std::map<std::string, st
   for (const auto& other : plan.ops)
     if (!other.manifest.build_var.empty()) env[other.manifest.build_var] = &other == &op ? "1" : "0";
   env["MAX_JOBS"] = std::to_string(g.jobs);
-  if (g.nvcc_threads > 1) {
+  const bool threads =
+      !plan.cuda.chosen || compiler::accepts(compiler::Tool::nvcc, "--threads", plan.cuda.chosen->version);
+  if (g.nvcc_threads > 1 && threads) {
     auto& flags = env["NVCC_APPEND_FLAGS"];
     flags += (flags.empty() ? "" : " ") + std::string("--threads ") + std::to_string(g.nvcc_threads);
   }

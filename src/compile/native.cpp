@@ -5,6 +5,7 @@
 
 #include "compile/compiler_cache.h"
 #include "compile/op_steps.h"
+#include "compiler/flags.h"
 #include "compiler/host.h"
 #include "util/strings.h"
 
@@ -127,10 +128,19 @@ Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::p
                  "-O3",
                  "-cudart=static",
                  "-Xcompiler=-fPIC",
-                 "-Xcompiler=-fvisibility=hidden",
-                 "-frandom-seed=" + seed,
-                 "--compress-mode=default",
-                 "--threads=" + std::to_string(t.nvcc_threads)};
+                 "-Xcompiler=-fvisibility=hidden"};
+    // Reproducibility flags, each only where this nvcc takes it (compiler/flags.h).
+    const Version& v = t.tk->version;
+    using compiler::Tool;
+    if (compiler::accepts(Tool::nvcc, "-frandom-seed", v)) step.argv.push_back("-frandom-seed=" + seed);
+    else step.argv.push_back("-Xcompiler=-frandom-seed=" + seed);
+    if (compiler::accepts(Tool::nvcc, "--compress-mode", v)) step.argv.push_back("--compress-mode=default");
+    // cicc and cudafe++ name anonymous namespaces (and nvcc's _INTERNAL_ prefixes) after the
+    // source's absolute path: a stable name instead gives the same bytes from any folder.
+    if (compiler::accepts(Tool::nvcc, "-Xcicc=--orig_src_path_name", v))
+      for (auto x : {"-Xcicc=--orig_src_path_name=", "-Xcudafe=--orig_src_path_name="}) step.argv.push_back(x + seed);
+    if (compiler::accepts(Tool::nvcc, "--threads", v))
+      step.argv.push_back("--threads=" + std::to_string(t.nvcc_threads));
     for (auto& m : t.prefix_maps) step.argv.push_back("-Xcompiler=" + m);
     if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
     for (auto& arch : plan.arch.arches)

@@ -8,6 +8,16 @@
 
 namespace opforge::cuda {
 
+std::string_view layout_name(Layout l) {
+  switch (l) {
+    case Layout::nvidia: return "NVIDIA";
+    case Layout::distribution: return "distribution package";
+    case Layout::conda: return "conda";
+    case Layout::pypi: return "PyPI wheels";
+  }
+  return "NVIDIA";
+}
+
 namespace {
 
 bool exists(const probe::FileSystem& fs, const fs::path& p) { return fs.resolved_type(p) != probe::FileType::none; }
@@ -31,6 +41,81 @@ std::optional<fs::path> wrapped_nvcc(const probe::FileSystem& fs, const fs::path
   return parse_nvcc_wrapper(*text);
 }
 
+/// `nvcc` with wrapper scripts followed (at most 4 hops), symlinks resolved.
+fs::path follow_wrappers(const probe::FileSystem& fs, fs::path nvcc) {
+  for (int hops = 0; hops < 4; ++hops) {
+    auto next = wrapped_nvcc(fs, nvcc);
+    if (!next) break;
+    nvcc = *next;
+  }
+  auto canon = fs.canonical(nvcc);
+  return canon ? *canon : nvcc;
+}
+
+/// The first of `dirs` holding `file` (or, `prefix`: a file whose name starts with it).
+fs::path first_holding(const probe::FileSystem& fs, const std::vector<fs::path>& dirs, const std::string& file,
+                       bool prefix) {
+  for (auto& d : dirs) {
+    if (!prefix) {
+      if (exists(fs, d / file)) return d;
+      continue;
+    }
+    auto names = fs.list_directory(d);
+    if (names && std::any_of(names->begin(), names->end(), [&](auto& n) { return n.starts_with(file); })) {
+      auto canon = fs.canonical(d);
+      return canon ? *canon : d;
+    }
+  }
+  return {};
+}
+
+/// Where a toolkit's headers and libraries may be, in the order looked at: the folder's own,
+/// then those of the folder the real nvcc is in (a wrapper's toolkit), those its nvcc.profile
+/// names (Debian's -L/usr/lib/x86_64-linux-gnu), a pip wheel's sibling package, and last for
+/// headers the host compiler's own /usr/include, which nvcc reaches without any -I (Debian's
+/// cuda.h is there, its profile names no INCLUDES).
+struct Places {
+  std::vector<fs::path> include, lib;
+};
+
+Places places(const probe::FileSystem& fs, const fs::path& root, const fs::path& real_root,
+              const NvccProfile& profile) {
+  Places p;
+  std::vector<fs::path> roots{root};
+  if (real_root != root) roots.push_back(real_root);
+  for (const fs::path& r : roots) {
+    p.include.push_back(r / "include");
+    for (auto& d : target_dirs(fs, r, "include")) p.include.push_back(d);
+    p.lib.push_back(r / "lib64");
+    p.lib.push_back(r / "lib");
+    for (auto& d : target_dirs(fs, r, "lib")) p.lib.push_back(d);
+  }
+  p.include.insert(p.include.end(), profile.include_dirs.begin(), profile.include_dirs.end());
+  p.lib.insert(p.lib.end(), profile.library_dirs.begin(), profile.library_dirs.end());
+  // pip wheels (nvidia-cuda-runtime-cu12) keep cuda.h in a sibling package.
+  p.include.push_back(root.parent_path() / "cuda_runtime" / "include");
+  p.lib.push_back(root.parent_path() / "cuda_runtime" / "lib");
+  if (!profile.library_dirs.empty()) p.include.push_back("/usr/include");
+  return p;
+}
+
+bool under(const fs::path& p, const fs::path& dir) {
+  auto rel = p.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+Layout layout_of(const probe::FileSystem& fs, const Toolkit& tk) {
+  if (tk.root.parent_path().filename() == "nvidia") return Layout::pypi;
+  if (exists(fs, tk.root / "conda-meta")) return Layout::conda;
+  // A wrapper script in bin/ (Debian's /usr/bin/nvcc), or headers and libraries outside the
+  // toolkit's folders: the distributions' three trees.
+  auto canon = fs.canonical(tk.nvcc);
+  const bool wrapper = (canon ? *canon : tk.nvcc) != tk.real_nvcc;
+  const fs::path real_root = tk.real_nvcc.parent_path().parent_path();
+  auto inside = [&](const fs::path& p) { return under(p, tk.root) || under(p, real_root); };
+  return !wrapper && inside(tk.include_dir) && inside(tk.lib_dir) ? Layout::nvidia : Layout::distribution;
+}
+
 struct Finder {
   probe::Machine m;
   Resolution res;
@@ -41,15 +126,26 @@ struct Finder {
     fs::path real = canon ? *canon : root;
     if (!seen.insert(real.string()).second) {
       for (auto& c : res.candidates)
-        if ((c.toolkit ? c.toolkit->root : c.path) == real && c.found_by.find(found_by) == std::string::npos)
-          c.found_by += ", " + found_by;
+        if ((c.toolkit ? c.toolkit->root : c.path) == real) merge_found_by(c, found_by);
       return;
     }
     Candidate c;
     c.path = real;
     c.found_by = found_by;
     c.verdict = validate(real, c);
+    // One toolkit reached from two folders (CUDA_HOME=/usr and /usr/lib/nvidia-cuda-toolkit, both
+    // running one nvcc) is listed once, under the folder found first.
+    if (c.toolkit)
+      for (auto& other : res.candidates)
+        if (other.toolkit && other.toolkit->real_nvcc == c.toolkit->real_nvcc) {
+          merge_found_by(other, found_by + " as " + real.string());
+          return;
+        }
     res.candidates.push_back(std::move(c));
+  }
+
+  static void merge_found_by(Candidate& c, const std::string& found_by) {
+    if (c.found_by.find(found_by) == std::string::npos) c.found_by += ", " + found_by;
   }
 
   /// Fills c.toolkit when valid; returns the rejection reason otherwise.
@@ -60,56 +156,61 @@ struct Finder {
     tk.root = root;
     tk.nvcc = root / "bin" / "nvcc";
     if (!m.fs.is_executable(tk.nvcc)) return "rejected: no executable bin/nvcc";
-    std::vector<fs::path> inc{root / "include"};
-    for (auto& d : target_dirs(m.fs, root, "include")) inc.push_back(d);
-    // pip wheels (nvidia-cuda-runtime-cu12) keep cuda.h in a sibling package.
-    inc.push_back(root.parent_path() / "cuda_runtime" / "include");
-    for (auto& d : inc)
-      if (exists(m.fs, d / "cuda.h")) {
-        tk.include_dir = d;
-        break;
-      }
-    if (tk.include_dir.empty()) return "rejected: no cuda.h in include/ or targets/*/include/";
-    std::vector<fs::path> libs{root / "lib64", root / "lib"};
-    for (auto& d : target_dirs(m.fs, root, "lib")) libs.push_back(d);
-    libs.push_back(root.parent_path() / "cuda_runtime" / "lib");
-    for (auto& d : libs) {
-      auto names = m.fs.list_directory(d);
-      if (!names) continue;
-      if (std::any_of(names->begin(), names->end(), [](auto& n) { return n.starts_with("libcudart"); })) {
-        auto canon = m.fs.canonical(d);
-        tk.lib_dir = canon ? *canon : d;
-        break;
-      }
-    }
-    if (tk.lib_dir.empty()) return "rejected: no libcudart* in lib64/, lib/ or targets/*/lib/";
-    if (auto t = m.fs.read_file(root / "version.json");
-        t && (tk.version = parse_version_json(*t).value_or(Version{})) != Version{}) {
-      tk.version_source = "version.json";
-    } else if (auto t2 = m.fs.read_file(root / "version.txt");
-               t2 && (tk.version = parse_version_txt(*t2).value_or(Version{})) != Version{}) {
-      tk.version_source = "version.txt";
-    } else {
-      auto r = probe::run_remembered(
-          m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(20000)});
-      if (r && r->ok()) {
-        tk.nvcc_version_text = r->out;
-        if (auto v = parse_nvcc_version(r->out)) {
-          tk.version = *v;
-          tk.version_source = "nvcc --version";
-        }
-      }
-      if (tk.version_source.empty()) {
-        if (auto h = m.fs.read_file(tk.include_dir / "cuda.h"))
-          if (auto v = parse_cuda_h(*h)) {
-            tk.version = *v;
-            tk.version_source = "cuda.h";
-          }
-      }
-    }
+    tk.real_nvcc = follow_wrappers(m.fs, tk.nvcc);
+    if (!m.fs.is_executable(tk.real_nvcc))
+      return "rejected: bin/nvcc runs " + tk.real_nvcc.string() + ", which is not an executable";
+    const fs::path real_root = tk.real_nvcc.parent_path().parent_path();
+    NvccProfile profile;
+    if (auto t = m.fs.read_file(tk.real_nvcc.parent_path() / "nvcc.profile")) profile = parse_nvcc_profile(*t);
+    const Places p = places(m.fs, root, real_root, profile);
+    tk.include_dir = first_holding(m.fs, p.include, "cuda.h", false);
+    if (tk.include_dir.empty())
+      return "rejected: no cuda.h in include/, targets/*/include/ or the folders its nvcc.profile names";
+    tk.lib_dir = first_holding(m.fs, p.lib, "libcudart", true);
+    if (tk.lib_dir.empty())
+      return "rejected: no libcudart* in lib64/, lib/, targets/*/lib/ or the folders its nvcc.profile names";
+    tk.layout = layout_of(m.fs, tk);
+    read_version(root, real_root, tk);
     if (tk.version_source.empty()) return "rejected: no version in version.json, version.txt, nvcc --version or cuda.h";
     c.toolkit = tk;
     return "valid";
+  }
+
+  /// version.json > version.txt (the folder's, then the real nvcc's) > nvcc --version > cuda.h.
+  bool read_version(const fs::path& root, const fs::path& real_root, Toolkit& tk) {
+    std::vector<fs::path> roots{root};
+    if (real_root != root) roots.push_back(real_root);
+    for (const fs::path& r : roots) {
+      if (auto t = m.fs.read_file(r / "version.json"))
+        if (auto v = parse_version_json(*t)) {
+          tk.version = *v;
+          tk.version_source = "version.json";
+          return true;
+        }
+      if (auto t = m.fs.read_file(r / "version.txt"))
+        if (auto v = parse_version_txt(*t)) {
+          tk.version = *v;
+          tk.version_source = "version.txt";
+          return true;
+        }
+    }
+    auto r = probe::run_remembered(
+        m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(20000)});
+    if (r && r->ok()) {
+      tk.nvcc_version_text = r->out;
+      if (auto v = parse_nvcc_version(r->out)) {
+        tk.version = *v;
+        tk.version_source = "nvcc --version";
+        return true;
+      }
+    }
+    if (auto h = m.fs.read_file(tk.include_dir / "cuda.h"))
+      if (auto v = parse_cuda_h(*h)) {
+        tk.version = *v;
+        tk.version_source = "cuda.h";
+        return true;
+      }
+    return false;
   }
 
   void from_glob(const fs::path& dir, std::string_view prefix, const std::string& label) {
@@ -131,18 +232,19 @@ Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
   }
   if (auto path = m.env.get("PATH")) {
     if (auto nvcc = probe::find_on_path(m.fs, "nvcc", *path)) {
-      fs::path real = *nvcc;
-      std::string how = "nvcc on PATH";
-      // A wrapper such as /usr/local/bin/nvcc would make /usr/local look like a toolkit.
-      for (int hops = 0; hops < 4; ++hops) {
-        auto next = wrapped_nvcc(m.fs, real);
-        if (!next) break;
-        how = "nvcc on PATH (wrapper script " + nvcc->string() + ")";
-        real = *next;
-      }
-      auto canon = m.fs.canonical(real);
-      if (canon) real = *canon;
-      f.add(real.parent_path().parent_path(), how);
+      const fs::path real = follow_wrappers(m.fs, *nvcc);
+      const bool wrapper = wrapped_nvcc(m.fs, *nvcc).has_value();
+      std::string how = wrapper ? "nvcc on PATH (wrapper script " + nvcc->string() + ")" : "nvcc on PATH";
+      // The folder of the nvcc that runs, when it is a whole toolkit (a wrapper such as
+      // /usr/local/bin/nvcc would make /usr/local look like one). Debian's real nvcc sits in a
+      // folder without headers: then the folder above `which nvcc` (/usr), as torch's
+      // cpp_extension derives CUDA_HOME, when its include/ holds cuda.h.
+      const fs::path real_root = real.parent_path().parent_path();
+      const fs::path above = nvcc->parent_path().parent_path();
+      std::vector<fs::path> own{real_root / "include"};
+      for (auto& d : target_dirs(m.fs, real_root, "include")) own.push_back(d);
+      const bool whole = !first_holding(m.fs, own, "cuda.h", false).empty();
+      f.add(!whole && exists(m.fs, above / "include" / "cuda.h") ? above : real_root, how);
     }
   }
   f.add("/usr/local/cuda", "/usr/local/cuda");

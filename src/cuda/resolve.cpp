@@ -96,14 +96,47 @@ Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
                        " at a toolkit's folder (holding bin/nvcc, include/cuda.h and lib64/libcudart*), or unset it");
 }
 
-/// [cuda] version = "torch" with CUDA_HOME/CUDA_PATH set: the named toolkit, if its major matches.
+/// The recipe's explicit request wins over a toolkit CUDA_HOME/CUDA_PATH names (an image or a
+/// module system sets it for every build, it cannot match every cell of a matrix): the named
+/// toolkit is passed over, said so in its verdict and a warning with how to use it instead.
+void pass_over_named(Choice& ch, const std::string& request) {
+  Candidate& c = *ch.named.candidate;
+  c.verdict = "not chosen: " + request + " in the recipe wins over " + ch.named.var + " (CUDA " +
+              c.toolkit->version.str() + ")";
+  ch.res.warnings.push_back(ch.named.var + "=" + strings::cut(ch.named.value) + " (CUDA " + c.toolkit->version.str() +
+                            ") is not used: " + request + " in the recipe asks for another toolkit; to build with " +
+                            ch.named.var + "'s, set [cuda] version = \"auto\" (or \"" + c.toolkit->version.str() +
+                            "\")");
+}
+
+/// [cuda] version = "torch" with CUDA_HOME/CUDA_PATH set: the named toolkit if it is torch's
+/// exact CUDA; else another toolkit that is (the recipe's request wins); else the named one if
+/// its major matches (PyTorch warns on a minor difference); else another of torch's major.
 Result<Pick> pick_named_for_torch(Choice& ch, const Version& want, const std::string& torch_version) {
   const Version& have = ch.named.candidate->toolkit->version;
-  if (compare_cuda(have, want) == Mismatch::major && !ch.skip_cuda_check())
+  const std::string request = "[cuda] version = \"torch\" (torch " + torch_version + ", CUDA " + want.str() + ")";
+  if (have == want) return Pick{ch.named.candidate, ch.named.var + " points to it, torch's exact CUDA " + want.str()};
+  for (auto* c : ch.valid)
+    if (c != ch.named.candidate && c->toolkit->version == want) {
+      pass_over_named(ch, request);
+      return Pick{c, "same CUDA version as torch " + torch_version + " (" + request + " decided)"};
+    }
+  if (compare_cuda(have, want) != Mismatch::major) {
+    ch.res.warnings.push_back("CUDA " + have.str() + " (" + ch.named.var + ") differs from torch's CUDA " + want.str());
+    return Pick{ch.named.candidate, ch.named.var + " points to it"};
+  }
+  for (auto* c : ch.valid)
+    if (c != ch.named.candidate && compare_cuda(c->toolkit->version, want) != Mismatch::major) {
+      pass_over_named(ch, request);
+      ch.res.minor_mismatch_warning = ch.res.warnings.size();
+      ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + want.str() +
+                                " in the minor version; this usually works (PyTorch only warns)");
+      return Pick{c, "same CUDA major as torch (" + request + " decided)"};
+    }
+  if (!ch.skip_cuda_check())
     return ch.conflict("but torch " + torch_version + " is built for CUDA " + want.str() +
                        " ([cuda] version = \"torch\"; DS_SKIP_CUDA_CHECK=1 allows a major mismatch)");
-  if (have != want)
-    ch.res.warnings.push_back("CUDA " + have.str() + " (" + ch.named.var + ") differs from torch's CUDA " + want.str());
+  ch.res.warnings.push_back("CUDA " + have.str() + " (" + ch.named.var + ") differs from torch's CUDA " + want.str());
   return Pick{ch.named.candidate, ch.named.var + " points to it"};
 }
 
@@ -146,7 +179,9 @@ Result<Pick> pick_for_torch(Choice& ch) {
 
 /// [cuda] version = "auto": the named toolkit, else the newest with torch's CUDA, else the newest.
 Pick pick_auto(Choice& ch) {
-  if (ch.named.candidate) return Pick{ch.named.candidate, ch.named.var + " points to it"};
+  if (ch.named.candidate)
+    return Pick{ch.named.candidate, ch.named.var + " points to it ([cuda] version = \"auto\" leaves the choice to " +
+                                        ch.named.var + "; unset it to choose by torch's CUDA)"};
   if (ch.torch_cuda)
     for (auto* c : ch.valid)
       if (c->toolkit->version == *ch.torch_cuda)
@@ -164,18 +199,17 @@ Result<Pick> pick_matching(Choice& ch, const std::string& spec, const std::vecto
   auto matches = [&](const Candidate* c) {
     return std::all_of(constraints.begin(), constraints.end(), [&](auto& k) { return k.accepts(c->toolkit->version); });
   };
-  if (ch.named.candidate && !matches(ch.named.candidate))
-    return ch.conflict("which does not match [cuda] version = \"" + spec + "\"");
   Pick pick;
+  if (ch.named.candidate) {
+    if (matches(ch.named.candidate))
+      pick = Pick{ch.named.candidate, "matches " + spec + "; " + ch.named.var + " points to it"};
+    else pass_over_named(ch, "[cuda] version = \"" + spec + "\"");
+  }
   for (auto* c : ch.valid)
-    if (c->found_by.find("CUDA_HOME") != std::string::npos || c->found_by.find("CUDA_PATH") != std::string::npos) {
-      if (matches(c)) pick = Pick{c, "matches " + spec + "; CUDA_HOME/CUDA_PATH points to it"};
-      break;
-    }
+    if (!pick.candidate && matches(c))
+      pick = Pick{c, "newest toolkit matching " + spec + " ([cuda] version in the recipe decided)"};
   for (auto* c : ch.valid)
-    if (!pick.candidate && matches(c)) pick = Pick{c, "newest toolkit matching " + spec};
-  for (auto* c : ch.valid)
-    if (c != pick.candidate && !matches(c))
+    if (c != pick.candidate && c != ch.named.candidate && !matches(c))
       c->verdict = "not chosen: CUDA " + c->toolkit->version.str() + " does not match " + spec;
   return pick;
 }
@@ -185,8 +219,11 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   if (!pick.candidate) {
     std::string hint = spec == "auto" ? "install a CUDA toolkit (or set CUDA_HOME to one)"
                                       : "install a CUDA toolkit matching " + spec + " or change [cuda] version";
-    return unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(ch.res),
-                       hint);
+    auto e = unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(ch.res),
+                         hint);
+    // A toolkit the user named was passed over: an error about their setting, never a silent skip.
+    e.error().names_user_setting = ch.named.candidate != nullptr;
+    return e;
   }
   const Version& chosen = pick.candidate->toolkit->version;
   pick.candidate->chosen = true;
@@ -194,12 +231,21 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   for (auto* c : ch.valid)
     if (c != pick.candidate && c->verdict == "valid")
       c->verdict = c->toolkit->version < chosen ? "not chosen: older than CUDA " + chosen.str()
-                                                : "not chosen: " + pick.why + " is CUDA " + chosen.str();
+                                                : "not chosen: the chosen toolkit is CUDA " + chosen.str() +
+                                                      " at " + pick.candidate->toolkit->root.string();
   if (ch.torch_cuda && spec != "torch" && compare_cuda(chosen, *ch.torch_cuda) == Mismatch::major)
     ch.res.warnings.push_back(
         "torch's CUDA is " + ch.torch_cuda->str() + " but the chosen toolkit is CUDA " + chosen.str() +
         " (the ops reach only the driver, so this is fine for opforge_ops; not for torch extensions)");
   ch.res.chosen = pick.candidate->toolkit;
+  // The guides' PATH confusion in one line: `which nvcc` is another toolkit than the one chosen.
+  for (auto* c : ch.valid)
+    if (c != pick.candidate && c->found_by.find("nvcc on PATH") != std::string::npos)
+      ch.res.warnings.push_back("the nvcc on PATH (" + c->toolkit->nvcc.string() + ", CUDA " +
+                                c->toolkit->version.str() + ") is not the toolkit chosen (CUDA " + chosen.str() +
+                                " at " + pick.candidate->toolkit->root.string() +
+                                "); opforge's builds use the chosen one, a build by hand needs " +
+                                (pick.candidate->toolkit->root / "bin").string() + " first on PATH");
   return {};
 }
 
@@ -231,9 +277,18 @@ std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Envir
   auto prepend = [](const fs::path& dir, const std::optional<std::string>& cur) {
     return (cur && !cur->empty()) ? dir.string() + ":" + *cur : dir.string();
   };
-  return {{"CUDA_HOME", tk.root.string()},
-          {"PATH", prepend(tk.root / "bin", env.get("PATH"))},
-          {"LD_LIBRARY_PATH", prepend(tk.lib_dir, env.get("LD_LIBRARY_PATH"))}};
+  // A distribution's toolkit lives in the system's own folders (CUDA_HOME=/usr, libcudart in
+  // /usr/lib/x86_64-linux-gnu): /usr/bin first on PATH would put the system's python and
+  // compilers before a venv's, and the loader searches the system's library folder anyway.
+  auto system_dir = [](const fs::path& d) {
+    return d == "/usr/bin" || d == "/bin" || d == "/usr/lib" || d == "/lib" ||
+           (d.parent_path() == "/usr/lib" && d.filename().string().ends_with("-linux-gnu"));
+  };
+  std::map<std::string, std::string> out{{"CUDA_HOME", tk.root.string()}};
+  const fs::path bin = tk.root / "bin";
+  out["PATH"] = system_dir(bin) ? env.get("PATH").value_or(bin.string()) : prepend(bin, env.get("PATH"));
+  if (!system_dir(tk.lib_dir)) out["LD_LIBRARY_PATH"] = prepend(tk.lib_dir, env.get("LD_LIBRARY_PATH"));
+  return out;
 }
 
 }  // namespace opforge::cuda

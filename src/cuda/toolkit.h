@@ -12,9 +12,25 @@ namespace opforge::cuda {
 
 namespace fs = std::filesystem;
 
+/// How a toolkit's files are laid out (docs/recipe.md, "CUDA toolkits"): where nvcc, cuda.h and
+/// libcudart are, relative to each other.
+enum class Layout {
+  nvidia,        ///< NVIDIA's installer or archive: one folder (/usr/local/cuda-X.Y) holds all three
+  distribution,  ///< Debian/Ubuntu's nvidia-cuda-toolkit: /usr/bin/nvcc a wrapper script, the real
+                 ///< nvcc in /usr/lib/nvidia-cuda-toolkit/bin with an nvcc.profile naming the system
+                 ///< library folder, cuda.h in /usr/include, libcudart in /usr/lib/<multiarch>
+  conda,         ///< a conda environment: bin/nvcc, targets/x86_64-linux/{include,lib}, conda-meta/
+  pypi,          ///< NVIDIA's PyPI wheels in site-packages/nvidia/ (cuda.h in a sibling package)
+};
+
+/// "NVIDIA", "distribution package", "conda", "PyPI wheels".
+std::string_view layout_name(Layout l);
+
 struct Toolkit {
-  fs::path root;                  ///< e.g. /usr/local/cuda-13.0 (symlinks resolved)
-  fs::path nvcc;                  ///< root/bin/nvcc
+  fs::path root;       ///< what a build gets as CUDA_HOME, e.g. /usr/local/cuda-13.0 or /usr
+  fs::path nvcc;       ///< root/bin/nvcc (may be a wrapper script)
+  fs::path real_nvcc;  ///< the nvcc binary that runs: root/bin/nvcc with wrapper scripts followed
+  Layout layout = Layout::nvidia;
   Version version;                ///< major.minor
   std::string version_source;     ///< "version.json", "version.txt", "nvcc --version", "cuda.h"
   std::string nvcc_version_text;  ///< full `nvcc --version` output (may be empty if not run)

@@ -1,9 +1,12 @@
 #include "cuda/versions.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "util/numbers.h"
 #include "util/scan.h"
+#include "util/strings.h"
 
 namespace opforge::cuda {
 
@@ -83,6 +86,31 @@ std::optional<fs::path> parse_nvcc_wrapper(std::string_view script) {
     return fs::path(word.substr(0, end + 5));
   }
   return std::nullopt;
+}
+
+NvccProfile parse_nvcc_profile(std::string_view text) {
+  NvccProfile out;
+  for (auto& line : strings::split(text, '\n')) {
+    scan::Cursor c{line};
+    c.spaces();
+    std::vector<fs::path>* into = c.literal("INCLUDES")    ? &out.include_dirs
+                                  : c.literal("LIBRARIES") ? &out.library_dirs
+                                                           : nullptr;
+    if (!into) continue;
+    const std::string_view flag = into == &out.include_dirs ? "-I" : "-L";
+    // The words after the operator (=, +=, =+, ?=): `-L/usr/lib/x86_64-linux-gnu`, quoted or not.
+    std::string words(c.rest);
+    std::replace(words.begin(), words.end(), '\t', ' ');
+    for (auto& word : strings::split(words, ' ')) {
+      std::string_view w = strings::trim(word);
+      while (!w.empty() && scan::is_quote(w.front())) w.remove_prefix(1);
+      while (!w.empty() && scan::is_quote(w.back())) w.remove_suffix(1);
+      if (!w.starts_with(flag)) continue;
+      w.remove_prefix(2);
+      if (w.starts_with("/") && w.find("$(") == std::string_view::npos) into->push_back(fs::path(w));
+    }
+  }
+  return out;
 }
 
 }  // namespace opforge::cuda

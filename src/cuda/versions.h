@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "util/version.h"
 
@@ -21,5 +22,15 @@ std::optional<Version> parse_cuda_h(std::string_view text);        ///< #define 
 /// A wrapper script's `exec /path/to/nvcc "$@"`: the first line (after white space) that execs a
 /// path ending in /nvcc, quoted or not.
 std::optional<fs::path> parse_nvcc_wrapper(std::string_view script);
+
+/// What an nvcc.profile (beside the nvcc binary; Debian's is a link to /etc/nvcc.profile) adds to
+/// every compile and link: the literal absolute folders of its INCLUDES (-I) and LIBRARIES (-L)
+/// lines. Folders written with the profile's own variables ($(TOP), $(_HERE_): NVIDIA's layout,
+/// relative to the toolkit) are left out: the toolkit's own folders cover them.
+struct NvccProfile {
+  std::vector<fs::path> include_dirs;
+  std::vector<fs::path> library_dirs;
+};
+NvccProfile parse_nvcc_profile(std::string_view text);
 
 }  // namespace opforge::cuda

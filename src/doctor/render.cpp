@@ -32,6 +32,10 @@ json toolkit_json(const ToolkitReport& t) {
   if (c.toolkit && t.limits) {
     e["version"] = c.toolkit->version.str();
     e["version_source"] = c.toolkit->version_source;
+    e["layout"] = std::string(cuda::layout_name(c.toolkit->layout));
+    e["nvcc"] = c.toolkit->real_nvcc.string();
+    e["include_dir"] = c.toolkit->include_dir.string();
+    e["lib_dir"] = c.toolkit->lib_dir.string();
     e["max_gcc"] = t.limits->max_gcc;
     e["max_clang"] = t.limits->max_clang;
     e["limits_source"] = t.limits->source;
@@ -90,6 +94,9 @@ std::string to_text(const json& j) {
     out << "  " << (t["chosen"].get<bool>() ? "* " : "  ") << s(t["path"]);
     if (t.contains("version")) out << "  CUDA " << s(t["version"]) << " [" << s(t["version_source"]) << "]";
     out << "  (" << s(t["found_by"]) << ")\n      " << s(t["verdict"]) << "\n";
+    if (t.contains("layout"))
+      out << "      layout: " << s(t["layout"]) << " (nvcc " << s(t["nvcc"]) << ", cuda.h in " << s(t["include_dir"])
+          << ", libcudart in " << s(t["lib_dir"]) << ")\n";
     if (t.contains("max_gcc"))
       out << "      accepts gcc <= " << t["max_gcc"] << ", clang <= " << t["max_clang"] << " (" << s(t["limits_source"])
           << "); installed accepted: "

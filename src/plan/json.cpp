@@ -19,6 +19,7 @@ nlohmann::json to_json(const Plan& p) {
                      {"found_by", c.found_by},
                      {"chosen", c.chosen},
                      {"version", c.toolkit ? c.toolkit->version.str() : ""},
+                     {"layout", c.toolkit ? std::string(cuda::layout_name(c.toolkit->layout)) : ""},
                      {"verdict", c.verdict}});
   j["cuda"] = {{"chosen", p.cuda.chosen ? json(p.cuda.chosen->root.string()) : json(nullptr)},
                {"version", p.cuda.chosen ? json(p.cuda.chosen->version.str()) : json(nullptr)},

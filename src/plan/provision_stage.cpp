@@ -8,11 +8,8 @@ namespace opforge::plan {
 Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Options& opts, Plan& plan,
                                                      const Result<cuda::Resolution>& first) {
   if (plan.recipe.cuda.provision != "pypi") return std::nullopt;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto v = m.env.get(var); v && !v->empty()) {
-      plan.notes.push_back(std::string("provision: ") + var + " names the toolkit; nothing is provisioned");
-      return std::nullopt;
-    }
+  // An inherited CUDA_HOME/CUDA_PATH does not stop it: provision = "pypi" is the recipe's explicit
+  // request, and only a toolkit of torch's exact CUDA (below) makes it unneeded.
   std::optional<cuda::TorchInfo> torch = first ? first->torch : cuda::read_torch(m, plan.python);
   // No torch (or no Python): the resolver's own error says so.
   if (!torch || !torch->torch_version) return std::nullopt;
