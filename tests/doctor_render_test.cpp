@@ -30,6 +30,9 @@ Report a_machine() {
   t.root = "/usr/local/cuda-13.0";
   t.version = Version{13, 0};
   t.version_source = "nvcc --version";
+  t.real_nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  t.include_dir = "/usr/local/cuda-13.0/include";
+  t.lib_dir = "/usr/local/cuda-13.0/lib";
   tk.candidate.toolkit = t;
   tk.limits = compiler::Limits{15, 20, "/usr/local/cuda-13.0/targets/x86_64-linux/include/crt/host_config.h"};
   tk.accepts = {"gcc", "gcc-11"};
@@ -67,6 +70,8 @@ TEST(DoctorRender, TextOfAFullReport) {
             "CUDA toolkits:\n"
             "  * /usr/local/cuda-13.0  CUDA 13.0 [nvcc --version]  (/usr/local/cuda-*)\n"
             "      chosen: the newest valid toolkit\n"
+            "      layout: NVIDIA (nvcc /usr/local/cuda-13.0/bin/nvcc, cuda.h in /usr/local/cuda-13.0/include, "
+            "libcudart in /usr/local/cuda-13.0/lib)\n"
             "      accepts gcc <= 15, clang <= 20 (/usr/local/cuda-13.0/targets/x86_64-linux/include/crt/"
             "host_config.h); installed accepted: gcc, gcc-11\n"
             "    /opt/cuda  (/opt/cuda*)\n"
@@ -98,6 +103,8 @@ TEST(DoctorRender, JsonOfAFullReport) {
   EXPECT_EQ(j["torch"]["location"], "/venv/lib/python3.11/site-packages/torch");
   EXPECT_EQ(j["toolkits"][0]["accepts"], nlohmann::json::array({"gcc", "gcc-11"}));
   EXPECT_EQ(j["toolkits"][0]["max_gcc"], 15);
+  EXPECT_EQ(j["toolkits"][0]["layout"], "NVIDIA");
+  EXPECT_EQ(j["toolkits"][0]["lib_dir"], "/usr/local/cuda-13.0/lib");
   EXPECT_FALSE(j["toolkits"][1].contains("version"));
   EXPECT_EQ(j["compilers"][1]["family"], "gcc");
   EXPECT_EQ(j["compilers"][1]["version"], "11.3.0");

@@ -219,8 +219,8 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   if (!pick.candidate) {
     std::string hint = spec == "auto" ? "install a CUDA toolkit (or set CUDA_HOME to one)"
                                       : "install a CUDA toolkit matching " + spec + " or change [cuda] version";
-    auto e = unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(ch.res),
-                         hint);
+    auto e =
+        unsatisfied("no CUDA toolkit satisfies [cuda] version = \"" + spec + "\"; looked at:" + listing(ch.res), hint);
     // A toolkit the user named was passed over: an error about their setting, never a silent skip.
     e.error().names_user_setting = ch.named.candidate != nullptr;
     return e;
@@ -231,8 +231,8 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   for (auto* c : ch.valid)
     if (c != pick.candidate && c->verdict == "valid")
       c->verdict = c->toolkit->version < chosen ? "not chosen: older than CUDA " + chosen.str()
-                                                : "not chosen: the chosen toolkit is CUDA " + chosen.str() +
-                                                      " at " + pick.candidate->toolkit->root.string();
+                                                : "not chosen: the chosen toolkit is CUDA " + chosen.str() + " at " +
+                                                      pick.candidate->toolkit->root.string();
   if (ch.torch_cuda && spec != "torch" && compare_cuda(chosen, *ch.torch_cuda) == Mismatch::major)
     ch.res.warnings.push_back(
         "torch's CUDA is " + ch.torch_cuda->str() + " but the chosen toolkit is CUDA " + chosen.str() +
