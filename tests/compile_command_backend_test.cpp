@@ -177,6 +177,70 @@ TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   fs::remove_all(top);
 }
 
+// The project's architecture options, in every spelling nvcc takes, give way to the plan's, and are
+// logged as asked; a command without one keeps nvcc's default.
+TEST(CompileCommandBackend, NvccWrapperReplacesTheProjectsArchitectures) {
+  fs::path top = fs::temp_directory_path() / ("opforge-nvccarch-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top);
+  const fs::path nvcc = top / "nvcc-real";
+  std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
+  fs::permissions(nvcc, fs::perms::owner_all);
+  auto m = probe::real_machine();
+  const std::vector<std::string> plan_flags = {"-gencode=arch=compute_90,code=sm_90",
+                                               "-gencode=arch=compute_90,code=compute_90"};
+  auto w = compile::nvcc_wrapper(top / "cache", nvcc, "", plan_flags);
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
+  const fs::path log = top / "arch.log";
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), w.path.string());
+    auto r = m.proc.run({.argv = args,
+                         .env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"},
+                                                                   {"OPFORGE_NVCC_ARCH_LOG", log.string()}}});
+    return r && r->ok() ? r->out : std::string("failed");
+  };
+  EXPECT_EQ(run({"-O3", "-gencode", "arch=compute_75,code=sm_75", "-gencode=arch=compute_80,code=sm_80",
+                 "--generate-code=arch=compute_121,code=[sm_121,compute_121]", "-arch=sm_86", "-arch", "sm_87",
+                 "--gpu-architecture=compute_89", "-code=sm_89", "--gpu-code", "sm_100", "-lineinfo", "-c", "a.cu"}),
+            "-O3\n-c\na.cu\n-gencode=arch=compute_90,code=sm_90\n-gencode=arch=compute_90,code=compute_90\n");
+  EXPECT_EQ(run({"--version"}), "--version\n");  // nothing asked: nothing added
+  auto logged = m.fs.read_file(log);
+  ASSERT_TRUE(logged);
+  EXPECT_EQ(*logged,
+            " -gencode arch=compute_75,code=sm_75 -gencode=arch=compute_80,code=sm_80 "
+            "--generate-code=arch=compute_121,code=[sm_121,compute_121] -arch=sm_86 -arch sm_87 "
+            "--gpu-architecture=compute_89 -code=sm_89 --gpu-code sm_100\n");
+  EXPECT_EQ(compile::project_arch_targets(*logged),
+            (std::vector<std::string>{"sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_100", "sm_121", "compute_86",
+                                      "compute_87", "compute_89", "compute_121"}));
+
+  // [arch] enforce = false: the options stay where they were, and are still logged.
+  auto keep = compile::nvcc_wrapper(top / "cache", nvcc, "", {});
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, keep));
+  EXPECT_NE(keep.path, w.path);  // another arch list, another wrapper (and ccache key)
+  fs::remove(log);
+  auto r = m.proc.run(
+      {.argv = {keep.path.string(), "-gencode", "arch=compute_75,code=sm_75", "-arch=sm_80", "-c", "a.cu"},
+       .env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}, {"OPFORGE_NVCC_ARCH_LOG", log.string()}}});
+  ASSERT_TRUE(r && r->ok());
+  EXPECT_EQ(r->out, "-gencode\narch=compute_75,code=sm_75\n-arch=sm_80\n-c\na.cu\n");
+  EXPECT_EQ(compile::project_arch_targets(m.fs.read_file(log).value_or("")),
+            (std::vector<std::string>{"sm_75", "sm_80", "compute_80"}));
+  fs::remove_all(top);
+}
+
+TEST(CompileCommandBackend, ProjectArchTargetsReadsEverySpelling) {
+  EXPECT_EQ(compile::project_arch_targets(""), std::vector<std::string>{});
+  EXPECT_EQ(compile::project_arch_targets(" -arch=native\n -arch all-major\n"),
+            (std::vector<std::string>{"all-major", "native"}));
+  EXPECT_EQ(compile::project_arch_targets(" -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=sm_90\n"
+                                          " -gencode arch=compute_90,code=sm_90\n"),
+            (std::vector<std::string>{"sm_90", "sm_90a"}));
+  // -gencode without code=: nvcc compiles the arch's PTX
+  EXPECT_EQ(compile::project_arch_targets(" --generate-code=arch=compute_80\n"),
+            std::vector<std::string>{"compute_80"});
+}
+
 TEST(CompileCommandBackend, NvccWrapperFolderFollowsTheRealNvccsStamp) {
   // ccache checks a compiler by its mtime: the wrapper's own would hide an nvcc upgraded in place.
   auto a = compile::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 1");

@@ -111,6 +111,58 @@ TEST(RecipeParse, NameAndVersionGrammars) {
     EXPECT_FALSE(ok("version", v)) << v;
 }
 
+TEST(RecipeParse, ArchEnforceAndBuildEnv) {
+  auto r = parse_file("/x/r.toml", R"([arch]
+list = "9.0"
+enforce = false
+[build]
+backend = "command"
+command = ["python3", "setup.py", "bdist_wheel"]
+[build.env]
+CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
+_Under_score9 = ""
+)");
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_FALSE(r->arch.enforce);
+  EXPECT_EQ(r->build.env,
+            (std::map<std::string, std::string>{{"CAUSAL_CONV1D_FORCE_BUILD", "TRUE"}, {"_Under_score9", ""}}));
+  EXPECT_EQ(r->locations.at("build.env.CAUSAL_CONV1D_FORCE_BUILD").line, 8);
+  auto d = parse_file("/x/r.toml", "");
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->arch.enforce);  // the arch list means what it says unless turned off
+  EXPECT_TRUE(d->build.env.empty());
+}
+
+TEST(RecipeParse, BuildEnvErrors) {
+  const std::string head = "[build]\nbackend = \"command\"\ncommand = [\"make\"]\n[build.env]\n";
+  auto error = [&](const std::string& body) {
+    auto r = parse_file("r.toml", head + body);
+    return r ? std::string("parsed") : r.error().render();
+  };
+  EXPECT_EQ(error("FORCE = 1\n"),
+            "r.toml:5:9: build.env.FORCE must be a string, not an integer\n"
+            "  FORCE = 1\n"
+            "          ^\n"
+            "  hint: quote the value, e.g. FORCE = \"TRUE\"");
+  EXPECT_EQ(error("\"9LIVES\" = \"x\"\n"),
+            "r.toml:5:1: build.env: '9LIVES' is not an environment variable name\n"
+            "  \"9LIVES\" = \"x\"\n"
+            "  ^\n"
+            "  hint: use letters, digits and '_', not starting with a digit");
+  EXPECT_EQ(error("TORCH_CUDA_ARCH_LIST = \"8.0\"\n"),
+            "r.toml:5:1: build.env: TORCH_CUDA_ARCH_LIST is decided by opforge\n"
+            "  TORCH_CUDA_ARCH_LIST = \"8.0\"\n"
+            "  ^\n"
+            "  hint: set [arch] list (or the variable in the environment)");
+  EXPECT_EQ(error("DS_BUILD_AIO = \"1\"\n").substr(0, 44), "r.toml:5:1: build.env: DS_BUILD_AIO is decid");
+  auto native = parse_file("r.toml", "[build.env]\nX = \"1\"\n");
+  ASSERT_FALSE(native);
+  EXPECT_EQ(native.error().message, "[build.env] sets a project's variables for its build command");
+  auto enforce = parse_file("r.toml", "[arch]\nenforce = \"yes\"\n");
+  ASSERT_FALSE(enforce);
+  EXPECT_EQ(enforce.error().where.line, 2);
+}
+
 TEST(RecipeParse, TheDefaultRecipeParses) {
   std::ifstream in(std::string(OPFORGE_SOURCE_DIR) + "/recipes/default.toml");
   std::stringstream text;

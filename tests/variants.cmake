@@ -10,3 +10,15 @@ add_test(NAME e2e.matrix
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/matrix.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/matrix)
 set_tests_properties(e2e.matrix PROPERTIES TIMEOUT 3600 LABELS "e2e;variants" SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+# A setup.py that hardcodes its own -gencode list: the plan's arch list is what compiles
+# ([arch] enforce), [build.env] reaches it, its download attempt is named (torch 2.14's environment).
+add_test(NAME e2e.arch_enforce
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/arch_enforce.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/arch_enforce)
+set_tests_properties(e2e.arch_enforce PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77)
+# causal-conv1d 1.7.0 from its PyPI sdist (cached in ~/.cache/opforge/sdist), one arch, as
+# docs/external-projects.md's recipe says.
+add_test(NAME e2e.causal_conv1d
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/causal_conv1d.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/causal_conv1d)
+set_tests_properties(e2e.causal_conv1d PROPERTIES TIMEOUT 3600 LABELS "e2e;variants" SKIP_RETURN_CODE 77)

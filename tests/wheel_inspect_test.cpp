@@ -75,3 +75,66 @@ TEST(WheelInspect, CliReportsArchitecturesAndGlibcVersions) {
 }
 
 }  // namespace opforge::wheel
+
+namespace opforge::wheel {
+namespace {
+
+// Real gcc-built libraries, named and linked as a torch extension (pybind11's PyInit_, a
+// DT_NEEDED on libc10/libtorch), a stable-ABI extension and a ctypes library are: the tag and the
+// sentence inspect prints for each kind.
+TEST(WheelInspect, PythonAbiFollowsWhatTheLibrariesAre) {
+  auto dir = testing::temp_dir("pyabi");
+  // stand-ins for torch's libraries, so the extension's DT_NEEDED names them
+  ASSERT_EQ(std::system(("cd " + dir.string() +
+                         " && echo 'int c10_x(void){return 1;}' > c10.c && gcc -shared -fPIC -o libc10.so c10.c"
+                         " && gcc -shared -fPIC -o libtorch.so c10.c")
+                            .c_str()),
+            0);
+  const std::string ext =
+      testing::build_so("pyabi-ext", "int c10_x(void);\nvoid* PyInit__C(void) { return (void*)(long)c10_x(); }\n",
+                        "-Wl,--no-as-needed -L" + dir.string() + " -lc10 -ltorch");
+  const std::string plain_ext = testing::build_so("pyabi-plain", "void* PyInit_fast(void) { return 0; }\n");
+  const std::string ctypes_lib = testing::build_so("pyabi-ctypes", "int opforge_add(int a, int b) { return a + b; }\n");
+  ASSERT_FALSE(ext.empty());
+  ASSERT_FALSE(plain_ext.empty());
+  ASSERT_FALSE(ctypes_lib.empty());
+  auto elf = [](const std::string& bytes) { return read_elf(bytes).value(); };
+  EXPECT_EQ(elf(ext).python_init, std::vector<std::string>{"PyInit__C"});
+  EXPECT_TRUE(elf(ctypes_lib).python_init.empty());
+
+  const std::string torch_ext = "causal_conv1d_cuda.cpython-311-x86_64-linux-gnu.so";
+  auto d = abi_tag({"pkg/__init__.py", torch_ext}, 0, {{torch_ext, elf(ext)}});
+  EXPECT_EQ(d.python_abi, "cp311-cp311");
+  EXPECT_EQ(d.reason, torch_ext +
+                          " is a CPython extension for CPython 3.11 only (its file name says cpython-311; not the "
+                          "stable ABI); " +
+                          torch_ext +
+                          " is linked against torch's libraries (libtorch, libc10): it loads only with "
+                          "the torch it was built against");
+
+  d = abi_tag({"fast.so"}, 0, {{"fast.so", elf(plain_ext)}});
+  EXPECT_EQ(d.python_abi, "");
+  EXPECT_EQ(d.reason, "fast.so is a CPython extension (exporting PyInit_*) whose file name does not say which CPython");
+
+  d = abi_tag({"pkg/_lib/libopforge_utils.so"}, 0, {{"pkg/_lib/libopforge_utils.so", elf(ctypes_lib)}});
+  EXPECT_EQ(d.python_abi, "py3-none");
+  EXPECT_EQ(d.reason,
+            "no file is a CPython extension (no *.abi3.so or *.cpython-3XY-*.so, none exports PyInit_*): its shared "
+            "libraries are loaded with ctypes, any Python 3");
+
+  d = abi_tag({"pkg/_lib/_hooks.abi3.so", "pkg/_lib/libx.so"}, 8,
+              {{"pkg/_lib/_hooks.abi3.so", elf(plain_ext)}, {"pkg/_lib/libx.so", elf(ctypes_lib)}});
+  EXPECT_EQ(d.python_abi, "cp38-abi3");
+  EXPECT_EQ(d.reason,
+            "pkg/_lib/_hooks.abi3.so is a CPython extension built against the stable ABI (abi3, Py_LIMITED_API 3.8): "
+            "CPython 3.8 and later");
+
+  d = abi_tag({"a.cpython-310-x86_64-linux-gnu.so", "b.cpython-311-x86_64-linux-gnu.so"}, 0, {});
+  EXPECT_EQ(d.python_abi, "");
+  EXPECT_EQ(d.reason,
+            "a.cpython-310-x86_64-linux-gnu.so, b.cpython-311-x86_64-linux-gnu.so are CPython extensions for several "
+            "CPython versions (310, 311): one wheel cannot be tagged for all");
+}
+
+}  // namespace
+}  // namespace opforge::wheel

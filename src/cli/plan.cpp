@@ -48,6 +48,11 @@ void print_toolchain(const plan::Plan& p) {
   if (!p.arch.source.empty()) std::cout << " (from " << p.arch.source << ")";
   std::cout << "\n";
   for (auto& [e, why] : p.arch.dropped) std::cout << "  dropped " << e << ": " << why << "\n";
+  if (p.recipe.build.backend == recipe::Backend::command && p.cuda.chosen && !p.arch.arches.empty())
+    std::cout << (p.recipe.arch.enforce
+                      ? "  the project's own -gencode/-arch options are replaced by these ([arch] enforce = false "
+                        "keeps them)\n"
+                      : "  the project's own -gencode/-arch options are kept ([arch] enforce = false)\n");
 }
 
 void print_ops(const plan::Plan& p) {
@@ -157,7 +162,9 @@ Registrar plan_command{{
           auto j = plan::to_json(p);
           if (p.recipe.build.backend == recipe::Backend::command) {
             j["command"] = {{"argv", p.recipe.build.command},
-                            {"environment", compile::planned_exports(real, p, kScratchPlaceholder)}};
+                            {"environment", compile::planned_exports(real, p, kScratchPlaceholder)},
+                            {"arch_enforced", p.recipe.arch.enforce},
+                            {"build_env", p.recipe.build.env}};
           } else if (auto graph = compile::describe(p)) {
             j["commands"] = nlohmann::json::array();
             for (auto& step : graph->steps)

@@ -54,7 +54,8 @@ struct ScratchCleanup {
 /// The nvcc wrapper a plan with a toolkit compiles through (written); empty without a toolkit.
 Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir) {
   if (!plan.cuda.chosen) return fs::path();
-  auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc));
+  auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc),
+                        enforced_gencode(plan));
   OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
   return w.path;
 }
@@ -254,6 +255,13 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   auto host = host_wrappers(m.fs, cache_dir, plan);
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   out.env = command_environment(m.env.all(), plan, tree.root, wrapper, host ? &*host : nullptr);
+  // What the project asks nvcc for, whatever compiles in the end (the nvcc wrapper appends to it),
+  // and what it fetches.
+  const fs::path arch_log = plan.build_dir / "nvcc-arch.log";
+  (void)m.fs.remove(arch_log);
+  const auto watch = network_watch(cache_dir);
+  OPFORGE_CHECK(write_network_watch(m.fs, watch));
+  add_watch_environment(out.env, watch, wrapper.empty() ? fs::path() : arch_log);
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     if (auto build_ext = build_ext_command(plan.recipe.build.command)) {
       OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line));
@@ -265,6 +273,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
       out.env.erase("DS_ENABLE_NINJA");
     }
   OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line));
+  if (auto asked = m.fs.read_file(arch_log)) out.project_arch = project_arch_targets(*asked);
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;
   auto written = OPFORGE_TRY(wheel::normalize(m, out.raw_wheel, plan.dist_dir, normalize_options(plan, installed)));

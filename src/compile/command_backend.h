@@ -36,6 +36,10 @@ struct CommandOutput {
   std::map<std::string, std::string> env;  ///< what the command ran with (for the build record)
   /// DeepSpeed trees built by a setup.py command: each op's own compile step, in plan order.
   std::vector<OpStep> op_steps;
+  /// The GPU targets the project's own nvcc options asked for ("sm_80", "compute_90": PTX), from
+  /// the nvcc wrapper's log (project_arch_targets); empty when no nvcc command named any, or when
+  /// every compile was a cache hit and no nvcc ran.
+  std::vector<std::string> project_arch;
 };
 
 /// Copies plan.source.root into a scratch tree (make_scratch_tree under `cache_dir`, default

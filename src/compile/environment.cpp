@@ -81,6 +81,8 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
   const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
   std::map<std::string, std::string> env = base;
   for (const auto& [k, v] : plan.exports) env[k] = v;
+  // The project's own switches ([build.env]): the recipe's word over the caller's environment.
+  for (const auto& [k, v] : plan.recipe.build.env) env[k] = v;
   set_compilers(env, plan, host);
   add_reproducibility_flags(env, plan, tree);
   const bool ccache = plan.cache == recipe::Cache::ccache;
@@ -105,12 +107,23 @@ std::map<std::string, std::string> command_exports(const std::map<std::string, s
 std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree) {
   auto nvcc = default_nvcc_wrapper(m, plan);
   auto host = default_host_wrappers(m, plan);
-  return command_exports(m.env.all(), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
+  auto out = command_exports(m.env.all(), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
+  // What the build adds to watch the project (run_command_backend), as `plan` should show it.
+  if (const fs::path cache_dir = probe::default_cache_dir(m.env);
+      plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty()) {
+    auto base = m.env.all();
+    if (auto p = base.find("PYTHONPATH"); p != base.end() && !out.contains("PYTHONPATH")) out["PYTHONPATH"] = p->second;
+    add_watch_environment(out, network_watch(cache_dir), nvcc ? plan.build_dir / "nvcc-arch.log" : fs::path());
+  }
+  return out;
 }
 
 Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan) {
   if (auto nvcc = default_nvcc_wrapper(m, plan)) OPFORGE_CHECK(write_nvcc_wrapper(m.fs, *nvcc));
   if (auto host = default_host_wrappers(m, plan)) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
+  if (const fs::path cache_dir = probe::default_cache_dir(m.env);
+      plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty())
+    OPFORGE_CHECK(write_network_watch(m.fs, network_watch(cache_dir)));
   return {};
 }
 

@@ -1,5 +1,9 @@
 #include "compile/wrappers.h"
 
+#include <algorithm>
+#include <set>
+#include <tuple>
+
 #include "compiler/host.h"
 #include "ops/ops.h"
 #include "util/hash.h"
@@ -7,20 +11,205 @@
 
 namespace opforge::compile {
 
-NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp) {
+NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
+                         const std::vector<std::string>& gencode) {
   NvccWrapper w;
+  w.gencode = gencode;
+  // The project's architecture options are taken out of the command line and written to
+  // $OPFORGE_NVCC_ARCH_LOG (what the project asked for, for the build record); with `gencode`, the
+  // plan's take their place, so that a setup.py that hardcodes its own list compiles the one asked
+  // for. A command without any architecture option keeps nvcc's default, as before.
+  std::string replace;
+  for (const auto& g : gencode) replace += " " + strings::shell_quote(g);
   w.text =
       "#!/bin/sh\n"
       "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
-      "# each source file's modification time (the wheel's bytes would change with it).\n"
+      "# each source file's modification time (the wheel's bytes would change with it)" +
+      std::string(gencode.empty() ? ".\n"
+                                  : ",\n# and with the plan's GPU architectures in place of the project's own.\n") +
+      "asked= skip=\n"
       "for a do\n"
       "  shift\n"
-      "  case $a in -lineinfo|--generate-line-info) ;; *) set -- \"$@\" \"$a\" ;; esac\n"
+      "  if [ -n \"$skip\" ]; then asked=\"$asked $skip $a\"; skip=" +
+      std::string(gencode.empty() ? "; set -- \"$@\" \"$a\"" : "") +
+      "; continue; fi\n"
+      "  case $a in\n"
+      "    -lineinfo|--generate-line-info) ;;\n"
+      "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" +
+      std::string(gencode.empty() ? "; set -- \"$@\" \"$a\"" : "") +
+      " ;;\n"
+      "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
+      std::string(gencode.empty() ? "; set -- \"$@\" \"$a\"" : "") +
+      " ;;\n"
+      "    *) set -- \"$@\" \"$a\" ;;\n"
+      "  esac\n"
       "done\n"
+      "if [ -n \"$skip\" ]; then set -- \"$@\" \"$skip\"; fi\n"
+      "if [ -n \"$asked\" ]; then\n"
+      "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
+      "2>/dev/null; fi\n" +
+      (gencode.empty() ? std::string("  :\n") : "  set -- \"$@\"" + replace + "\n") +
+      "fi\n"
       "exec " +
       strings::shell_quote(nvcc.string()) + " \"$@\"\n";
   w.path = cache_dir / "nvcc" / sha256_hex(w.text + stamp).substr(0, 16) / "nvcc";
   return w;
+}
+
+namespace {
+
+/// The comma-separated items of a code= value: "sm_80", "[sm_90,compute_90]".
+std::vector<std::string> code_items(std::string_view v) {
+  if (!v.empty() && v.front() == '[') v.remove_prefix(1);
+  if (!v.empty() && v.back() == ']') v.remove_suffix(1);
+  std::vector<std::string> out;
+  for (auto& item : strings::split(v, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+/// The targets of one option's value: "arch=compute_80,code=sm_80" (-gencode), "sm_90" (-arch),
+/// "sm_80,compute_80" (-code).
+void add_targets(std::string_view option, std::string_view value, std::set<std::string>& out) {
+  if (option == "-gencode" || option == "--generate-code") {
+    std::string arch;
+    bool has_code = false;
+    auto code_at = value.find("code=");
+    auto arch_at = value.find("arch=");
+    if (arch_at != std::string_view::npos) {
+      auto end = value.find(',', arch_at);
+      arch = std::string(value.substr(arch_at + 5, end == std::string_view::npos ? end : end - arch_at - 5));
+    }
+    if (code_at != std::string_view::npos) {
+      has_code = true;
+      for (auto& item : code_items(value.substr(code_at + 5))) out.insert(item);
+    }
+    if (!has_code && !arch.empty()) out.insert(arch);
+    return;
+  }
+  for (auto& item : code_items(value)) {
+    if (item == "all" || item == "all-major" || item == "native") {
+      out.insert(item);
+    } else if ((option == "-arch" || option == "--gpu-architecture") && item.starts_with("sm_")) {
+      out.insert(item);
+      out.insert("compute_" + item.substr(3));
+    } else {
+      out.insert(item);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> project_arch_targets(std::string_view log) {
+  std::set<std::string> out;
+  static const std::vector<std::string_view> options = {"-gencode",           "--generate-code", "-arch",
+                                                        "--gpu-architecture", "-code",           "--gpu-code"};
+  for (auto& line : strings::split(log, '\n')) {
+    auto words = strings::split(line, ' ');
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      std::string_view w = words[i];
+      for (auto opt : options) {
+        if (w == opt && i + 1 < words.size()) {
+          add_targets(opt, words[++i], out);
+          break;
+        }
+        if (w.size() > opt.size() && w.starts_with(opt) && w[opt.size()] == '=') {
+          add_targets(opt, w.substr(opt.size() + 1), out);
+          break;
+        }
+      }
+    }
+  }
+  // sm before compute, each by number: sm_75 sm_80 sm_90a compute_90
+  std::vector<std::string> sorted(out.begin(), out.end());
+  auto key = [](const std::string& t) {
+    const bool ptx = t.starts_with("compute_");
+    const std::string num = t.substr(t.find('_') == std::string::npos ? 0 : t.find('_') + 1);
+    std::size_t digits = 0;
+    while (digits < num.size() && num[digits] >= '0' && num[digits] <= '9') ++digits;
+    return std::make_tuple(ptx, digits, num);
+  };
+  std::sort(sorted.begin(), sorted.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
+  return sorted;
+}
+
+NetworkWatch network_watch(const fs::path& cache_dir) {
+  NetworkWatch w;
+  w.text = R"(# Written by opforge for command builds: a build that reaches the network says so.
+# Each URL opened and each address connected to is printed once, to stderr:
+#   opforge: network: <what> (the build reached the network: ...)
+import os
+import sys
+
+_seen = set()
+
+
+def _say(what):
+    if what in _seen:
+        return
+    _seen.add(what)
+    try:
+        sys.stderr.write("opforge: network: " + what + " (the build reached the network: it fails "
+                         "where there is none, and fetches unverified files where there is; look "
+                         "for the project's switch to build from source)
+")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _hook(event, args):
+    try:
+        if event == "urllib.Request":
+            _say(str(args[3] or "GET") + " " + str(args[0]))
+        elif event == "socket.connect":
+            address = args[1]
+            if isinstance(address, tuple) and len(address) >= 2:
+                _say("connect " + str(address[0]) + ":" + str(address[1]))
+    except Exception:
+        pass
+
+
+sys.addaudithook(_hook)
+
+
+def _shadowed():
+    # The sitecustomize this file hides (a distribution's, a virtual environment's), if any.
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+_shadowed()
+)";
+  w.dir = cache_dir / "pywatch" / sha256_hex(w.text).substr(0, 16);
+  return w;
+}
+
+Status write_network_watch(probe::FileSystem& fs, const NetworkWatch& w) {
+  return compiler::write_script(fs, w.dir / "sitecustomize.py", w.text);
+}
+
+void add_watch_environment(std::map<std::string, std::string>& env, const NetworkWatch& watch,
+                           const fs::path& arch_log) {
+  auto path = env.find("PYTHONPATH");
+  env["PYTHONPATH"] = watch.dir.string() + (path == env.end() || path->second.empty() ? "" : ":" + path->second);
+  if (!arch_log.empty()) env[kNvccArchLogVariable] = arch_log.string();
+}
+
+std::vector<std::string> enforced_gencode(const plan::Plan& plan) {
+  std::vector<std::string> out;
+  if (!plan.recipe.arch.enforce) return out;
+  for (const auto& a : plan.arch.arches)
+    for (auto& g : a.gencode()) out.push_back(g);
+  return out;
 }
 
 std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs::path& cache_dir,
@@ -71,7 +260,8 @@ Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
 std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan) {
   const fs::path cache_dir = probe::default_cache_dir(m.env);
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
-  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc));
+  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
+                      enforced_gencode(plan));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {

@@ -2,6 +2,7 @@
 /// The scripts a command build compiles through: nvcc without -lineinfo, and host compilers that
 /// add -g0 to every compile.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,13 +25,55 @@ namespace opforge::compile {
 /// modification time (DWARF file entries), and the scratch tree's files and a pip-installed torch's
 /// headers get theirs when they are written: DeepSpeed's fused_adam (built with -lineinfo) would
 /// otherwise differ from one build to the next in a few bytes of its .nv_fatbin.
+///
+/// The script also takes every GPU architecture option (-gencode, --generate-code, -arch,
+/// --gpu-architecture, -code, --gpu-code, joined with '=' or not) off the command line, writes them
+/// to $OPFORGE_NVCC_ARCH_LOG when that is set (one line per nvcc command, for the build record), and
+/// compiles `gencode` instead when given ([arch] enforce, the default): torch's BuildExtension adds
+/// the -gencode pairs of TORCH_CUDA_ARCH_LIST, and many projects (causal-conv1d, mamba-ssm,
+/// flash-attention) add their own for every architecture they know. A command with no architecture
+/// option is left to nvcc's default.
 struct NvccWrapper {
-  fs::path path;     ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
-  std::string text;  ///< the script
+  fs::path path;                     ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
+  std::string text;                  ///< the script
+  std::vector<std::string> gencode;  ///< what replaces the project's options; empty: they are kept
 };
 /// `stamp` (compiler::stamp of the real nvcc) goes into the folder's name with the text: a toolkit
-/// upgraded in place gets a new wrapper, and ccache a new key.
-NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp = {});
+/// upgraded in place gets a new wrapper, and ccache a new key (the architectures are in the text,
+/// so two arch lists never share a cache entry).
+NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp = {},
+                         const std::vector<std::string>& gencode = {});
+
+/// The -gencode options a command build of `plan` compiles in place of the project's own: the
+/// plan's arch list, or nothing when [arch] enforce = false.
+std::vector<std::string> enforced_gencode(const plan::Plan& plan);
+
+/// The GPU targets that architecture options ask nvcc for, from the wrapper's log (one nvcc command
+/// a line: "-gencode arch=compute_80,code=sm_80 -arch=sm_90"): "sm_XX" for code of that GPU,
+/// "compute_XX" for PTX, sorted and deduplicated. `-arch=sm_XX` alone means both (nvcc's
+/// shorthand); `-arch=compute_XX` alone means its PTX; all, all-major and native are kept as
+/// written ("all").
+std::vector<std::string> project_arch_targets(std::string_view log);
+
+/// A `sitecustomize.py` that command builds run with (its folder first on PYTHONPATH): an audit hook
+/// (PEP 578) that prints `opforge: network: …` once per URL or address when any Python process of
+/// the build opens a URL or connects a socket — a setup.py that tries to download a prebuilt wheel
+/// (causal-conv1d, flash-attention, mamba-ssm without their *_FORCE_BUILD switch) is then visible
+/// in the build's output and log. It imports the sitecustomize it shadows, if there is one.
+struct NetworkWatch {
+  fs::path dir;      ///< <cache_dir>/pywatch/<16 hex of the text's sha256>
+  std::string text;  ///< sitecustomize.py
+};
+NetworkWatch network_watch(const fs::path& cache_dir);
+Status write_network_watch(probe::FileSystem& fs, const NetworkWatch& w);
+
+/// What a command build adds to its environment to watch the project: `watch`'s folder first on
+/// PYTHONPATH and, with `arch_log`, the nvcc wrapper's log (kNvccArchLogVariable).
+void add_watch_environment(std::map<std::string, std::string>& env, const NetworkWatch& watch,
+                           const fs::path& arch_log);
+
+/// The variable the wrapper writes the project's architecture options to.
+inline constexpr const char* kNvccArchLogVariable = "OPFORGE_NVCC_ARCH_LOG";
 
 /// Writes the wrapper unless the same text is there already (its mtime stays: ccache checks the
 /// compiler's mtime).

@@ -1,5 +1,8 @@
 #include "pipeline/pipeline.h"
 
+#include <set>
+#include <tuple>
+
 #include <algorithm>
 #include <chrono>
 
@@ -150,6 +153,24 @@ Status check_command_wheel(const plan::Plan& plan, std::string_view bytes, const
   return {};
 }
 
+/// The GPU targets inside the wheel's ELF files ("sm_90", "compute_90"), sorted.
+std::vector<std::string> wheel_gpu_targets(std::string_view bytes) {
+  std::set<std::string> out;
+  auto entries = wheel::read_archive(bytes);
+  if (!entries) return {};
+  for (const auto& e : *entries)
+    if (wheel::is_elf(e.content))
+      if (auto info = wheel::read_elf(e.content))
+        for (const auto& img : info->fatbin)
+          if (img.kind != wheel::FatbinImage::Kind::unknown) out.insert(img.name());
+  std::vector<std::string> v(out.begin(), out.end());
+  std::sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) {
+    auto key = [](const std::string& t) { return std::make_tuple(t.starts_with("compute_"), t.size(), t); };
+    return key(a) < key(b);
+  });
+  return v;
+}
+
 /// What a command build's record holds beyond record_inputs: the command, its log, the tree it ran
 /// in, the ops decided (and, DeepSpeed, those its installed-ops record lists: setup.py may add
 /// dependencies, async_io brings pin_memory), torch, and the environment beyond the caller's.
@@ -176,6 +197,7 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
     if (!base || *base != v) cenv[k] = v;
   }
   in["command_environment"] = cenv;
+  if (!plan.recipe.build.env.empty()) in["build_env"] = plan.recipe.build.env;
   return in;
 }
 
@@ -226,6 +248,8 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   outcome.op_steps = out.op_steps;
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
   OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
+  outcome.project_arch = out.project_arch;
+  outcome.compiled_arch = wheel_gpu_targets(bytes);
   outcome.wheel = plan.dist_dir / out.wheel.filename();
   outcome.wheel_sha256 = sha256_hex(bytes);
   outcome.steps_run = 1;
@@ -234,6 +258,10 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   rec.wheel = out.wheel.filename().string();
   rec.outputs[rec.wheel] = outcome.wheel_sha256;
   rec.inputs = command_inputs(m, plan, out, recipe_file, recipe_text);
+  rec.inputs["arch"] = {{"list", plan.arch.str()},
+                        {"enforced", plan.recipe.arch.enforce},
+                        {"project_asked", outcome.project_arch},
+                        {"compiled", outcome.compiled_arch}};
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));
   outcome.record_path = record::path_for(outcome.wheel);
@@ -416,6 +444,45 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
 }
 
 }  // namespace
+
+std::vector<std::string> planned_gpu_targets(const plan::Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& a : plan.arch.arches) out.push_back("sm_" + a.sm());
+  for (const auto& a : plan.arch.arches)
+    if (a.ptx) out.push_back("compute_" + a.sm());
+  return out;
+}
+
+std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>& project,
+                         const std::vector<std::string>& compiled) {
+  if (plan.arch.arches.empty() && compiled.empty()) return "";
+  const auto planned = planned_gpu_targets(plan);
+  // Compared as sets of numbers: a fatbinary names sm_90a's code sm_90.
+  auto numbers = [](const std::vector<std::string>& v) {
+    std::set<std::string> out;
+    for (auto t : v) {
+      while (!t.empty() && t.back() >= 'a' && t.back() <= 'z') t.pop_back();
+      out.insert(t);
+    }
+    return out;
+  };
+  std::string line = "GPU code: " + (compiled.empty() ? std::string("none") : strings::join(compiled, " "));
+  if (!project.empty()) {
+    const bool same = numbers(project) == numbers(planned);
+    if (plan.recipe.arch.enforce)
+      line += same ? " (the project asked for the same)"
+                   : "; the project asked for " + strings::join(project, " ") + " (" + std::to_string(project.size()) +
+                         "), replaced by the plan's " + plan.arch.str() +
+                         " ([arch] enforce = false keeps the project's)";
+    else line += "; the project's own list " + strings::join(project, " ") + " ([arch] enforce = false)";
+  }
+  // A project whose nvcc did not run through opforge's wrapper (its own nvcc path, a build without
+  // torch's ninja) is compiled as it says: name it rather than claim the plan's list.
+  if (plan.recipe.arch.enforce && !compiled.empty() && !planned.empty() && numbers(compiled) != numbers(planned))
+    line += "\n  warning: the wheel's GPU code is not the plan's " + strings::join(planned, " ") +
+            ": the project's nvcc did not run through opforge's wrapper (PYTORCH_NVCC)";
+  return line;
+}
 
 std::vector<OpSummaryLine> op_summary(const plan::Plan& plan, const std::vector<compile::OpStep>& steps) {
   std::vector<OpSummaryLine> out;

@@ -38,7 +38,19 @@ struct Outcome {
   /// Command builds of a DeepSpeed tree: each op's compile step (plan.ops then says `failed: ...`
   /// for an "auto" op whose compile failed).
   std::vector<compile::OpStep> op_steps;
+  /// Command builds: the GPU targets the project's own nvcc options asked for (empty when it named
+  /// none) and those the wheel's fatbinaries hold ("sm_90", "compute_90": PTX).
+  std::vector<std::string> project_arch;
+  std::vector<std::string> compiled_arch;
 };
+
+/// The GPU targets the plan compiles: "sm_XY" for each arch, "compute_XY" for +PTX.
+std::vector<std::string> planned_gpu_targets(const plan::Plan& plan);
+
+/// One line on a command build's GPU code: what the project asked for, what the plan says and what
+/// the wheel holds (empty when the plan has no arch list and the wheel no GPU code).
+std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>& project,
+                         const std::vector<std::string>& compiled);
 
 /// One line per op of the plan: built / skipped (why) / failed (first error) / not requested.
 struct OpSummaryLine {

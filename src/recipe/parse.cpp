@@ -26,6 +26,39 @@ bool is_distribution_name(std::string_view s) {
   return !s.empty() && scan::is_alnum(s.front()) && scan::is_alnum(s.back()) && std::ranges::all_of(s, inner);
 }
 
+/// `[A-Za-z_][A-Za-z0-9_]*`, at most 256 characters: a name a shell and `env` take.
+bool is_variable_name(std::string_view s) {
+  if (s.empty() || s.size() > 256 || (s.front() >= '0' && s.front() <= '9')) return false;
+  return std::ranges::all_of(s, [](char c) { return scan::is_alnum(c) || c == '_'; });
+}
+
+/// For a variable [build.env] may not set: the key or flag that decides it instead.
+std::optional<std::string> owned_variable(std::string_view name) {
+  static const std::vector<std::pair<std::string_view, std::string_view>> owned = {
+      {"TORCH_CUDA_ARCH_LIST", "set [arch] list (or the variable in the environment)"},
+      {"CUDA_HOME", "set [cuda] version (or the variable in the environment)"},
+      {"CUDA_PATH", "set [cuda] version (or the variable in the environment)"},
+      {"MAX_JOBS", "set [build] jobs or pass -j"},
+      {"CC", "set [compiler] host"},
+      {"CXX", "set [compiler] host"},
+      {"PYTORCH_NVCC", "opforge runs the chosen toolkit's nvcc through its own wrapper"},
+      {"NVCC_PREPEND_FLAGS", "opforge passes -ccbin through it; set [compiler] host"},
+      {"NVCC_APPEND_FLAGS", "opforge passes its reproducibility flags through it"},
+      {"CFLAGS", "opforge passes its reproducibility flags through it"},
+      {"CXXFLAGS", "opforge passes its reproducibility flags through it"},
+      {"LDFLAGS", "opforge passes its reproducibility flags through it"},
+      {"SOURCE_DATE_EPOCH", "opforge takes it from the source commit or the environment"},
+      {"PYTHONHASHSEED", "opforge fixes it to 0 for reproducible builds"},
+      {"PATH", "opforge puts its compiler wrappers first on PATH"},
+      {"LD_PRELOAD", "a build switch must not load code into every process"},
+      {"LD_LIBRARY_PATH", "a build switch must not change which libraries every process loads"},
+  };
+  for (const auto& [n, why] : owned)
+    if (n == name) return std::string(why);
+  if (name.starts_with("DS_BUILD_")) return std::string("select ops with [ops] (or the variable in the environment)");
+  return std::nullopt;
+}
+
 /// Validates an arch list written inside a string value; `column` inside the string on error.
 Status check_arch_list(const TomlReader& r, const toml::node& node, const std::string& text, std::string_view key,
                        int offset = 0) {
@@ -166,7 +199,8 @@ struct Parser {
   }
 
   Status arch(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"list", "fallback"}, "[arch]"));
+    OPFORGE_CHECK(r.check_keys(t, {"list", "fallback", "enforce"}, "[arch]"));
+    if (auto* n = t.get("enforce")) out.arch.enforce = OPFORGE_TRY(r.boolean(*n, "arch.enforce"));
     if (auto* n = t.get("list")) {
       remember("arch.list", *n);
       if (auto* arr = n->as_array()) {
@@ -269,10 +303,32 @@ struct Parser {
     return {};
   }
 
+  /// [build.env]: the project's own build switches (CAUSAL_CONV1D_FORCE_BUILD = "TRUE"), set for
+  /// the build command. Variables that opforge itself decides have their own keys and are refused.
+  Status build_env(const toml::node& n) {
+    const toml::table* env = OPFORGE_TRY(r.table(n, "build.env"));
+    for (auto&& [key, value] : *env) {
+      std::string name(key.str());
+      if (!is_variable_name(name))
+        return opforge::unexpected(Error{ErrorKind::bad_input,
+                                         "build.env: '" + strings::cut(name) + "' is not an environment variable name",
+                                         "use letters, digits and '_', not starting with a digit", r.at(key.source())});
+      if (auto owner = owned_variable(name))
+        return opforge::unexpected(
+            Error{ErrorKind::bad_input, "build.env: " + name + " is decided by opforge", *owner, r.at(key.source())});
+      if (!value.as_string())
+        return opforge::unexpected(r.error_at(value, "build.env." + name + " must be a string, not " + type_name(value),
+                                              "quote the value, e.g. " + name + " = \"TRUE\""));
+      out.build.env[name] = value.as_string()->get();
+      out.locations["build.env." + name] = r.at(key.source());
+    }
+    return {};
+  }
+
   Status build(const toml::table& t) {
     OPFORGE_CHECK(r.check_keys(t,
                                {"backend", "command", "wheel_glob", "jobs", "cache", "remote", "build_dir", "dist_dir",
-                                "release", "cpu_target", "cpu_dispatch"},
+                                "release", "cpu_target", "cpu_dispatch", "env"},
                                "[build]"));
     if (auto* n = t.get("backend")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.backend"));
@@ -287,6 +343,13 @@ struct Parser {
       const toml::node& at = t.get("command") ? *t.get("command") : *t.get("backend");
       return opforge::unexpected(r.error_at(at, "build.backend = \"command\" needs a non-empty build.command",
                                             "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]"));
+    }
+    if (auto* n = t.get("env")) {
+      OPFORGE_CHECK(build_env(*n));
+      if (out.build.backend != Backend::command)
+        return opforge::unexpected(r.error_at(*n, "[build.env] sets a project's variables for its build command",
+                                              "use it with backend = \"command\"; native ops take their flags "
+                                              "from their op.toml"));
     }
     if (auto* n = t.get("wheel_glob")) out.build.wheel_glob = OPFORGE_TRY(r.string(*n, "build.wheel_glob"));
     if (auto* n = t.get("jobs")) {

@@ -59,6 +59,9 @@ struct Recipe {
   struct Arch {
     std::string list = "auto";                 ///< "auto" or a TORCH_CUDA_ARCH_LIST-style list
     std::string fallback = "8.0;8.6;9.0+PTX";  ///< when auto finds no GPU
+    /// Command builds: the -gencode/-arch options a project passes to nvcc are replaced by this
+    /// list's (the project's own list is kept, and recorded, when false).
+    bool enforce = true;
   } arch;
 
   /// Op name → request, in file order of appearance irrelevant (sorted by name).
@@ -79,6 +82,9 @@ struct Recipe {
     std::string cpu_target;
     /// Globs of wheel paths whose code above cpu_target is chosen at run time (not checked).
     std::vector<std::string> cpu_dispatch;
+    /// [build.env]: the project's own build switches, set for the build (recorded; `verify` replays
+    /// them with the recipe).
+    std::map<std::string, std::string> env;
     /// Not from the TOML: the commit a build record names (`build --release-of`, `verify`); the
     /// source must resolve to it, and a branch rev is then accepted.
     std::optional<std::string> release_commit;

@@ -68,6 +68,21 @@ void read_version_needs(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& 
   }
 }
 
+/// The PyInit_* functions the library defines and exports (a CPython extension's entry point).
+void read_python_init(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || shdr.sh_entsize == 0) return;
+  std::size_t count = shdr.sh_size / shdr.sh_entsize;
+  for (std::size_t i = 0; i < count; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+    if (sym.st_shndx == SHN_UNDEF || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+    if (GELF_ST_BIND(sym.st_info) != STB_GLOBAL && GELF_ST_BIND(sym.st_info) != STB_WEAK) continue;
+    const char* s = elf_strptr(elf, shdr.sh_link, sym.st_name);
+    if (s && std::string_view(s).starts_with("PyInit_")) info.python_init.emplace_back(s);
+  }
+}
+
 Status read_fatbin(Elf_Scn* scn, ElfInfo& info) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || !data->d_buf) return {};
@@ -92,6 +107,7 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
     if (shdr.sh_type == SHT_SYMTAB) info.has_symtab = true;
     if (shdr.sh_type == SHT_DYNAMIC) read_dynamic(elf, scn, shdr, info);
     else if (shdr.sh_type == SHT_GNU_verneed) read_version_needs(elf, scn, shdr, info);
+    else if (shdr.sh_type == SHT_DYNSYM) read_python_init(elf, scn, shdr, info);
     else if (name && std::string_view(name) == ".nv_fatbin" && shdr.sh_type != SHT_NOBITS)
       OPFORGE_CHECK(read_fatbin(scn, info));
   }

@@ -263,7 +263,7 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
     }
   std::vector<std::string> paths;
   for (const auto& f : out.files) paths.push_back(f.path);
-  out.abi = abi_tag(paths, floor);
+  out.abi = abi_tag(paths, floor, elfs);
   if (!out.abi.abi3_files.empty() && floor == 0)
     out.report.problems.push_back("WHEEL: tags {" + strings::join(out.tags, ", ") + "} do not say abi3, but " +
                                   strings::join(out.abi.abi3_files, ", ") +

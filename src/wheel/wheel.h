@@ -55,7 +55,9 @@ struct ElfInfo {
   std::vector<std::string> needed;  ///< DT_NEEDED, in file order
   /// .gnu.version_r: library file → version names it needs ("libc.so.6" → {"GLIBC_2.2.5", ...}).
   std::map<std::string, std::vector<std::string>> version_needs;
-  bool has_symtab = false;          ///< a .symtab section is present (not stripped)
+  bool has_symtab = false;  ///< a .symtab section is present (not stripped)
+  /// The PyInit_<name> functions it exports (.dynsym): what makes a library a CPython extension.
+  std::vector<std::string> python_init;
   std::vector<FatbinImage> fatbin;  ///< empty when there is no .nv_fatbin section
 };
 
@@ -84,11 +86,20 @@ PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs);
 
 /// The python and ABI parts of a wheel's tags ("py3-none", "cp38-abi3") and why.
 struct AbiDecision {
-  std::string python_abi;  ///< "py3-none", or "cp3<floor>-abi3"
+  std::string python_abi;  ///< "py3-none", "cp3<floor>-abi3" or "cp3XY-cp3XY"
   std::string reason;      ///< one line for `opforge inspect`
   /// The wheel's stable-ABI extensions (files named *.abi3.so), sorted.
   std::vector<std::string> abi3_files;
+  /// Its CPython extensions for one Python version (*.cpython-3XY-*.so, or an .so exporting
+  /// PyInit_*), sorted.
+  std::vector<std::string> extension_files;
+  /// Its libraries linked against torch's (libtorch*, libc10*), sorted.
+  std::vector<std::string> torch_linked;
 };
+
+/// abi_tag with what the ELF files say: an .so that exports PyInit_* is a CPython extension
+/// whatever its name, and one that needs torch's libraries is named as torch-linked.
+AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor, const std::map<std::string, ElfInfo>& elfs);
 
 /// The one place that decides the python-abi tag from a wheel's files: a wheel holding a CPython
 /// extension built against the stable ABI (a file named *.abi3.so, PEP 384) is "cp3<floor>-abi3"

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# causal-conv1d 1.7.0 from its PyPI sdist, side by side in one run, each from a fresh copy:
+#   1. `pip wheel --no-build-isolation --no-deps` with MAX_JOBS=2 and CAUSAL_CONV1D_FORCE_BUILD=TRUE:
+#      the project's own nine architectures (sm_75 … sm_121), which is what a user gets from pip;
+#   2. `opforge build` of docs/external-projects.md's recipe with [arch] list = "9.0": one.
+# Wall time, the largest process's peak memory (time -f %M) and the GPU code each wheel holds.
+# Target: opforge <= 0.2x pip's time. The environment is scripts/torch-venv's torch 2.14 (CUDA 13.0,
+# the machine's toolkit exactly). Takes over an hour on 2 cores: run it on a quiet machine.
+#   bench/projects/causal_conv1d.sh OPFORGE [RESULTS_FILE]   (e.g. bench/results/projects.txt)
+set -euo pipefail
+opforge=$(realpath "$1"); results=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
+venv=${OPFORGE_TORCH214_VENV:-$HOME/.cache/opforge/torch214-venv}
+sdist=$("$here/../../tests/e2e/fetch_sdist.sh" causal-conv1d 1.7.0)
+[ -x "$venv/bin/python" ] || { echo "run scripts/torch-venv first" >&2; exit 1; }
+work=$(mktemp -d /tmp/opforge-bench-projects.XXXXXX)
+[ -n "${OPFORGE_BENCH_KEEP:-}" ] && echo "work folder: $work" >&2 || trap 'rm -rf "$work"' EXIT
+unset TORCH_CUDA_ARCH_LIST MAX_JOBS CUDA_HOME CUDA_PATH
+export PATH="$venv/bin:$PATH"
+secs() { python3 -c "import time; print(f'{time.time():.3f}')"; }
+gpu_code() { "$opforge" inspect --json "$1" | python3 -c "
+import json, sys
+j = json.load(sys.stdin)
+print(' '.join(sorted({i['name'] for f in j['files'] if 'elf' in f for i in f['elf']['fatbin']})))"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+load0=$(load)
+
+mkdir -p "$work/pip" && tar -xzf "$sdist" -C "$work/pip"
+t0=$(secs)
+(cd "$work/pip/causal_conv1d-1.7.0" && MAX_JOBS=2 CAUSAL_CONV1D_FORCE_BUILD=TRUE \
+  /usr/bin/time -f %M -o "$work/pip.rss" "$venv/bin/python" -m pip wheel --no-build-isolation --no-deps -w "$work/pip/out" .) \
+  > "$work/pip.log" 2>&1 || { tail -30 "$work/pip.log"; exit 1; }
+t1=$(secs)
+pip_wheel=$(ls "$work"/pip/out/*.whl)
+
+mkdir -p "$work/of" && tar -xzf "$sdist" -C "$work/of"
+cat > "$work/of/causal-conv1d.toml" <<TOML
+[package]
+name = "causal-conv1d"
+version = "1.7.0"
+local_version = "cu{cuda_major}{cuda_minor}torch{torch_major}{torch_minor}"
+
+[source]
+path = "causal_conv1d-1.7.0"
+
+[cuda]
+version = "torch"
+python = "$venv/bin/python"
+
+[arch]
+list = "9.0"
+
+[build]
+backend = "command"
+command = ["$venv/bin/python", "setup.py", "bdist_wheel"]
+jobs = 2
+
+[build.env]
+CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
+TOML
+t2=$(secs)
+(cd "$work/of" && OPFORGE_CACHE_DIR="$work/cache" /usr/bin/time -f %M -o "$work/of.rss" "$opforge" build causal-conv1d.toml) \
+  > "$work/of.log" 2>&1 || { tail -30 "$work/of.log"; exit 1; }
+t3=$(secs)
+of_wheel=$(ls "$work"/of/dist/*.whl)
+
+report=$(python3 - "$t0" "$t1" "$t2" "$t3" "$(cat "$work/pip.rss")" "$(cat "$work/of.rss")" \
+  "$(gpu_code "$pip_wheel")" "$(gpu_code "$of_wheel")" "$load0" "$(load)" "$(grep '^GPU code' "$work/of.log")" <<'PY'
+import sys
+t0, t1, t2, t3 = map(float, sys.argv[1:5])
+pip_s, of_s = t1 - t0, t3 - t2
+print("causal-conv1d 1.7.0 (PyPI sdist), torch 2.14 / CUDA 13.0, %d cores" % __import__("os").cpu_count())
+print("pip wheel (its own list, MAX_JOBS=2):  %8.1f s  peak %5.2f GiB  GPU code: %s" % (pip_s, int(sys.argv[5]) / 1048576, sys.argv[7]))
+print("opforge build ([arch] list = \"9.0\"):    %8.1f s  peak %5.2f GiB  GPU code: %s" % (of_s, int(sys.argv[6]) / 1048576, sys.argv[8]))
+print("opforge's summary: " + sys.argv[11])
+print("ratio opforge / pip: %.2fx (target <= 0.2x)" % (of_s / pip_s))
+print("load average before: %s, after: %s" % (sys.argv[9], sys.argv[10]))
+PY
+)
+echo "$report"
+[ -z "$results" ] || { printf '%s\n%s\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$report" >> "$results"; }
