@@ -55,7 +55,7 @@ struct ScratchCleanup {
 Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir) {
   if (!plan.cuda.chosen) return fs::path();
   auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc),
-                        enforced_gencode(plan));
+                        enforced_gencode(plan), nvcc_takes_random_seed(plan));
   OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
   return w.path;
 }

@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "compiler/flags.h"
 #include "compiler/host.h"
 #include "ops/ops.h"
 #include "util/hash.h"
@@ -12,13 +13,14 @@
 namespace opforge::compile {
 
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
-                         const std::vector<std::string>& gencode) {
+                         const std::vector<std::string>& gencode, bool random_seed) {
   NvccWrapper w;
   w.gencode = gencode;
   // The project's architecture options are taken out of the command line and written to
   // $OPFORGE_NVCC_ARCH_LOG (what the project asked for, for the build record); with `gencode`, the
   // plan's take their place, so that a setup.py that hardcodes its own list compiles the one asked
   // for. A command without any architecture option keeps nvcc's default, as before.
+  const std::string keep = gencode.empty() ? "; set -- \"$@\" \"$a\"" : "";
   std::string replace;
   for (const auto& g : gencode) replace += " " + strings::shell_quote(g);
   w.text =
@@ -26,20 +28,28 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
       "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
       "# each source file's modification time (the wheel's bytes would change with it)" +
       std::string(gencode.empty() ? ".\n"
-                                  : ",\n# and with the plan's GPU architectures in place of the project's own.\n") +
-      "asked= skip=\n"
+                                  : ",\n# and with the plan's GPU architectures in place of the project's own.\n");
+  if (random_seed)
+    w.text +=
+        "# Each object gets -frandom-seed=<its file name>: without it nvcc names internal-linkage\n"
+        "# entities (CCCL's customization-point objects) after its own process id.\n";
+  w.text +=
+      "asked= skip= out= next= seeded=\n"
       "for a do\n"
       "  shift\n"
+      "  if [ -n \"$next\" ]; then out=$a; next=; set -- \"$@\" \"$a\"; continue; fi\n"
       "  if [ -n \"$skip\" ]; then asked=\"$asked $skip $a\"; skip=" +
-      std::string(gencode.empty() ? "; set -- \"$@\" \"$a\"" : "") +
+      keep +
       "; continue; fi\n"
       "  case $a in\n"
       "    -lineinfo|--generate-line-info) ;;\n"
+      "    -o|--output-file) next=1; set -- \"$@\" \"$a\" ;;\n"
+      "    -frandom-seed|-frandom-seed=*) seeded=1; set -- \"$@\" \"$a\" ;;\n"
       "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" +
-      std::string(gencode.empty() ? "; set -- \"$@\" \"$a\"" : "") +
+      keep +
       " ;;\n"
       "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
-      std::string(gencode.empty() ? "; set -- \"$@\" \"$a\"" : "") +
+      keep +
       " ;;\n"
       "    *) set -- \"$@\" \"$a\" ;;\n"
       "  esac\n"
@@ -48,10 +58,10 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
       "if [ -n \"$asked\" ]; then\n"
       "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
       "2>/dev/null; fi\n" +
-      (gencode.empty() ? std::string("  :\n") : "  set -- \"$@\"" + replace + "\n") +
-      "fi\n"
-      "exec " +
-      strings::shell_quote(nvcc.string()) + " \"$@\"\n";
+      (gencode.empty() ? std::string("  :\n") : "  set -- \"$@\"" + replace + "\n") + "fi\n";
+  if (random_seed)
+    w.text += "if [ -n \"$out\" ] && [ -z \"$seeded\" ]; then set -- \"$@\" \"-frandom-seed=${out##*/}\"; fi\n";
+  w.text += "exec " + strings::shell_quote(nvcc.string()) + " \"$@\"\n";
   w.path = cache_dir / "nvcc" / sha256_hex(w.text + stamp).substr(0, 16) / "nvcc";
   return w;
 }
@@ -204,6 +214,10 @@ void add_watch_environment(std::map<std::string, std::string>& env, const Networ
   if (!arch_log.empty()) env[kNvccArchLogVariable] = arch_log.string();
 }
 
+bool nvcc_takes_random_seed(const plan::Plan& plan) {
+  return plan.cuda.chosen && compiler::accepts(compiler::Tool::nvcc, "-frandom-seed", plan.cuda.chosen->version);
+}
+
 std::vector<std::string> enforced_gencode(const plan::Plan& plan) {
   std::vector<std::string> out;
   if (!plan.recipe.arch.enforce) return out;
@@ -261,7 +275,7 @@ std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Pl
   const fs::path cache_dir = probe::default_cache_dir(m.env);
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
   return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
-                      enforced_gencode(plan));
+                      enforced_gencode(plan), nvcc_takes_random_seed(plan));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {

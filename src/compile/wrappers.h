@@ -41,8 +41,13 @@ struct NvccWrapper {
 /// `stamp` (compiler::stamp of the real nvcc) goes into the folder's name with the text: a toolkit
 /// upgraded in place gets a new wrapper, and ccache a new key (the architectures are in the text,
 /// so two arch lists never share a cache entry).
+/// With `random_seed` (an nvcc that takes -frandom-seed: nvcc_takes_random_seed), each compile
+/// that names its output (-o) and no seed of its own gets -frandom-seed=<the output's file name>.
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp = {},
-                         const std::vector<std::string>& gencode = {});
+                         const std::vector<std::string>& gencode = {}, bool random_seed = false);
+
+/// Whether the plan's nvcc takes -frandom-seed (compiler/flags.h).
+bool nvcc_takes_random_seed(const plan::Plan& plan);
 
 /// The -gencode options a command build of `plan` compiles in place of the project's own: the
 /// plan's arch list, or nothing when [arch] enforce = false.

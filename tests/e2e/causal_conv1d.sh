@@ -3,7 +3,9 @@
 # architecture, with torch 2.14 (CUDA 13.0, the machine's toolkit exactly): the wheel holds sm_90
 # code only, the summary names the project's nine, the record keeps both and the switch, the
 # extension imports with the environment's torch, inspect explains its tag, and a second build of
-# a copy in another folder gives the same bytes.
+# a copy in another folder gives the same bytes. The second build's compiles are ccache hits (one
+# arch still takes minutes; CompileCommandBackend.NvccWrapperSeedsEachObject compiles twice for
+# real); OPFORGE_E2E_NO_CCACHE=1 compiles both for real.
 # usage: causal_conv1d.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
@@ -36,13 +38,16 @@ list = "9.0"
 [build]
 backend = "command"
 command = ["$venv/bin/python", "setup.py", "bdist_wheel"]
+cache = "$cache"
 
 [build.env]
 CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
 TOML
 }
 unset CUDA_HOME CUDA_PATH DS_SKIP_CUDA_CHECK TORCH_CUDA_ARCH_LIST MAX_JOBS
-export OPFORGE_CACHE_DIR="$work/cache"
+export OPFORGE_CACHE_DIR="$work/cache" CCACHE_DIR="$work/ccache"
+cache=ccache
+[ "${OPFORGE_E2E_NO_CCACHE:-}" = "1" ] && cache=none
 for d in a b; do tar -xzf "$sdist" -C "$work/$d"; recipe "$work/$d"; done
 
 t0=$(date +%s)
