@@ -1,6 +1,7 @@
 #include "plan/provision_stage.h"
 
 #include "cuda/resolve.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::plan {
@@ -8,11 +9,10 @@ namespace opforge::plan {
 Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Options& opts, Plan& plan,
                                                      const Result<cuda::Resolution>& first) {
   if (plan.recipe.cuda.provision != "pypi") return std::nullopt;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto v = m.env.get(var); v && !v->empty()) {
-      plan.notes.push_back(std::string("provision: ") + var + " names the toolkit; nothing is provisioned");
-      return std::nullopt;
-    }
+  if (auto named = settings::toolkit_roots(m.env); !named.empty()) {
+    plan.notes.push_back("provision: " + named.front().first + " names the toolkit; nothing is provisioned");
+    return std::nullopt;
+  }
   std::optional<cuda::TorchInfo> torch = first ? first->torch : cuda::read_torch(m, plan.python);
   // No torch (or no Python): the resolver's own error says so.
   if (!torch || !torch->torch_version) return std::nullopt;
@@ -21,7 +21,7 @@ Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Opt
                          first->chosen->root.string() + " is torch's exact version; nothing to provision");
     return std::nullopt;
   }
-  const fs::path cache = opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
+  const fs::path cache = settings::cache_dir(m.env, opts.cache_dir);
   cuda::Provision p = opts.fetch_toolkit ? OPFORGE_TRY(cuda::provision(m, *torch, cache, opts.on_progress))
                                          : OPFORGE_TRY(cuda::describe_provision(m, *torch, cache));
   plan.provision = p;
