@@ -38,17 +38,61 @@ std::vector<std::string> paths(const std::vector<Entry>& es) {
 
 TEST(CachePrune, ListsLeastRecentlyUsedFirst) {
   World world;
-  auto es = list(world.w.fs, "/c");
+  auto es = list(world.w.fs, "/c", Sizes::measure_missing);
   EXPECT_EQ(paths(es), (std::vector<std::string>{"/c/envs/aaaa", "/c/toolkits/13.2", "/c/trees/0123456789abcdef",
                                                  "/c/envs/bbbb"}));
   EXPECT_EQ(es[0].kind, "env");
   EXPECT_EQ(es[0].user, "matrix cell torch2.14.0-py3.11 (torch==2.14.0)");
-  EXPECT_GT(es[0].bytes, 5000u);
+  EXPECT_EQ(es[0].bytes, 5056u);  // the marker and torch.so
   EXPECT_EQ(es[1].kind, "toolkit");
   EXPECT_EQ(es[1].user, "CUDA 13.2 (cuda-toolkit[nvcc,cudart,cccl]==13.2.2)");
   EXPECT_EQ(es[1].lock, "/c/toolkits/.13.2.lock");
   EXPECT_EQ(es[2].kind, "tree");
   EXPECT_EQ(es[2].bytes, 100u);
+}
+
+TEST(CacheSizes, KeptSizesAreReadWithoutWalkingAndAgreeWithTheListing) {
+  World world;
+  // An entry's owner writes its size when it makes it; the others (made before sizes were kept)
+  // are unknown to a fast listing (doctor) until `opforge cache` measures them once.
+  ASSERT_TRUE(probe::record_size(world.w.fs, "/c/envs/bbbb", 4242));
+  auto fast = list(world.w.fs, "/c", Sizes::recorded);
+  auto t = totals(fast);
+  EXPECT_EQ(t.entries, 4u);
+  EXPECT_EQ(t.bytes, 4242u);
+  EXPECT_EQ(t.unmeasured, 3u);
+
+  auto measured = list(world.w.fs, "/c", Sizes::measure_missing);
+  EXPECT_EQ(totals(measured).bytes, 4242u + 5056u + 306u + 100u);
+  EXPECT_EQ(totals(measured).unmeasured, 0u);
+  EXPECT_EQ(world.w.fs.read_file("/c/envs/.aaaa.bytes").value(), "5056\n");
+  EXPECT_EQ(world.w.fs.read_file("/c/toolkits/.13.2.bytes").value(), "306\n");  // manifest, nvcc, marker
+
+  // The kept sizes are what both now say, even after the files changed: nothing walks.
+  world.w.fs.add_file("/c/envs/aaaa/lib/more.so", std::string(7000, 'm'));
+  EXPECT_EQ(totals(list(world.w.fs, "/c", Sizes::recorded)).bytes, totals(measured).bytes);
+  EXPECT_EQ(totals(list(world.w.fs, "/c", Sizes::measure_missing)).bytes, totals(measured).bytes);
+}
+
+TEST(CacheSizes, ADamagedSizeFileIsUnknownNotAnError) {
+  World world;
+  world.w.fs.add_file("/c/envs/.aaaa.bytes", "12x\n");
+  auto fast = list(world.w.fs, "/c", Sizes::recorded);
+  EXPECT_EQ(totals(fast).unmeasured, 4u);
+  EXPECT_EQ(probe::recorded_size(world.w.fs, "/c/envs/aaaa"), std::nullopt);
+}
+
+TEST(CacheSizes, PruneRemovesAnEntrysSizeFileWithIt) {
+  World world;
+  ASSERT_TRUE(probe::record_size(world.w.fs, "/c/envs/aaaa", 1));
+  PruneOptions o;
+  o.now_ns = 100 * kDay;
+  o.older_than = std::chrono::hours(24 * 20);
+  auto r = prune(world.w.fs, "/c", o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->removed.size(), 1u);
+  EXPECT_EQ(r->removed[0].path, "/c/envs/aaaa");
+  EXPECT_EQ(world.w.fs.type_of("/c/envs/.aaaa.bytes"), probe::FileType::none);
 }
 
 TEST(CachePrune, OlderThanRemovesOnlyOldEntries) {

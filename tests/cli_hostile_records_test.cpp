@@ -254,7 +254,8 @@ const Case kCases[] = {
     {"record_env_ld_preload", record_file(record_json("{\"environment\": {\"LD_PRELOAD\": \"/tmp/evil.so\"}}")),
      "verify r.json", 2,
      "r.json: field 'inputs.environment.LD_PRELOAD' is not a variable opforge records (DS_*, TORCH_CUDA_ARCH_LIST, "
-     "CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS)"},
+     "CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS, CFLAGS, CXXFLAGS, LDFLAGS, NVCC_APPEND_FLAGS, "
+     "NVCC_PREPEND_FLAGS)"},
     {"record_command_number", record_file(record_json("{\"command\": [\"sh\", 1]}")), "verify r.json", 2,
      "r.json: field 'inputs.command[1]' must be a string, not a number"},
     {"record_outputs_null",

@@ -3,6 +3,7 @@
 // ccache stats logs captured in tests/e2e/cache_two_nodes.sh).
 #include <gtest/gtest.h>
 
+#include "compile/compiler_cache.h"
 #include "compile/native.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
@@ -290,6 +291,7 @@ TEST(CompileRun, CcacheLauncherWrapsCompilesOnlyAndCountsThisBuild) {
   fm.env.set("PATH", "/usr/bin");
   fm.fs.add_file("/b d/ccache-stats.log", data("ccache/stats-log.node-b-remote.txt"));
   fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 0, .out = "[1/6] c++ cpuop/a.cpp\n"});
+  fm.proc.on({"ccache", "--version"}, probe::ProcessResult{.exit_code = 0, .out = data("ccache/version-4.7.5.txt")});
   auto p = two_op_plan();
   p.recipe.build.cache = recipe::Cache::none;  // the plan's cache (--cache ccache) decides
   p.cache = recipe::Cache::ccache;
@@ -322,6 +324,31 @@ TEST(CompileRun, PlanCacheNoneRunsNoCcacheWhateverTheRecipeSays) {
   for (const auto& [k, v] : *fm.proc.calls().at(0).env) EXPECT_FALSE(k.starts_with("CCACHE_")) << k << "=" << v;
   EXPECT_EQ(fm.fs.read_file("/b d/build.ninja")->find("ccache"), std::string::npos);
   EXPECT_FALSE(r->cache);
+}
+
+TEST(CompileRun, AnOlderCcachesCountersAreNotRead) {
+  // Before 4.6 the counters have other names (secondary storage): they are not guessed at.
+  probe::FakeMachine fm;
+  fm.env.set("PATH", "/usr/bin");
+  fm.fs.add_file("/b d/ccache-stats.log", data("ccache/stats-log.node-b-remote.txt"));
+  fm.proc.on({"ninja"}, probe::ProcessResult{.exit_code = 0, .out = "[1/6] c++ cpuop/a.cpp\n"});
+  fm.proc.on({"ccache", "--version"}, probe::ProcessResult{.exit_code = 0, .out = "ccache version 4.5.1\n"});
+  auto p = two_op_plan();
+  p.cache = recipe::Cache::ccache;
+  auto r = run(fm.machine(), p, {});
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(fm.proc.calls().back().argv, (std::vector<std::string>{"ccache", "--version"}));
+  EXPECT_FALSE(r->cache);
+}
+
+TEST(CompileCcacheStats, VersionFromCapturedOutput) {
+  EXPECT_EQ(parse_ccache_version(data("ccache/version-4.7.5.txt")), (Version{4, 7, 5}));
+  EXPECT_EQ(parse_ccache_version("ccache version 4.10\n"), (Version{4, 10, 0}));
+  EXPECT_EQ(parse_ccache_version("sccache 0.8.1\n"), std::nullopt);
+  EXPECT_EQ(parse_ccache_version(""), std::nullopt);
+  EXPECT_TRUE(reads_stats_log(Version{4, 6, 0}));
+  EXPECT_TRUE(reads_stats_log(Version{4, 7, 5}));
+  EXPECT_FALSE(reads_stats_log(Version{4, 5, 1}));
 }
 
 TEST(CompileCcacheStats, CapturedLogs) {

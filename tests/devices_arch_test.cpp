@@ -79,18 +79,21 @@ TEST(DevicesResolve, NoGpuUsesFallbackAndSaysSo) {
   EXPECT_NE(d->notes[0].find("fallback"), std::string::npos);
 }
 
-TEST(DevicesResolve, EnvBeatsRecipeAndBadEnvIsBadInput) {
+TEST(DevicesResolve, TheListHandedOverDecidesAndTheEnvironmentIsNotRead) {
+  // TORCH_CUDA_ARCH_LIST is read once, by plan::make (settings::arch_list), and handed over.
   Gpus w;
   w.fm.env.set("TORCH_CUDA_ARCH_LIST", "Hopper");
   auto d = resolve(w.fm.machine(), w.tk, "8.0", "8.6");
   ASSERT_TRUE(d);
-  EXPECT_EQ(d->source, "TORCH_CUDA_ARCH_LIST");
-  EXPECT_EQ(d->str(), "9.0+PTX");
-  w.fm.env.set("TORCH_CUDA_ARCH_LIST", "9.x");
-  auto bad = resolve(w.fm.machine(), w.tk, "8.0", "8.6");
+  EXPECT_EQ(d->source, "recipe [arch] list");
+  EXPECT_EQ(d->str(), "8.0");
+  auto named = resolve(w.fm.machine(), w.tk, "Hopper", "8.6");
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->str(), "9.0+PTX");
+  auto bad = resolve(w.fm.machine(), w.tk, "8.6;;9.0", "8.6");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
-  w.fm.env.unset("TORCH_CUDA_ARCH_LIST");
+  EXPECT_EQ(bad.error().message, "empty entry in the arch list");
   EXPECT_EQ(resolve(w.fm.machine(), w.tk, "8.0;9.0a", "8.6")->str(), "8.0;9.0a");
 }
 

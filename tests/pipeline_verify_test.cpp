@@ -114,5 +114,28 @@ TEST(PipelineCheckRecord, AGitSourceIsFetchedAndPinnedToTheRecordedCommit) {
                 rec.source.commit + ")");
 }
 
+TEST(PipelineRebuild, EveryChildSeesTheRecordedEnvironmentAndNotTheUsers) {
+  // The verifying user has DS_BUILD_AIO and CFLAGS set; the record has neither (they were unset
+  // when it was made) but DS_BUILD_OPS=0: every process the rebuild starts must see exactly that.
+  probe::FakeMachine fm;
+  fm.fs.add_file(kRecipe, kText);
+  fm.fs.add_directory("/opforge-verify-test/src/kernels");
+  fm.env.set("PATH", "/usr/bin");
+  fm.env.set("DS_BUILD_AIO", "1");
+  fm.env.set("CFLAGS", "-O0");
+  auto rec = record_for(kText);
+  rec.environment = {{"DS_BUILD_OPS", "0"}};
+  RebuildCheck checked{kRecipe, {}};
+  (void)rebuild_and_compare(fm.machine(), kPath, rec, checked);
+  ASSERT_FALSE(fm.proc.calls().empty()) << "the rebuild starts its torch probe at least";
+  for (const auto& call : fm.proc.calls()) {
+    ASSERT_TRUE(call.env.has_value()) << call.argv[0] << " would inherit opforge's own environment";
+    EXPECT_FALSE(call.env->contains("DS_BUILD_AIO")) << call.argv[0];
+    EXPECT_FALSE(call.env->contains("CFLAGS")) << call.argv[0];
+    EXPECT_EQ(call.env->at("DS_BUILD_OPS"), "0") << call.argv[0];
+    EXPECT_EQ(call.env->at("PATH").substr(call.env->at("PATH").size() - 8), "/usr/bin") << call.argv[0];
+  }
+}
+
 }  // namespace
 }  // namespace opforge::pipeline

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compile/scratch.h"
 #include "cuda/provision.h"
 #include "plan/matrix.h"
 #include "util/strings.h"
@@ -34,22 +35,22 @@ void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& 
     if (fs.type_of(dir / n) != probe::FileType::directory) continue;
     Entry e;
     e.path = dir / n;
-    if (n.starts_with(".partial-")) {
+    if (n.starts_with(cuda::kPartialPrefix)) {
       e.kind = "partial";
       e.user = "a provisioning that did not finish";
-      e.lock = dir / ("." + n.substr(9) + ".lock");
+      e.lock = cuda::toolkit_lock(dir / n.substr(cuda::kPartialPrefix.size()));
       e.last_use_ns = mtime(fs, e.path);
     } else if (n.starts_with(".")) {
       continue;
     } else {
       e.kind = "toolkit";
-      e.lock = dir / ("." + n + ".lock");
+      e.lock = cuda::toolkit_lock(e.path);
       auto text = fs.read_file(e.path / cuda::kManifest);
       auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
       e.user = "CUDA " + n;
       if (j.is_object() && j.contains("requirement") && j["requirement"].is_string())
         e.user += " (" + j["requirement"].get<std::string>() + ")";
-      e.last_use_ns = std::max(mtime(fs, e.path / ".opforge-last-use"), mtime(fs, e.path / cuda::kManifest));
+      e.last_use_ns = std::max(mtime(fs, e.path / cuda::kLastUse), mtime(fs, e.path / cuda::kManifest));
     }
     out.push_back(std::move(e));
   }
@@ -89,7 +90,7 @@ void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out
     Entry e;
     e.kind = "tree";
     e.path = dir / n;
-    e.lock = dir / (n + ".lock");
+    e.lock = compile::tree_lock(e.path);
     e.user = "a command build's scratch copy of a source tree (kept after a failure)";
     e.last_use_ns = mtime(fs, e.path);
     out.push_back(std::move(e));
@@ -98,38 +99,43 @@ void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out
 
 }  // namespace
 
-std::uint64_t size_of(const probe::FileSystem& fs, const fs::path& path) {
-  switch (fs.type_of(path)) {
-    case probe::FileType::directory: {
-      std::uint64_t total = 0;
-      if (auto names = fs.list_directory(path))
-        for (auto& n : *names) total += size_of(fs, path / n);
-      return total;
-    }
-    case probe::FileType::regular: {
-      auto st = fs.stamp(path);
-      return st ? st->size : 0;
-    }
-    default: return 0;
-  }
-}
+std::uint64_t size_of(const probe::FileSystem& fs, const fs::path& path) { return probe::tree_bytes(fs, path); }
 
-std::vector<Entry> list(probe::FileSystem& fs, const fs::path& cache) {
+std::vector<Entry> list(probe::FileSystem& fs, const fs::path& cache, Sizes sizes) {
   std::vector<Entry> out;
   toolkits(fs, cache, out);
   envs(fs, cache, out);
   trees(fs, cache, out);
   for (auto& e : out) {
-    e.bytes = size_of(fs, e.path);
     e.in_use = held(fs, e.lock);
+    if (auto bytes = probe::recorded_size(fs, e.path)) {
+      e.bytes = *bytes;
+      e.measured = true;
+    } else if (sizes == Sizes::measure_missing) {
+      // An entry made before sizes were kept (or a killed run's): walked once, and its size kept
+      // unless a build is changing it right now.
+      e.bytes = size_of(fs, e.path);
+      e.measured = true;
+      if (!e.in_use && e.kind != "partial") (void)probe::record_size(fs, e.path, e.bytes);
+    }
   }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.last_use_ns < b.last_use_ns; });
   return out;
 }
 
+Totals totals(const std::vector<Entry>& entries) {
+  Totals t;
+  for (auto& e : entries) {
+    ++t.entries;
+    if (e.measured) t.bytes += e.bytes;
+    else ++t.unmeasured;
+  }
+  return t;
+}
+
 Result<PruneReport> prune(probe::FileSystem& fs, const fs::path& cache, const PruneOptions& opts) {
   PruneReport report;
-  auto entries = list(fs, cache);
+  auto entries = list(fs, cache, Sizes::measure_missing);
   std::uint64_t total = 0;
   for (auto& e : entries) total += e.bytes;
   report.bytes_before = total;
@@ -140,6 +146,7 @@ Result<PruneReport> prune(probe::FileSystem& fs, const fs::path& cache, const Pr
       return false;
     }
     OPFORGE_CHECK(fs.remove_all(e.path));
+    (void)fs.remove(probe::size_file(e.path));
     total -= e.bytes;
     report.removed.push_back(e);
     return true;

@@ -21,15 +21,32 @@ struct Entry {
   std::string kind;  ///< "toolkit", "env", "tree", "partial" (a killed run's temporary)
   fs::path path;
   std::uint64_t bytes = 0;       ///< files and symlinks under it (symlinks not followed)
+  bool measured = false;         ///< bytes is known (its size file, or measured by this listing)
   std::int64_t last_use_ns = 0;  ///< when a build last used it (ns since the epoch)
   std::string user;              ///< what uses it: "CUDA 13.2 (cuda-toolkit[...]==13.2.2)", "torch2.15.0-py3.11 ..."
   fs::path lock;                 ///< the lock file a build holds while it uses the entry
   bool in_use = false;           ///< the lock is held by another process right now
 };
 
+/// How list() learns each entry's size. Each entry's owner writes its size file when it makes
+/// the entry (probe::size_file); an entry without one (made by an older opforge) is walked only
+/// by measure_missing, which then keeps its size.
+enum class Sizes {
+  recorded,         ///< size files only: fast whatever the cache holds (doctor)
+  measure_missing,  ///< walk an entry without a size file, once (`opforge cache`, prune)
+};
+
 /// Every entry, least recently used first. Takes (and at once drops) each entry's lock to tell
 /// whether it is in use.
-std::vector<Entry> list(probe::FileSystem& fs, const fs::path& cache);
+std::vector<Entry> list(probe::FileSystem& fs, const fs::path& cache, Sizes sizes);
+
+/// What doctor and `opforge cache` say of the cache as a whole (the same sum).
+struct Totals {
+  std::size_t entries = 0;
+  std::uint64_t bytes = 0;     ///< of the measured entries
+  std::size_t unmeasured = 0;  ///< entries whose size is not known yet (Sizes::recorded)
+};
+Totals totals(const std::vector<Entry>& entries);
 
 /// Bytes under `path` (files and symlinks; symlinks not followed).
 std::uint64_t size_of(const probe::FileSystem& fs, const fs::path& path);

@@ -205,7 +205,7 @@ Registrar reg{
        auto flags = std::make_shared<BuildFlags>();
        app.add_option("recipe", flags->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
            ->required();
-       app.add_option("-j,--jobs", flags->jobs, "parallel jobs (default: MAX_JOBS, the recipe, all cores)");
+       add_jobs_option(app, flags->jobs, "parallel jobs (default: MAX_JOBS, the recipe, all cores)");
        app.add_option("--cache", flags->cache, "compiler cache: ccache | none");
        app.add_option("--python", flags->python, "the Python whose torch decides the CUDA version");
        app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");

@@ -8,6 +8,7 @@
 
 #include "cache/cache.h"
 #include "cli/command.h"
+#include "settings/settings.h"
 
 namespace opforge::cli {
 namespace {
@@ -52,12 +53,11 @@ Registrar cache_command{{
       prune->add_flag("--json", args->json, "print JSON");
       return [args, prune]() -> Status {
         auto m = probe::real_machine();
-        const auto dir = probe::default_cache_dir(m.env);
+        const auto dir = settings::cache_dir(m.env);
         if (dir.empty()) return unsatisfied("no cache folder", "set OPFORGE_CACHE_DIR (or HOME)");
         if (!prune->parsed()) {
-          auto entries = cache::list(m.fs, dir);
-          std::uint64_t total = 0;
-          for (auto& e : entries) total += e.bytes;
+          auto entries = cache::list(m.fs, dir, cache::Sizes::measure_missing);
+          const std::uint64_t total = cache::totals(entries).bytes;
           if (args->json) {
             nlohmann::json j = {{"cache", dir.string()}, {"bytes", total}, {"entries", nlohmann::json::array()}};
             for (auto& e : entries) j["entries"].push_back(entry_json(e));

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cuda/provision.h"
 #include "doctor/render.h"
+#include "settings/settings.h"
 
 namespace opforge::cli {
 namespace {
@@ -25,12 +26,19 @@ Registrar doctor_command{{
       return [args]() -> Status {
         auto m = probe::real_machine();
         auto j = doctor::to_json(doctor::examine(m, args->python, args->recipe));
-        // What opforge keeps in its cache folder: provisioned toolkits, and the folder's size.
-        const auto cache_dir = probe::default_cache_dir(m.env);
+        // What opforge keeps in its cache folder: provisioned toolkits, and the entries' size.
+        const auto cache_dir = settings::cache_dir(m.env);
         j["provisioned_toolkits"] = nlohmann::json::array();
         for (auto& p : cuda::list_provisioned(m.fs, cache_dir))
           j["provisioned_toolkits"].push_back(nlohmann::json::parse(cuda::provision_json_text(p)));
-        j["cache"] = {{"path", cache_dir.string()}, {"bytes", cache_dir.empty() ? 0 : cache::size_of(m.fs, cache_dir)}};
+        // The sizes the entries' owners kept (cache::Sizes::recorded): the same entries and sum as
+        // `opforge cache`, without walking gigabytes.
+        const auto totals =
+            cache_dir.empty() ? cache::Totals{} : cache::totals(cache::list(m.fs, cache_dir, cache::Sizes::recorded));
+        j["cache"] = {{"path", cache_dir.string()},
+                      {"bytes", totals.bytes},
+                      {"entries", totals.entries},
+                      {"unmeasured", totals.unmeasured}};
         if (args->json) std::cout << j.dump(2) << "\n";
         else std::cout << doctor::to_text(j);
         return {};

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "plan/matrix.h"
 #include "recipe/recipe.h"
+#include "settings/settings.h"
 
 namespace opforge::cli {
 namespace {
@@ -25,7 +26,7 @@ Registrar matrix_command{{
         auto r = OPFORGE_TRY(recipe::load(m, args->recipe));
         if (!r.matrix.present)
           return bad_input("the recipe " + args->recipe + " has no [matrix]", "add [matrix] torch = [\"2.15.0\"]");
-        const auto cache = probe::default_cache_dir(m.env);
+        const auto cache = settings::cache_dir(m.env);
         auto views = plan::describe_cells(m, r, OPFORGE_TRY(plan::cells(m, r, cache)), cache);
         if (args->json) {
           std::cout << plan::matrix_json(views) << "\n";

@@ -131,7 +131,7 @@ Registrar plan_command{{
       app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
       app.add_flag("--json", args->json, "print JSON");
       app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
-      app.add_option("-j,--jobs", args->jobs, "parallel jobs")->check(CLI::Range(1u, recipe::kMaxJobs));
+      add_jobs_option(app, args->jobs, "parallel jobs");
       app.add_option("--nodes", args->nodes,
                      "`opforge doctor --json` reports of the cluster's nodes: their GPU kinds make the arch list");
       return [args]() -> Status {

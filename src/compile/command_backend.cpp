@@ -12,6 +12,7 @@
 #include "compiler/host.h"
 #include "ops/deepspeed_version.h"
 #include "ops/ops.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
@@ -47,7 +48,13 @@ struct ScratchCleanup {
   fs::path root;
   bool keep = false;
   ~ScratchCleanup() {
-    if (!keep) (void)fs.remove_all(root);
+    if (keep) {
+      // Its size with the build's outputs, for `opforge cache` (measured once, here).
+      (void)probe::record_size(fs, root, probe::tree_bytes(fs, root));
+      return;
+    }
+    (void)fs.remove_all(root);
+    (void)fs.remove(probe::size_file(root));
   }
 };
 
@@ -245,7 +252,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.log = plan.build_dir / "command.log";
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
-  const fs::path cache_dir = cache_dir_in.empty() ? probe::default_cache_dir(m.env) : cache_dir_in;
+  const fs::path cache_dir = settings::cache_dir(m.env, cache_dir_in);
   auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
   out.tree = tree.root;
   out.tree_hash = tree.content_hash;

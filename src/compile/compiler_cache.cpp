@@ -1,5 +1,7 @@
 #include "compile/compiler_cache.h"
 
+#include "util/strings.h"
+
 namespace opforge::compile {
 
 void set_ccache_environment(std::map<std::string, std::string>& env, const CcacheSetup& setup) {
@@ -10,5 +12,16 @@ void set_ccache_environment(std::map<std::string, std::string>& env, const Ccach
   if (!setup.remote.empty()) env["CCACHE_REMOTE_STORAGE"] = setup.remote;
   if (!setup.stats_log.empty()) env["CCACHE_STATSLOG"] = setup.stats_log.string();
 }
+
+std::optional<Version> parse_ccache_version(std::string_view text) {
+  constexpr std::string_view prefix = "ccache version ";
+  const std::string_view first = text.substr(0, text.find('\n'));
+  if (!first.starts_with(prefix)) return std::nullopt;
+  const std::string_view rest = strings::trim(first.substr(prefix.size()));
+  if (rest.empty() || rest.front() < '0' || rest.front() > '9') return std::nullopt;
+  return parse_version(rest);
+}
+
+bool reads_stats_log(const Version& ccache) { return ccache >= Version{4, 6}; }
 
 }  // namespace opforge::compile

@@ -7,6 +7,7 @@
 #include "compile/op_steps.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
+#include "probe/json_cache.h"
 #include "util/strings.h"
 
 namespace opforge::compile {
@@ -422,8 +423,13 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
                    "fix the error above and run `opforge build` again; finished steps are kept");
   }
   if (ccache) {
-    auto log = m.fs.read_file(plan.build_dir / "ccache-stats.log");
-    result.cache = parse_ccache_stats_log(log ? *log : "");
+    // Counter names are read only from a ccache that writes the ones parse_ccache_stats_log knows.
+    auto v = probe::run_remembered(m, probe::Command{.argv = {"ccache", "--version"}});
+    auto version = v && v->ok() ? parse_ccache_version(v->out) : std::nullopt;
+    if (version && reads_stats_log(*version)) {
+      auto log = m.fs.read_file(plan.build_dir / "ccache-stats.log");
+      result.cache = parse_ccache_stats_log(log ? *log : "");
+    }
   }
   return result;
 }

@@ -1,7 +1,6 @@
 #include "compile/scratch.h"
 
 #include <chrono>
-#include <thread>
 #include <vector>
 
 #include "util/hash.h"
@@ -70,19 +69,18 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
   const fs::path trees = cache_dir / "trees";
   out.root = trees / out.content_hash.substr(0, 16);
   OPFORGE_CHECK(m.fs.create_directories(trees));
-  const fs::path lock_file = trees / (out.content_hash.substr(0, 16) + ".lock");
-  for (int waited = 0;; ++waited) {
-    auto lock = m.fs.try_lock(lock_file);
-    if (lock) {
-      out.lock = *lock;
-      break;
-    }
-    if (waited == 0 && on_wait) on_wait("waiting for another build of the same tree (" + lock_file.string() + ")");
-    if (waited > 4 * 3600)
-      return failure("another build has held " + lock_file.string() + " for over 4 hours",
-                     "remove the lock file if no build is running");
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
+  const fs::path lock_file = tree_lock(out.root);
+  // A whole command build may hold it: polled every second for up to 4 hours.
+  out.lock = OPFORGE_TRY(probe::wait_for_lock(
+      m.fs, lock_file,
+      probe::LockWait{.poll = std::chrono::seconds(1),
+                      .limit = std::chrono::hours(4),
+                      .on_wait =
+                          [&] {
+                            if (on_wait)
+                              on_wait("waiting for another build of the same tree (" + lock_file.string() + ")");
+                          },
+                      .hint = "remove the lock file if no build is running"}));
   OPFORGE_CHECK(m.fs.remove_all(out.root));
   OPFORGE_CHECK(m.fs.create_directories(out.root));
   for (auto& e : entries) {
@@ -91,7 +89,13 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
     else if (e.type == probe::FileType::symlink) OPFORGE_CHECK(m.fs.create_symlink(e.content, dst));
     else OPFORGE_CHECK(m.fs.write_file_atomic(dst, e.content, e.mode));
   }
+  // Its size as copied (the build's outputs come on top): listing the cache never walks it.
+  std::uint64_t bytes = 0;
+  for (auto& e : entries) bytes += e.type == probe::FileType::regular ? e.content.size() : 0;
+  (void)probe::record_size(m.fs, out.root, bytes);
   return out;
 }
+
+fs::path tree_lock(const fs::path& root) { return root.parent_path() / (root.filename().string() + ".lock"); }
 
 }  // namespace opforge::compile

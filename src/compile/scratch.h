@@ -25,6 +25,10 @@ struct ScratchTree {
   std::shared_ptr<void> lock;  ///< held while the tree is in use (concurrent builds of one tree wait)
 };
 
+/// The lock a build holds while it uses the tree `root` (<cache>/trees/<16 hex>): `<16 hex>.lock`
+/// beside it (its size file, probe::size_file, is beside it too).
+fs::path tree_lock(const fs::path& root);
+
 /// Copies `source` (without .git, __pycache__, and the top-level build/ and dist/ — never a stale
 /// build) into a fresh ScratchTree under cache_dir, waiting for another build of the same content
 /// to finish (`on_wait` is told once). Only symlinks that stay inside the tree are kept as links.

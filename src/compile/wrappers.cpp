@@ -7,6 +7,7 @@
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "ops/ops.h"
+#include "settings/settings.h"
 #include "util/hash.h"
 #include "util/strings.h"
 
@@ -272,14 +273,14 @@ Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
 }
 
 std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan) {
-  const fs::path cache_dir = probe::default_cache_dir(m.env);
+  const fs::path cache_dir = settings::cache_dir(m.env);
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
   return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
                       enforced_gencode(plan), nvcc_takes_random_seed(plan));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {
-  return host_wrappers(m.fs, probe::default_cache_dir(m.env), plan);
+  return host_wrappers(m.fs, settings::cache_dir(m.env), plan);
 }
 
 }  // namespace opforge::compile

@@ -80,9 +80,6 @@ bool read_manifest(const probe::FileSystem& fs, const fs::path& dir, Provision& 
   return true;
 }
 
-/// Written on every use: its time is the folder's last use (`opforge cache`).
-constexpr std::string_view kLastUse = ".opforge-last-use";
-
 /// A folder that holds a finished toolkit: the manifest is written last, before the rename.
 bool complete(const probe::FileSystem& fs, const fs::path& dir) {
   return fs.resolved_type(dir / kManifest) == probe::FileType::regular && fs.is_executable(dir / "bin" / "nvcc");
@@ -204,8 +201,10 @@ std::string provision_json_text(const Provision& p) {
   return j.dump();
 }
 
+fs::path toolkit_lock(const fs::path& dir) { return dir.parent_path() / ("." + dir.filename().string() + ".lock"); }
+
 fs::path provision_lock(const fs::path& cache, const Version& cuda) {
-  return cache / "toolkits" / ("." + cuda.str() + ".lock");
+  return toolkit_lock(cache / "toolkits" / cuda.str());
 }
 
 Result<Provision> describe_provision(probe::Machine m, const TorchInfo& torch, const fs::path& cache) {
@@ -254,7 +253,7 @@ Result<Provision> provision(probe::Machine m, const TorchInfo& torch, const fs::
     // Another build may have made it while this one waited.
     if (!complete(m.fs, p.dir)) {
       // Under the lock, a temporary folder of this version is a killed run's: it is made again.
-      const fs::path tmp = p.dir.parent_path() / (".partial-" + p.cuda.str());
+      const fs::path tmp = p.dir.parent_path() / (std::string(kPartialPrefix) + p.cuda.str());
       OPFORGE_CHECK(m.fs.remove_all(tmp));
       OPFORGE_CHECK(m.fs.create_directories(tmp));
       p.packages.clear();
@@ -266,6 +265,8 @@ Result<Provision> provision(probe::Machine m, const TorchInfo& torch, const fs::
       // An incomplete folder left by hand (no manifest) is replaced.
       if (m.fs.type_of(p.dir) != probe::FileType::none) OPFORGE_CHECK(m.fs.remove_all(p.dir));
       OPFORGE_CHECK(m.fs.rename(tmp, p.dir));
+      // Its size, once: listing the cache never walks it.
+      (void)probe::record_size(m.fs, p.dir, probe::tree_bytes(m.fs, p.dir));
       p.fetched = true;
     }
     // Back to shared (a prune may slip in between: then the loop makes it again).

@@ -79,4 +79,14 @@ std::vector<Provision> list_provisioned(const probe::FileSystem& fs, const fs::p
 /// The lock file that guards <cache>/toolkits/<X.Y> while it is made or used.
 fs::path provision_lock(const fs::path& cache, const Version& cuda);
 
+// The toolkit cache's layout, for `opforge cache` (cache/): <cache>/toolkits/<X.Y>/ (with
+// kManifest and kLastUse inside), its lock `.<X.Y>.lock` and its size file (probe::size_file)
+// beside it, and `.partial-<X.Y>/` while a provisioning runs.
+/// The lock of the toolkit folder `dir` (<cache>/toolkits/<X.Y>).
+fs::path toolkit_lock(const fs::path& dir);
+/// Written on every use: its time is the folder's last use.
+inline constexpr std::string_view kLastUse = ".opforge-last-use";
+/// The prefix of a provisioning's temporary folder beside the toolkit it becomes.
+inline constexpr std::string_view kPartialPrefix = ".partial-";
+
 }  // namespace opforge::cuda

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cuda/mismatch.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::cuda {
@@ -49,7 +50,7 @@ struct Choice {
   Named named;
   std::optional<Version> torch_cuda;
 
-  bool skip_cuda_check() const { return env.get("DS_SKIP_CUDA_CHECK") == std::optional<std::string>("1"); }
+  bool skip_cuda_check() const { return settings::skip_cuda_check(env); }
   opforge::unexpected<Error> conflict(const std::string& what) const {
     auto e = unsatisfied(named.var + "=" + strings::cut(named.value) + " is CUDA " +
                              named.candidate->toolkit->version.str() + ", " + what,

@@ -94,14 +94,15 @@ nlohmann::json stamp_json(const probe::FileSystem& fs, const fs::path& p) {
   return nlohmann::json::array({st->size, st->mtime_ns, st->inode});
 }
 
-/// Folders whose change may change the answer: every folder on sys.path (a package installed or
-/// removed changes its modification time), the working folder and its parents (a
-/// .python-version file for pyenv), and pyenv's global version file.
+/// Paths whose change may change the answer: every folder on sys.path (a package installed or
+/// removed changes its modification time), the `.python-version` file pyenv would read in the
+/// working folder and each of its parents (the file, not the folder: a new file in a busy /tmp or
+/// $HOME must not cost a Python start), and pyenv's global version file.
 std::vector<fs::path> watched(probe::Machine m, const PythonProbe& probe, const fs::path& cwd) {
   std::vector<fs::path> out;
   for (const auto& p : probe.sys_path) out.push_back(p.empty() ? cwd : m.fs.absolute(p).lexically_normal());
   for (fs::path d = cwd; !d.empty(); d = d.parent_path()) {
-    out.push_back(d);
+    out.push_back(d / ".python-version");
     if (d == d.root_path()) break;
   }
   auto root = m.env.get("PYENV_ROOT");

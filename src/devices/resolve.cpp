@@ -135,29 +135,16 @@ std::vector<target::Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk)
 
 namespace {
 
-/// Which architectures to build for, before nvcc has its say: TORCH_CUDA_ARCH_LIST, else the
-/// recipe's explicit list, else the GPUs of this machine, else the recipe's fallback list. Fills
-/// d.source, d.gpu_reader, d.gpus and d.notes.
+/// Which architectures to build for, before nvcc has its say: the list the plan hands over (the
+/// recipe's, or TORCH_CUDA_ARCH_LIST read by settings::arch_list, or the node reports'), else the
+/// GPUs of this machine, else the recipe's fallback list. Fills d.source, d.gpu_reader, d.gpus
+/// and d.notes.
 Result<std::vector<target::Arch>> wanted_arches(probe::Machine m, const std::string& recipe_list,
                                                 const std::string& fallback, ArchDecision& d) {
-  auto env_list = m.env.get("TORCH_CUDA_ARCH_LIST");
-  if (env_list && !strings::trim(*env_list).empty()) {
-    auto parsed = target::parse_arch_list(*env_list);
-    if (!parsed) {
-      auto e = parsed.error();
-      e.message = "TORCH_CUDA_ARCH_LIST: " + e.message;
-      e.where.file = "TORCH_CUDA_ARCH_LIST";
-      e.where.line = 1;
-      return opforge::unexpected(e);
-    }
-    d.source = "TORCH_CUDA_ARCH_LIST";
-    d.gpu_reader = "not read (TORCH_CUDA_ARCH_LIST is set)";
-    return *parsed;
-  }
   if (!recipe_list.empty() && recipe_list != "auto") {
     d.source = "recipe [arch] list";
     d.gpu_reader = "not read ([arch] list is explicit)";
-    return target::parse_arch_list(recipe_list);
+    return target::check_arch_list(recipe_list);
   }
   d.gpus = read_gpus(m, d.gpu_reader);
   if (d.gpus.empty()) {

@@ -29,8 +29,9 @@ std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader);
 /// imply their 'a'/'f' variants.
 std::vector<target::Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk);
 
-/// TORCH_CUDA_ARCH_LIST env > recipe list > GPUs (union, sorted, +PTX on last) > fallback (say
-/// so); intersected with accepted_by, every dropped entry reported with why.
+/// `recipe_list` (the plan's: the recipe's [arch] list, or TORCH_CUDA_ARCH_LIST or the node
+/// reports' when they override it; the environment is not read here) > GPUs (union, sorted, +PTX
+/// on last) > fallback (say so); intersected with accepted_by, every dropped entry reported with why.
 Result<ArchDecision> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& recipe_list,
                              const std::string& fallback);
 

@@ -8,6 +8,7 @@
 #include "devices/resolve.h"
 #include "probe/json_cache.h"
 #include "recipe/recipe.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::doctor {
@@ -87,7 +88,7 @@ void examine_ops(probe::Machine m, const fs::path& recipe, bool have_toolkit, Re
     return;
   }
   ops::DecideContext ctx;
-  ctx.cache_dir = probe::default_cache_dir(m.env);
+  ctx.cache_dir = settings::cache_dir(m.env);
   if (!have_toolkit) ctx.cuda_unavailable = "no CUDA toolkit";
   auto decisions = ops::decide(m, *manifests, *rec, ctx);
   if (!decisions) out.ops_error = decisions.error().render();

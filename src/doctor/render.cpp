@@ -129,9 +129,15 @@ std::string to_text(const json& j) {
         << (j[tool]["path"].is_null() ? std::string("not found") : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
         << "\n";
   if (j.contains("kernel")) out << "kernel: " << s(j["kernel"]) << "\n";
-  if (j.contains("cache"))
-    out << "cache: " << s(j["cache"]["path"]) << " (" << cache::human_size(j["cache"]["bytes"].get<std::uint64_t>())
-        << "; `opforge cache` lists it)\n";
+  if (j.contains("cache")) {
+    const auto& c = j["cache"];
+    const auto entries = c.value("entries", std::uint64_t{0});
+    const auto unmeasured = c.value("unmeasured", std::uint64_t{0});
+    out << "cache: " << s(c["path"]) << " (" << cache::human_size(c.value("bytes", std::uint64_t{0})) << " in "
+        << entries << (entries == 1 ? " entry" : " entries")
+        << (unmeasured ? ", " + std::to_string(unmeasured) + " not measured yet" : std::string())
+        << "; `opforge cache` lists them)\n";
+  }
   out << "\nOps:\n";
   for (auto& o : j["ops"])
     out << "  " << s(o["name"]) << ": " << (o["build"].get<bool>() ? "build" : "skip") << " (" << s(o["requested_by"])

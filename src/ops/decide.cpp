@@ -6,6 +6,7 @@
 
 #include "ops/cache.h"
 #include "ops/ops.h"
+#include "settings/settings.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -17,16 +18,6 @@ std::string probe_source(const Probe& p) {
   if (!p.header.empty()) src += "#include <" + p.header + ">\n";
   src += "int main() {\n  " + p.code + "\n  return 0;\n}\n";
   return src;
-}
-
-/// Flags DeepSpeed users set to point at a library installed off the default paths.
-std::vector<std::string> user_flags(const probe::Environment& env) {
-  std::vector<std::string> out;
-  for (const char* var : {"CFLAGS", "CXXFLAGS", "LDFLAGS"})
-    if (auto v = env.get(var))
-      for (auto& w : strings::split(*v, ' '))
-        if (!strings::trim(w).empty()) out.emplace_back(strings::trim(w));
-  return out;
 }
 
 enum class Want { off, on, automatic };
@@ -95,7 +86,7 @@ Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideCon
     return missing;
   }
   std::vector<std::string> argv = {compiler.found.string(), "probe.cpp", "-o", "probe"};
-  for (auto& f : user_flags(m.env)) argv.push_back(f);
+  for (auto& f : settings::user_compiler_flags(m.env)) argv.push_back(f);
   for (auto& lib : p.libraries) argv.push_back("-l" + lib);
   const std::string source = probe_source(p);
   const std::string key = ctx.cache_dir.empty() ? std::string() : probe_key(m, compiler.real, argv, source);

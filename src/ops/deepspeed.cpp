@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "settings/settings.h"
 #include "util/hash.h"
 #include "util/strings.h"
 
@@ -125,14 +126,6 @@ std::string op_builder_digest(probe::Machine m, const fs::path& root) {
   return text;
 }
 
-/// What builders' is_compatible() read: DS_*, CUDA_*, CUTLASS_* (evoformer_attn), TORCH_*, and the
-/// compiler and library search variables (async_io's libaio probe).
-bool compatibility_reads(const std::string& k) {
-  return k.starts_with("DS_") || k.starts_with("CUDA") || k.starts_with("CUTLASS") || k.starts_with("TORCH") ||
-         k == "PATH" || k == "CC" || k == "CXX" || k == "CFLAGS" || k == "LDFLAGS" || k == "PYTHONPATH" ||
-         k == "LD_LIBRARY_PATH" || k == "LIBRARY_PATH" || k == "CPATH";
-}
-
 /// The key: op_builder/'s files, the probe, the Python binary, torch's identity, what
 /// compatibility reads.
 std::string compatibility_key(probe::Machine m, const CompatibilityQuery& q, const std::vector<std::string>& specs) {
@@ -142,7 +135,7 @@ std::string compatibility_key(probe::Machine m, const CompatibilityQuery& q, con
   if (auto st = m.fs.stamp(py))
     text += py.string() + ":" + std::to_string(st->size) + ":" + std::to_string(st->mtime_ns) + "\n";
   for (auto& [k, v] : q.env)
-    if (compatibility_reads(k)) text += k + "=" + v + "\n";
+    if (settings::read_by_deepspeed_builders(k)) text += k + "=" + v + "\n";
   text += "torch=" + q.torch_identity + "\n";
   text += strings::join(specs, "\n");
   return sha256_hex(text);

@@ -3,13 +3,14 @@
 #include <chrono>
 
 #include "probe/overlay_environment.h"
+#include "settings/settings.h"
 
 namespace opforge::pipeline {
 
 namespace {
 
 fs::path cache_of(const probe::Environment& env, const Options& options) {
-  return options.plan.cache_dir.empty() ? probe::default_cache_dir(env) : options.plan.cache_dir;
+  return settings::cache_dir(env, options.plan.cache_dir);
 }
 
 }  // namespace
@@ -42,14 +43,14 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
       // The cell's environment comes first on PATH: a build command's `python` is its Python.
       std::string path = (co.cell.env_python.parent_path()).string();
       if (auto p = m.env.get("PATH"); p && !p->empty()) path += ":" + *p;
-      probe::OverlayEnvironment env(m.env, {{"PATH", path}, {"VIRTUAL_ENV", co.cell.env.string()}});
+      probe::OverlayMachine cell_machine(m, {{"PATH", path}, {"VIRTUAL_ENV", co.cell.env.string()}});
       Options o = options;
       o.plan.python = co.cell.env_python.string();
       o.plan.pin_torch = true;
       o.cell = co.cell.id;
       fs::path base = options.build_dir ? m.fs.absolute(*options.build_dir) : (r->dir / r->build.build_dir);
       o.build_dir = base.lexically_normal() / co.cell.id;
-      return build_wheel(probe::Machine{m.fs, m.proc, env, m.dl}, recipe_file, o);
+      return build_wheel(cell_machine.machine(), recipe_file, o);
     };
     auto built = run();
     if (built) co.outcome = std::move(*built);

@@ -11,6 +11,7 @@
 #include "pipeline/dist.h"
 #include "pipeline/wheelhouse.h"
 #include "plan/jobs.h"
+#include "settings/settings.h"
 
 #include <fnmatch.h>
 
@@ -201,9 +202,9 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
   return in;
 }
 
-/// Where the compile peaks are kept: beside the other caches (plan::load_compile_peaks).
-fs::path peaks_dir(probe::Machine m, const Options& options) {
-  return options.plan.cache_dir.empty() ? probe::default_cache_dir(m.env) : options.plan.cache_dir;
+/// The cache folder (settings::cache_dir): compile peaks, scratch trees, wrappers.
+fs::path cache_dir(probe::Machine m, const Options& options) {
+  return settings::cache_dir(m.env, options.plan.cache_dir);
 }
 
 /// Marks the plan's ops whose own compile step failed as not built, with the first error.
@@ -236,14 +237,14 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   const plan::Plan& plan = outcome.plan;
   plan::Plan staged = plan;
   staged.dist_dir = plan.build_dir / "normalized";
-  auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line));
+  auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line, cache_dir(m, options)));
   apply_op_steps(outcome.plan, out.op_steps);
   {
     std::map<std::string, std::uint64_t> peaks;
     for (auto& step : out.op_steps)
       if (step.status == compile::OpStatus::built && step.peak_rss_kib > 0)
         peaks[step.op] = static_cast<std::uint64_t>(step.peak_rss_kib);
-    plan::store_compile_peaks(m.fs, peaks_dir(m, options), peaks);
+    plan::store_compile_peaks(m.fs, cache_dir(m, options), peaks);
   }
   outcome.op_steps = out.op_steps;
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
@@ -429,7 +430,7 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
     std::map<std::string, std::uint64_t> peaks;
     for (auto& d : plan.ops)
       if (d.build) peaks[d.manifest.name] = static_cast<std::uint64_t>(std::max(0L, ran.peak_rss_kib));
-    plan::store_compile_peaks(m.fs, peaks_dir(m, options), peaks);
+    plan::store_compile_peaks(m.fs, cache_dir(m, options), peaks);
   }
   outcome.steps_run = ran.steps_run;
   outcome.cache = ran.cache;

@@ -77,9 +77,10 @@ Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, con
 Result<std::vector<std::string>> rebuild_and_compare(probe::Machine m, const std::string& path,
                                                      const record::Record& expected, const RebuildCheck& checked) {
   // The rebuild sees every recorded variable; one unset at record time stays unset.
-  probe::OverlayEnvironment env(m.env, expected.environment,
-                                [](const std::string& name) { return record::recorded_variable(name); });
-  probe::Machine rebuild{m.fs, m.proc, env, m.dl};
+  // Every child the rebuild starts sees that environment too (probe::OverlayMachine).
+  probe::OverlayMachine seen(m, expected.environment,
+                             [](const std::string& name) { return record::recorded_variable(name); });
+  const probe::Machine rebuild = seen.machine();
   Options options;
   // A release is rebuilt from its own commit: a branch that has moved since is refused by name.
   if (expected.source.release) options.plan.release_commit = OPFORGE_TRY(record::source_commit(path, expected));

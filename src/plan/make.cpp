@@ -11,6 +11,7 @@
 #include "plan/plan.h"
 #include "plan/provision_stage.h"
 #include "probe/overlay_environment.h"
+#include "settings/settings.h"
 #include "util/numbers.h"
 #include "util/pep440.h"
 #include "util/strings.h"
@@ -53,40 +54,24 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
     out.arch_from = kFromNodes;
     notes.push_back("arch list: the node reports' '" + *opts.node_arch_list + "' overrides the recipe's '" +
                     r.arch.list + "'");
-  } else if (auto v = environment.get("TORCH_CUDA_ARCH_LIST"); v && !v->empty()) {
-    if (auto ok = opts.resolvers.check_arch_list(*v); !ok)
-      return bad_input("environment variable TORCH_CUDA_ARCH_LIST='" + *v + "' is invalid: " + ok.error().message,
-                       "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
-    out.arch_list = *v;
+  } else if (auto v = OPFORGE_TRY(settings::arch_list(environment))) {
+    out.arch_list = v->text;
     out.arch_from = "TORCH_CUDA_ARCH_LIST";
-    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + *v + "' overrides the recipe's '" + r.arch.list + "'");
+    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + v->text + "' overrides the recipe's '" + r.arch.list + "'");
   }
-  if (auto v = environment.get("MAX_JOBS"); v && !v->empty()) {
-    auto n = numbers::parse_int<long long>(strings::trim(*v));
-    if (!n && n.error() == numbers::IntError::out_of_range)
-      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is too large",
-                       "use e.g. MAX_JOBS=8, or unset it");
-    if (!n || *n < 1)
-      return bad_input("environment variable MAX_JOBS='" + strings::cut(*v) + "' is not a positive integer",
-                       "use e.g. MAX_JOBS=8, or unset it");
-    // More jobs than ninja can usefully run are not an error: they are capped.
-    const long long cap = recipe::kMaxJobs;
-    if (*n > cap) notes.push_back("MAX_JOBS=" + std::to_string(*n) + " capped at " + std::to_string(cap));
-    out.max_jobs = static_cast<unsigned>(std::min(*n, cap));
+  if (auto jobs = OPFORGE_TRY(settings::max_jobs(environment))) {
+    if (jobs->capped)
+      notes.push_back("MAX_JOBS=" + std::to_string(jobs->asked) + " capped at " + std::to_string(settings::kMaxJobs));
+    out.max_jobs = jobs->jobs;
   }
-  if (auto v = environment.get("SOURCE_DATE_EPOCH"); v && !v->empty()) {
-    auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
-    if (!n || *n < 0)
-      return bad_input("environment variable SOURCE_DATE_EPOCH='" + strings::cut(*v) +
-                           "' is not a non-negative integer (seconds since 1970)",
-                       "use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it");
-    out.epoch = *n;
-  }
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto v = environment.get(var); v && !v->empty())
-      notes.push_back(std::string("toolkit: ") + var + "=" + *v + " is considered first");
-  if (auto v = environment.get("DS_SKIP_CUDA_CHECK"); v && !v->empty() && *v != "0")
-    notes.push_back("DS_SKIP_CUDA_CHECK=" + *v + ": a torch/toolkit CUDA mismatch is a warning, not an error");
+  out.epoch = OPFORGE_TRY(settings::source_date_epoch(environment));
+  for (auto& [var, value] : settings::toolkit_roots(environment))
+    notes.push_back("toolkit: " + var + "=" + value + " is considered first");
+  if (settings::skip_cuda_check(environment))
+    notes.push_back("DS_SKIP_CUDA_CHECK=1: a torch/toolkit CUDA mismatch is a warning, not an error");
+  else if (auto v = settings::ignored_skip_cuda_check(environment))
+    notes.push_back("DS_SKIP_CUDA_CHECK=" + strings::cut(*v) +
+                    " is not 1: the torch/toolkit CUDA check stays on (DeepSpeed skips it only for exactly 1)");
   return out;
 }
 
@@ -212,9 +197,7 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
   return {};
 }
 
-fs::path cache_dir(probe::Machine m, const Options& opts) {
-  return opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
-}
+fs::path cache_dir(probe::Machine m, const Options& opts) { return settings::cache_dir(m.env, opts.cache_dir); }
 
 /// What the toolchain stages leave for the ops decision.
 struct Toolchain {
@@ -252,8 +235,8 @@ Result<Toolchain> resolve_toolkit(probe::Machine m, const Options& opts, Plan& p
   if (auto got = OPFORGE_TRY(provision_toolkit(m, opts, plan, cuda))) {
     // The provisioned folder is looked at, and validated, like a toolkit CUDA_HOME names (torch,
     // read once already, is not read again: a Python start is most of a plan's time).
-    probe::OverlayEnvironment env(m.env, {{"CUDA_HOME", got->dir.string()}});
-    cuda = cuda::choose(cuda::discover(probe::Machine{m.fs, m.proc, env, m.dl}, got->torch), r.cuda.version, env);
+    probe::OverlayMachine named(m, {{"CUDA_HOME", got->dir.string()}});
+    cuda = cuda::choose(cuda::discover(named.machine(), got->torch), r.cuda.version, named.machine().env);
     if (cuda) label_provisioned(*cuda, *plan.provision);
   }
   if (!cuda) {
@@ -312,6 +295,7 @@ Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& over
   plan.arch = *arch;
   if (from_env) plan.arch.source = overrides.arch_from;
   if (from_nodes) plan.arch.gpu_reader = "not read (the node reports decide)";
+  else if (from_env) plan.arch.gpu_reader = "not read (TORCH_CUDA_ARCH_LIST is set)";
   plan.notes.push_back("arch list: " + plan.arch.str() + " (from " + plan.arch.source + ")");
   for (auto& [entry, why] : plan.arch.dropped) plan.notes.push_back("arch " + entry + " dropped: " + why);
   return {};
@@ -513,11 +497,14 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
 }
 
 Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Options& opts) {
-  // The node reports' list reaches the arch resolver, and the build, as TORCH_CUDA_ARCH_LIST.
-  std::map<std::string, std::string> nodes;
-  if (opts.node_arch_list) nodes["TORCH_CUDA_ARCH_LIST"] = *opts.node_arch_list;
-  probe::OverlayEnvironment env(machine.env, std::move(nodes));
-  const probe::Machine m{machine.fs, machine.proc, env, machine.dl};
+  // Every child (DeepSpeed's compatibility probe, the build) sees the node reports' list as
+  // TORCH_CUDA_ARCH_LIST; the arch resolver is handed it (read_overrides).
+  std::map<std::string, std::string> overlay;
+  if (opts.node_arch_list) overlay["TORCH_CUDA_ARCH_LIST"] = *opts.node_arch_list;
+  // Options::cache_dir is every reader's cache folder (git clones, probe caches, wrappers).
+  if (!opts.cache_dir.empty()) overlay["OPFORGE_CACHE_DIR"] = opts.cache_dir.string();
+  probe::OverlayMachine seen(machine, std::move(overlay));
+  const probe::Machine m = seen.machine();
   Plan plan;
   plan.recipe = OPFORGE_TRY(load_recipe(m, recipe_file, opts));
   const Overrides overrides = OPFORGE_TRY(read_overrides(m.env, plan.recipe, opts, plan.notes));

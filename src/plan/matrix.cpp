@@ -189,6 +189,8 @@ Status ensure_env(probe::Machine m, const recipe::Recipe& r, Cell& cell,
       OPFORGE_CHECK(make_env(m, r, cell, on_line));
       OPFORGE_CHECK(m.fs.create_directories(cell.env));
       OPFORGE_CHECK(m.fs.write_file_atomic(cell.env / kEnvMarker, marker.dump(2) + "\n"));
+      // Its size, once: listing the cache never walks it.
+      (void)probe::record_size(m.fs, cell.env, probe::tree_bytes(m.fs, cell.env));
     }
   }
   return failure("the environment " + cell.env.string() + " was removed three times while this build waited",

@@ -91,8 +91,6 @@ struct Resolvers {
   std::function<Result<devices::ArchDecision>(probe::Machine, const cuda::Toolkit&, const std::string& recipe_list,
                                               const std::string& fallback)>
       arch;
-  /// Syntax check of a TORCH_CUDA_ARCH_LIST-style string.
-  std::function<Status(std::string_view)> check_arch_list;
 };
 
 /// The real resolvers.

@@ -1,6 +1,7 @@
 #include "plan/provision_stage.h"
 
 #include "cuda/resolve.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::plan {
@@ -18,7 +19,7 @@ Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Opt
                          first->chosen->root.string() + " is torch's exact version; nothing to provision");
     return std::nullopt;
   }
-  const fs::path cache = opts.cache_dir.empty() ? probe::default_cache_dir(m.env) : opts.cache_dir;
+  const fs::path cache = settings::cache_dir(m.env, opts.cache_dir);
   cuda::Provision p = opts.fetch_toolkit ? OPFORGE_TRY(cuda::provision(m, *torch, cache, opts.on_progress))
                                          : OPFORGE_TRY(cuda::describe_provision(m, *torch, cache));
   plan.provision = p;

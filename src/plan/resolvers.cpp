@@ -18,7 +18,6 @@ Resolvers default_resolvers() {
   r.arch = [](probe::Machine m, const cuda::Toolkit& tk, const std::string& list, const std::string& fallback) {
     return devices::resolve(m, tk, list, fallback);
   };
-  r.check_arch_list = [](std::string_view text) { return recipe::check_arch_list(text); };
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "ops/ops.h"
 #include "plan/plan.h"
+#include "settings/settings.h"
 #include "source/source.h"
 
 namespace opforge::plan {
@@ -11,7 +12,7 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, boo
   std::optional<source::Info> info;
   if (r.source.git && !fetch) {
     // `plan` writes nothing: a repository not cloned yet is described, not fetched.
-    auto clone = probe::default_cache_dir(m.env) / "git" / source::cache_key(*r.source.git) / "repo.git";
+    auto clone = settings::cache_dir(m.env) / "git" / source::cache_key(*r.source.git) / "repo.git";
     if (m.fs.resolved_type(clone) != probe::FileType::directory) {
       out.not_fetched =
           *r.source.git + " at " + r.source.rev.value_or("HEAD") + " (into " + clone.parent_path().string() + ")";
@@ -19,7 +20,7 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, boo
     }
   }
   if (r.source.git) {
-    auto cache = probe::default_cache_dir(m.env) / "git";
+    auto cache = settings::cache_dir(m.env) / "git";
     info = OPFORGE_TRY(source::fetch(m.fs, *r.source.git, r.source.rev.value_or("HEAD"), cache));
   } else {
     out.root = r.source.path.value_or(r.dir);

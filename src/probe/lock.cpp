@@ -6,34 +6,52 @@ namespace opforge::probe {
 
 namespace {
 
-template <class Try>
-Result<std::shared_ptr<void>> wait(const fs::path& path, const std::function<void()>& on_wait,
-                                   std::chrono::seconds limit, Try try_once) {
-  using namespace std::chrono_literals;
-  const auto give_up = std::chrono::steady_clock::now() + limit;
+class RealClock final : public Clock {
+ public:
+  std::chrono::steady_clock::time_point now() const override { return std::chrono::steady_clock::now(); }
+  void sleep(std::chrono::milliseconds d) override { std::this_thread::sleep_for(d); }
+};
+
+}  // namespace
+
+Clock& real_clock() {
+  static RealClock clock;
+  return clock;
+}
+
+Result<std::shared_ptr<void>> wait_for(const fs::path& path, const LockWait& w,
+                                       const std::function<Result<std::shared_ptr<void>>()>& try_once) {
+  Clock& clock = w.clock ? *w.clock : real_clock();
+  const auto give_up = clock.now() + w.limit;
   bool said = false;
   for (;;) {
     auto lock = try_once();
     if (lock) return lock;
-    if (std::chrono::steady_clock::now() > give_up)
+    if (clock.now() >= give_up)
       return failure("gave up waiting for " + path.string() + ", held by another opforge process",
-                     "see which process holds it: fuser " + path.string());
-    if (!said && on_wait) on_wait();
+                     w.hint.empty() ? "see which process holds it: fuser " + path.string() : w.hint);
+    if (!said && w.on_wait) w.on_wait();
     said = true;
-    std::this_thread::sleep_for(250ms);
+    clock.sleep(w.poll);
   }
 }
 
-}  // namespace
+Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const LockWait& w) {
+  return wait_for(path, w, [&] { return fs.try_lock(path); });
+}
+
+Result<std::shared_ptr<void>> wait_for_shared_lock(FileSystem& fs, const fs::path& path, const LockWait& w) {
+  return wait_for(path, w, [&] { return fs.try_lock_shared(path); });
+}
 
 Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const std::function<void()>& on_wait,
                                             std::chrono::seconds limit) {
-  return wait(path, on_wait, limit, [&] { return fs.try_lock(path); });
+  return wait_for_lock(fs, path, LockWait{.limit = limit, .on_wait = on_wait});
 }
 
 Result<std::shared_ptr<void>> wait_for_shared_lock(FileSystem& fs, const fs::path& path,
                                                    const std::function<void()>& on_wait, std::chrono::seconds limit) {
-  return wait(path, on_wait, limit, [&] { return fs.try_lock_shared(path); });
+  return wait_for_shared_lock(fs, path, LockWait{.limit = limit, .on_wait = on_wait});
 }
 
 }  // namespace opforge::probe

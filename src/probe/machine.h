@@ -170,14 +170,56 @@ fs::path data_dir(const FileSystem& fs);
 /// $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (relative values ignored); empty when none.
 fs::path default_cache_dir(const Environment& env);
 
-/// Waits for the exclusive lock on `path` (try_lock, polled): `on_wait` (may be null) is called
-/// once when another process holds it; failed after `limit`.
+/// The time a lock wait reads and sleeps on; tests hand a fake one that advances when slept on,
+/// so they never sleep.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual std::chrono::steady_clock::time_point now() const = 0;
+  virtual void sleep(std::chrono::milliseconds d) = 0;
+};
+/// steady_clock and this_thread::sleep_for.
+Clock& real_clock();
+
+/// How a lock is waited for. Each caller keeps its own bound: the toolkit and environment locks
+/// 250 ms / 2 h (a provisioning or a pip install may take that long), a scratch tree's 1 s / 4 h
+/// (a whole command build), dist/'s 50 ms / 10 min (a commit is quick).
+struct LockWait {
+  std::chrono::milliseconds poll{250};
+  std::chrono::seconds limit = std::chrono::hours(2);
+  std::function<void()> on_wait{};  ///< called once, when another process holds it; may be null
+  std::string hint{};               ///< the hint when giving up; empty: "see which process holds it: fuser PATH"
+  Clock* clock = nullptr;           ///< null: real_clock()
+};
+
+/// The one lock-waiting loop: calls `try_once` every `w.poll` until it gives a lock; failed
+/// ("gave up waiting for PATH, held by another opforge process") once `w.limit` has passed.
+Result<std::shared_ptr<void>> wait_for(const fs::path& path, const LockWait& w,
+                                       const std::function<Result<std::shared_ptr<void>>()>& try_once);
+
+/// Waits for the exclusive lock on `path` (try_lock, through wait_for).
+Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const LockWait& w);
+/// The same for the shared lock (try_lock_shared).
+Result<std::shared_ptr<void>> wait_for_shared_lock(FileSystem& fs, const fs::path& path, const LockWait& w);
+/// 250 ms polls for at most `limit`, `on_wait` (may be null) told once.
 Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const std::function<void()>& on_wait,
                                             std::chrono::seconds limit = std::chrono::hours(2));
-/// The same for the shared lock (try_lock_shared).
 Result<std::shared_ptr<void>> wait_for_shared_lock(FileSystem& fs, const fs::path& path,
                                                    const std::function<void()>& on_wait,
                                                    std::chrono::seconds limit = std::chrono::hours(2));
+
+/// Bytes under `path` (files and symlinks' own sizes; symlinks not followed): a walk, for the
+/// moment a cache entry is made, never for listing the cache.
+std::uint64_t tree_bytes(const FileSystem& fs, const fs::path& path);
+
+/// A cache entry's size file: `.<name>.bytes` beside it, written by the entry's owner when the
+/// entry is committed, so that `opforge cache` and `doctor` say the cache's size without walking
+/// gigabytes.
+fs::path size_file(const fs::path& entry);
+/// Writes `bytes` into `entry`'s size file (atomically).
+Status record_size(FileSystem& fs, const fs::path& entry, std::uint64_t bytes);
+/// The size `entry`'s size file holds; nullopt when there is none or it is damaged.
+std::optional<std::uint64_t> recorded_size(const FileSystem& fs, const fs::path& entry);
 
 /// Looks up `name` on a PATH-style list of folders; nullopt when absent.
 std::optional<fs::path> find_on_path(const FileSystem& fs, std::string_view name, std::string_view path_list);

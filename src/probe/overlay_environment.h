@@ -1,6 +1,8 @@
 #pragma once
 /// An environment seen through overrides: set some variables, hide others. Used to rebuild under a
-/// build record's environment and to plan for a cluster's merged arch list.
+/// build record's environment, to plan for a cluster's merged arch list and to build a matrix
+/// cell. OverlayMachine makes the overlay reach every child too: a Command without its own
+/// environment gets the machine's (and argv[0] is looked up on that PATH), never opforge's own.
 #include <set>
 
 #include "probe/machine.h"
@@ -30,6 +32,39 @@ class OverlayEnvironment final : public Environment {
   const Environment& base_;
   std::map<std::string, std::string> set_;
   std::function<bool(const std::string&)> hidden_;
+};
+
+/// Runs every command with `env`'s variables when the command names none.
+class EnvironmentRunner final : public ProcessRunner {
+ public:
+  EnvironmentRunner(ProcessRunner& inner, const Environment& env) : inner_(inner), env_(env) {}
+  Result<ProcessResult> run(const Command& command) override {
+    if (command.env) return inner_.run(command);
+    Command with = command;
+    with.env = env_.all();
+    return inner_.run(with);
+  }
+
+ private:
+  ProcessRunner& inner_;
+  const Environment& env_;
+};
+
+/// `base` seen through an OverlayEnvironment, its children included. Not copyable: machine()
+/// refers to it.
+class OverlayMachine {
+ public:
+  OverlayMachine(Machine base, std::map<std::string, std::string> set,
+                 std::function<bool(const std::string&)> hidden = {})
+      : base_(base), env_(base.env, std::move(set), std::move(hidden)), proc_(base.proc, env_) {}
+  OverlayMachine(const OverlayMachine&) = delete;
+  OverlayMachine& operator=(const OverlayMachine&) = delete;
+  Machine machine() { return Machine{base_.fs, proc_, env_, base_.dl}; }
+
+ private:
+  Machine base_;
+  OverlayEnvironment env_;
+  EnvironmentRunner proc_;
 };
 
 }  // namespace opforge::probe

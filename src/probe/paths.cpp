@@ -1,5 +1,7 @@
 #include "probe/machine.h"
 
+#include <charconv>
+
 namespace opforge::probe {
 
 fs::path data_dir(const FileSystem& fs) {
@@ -32,6 +34,39 @@ fs::path default_cache_dir(const Environment& env) {
   if (auto v = absolute("XDG_CACHE_HOME")) return *v / "opforge";
   if (auto v = absolute("HOME")) return *v / ".cache" / "opforge";
   return {};
+}
+
+std::uint64_t tree_bytes(const FileSystem& fs, const fs::path& path) {
+  switch (fs.type_of(path)) {
+    case FileType::directory: {
+      std::uint64_t total = 0;
+      if (auto names = fs.list_directory(path))
+        for (auto& n : *names) total += tree_bytes(fs, path / n);
+      return total;
+    }
+    case FileType::regular: {
+      auto st = fs.stamp(path);
+      return st ? st->size : 0;
+    }
+    default: return 0;
+  }
+}
+
+fs::path size_file(const fs::path& entry) { return entry.parent_path() / ("." + entry.filename().string() + ".bytes"); }
+
+Status record_size(FileSystem& fs, const fs::path& entry, std::uint64_t bytes) {
+  return fs.write_file_atomic(size_file(entry), std::to_string(bytes) + "\n");
+}
+
+std::optional<std::uint64_t> recorded_size(const FileSystem& fs, const fs::path& entry) {
+  auto text = fs.read_file(size_file(entry));
+  if (!text || text->size() > 32) return std::nullopt;
+  std::string_view t = *text;
+  if (t.ends_with('\n')) t.remove_suffix(1);
+  std::uint64_t n = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  return n;
 }
 
 }  // namespace opforge::probe

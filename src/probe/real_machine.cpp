@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "probe/machine.h"
+#include "probe/overlay_environment.h"
 #include "probe/real_process.h"
 
 extern char** environ;
@@ -307,8 +308,10 @@ Machine real_machine() {
   static RealFileSystem fs;
   static auto proc = make_real_process_runner(fs);
   static RealEnvironment env;
+  // Every child gets the machine's environment explicitly (and argv[0] looked up on its PATH).
+  static EnvironmentRunner children(*proc, env);
   static RealDynamicLoader dl;
-  return Machine{fs, *proc, env, dl};
+  return Machine{fs, children, env, dl};
 }
 
 // OPFORGE_TEST_PAUSE_AT=`point` SIGSTOPs the process there instead (the test sends SIGCONT), so

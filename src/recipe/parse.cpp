@@ -78,8 +78,7 @@ struct Parser {
   void remember(const std::string& key, const toml::node& node) { out.locations[key] = r.at(node); }
 
   Status package(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"name", "version", "local_version", "summary", "description", "requires_python"},
-                               "[package]"));
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("package"), "[package]"));
     if (auto* n = t.get("name")) {
       out.package.name = OPFORGE_TRY(r.string(*n, "package.name"));
       if (!is_distribution_name(out.package.name))
@@ -122,7 +121,7 @@ struct Parser {
   }
 
   Status source(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"path", "git", "rev", "ops_dir"}, "[source]"));
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("source"), "[source]"));
     if (auto* n = t.get("path")) {
       fs::path p = OPFORGE_TRY(r.string(*n, "source.path"));
       p = (p.is_absolute() ? p : out.dir / p).lexically_normal();
@@ -155,7 +154,7 @@ struct Parser {
   }
 
   Status cuda(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"version", "python", "provision"}, "[cuda]"));
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("cuda"), "[cuda]"));
     if (auto* n = t.get("version")) {
       out.cuda.version = OPFORGE_TRY(r.string(*n, "cuda.version"));
       remember("cuda.version", *n);
@@ -185,7 +184,7 @@ struct Parser {
   }
 
   Status compiler(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"host", "allow_unsupported"}, "[compiler]"));
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("compiler"), "[compiler]"));
     if (auto* n = t.get("host")) {
       out.compiler.host = OPFORGE_TRY(r.string(*n, "compiler.host"));
       remember("compiler.host", *n);
@@ -199,7 +198,7 @@ struct Parser {
   }
 
   Status arch(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"list", "fallback", "enforce"}, "[arch]"));
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("arch"), "[arch]"));
     if (auto* n = t.get("enforce")) out.arch.enforce = OPFORGE_TRY(r.boolean(*n, "arch.enforce"));
     if (auto* n = t.get("list")) {
       remember("arch.list", *n);
@@ -257,7 +256,7 @@ struct Parser {
   }
 
   Status matrix(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t, {"torch", "python", "requirements", "environments"}, "[matrix]"));
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("matrix"), "[matrix]"));
     out.matrix.present = true;
     out.locations["matrix"] = r.at(t);
     const toml::node* torch = t.get("torch");
@@ -326,10 +325,7 @@ struct Parser {
   }
 
   Status build(const toml::table& t) {
-    OPFORGE_CHECK(r.check_keys(t,
-                               {"backend", "command", "wheel_glob", "jobs", "cache", "remote", "build_dir", "dist_dir",
-                                "release", "cpu_target", "cpu_dispatch", "env"},
-                               "[build]"));
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("build"), "[build]"));
     if (auto* n = t.get("backend")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.backend"));
       if (v == "native") out.build.backend = Backend::native;
@@ -402,17 +398,7 @@ struct Parser {
 }  // namespace
 
 Status check_arch_list(std::string_view text) {
-  // PyTorch splits on ';' and rejects an empty entry ("8.6;;"), so this is checked here whatever
-  // the arch parser tolerates.
-  std::size_t start = 0;
-  for (auto& entry : strings::split(text, ';')) {
-    if (strings::trim(entry).empty())
-      return opforge::unexpected(Error{ErrorKind::bad_input, "empty entry in the arch list",
-                                       "remove the extra ';' (entries look like 8.6 or 9.0+PTX)",
-                                       Location{{}, 0, static_cast<int>(start) + 1, {}}});
-    start += entry.size() + 1;
-  }
-  auto parsed = target::parse_arch_list(text);
+  auto parsed = target::check_arch_list(text);
   if (!parsed) return opforge::unexpected(parsed.error());
   return {};
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "settings/settings.h"
 #include "util/error.h"
 
 namespace opforge::recipe {
@@ -21,7 +22,7 @@ enum class Cache { none, ccache };
 
 /// The most parallel jobs a build runs ([build] jobs, MAX_JOBS and --jobs are capped or refused
 /// above it): more than ninja can usefully run on any machine.
-inline constexpr unsigned kMaxJobs = 4096;
+inline constexpr unsigned kMaxJobs = settings::kMaxJobs;
 
 struct Recipe {
   fs::path file;  ///< the recipe file as given

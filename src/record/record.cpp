@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "settings/settings.h"
+
 namespace opforge::record {
 namespace {
 
@@ -121,13 +123,9 @@ Result<int> format_version(const fs::path& file, const nlohmann::json& j) {
 
 }  // namespace
 
-bool recorded_variable(std::string_view name) {
-  return name.starts_with("DS_") || name == "TORCH_CUDA_ARCH_LIST" || name == "CUDA_HOME" || name == "CUDA_PATH" ||
-         name == "SOURCE_DATE_EPOCH" || name == "MAX_JOBS";
-}
+bool recorded_variable(std::string_view name) { return settings::changes_wheel(name); }
 
-const std::string_view kRecordedVariables =
-    "DS_*, TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS";
+std::string recorded_variables() { return settings::wheel_variables_line(); }
 
 fs::path path_for(const fs::path& wheel_path) {
   return wheel_path.parent_path() / (wheel_path.filename().string() + ".opforge-record.json");
@@ -181,7 +179,7 @@ Result<Record> parse(const fs::path& file, std::string_view text) {
   for (const auto& [name, value] : r.environment)
     if (!recorded_variable(name))
       return bad_input(file.string() + ": field 'inputs.environment." + name.substr(0, 100) +
-                           "' is not a variable opforge records (" + std::string(kRecordedVariables) + ")",
+                           "' is not a variable opforge records (" + recorded_variables() + ")",
                        "this is not a record opforge wrote; pass the .opforge-record.json written beside a wheel");
   OPFORGE_CHECK(read.string_list(*inputs, in, "command", r.command));
   OPFORGE_CHECK(read.string(*inputs, in, "fingerprint", r.fingerprint));

@@ -52,15 +52,16 @@ struct Record {
   std::string fingerprint;                         ///< inputs.fingerprint (native builds)
 };
 
-/// The environment variables a build records and `verify` replays, the one list of them: those
-/// that change what is built (DeepSpeed's DS_*, PyTorch's TORCH_CUDA_ARCH_LIST and MAX_JOBS,
-/// CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH). The build records each one that is set; parse()
+/// The environment variables a build records and `verify` replays: those the settings table
+/// (settings/settings.h) says change the wheel (DeepSpeed's DS_*, PyTorch's TORCH_CUDA_ARCH_LIST
+/// and MAX_JOBS, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, the compilers' CFLAGS, CXXFLAGS,
+/// LDFLAGS, NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS). The build records each one that is set; parse()
 /// refuses any other name in inputs.environment, so that a hand-written record cannot hand the
 /// rebuild LD_PRELOAD or PATH; the rebuild sees exactly the recorded ones (one unset at record
 /// time stays unset).
 bool recorded_variable(std::string_view name);
 /// recorded_variable's list as users read it: "DS_*, TORCH_CUDA_ARCH_LIST, ...".
-extern const std::string_view kRecordedVariables;
+std::string recorded_variables();
 
 /// "<dist>/<wheel>.opforge-record.json".
 fs::path path_for(const fs::path& wheel_path);

@@ -113,4 +113,16 @@ Result<std::vector<Arch>> parse_arch_list(std::string_view text) {
   return out;
 }
 
+Result<std::vector<Arch>> check_arch_list(std::string_view text) {
+  std::size_t start = 0;
+  for (auto& entry : strings::split(text, ';')) {
+    if (strings::trim(entry).empty())
+      return opforge::unexpected(Error{ErrorKind::bad_input, "empty entry in the arch list",
+                                       "remove the extra ';' (entries look like 8.6 or 9.0+PTX)",
+                                       Location{{}, 0, static_cast<int>(start) + 1, {}}});
+    start += entry.size() + 1;
+  }
+  return parse_arch_list(text);
+}
+
 }  // namespace opforge::target

@@ -26,6 +26,11 @@ struct Arch {
 /// offending entry inside `text` (the recipe parser adds file/line).
 Result<std::vector<Arch>> parse_arch_list(std::string_view text);
 
+/// parse_arch_list, refusing also an empty entry ("8.6;;"), which PyTorch splits on ';' and
+/// rejects whatever the parser tolerates: the one check of every arch list opforge reads
+/// (TORCH_CUDA_ARCH_LIST, [arch] list and fallback).
+Result<std::vector<Arch>> check_arch_list(std::string_view text);
+
 /// The list in the spelling parse_arch_list reads and TORCH_CUDA_ARCH_LIST takes: "8.0;9.0a+PTX".
 std::string arch_list_str(const std::vector<Arch>& arches);
 

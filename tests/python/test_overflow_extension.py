@@ -227,3 +227,63 @@ def test_attributes_changed_after_construction_are_followed(deferred, monkeypatc
     got = run(EXT)
     assert "near_overflow=" in got
     assert got == run(None)
+
+
+class _RaisingBool:
+    """A value whose truth raises `exc` (read by the compiled hook: debug.frame)."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __bool__(self):
+        raise self.exc
+
+
+def _steady_model():
+    """A model past its first batch: the compiled hook does its calls."""
+    model = overflow_models.Model()
+    d = overflow.DebugUnderflowOverflow(model)
+    d._emit = lambda line: None
+    x, scale = overflow_models.batch(0)
+    model(x, scale)
+    model(x, scale)
+    assert d._steady and d._hooks is not None
+    return model, d, x, scale
+
+
+def test_a_raising_bool_is_the_python_hooks_turn_not_a_system_error():
+    # PyObject_IsTrue -> -1: the hook returns False with no exception set (before, True with an
+    # exception set: SystemError).
+    if EXT is None:
+        pytest.skip("no extension (test_extension_is_in_the_package_and_loads says why)")
+    model, d, x, scale = _steady_model()
+    h = model.embed(x)
+    d.frame = _RaisingBool(ValueError("no truth"))
+    assert EXT.hook(d, model.embed, (x,), h) is False
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, MemoryError])
+def test_keyboard_interrupt_inside_a_hooked_forward_reaches_the_caller(exc):
+    # The compiled hook does not swallow what is not an ordinary exception.
+    if EXT is None:
+        pytest.skip("no extension (test_extension_is_in_the_package_and_loads says why)")
+    model, d, x, scale = _steady_model()
+    h = model.embed(x)
+    d.frame = _RaisingBool(exc())
+    with pytest.raises(exc):
+        EXT.hook(d, model.embed, (x,), h)
+    with pytest.raises(exc):
+        model(x, scale)  # through torch's forward hooks: the first hooked module's call raises it
+
+
+def test_the_extension_carries_the_constants_debug_py_checks():
+    if EXT is None:
+        pytest.skip("no extension (test_extension_is_in_the_package_and_loads says why)")
+    assert (EXT.NCTX, EXT.RECORD_SIZE) == (debug._NCTX, 80)
+
+
+def test_an_extension_with_other_constants_is_not_used(monkeypatch):
+    if EXT is None:
+        pytest.skip("no extension (test_extension_is_in_the_package_and_loads says why)")
+    monkeypatch.setattr(debug, "_NCTX", debug._NCTX + 1)
+    assert debug.load_extension() is None

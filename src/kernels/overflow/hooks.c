@@ -293,6 +293,9 @@ static int pack(PyObject** ctx, PyObject* tensors, scratch_t* sc, int* where) {
     PyObject* code = PyDict_GetItem(ctx[C_CODES], dt);
     Py_DECREF(dt);
     if (!code) return 0;
+    // read now: the calls below run Python code, which may drop the borrowed entry
+    long dtype = PyLong_AsLong(code);
+    if (dtype == -1 && PyErr_Occurred()) return -1;
     int dev;
     PyObject* cpu = PyObject_GetAttr(t, s_is_cpu);
     if (!cpu) return -1;
@@ -332,7 +335,7 @@ static int pack(PyObject** ctx, PyObject* tensors, scratch_t* sc, int* where) {
     if (!data && PyErr_Occurred()) return -1;
     sc->desc[i].data = data;
     sc->desc[i].count = (uint64_t)n;
-    sc->desc[i].dtype = (int32_t)PyLong_AsLong(code);
+    sc->desc[i].dtype = (int32_t)dtype;
     sc->desc[i].pad = 0;
     sc->desc[i].threshold = 0.0;
   }
@@ -340,7 +343,20 @@ static int pack(PyObject** ctx, PyObject* tensors, scratch_t* sc, int* where) {
   return 1;
 }
 
-static void* address(PyObject* o) { return o == Py_None ? NULL : PyLong_AsVoidPtr(o); }
+// A C function's address from the context (an int, or None); NULL when none, or with an
+// exception set when it is not an int.
+static void* address(PyObject* o) {
+  if (o == Py_None) return NULL;
+  if (!PyLong_Check(o)) {
+    PyErr_SetString(PyExc_TypeError, "_overflow_hooks: a statistics function's address is not an int");
+    return NULL;
+  }
+  return PyLong_AsVoidPtr(o);
+}
+
+// The CPU statistics function; NULL (an exception set when the context is damaged) when there is
+// none: then the Python hook does the call.
+static stats_fn cpu_fn(PyObject** ctx) { return (stats_fn)address(ctx[C_CPU_FN]); }
 
 // Whether records[0..k) hold a nan, +inf or -inf (counters 1..3 of each).
 static int flagged(const unsigned char* records, int k) {
@@ -355,8 +371,13 @@ static int flagged(const unsigned char* records, int k) {
 // The synchronous statistics call into sc->out. 1: read, 0: not the common case (another current
 // device, no CUDA read, a failed call), -1: error.
 static int read_now(PyObject** ctx, scratch_t* sc, int where, int k) {
-  if (where == -1) return ((stats_fn)address(ctx[C_CPU_FN]))(sc->desc, k, sc->out) == 0;
+  if (where == -1) {
+    stats_fn cpu = cpu_fn(ctx);
+    if (!cpu) return PyErr_Occurred() ? -1 : 0;
+    return cpu(sc->desc, k, sc->out) == 0;
+  }
   void* fn = address(ctx[C_CUDA_FN]);
+  if (!fn && PyErr_Occurred()) return -1;
   if (!fn || ctx[C_STREAM_FN] == Py_None || ctx[C_CURRENT_DEV] == Py_None) return 0;
   PyObject* cur = PyObject_CallFunctionObjArgs(ctx[C_CURRENT_DEV], NULL);
   if (!cur) return -1;
@@ -433,7 +454,9 @@ static int defer(PyObject* debug, PyObject** ctx, scratch_t* sc, PyObject* heade
   PyObject* pending = PyObject_GetAttr(debug, s_pending);
   if (!pending) return -1;
   int ret = -1, err = 0;
+  // fb is held (a strong reference): the attribute reads below run Python code
   PyObject *fb = Py_None, *entry = NULL, *batch = NULL, *first_o = NULL, *k_o = NULL, *records = Py_None;
+  Py_INCREF(fb);
   long long first = 0;
   long long max_pending = get_ll(debug, s_max_pending, &err);
   if (err) goto done;
@@ -452,10 +475,14 @@ static int defer(PyObject* debug, PyObject** ctx, scratch_t* sc, PyObject* heade
     }
     PyObject* buffers = PyObject_GetAttr(debug, s_buffers);
     if (!buffers) goto done;
-    fb = PyDict_Check(buffers) ? PyDict_GetItem(buffers, s_minus_one) : NULL;
+    PyObject* found = PyDict_Check(buffers) ? PyDict_GetItem(buffers, s_minus_one) : NULL;
+    if (found) {
+      Py_INCREF(found);
+      Py_DECREF(fb);
+      fb = found;
+    }
     Py_DECREF(buffers);
-    if (!fb) {  // created by the Python hook on first use
-      fb = Py_None;
+    if (!found) {  // created by the Python hook on first use
       ret = 0;
       goto done;
     }
@@ -474,7 +501,12 @@ static int defer(PyObject* debug, PyObject** ctx, scratch_t* sc, PyObject* heade
       ret = 0;
       goto done;
     }
-    if (((stats_fn)address(ctx[C_CPU_FN]))(sc->desc, k, base + first * RECORD_SIZE) != 0) {
+    stats_fn cpu = cpu_fn(ctx);
+    if (!cpu) {
+      ret = PyErr_Occurred() ? -1 : 0;
+      goto done;
+    }
+    if (cpu(sc->desc, k, base + first * RECORD_SIZE) != 0) {
       ret = 0;
       goto done;
     }
@@ -501,6 +533,7 @@ done:
   Py_XDECREF(batch);
   Py_XDECREF(first_o);
   Py_XDECREF(k_o);
+  Py_DECREF(fb);
   Py_DECREF(pending);
   return ret;
 }
@@ -520,7 +553,7 @@ static PyObject* hook(PyObject* self, PyObject* args) {
   PyObject* ctx[C_COUNT];
   for (int i = 0; i < C_COUNT; ++i) ctx[i] = PyTuple_GetItem(ctx_t, i);
   int ret = 0;
-  PyObject *items = NULL, *tensors = NULL;
+  PyObject *items = NULL, *tensors = NULL, *meta = NULL;
   PyObject* deferred_o = PyObject_GetAttr(debug, s_deferred);
   if (!deferred_o) goto error;
   int deferred = PyObject_IsTrue(deferred_o);
@@ -529,11 +562,17 @@ static PyObject* hook(PyObject* self, PyObject* args) {
   // lines pending before this frame (a batch start): the Python hook's
   PyObject* before = PyObject_GetAttr(debug, s_frame);
   if (!before) goto error;
-  int has_before = PyObject_IsTrue(before);
+  int has_before = PyObject_IsTrue(before);  // may run a __bool__, which may raise
   Py_DECREF(before);
+  if (has_before < 0) goto error;
   if (has_before) goto out;
-  PyObject* meta = PyDict_GetItem(ctx[C_META], module);
-  if (!meta || !PyTuple_Check(meta) || PyTuple_Size(meta) != 3) goto out;
+  // held: label() runs Python code, which may change the dict (and header lives in meta)
+  meta = PyDict_GetItem(ctx[C_META], module);
+  if (!meta || !PyTuple_Check(meta) || PyTuple_Size(meta) != 3) {
+    meta = NULL;
+    goto out;
+  }
+  Py_INCREF(meta);
   PyObject* header = PyTuple_GetItem(meta, 0);
   if (PyTuple_GetItem(meta, 1) != Py_True || (!deferred && PyTuple_GetItem(meta, 2) == Py_True)) goto out;
   items = PyList_New(0);
@@ -553,15 +592,25 @@ static PyObject* hook(PyObject* self, PyObject* args) {
     ret = r;
   }
 out:
+  Py_XDECREF(meta);
   Py_XDECREF(items);
   Py_XDECREF(tensors);
   Py_DECREF(ctx_t);
   return PyBool_FromLong(ret);
 error:
-  // an exception from torch (a layout without strides, say): the Python hook handles the call
-  PyErr_Clear();
-  ret = 0;
-  goto out;
+  // An ordinary exception (a layout without strides, say): the Python hook handles the call, and
+  // meets it again if it is real. KeyboardInterrupt, SystemExit and MemoryError are not the
+  // hook's to swallow: they go on to the caller.
+  if (PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+    PyErr_Clear();
+    ret = 0;
+    goto out;
+  }
+  Py_XDECREF(meta);
+  Py_XDECREF(items);
+  Py_XDECREF(tensors);
+  Py_DECREF(ctx_t);
+  return NULL;
 }
 
 static PyMethodDef methods[] = {
@@ -600,7 +649,10 @@ PyMODINIT_FUNC PyInit__overflow_hooks(void) {
     return NULL;
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return NULL;
-  if (PyModule_AddIntConstant(m, "CONTEXT_FIELDS", C_COUNT) < 0 ||
+  // What debug.py must agree with (checked when it loads the module): the context's fields, the
+  // prebuilt item labels and the size of one statistics record.
+  if (PyModule_AddIntConstant(m, "CONTEXT_FIELDS", C_COUNT) < 0 || PyModule_AddIntConstant(m, "NCTX", NCTX) < 0 ||
+      PyModule_AddIntConstant(m, "RECORD_SIZE", RECORD_SIZE) < 0 ||
       PyModule_AddIntConstant(m, "LIMITED_API", Py_LIMITED_API) < 0) {
     Py_DECREF(m);
     return NULL;

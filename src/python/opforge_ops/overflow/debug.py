@@ -54,8 +54,8 @@ EXTENSION_FILE = "_overflow_hooks.abi3.so"
 
 def load_extension() -> Any:
     """The compiled steady-state hook (src/kernels/overflow/hooks.c, in the wheel's _lib/ next to the
-    library), or None when it is absent or does not load: the Python hook then does all the work,
-    with the same report."""
+    library), or None when it is absent, does not load, or was compiled with other constants
+    (NCTX, RECORD_SIZE): the Python hook then does all the work, with the same report."""
     for d in _native.lib_dirs():
         path = os.path.join(d, EXTENSION_FILE)
         if not os.path.isfile(path):
@@ -67,6 +67,11 @@ def load_extension() -> Any:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         except (ImportError, OSError):
+            return None
+        # The constants the C code was compiled with must be this module's: a stale or foreign
+        # build would read past the labels or the records.
+        if (getattr(module, "NCTX", None) != _NCTX
+                or getattr(module, "RECORD_SIZE", None) != _stats._STATS_SIZE):
             return None
         return module
     return None

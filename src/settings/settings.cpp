@@ -1,0 +1,247 @@
+#include "settings/settings.h"
+
+#include <algorithm>
+
+#include "util/numbers.h"
+#include "util/strings.h"
+
+namespace opforge::settings {
+namespace {
+
+constexpr Source env = Source::environment;
+constexpr Source key = Source::recipe;
+
+// One row a setting. A family ("DS_BUILD_*") covers every name with that prefix.
+constexpr Setting kTable[] = {
+    // The environment: DeepSpeed's and PyTorch's meanings, overriding the recipe.
+    {env, "DS_BUILD_OPS", "integer; empty = unset (DeepSpeed's setup.py)", "0 when another DS_BUILD_* is set", true,
+     "ops/decide.cpp (the op set)"},
+    {env, "DS_BUILD_*", "DS_BUILD_<OP>: integer (0/1); empty = unset; naming no op is exit 2",
+     "unset: the recipe's [ops]", true, "ops/decide.cpp (the op set)"},
+    {env, "DS_SKIP_CUDA_CHECK", "exactly `1` skips (DeepSpeed's rule); any other value does not",
+     "unset: a torch/toolkit CUDA mismatch is an error", true, "plan/make.cpp, cuda/resolve.cpp"},
+    {env, "DS_*", "any other DS_ variable: passed to a command build as it is", "unset", true,
+     "compile/environment.cpp (a command build's environment)"},
+    {env, "TORCH_CUDA_ARCH_LIST", "an arch list as [arch] list (`8.6;9.0+PTX`); bad: exit 2",
+     "the recipe's [arch] list", true, "plan/make.cpp (overrides [arch] list)"},
+    {env, "CUDA_HOME", "the toolkit's root: used, or exit 2 (not a toolkit) / exit 3 (not `[cuda] version`)",
+     "the toolkit search", true, "cuda/discover.cpp, cuda/resolve.cpp, plan/provision_stage.cpp"},
+    {env, "CUDA_PATH", "as CUDA_HOME, when CUDA_HOME is unset", "the toolkit search", true,
+     "cuda/discover.cpp, cuda/resolve.cpp, plan/provision_stage.cpp"},
+    {env, "SOURCE_DATE_EPOCH", "seconds since 1970, >= 0; clamped up to 315532800 (1980-01-01, the oldest zip time)",
+     "the source commit's time, else 1980-01-01", true, "plan/make.cpp (the wheel's timestamps)"},
+    {env, "MAX_JOBS", "a positive integer (`-j N` beats it); above 4096 capped at 4096 with a note", "[build] jobs",
+     true, "plan/make.cpp (jobs)"},
+    {env, "CFLAGS", "compiler flags, split on spaces for the probes; a command build gets them after Python's", "unset",
+     true, "ops/decide.cpp (probes), compile/environment.cpp"},
+    {env, "CXXFLAGS", "as CFLAGS", "unset", true, "ops/decide.cpp (probes), compile/environment.cpp"},
+    {env, "LDFLAGS", "linker flags, as CFLAGS", "unset", true, "ops/decide.cpp (probes), compile/environment.cpp"},
+    {env, "NVCC_APPEND_FLAGS", "nvcc's own: flags after every nvcc command line (opforge adds its own after them)",
+     "unset", true, "compile/environment.cpp, nvcc"},
+    {env, "NVCC_PREPEND_FLAGS", "nvcc's own: flags before every nvcc command line (opforge adds -ccbin when unset)",
+     "unset", true, "compile/environment.cpp, nvcc"},
+    {env, "CUDA_VISIBLE_DEVICES", "the GPUs nvidia-smi's list is cut to (indices or UUIDs)", "every GPU", false,
+     "devices/resolve.cpp"},
+    {env, "CONDA_PREFIX", "a conda environment that may hold a toolkit", "unset", false, "cuda/discover.cpp"},
+    {env, "PATH", "where tools (nvcc, compilers, ninja, ccache, python3) are looked up; every child's", "inherited",
+     false, "probe/ (every child), cuda/, compiler/, doctor/"},
+    {env, "OPFORGE_CACHE_DIR", "an absolute folder", "`$XDG_CACHE_HOME/opforge`, else `~/.cache/opforge`", false,
+     "settings::cache_dir (every cache reader)"},
+    {env, "XDG_CACHE_HOME", "absolute; a relative value is ignored", "`$HOME/.cache`", false, "settings::cache_dir"},
+    {env, "HOME", "absolute; a relative value is ignored (no cache rather than one in the working folder)", "unset",
+     false, "settings::cache_dir, cuda/torch.cpp (pyenv)"},
+    {env, "PYENV_ROOT", "pyenv's root (its `version` file decides a shim's Python)", "`$HOME/.pyenv`", false,
+     "cuda/torch.cpp (the remembered torch location)"},
+    {env, "PYTHONPATH",
+     "and PYTHONHOME, PYTHONNOUSERSITE, PYTHONSAFEPATH, PYTHONUSERBASE, VIRTUAL_ENV: "
+     "what the Python's import path depends on",
+     "unset", false, "cuda/torch.cpp (the remembered torch location)"},
+    {env, "TMPDIR", "where temporary folders are made", "/tmp", false, "probe/real_machine.cpp"},
+    {env, "OPFORGE_TEST_STOP_AT", "tests only: a point where opforge kills itself (records-and-wheels.md)", "unset",
+     false, "probe/real_machine.cpp"},
+    {env, "OPFORGE_TEST_PAUSE_AT", "tests only: a point where opforge stops itself", "unset", false,
+     "probe/real_machine.cpp"},
+
+    // The recipe (docs/recipe.md, one section a table; the recipe's hash is in the record).
+    {key, "package.name", "string: letters, digits, `.`, `_`, `-`", "\"opforge-ops\"", true, "recipe/parse.cpp"},
+    {key, "package.version", "PEP 440 public version", "\"0.1.0\"", true, "recipe/parse.cpp"},
+    {key, "package.local_version", "template of the local label", "\"cu{cuda_major}.g{commit}\"", true,
+     "plan/make.cpp"},
+    {key, "package.summary", "string", "generated", true, "wheel/metadata.cpp"},
+    {key, "package.description", "string", "generated", true, "wheel/metadata.cpp"},
+    {key, "package.requires_python", "string", "\">=3.8\"", true, "wheel/metadata.cpp"},
+    {key, "source.path", "folder", "the recipe's folder", true, "plan/source_stage.cpp"},
+    {key, "source.git", "git URL", "unset", true, "plan/source_stage.cpp"},
+    {key, "source.rev", "tag, branch or commit", "HEAD", true, "plan/source_stage.cpp"},
+    {key, "source.ops_dir", "folder inside the tree", "\"src/kernels\"", true, "plan/make.cpp"},
+    {key, "cuda.version", "\"auto\", \"torch\", a version or a range", "\"auto\"", true, "cuda/resolve.cpp"},
+    {key, "cuda.python", "interpreter", "\"python3\"", true, "cuda/torch.cpp"},
+    {key, "cuda.provision", "\"none\" or \"pypi\"", "\"none\"", true, "plan/provision_stage.cpp"},
+    {key, "compiler.host", "\"auto\" or a command/path", "\"auto\"", true, "compiler/resolve.cpp"},
+    {key, "compiler.allow_unsupported", "bool", "false", true, "compiler/host.cpp"},
+    {key, "arch.list", "\"auto\" or an arch list (string or array)", "\"auto\"", true, "devices/resolve.cpp"},
+    {key, "arch.fallback", "an arch list", "\"8.0;8.6;9.0+PTX\"", true, "devices/resolve.cpp"},
+    {key, "arch.enforce", "bool", "true", true, "compile/wrappers.cpp"},
+    {key, "ops.<op>", "true, false or \"auto\"", "\"auto\"", true, "ops/decide.cpp"},
+    {key, "build.backend", "\"native\" or \"command\"", "\"native\"", true, "plan/make.cpp"},
+    {key, "build.command", "array of strings", "unset", true, "compile/command_backend.cpp"},
+    {key, "build.wheel_glob", "glob", "\"dist/*.whl\"", false, "compile/wheel_match.cpp"},
+    {key, "build.jobs", "integer >= 1 or \"auto\"; above 4096 capped", "\"auto\"", false, "plan/make.cpp"},
+    {key, "build.cache", "\"none\" or \"ccache\"", "\"none\"", false, "compile/compiler_cache.cpp"},
+    {key, "build.remote", "ccache remote storage URL", "unset", false, "compile/compiler_cache.cpp"},
+    {key, "build.build_dir", "folder", "\"build/opforge\"", false, "pipeline/pipeline.cpp"},
+    {key, "build.dist_dir", "folder", "\"dist\"", false, "pipeline/pipeline.cpp"},
+    {key, "build.release", "bool", "false", false, "plan/source_stage.cpp"},
+    {key, "build.cpu_target", "a CPU target name", "unset", true, "compiler/cpu_target.cpp"},
+    {key, "build.cpu_dispatch", "array of wheel path globs", "[]", false, "pipeline/pipeline.cpp"},
+    {key, "build.env", "table: variable → string (command builds)", "{}", true, "compile/environment.cpp"},
+    {key, "matrix.torch", "array of torch releases", "unset", true, "plan/matrix.cpp"},
+    {key, "matrix.python", "array of interpreters", "[cuda] python", true, "plan/matrix.cpp"},
+    {key, "matrix.requirements", "array of pip requirements", "[]", true, "plan/matrix.cpp"},
+    {key, "matrix.environments", "table: cell id → Python", "{}", true, "plan/matrix.cpp"},
+};
+
+bool matches(const Setting& s, std::string_view name) {
+  if (s.name.ends_with("*")) return name.starts_with(s.name.substr(0, s.name.size() - 1));
+  return s.name == name;
+}
+
+auto bad_variable(std::string_view name, std::string_view value, const std::string& what, const std::string& hint) {
+  return bad_input("environment variable " + std::string(name) + "='" + strings::cut(std::string(value)) + "' " + what,
+                   hint);
+}
+
+}  // namespace
+
+std::span<const Setting> table() { return kTable; }
+
+std::vector<std::string> recipe_keys(std::string_view section) {
+  std::vector<std::string> out;
+  for (const auto& s : kTable) {
+    if (s.source != Source::recipe || !s.name.starts_with(section) || s.name.size() <= section.size() ||
+        s.name[section.size()] != '.')
+      continue;
+    out.emplace_back(s.name.substr(section.size() + 1));
+  }
+  return out;
+}
+
+const Setting* find_variable(std::string_view name) {
+  // The most specific row first: DS_BUILD_OPS before DS_BUILD_* before DS_*.
+  const Setting* best = nullptr;
+  for (const auto& s : kTable)
+    if (s.source == Source::environment && matches(s, name) && (!best || s.name.size() > best->name.size())) best = &s;
+  return best;
+}
+
+bool changes_wheel(std::string_view name) {
+  const Setting* s = find_variable(name);
+  return s && s->changes_wheel;
+}
+
+std::string wheel_variables_line() {
+  std::vector<std::string> names;
+  for (const auto& s : kTable) {
+    if (s.source != Source::environment || !s.changes_wheel) continue;
+    // A family covers its members: DS_* says DS_BUILD_OPS too.
+    const bool covered = std::any_of(std::begin(kTable), std::end(kTable), [&](const Setting& other) {
+      return &other != &s && other.source == Source::environment && other.changes_wheel && other.name.ends_with("*") &&
+             matches(other, s.name);
+    });
+    if (!covered) names.emplace_back(s.name);
+  }
+  return strings::join(names, ", ");
+}
+
+std::string markdown_variables() {
+  std::string out = "| variable | read as | unset | changes the wheel | read by |\n|---|---|---|---|---|\n";
+  for (const auto& s : kTable) {
+    if (s.source != Source::environment) continue;
+    out += "| `" + std::string(s.name) + "` | " + std::string(s.rule) + " | " + std::string(s.fallback) + " | " +
+           (s.changes_wheel ? "yes: recorded, replayed by `verify`" : "no") + " | " + std::string(s.readers) + " |\n";
+  }
+  return out;
+}
+
+Result<unsigned> parse_jobs_flag(std::string_view text) {
+  auto n = numbers::parse_int<long long>(strings::trim(text));
+  if (!n || *n < 1 || *n > kMaxJobs)
+    return bad_input(
+        "'" + strings::cut(std::string(text)) + "' is not a number of jobs from 1 to " + std::to_string(kMaxJobs),
+        "use e.g. -j 8, or leave -j out (MAX_JOBS, the recipe, then what the machine holds)");
+  return static_cast<unsigned>(*n);
+}
+
+bool skip_cuda_check(const probe::Environment& env) {
+  return env.get("DS_SKIP_CUDA_CHECK") == std::optional<std::string>("1");
+}
+
+std::optional<std::string> ignored_skip_cuda_check(const probe::Environment& env) {
+  auto v = env.get("DS_SKIP_CUDA_CHECK");
+  if (!v || v->empty() || *v == "0" || *v == "1") return std::nullopt;
+  return v;
+}
+
+Result<std::optional<ArchList>> arch_list(const probe::Environment& env) {
+  auto v = env.get("TORCH_CUDA_ARCH_LIST");
+  if (!v || strings::trim(*v).empty()) return std::nullopt;
+  auto parsed = target::check_arch_list(*v);
+  if (!parsed)
+    return bad_variable("TORCH_CUDA_ARCH_LIST", *v, "is invalid: " + parsed.error().message,
+                        "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
+  return ArchList{*v, std::move(*parsed)};
+}
+
+Result<std::optional<Jobs>> max_jobs(const probe::Environment& env) {
+  auto v = env.get("MAX_JOBS");
+  if (!v || v->empty()) return std::nullopt;
+  auto n = numbers::parse_int<long long>(strings::trim(*v));
+  if (!n && n.error() == numbers::IntError::out_of_range)
+    return bad_variable("MAX_JOBS", *v, "is too large", "use e.g. MAX_JOBS=8, or unset it");
+  if (!n || *n < 1)
+    return bad_variable("MAX_JOBS", *v, "is not a positive integer", "use e.g. MAX_JOBS=8, or unset it");
+  // More jobs than ninja can usefully run are not an error: they are capped.
+  const long long cap = kMaxJobs;
+  return Jobs{static_cast<unsigned>(std::min(*n, cap)), *n > cap, *n};
+}
+
+Result<std::optional<std::int64_t>> source_date_epoch(const probe::Environment& env) {
+  auto v = env.get("SOURCE_DATE_EPOCH");
+  if (!v || v->empty()) return std::nullopt;
+  auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
+  if (!n || *n < 0)
+    return bad_variable("SOURCE_DATE_EPOCH", *v, "is not a non-negative integer (seconds since 1970)",
+                        "use e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it");
+  return *n;
+}
+
+std::vector<std::pair<std::string, std::string>> toolkit_roots(const probe::Environment& env) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto name : kToolkitVariables)
+    if (auto v = env.get(std::string(name)); v && !v->empty()) out.emplace_back(name, *v);
+  return out;
+}
+
+std::filesystem::path cache_dir(const probe::Environment& env, const std::filesystem::path& override_dir) {
+  return override_dir.empty() ? probe::default_cache_dir(env) : override_dir;
+}
+
+std::vector<std::string> user_compiler_flags(const probe::Environment& env) {
+  std::vector<std::string> out;
+  for (const char* var : {"CFLAGS", "CXXFLAGS", "LDFLAGS"})
+    if (auto v = env.get(var))
+      for (auto& w : strings::split(*v, ' '))
+        if (!strings::trim(w).empty()) out.emplace_back(strings::trim(w));
+  return out;
+}
+
+bool read_by_deepspeed_builders(std::string_view k) {
+  // DS_*, CUDA_*, CUTLASS_* (evoformer_attn), TORCH_*, and the compiler and library search
+  // variables (async_io's libaio probe).
+  return k.starts_with("DS_") || k.starts_with("CUDA") || k.starts_with("CUTLASS") || k.starts_with("TORCH") ||
+         k == "PATH" || k == "CC" || k == "CXX" || k == "CFLAGS" || k == "CXXFLAGS" || k == "LDFLAGS" ||
+         k == "NVCC_APPEND_FLAGS" || k == "NVCC_PREPEND_FLAGS" || k == "PYTHONPATH" || k == "LD_LIBRARY_PATH" ||
+         k == "LIBRARY_PATH" || k == "CPATH";
+}
+
+}  // namespace opforge::settings

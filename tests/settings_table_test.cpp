@@ -1,0 +1,134 @@
+// settings/: the one table of what opforge reads, and its readers' rules.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "probe/fake_machine.h"
+#include "record/record.h"
+#include "settings/settings.h"
+
+namespace opforge::settings {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SettingsTable, DocsHoldTheGeneratedTableOfVariables) {
+  // docs/recipe.md carries markdown_variables() between these markers; on a change, paste the
+  // expected text below into it.
+  const std::string doc = read_text(std::string(OPFORGE_SOURCE_DIR) + "/docs/recipe.md");
+  const std::string begin = "<!-- settings table: generated from src/settings/settings.cpp -->\n";
+  const std::string end = "<!-- end of settings table -->";
+  auto a = doc.find(begin);
+  ASSERT_NE(a, std::string::npos) << "docs/recipe.md lacks the marker " << begin;
+  auto b = doc.find(end, a);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_EQ(doc.substr(a + begin.size(), b - a - begin.size()), markdown_variables());
+}
+
+TEST(SettingsTable, DocsListEveryRecipeKeyInItsSection) {
+  const std::string doc = read_text(std::string(OPFORGE_SOURCE_DIR) + "/docs/recipe.md");
+  for (const auto& s : table()) {
+    if (s.source != Source::recipe || s.name.starts_with("ops.")) continue;
+    const std::string name(s.name);
+    const std::string section = "## [" + name.substr(0, name.find('.')) + "]";
+    auto at = doc.find(section);
+    ASSERT_NE(at, std::string::npos) << section;
+    auto next = doc.find("\n## ", at + 1);
+    const std::string body = doc.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    EXPECT_NE(body.find("| `" + name.substr(name.find('.') + 1) + "` |"), std::string::npos) << name;
+  }
+}
+
+TEST(SettingsTable, TheRecipeParserAcceptsExactlyTheTablesKeys) {
+  EXPECT_EQ(recipe_keys("arch"), (std::vector<std::string>{"list", "fallback"}));
+  EXPECT_EQ(recipe_keys("build"),
+            (std::vector<std::string>{"backend", "command", "wheel_glob", "jobs", "cache", "remote", "build_dir",
+                                      "dist_dir", "release", "cpu_target", "cpu_dispatch"}));
+  EXPECT_EQ(recipe_keys("nothing"), std::vector<std::string>{});
+}
+
+TEST(SettingsTable, TheVariablesThatChangeTheWheelAreRecordedAndNoOthers) {
+  EXPECT_EQ(wheel_variables_line(),
+            "DS_*, TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS, CFLAGS, CXXFLAGS, LDFLAGS, "
+            "NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS");
+  for (const auto& s : table()) {
+    if (s.source != Source::environment || s.name.ends_with("*")) continue;
+    EXPECT_EQ(record::recorded_variable(s.name), s.changes_wheel) << s.name;
+  }
+  EXPECT_TRUE(changes_wheel("DS_BUILD_FUTURE_OP"));
+  EXPECT_FALSE(changes_wheel("LD_PRELOAD"));
+  EXPECT_EQ(find_variable("DS_BUILD_OPS")->name, "DS_BUILD_OPS");
+  EXPECT_EQ(find_variable("DS_BUILD_AIO")->name, "DS_BUILD_*");
+  EXPECT_EQ(find_variable("DS_ACCELERATOR")->name, "DS_*");
+  EXPECT_EQ(find_variable("LD_PRELOAD"), nullptr);
+}
+
+TEST(SettingsRules, SkipCudaCheckIsExactlyOneAsDeepSpeedReadsIt) {
+  probe::FakeEnvironment env;
+  EXPECT_FALSE(skip_cuda_check(env));
+  EXPECT_EQ(ignored_skip_cuda_check(env), std::nullopt);
+  env.set("DS_SKIP_CUDA_CHECK", "1");
+  EXPECT_TRUE(skip_cuda_check(env));
+  EXPECT_EQ(ignored_skip_cuda_check(env), std::nullopt);
+  env.set("DS_SKIP_CUDA_CHECK", "true");
+  EXPECT_FALSE(skip_cuda_check(env));
+  EXPECT_EQ(ignored_skip_cuda_check(env), std::optional<std::string>("true"));
+  env.set("DS_SKIP_CUDA_CHECK", "0");
+  EXPECT_FALSE(skip_cuda_check(env));
+  EXPECT_EQ(ignored_skip_cuda_check(env), std::nullopt);
+}
+
+TEST(SettingsRules, ArchListIsReadAndCheckedOnce) {
+  probe::FakeEnvironment env;
+  EXPECT_EQ(arch_list(env).value(), std::nullopt);
+  env.set("TORCH_CUDA_ARCH_LIST", "  ");
+  EXPECT_EQ(arch_list(env).value(), std::nullopt);
+  env.set("TORCH_CUDA_ARCH_LIST", "8.6;9.0+PTX");
+  auto ok = arch_list(env);
+  ASSERT_TRUE(ok && *ok);
+  EXPECT_EQ((*ok)->text, "8.6;9.0+PTX");
+  EXPECT_EQ(target::arch_list_str((*ok)->arches), "8.6;9.0+PTX");
+  env.set("TORCH_CUDA_ARCH_LIST", "8.6;;");
+  auto bad = arch_list(env);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(bad.error().message,
+            "environment variable TORCH_CUDA_ARCH_LIST='8.6;;' is invalid: empty entry in the arch list");
+}
+
+TEST(SettingsRules, MaxJobsAndTheJobsFlagShareTheirRange) {
+  probe::FakeEnvironment env;
+  EXPECT_EQ(max_jobs(env).value(), std::nullopt);
+  env.set("MAX_JOBS", "100000");
+  auto capped = max_jobs(env);
+  ASSERT_TRUE(capped && *capped);
+  EXPECT_EQ((*capped)->jobs, kMaxJobs);
+  EXPECT_TRUE((*capped)->capped);
+  EXPECT_EQ((*capped)->asked, 100000);
+  env.set("MAX_JOBS", "0");
+  EXPECT_EQ(max_jobs(env).error().message, "environment variable MAX_JOBS='0' is not a positive integer");
+  EXPECT_EQ(parse_jobs_flag("8").value(), 8u);
+  EXPECT_EQ(parse_jobs_flag("4096").value(), 4096u);
+  EXPECT_EQ(parse_jobs_flag("0").error().message, "'0' is not a number of jobs from 1 to 4096");
+  EXPECT_EQ(parse_jobs_flag("100000").error().message, "'100000' is not a number of jobs from 1 to 4096");
+  EXPECT_EQ(parse_jobs_flag("x").error().message, "'x' is not a number of jobs from 1 to 4096");
+}
+
+TEST(SettingsRules, TheCacheFolderOverrideBeatsTheEnvironment) {
+  probe::FakeEnvironment env;
+  env.set("OPFORGE_CACHE_DIR", "/c");
+  EXPECT_EQ(cache_dir(env), std::filesystem::path("/c"));
+  EXPECT_EQ(cache_dir(env, "/override"), std::filesystem::path("/override"));
+  env.set("CUDA_PATH", "/p");
+  env.set("CUDA_HOME", "");
+  EXPECT_EQ(toolkit_roots(env), (std::vector<std::pair<std::string, std::string>>{{"CUDA_PATH", "/p"}}));
+}
+
+}  // namespace
+}  // namespace opforge::settings
