@@ -139,4 +139,57 @@ TEST(RootSandbox, ADevelopmentOpforgeRunsInsideWithTheHostsLoader) {
   EXPECT_EQ(self_binds(static_exe)[1].inside, "/.opforge/share/opforge");
 }
 
+TEST(RootSandbox, TheBuildInsideGetsItsFoldersTheToolkitAndTheBuildVariables) {
+  probe::FakeMachine fm;
+  add_root(fm.fs, "/roots/b");
+  fm.fs.add_file("/work/p/recipe.toml", "[source]\npath = \"src\"\n[build]\nbuild_dir = \"out/b\"\n");
+  fm.fs.add_directory("/work/p/src");
+  fm.fs.add_file("/opt/cuda-13.0/bin/nvcc", "", 0755);
+  fm.fs.add_symlink("/usr/local/cuda", "/opt/cuda-13.0");
+  fm.fs.add_file("/usr/bin/bwrap", "", 0755);
+  // opforge itself: this test's own (dynamically linked) executable stands in for it
+  fm.fs.add_file("/opt/o/bin/opforge", test_util::slurp("/proc/self/exe"), 0755);
+  fm.fs.add_symlink("/proc/self/exe", "/opt/o/bin/opforge");
+  fm.fs.add_file("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "", 0755);
+  fm.fs.add_symlink("/lib64/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
+  fm.env.set("PATH", "/usr/bin");
+  fm.env.set("HOME", "/home/u");
+  fm.env.set("TORCH_CUDA_ARCH_LIST", "9.0");
+  fm.env.set("DS_BUILD_AIO", "1");
+  fm.env.set("LD_PRELOAD", "/host/only.so");
+  fm.proc.on({"/usr/bin/bwrap", "--version"}, {.exit_code = 0, .out = "bubblewrap 0.8.0\n"});
+  fm.proc.on({"/usr/bin/bwrap", "--die-with-parent"},
+             {.exit_code = 0, .out = test_util::data("root/describe-debian11.txt")});
+  Invocation inv;
+  inv.root = "/roots/b";
+  inv.recipe = "/work/p/recipe.toml";
+  inv.args = {"--glibc", "2.31"};
+  auto p = prepare(fm.machine(), inv);
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->info.glibc, "2.31");
+  std::vector<std::string> binds;
+  for (const auto& b : p->jail.binds)
+    binds.push_back((b.mode == Bind::Mode::ro ? "ro " : "rw ") + b.host.string() +
+                    (b.inside == b.host ? "" : " -> " + b.inside.string()));
+  EXPECT_EQ(binds, (std::vector<std::string>{"ro /work/p", "rw /work/p/src", "rw /work/p/out/b", "rw /work/p/dist",
+                                             "rw /home/u/.cache/opforge", "ro /opt/cuda-13.0",
+                                             "ro /opt/o/bin/opforge -> /.opforge/bin/opforge",
+                                             "ro " + std::string(OPFORGE_DATA_DIR) + " -> /.opforge/share/opforge",
+                                             "ro /usr/lib/x86_64-linux-gnu -> /.opforge/host-lib"}));
+  const auto& env = p->jail.env;
+  EXPECT_EQ(env.at("CUDA_HOME"), "/opt/cuda-13.0");
+  EXPECT_EQ(env.at("TORCH_CUDA_ARCH_LIST"), "9.0");
+  EXPECT_EQ(env.at("DS_BUILD_AIO"), "1");
+  EXPECT_EQ(env.at("OPFORGE_CACHE_DIR"), "/home/u/.cache/opforge");
+  EXPECT_EQ(env.at("OPFORGE_IN_ROOT"), "/roots/b");
+  EXPECT_FALSE(env.contains("LD_PRELOAD"));
+  EXPECT_EQ(env.at("PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  EXPECT_EQ(joined(p->jail.argv),
+            "/.opforge/host-lib/ld-linux-x86-64.so.2 --library-path /.opforge/host-lib /.opforge/bin/opforge build "
+            "/work/p/recipe.toml --build-dir /work/p/out/b --dist-dir /work/p/dist --glibc 2.31");
+  EXPECT_EQ(p->jail.cwd, "/work/p/src");
+  // The root is described, not changed: nothing was written inside it.
+  for (const auto& line : fm.fs.log()) EXPECT_EQ(line.find("/roots/b"), std::string::npos) << line;
+}
+
 }  // namespace opforge::root

@@ -6,6 +6,7 @@
 # Target: the root costs at most 10 % more wall time.
 #   OPFORGE  the opforge to use (default: build/opforge)
 #   OUT      where the figures go (default: bench/results/root.txt)
+#   KEEP=DIR keeps the two wheels of the timed builds there (host.whl, root.whl)
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 opforge="${1:-$src/build/opforge}"
@@ -36,6 +37,11 @@ for _ in $(seq "$repeat"); do
   host+=("$(build host)")
   root+=("$(build root)")
 done
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP"
+  cp "$work"/host/dist/*.whl "$KEEP/host.whl"
+  cp "$work"/root/dist/*.whl "$KEEP/root.whl"
+fi
 summary=$(python3 - "${host[*]}" "${root[*]}" <<'PY'
 import statistics, sys
 h = [float(x) for x in sys.argv[1].split()]

@@ -65,7 +65,11 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
   auto sandbox = OPFORGE_TRY(choose_sandbox(m));
   const fs::path build = inv.build_dir.value_or((recipe.dir / recipe.build.build_dir).lexically_normal());
   const fs::path dist = inv.dist_dir.value_or((recipe.dir / recipe.build.dist_dir).lexically_normal());
-  for (const auto& dir : {build, dist, cache}) OPFORGE_CHECK(m.fs.create_directories(dir));
+  // `plan` writes nothing but the probe cache: it sees the build and dist folders only when they are there.
+  const bool building = inv.command == "build";
+  if (building)
+    for (const auto& dir : {build, dist}) OPFORGE_CHECK(m.fs.create_directories(dir));
+  OPFORGE_CHECK(m.fs.create_directories(cache));
 
   Prepared p{info, sandbox, {}};
   Jail& j = p.jail;
@@ -73,10 +77,10 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
   j.scratch = cache / "root-scratch";
   auto add = [&](const fs::path& host, Bind::Mode mode) -> Status {
     const fs::path abs = m.fs.absolute(host).lexically_normal();
-    if (abs == abs.root_path() || (inv.root.string() + "/").starts_with(abs.string() + "/"))
-      return bad_input("the build inside the root " + inv.root.string() + " would need " + abs.string() +
-                           ", which holds the root itself, bound in",
-                       "keep the recipe, its source and its build and dist folders apart from the root");
+    // A folder above the root is fine (roots often live in the cache folder); `/` itself is not.
+    if (abs == abs.root_path())
+      return bad_input("the build inside the root " + inv.root.string() + " would need the whole of / bound in",
+                       "keep the recipe, its source and its build, dist and cache folders below /");
     for (auto& b : j.binds)
       if (b.inside == abs) {
         if (mode == Bind::Mode::rw) b.mode = mode;
@@ -90,8 +94,8 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
     OPFORGE_CHECK(add(*recipe.source.path, Bind::Mode::rw));
     if (auto repo = worktree_repository(m, *recipe.source.path)) OPFORGE_CHECK(add(*repo, Bind::Mode::ro));
   }
-  OPFORGE_CHECK(add(build, Bind::Mode::rw));
-  OPFORGE_CHECK(add(dist, Bind::Mode::rw));
+  for (const auto& dir : {build, dist})
+    if (building || m.fs.resolved_type(dir) == probe::FileType::directory) OPFORGE_CHECK(add(dir, Bind::Mode::rw));
   OPFORGE_CHECK(add(cache, Bind::Mode::rw));
   const auto toolkit = host_toolkit(m);
   if (toolkit) OPFORGE_CHECK(add(*toolkit, Bind::Mode::ro));
@@ -108,12 +112,7 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
   if (toolkit) j.env["CUDA_HOME"] = toolkit->string();
 
   std::vector<std::string> args = {inv.command, inv.recipe.string()};
-  if (inv.command == "build") {
-    args.insert(args.end(), {"--build-dir", build.string(), "--dist-dir", dist.string()});
-  } else {
-    if (inv.build_dir) args.insert(args.end(), {"--build-dir", inv.build_dir->string()});
-    if (inv.dist_dir) args.insert(args.end(), {"--dist-dir", inv.dist_dir->string()});
-  }
+  if (building) args.insert(args.end(), {"--build-dir", build.string(), "--dist-dir", dist.string()});
   args.insert(args.end(), inv.args.begin(), inv.args.end());
   j.argv = self_argv(self, args);
   j.cwd = recipe.source.path ? *recipe.source.path : recipe.dir;

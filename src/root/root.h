@@ -112,7 +112,7 @@ struct Invocation {
   fs::path root;                  ///< the root filesystem (absolute)
   fs::path recipe;                ///< the recipe file (absolute)
   std::string command = "build";  ///< "build" or "plan"
-  /// --build-dir / --dist-dir as given (absolute); else the recipe's.
+  /// --build-dir / --dist-dir as given (absolute); else the recipe's (build only).
   std::optional<fs::path> build_dir, dist_dir;
   /// The other flags, passed on as they are (-j 4, --glibc 2.31, --cache ccache, ...).
   std::vector<std::string> args;
