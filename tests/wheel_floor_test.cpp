@@ -37,10 +37,10 @@ TEST(WheelFloor, ReadsWhichSymbolsNeedEachVersion) {
   auto so = testing::build_so("dlsym", R"(
 #include <dlfcn.h>
 #include <math.h>
-__attribute__((visibility("default"))) double opforge_t_f(const char* n, double x) {
-  void* h = dlopen(n, RTLD_NOW); return h ? pow(x, 2.5) + (dlsym(h, "f") != 0) : 0; }
+__attribute__((visibility("default"))) double opforge_t_f(const char* n, double x, double y) {
+  void* h = dlopen(n, RTLD_NOW); return h ? pow(x, y) + (dlsym(h, "f") != 0) : 0; }
 )",
-                              "-lm -ldl");
+                              "-Wl,--no-as-needed -lm");  // before the source: kept though listed first
   ASSERT_FALSE(so.empty());
   auto info = read_elf(so);
   ASSERT_TRUE(info) << info.error().message;

@@ -105,9 +105,9 @@ bool version_le(std::string_view a, std::string_view b) {
   return x <= y;
 }
 
-// Splits "GLIBCXX_3.4.29" into {"GLIBCXX", "3.4.29"}.
+// Splits "GLIBCXX_3.4.29" into {"GLIBCXX", "3.4.29"}, "GLIBC_ABI_DT_RELR" into {"GLIBC", "ABI_DT_RELR"}.
 std::pair<std::string, std::string> split_version(const std::string& v) {
-  auto us = v.rfind('_');
+  auto us = v.find('_');
   if (us == std::string::npos) return {v, ""};
   return {v.substr(0, us), v.substr(us + 1)};
 }
