@@ -39,7 +39,7 @@ const Case kCases[] = {
      "opforge: error: r.toml:4:2: unknown key 'pakage' in the recipe; did you mean 'package'?\n"
      "  [pakage]\n"
      "   ^\n"
-     "  hint: valid keys: package, source, cuda, compiler, arch, ops, build, matrix\n"},
+     "  hint: valid keys: package, source, cuda, compiler, arch, ops, build, matrix, wheel\n"},
     {"unknown_key", "[package]\nverison = \"1.0\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:5:1: unknown key 'verison' in [package]; did you mean 'version'?\n"
      "  verison = \"1.0\"\n"

@@ -29,3 +29,9 @@ set_tests_properties(install.bullseye PROPERTIES FIXTURES_REQUIRED dist_wheel TI
 add_test(NAME install.bookworm_cuda COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/bookworm_cuda.sh ${OPFORGE_DIST_OUT})
 set_tests_properties(install.bookworm_cuda PROPERTIES FIXTURES_REQUIRED dist_wheel TIMEOUT 3600 RUN_SERIAL TRUE
                      SKIP_REGULAR_EXPRESSION "SKIP:")
+# `opforge build default --root R` in a Debian 11 root with python3-dev (tests/install/root.sh's
+# second root, "bullseye-dev"): a manylinux_2_31 (or lower) abi3 wheel that installs and loads there
+# and here. A development opforge runs inside with the host's loader (src/root/).
+add_test(NAME install.root_build COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/root_build.sh $<TARGET_FILE:opforge>
+                                         ${CMAKE_BINARY_DIR}/install/root_build)
+set_tests_properties(install.root_build PROPERTIES TIMEOUT 1800 RUN_SERIAL TRUE SKIP_REGULAR_EXPRESSION "SKIP:")

@@ -167,6 +167,20 @@ TEST(PlanMake, PythonExtensionsGetTheProjectPythonsHeadersOrANote) {
   EXPECT_EQ(to_json(*p)["python_include"], "/usr/include/python3.11");
 }
 
+TEST(PlanMake, AnExplicitlyRequestedOpWithoutPythonHeadersIsUnsatisfied) {
+  World w("[ops]\ncpuop = true\n");
+  w.fm.fs.add_file("/r/ops/cpuop/op.toml",
+                   "name = \"cpuop\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n"
+                   "[python_extension]\nname = \"_cpuop_ext\"\nsources = [\"e.c\"]\n");
+  auto p = w.make();
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().kind, ErrorKind::unsatisfied);
+  EXPECT_EQ(p.error().message,
+            "python headers: not found for python3 (install python3-dev), and the Python extensions of cpuop cannot "
+            "be built without them; cpuop (recipe: true) asked for the whole op");
+  EXPECT_NE(p.error().hint.find("python3-dev (apt)"), std::string::npos) << p.error().hint;
+}
+
 TEST(PlanMake, WithoutToolkitARequestedCudaOpIsUnsatisfied) {
   World w("[ops]\nvecadd = true\n");
   w.has_cuda = false;

@@ -78,6 +78,22 @@ TEST(RecipeParse, RelativeSourcePathResolvesAgainstTheRecipeFolder) {
   EXPECT_EQ(*r->source.path, "/x");
 }
 
+TEST(RecipeParse, WheelFloorAndRoot) {
+  auto r = parse_file("/x/recipes/r.toml", "[wheel]\nglibc = \"manylinux_2_28\"\nroot = \"../roots/bullseye\"\n");
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->wheel.glibc_floor, 28);
+  EXPECT_EQ(*r->wheel.root, "/x/roots/bullseye");
+  EXPECT_EQ(parse_file("/x/r.toml", "[wheel]\nglibc = \"2.31\"\n")->wheel.glibc_floor, 31);
+  EXPECT_EQ(parse_file("/x/r.toml", "")->wheel.glibc_floor, 0);
+  auto bad = parse_file("/x/r.toml", "[wheel]\nglibc = \"2.30\"\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(bad.error().message, "wheel.glibc floor '2.30' names no manylinux policy");
+  EXPECT_EQ(bad.error().where.line, 2);
+  EXPECT_NE(bad.error().hint.find("2.28, 2.31"), std::string::npos);
+  EXPECT_FALSE(parse_file("/x/r.toml", "[wheel]\nflor = \"2.28\"\n"));
+}
+
 TEST(RecipeParse, ErrorRendersLineAndCaret) {
   auto r = parse_file("r.toml", "[build]\njobs = \"many\"\n");
   ASSERT_FALSE(r);

@@ -100,6 +100,42 @@ TEST(WheelVerify, SymlinkEntriesAreRejected) {
   EXPECT_TRUE(mentions(r, "opforge_ops/__init__.py: is a symlink"));
 }
 
+TEST(WheelNormalize, RetagsWithWhatItsFilesNeedAndKeepsTheFloor) {
+  // A project's bdist_wheel says linux_x86_64 whatever its files need.
+  auto dir = testing::temp_dir("retag");
+  std::vector<File> files = {
+      {"p-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n", 0644},
+      {"p/_lib.so",
+       testing::build_so("retag",
+                         "#include <string.h>\n__attribute__((visibility(\"default\"))) void "
+                         "p_copy(char* d, const char* s, unsigned long n) { memcpy(d, s, n); }\n"),
+       0755},
+      {"p-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: p\nVersion: 1.0\n\n", 0644},
+  };
+  auto bytes = zip_entries(files, 1600000000);
+  ASSERT_TRUE(bytes);
+  testing::spit(dir / "p-1.0-cp311-cp311-linux_x86_64.whl", *bytes);
+  auto m = probe::real_machine();
+  NormalizeOptions opt;
+  opt.retag = Spec::Retag::yes;
+  auto w = normalize(m, dir / "p-1.0-cp311-cp311-linux_x86_64.whl", dir / "dist", opt);
+  ASSERT_TRUE(w) << w.error().render();
+  ASSERT_TRUE(w->packed.platform.platform.starts_with("manylinux_2_")) << w->packed.platform.platform;
+  EXPECT_EQ(w->packed.filename, "p-1.0-cp311-cp311-" + w->packed.platform.platform + ".whl");
+  EXPECT_EQ(w->packed.tags, std::vector<std::string>{"cp311-cp311-" + w->packed.platform.platform});
+  // A floor older than what the library needs refuses it, and writes nothing.
+  opt.glibc_floor = 12;  // memcpy@GLIBC_2.14
+  auto refused = normalize(m, dir / "p-1.0-cp311-cp311-linux_x86_64.whl", dir / "dist5", opt);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::failed);
+  EXPECT_TRUE(refused.error().message.starts_with("the wheel breaks its glibc floor 2.12 (manylinux_2_12)"))
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("p/_lib.so: GLIBC_2.14 (memcpy) of libc.so.6"), std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(std::filesystem::exists(dir / "dist5"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(WheelNormalize, RepacksStripsAndRelabels) {
   // A wheel as setup.py would leave it: unsorted, odd modes, version without the local label.
   auto dir = testing::temp_dir("normalize");

@@ -9,7 +9,9 @@
 #include "pipeline/pipeline.h"
 #include "recipe/recipe.h"
 #include "record/record.h"
+#include "root/root.h"
 #include "util/strings.h"
+#include "wheel/wheel.h"
 
 namespace opforge::cli {
 namespace {
@@ -27,6 +29,8 @@ struct BuildFlags {
   std::string release_of;
   std::string cell;
   int cell_index = -1;
+  std::string glibc;  ///< --glibc
+  std::string root;   ///< --root
 };
 
 Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& flags) {
@@ -37,6 +41,11 @@ Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& f
   if (!flags.release_of.empty()) {
     auto rec = OPFORGE_TRY(record::load(m.fs, flags.release_of));
     options.plan.release_commit = OPFORGE_TRY(record::source_commit(flags.release_of, rec));
+  }
+  if (!flags.glibc.empty()) {
+    auto floor = wheel::parse_glibc_floor(flags.glibc);
+    if (!floor) return bad_input("--glibc: " + floor.error().message, floor.error().hint);
+    options.glibc_floor = *floor;
   }
   if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
   if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
@@ -124,6 +133,33 @@ void print_ops(const pipeline::Outcome& outcome) {
   print_added_ops(outcome, "  built    ");
 }
 
+/// What the wheel needs of glibc and libstdc++, and which common distributions that leaves out;
+/// the stable-ABI extensions left out for want of Python headers (and the tag that changes).
+void print_platform(const pipeline::Outcome& outcome) {
+  const auto& plan = outcome.plan;
+  for (auto& d : plan.ops)
+    if (d.build && d.manifest.python_extension && plan.python_include.empty())
+      std::cout << "left out: " << d.manifest.python_extension->file_name() << " (the stable-ABI extension of "
+                << d.manifest.name << "): no Python headers for " << plan.python
+                << " (install python3-dev); the wheel is py3-none instead of cp3"
+                << d.manifest.python_extension->floor_minor << "-abi3, and " << d.manifest.name
+                << "'s Python code does the extension's work\n";
+  if (!outcome.needs) return;
+  const auto& n = *outcome.needs;
+  std::cout << "glibc:  the wheel needs " << n.needs.str();
+  if (plan.recipe.wheel.glibc_floor) {
+    std::cout << ": it keeps its floor 2." << plan.recipe.wheel.glibc_floor << "\n";
+    return;
+  }
+  if (n.excluded.empty()) {
+    std::cout << ": it runs on every distribution opforge knows\n";
+    return;
+  }
+  std::cout << ": not on " << strings::join(n.excluded, ", ") << "\n"
+            << "        (for those: [wheel] glibc checks a floor, --root DIR builds in an older "
+               "distribution's root; docs/older-clusters.md)\n";
+}
+
 void print_outcome(const pipeline::Outcome& outcome) {
   for (auto& w : outcome.plan.warnings) std::cout << "warning: " << w << "\n";
   print_ops(outcome);
@@ -137,6 +173,7 @@ void print_outcome(const pipeline::Outcome& outcome) {
             << "sha256: " << outcome.wheel_sha256 << "\n"
             << "tags:   " << (outcome.tags.empty() ? "" : outcome.tags.front()) << "\n";
   if (!outcome.platform_reason.empty()) std::cout << "        (not manylinux: " << outcome.platform_reason << ")\n";
+  print_platform(outcome);
   std::cout << "record: " << outcome.record_path.string() << "\n";
 }
 
@@ -175,9 +212,52 @@ Status print_cells(const std::vector<pipeline::CellOutcome>& outcomes) {
                  "rebuild one with --cell ID to see its whole error");
 }
 
+/// The exit code of opforge inside a root as this opforge's own error (its message is printed above).
+Status inner_status(const fs::path& root, int code) {
+  if (code == 0) return {};
+  const ErrorKind kind = code == 2 ? ErrorKind::bad_input : code == 3 ? ErrorKind::unsatisfied : ErrorKind::failed;
+  return fail(kind, "the build inside the root " + root.string() + " failed (exit " + std::to_string(code) + ")",
+              code == 3 ? "what to install is named above: install it inside the root" : "");
+}
+
+/// --root / [wheel] root: the build runs inside the root, by opforge itself; nullopt when it runs here.
+Result<std::optional<Status>> build_in_root(probe::Machine m, const BuildFlags& flags) {
+  if (m.env.get(std::string(root::kInRootVariable))) return std::optional<Status>();
+  auto recipe = recipe::load(m, flags.recipe);
+  std::optional<fs::path> dir;
+  if (!flags.root.empty()) dir = m.fs.absolute(flags.root).lexically_normal();
+  else if (recipe && recipe->wheel.root) dir = *recipe->wheel.root;
+  if (!dir) return std::optional<Status>();
+  if (!recipe) return opforge::unexpected(recipe.error());
+  if (!flags.glibc.empty())
+    if (auto floor = wheel::parse_glibc_floor(flags.glibc); !floor)
+      return bad_input("--glibc: " + floor.error().message, floor.error().hint);
+  root::Invocation inv;
+  inv.root = *dir;
+  inv.recipe = OPFORGE_TRY(m.fs.canonical(flags.recipe));
+  if (!flags.build_dir.empty()) inv.build_dir = m.fs.absolute(flags.build_dir);
+  if (!flags.dist_dir.empty()) inv.dist_dir = m.fs.absolute(flags.dist_dir);
+  if (flags.jobs) inv.args.insert(inv.args.end(), {"-j", std::to_string(flags.jobs)});
+  for (auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{{"--cache", flags.cache},
+                                                                              {"--python", flags.python},
+                                                                              {"--release-of", flags.release_of},
+                                                                              {"--cell", flags.cell},
+                                                                              {"--glibc", flags.glibc}})
+    if (!value.empty()) inv.args.insert(inv.args.end(), {flag, value});
+  if (flags.release) inv.args.push_back("--release");
+  if (flags.cell_index >= 0) inv.args.insert(inv.args.end(), {"--cell-index", std::to_string(flags.cell_index)});
+  auto prepared = OPFORGE_TRY(root::prepare(m, inv));
+  std::cout << root::describe_line(prepared.info) << "\n" << std::flush;
+  int code = OPFORGE_TRY(root::run(m, prepared.sandbox, prepared.jail, [](std::string_view line) {
+    std::cout << line << "\n" << std::flush;
+  }));
+  return std::optional<Status>(inner_status(*dir, code));
+}
+
 Status run_build(const BuildFlags& given) {
   auto m = probe::real_machine();
   const BuildFlags flags = resolve_default(m, given);
+  if (auto inside = OPFORGE_TRY(build_in_root(m, flags))) return *inside;
   auto options = OPFORGE_TRY(pipeline_options(m, flags));
   const bool command = [&] {
     auto r = recipe::load(m, flags.recipe);
@@ -218,6 +298,12 @@ Registrar reg{
        app.add_option("--cell-index", flags->cell_index,
                       "build only the matrix cell at this index (0-based; a SLURM array's $SLURM_ARRAY_TASK_ID)")
            ->check(CLI::NonNegativeNumber);
+       app.add_option("--glibc", flags->glibc,
+                      "the glibc floor the wheel must keep, 2.28 or manylinux_2_28 (beats [wheel] glibc): a file "
+                      "needing more fails the build");
+       app.add_option("--root", flags->root,
+                      "build inside this root filesystem of an older distribution (beats [wheel] root; "
+                      "bubblewrap, or chroot as root)");
        return [flags] { return run_build(*flags); };
      }}};
 

@@ -2,6 +2,7 @@
 // code inside, and the x86-64 level its CPU code needs (checked against T when given).
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -53,6 +54,8 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["python_abi_reason"] = in.abi.reason;
   j["computed_platform"] = in.computed.platform;
   j["computed_platform_reasons"] = in.computed.reasons;
+  j["computed_platform_provided"] = in.computed.provided;
+  j["requirements"] = in.requirements;
   j["valid"] = in.report.ok();
   j["problems"] = in.report.problems;
   int level = wheel_level(in);
@@ -67,6 +70,12 @@ nlohmann::json to_json(const wheel::Inspection& in) {
       e["needed"] = f.elf->needed;
       e["soname"] = f.elf->soname;
       e["version_needs"] = f.elf->version_needs;
+      e["version_symbols"] = f.elf->version_symbols;
+      const auto needs = wheel::system_needs({{f.path, *f.elf}}, in.requirements);
+      e["needs"] = {{"glibc", needs.glibc_minor ? "2." + std::to_string(needs.glibc_minor) : ""},
+                    {"glibcxx", needs.glibcxx},
+                    {"cxxabi", needs.cxxabi},
+                    {"runs_on", wheel::distributions_for(needs)}};
       e["stripped"] = !f.elf->has_symtab;
       e["fatbin"] = nlohmann::json::array();
       for (const auto& img : f.elf->fatbin)
@@ -85,6 +94,13 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   return j;
 }
 
+/// "glibc 2.34, libstdc++ GLIBCXX_3.4.22 (runs on RHEL 9 (glibc 2.34), ...)".
+std::string runs_on(const wheel::SystemNeeds& needs) {
+  auto on = wheel::distributions_for(needs);
+  return needs.str() + " (runs on " +
+         (on.empty() ? std::string("none of the distributions opforge knows") : strings::join(on, ", ")) + ")";
+}
+
 std::string text(const wheel::Inspection& in) {
   std::string out;
   out += in.filename + "\n";
@@ -94,6 +110,13 @@ std::string text(const wheel::Inspection& in) {
   out += "    because " + in.abi.reason + "\n";
   out += "  platform opforge computes: " + in.computed.platform + "\n";
   for (const auto& r : in.computed.reasons) out += "    because " + r + "\n";
+  for (const auto& r : in.computed.provided) out += "    leaving out " + r + "\n";
+  {
+    std::map<std::string, wheel::ElfInfo> elfs;
+    for (const auto& f : in.files)
+      if (f.elf) elfs.emplace(f.path, *f.elf);
+    if (!elfs.empty()) out += "  needs: " + runs_on(wheel::system_needs(elfs, in.requirements)) + "\n";
+  }
   if (int level = wheel_level(in))
     out += "  cpu code needs: " + target::level_name(level) + " (the highest of its files)\n";
   out += in.report.ok() ? "  RECORD, names and paths: valid\n" : "  problems:\n";
@@ -105,6 +128,7 @@ std::string text(const wheel::Inspection& in) {
     out += "    " + std::string(mode) + " " + std::to_string(f.size) + " " + f.path + "\n";
     if (!f.elf) continue;
     out += "      needed: " + strings::join(f.elf->needed, " ") + "\n";
+    out += "      needs: " + runs_on(wheel::system_needs({{f.path, *f.elf}}, in.requirements)) + "\n";
     for (const auto& [lib, versions] : f.elf->version_needs) {
       std::vector<std::string> interesting;
       for (const auto& v : versions)

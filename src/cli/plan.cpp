@@ -7,6 +7,8 @@
 #include "devices/nodes.h"
 #include "plan/json.h"
 #include "plan/plan.h"
+#include "recipe/recipe.h"
+#include "root/root.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -107,6 +109,12 @@ void print_text(const plan::Plan& p) {
             << "jobs          " << p.jobs << (p.jobs_reason.empty() ? "" : " (" + p.jobs_reason + ")") << "\n"
             << "build dir     " << p.build_dir.string() << "\n"
             << "dist dir      " << p.dist_dir.string() << "\n"
+            << "glibc floor   "
+            << (p.recipe.wheel.glibc_floor
+                    ? "2." + std::to_string(p.recipe.wheel.glibc_floor) + " (manylinux_2_" +
+                          std::to_string(p.recipe.wheel.glibc_floor) + "): checked after the build"
+                    : std::string("none: the build says what the wheel needs"))
+            << "\n"
             << "\nexports\n";
   print_commands(p);
   if (!p.notes.empty()) {
@@ -114,6 +122,34 @@ void print_text(const plan::Plan& p) {
     for (auto& n : p.notes) std::cout << "  " << n << "\n";
   }
   for (auto& w : p.warnings) std::cout << "warning: " << w << "\n";
+}
+
+/// --root / [wheel] root: the root's line, then the plan opforge makes inside it (nullopt: plan here).
+template <typename Args>
+Result<std::optional<Status>> plan_in_root(const Args& args) {
+  auto m = probe::real_machine();
+  if (m.env.get(std::string(root::kInRootVariable))) return std::optional<Status>();
+  std::optional<std::filesystem::path> dir;
+  if (!args.root.empty()) dir = m.fs.absolute(args.root).lexically_normal();
+  else if (auto r = recipe::load(m, args.recipe); r && r->wheel.root) dir = *r->wheel.root;
+  if (!dir) return std::optional<Status>();
+  if (!args.nodes.empty()) return bad_input("--nodes and --root: give the node reports to the plan without --root");
+  root::Invocation inv;
+  inv.root = *dir;
+  inv.command = "plan";
+  inv.recipe = OPFORGE_TRY(m.fs.canonical(args.recipe));
+  if (args.json) inv.args.push_back("--json");
+  if (!args.python.empty()) inv.args.insert(inv.args.end(), {"--python", args.python});
+  if (args.jobs) inv.args.insert(inv.args.end(), {"-j", std::to_string(args.jobs)});
+  auto prepared = OPFORGE_TRY(root::prepare(m, inv));
+  if (!args.json) std::cout << root::describe_line(prepared.info) << "\n\n" << std::flush;
+  int code = OPFORGE_TRY(root::run(m, prepared.sandbox, prepared.jail, [](std::string_view line) {
+    std::cout << line << "\n" << std::flush;
+  }));
+  if (code == 0) return std::optional<Status>(Status{});
+  const ErrorKind kind = code == 2 ? ErrorKind::bad_input : code == 3 ? ErrorKind::unsatisfied : ErrorKind::failed;
+  return std::optional<Status>(
+      Status(fail(kind, "the plan inside the root " + dir->string() + " failed (exit " + std::to_string(code) + ")")));
 }
 
 Registrar plan_command{{
@@ -126,6 +162,7 @@ Registrar plan_command{{
         std::string python;
         unsigned jobs = 0;
         std::vector<std::string> nodes;
+        std::string root;
       };
       auto args = std::make_shared<Args>();
       app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
@@ -134,7 +171,11 @@ Registrar plan_command{{
       add_jobs_option(app, args->jobs, "parallel jobs");
       app.add_option("--nodes", args->nodes,
                      "`opforge doctor --json` reports of the cluster's nodes: their GPU kinds make the arch list");
+      app.add_option("--root", args->root,
+                     "plan the build inside this root filesystem (beats [wheel] root): the root's glibc, compilers "
+                     "and Python, then the plan opforge makes there");
       return [args]() -> Status {
+        if (auto inside = OPFORGE_TRY(plan_in_root(*args))) return *inside;
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;

@@ -107,6 +107,10 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<st
   for (auto& req : plan.requires_dist)
     if (std::find(opts.requires_dist.begin(), opts.requires_dist.end(), req) == opts.requires_dist.end())
       opts.requires_dist.push_back(req);
+  // The project's bdist_wheel says linux_x86_64 whatever its files need: the tag states what they
+  // need instead, and the recipe's glibc floor is checked on them.
+  opts.retag = wheel::Spec::Retag::yes;
+  opts.glibc_floor = plan.recipe.wheel.glibc_floor;
   const std::string version = plan.wheel_version;
   opts.rewrite = [&installed, version](const std::string& path,
                                        const std::string& content) -> std::optional<std::string> {

@@ -70,6 +70,7 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
   // their floor gives a working extension, but the bytes follow the headers)
   if (!plan.python_include.empty()) in["python_include"] = plan.python_include.string();
   if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
+  if (plan.recipe.wheel.glibc_floor) in["glibc_floor"] = "2." + std::to_string(plan.recipe.wheel.glibc_floor);
   in["source_date_epoch"] = plan.source_date_epoch;
   nlohmann::json ops = nlohmann::json::object();
   for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
@@ -130,6 +131,14 @@ Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std:
   };
   auto checks = OPFORGE_TRY(wheel::check_cpu_target(files, *target, allowance));
   return wheel::require_cpu_target(checks, *target);
+}
+
+/// What a finished wheel needs of the system; nullopt when it holds no ELF file (or cannot be read,
+/// which verify reports elsewhere).
+std::optional<wheel::WheelNeeds> needs_of(std::string_view bytes) {
+  auto needs = wheel::wheel_needs(bytes);
+  if (!needs || !needs->has_elf) return std::nullopt;
+  return *needs;
 }
 
 /// The wheel's tags from its file name (name-version[-build]-python-abi-platform.whl).
@@ -253,6 +262,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   outcome.compiled_arch = wheel_gpu_targets(bytes);
   outcome.wheel = plan.dist_dir / out.wheel.filename();
   outcome.wheel_sha256 = sha256_hex(bytes);
+  outcome.needs = needs_of(bytes);
   outcome.steps_run = 1;
   outcome.tags = tags_of(out.wheel);
   record::Record rec;
@@ -370,6 +380,7 @@ wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std
   spec.requires_python = plan.recipe.package.requires_python;
   spec.files = std::move(files);
   spec.source_date_epoch = plan.source_date_epoch;
+  spec.glibc_floor = plan.recipe.wheel.glibc_floor;
   // the floor of the stable-ABI extensions the wheel holds (wheel::abi_tag names its tag)
   for (auto& d : plan.ops)
     if (d.manifest.python_extension) {
@@ -395,6 +406,7 @@ Result<Outcome> commit_or_reuse(probe::Machine m, Outcome outcome, const wheel::
     outcome.wheel_sha256 = outcome.record.outputs[outcome.record.wheel];
     outcome.record_path = record::path_for(outcome.wheel);
     outcome.tags = tags_of(outcome.wheel);
+    if (auto bytes = m.fs.read_file(outcome.wheel)) outcome.needs = needs_of(*bytes);
     outcome.reused = true;
     return outcome;
   }
@@ -402,6 +414,7 @@ Result<Outcome> commit_or_reuse(probe::Machine m, Outcome outcome, const wheel::
   outcome.wheel = plan.dist_dir / packed.filename;
   outcome.wheel_sha256 = packed.sha256;
   outcome.tags = packed.tags;
+  outcome.needs = needs_of(packed.bytes);
   outcome.platform_reason = strings::join(packed.platform.reasons, "; ");
   rec.wheel = packed.filename;
   rec.outputs[rec.wheel] = packed.sha256;
@@ -511,6 +524,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   const auto start = std::chrono::steady_clock::now();
   Outcome outcome;
   outcome.plan = OPFORGE_TRY(make_plan(m, recipe_file, options));
+  if (options.glibc_floor) outcome.plan.recipe.wheel.glibc_floor = *options.glibc_floor;
   const plan::Plan& plan = outcome.plan;
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));

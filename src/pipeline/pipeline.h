@@ -10,6 +10,7 @@
 #include "compile/op_steps.h"
 #include "plan/plan.h"
 #include "record/record.h"
+#include "wheel/wheel.h"
 
 namespace opforge::pipeline {
 
@@ -21,7 +22,8 @@ struct Options {
   std::optional<fs::path> dist_dir;   ///< overrides the recipe's
   fs::path python_package;            ///< folder of opforge_ops (src/python/opforge_ops)
   std::function<void(std::string_view)> on_line;
-  std::string cell;  ///< the matrix cell built, for dist/SUMMARY.md ("default" when empty)
+  std::string cell;                ///< the matrix cell built, for dist/SUMMARY.md ("default" when empty)
+  std::optional<int> glibc_floor;  ///< --glibc (2.X → X): beats the recipe's [wheel] glibc
 };
 
 struct Outcome {
@@ -30,6 +32,9 @@ struct Outcome {
   std::string wheel_sha256;
   std::vector<std::string> tags;
   std::string platform_reason;
+  /// What the wheel's ELF files need of glibc/libstdc++, and the distributions that excludes
+  /// (printed when the recipe sets no floor); nullopt when it holds no ELF file.
+  std::optional<wheel::WheelNeeds> needs;
   fs::path record_path;
   record::Record record;
   int steps_run = 0;

@@ -415,16 +415,18 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
 /// The project Python's header folder, for the built ops that have a [python_extension]: the
 /// extension is compiled against the stable ABI, so the headers of any Python 3 at or above its
 /// floor serve. Without them (no python3-dev, or an older Python), the extensions are left out
-/// with a note: each has a Python fallback in its op's package.
-void find_python_include(probe::Machine m, Plan& plan) {
-  std::vector<std::string> wanting;
+/// with a note (each has a Python fallback in its op's package, and the build's summary names
+/// it); an op requested explicitly (true, DS_BUILD_<OP>=1) is built whole or not at all: unsatisfied.
+Status find_python_include(probe::Machine m, Plan& plan) {
+  std::vector<std::string> wanting, required;
   int floor = 0;
   for (auto& d : plan.ops)
     if (d.build && d.manifest.python_extension) {
       wanting.push_back(d.manifest.name);
+      if (d.required) required.push_back(d.manifest.name + " (" + d.requested_by + ")");
       floor = std::max(floor, d.manifest.python_extension->floor_minor);
     }
-  if (wanting.empty()) return;
+  if (wanting.empty()) return {};
   const std::string which = "the Python extensions of " + strings::join(wanting, ", ");
   auto ran = m.proc.run({.argv = {plan.python, "-c",
                                   "import sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
@@ -437,19 +439,25 @@ void find_python_include(probe::Machine m, Plan& plan) {
     std::from_chars(digits.data(), digits.data() + digits.size(), minor);
   }
   const std::string dir = lines.size() == 2 ? std::string(strings::trim(lines[1])) : std::string();
+  std::string missing;
   if (minor >= 0 && minor < floor) {
-    plan.notes.push_back("python headers: " + plan.python + " is Python 3." + std::to_string(minor) +
-                         ", older than the stable-ABI floor 3." + std::to_string(floor) + ": " + which +
-                         " are left out, their Python code does the work");
-    return;
-  }
-  if (minor >= 0 && !dir.empty() && m.fs.resolved_type(fs::path(dir) / "Python.h") == probe::FileType::regular) {
+    missing = plan.python + " is Python 3." + std::to_string(minor) + ", older than the stable-ABI floor 3." +
+              std::to_string(floor);
+  } else if (minor >= 0 && !dir.empty() && m.fs.resolved_type(fs::path(dir) / "Python.h") == probe::FileType::regular) {
     plan.python_include = dir;
     plan.notes.push_back("python headers: " + dir + " (" + which + ", stable ABI 3." + std::to_string(floor) + ")");
-    return;
+    return {};
+  } else {
+    missing = "not found for " + plan.python + " (install python3-dev)";
   }
-  plan.notes.push_back("python headers: not found for " + plan.python + " (install python3-dev): " + which +
-                       " are left out, their Python code does the work");
+  if (!required.empty())
+    return unsatisfied("python headers: " + missing + ", and " + which + " cannot be built without them; " +
+                           strings::join(required, ", ") + " asked for the whole op",
+                       "install the Python headers for " + plan.python +
+                           ": python3-dev (apt), python3-devel (dnf, yum), inside the root when building with --root; "
+                           "or ask for the op with \"auto\" to build it without its extension");
+  plan.notes.push_back("python headers: " + missing + ": " + which + " are left out, their Python code does the work");
+  return {};
 }
 
 }  // namespace
@@ -520,7 +528,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   OPFORGE_CHECK(pin_cpu_target(m, opts, plan));
   const Env toolkit = OPFORGE_TRY(toolkit_exports(m, opts, plan, chain));
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
-  find_python_include(m, plan);
+  OPFORGE_CHECK(find_python_include(m, plan));
   const bool any_cuda = carries_cuda(plan, chain);
   plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason);
   if (const auto n = std::count_if(plan.ops.begin(), plan.ops.end(), [](const auto& d) { return d.build; });

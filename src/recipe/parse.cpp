@@ -12,11 +12,13 @@
 #include "util/version.h"
 
 #include "target/x86.h"
+#include "wheel/wheel.h"
 
 namespace opforge::recipe {
 namespace {
 
-const std::vector<std::string> kSections = {"package", "source", "cuda", "compiler", "arch", "ops", "build", "matrix"};
+const std::vector<std::string> kSections = {"package", "source", "cuda",   "compiler", "arch",
+                                            "ops",     "build",  "matrix", "wheel"};
 
 /// `[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`: a distribution name.
 /// Names and versions go into the wheel's file name: past 256 characters none is a real one.
@@ -324,6 +326,26 @@ struct Parser {
     return {};
   }
 
+  /// [wheel] glibc and root (the floor the files keep, the root they are built in).
+  Status wheel_keys(const toml::table& t) {
+    OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("wheel"), "[wheel]"));
+    if (auto* n = t.get("glibc")) {
+      auto v = OPFORGE_TRY(r.string(*n, "wheel.glibc"));
+      auto floor = wheel::parse_glibc_floor(v);
+      if (!floor) return opforge::unexpected(r.error_at(*n, "wheel." + floor.error().message, floor.error().hint));
+      out.wheel.glibc_floor = *floor;
+      remember("wheel.glibc", *n);
+    }
+    if (auto* n = t.get("root")) {
+      fs::path p = OPFORGE_TRY(r.string(*n, "wheel.root"));
+      if (p.empty())
+        return opforge::unexpected(r.error_at(*n, "wheel.root is empty", "name a root filesystem's folder"));
+      out.wheel.root = (p.is_absolute() ? p : out.dir / p).lexically_normal();
+      remember("wheel.root", *n);
+    }
+    return {};
+  }
+
   Status build(const toml::table& t) {
     OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("build"), "[build]"));
     if (auto* n = t.get("backend")) {
@@ -424,6 +446,7 @@ Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_v
     else if (name == "ops") OPFORGE_CHECK(p.ops(*t));
     else if (name == "build") OPFORGE_CHECK(p.build(*t));
     else if (name == "matrix") OPFORGE_CHECK(p.matrix(*t));
+    else if (name == "wheel") OPFORGE_CHECK(p.wheel_keys(*t));
   }
   if (!out.source.path && !out.source.git) out.source.path = out.dir.lexically_normal();
   return out;

@@ -91,6 +91,16 @@ struct Recipe {
     std::optional<std::string> release_commit;
   } build;
 
+  /// [wheel]: what the wheel promises about the machines it runs on, and where it is built for
+  /// that (recipe/parse.cpp `wheel_keys`: the one place these keys are read).
+  struct Wheel {
+    /// The glibc floor: the ELF files must keep manylinux_2_<minor>'s policy (0: no floor, the
+    /// build only says what the wheel needs). Written "2.28" or "manylinux_2_28".
+    int glibc_floor = 0;
+    /// Build inside this root filesystem (an older distribution's; absolute after parsing).
+    std::optional<fs::path> root;
+  } wheel;
+
   /// [matrix]: one build per torch version (× Python interpreter), each in its own environment.
   struct Matrix {
     bool present = false;                   ///< the recipe has a [matrix] table

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "wheel/elf_image.h"
@@ -45,8 +46,10 @@ void read_dynamic(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info) 
   }
 }
 
-/// The symbol versions each needed library must provide (GLIBC_2.34, ...).
-void read_version_needs(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info) {
+/// The symbol versions each needed library must provide (GLIBC_2.34, ...), and the version index
+/// each one has in .gnu.version (for version_symbols).
+void read_version_needs(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info,
+                        std::map<unsigned, std::string>& by_index) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data) return;
   for (int offset = 0;;) {
@@ -59,7 +62,10 @@ void read_version_needs(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& 
       GElf_Vernaux aux;
       if (!gelf_getvernaux(data, aux_offset, &aux)) break;
       const char* v = elf_strptr(elf, shdr.sh_link, aux.vna_name);
-      if (v) versions.emplace_back(v);
+      if (v) {
+        versions.emplace_back(v);
+        by_index[aux.vna_other & 0x7fff] = v;
+      }
       if (aux.vna_next == 0) break;
       aux_offset += static_cast<int>(aux.vna_next);
     }
@@ -83,6 +89,33 @@ void read_python_init(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& in
   }
 }
 
+/// The undefined dynamic symbols bound to each needed version (`dlopen` → GLIBC_2.34): .dynsym
+/// and .gnu.version are parallel arrays; an entry's version index names a .gnu.version_r entry.
+void read_version_symbols(Elf* elf, Elf_Scn* dynsym, Elf_Scn* versym, const std::map<unsigned, std::string>& by_index,
+                          ElfInfo& info) {
+  GElf_Shdr sym_hdr, ver_hdr;
+  if (!dynsym || !versym || by_index.empty() || !gelf_getshdr(dynsym, &sym_hdr) || !gelf_getshdr(versym, &ver_hdr))
+    return;
+  Elf_Data* syms = elf_getdata(dynsym, nullptr);
+  Elf_Data* vers = elf_getdata(versym, nullptr);
+  if (!syms || !vers || sym_hdr.sh_entsize == 0) return;
+  const std::size_t count = sym_hdr.sh_size / sym_hdr.sh_entsize;
+  for (std::size_t i = 1; i < count; ++i) {
+    GElf_Sym sym;
+    GElf_Versym ver;
+    if (!gelf_getsym(syms, static_cast<int>(i), &sym) || !gelf_getversym(vers, static_cast<int>(i), &ver)) break;
+    if (sym.st_shndx != SHN_UNDEF) continue;
+    auto it = by_index.find(ver & 0x7fff);
+    const char* name = elf_strptr(elf, sym_hdr.sh_link, sym.st_name);
+    if (it == by_index.end() || !name || !*name) continue;
+    info.version_symbols[it->second].emplace_back(name);
+  }
+  for (auto& [version, names] : info.version_symbols) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+  }
+}
+
 Status read_fatbin(Elf_Scn* scn, ElfInfo& info) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || !data->d_buf) return {};
@@ -100,17 +133,26 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
     return bad_input(std::string("cannot read ELF section names: ") + elf_errmsg(-1));
 
   ElfInfo info;
+  std::map<unsigned, std::string> by_index;
+  Elf_Scn* dynsym = nullptr;
+  Elf_Scn* versym = nullptr;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr)) continue;
     const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (shdr.sh_type == SHT_SYMTAB) info.has_symtab = true;
+    if (shdr.sh_type == SHT_DYNSYM) {
+      dynsym = scn;
+      read_python_init(elf, scn, shdr, info);
+    } else if (shdr.sh_type == SHT_GNU_versym) {
+      versym = scn;
+    }
     if (shdr.sh_type == SHT_DYNAMIC) read_dynamic(elf, scn, shdr, info);
-    else if (shdr.sh_type == SHT_GNU_verneed) read_version_needs(elf, scn, shdr, info);
-    else if (shdr.sh_type == SHT_DYNSYM) read_python_init(elf, scn, shdr, info);
+    else if (shdr.sh_type == SHT_GNU_verneed) read_version_needs(elf, scn, shdr, info, by_index);
     else if (name && std::string_view(name) == ".nv_fatbin" && shdr.sh_type != SHT_NOBITS)
       OPFORGE_CHECK(read_fatbin(scn, info));
   }
+  read_version_symbols(elf, dynsym, versym, by_index, info);
   return info;
 }
 

@@ -165,6 +165,8 @@ Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::pat
   OPFORGE_CHECK(validate_version(spec.version));
   spec.tags = header_values(wheel_file->content, "Tag");
   spec.source_date_epoch = options.source_date_epoch;
+  spec.retag = options.retag;
+  spec.glibc_floor = options.glibc_floor;
 
   const Renamer renamer{m,
                         wheel,

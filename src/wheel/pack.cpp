@@ -20,7 +20,18 @@ struct Naming {
   std::string filename;
 };
 
-Result<Naming> name_wheel(const Spec& spec) {
+/// `tags` with their platform part replaced by `platform` (duplicates dropped).
+std::vector<std::string> retagged(const std::vector<std::string>& tags, const std::string& platform) {
+  std::vector<std::string> out;
+  for (const auto& t : tags) {
+    auto a = t.find('-'), b = a == std::string::npos ? a : t.find('-', a + 1);
+    std::string tag = b == std::string::npos ? t : t.substr(0, b + 1) + platform;
+    if (std::find(out.begin(), out.end(), tag) == out.end()) out.push_back(std::move(tag));
+  }
+  return out;
+}
+
+Result<Naming> name_wheel(const Spec& spec, const std::vector<std::string>& requirements) {
   if (spec.name.empty()) return bad_input("the wheel needs a name");
   OPFORGE_CHECK(validate_version(spec.version));
   std::map<std::string, ElfInfo> elfs;
@@ -32,7 +43,8 @@ Result<Naming> name_wheel(const Spec& spec) {
     }
   Naming n;
   n.dist = normalize_name(spec.name) + "-" + spec.version;
-  n.platform = platform_tag(elfs);
+  n.platform = platform_tag(elfs, requirements);
+  if (spec.glibc_floor) OPFORGE_CHECK(check_floor(elfs, spec.glibc_floor, requirements));
   if (spec.tags.empty()) {
     std::vector<std::string> paths;
     for (const auto& f : spec.files) paths.push_back(f.path);
@@ -41,6 +53,8 @@ Result<Naming> name_wheel(const Spec& spec) {
       return bad_input("the wheel holds " + abi.reason,
                        "give the floor of its stable-ABI extensions (Spec::abi3_floor_minor) or the tags");
     n.tags = {abi.python_abi + "-" + n.platform.platform};
+  } else if (spec.retag == Spec::Retag::yes && !elfs.empty()) {
+    n.tags = retagged(spec.tags, n.platform.platform);
   } else {
     n.tags = spec.tags;
   }
@@ -76,7 +90,7 @@ std::vector<File> ordered_entries(const Spec& spec, std::vector<File> dist_info_
 
 Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info_extra,
                                    std::optional<std::string> metadata) {
-  auto naming = OPFORGE_TRY(name_wheel(spec));
+  auto naming = OPFORGE_TRY(name_wheel(spec, metadata ? required_names(*metadata) : std::vector<std::string>{}));
   const std::string dist_info = naming.dist + ".dist-info/";
   OPFORGE_CHECK(check_paths(spec.files, dist_info));
   dist_info_extra.push_back({dist_info + "METADATA", metadata ? *metadata : metadata_text(spec), 0644});
@@ -93,7 +107,7 @@ Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info
 }
 
 Result<std::string> file_name(const Spec& spec) {
-  auto naming = OPFORGE_TRY(name_wheel(spec));
+  auto naming = OPFORGE_TRY(name_wheel(spec, {}));
   return naming.filename;
 }
 

@@ -245,13 +245,14 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
       std::string leaf = e.path.substr(slash + 1);
       if (leaf == "WHEEL") out.tags = header_values(e.content, "Tag");
       if (leaf == "METADATA") {
+        out.requirements = required_names(e.content);
         out.name = header_value(e.content, "Name").value_or("");
         out.version = header_value(e.content, "Version").value_or("");
       }
     }
     out.files.push_back(std::move(f));
   }
-  out.computed = platform_tag(elfs);
+  out.computed = platform_tag(elfs, out.requirements);
   // the floor the wheel claims ("cp38-abi3-..."): abi_tag() then says what opforge would tag it
   int floor = 0;
   for (const auto& t : out.tags)
@@ -268,6 +269,24 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
     out.report.problems.push_back("WHEEL: tags {" + strings::join(out.tags, ", ") + "} do not say abi3, but " +
                                   strings::join(out.abi.abi3_files, ", ") +
                                   " need CPython (tag it cp3<floor>-abi3-<platform>)");
+  return out;
+}
+
+Result<WheelNeeds> wheel_needs(std::string_view bytes) {
+  auto entries = OPFORGE_TRY(read_archive(bytes, Keep::dist_info_and_elf));
+  std::map<std::string, ElfInfo> elfs;
+  std::vector<std::string> requirements;
+  for (const auto& e : entries) {
+    if (is_elf(e.content)) elfs.emplace(e.path, OPFORGE_TRY(read_elf(e.content)));
+    auto slash = e.path.find('/');
+    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info") &&
+        e.path.substr(slash + 1) == "METADATA")
+      requirements = required_names(e.content);
+  }
+  WheelNeeds out;
+  out.has_elf = !elfs.empty();
+  out.needs = system_needs(elfs, requirements);
+  out.excluded = distributions_for(out.needs, Meets::no);
   return out;
 }
 

@@ -55,7 +55,10 @@ struct ElfInfo {
   std::vector<std::string> needed;  ///< DT_NEEDED, in file order
   /// .gnu.version_r: library file → version names it needs ("libc.so.6" → {"GLIBC_2.2.5", ...}).
   std::map<std::string, std::vector<std::string>> version_needs;
-  bool has_symtab = false;  ///< a .symtab section is present (not stripped)
+  /// Version name → the undefined dynamic symbols bound to it ("GLIBC_2.34" → {"dlopen", ...}),
+  /// sorted: what a floor violation names.
+  std::map<std::string, std::vector<std::string>> version_symbols;
+  bool has_symtab = false;          ///< a .symtab section is present (not stripped)
   /// The PyInit_<name> functions it exports (.dynsym): what makes a library a CPython extension.
   std::vector<std::string> python_init;
   std::vector<FatbinImage> fatbin;  ///< empty when there is no .nv_fatbin section
@@ -78,11 +81,61 @@ struct PlatformDecision {
   std::string platform;              ///< "manylinux_2_34_x86_64", "linux_x86_64", or "any" (no ELF)
   std::optional<int> glibc_minor;    ///< highest GLIBC_2.X needed by any ELF
   std::vector<std::string> reasons;  ///< why not manylinux (empty when manylinux), one per cause
+  /// Libraries left out of the decision because a requirement of the wheel brings them, one line
+  /// each ("x.so links libtorch.so, which torch (a requirement of the wheel) provides").
+  std::vector<std::string> provided;
 };
 
 /// The platform tag for a set of ELF files (path in the wheel → info). No ELF at all → "any",
 /// with the reason "the wheel holds no ELF file": nothing in it is tied to a platform.
-PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs);
+/// `requirements`: the distributions the wheel requires (METADATA Requires-Dist names, normalised);
+/// libraries one of them provides ([[provided]] in toolchains/manylinux-policy.toml: torch's for
+/// "torch") are left out, as torchvision's wheels are tagged.
+PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs,
+                              const std::vector<std::string>& requirements = {});
+
+/// The newest versions of the system's C and C++ runtimes some ELF files need.
+struct SystemNeeds {
+  int glibc_minor = 0;  ///< GLIBC_2.X; 0 when none
+  std::string glibcxx;  ///< newest GLIBCXX_ ("3.4.30"); empty when none
+  std::string cxxabi;   ///< newest CXXABI_
+  /// "glibc 2.34, libstdc++ GLIBCXX_3.4.30" (only the parts needed).
+  std::string str() const;
+};
+/// What `files` need of the system, counting only the libraries no requirement provides.
+SystemNeeds system_needs(const std::map<std::string, ElfInfo>& files,
+                         const std::vector<std::string>& requirements = {});
+
+/// A distribution clusters run, with its glibc and libstdc++ (toolchains/manylinux-policy.toml).
+struct Distribution {
+  std::string name;  ///< "RHEL/Rocky 8"
+  int glibc_minor = 0;
+  std::string glibcxx, cxxabi;
+};
+/// The known distributions, in the table's order (oldest glibc first).
+const std::vector<Distribution>& distributions();
+/// The names of the distributions whose glibc and libstdc++ provide `needs` (or, with
+/// Meets::no, those that do not).
+enum class Meets { yes, no };
+std::vector<std::string> distributions_for(const SystemNeeds& needs, Meets meets = Meets::yes);
+
+/// A glibc floor as a recipe or flag writes it: "2.28" or "manylinux_2_28" → 28. bad_input unless
+/// it names a manylinux policy (the hint lists them).
+Result<int> parse_glibc_floor(std::string_view text);
+
+/// Every reason the files break the floor's manylinux policy, one line per file and library:
+/// "opforge_ops/_lib/libopforge_aio.so: GLIBC_2.34 (dlopen, dlsym) of libc.so.6", or a library no
+/// policy allows. Empty: the wheel keeps the floor.
+std::vector<std::string> floor_violations(const std::map<std::string, ElfInfo>& elfs, int floor_minor,
+                                          const std::vector<std::string>& requirements = {});
+
+/// floor_violations() as a build's verdict: failure (exit 1) naming each file, symbol and version,
+/// with what to do (build inside an older root).
+Status check_floor(const std::map<std::string, ElfInfo>& elfs, int floor_minor,
+                   const std::vector<std::string>& requirements = {});
+
+/// The Requires-Dist names of a METADATA text, normalised ("torch", "numpy").
+std::vector<std::string> required_names(std::string_view metadata);
 
 /// The python and ABI parts of a wheel's tags ("py3-none", "cp38-abi3") and why.
 struct AbiDecision {
@@ -136,6 +189,12 @@ struct Spec {
   /// The oldest Python 3 minor the wheel's stable-ABI extensions (*.abi3.so) serve (their
   /// Py_LIMITED_API); needed when it holds one and `tags` is empty.
   int abi3_floor_minor = 0;
+  /// The glibc floor (2.X → X) the ELF files must keep (check_floor); 0: none. pack() refuses a
+  /// wheel that breaks it.
+  int glibc_floor = 0;
+  /// With `tags` given: yes replaces their platform part by what platform_tag() decides (a
+  /// project's own bdist_wheel says linux_x86_64 whatever its files need).
+  enum class Retag { no, yes } retag = Retag::no;
   std::int64_t source_date_epoch = kMinEpoch;  ///< clamped to ≥ kMinEpoch (DOS time, UTC fields)
 };
 
@@ -227,6 +286,10 @@ struct NormalizeOptions {
   std::vector<std::string> requires_dist;
   /// Rewrites a package file (path in the wheel, content) → new content, or nullopt to keep it.
   std::function<std::optional<std::string>(const std::string&, const std::string&)> rewrite;
+  /// The platform part of the tags from what the ELF files need (Spec::retag), and the glibc
+  /// floor they must keep (Spec::glibc_floor; 0: none).
+  Spec::Retag retag = Spec::Retag::no;
+  int glibc_floor = 0;
 };
 
 /// Re-packs an existing wheel (e.g. from setup.py bdist_wheel) deterministically: sorted entries,
@@ -250,10 +313,20 @@ struct Inspection {
   std::string version;
   std::vector<std::string> tags;  ///< from WHEEL
   std::vector<InspectedFile> files;
-  PlatformDecision computed;  ///< what opforge would tag it
-  AbiDecision abi;            ///< the python-abi tag opforge gives its files (the floor read from `tags`)
-  Report report;              ///< verify_bytes()
+  PlatformDecision computed;              ///< what opforge would tag it
+  std::vector<std::string> requirements;  ///< METADATA's Requires-Dist names (their libraries are theirs)
+  AbiDecision abi;                        ///< the python-abi tag opforge gives its files (the floor read from `tags`)
+  Report report;                          ///< verify_bytes()
 };
+
+/// What a wheel's ELF files need of the system (its METADATA's requirements provide their
+/// libraries), and the distributions that excludes; read from the wheel's bytes.
+struct WheelNeeds {
+  SystemNeeds needs;
+  bool has_elf = false;
+  std::vector<std::string> excluded;  ///< distributions_for(needs, Meets::no)
+};
+Result<WheelNeeds> wheel_needs(std::string_view bytes);
 
 /// Reads `wheel` once (as verify() does, same errors) and describes it.
 Result<Inspection> inspect(const probe::FileSystem& fs, const fs::path& wheel);

@@ -50,6 +50,9 @@ cat build.txt
 if [ "$rc" -eq 0 ]; then
   grep -Eq 'built +overflow' build.txt
   ls dist/*.whl
+  # This root has no python3-dev: the overflow hook's stable-ABI extension is left out, and said so.
+  grep -q "^left out: _overflow_hooks.abi3.so (the stable-ABI extension of overflow)" build.txt
+  ls dist/*-py3-none-manylinux_2_*_x86_64.whl
 elif [ "$rc" -eq 3 ]; then
   # CUDA 13.0 refusing gcc 10: the plan says so, with the hint to install a newer gcc.
   grep -qi 'gcc' build.txt && grep -q 'hint' build.txt

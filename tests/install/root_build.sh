@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# root_build.sh OPFORGE OUT: `opforge build default --root R` on this machine, R a Debian 11 root
+# (glibc 2.31, Python 3.9 with python3-dev; tests/install/root.sh makes it once, cached outside the
+# repository), writes a cp38-abi3-manylinux_2_31 (or lower) wheel with the overflow hook's
+# stable-ABI extension in it; pip installs it in the root, where every op library and the
+# extension load; they load on this machine too.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+opforge="$1" out="$2"
+ROOT_NAME=bullseye-dev ROOT_PACKAGES=python3,python3-pip,python3-venv,python3-dev,gcc,g++,ninja-build,libaio-dev
+export ROOT_NAME ROOT_PACKAGES
+source "$here/root.sh"
+rm -rf "$out/dist" && mkdir -p "$out"
+cd "$out"
+export TORCH_CUDA_ARCH_LIST="9.0" OPFORGE_CACHE_DIR="$out/cache"
+start=$(date +%s)
+touch "$out/before"
+"$opforge" build default --root "$ROOT" | tee build.txt
+echo "build inside the root: $(( $(date +%s) - start )) s"
+grep -q "^root: $ROOT (Debian GNU/Linux 11 (bullseye)), glibc 2.31" build.txt
+whl=$(ls "$out"/dist/*.whl)
+case "$(basename "$whl")" in
+  *-cp38-abi3-manylinux_2_2[4-8]_x86_64.whl | *-cp38-abi3-manylinux_2_31_x86_64.whl) ;;
+  *) echo "FAIL: $(basename "$whl") is not cp38-abi3-manylinux_2_31 or lower"; exit 1 ;;
+esac
+unzip -l "$whl" | grep -q "opforge_ops/_lib/_overflow_hooks.abi3.so" || { echo "FAIL: no stable-ABI extension"; exit 1; }
+# The root itself is unchanged by the build: nothing in it is newer than the build's start.
+changed=$(find "$ROOT" -xdev -newer "$out/before" -print -quit)
+[ -z "$changed" ] || { echo "FAIL: the build changed $changed in the root"; exit 1; }
+
+cat > "$out/in_root.sh" <<'SH'
+set -euo pipefail
+cd /tmp/opforge-test
+python3 -m venv venv
+venv/bin/pip install -q --no-index in/*.whl
+venv/bin/python in/load_ops.py
+SH
+"$here/in_root.sh" "$ROOT" "$out/in_root.sh" "$whl" "$here/load_ops.py" | tee in_root.txt
+grep -q "^glibc 2.31 " in_root.txt
+rm -rf "$out/site" && /usr/bin/python3 -m zipfile -e "$whl" "$out/site"
+PYTHONPATH="$out/site" /usr/bin/python3 "$here/load_ops.py"
+echo "root_build: $(basename "$whl") loads in the Debian 11 root and here"
