@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cuda/provision.h"
 #include "doctor/render.h"
+#include "util/json.h"
 
 namespace opforge::cli {
 namespace {
@@ -29,9 +30,9 @@ Registrar doctor_command{{
         const auto cache_dir = probe::default_cache_dir(m.env);
         j["provisioned_toolkits"] = nlohmann::json::array();
         for (auto& p : cuda::list_provisioned(m.fs, cache_dir))
-          j["provisioned_toolkits"].push_back(nlohmann::json::parse(cuda::provision_json_text(p)));
+          j["provisioned_toolkits"].push_back(util::json_parse(cuda::provision_json_text(p)));
         j["cache"] = {{"path", cache_dir.string()}, {"bytes", cache_dir.empty() ? 0 : cache::size_of(m.fs, cache_dir)}};
-        if (args->json) std::cout << j.dump(2) << "\n";
+        if (args->json) std::cout << util::json_dump(j, 2) << "\n";
         else std::cout << doctor::to_text(j);
         return {};
       };

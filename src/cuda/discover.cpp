@@ -91,7 +91,10 @@ struct Finder {
       tk.version_source = "version.txt";
     } else {
       auto r = probe::run_remembered(
-          m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(20000)});
+          m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(10000)});
+      // An nvcc that does not answer its version in 10 s would hang every compile: reject the
+      // toolkit rather than take the version from cuda.h (nvcc answers in well under a second).
+      if (r && r->timed_out) return "rejected: bin/nvcc --version did not answer within 10 s";
       if (r && r->ok()) {
         tk.nvcc_version_text = r->out;
         if (auto v = parse_nvcc_version(r->out)) {

@@ -7,14 +7,14 @@ namespace opforge::probe {
 namespace {
 
 template <class Try>
-Result<std::shared_ptr<void>> wait(const fs::path& path, const std::function<void()>& on_wait,
-                                   std::chrono::seconds limit, Try try_once) {
+Result<LockHandle> wait(const fs::path& path, const std::function<void()>& on_wait, std::chrono::seconds limit,
+                        Try try_once) {
   using namespace std::chrono_literals;
   const auto give_up = std::chrono::steady_clock::now() + limit;
   bool said = false;
   for (;;) {
-    auto lock = try_once();
-    if (lock) return lock;
+    auto lock = OPFORGE_TRY(try_once());
+    if (lock) return *lock;
     if (std::chrono::steady_clock::now() > give_up)
       return failure("gave up waiting for " + path.string() + ", held by another opforge process",
                      "see which process holds it: fuser " + path.string());

@@ -27,6 +27,11 @@ struct FileStamp {
   bool operator==(const FileStamp&) const = default;
 };
 
+/// A lock's handle: the lock lasts as long as the handle does.
+using LockHandle = std::shared_ptr<void>;
+/// A lock attempt that could be made: the handle, or nullopt when another process holds the lock.
+using LockAttempt = std::optional<LockHandle>;
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -77,17 +82,19 @@ class FileSystem {
   virtual Status remove_all(const fs::path& path) = 0;
   virtual Result<fs::path> make_temp_directory(std::string_view prefix) = 0;
   /// Takes an exclusive lock on `path` (created if missing) without waiting; the lock lasts as
-  /// long as the returned handle. failed when another process holds it. Fakes always succeed.
-  virtual Result<std::shared_ptr<void>> try_lock(const fs::path& path) {
+  /// long as the returned handle. nullopt when another process holds it (the one case worth
+  /// waiting for); an error when the lock cannot be taken at all (a read-only folder, no
+  /// permission), which no waiting cures. Fakes always succeed.
+  virtual Result<LockAttempt> try_lock(const fs::path& path) {
     (void)path;
-    return std::shared_ptr<void>();
+    return LockAttempt(std::make_shared<int>(0));
   }
   /// A shared lock on `path` (created if missing) without waiting: any number of holders, none
-  /// while someone holds the exclusive one (try_lock fails while shared holders exist). failed
-  /// when the exclusive lock is held. Fakes always succeed.
-  virtual Result<std::shared_ptr<void>> try_lock_shared(const fs::path& path) {
+  /// while someone holds the exclusive one (try_lock answers nullopt while shared holders exist).
+  /// nullopt when the exclusive lock is held; errors as try_lock. Fakes always succeed.
+  virtual Result<LockAttempt> try_lock_shared(const fs::path& path) {
     (void)path;
-    return std::shared_ptr<void>();
+    return LockAttempt(std::make_shared<int>(0));
   }
 };
 
@@ -169,9 +176,13 @@ fs::path data_dir(const FileSystem& fs);
 /// opforge's cache folder (probe results, git clones, compiler wrappers): $OPFORGE_CACHE_DIR, else
 /// $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (relative values ignored); empty when none.
 fs::path default_cache_dir(const Environment& env);
+/// bad_input when OPFORGE_CACHE_DIR names something that cannot be a folder (a file, /dev/null, a
+/// dangling link, a path through a file); a folder that is missing is fine (made when used).
+Status check_cache_dir(const FileSystem& fs, const Environment& env);
 
 /// Waits for the exclusive lock on `path` (try_lock, polled): `on_wait` (may be null) is called
-/// once when another process holds it; failed after `limit`.
+/// once when another process holds it; failed after `limit`. A lock that cannot be taken at all
+/// (try_lock's error) is returned at once: only a holder is waited for.
 Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const std::function<void()>& on_wait,
                                             std::chrono::seconds limit = std::chrono::hours(2));
 /// The same for the shared lock (try_lock_shared).

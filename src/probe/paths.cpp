@@ -1,4 +1,5 @@
 #include "probe/machine.h"
+#include "util/strings.h"
 
 namespace opforge::probe {
 
@@ -31,6 +32,34 @@ fs::path default_cache_dir(const Environment& env) {
   if (auto v = env.get("OPFORGE_CACHE_DIR"); v && !v->empty()) return *v;  // the user's choice
   if (auto v = absolute("XDG_CACHE_HOME")) return *v / "opforge";
   if (auto v = absolute("HOME")) return *v / ".cache" / "opforge";
+  return {};
+}
+
+Status check_cache_dir(const FileSystem& fs, const Environment& env) {
+  auto v = env.get("OPFORGE_CACHE_DIR");
+  if (!v || v->empty()) return {};
+  const std::string shown = "OPFORGE_CACHE_DIR='" + strings::cut(*v) + "'";
+  const char* hint = "name a folder (it is made when missing), or unset it to use ~/.cache/opforge";
+  if (v->find('\0') != std::string::npos) return bad_input(shown + " contains a NUL character", hint);
+  // Each step that cannot hold a folder (a file, a device, a dangling link) is the user's mistake,
+  // and a cache that then fails quietly at every write is no cache at all.
+  fs::path so_far;
+  for (const auto& part : fs::path(*v)) {
+    so_far /= part;
+    if (part == "/" || part == "." || part == "..") continue;
+    switch (fs.resolved_type(so_far)) {
+      case FileType::none:
+        if (fs.type_of(so_far) == FileType::symlink)
+          return bad_input(shown + ": " + strings::cut(so_far.string()) + " is a dangling symbolic link", hint);
+        return {};  // made when first used
+      case FileType::directory: continue;
+      case FileType::regular:
+        return bad_input(shown + " is not a folder: " + strings::cut(so_far.string()) + " is a file", hint);
+      default:
+        return bad_input(shown + " is not a folder: " + strings::cut(so_far.string()) + " is a device, socket or FIFO",
+                         hint);
+    }
+  }
   return {};
 }
 
