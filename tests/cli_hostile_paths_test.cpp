@@ -50,17 +50,19 @@ const std::string kOddNvcc =
 const std::string kSilentNvcc = fake_toolkit("trap \"\" TERM; exec -a opforge-test-silent-nvcc sleep 600");
 // Two dist folders holding different wheels of one name (the op's source differs), built.
 const std::string kTwoDists =
-    "$OPFORGE build r.toml -j1 --dist-dir d1 >/dev/null 2>&1 && echo '// other bytes' >> src/ops/hostile/a.cpp && "
+    "$OPFORGE build r.toml -j1 --dist-dir d1 >/dev/null 2>&1 && sed -i 's/return 1/return 7/' src/ops/hostile/a.cpp && "
     "$OPFORGE build r.toml -j1 --dist-dir d2 --build-dir build2 >/dev/null 2>&1 && ls d1/*.whl d2/*.whl >/dev/null";
 // summary.json names exactly the wheels that are in wh/, with their sha256; `then` follows on the
 // command's line (a pipe).
 std::string summary_matches(const std::string& then = "") {
-  return "python3 - wh <<'PY'" + then + "\nimport hashlib, json, os, sys\nd = sys.argv[1]\n"
-    "rows = json.load(open(os.path.join(d, 'summary.json')))['wheels']\n"
-    "whl = sorted(n for n in os.listdir(d) if n.endswith('.whl'))\n"
-    "assert sorted(r['wheel'] for r in rows) == whl, (rows, whl)\n"
-    "for r in rows:\n  assert r['sha256'] == hashlib.sha256(open(os.path.join(d, r['wheel']), 'rb').read()).hexdigest(), r\n"
-    "print(len(rows), 'rows')\nPY";
+  return "python3 - wh <<'PY'" + then +
+         "\nimport hashlib, json, os, sys\nd = sys.argv[1]\n"
+         "rows = json.load(open(os.path.join(d, 'summary.json')))['wheels']\n"
+         "whl = sorted(n for n in os.listdir(d) if n.endswith('.whl'))\n"
+         "assert sorted(r['wheel'] for r in rows) == whl, (rows, whl)\n"
+         "for r in rows:\n  assert r['sha256'] == hashlib.sha256(open(os.path.join(d, r['wheel']), "
+         "'rb').read()).hexdigest(), r\n"
+         "print(len(rows), 'rows')\nPY";
 }
 // The world moved into a folder whose name is not UTF-8.
 const std::string kOddFolder = "mkdir $'w_\\xff' && cp -r r.toml src $'w_\\xff'/";
@@ -121,8 +123,9 @@ std::vector<Case> cases() {
        "mkdir inc && ln -s ../../../inc src/ops/hostile/inc && printf 'name = \"plain\"\\nkind = \"cpu\"\\nsources = "
        "[\"a.cpp\"]\\ninclude_dirs = [\"inc\"]\\n' > src/ops/hostile/op.toml",
        "", "", "plan r.toml", 2, "include folder 'inc' resolves to '", false, 30},
-      {"op_folder_link_out_of_tree", "mkdir -p elsewhere && mv src/ops/hostile elsewhere/ && ln -s ../../elsewhere/hostile src/ops/hostile",
-       "", "", "plan r.toml", 2, "the op folder '.' resolves to '", false, 30},
+      {"op_folder_link_out_of_tree",
+       "mkdir -p elsewhere && mv src/ops/hostile elsewhere/ && ln -s ../../elsewhere/hostile src/ops/hostile", "", "",
+       "plan r.toml", 2, "the op folder '.' resolves to '", false, 30},
       {"scratch_copy_link_loop",
        "printf '[source]\\npath = \"src\"\\n[build]\\nbackend = \"command\"\\ncommand = [\"true\"]\\n' > c.toml && "
        "ln -s \"$PWD/src\" src/loop1 && ln -s \"$PWD/src/ops\" src/ops/loop2",
@@ -139,24 +142,27 @@ std::vector<Case> cases() {
        "mkdir realdist && ln -s realdist dist && { OPFORGE_TEST_STOP_AT=record-stashed $OPFORGE build r.toml -j1 "
        ">/dev/null 2>&1 || true; } && ls -A realdist | grep -q opforge-",
        "", "", "build r.toml -j1", 0, "opforge_ops-0.1.0", false, 120,
-       "ls realdist/*.whl.opforge-record.json && [ -z \"$(ls -A realdist | grep '^\\.' | grep -v '^\\.opforge-dist.lock$')\" ]"},
+       "ls realdist/*.whl.opforge-record.json && [ -z \"$(ls -A realdist | grep '^\\.' | grep -v "
+       "'^\\.opforge-dist.lock$')\" ]"},
       // --- arch lists
       {"arch_entry_dropped_is_a_warning_in_build", "", "", "TORCH_CUDA_ARCH_LIST='7.0;8.0'", "build r.toml -j1", 0,
        "warning: arch 7.0 (asked for by TORCH_CUDA_ARCH_LIST) dropped: nvcc 13.0 does not accept sm_70", false, 120,
-       "grep -q '\"arch_dropped\"' dist/*.opforge-record.json && grep -q '\"arch_list\": \"8.0\"' dist/*.opforge-record.json"},
+       "grep -q '\"arch_dropped\"' dist/*.opforge-record.json && grep -q '\"arch_list\": \"8.0\"' "
+       "dist/*.opforge-record.json"},
       // --- the wheelhouse under concurrency: conflicts by bytes, under the lock; one row per wheel
       {"index_conflicting_wheels_at_once",
-       kTwoDists + " && { $OPFORGE index wh d2 > bg.out 2>&1; echo $? > bg.rc; } &",
+       kTwoDists + "\n{ $OPFORGE index wh d2 > bg.out 2>&1; echo $? > bg.rc; } &",  // only the index in the background
        "", "", "index wh d1", -1, "", false, 60,
        "while [ ! -s bg.rc ]; do sleep 0.1; done; grep -Eq '^(0|2)$' bg.rc && [ $(ls wh/*.whl | wc -l) = 1 ] && "
-       "grep -q 'is a different wheel of that name' stderr.txt bg.out && " + summary_matches()},
+       "grep -q 'is a different wheel of that name' stderr.txt bg.out && " +
+           summary_matches()},
       {"index_same_name_other_bytes_is_refused", kTwoDists + " && $OPFORGE index wh d1 >/dev/null 2>&1", "", "",
        "index wh d2", 2, "is a different wheel of that name", false, 60, summary_matches()},
       {"index_two_projects_two_rows",
        "$OPFORGE build r.toml -j1 --dist-dir d1 >/dev/null 2>&1 && printf '[package]\\nname = \"other-ops\"\\n' "
-       ">> r2.toml && cat r.toml >> r2.toml && $OPFORGE build r2.toml -j1 --dist-dir d2 --build-dir build2 >/dev/null 2>&1",
-       "", "", "index wh d1 d2", 0, "added", false, 60,
-       summary_matches(" | grep -q '^2 rows'")},
+       ">> r2.toml && cat r.toml >> r2.toml && $OPFORGE build r2.toml -j1 --dist-dir d2 --build-dir build2 >/dev/null "
+       "2>&1",
+       "", "", "index wh d1 d2", 0, "added", false, 60, summary_matches(" | grep -q '^2 rows'")},
       // --- the documented minimal set-up: a recipe at the top of a committed git tree, built twice
       {"git_tree_built_twice_stays_clean", kGitTree + " && $OPFORGE build top.toml -j1 >/dev/null 2>&1", "", "",
        "build top.toml -j1 --release", 0, "opforge_ops-0.1.0+cpu.g", false, 300,

@@ -31,14 +31,16 @@ std::vector<std::string> user_flags(const probe::Environment& env) {
 
 enum class Want { off, on, automatic };
 
-/// The line of a compiler's output that says what failed: the first with "error", else the first.
+/// The line of a compiler's output that says what failed: the first with "error" or "cannot find"
+/// (the linker's), else the first; never collect2's summary ("ld returned 1 exit status").
 std::string first_error(std::string_view output) {
   std::string first;
   for (auto& line : strings::split(output, '\n')) {
     auto t = strings::trim(line);
-    if (t.empty()) continue;
+    if (t.empty() || t.starts_with("collect2:")) continue;
     if (first.empty()) first = std::string(t);
-    if (t.find("error") != std::string_view::npos) return strings::cut(t, 300);
+    if (t.find("error") != std::string_view::npos || t.find("cannot find") != std::string_view::npos)
+      return strings::cut(t, 300);
   }
   return first.empty() ? "no output" : strings::cut(first, 300);
 }
