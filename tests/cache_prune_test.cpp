@@ -146,6 +146,17 @@ TEST(CachePrune, AgesAndSizes) {
   EXPECT_FALSE(parse_size("lots"));
   EXPECT_FALSE(parse_size("1..5G"));
   EXPECT_EQ(parse_size("G").error().kind, ErrorKind::bad_input);
+  // Ages are compared in nanoseconds: what would overflow there is refused, with the range.
+  EXPECT_EQ(*parse_age("36500d"), std::chrono::seconds(36500LL * 86400));
+  for (auto huge : {"150000d", "20000w", "99999999999999999999s", "36501d"}) {
+    auto r = parse_age(huge);
+    ASSERT_FALSE(r) << huge;
+    EXPECT_EQ(r.error().render(), "--older-than '" + std::string(huge) +
+                                      "' is out of range\n  hint: ages go from 0s to 36500d (100 years); to remove "
+                                      "everything, use --max-size 0");
+  }
+  EXPECT_EQ(parse_size("999999999999999T").error().message, "--max-size '999999999999999T' is out of range");
+  EXPECT_EQ(*parse_size("1024T"), 1ULL << 50);
   EXPECT_EQ(human_size(1536), "1.5 KiB");
 }
 

@@ -141,12 +141,14 @@ const Case kCases[] = {
      "  hint: use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)\n"},
     {"requested_op_missing_library", "", "DS_BUILD_NOLIB=1", "plan r.toml", 3,
      "opforge: error: op 'nolib' was requested (DS_BUILD_NOLIB=1) but cannot be built: libopforge-missing not found "
-     "(compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
+     "(compiling and linking `return 0;` with -lopforge_does_not_exist failed: /usr/bin/ld: cannot find "
+     "-lopforge_does_not_exist: No such file or directory)\n"
      "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S "
      "opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},
     {"recipe_true_missing_library", "[ops]\nnolib = true\ncpuop = true\n", "", "plan r.toml", 3,
      "opforge: error: op 'nolib' was requested (recipe: true) but cannot be built: libopforge-missing not found "
-     "(compiling and linking `return 0;` with -lopforge_does_not_exist failed)\n"
+     "(compiling and linking `return 0;` with -lopforge_does_not_exist failed: /usr/bin/ld: cannot find "
+     "-lopforge_does_not_exist: No such file or directory)\n"
      "  hint: install it (apt-get install libopforge-missing-dev, yum install opforge-missing-devel, pacman -S "
      "opforge-missing), or set CFLAGS/LDFLAGS to its include and lib folders (-I... / -L...)\n"},
     {"requested_cuda_op_without_toolkit", "[cuda]\nversion = \"99.0\"\n", "DS_BUILD_VECADD=1", "plan r.toml", 3,

@@ -4,7 +4,7 @@ set(E2E ${CMAKE_BINARY_DIR}/e2e)
 add_test(NAME e2e.default_wheel
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/default_wheel.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR} ${E2E}/default)
 set_tests_properties(e2e.default_wheel PROPERTIES FIXTURES_SETUP default_wheel TIMEOUT 1800 RUN_SERIAL TRUE)
-foreach(name reproducible incremental interrupt release kill_points shared_dist glibc_floor)
+foreach(name reproducible incremental interrupt release kill_points shared_dist glibc_floor processes)
   add_test(NAME e2e.${name}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/${name}.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR} ${E2E}/${name})
   set_tests_properties(e2e.${name} PROPERTIES TIMEOUT 1800 LABELS e2e)

@@ -140,13 +140,31 @@ TEST(OpsDecide, FailedProbeNamesPackagesPerDistribution) {
   EXPECT_FALSE((*d)[0].build);
   EXPECT_EQ((*d)[0].reason,
             "skipped: libaio not found (compiling and linking `io_submit(0, 0, 0);` with -laio "
-            "failed); to build it, install it (apt-get install libaio-dev, yum install "
+            "failed: cannot find -laio); to build it, install it (apt-get install libaio-dev, yum install "
             "libaio-devel, pacman -S libaio), or set CFLAGS/LDFLAGS to its include and lib folders "
             "(-I... / -L...)");
   w.recipe.ops["aio"] = recipe::OpRequest::on;
   auto e = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().kind, ErrorKind::unsatisfied);
+}
+
+TEST(OpsDecide, AProbeBrokenByTheUsersFlagsSaysSoNotLibraryNotFound) {
+  World w;
+  w.fm.env.set("CFLAGS", "-fnonsense-flag");
+  w.fm.proc.on(
+      {"/usr/bin/c++"},
+      probe::ProcessResult{1, 0, false, "", "c++: error: unrecognized command-line option '-fnonsense-flag'\n"});
+  w.recipe.ops = {{"aio", recipe::OpRequest::automatic}};
+  auto d = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE((*d)[0].build);
+  EXPECT_EQ((*d)[0].reason,
+            "skipped: cannot look for libaio: the C++ compiler fails on an empty program with the flags of "
+            "CFLAGS/CXXFLAGS/LDFLAGS ('-fnonsense-flag'): c++: error: unrecognized command-line option "
+            "'-fnonsense-flag'; to build it, fix CFLAGS, CXXFLAGS or LDFLAGS (or unset them)");
+  ASSERT_EQ(w.fm.proc.calls().size(), 2u);  // the library's probe, then the empty program
+  EXPECT_EQ(w.fm.proc.calls()[1].argv, (Names{"/usr/bin/c++", "probe.cpp", "-o", "probe", "-fnonsense-flag"}));
 }
 
 TEST(OpsDecide, ProbeRunsTheCompilerWithTheLibraryAndUserFlags) {

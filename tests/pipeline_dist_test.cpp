@@ -233,10 +233,10 @@ TEST_F(Dist, ARecordOfAnotherWheelIsNotReused) {
 class BusyLockFileSystem final : public ForwardingFileSystem {
  public:
   using ForwardingFileSystem::ForwardingFileSystem;
-  Result<std::shared_ptr<void>> try_lock(const fs::path& p) override {
+  Result<probe::LockAttempt> try_lock(const fs::path& p) override {
     tried.push_back(p.string());
-    if (tried.size() <= 2) return failure("held");
-    return std::shared_ptr<void>();
+    if (tried.size() <= 2) return probe::LockAttempt();
+    return probe::LockAttempt(std::make_shared<int>(0));
   }
   V tried;
 };
@@ -250,6 +250,30 @@ TEST_F(Dist, TheLockWaitsForAnotherBuildAndSaysSoOnce) {
   EXPECT_EQ(busy.tried, (V{"/d/.opforge-dist.lock", "/d/.opforge-dist.lock", "/d/.opforge-dist.lock"}));
   EXPECT_EQ(lines, (V{"waiting for another build's commit into /d (it holds .opforge-dist.lock)"}));
   EXPECT_EQ(fm.fs.log(), (V{"mkdir /d"}));
+}
+
+/// A lock that cannot be taken at all (a read-only dist/).
+class ReadOnlyLockFileSystem final : public ForwardingFileSystem {
+ public:
+  using ForwardingFileSystem::ForwardingFileSystem;
+  Result<probe::LockAttempt> try_lock(const fs::path& p) override {
+    ++tries;
+    return failure("cannot open the lock file " + p.string() + ": Read-only file system");
+  }
+  int tries = 0;
+};
+
+TEST_F(Dist, ALockThatCannotBeTakenFailsAtOnceNamingTheFolder) {
+  ReadOnlyLockFileSystem ro(fm.fs);
+  probe::Machine m{ro, fm.proc, fm.env, fm.dl};
+  V lines;
+  auto lock = lock_dist(m, kDist, [&](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_FALSE(lock);
+  EXPECT_EQ(ro.tries, 1);
+  EXPECT_TRUE(lines.empty());  // nothing claims another build is committing
+  EXPECT_EQ(lock.error().render(),
+            "cannot open the lock file /d/.opforge-dist.lock: Read-only file system\n"
+            "  hint: opforge commits wheels into /d: make it writable, or name another folder");
 }
 
 }  // namespace

@@ -55,6 +55,21 @@ TEST(PipelineWheelhouse, LandingReplacesTheCellsRowAndDropsVanishedWheels) {
   EXPECT_EQ(w.fs.type_of("/dist/simple/t/index.html"), probe::FileType::regular);
 }
 
+TEST(PipelineWheelhouse, OneRowPerWheelNotPerCell) {
+  // Two projects built without [matrix] land in one dist/: both are cell "default".
+  probe::FakeMachine w;
+  SummaryRow a{"default", "a_ops-0.1.0+cpu-py3-none-any.whl", std::string(64, 'a'), {"x"}, "", "", 1};
+  SummaryRow b{"default", "b_ops-0.1.0+cpu-py3-none-any.whl", std::string(64, 'b'), {"y"}, "", "", 2};
+  w.fs.add_file("/dist/" + a.wheel, "a");
+  w.fs.add_file("/dist/" + b.wheel, "b");
+  ASSERT_TRUE(land(w.fs, "/dist", a));
+  ASSERT_TRUE(land(w.fs, "/dist", b));
+  auto rows = read_summary(w.fs, "/dist");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].wheel, a.wheel);
+  EXPECT_EQ(rows[1].wheel, b.wheel);
+}
+
 TEST(PipelineWheelhouse, MergeRefusesAFolderThatIsNotThere) {
   probe::FakeMachine w;
   auto r = merge_wheelhouse(w.machine(), "/out", {"/nowhere"});

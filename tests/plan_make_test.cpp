@@ -225,7 +225,8 @@ TEST(PlanMake, SourceDateEpochIsClampedTo1980) {
 
 TEST(PlanMake, CommitComesFromTheSourceInspector) {
   World w;
-  w.opts.inspect_source = [](probe::Machine, const recipe::Recipe& r) -> Result<SourceInfo> {
+  w.opts.inspect_source = [](probe::Machine, const recipe::Recipe& r,
+                             const std::vector<fs::path>&) -> Result<SourceInfo> {
     SourceInfo s;
     s.root = *r.source.path;
     s.commit = "8cd046f0123456789abcdef0123456789abcdef0";

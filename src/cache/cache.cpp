@@ -9,11 +9,16 @@
 #include "compile/scratch.h"
 #include "cuda/provision.h"
 #include "plan/matrix.h"
+#include "util/json.h"
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace opforge::cache {
 
 namespace {
+
+constexpr std::int64_t kMaxAgeSeconds = 36500LL * 86400;
+constexpr std::uint64_t kMaxSizeBytes = 1ULL << 50;
 
 std::int64_t mtime(const probe::FileSystem& fs, const fs::path& p) {
   auto st = fs.stamp(p);
@@ -23,8 +28,9 @@ std::int64_t mtime(const probe::FileSystem& fs, const fs::path& p) {
 bool held(probe::FileSystem& fs, const fs::path& lock) {
   if (fs.type_of(lock) == probe::FileType::none && fs.type_of(lock.parent_path()) != probe::FileType::directory)
     return false;
+  // A lock that cannot be taken (a read-only cache) counts as held: listing never claims it free.
   auto l = fs.try_lock(lock);
-  return !l;
+  return !l || !*l;
 }
 
 void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
@@ -46,7 +52,7 @@ void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& 
       e.kind = "toolkit";
       e.lock = cuda::toolkit_lock(e.path);
       auto text = fs.read_file(e.path / cuda::kManifest);
-      auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+      auto j = text ? util::json_parse(*text) : nlohmann::json();
       e.user = "CUDA " + n;
       if (j.is_object() && j.contains("requirement") && j["requirement"].is_string())
         e.user += " (" + j["requirement"].get<std::string>() + ")";
@@ -67,7 +73,7 @@ void envs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
     e.path = dir / n;
     e.lock = plan::env_lock(e.path);
     auto text = fs.read_file(e.path / plan::kEnvMarker);
-    auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    auto j = text ? util::json_parse(*text) : nlohmann::json();
     if (j.is_object() && j.contains("cell") && j["cell"].is_string()) {
       e.user = "matrix cell " + j["cell"].get<std::string>();
       if (j.contains("torch") && j["torch"].is_string()) e.user += " (" + j["torch"].get<std::string>() + ")";
@@ -140,7 +146,7 @@ Result<PruneReport> prune(probe::FileSystem& fs, const fs::path& cache, const Pr
   for (auto& e : entries) total += e.bytes;
   report.bytes_before = total;
   auto remove = [&](const Entry& e) -> Result<bool> {
-    auto lock = fs.try_lock(e.lock);
+    auto lock = OPFORGE_TRY(fs.try_lock(e.lock));
     if (!lock) {
       report.kept_in_use.push_back(e);
       return false;
@@ -177,19 +183,24 @@ Result<std::chrono::seconds> parse_age(std::string_view text) {
                      "write a number and a unit: 30d, 12h, 90m, 45s, 2w");
   };
   if (t.size() < 2) return bad();
-  const char unit = t.back();
-  const std::string digits = t.substr(0, t.size() - 1);
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) || digits.size() > 9)
-    return bad();
-  const long long n = std::stoll(digits);
-  switch (unit) {
-    case 's': return std::chrono::seconds(n);
-    case 'm': return std::chrono::seconds(n * 60);
-    case 'h': return std::chrono::seconds(n * 3600);
-    case 'd': return std::chrono::seconds(n * 86400);
-    case 'w': return std::chrono::seconds(n * 7 * 86400);
+  std::int64_t unit = 0;
+  switch (t.back()) {
+    case 's': unit = 1; break;
+    case 'm': unit = 60; break;
+    case 'h': unit = 3600; break;
+    case 'd': unit = 86400; break;
+    case 'w': unit = 7 * 86400; break;
     default: return bad();
   }
+  auto n = numbers::parse_int<std::int64_t>(std::string_view(t).substr(0, t.size() - 1));
+  if (!n && n.error() == numbers::IntError::not_integer) return bad();
+  if (n && *n < 0) return bad();
+  // Ages are compared in nanoseconds (int64: 292 years): 150000d overflowed there, turned negative
+  // and removed everything. A hundred years is more than any cache entry can be old.
+  if (!n || *n > kMaxAgeSeconds / unit)
+    return bad_input("--older-than '" + strings::cut(t) + "' is out of range",
+                     "ages go from 0s to 36500d (100 years); to remove everything, use --max-size 0");
+  return std::chrono::seconds(*n * unit);
 }
 
 Result<std::uint64_t> parse_size(std::string_view text) {
@@ -211,7 +222,12 @@ Result<std::uint64_t> parse_size(std::string_view text) {
   if (t.empty() || t.size() > 15 || t.find_first_not_of("0123456789.") != std::string::npos ||
       std::count(t.begin(), t.end(), '.') > 1 || t.front() == '.' || t.back() == '.')
     return bad();
-  return static_cast<std::uint64_t>(std::llround(std::stod(t) * mult));
+  // A double past 2^64 converts to an integer undefined; sizes stop well before.
+  const double bytes = std::stod(t) * mult;
+  if (bytes > static_cast<double>(kMaxSizeBytes))
+    return bad_input("--max-size '" + strings::cut(std::string(strings::trim(text))) + "' is out of range",
+                     "sizes go from 0 to 1024T (1 PiB)");
+  return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
 std::string human_size(std::uint64_t bytes) {

@@ -9,6 +9,7 @@
 #include "cache/cache.h"
 #include "cli/command.h"
 #include "settings/settings.h"
+#include "util/json.h"
 
 namespace opforge::cli {
 namespace {
@@ -53,6 +54,7 @@ Registrar cache_command{{
       prune->add_flag("--json", args->json, "print JSON");
       return [args, prune]() -> Status {
         auto m = probe::real_machine();
+        OPFORGE_CHECK(probe::check_cache_dir(m.fs, m.env));
         const auto dir = settings::cache_dir(m.env);
         if (dir.empty()) return unsatisfied("no cache folder", "set OPFORGE_CACHE_DIR (or HOME)");
         if (!prune->parsed()) {
@@ -61,7 +63,7 @@ Registrar cache_command{{
           if (args->json) {
             nlohmann::json j = {{"cache", dir.string()}, {"bytes", total}, {"entries", nlohmann::json::array()}};
             for (auto& e : entries) j["entries"].push_back(entry_json(e));
-            std::cout << j.dump(2) << "\n";
+            std::cout << util::json_dump(j, 2) << "\n";
             return {};
           }
           std::cout << "cache: " << dir.string() << " (entries: " << cache::human_size(total) << ")\n";
@@ -82,7 +84,7 @@ Registrar cache_command{{
                               {"kept_in_use", nlohmann::json::array()}};
           for (auto& e : report.removed) j["removed"].push_back(entry_json(e));
           for (auto& e : report.kept_in_use) j["kept_in_use"].push_back(entry_json(e));
-          std::cout << j.dump(2) << "\n";
+          std::cout << util::json_dump(j, 2) << "\n";
           return {};
         }
         for (auto& e : report.removed)

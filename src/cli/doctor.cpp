@@ -6,6 +6,7 @@
 #include "cuda/provision.h"
 #include "doctor/render.h"
 #include "settings/settings.h"
+#include "util/json.h"
 
 namespace opforge::cli {
 namespace {
@@ -30,7 +31,7 @@ Registrar doctor_command{{
         const auto cache_dir = settings::cache_dir(m.env);
         j["provisioned_toolkits"] = nlohmann::json::array();
         for (auto& p : cuda::list_provisioned(m.fs, cache_dir))
-          j["provisioned_toolkits"].push_back(nlohmann::json::parse(cuda::provision_json_text(p)));
+          j["provisioned_toolkits"].push_back(util::json_parse(cuda::provision_json_text(p)));
         // The sizes the entries' owners kept (cache::Sizes::recorded): the same entries and sum as
         // `opforge cache`, without walking gigabytes.
         const auto totals =
@@ -39,7 +40,7 @@ Registrar doctor_command{{
                       {"bytes", totals.bytes},
                       {"entries", totals.entries},
                       {"unmeasured", totals.unmeasured}};
-        if (args->json) std::cout << j.dump(2) << "\n";
+        if (args->json) std::cout << util::json_dump(j, 2) << "\n";
         else std::cout << doctor::to_text(j);
         return {};
       };

@@ -6,6 +6,7 @@
 #include "compiler/host.h"
 #include "plan/json.h"
 #include "plan/plan.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -37,7 +38,7 @@ Registrar env_command{{
         if (p.host) OPFORGE_CHECK(compiler::ensure_shim(real.fs, *p.host));
         OPFORGE_CHECK(compile::write_planned_wrappers(real, p));
         if (args->format == "json") {
-          std::cout << nlohmann::json(vars).dump(2) << "\n";
+          std::cout << util::json_dump(nlohmann::json(vars), 2) << "\n";
         } else {
           for (auto& [k, v] : vars) {
             // Always quoted: values with spaces or '$' survive `eval` unchanged.

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "pipeline/wheelhouse.h"
+#include "util/json.h"
 
 namespace opforge::cli {
 namespace {
@@ -26,9 +27,11 @@ Registrar index_command{{
       return [args]() -> Status {
         auto m = probe::real_machine();
         std::vector<std::filesystem::path> in(args->inputs.begin(), args->inputs.end());
-        auto report = OPFORGE_TRY(pipeline::merge_wheelhouse(m, m.fs.absolute(args->out), in));
+        auto report = OPFORGE_TRY(pipeline::merge_wheelhouse(m, m.fs.absolute(args->out), in,
+                                                             [](std::string_view l) { std::cerr << l << "\n"; }));
         if (args->json) {
-          std::cout << nlohmann::json{{"added", report.added}, {"unchanged", report.unchanged}}.dump(2) << "\n";
+          std::cout << util::json_dump(nlohmann::json{{"added", report.added}, {"unchanged", report.unchanged}}, 2)
+                    << "\n";
           return {};
         }
         for (auto& w : report.added) std::cout << "added      " << w << "\n";

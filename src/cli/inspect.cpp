@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "probe/machine.h"
+#include "util/json.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
@@ -175,7 +176,7 @@ const Registrar kInspect{Registration{
                              "accepted values: " + strings::join(target::cpu_target_names(), ", "));
         }
         auto in = OPFORGE_TRY(wheel::inspect(m.fs, *wheel_path));
-        if (*json) std::cout << to_json(in).dump(2) << "\n";
+        if (*json) std::cout << util::json_dump(to_json(in), 2) << "\n";
         else std::cout << text(in);
         if (!target) return {};
         std::vector<wheel::IsaCheck> checks;

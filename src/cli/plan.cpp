@@ -9,6 +9,7 @@
 #include "plan/plan.h"
 #include "recipe/recipe.h"
 #include "root/root.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -179,8 +180,8 @@ Registrar plan_command{{
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;
-        opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r) {
-          return plan::inspect_source(m, r, false);
+        opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own) {
+          return plan::inspect_source(m, r, own, false);
         };
         opts.fetch_toolkit = false;  // plan says what a build would fetch, and fetches nothing
         auto real = probe::real_machine();
@@ -211,7 +212,7 @@ Registrar plan_command{{
             for (auto& step : graph->steps)
               j["commands"].push_back({{"description", step.description}, {"argv", step.argv}});
           }
-          std::cout << j.dump(2) << "\n";
+          std::cout << util::json_dump(j, 2) << "\n";
         } else print_text(p);
         return {};
       };

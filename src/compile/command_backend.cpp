@@ -80,6 +80,7 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   cmd.on_line = [&](std::string_view line) {
     if (on_line) on_line(line);
   };
+  cmd.timeout = plan.compile_timeout;
   auto result = m.proc.run(cmd);
   if (!result)
     return failure("cannot start the build command " + command.front() + ": " + result.error().message,
@@ -87,8 +88,10 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   OPFORGE_CHECK(m.fs.write_file_atomic(out.log, result->out));
   if (result->ok()) return {};
   keep_tree = true;
-  std::string how =
-      result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code) : "signal " + std::to_string(result->signal);
+  std::string how = result->timed_out
+                        ? "stopped after OPFORGE_COMPILE_TIMEOUT=" + std::to_string(plan.compile_timeout.count()) + " s"
+                    : result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code)
+                                             : "signal " + std::to_string(result->signal);
   return failure("the build command failed (" + how + ") in " + out.tree.string() + "; its last lines:\n" +
                      tail_lines(result->out, 25),
                  "full log: " + out.log.string());
@@ -154,6 +157,7 @@ Result<OpStep> compile_op(probe::Machine m, const plan::Plan& plan, const std::v
   cmd.env = op_environment(base_env, plan, d, g);
   cmd.output = probe::Output::lines;
   cmd.on_line = on_line;
+  cmd.timeout = plan.compile_timeout;
   const auto start = std::chrono::steady_clock::now();
   auto result = m.proc.run(cmd);
   if (!result)

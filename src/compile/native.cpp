@@ -401,8 +401,14 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
                        if (options.on_line) options.on_line(line);
                      }};
   if (keep_going) cmd.argv.insert(cmd.argv.end(), {"-k", "0"});
+  cmd.timeout = plan.compile_timeout;
   auto ran = m.proc.run(cmd);
   if (!ran) return opforge::unexpected(ran.error());
+  if (ran->timed_out)
+    return failure("the compile ran longer than " + std::to_string(plan.compile_timeout.count()) +
+                       " s and was stopped (every process it started included)",
+                   "a step that never ends (a compiler that hangs) is stopped at OPFORGE_COMPILE_TIMEOUT (seconds); "
+                   "raise it for a larger build");
   result.log = ran->out;
   result.peak_rss_kib = ran->peak_rss_kib;
   std::optional<std::map<std::string, std::string>> failed;

@@ -1,9 +1,11 @@
 #include "compile/scratch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace opforge::compile {
 
@@ -23,7 +25,22 @@ bool skipped(const fs::path& rel) {
   return top && (name == "build" || name == "dist");
 }
 
-Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out) {
+/// Bounds of the copy: a link followed back into the tree unrolled it until the kernel's limit
+/// (123 entries, 83 levels, 794 MB in 48 s for two such links).
+constexpr int kMaxDepth = 64;
+constexpr std::uint64_t kMaxBytes = 4ULL << 30;
+
+struct Walk {
+  std::vector<fs::path> open;  ///< the real folders being walked, outermost first
+  std::uint64_t bytes = 0;
+};
+
+Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out,
+                    Walk& walk) {
+  if (static_cast<int>(walk.open.size()) > kMaxDepth)
+    return bad_input("the source tree is more than " + std::to_string(kMaxDepth) + " folders deep at '" +
+                         strings::cut((root / rel).string()) + "'",
+                     "a link that leads back into the tree makes it endless: remove it, or make it relative");
   auto names = m.fs.list_directory(root / rel);
   if (!names) return opforge::unexpected(names.error());
   for (auto& n : *names) {
@@ -41,11 +58,27 @@ Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel,
         continue;
       }
       type = m.fs.resolved_type(p);
+      if (type == probe::FileType::directory) {
+        // Followed into a folder that is being walked already: copying it would never end.
+        auto real = m.fs.canonical(p);
+        if (real && std::find(walk.open.begin(), walk.open.end(), *real) != walk.open.end())
+          return bad_input("'" + strings::cut(p.string()) + "' is a symbolic link to '" + strings::cut(real->string()) +
+                               "', which holds it: a loop the copy cannot follow",
+                           "remove the link, or make it relative (a relative link inside the tree is kept as a link)");
+      }
     }
     if (type == probe::FileType::directory) {
       out.push_back({r, type, "", 0755});
-      OPFORGE_CHECK(collect_tree(m, root, r, out));
+      walk.open.push_back(m.fs.canonical(p).value_or(p));
+      OPFORGE_CHECK(collect_tree(m, root, r, out, walk));
+      walk.open.pop_back();
     } else if (type == probe::FileType::regular) {
+      const auto size = m.fs.stamp(p);
+      if (size) walk.bytes += size->size;
+      if (walk.bytes > kMaxBytes)
+        return bad_input("the source tree holds more than " + std::to_string(kMaxBytes >> 30) + " GiB of files (at '" +
+                             strings::cut(p.string()) + "'), more than a build copies",
+                         "keep large data out of the source tree, or build with [build] backend = \"native\"");
       out.push_back({r, type, OPFORGE_TRY(m.fs.read_file(p)), m.fs.is_executable(p) ? 0755u : 0644u});
     }
   }
@@ -58,8 +91,12 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
                                       const std::function<void(std::string_view)>& on_wait) {
   if (cache_dir.empty()) return bad_input("no cache folder for the build tree", "set OPFORGE_CACHE_DIR (or HOME)");
   std::vector<TreeEntry> entries;
-  if (auto st = collect_tree(m, source, {}, entries); !st)
+  Walk walk;
+  walk.open.push_back(m.fs.canonical(source).value_or(source));
+  if (auto st = collect_tree(m, source, {}, entries, walk); !st) {
+    if (st.error().kind == ErrorKind::bad_input) return opforge::unexpected(st.error());
     return failure("cannot read the source tree " + source.string() + ": " + st.error().message);
+  }
   std::string digest;
   for (auto& e : entries)
     digest += e.rel.string() + "\n" + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +

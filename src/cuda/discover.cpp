@@ -170,14 +170,16 @@ struct Finder {
     if (tk.lib_dir.empty())
       return "rejected: no libcudart* in lib64/, lib/, targets/*/lib/ or the folders its nvcc.profile names";
     tk.layout = layout_of(m.fs, tk);
-    read_version(root, real_root, tk);
+    if (auto rejected = read_version(root, real_root, tk)) return *rejected;
     if (tk.version_source.empty()) return "rejected: no version in version.json, version.txt, nvcc --version or cuda.h";
     c.toolkit = tk;
     return "valid";
   }
 
   /// version.json > version.txt (the folder's, then the real nvcc's) > nvcc --version > cuda.h.
-  bool read_version(const fs::path& root, const fs::path& real_root, Toolkit& tk) {
+  /// The version from the layout's files; an nvcc that does not answer `--version` in 10 s is a
+  /// reason to reject the toolkit (returned), not to guess from cuda.h: it would hang every compile.
+  std::optional<std::string> read_version(const fs::path& root, const fs::path& real_root, Toolkit& tk) {
     std::vector<fs::path> roots{root};
     if (real_root != root) roots.push_back(real_root);
     for (const fs::path& r : roots) {
@@ -185,32 +187,33 @@ struct Finder {
         if (auto v = parse_version_json(*t)) {
           tk.version = *v;
           tk.version_source = "version.json";
-          return true;
+          return std::nullopt;
         }
       if (auto t = m.fs.read_file(r / "version.txt"))
         if (auto v = parse_version_txt(*t)) {
           tk.version = *v;
           tk.version_source = "version.txt";
-          return true;
+          return std::nullopt;
         }
     }
     auto r = probe::run_remembered(
-        m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(20000)});
+        m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(10000)});
+    if (r && r->timed_out) return "rejected: bin/nvcc --version did not answer within 10 s";
     if (r && r->ok()) {
       tk.nvcc_version_text = r->out;
       if (auto v = parse_nvcc_version(r->out)) {
         tk.version = *v;
         tk.version_source = "nvcc --version";
-        return true;
+        return std::nullopt;
       }
     }
     if (auto h = m.fs.read_file(tk.include_dir / "cuda.h"))
       if (auto v = parse_cuda_h(*h)) {
         tk.version = *v;
         tk.version_source = "cuda.h";
-        return true;
+        return std::nullopt;
       }
-    return false;
+    return std::nullopt;
   }
 
   void from_glob(const fs::path& dir, std::string_view prefix, const std::string& label) {

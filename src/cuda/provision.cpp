@@ -6,6 +6,7 @@
 
 #include "cuda/resolve.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace opforge::cuda {
@@ -65,7 +66,7 @@ Json manifest_json(const Provision& p) {
 bool read_manifest(const probe::FileSystem& fs, const fs::path& dir, Provision& p) {
   auto text = fs.read_file(dir / kManifest);
   if (!text) return false;
-  auto j = Json::parse(*text, nullptr, false);
+  auto j = util::json_parse(*text);
   if (!j.is_object() || !j.contains("packages") || !j["packages"].is_array()) return false;
   auto str = [](const Json& o, const char* k) {
     return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : "";
@@ -159,9 +160,9 @@ Status install_into(probe::Machine m, Provision& p, const fs::path& tmp,
   std::string full = p.cuda.str();
   for (auto& k : p.packages)
     if (k.name == "nvidia-cuda-nvcc") full = k.version;
-  OPFORGE_CHECK(m.fs.write_file_atomic(tmp / "version.json",
-                                       Json{{"cuda", {{"name", "CUDA SDK"}, {"version", full}}}}.dump(2) + "\n"));
-  return m.fs.write_file_atomic(tmp / kManifest, manifest_json(p).dump(2) + "\n");
+  OPFORGE_CHECK(m.fs.write_file_atomic(
+      tmp / "version.json", util::json_dump(Json{{"cuda", {{"name", "CUDA SDK"}, {"version", full}}}}, 2) + "\n"));
+  return m.fs.write_file_atomic(tmp / kManifest, util::json_dump(manifest_json(p), 2) + "\n");
 }
 
 }  // namespace
@@ -198,7 +199,7 @@ std::string provision_json_text(const Provision& p) {
   j["dir"] = p.dir.string();
   j["present"] = p.present;
   j["fetched"] = p.fetched;
-  return j.dump();
+  return util::json_dump(j);
 }
 
 fs::path toolkit_lock(const fs::path& dir) { return dir.parent_path() / ("." + dir.filename().string() + ".lock"); }

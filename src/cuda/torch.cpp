@@ -5,6 +5,7 @@
 #include "cuda/versions.h"
 #include "probe/json_cache.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/scan.h"
 
 namespace opforge::cuda {
@@ -49,7 +50,7 @@ TorchVersionPy parse_torch_version_py(std::string_view text) {
 
 PythonProbe parse_python_probe(std::string_view text) {
   PythonProbe out;
-  auto j = nlohmann::json::parse(text, nullptr, false);
+  auto j = util::json_parse(text);
   if (!j.is_object()) return out;
   out.ok = true;
   if (j.contains("torch") && j["torch"].is_string()) out.torch_origin = j["torch"].get<std::string>();
@@ -125,7 +126,7 @@ std::string cache_key(probe::Machine m, const std::string& python, const fs::pat
                    {"cwd", cwd.string()},
                    {"program", sha256_hex(kProbeProgram)}};
   for (const char* v : kPythonVariables) k[v] = m.env.get(v) ? nlohmann::json(*m.env.get(v)) : nlohmann::json();
-  return sha256_hex(k.dump());
+  return sha256_hex(util::json_dump(k));
 }
 
 /// The remembered output of the probe program, when every watched path is as it was.

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json.h"
 #include "util/numbers.h"
 #include "util/scan.h"
 #include "util/strings.h"
@@ -32,7 +33,7 @@ std::optional<std::string> version_after(std::string_view text, std::string_view
 }  // namespace
 
 std::optional<Version> parse_version_json(std::string_view text) {
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto j = util::json_parse(text);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   auto it = j.find("cuda");
   if (it == j.end() || !it->is_object()) return std::nullopt;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "util/json.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -33,7 +34,7 @@ std::string generation(int major, int minor) {
 }  // namespace
 
 Result<NodeReport> parse_node_report(const fs::path& file, std::string_view json_text) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  json j = util::json_parse(json_text);
   if (j.is_discarded() || !j.is_object())
     return bad_input(file.string() + ": not a JSON object",
                      "give the output of `opforge doctor --json` from each node");

@@ -22,6 +22,20 @@ std::string probe_source(const Probe& p) {
 
 enum class Want { off, on, automatic };
 
+/// The line of a compiler's output that says what failed: the first with "error" or "cannot find"
+/// (the linker's), else the first; never collect2's summary ("ld returned 1 exit status").
+std::string first_error(std::string_view output) {
+  std::string first;
+  for (auto& line : strings::split(output, '\n')) {
+    auto t = strings::trim(line);
+    if (t.empty() || t.starts_with("collect2:")) continue;
+    if (first.empty()) first = std::string(t);
+    if (t.find("error") != std::string_view::npos || t.find("cannot find") != std::string_view::npos)
+      return strings::cut(t, 300);
+  }
+  return first.empty() ? "no output" : strings::cut(first, 300);
+}
+
 }  // namespace
 
 std::string probe_fix(const Probe& probe) {
@@ -202,8 +216,21 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
       why_not = "cannot look for " + p.name + ": " + outcome.compiler_missing;
       fix = "install a C++ compiler (apt-get install g++), or fix PATH or [compiler] host";
     } else if (!outcome.ok) {
+      // The user's flags reach every probe: when they alone break the compiler, the library is
+      // not what is missing (CFLAGS=-fnonsense-flag said "libaio not found").
+      if (const auto flags = user_flags(m.env); !flags.empty()) {
+        auto control = OPFORGE_TRY(run_probe(m, Probe{"an empty program", "", "", {}, {}}, ctx));
+        if (!control.ok && control.compiler_missing.empty()) {
+          why_not = "cannot look for " + p.name + ": the C++ compiler fails on an empty program with the flags of " +
+                    "CFLAGS/CXXFLAGS/LDFLAGS ('" + strings::cut(strings::join(flags, " "), 120) +
+                    "'): " + first_error(control.output);
+          fix = "fix CFLAGS, CXXFLAGS or LDFLAGS (or unset them)";
+          continue;
+        }
+      }
       why_not = p.name + " not found (compiling and linking `" + p.code + "`" +
-                (p.libraries.empty() ? "" : " with -l" + strings::join(p.libraries, " -l")) + " failed)";
+                (p.libraries.empty() ? "" : " with -l" + strings::join(p.libraries, " -l")) +
+                " failed: " + first_error(outcome.output) + ")";
       fix = probe_fix(p);
     }
   }

@@ -6,6 +6,7 @@
 
 #include "settings/settings.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace opforge::ops {
@@ -37,7 +38,7 @@ bool has_op_builder(const probe::FileSystem& fs, const fs::path& root) {
 }
 
 Result<std::vector<Manifest>> parse_deepspeed_catalogue(const fs::path& root, std::string_view text) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
+  auto j = util::json_parse(text);
   if (!j.is_object() || !j.contains("ops") || !j["ops"].is_array())
     return failure("cannot read the op_builder catalogue of " + root.string() + ": " + tail(std::string(text), 300));
   std::vector<Manifest> out;
@@ -86,7 +87,7 @@ Result<std::vector<Manifest>> load_deepspeed_catalogue(probe::Machine m, const f
 }
 
 Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::string_view text) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
+  auto j = util::json_parse(text);
   if (!j.is_object())
     return failure("cannot read the answer of DeepSpeed's is_compatible(): " + tail(std::string(text), 300));
   std::map<std::string, Compatibility> out;
@@ -185,7 +186,7 @@ Result<std::map<std::string, Compatibility>> deepspeed_compatibility(probe::Mach
     if (it == parsed.end()) return failure("DeepSpeed's is_compatible() check gave no answer for " + op.name);
     out[op.name] = it->second;
   }
-  cache.store(key, nlohmann::json::parse(answer, nullptr, false));
+  cache.store(key, util::json_parse(answer));
   return out;
 }
 

@@ -309,6 +309,38 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   return m;
 }
 
+namespace {
+
+/// The manifest's paths stay inside the tree as text (check_inside); here, once links are
+/// followed: a source that is a link to a file outside the tree would be compiled in, and editing
+/// that file would change the wheel's bytes under the same commit, with a record that says clean.
+Status check_resolved_inside(probe::Machine m, const Manifest& op, const fs::path& file, const fs::path& root) {
+  auto top = m.fs.canonical(root);
+  if (!top) return {};
+  auto check = [&](std::string_view what, const fs::path& rel) -> Status {
+    const fs::path at = op.dir / rel;
+    if (m.fs.resolved_type(at) == probe::FileType::none) return {};  // missing: the compile says so
+    auto real = m.fs.canonical(at);
+    if (!real) return {};
+    const fs::path in_tree = real->lexically_relative(*top);
+    if (!in_tree.empty() && *in_tree.begin() != "..") return {};
+    return opforge::unexpected(
+        Error{ErrorKind::bad_input,
+              std::string(what) + " '" + strings::cut(rel.string()) + "' resolves to '" + strings::cut(real->string()) +
+                  "', outside the source tree '" + strings::cut(top->string()) + "' (through a symbolic link)",
+              "copy it into the tree: what goes into a wheel must be what the tree's commit describes",
+              Location{file.string(), 0, 0, {}}});
+  };
+  OPFORGE_CHECK(check("the op folder", "."));
+  for (auto& s : op.sources) OPFORGE_CHECK(check("source", s));
+  for (auto& d : op.include_dirs) OPFORGE_CHECK(check("include folder", d));
+  if (op.python_extension)
+    for (auto& s : op.python_extension->sources) OPFORGE_CHECK(check("python_extension source", s));
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& ops_dir, const fs::path& root) {
   if (m.fs.resolved_type(ops_dir) != probe::FileType::directory)
     return bad_input("ops folder '" + ops_dir.string() + "' does not exist",
@@ -319,6 +351,7 @@ Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& o
     if (m.fs.resolved_type(file) != probe::FileType::regular) continue;
     auto text = OPFORGE_TRY(m.fs.read_file(file));
     auto manifest = OPFORGE_TRY(parse_manifest(file, text, root.empty() ? ops_dir : root));
+    OPFORGE_CHECK(check_resolved_inside(m, manifest, file, root.empty() ? ops_dir : root));
     for (auto& other : out) {
       if (other.name == manifest.name || other.build_var == manifest.build_var)
         return bad_input("ops '" + other.dir.string() + "' and '" + manifest.dir.string() +

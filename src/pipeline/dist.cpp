@@ -63,7 +63,7 @@ Status commit(probe::Machine m, const fs::path& wheel, std::string_view bytes, c
 }
 
 Status recover_dist(probe::Machine m, const fs::path& dist) {
-  if (m.fs.type_of(dist) != probe::FileType::directory) return {};
+  if (m.fs.resolved_type(dist) != probe::FileType::directory) return {};  // a link to a folder too
   auto names = OPFORGE_TRY(m.fs.list_directory(dist));
   auto present = [&](const std::string& n) { return std::binary_search(names.begin(), names.end(), n); };
   auto strip = [](std::string_view n, std::string_view suffix) {  // ".R.opforge-new" → "R"
@@ -110,7 +110,10 @@ Result<std::shared_ptr<void>> lock_dist(probe::Machine m, const fs::path& dist,
   constexpr int kTries = 10 * 60 * 20;  // 10 minutes
   for (int waited = 0;; ++waited) {
     auto lock = m.fs.try_lock(lock_file);
-    if (lock) return *lock;
+    if (!lock)
+      return failure(lock.error().message,
+                     "opforge commits wheels into " + dist.string() + ": make it writable, or name another folder");
+    if (*lock) return **lock;
     if (waited == 0 && on_line)
       on_line("waiting for another build's commit into " + dist.string() + " (it holds " +
               lock_file.filename().string() + ")");

@@ -17,6 +17,7 @@
 
 #include "opforge/version.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/strings.h"
 #include "wheel/isa.h"
 #include "wheel/wheel.h"
@@ -55,7 +56,7 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
     in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()}, {"nvcc_version", tk.nvcc_version_text}};
     if (plan.provision) {
       // Which wheels the toolkit came from, not where this machine keeps them: the folder is the cache's.
-      auto p = nlohmann::json::parse(cuda::provision_json_text(*plan.provision));
+      auto p = util::json_parse(cuda::provision_json_text(*plan.provision));
       in["toolkit"]["provisioned"] = {{"requirement", p["requirement"]},
                                       {"requirement_source", p["requirement_source"]},
                                       {"packages", p["packages"]}};
@@ -66,6 +67,11 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
                       {"version", compiler_text(plan)},
                       {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
   in["arch_list"] = plan.arch.str();
+  if (!plan.arch.dropped.empty()) {
+    nlohmann::json dropped = nlohmann::json::object();
+    for (auto& [entry, why] : plan.arch.dropped) dropped[entry] = why;
+    in["arch_dropped"] = dropped;  // asked for, not built (only when there are some: fingerprints stay)
+  }
   // the headers the ops' Python extensions were compiled against (stable ABI: any Python 3 from
   // their floor gives a working extension, but the bytes follow the headers)
   if (!plan.python_include.empty()) in["python_include"] = plan.python_include.string();
@@ -84,7 +90,7 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
 
 /// sha256 over everything that decides the wheel's bytes: the recorded inputs and every file.
 std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
-  std::string text = inputs.dump() + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
+  std::string text = util::json_dump(inputs) + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
                      spec.description + "\n" + spec.requires_python + "\n" + std::to_string(spec.source_date_epoch);
   for (auto& f : spec.files) text += "\n" + f.path + " " + std::to_string(f.mode) + " " + sha256_hex(f.content);
   return sha256_hex(text);
@@ -528,7 +534,10 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   const plan::Plan& plan = outcome.plan;
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   auto lock = OPFORGE_TRY(m.fs.try_lock(plan.build_dir / ".opforge.lock"));
-  if (m.fs.type_of(plan.dist_dir) == probe::FileType::directory) {
+  if (!lock)
+    return failure("another opforge build is running in " + plan.build_dir.string() + " (it holds .opforge.lock)",
+                   "wait for it to finish, or build into another folder with --build-dir");
+  if (m.fs.resolved_type(plan.dist_dir) == probe::FileType::directory) {
     auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
     OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
   }

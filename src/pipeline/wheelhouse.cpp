@@ -9,6 +9,7 @@
 #include "pipeline/dist.h"
 #include "record/record.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/strings.h"
 #include "wheel/index.h"
 #include "wheel/wheel.h"
@@ -37,9 +38,12 @@ std::string cell_text(std::string_view s) {
   return out;
 }
 
-/// Rows merged by cell and by wheel: `row` replaces any row naming the same cell or the same wheel.
+/// One row per wheel file (its name carries project, version and tags): `row` replaces the row of
+/// the same wheel only. Cells are not keys: every build without [matrix] is cell "default", so two
+/// projects in one wheelhouse would otherwise share a row; a cell's older wheel keeps its row while
+/// it is still served, and loses it (rewrite) when it is gone.
 void merge_row(std::vector<SummaryRow>& rows, const SummaryRow& row) {
-  std::erase_if(rows, [&](auto& r) { return r.wheel == row.wheel || (!row.cell.empty() && r.cell == row.cell); });
+  std::erase_if(rows, [&](auto& r) { return r.wheel == row.wheel; });
   rows.push_back(row);
 }
 
@@ -63,7 +67,7 @@ std::string summary_json(std::vector<SummaryRow> rows) {
                    {"toolkit", r.toolkit},
                    {"torch", r.torch},
                    {"seconds", std::round(r.seconds * 10) / 10}});
-  return Json{{"wheels", arr}}.dump(2) + "\n";
+  return util::json_dump(Json{{"wheels", arr}}, 2) + "\n";
 }
 
 std::string summary_markdown(std::vector<SummaryRow> rows) {
@@ -84,7 +88,7 @@ std::vector<SummaryRow> read_summary(const probe::FileSystem& fs, const fs::path
   std::vector<SummaryRow> rows;
   auto text = fs.read_file(dir / "summary.json");
   if (!text) return rows;
-  auto j = Json::parse(*text, nullptr, false);
+  auto j = util::json_parse(*text);
   if (!j.is_object() || !j.contains("wheels") || !j["wheels"].is_array()) return rows;
   auto str = [](const Json& o, const char* k) {
     return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : "";
@@ -108,7 +112,8 @@ Status land(probe::FileSystem& fs, const fs::path& dist, const SummaryRow& row) 
   return rewrite(fs, dist, std::move(rows));
 }
 
-Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, const std::vector<fs::path>& inputs) {
+Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, const std::vector<fs::path>& inputs,
+                                     const std::function<void(std::string_view)>& on_wait) {
   struct Incoming {
     fs::path from;
     std::string name, bytes, sha256;
@@ -148,24 +153,36 @@ Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, cons
       if (incoming[i].name == incoming[k].name && incoming[i].sha256 != incoming[k].sha256)
         problems.push_back(incoming[i].from.string() + " and " + incoming[k].from.string() +
                            " are different wheels with one name");
-  for (auto& in : incoming)
-    if (auto have = m.fs.read_file(out / in.name); have && sha256_hex(*have) != in.sha256)
-      problems.push_back(in.from.string() + ": " + (out / in.name).string() + " is a different wheel of that name");
   if (!problems.empty())
     return bad_input(
         "not merged, " + std::to_string(problems.size()) + " problem(s):\n  " + strings::join(problems, "\n  "),
         "rebuild the wheels named (or remove the stale one from the wheelhouse)");
   OPFORGE_CHECK(m.fs.create_directories(out));
-  auto lock = OPFORGE_TRY(lock_dist(m, out, {}));
+  auto lock = OPFORGE_TRY(lock_dist(m, out, on_wait));
+  // What the wheelhouse holds is read under its lock, and compared by bytes: another `opforge
+  // index` may have landed a wheel of the same name since we looked (a check before the lock let
+  // both runs succeed, the second reporting "unchanged" over bytes it did not have).
+  std::vector<bool> there(incoming.size(), false);
+  for (std::size_t i = 0; i < incoming.size(); ++i) {
+    const auto& in = incoming[i];
+    if (m.fs.type_of(out / in.name) == probe::FileType::none) continue;
+    auto have = m.fs.read_file(out / in.name);
+    if (have && sha256_hex(*have) == in.sha256) there[i] = true;
+    else problems.push_back(in.from.string() + ": " + (out / in.name).string() + " is a different wheel of that name");
+  }
+  if (!problems.empty())
+    return bad_input(
+        "not merged, " + std::to_string(problems.size()) + " problem(s):\n  " + strings::join(problems, "\n  "),
+        "rebuild the wheels named (or remove the stale one from the wheelhouse)");
   MergeReport report;
   auto summary = read_summary(m.fs, out);
-  for (auto& in : incoming) {
-    bool there = m.fs.type_of(out / in.name) == probe::FileType::regular;
-    if (!there) {
+  for (std::size_t i = 0; i < incoming.size(); ++i) {
+    const auto& in = incoming[i];
+    if (!there[i]) {
       OPFORGE_CHECK(m.fs.write_file_atomic(out / in.name, in.bytes));
       if (in.record) OPFORGE_CHECK(m.fs.write_file_atomic(record::path_for(out / in.name), *in.record));
     }
-    (there ? report.unchanged : report.added).push_back(in.name);
+    (there[i] ? report.unchanged : report.added).push_back(in.name);
   }
   for (auto& r : rows) merge_row(summary, r);
   OPFORGE_CHECK(rewrite(m.fs, out, std::move(summary)));

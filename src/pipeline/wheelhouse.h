@@ -2,6 +2,7 @@
 /// dist/ as one wheelhouse: the PEP 503 index (wheel/index.h), SUMMARY.md and summary.json, both
 /// rewritten whenever a wheel lands, and `opforge index`'s merge of wheels built elsewhere.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,8 @@ std::string summary_markdown(std::vector<SummaryRow> rows);
 std::vector<SummaryRow> read_summary(const probe::FileSystem& fs, const fs::path& dir);
 
 /// A wheel has landed in `dist` (the caller holds dist/'s lock): `row` replaces the row of the same
-/// cell or wheel, rows whose wheel is gone are dropped, and the index and both summaries are
-/// rewritten (each file atomically).
+/// wheel file (one row per wheel: project, version and tags), rows whose wheel is gone are dropped, and the index and
+/// both summaries are rewritten (each file atomically).
 Status land(probe::FileSystem& fs, const fs::path& dist, const SummaryRow& row);
 
 /// What `opforge index` did.
@@ -42,8 +43,10 @@ struct MergeReport {
 
 /// Copies every wheel of `inputs` (and its build record, and its summary rows) into `out`, after
 /// checking each (wheel::verify; its record's sha256 when it has one), then rewrites the index and
-/// the summaries. bad_input when a wheel fails its checks or another wheel of the same name is in
-/// `out` already; nothing is copied then.
-Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, const std::vector<fs::path>& inputs);
+/// the summaries. bad_input when a wheel fails its checks or another wheel of the same name (other
+/// bytes) is in `out` already, checked under `out`'s lock; nothing is copied then. `on_wait` (may be
+/// null) hears once that another process holds the lock.
+Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, const std::vector<fs::path>& inputs,
+                                     const std::function<void(std::string_view)>& on_wait = {});
 
 }  // namespace opforge::pipeline

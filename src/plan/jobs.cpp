@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "util/json.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -113,7 +114,7 @@ std::map<std::string, std::uint64_t> load_compile_peaks(const probe::FileSystem&
   if (cache_dir.empty()) return out;
   auto text = fs.read_file(cache_dir / "compile-peaks.json");
   if (!text) return out;
-  auto j = nlohmann::json::parse(*text, nullptr, false);
+  auto j = util::json_parse(*text);
   if (!j.is_object()) return out;
   for (auto& [op, v] : j.items())
     if (v.is_number_unsigned()) out[op] = v.get<std::uint64_t>();
@@ -128,7 +129,7 @@ void store_compile_peaks(probe::FileSystem& fs, const fs::path& cache_dir,
   nlohmann::json j = nlohmann::json::object();
   for (auto& [op, kib] : all) j[op] = kib;
   (void)fs.create_directories(cache_dir);
-  (void)fs.write_file_atomic(cache_dir / "compile-peaks.json", j.dump(1) + "\n");
+  (void)fs.write_file_atomic(cache_dir / "compile-peaks.json", util::json_dump(j, 1) + "\n");
 }
 
 MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> available_kib,

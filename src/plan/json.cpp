@@ -1,4 +1,5 @@
 #include "plan/json.h"
+#include "util/json.h"
 
 namespace opforge::plan {
 
@@ -25,7 +26,7 @@ nlohmann::json to_json(const Plan& p) {
                {"version", p.cuda.chosen ? json(p.cuda.chosen->version.str()) : json(nullptr)},
                {"candidates", cands},
                {"warnings", p.cuda.warnings}};
-  j["provision"] = p.provision ? json::parse(cuda::provision_json_text(*p.provision)) : json(nullptr);
+  j["provision"] = p.provision ? util::json_parse(cuda::provision_json_text(*p.provision)) : json(nullptr);
   if (p.host)
     j["host_compiler"] = {{"cc", p.host->compiler.cc.string()},
                           {"cxx", p.host->compiler.cxx.string()},

@@ -57,7 +57,7 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
   } else if (auto v = OPFORGE_TRY(settings::arch_list(environment))) {
     out.arch_list = v->text;
     out.arch_from = "TORCH_CUDA_ARCH_LIST";
-    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + v->text + "' overrides the recipe's '" + r.arch.list + "'");
+    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + strings::cut(v->text) + "' overrides the recipe's '" + strings::cut(r.arch.list) + "'");
   }
   if (auto jobs = OPFORGE_TRY(settings::max_jobs(environment))) {
     if (jobs->capped)
@@ -180,8 +180,14 @@ Result<recipe::Recipe> load_recipe(probe::Machine m, const fs::path& recipe_file
 /// The source tree and its ops folder, the build and dist folders, the project's Python.
 Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
   const recipe::Recipe& r = plan.recipe;
+  plan.build_dir = opts.build_dir.value_or((r.dir / r.build.build_dir).lexically_normal());
+  plan.dist_dir = opts.dist_dir.value_or((r.dir / r.build.dist_dir).lexically_normal());
   if (opts.inspect_source) {
-    plan.source = OPFORGE_TRY(opts.inspect_source(m, r));
+    // opforge's own outputs inside the tree (the documented set-up: a recipe at the top of a git
+    // checkout, build/ and dist/ beside it) must not make the next build's wheel "dirty".
+    std::vector<fs::path> own{m.fs.absolute(plan.build_dir), m.fs.absolute(plan.dist_dir)};
+    if (auto cache = cache_dir(m, opts); !cache.empty()) own.push_back(m.fs.absolute(cache));
+    plan.source = OPFORGE_TRY(opts.inspect_source(m, r, own));
   } else {
     if (!r.source.path)
       return unsatisfied("[source] git needs the source stage, which is not part of this build",
@@ -190,8 +196,6 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
   }
   if (plan.source.ops_dir.empty() && plan.source.not_fetched.empty())
     plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
-  plan.build_dir = opts.build_dir.value_or((r.dir / r.build.build_dir).lexically_normal());
-  plan.dist_dir = opts.dist_dir.value_or((r.dir / r.build.dist_dir).lexically_normal());
   plan.python = opts.python.value_or(r.cuda.python);
   plan.cache = opts.cache.value_or(r.build.cache);
   return {};
@@ -297,7 +301,10 @@ Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& over
   if (from_nodes) plan.arch.gpu_reader = "not read (the node reports decide)";
   else if (from_env) plan.arch.gpu_reader = "not read (TORCH_CUDA_ARCH_LIST is set)";
   plan.notes.push_back("arch list: " + plan.arch.str() + " (from " + plan.arch.source + ")");
-  for (auto& [entry, why] : plan.arch.dropped) plan.notes.push_back("arch " + entry + " dropped: " + why);
+  // An entry asked for and not built changes what the wheel serves: a warning in every command
+  // (build printed nothing), and the record keeps it beside what was built (arch_dropped).
+  for (auto& [entry, why] : plan.arch.dropped)
+    plan.warnings.push_back("arch " + strings::cut(entry) + " (asked for by " + plan.arch.source + ") dropped: " + why);
   return {};
 }
 
@@ -504,6 +511,18 @@ Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Tool
   return recipe.package.version + "+" + label;
 }
 
+/// OPFORGE_COMPILE_TIMEOUT: whole seconds, 60 to 604800 (a week); `fallback` when unset.
+Result<std::chrono::seconds> read_compile_timeout(const probe::Environment& env, std::chrono::seconds fallback) {
+  auto v = env.get("OPFORGE_COMPILE_TIMEOUT");
+  if (!v || v->empty()) return fallback;
+  auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
+  if (!n || *n < 60 || *n > 604800)
+    return bad_input("environment variable OPFORGE_COMPILE_TIMEOUT='" + strings::cut(*v) +
+                         "' is not a number of seconds from 60 to 604800 (a week)",
+                     "use e.g. OPFORGE_COMPILE_TIMEOUT=21600 (6 hours, the default), or unset it");
+  return std::chrono::seconds(*n);
+}
+
 Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Options& opts) {
   // Every child (DeepSpeed's compatibility probe, the build) sees the node reports' list as
   // TORCH_CUDA_ARCH_LIST; the arch resolver is handed it (read_overrides).
@@ -516,6 +535,8 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   Plan plan;
   plan.recipe = OPFORGE_TRY(load_recipe(m, recipe_file, opts));
   const Overrides overrides = OPFORGE_TRY(read_overrides(m.env, plan.recipe, opts, plan.notes));
+  OPFORGE_CHECK(probe::check_cache_dir(m.fs, m.env));
+  plan.compile_timeout = OPFORGE_TRY(read_compile_timeout(m.env, plan.compile_timeout));
   OPFORGE_CHECK(place_source(m, opts, plan));
   const bool command = plan.recipe.build.backend == recipe::Backend::command;
   const OpCatalogue catalogue =

@@ -7,6 +7,7 @@
 #include "cuda/provision.h"
 #include "cuda/resolve.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace opforge::plan {
@@ -181,14 +182,14 @@ Status ensure_env(probe::Machine m, const recipe::Recipe& r, Cell& cell,
       cell.ready = true;
       cell.hold = shared;
       // The marker's time is the environment's last use (the cache listing sorts by it).
-      return m.fs.write_file_atomic(cell.env / kEnvMarker, marker.dump(2) + "\n");
+      return m.fs.write_file_atomic(cell.env / kEnvMarker, util::json_dump(marker, 2) + "\n");
     }
     shared.reset();
     auto lock = OPFORGE_TRY(probe::wait_for_lock(m.fs, lock_file, waiting));
     if (m.fs.resolved_type(cell.env / kEnvMarker) != probe::FileType::regular) {
       OPFORGE_CHECK(make_env(m, r, cell, on_line));
       OPFORGE_CHECK(m.fs.create_directories(cell.env));
-      OPFORGE_CHECK(m.fs.write_file_atomic(cell.env / kEnvMarker, marker.dump(2) + "\n"));
+      OPFORGE_CHECK(m.fs.write_file_atomic(cell.env / kEnvMarker, util::json_dump(marker, 2) + "\n"));
       // Its size, once: listing the cache never walks it.
       (void)probe::record_size(m.fs, cell.env, probe::tree_bytes(m.fs, cell.env));
     }
@@ -243,7 +244,7 @@ std::string matrix_json(const std::vector<CellView>& views) {
                    {"python", v.cell.python_version},
                    {"cuda", v.cuda},
                    {"toolkit_from", v.toolkit_from}});
-  return nlohmann::json{{"include", inc}}.dump();
+  return util::json_dump(nlohmann::json{{"include", inc}});
 }
 
 }  // namespace opforge::plan

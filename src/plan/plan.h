@@ -1,6 +1,7 @@
 #pragma once
 /// The plan: pure data, everything decided before anything is compiled. `opforge plan` prints it,
 /// `opforge env` prints its exports, `opforge build` executes it.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -77,6 +78,10 @@ struct Plan {
   fs::path python_include;
   std::vector<std::string> notes;  ///< one line per decision worth explaining
   std::vector<std::string> warnings;
+  /// The limit of each compile command (the ninja run, [build] command, an op's setup.py step):
+  /// OPFORGE_COMPILE_TIMEOUT seconds, else 6 hours. A step that never ends (an nvcc that hangs)
+  /// ends the build instead of holding it forever.
+  std::chrono::seconds compile_timeout{6 * 3600};
 };
 
 /// The resolution stages plan::make calls; defaults are the real cuda/, compiler/, devices/
@@ -98,10 +103,13 @@ Resolvers default_resolvers();
 
 /// The source stage: a local tree's commit and dirtiness, or a git source fetched into the cache
 /// (source/); release mode refuses dirty trees and moving revs.
-Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r);
+/// `own_outputs` (absolute: the build and dist folders, the cache) are opforge's own and never make
+/// the tree dirty.
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own_outputs);
 /// With fetch = false, a git source whose repository is not in the cache yet is not cloned:
 /// SourceInfo::not_fetched says what would be fetched (root stays empty).
-Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, bool fetch);
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own_outputs,
+                                  bool fetch);
 
 struct Options {
   bool release = false;                       ///< --release: refuse dirty trees and moving revs
@@ -114,8 +122,10 @@ struct Options {
   std::optional<std::string> node_arch_list;
   /// Inspects the source tree: commit, dirty, commit time. When null, the tree is the recipe's
   /// [source] path with no commit.
-  std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&)> inspect_source =
-      [](probe::Machine m, const recipe::Recipe& r) { return plan::inspect_source(m, r); };
+  std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&, const std::vector<fs::path>&)>
+      inspect_source = [](probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own_outputs) {
+        return plan::inspect_source(m, r, own_outputs);
+      };
   Resolvers resolvers = default_resolvers();
   fs::path cache_dir;  ///< probe cache; empty: probe::default_cache_dir(env)
   /// --build-dir / --dist-dir (absolute): they beat the recipe's, and everything placed in the

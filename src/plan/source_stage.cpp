@@ -5,9 +5,12 @@
 
 namespace opforge::plan {
 
-Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r) { return inspect_source(m, r, true); }
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own_outputs) {
+  return inspect_source(m, r, own_outputs, true);
+}
 
-Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, bool fetch) {
+Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own_outputs,
+                                  bool fetch) {
   SourceInfo out;
   std::optional<source::Info> info;
   if (r.source.git && !fetch) {
@@ -24,7 +27,7 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, boo
     info = OPFORGE_TRY(source::fetch(m.fs, *r.source.git, r.source.rev.value_or("HEAD"), cache));
   } else {
     out.root = r.source.path.value_or(r.dir);
-    info = OPFORGE_TRY(source::inspect(m.fs, out.root));
+    info = OPFORGE_TRY(source::inspect(m.fs, out.root, own_outputs));
   }
   if (info) {
     if (r.source.git) out.root = info->root;

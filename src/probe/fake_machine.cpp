@@ -128,9 +128,9 @@ void FakeFileSystem::set_mtime(const fs::path& path, std::int64_t ns) {
   if (auto r = resolve(path); r && nodes_.count(*r)) mtimes_[*r] = ns;
 }
 
-Result<std::shared_ptr<void>> FakeFileSystem::try_lock(const fs::path& path) {
-  if (held_.count(path.lexically_normal().string())) return failure("another process holds " + path.string());
-  return std::shared_ptr<void>();
+Result<LockAttempt> FakeFileSystem::try_lock(const fs::path& path) {
+  if (held_.count(path.lexically_normal().string())) return LockAttempt();
+  return LockAttempt(std::make_shared<int>(0));
 }
 
 Status FakeFileSystem::write_file_atomic(const fs::path& path, std::string_view content, unsigned mode) {

@@ -25,7 +25,7 @@ class FakeFileSystem final : public FileSystem {
   const std::map<std::string, Node>& nodes() const { return nodes_; }
   /// The modification time stamp() reports for an existing node.
   void set_mtime(const fs::path& path, std::int64_t ns);
-  /// Another process holds the lock file `path`: try_lock and try_lock_shared fail on it.
+  /// Another process holds the lock file `path`: try_lock and try_lock_shared answer nullopt.
   void hold_lock(const fs::path& path) { held_.insert(path.lexically_normal().string()); }
   /// Paths written, symlinked or removed, in order ("write P", "symlink P -> T", "remove P", ...).
   const std::vector<std::string>& log() const { return log_; }
@@ -45,8 +45,8 @@ class FakeFileSystem final : public FileSystem {
   Status remove(const fs::path& path) override;
   Status remove_all(const fs::path& path) override;
   Result<fs::path> make_temp_directory(std::string_view prefix) override;
-  Result<std::shared_ptr<void>> try_lock(const fs::path& path) override;
-  Result<std::shared_ptr<void>> try_lock_shared(const fs::path& path) override { return try_lock(path); }
+  Result<LockAttempt> try_lock(const fs::path& path) override;
+  Result<LockAttempt> try_lock_shared(const fs::path& path) override { return try_lock(path); }
 
  private:
   std::set<std::string> held_;

@@ -1,11 +1,12 @@
 #include "probe/json_cache.h"
+#include "util/json.h"
 
 namespace opforge::probe {
 
 JsonCache::JsonCache(FileSystem& files, fs::path file) : fs_(files), file_(std::move(file)) {
   if (file_.empty()) return;
   if (auto text = fs_.read_file(file_)) {
-    doc_ = nlohmann::json::parse(*text, nullptr, false);
+    doc_ = util::json_parse(*text);
     if (!doc_.is_object()) doc_ = nlohmann::json::object();
   }
 }
@@ -19,7 +20,7 @@ const nlohmann::json* JsonCache::find(const std::string& key) const {
 void JsonCache::store(const std::string& key, nlohmann::json value) {
   if (file_.empty()) return;
   doc_[key] = std::move(value);
-  if (fs_.create_directories(file_.parent_path())) (void)fs_.write_file_atomic(file_, doc_.dump(1));
+  if (fs_.create_directories(file_.parent_path())) (void)fs_.write_file_atomic(file_, util::json_dump(doc_, 1));
 }
 
 Result<ProcessResult> run_remembered(Machine m, const Command& command) {
@@ -32,7 +33,7 @@ Result<ProcessResult> run_remembered(Machine m, const Command& command) {
   if (!st) return m.proc.run(command);
   const nlohmann::json key_json{
       {"argv", command.argv}, {"real", real->string()}, {"stamp", {st->size, st->mtime_ns, st->inode}}};
-  const std::string key = key_json.dump();
+  const std::string key = util::json_dump(key_json);
   JsonCache cache(m.fs, dir / "versions.json");
   if (const auto* hit = cache.find(key);
       hit && hit->contains("out") && (*hit)["out"].is_string() && hit->contains("err") && (*hit)["err"].is_string()) {

@@ -19,14 +19,15 @@ Clock& real_clock() {
   return clock;
 }
 
-Result<std::shared_ptr<void>> wait_for(const fs::path& path, const LockWait& w,
-                                       const std::function<Result<std::shared_ptr<void>>()>& try_once) {
+Result<LockHandle> wait_for(const fs::path& path, const LockWait& w,
+                            const std::function<Result<LockAttempt>()>& try_once) {
   Clock& clock = w.clock ? *w.clock : real_clock();
   const auto give_up = clock.now() + w.limit;
   bool said = false;
   for (;;) {
-    auto lock = try_once();
-    if (lock) return lock;
+    // An error is a lock that cannot be taken at all (EACCES, EROFS): only a holder is waited for.
+    auto lock = OPFORGE_TRY(try_once());
+    if (lock) return *lock;
     if (clock.now() >= give_up)
       return failure("gave up waiting for " + path.string() + ", held by another opforge process",
                      w.hint.empty() ? "see which process holds it: fuser " + path.string() : w.hint);
@@ -36,21 +37,21 @@ Result<std::shared_ptr<void>> wait_for(const fs::path& path, const LockWait& w,
   }
 }
 
-Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const LockWait& w) {
+Result<LockHandle> wait_for_lock(FileSystem& fs, const fs::path& path, const LockWait& w) {
   return wait_for(path, w, [&] { return fs.try_lock(path); });
 }
 
-Result<std::shared_ptr<void>> wait_for_shared_lock(FileSystem& fs, const fs::path& path, const LockWait& w) {
+Result<LockHandle> wait_for_shared_lock(FileSystem& fs, const fs::path& path, const LockWait& w) {
   return wait_for(path, w, [&] { return fs.try_lock_shared(path); });
 }
 
-Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const std::function<void()>& on_wait,
-                                            std::chrono::seconds limit) {
+Result<LockHandle> wait_for_lock(FileSystem& fs, const fs::path& path, const std::function<void()>& on_wait,
+                                 std::chrono::seconds limit) {
   return wait_for_lock(fs, path, LockWait{.limit = limit, .on_wait = on_wait});
 }
 
-Result<std::shared_ptr<void>> wait_for_shared_lock(FileSystem& fs, const fs::path& path,
-                                                   const std::function<void()>& on_wait, std::chrono::seconds limit) {
+Result<LockHandle> wait_for_shared_lock(FileSystem& fs, const fs::path& path, const std::function<void()>& on_wait,
+                                        std::chrono::seconds limit) {
   return wait_for_shared_lock(fs, path, LockWait{.limit = limit, .on_wait = on_wait});
 }
 

@@ -27,6 +27,11 @@ struct FileStamp {
   bool operator==(const FileStamp&) const = default;
 };
 
+/// A lock's handle: the lock lasts as long as the handle does.
+using LockHandle = std::shared_ptr<void>;
+/// A lock attempt that could be made: the handle, or nullopt when another process holds the lock.
+using LockAttempt = std::optional<LockHandle>;
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -77,17 +82,19 @@ class FileSystem {
   virtual Status remove_all(const fs::path& path) = 0;
   virtual Result<fs::path> make_temp_directory(std::string_view prefix) = 0;
   /// Takes an exclusive lock on `path` (created if missing) without waiting; the lock lasts as
-  /// long as the returned handle. failed when another process holds it. Fakes always succeed.
-  virtual Result<std::shared_ptr<void>> try_lock(const fs::path& path) {
+  /// long as the returned handle. nullopt when another process holds it (the one case worth
+  /// waiting for); an error when the lock cannot be taken at all (a read-only folder, no
+  /// permission), which no waiting cures. Fakes always succeed.
+  virtual Result<LockAttempt> try_lock(const fs::path& path) {
     (void)path;
-    return std::shared_ptr<void>();
+    return LockAttempt(std::make_shared<int>(0));
   }
   /// A shared lock on `path` (created if missing) without waiting: any number of holders, none
-  /// while someone holds the exclusive one (try_lock fails while shared holders exist). failed
-  /// when the exclusive lock is held. Fakes always succeed.
-  virtual Result<std::shared_ptr<void>> try_lock_shared(const fs::path& path) {
+  /// while someone holds the exclusive one (try_lock answers nullopt while shared holders exist).
+  /// nullopt when the exclusive lock is held; errors as try_lock. Fakes always succeed.
+  virtual Result<LockAttempt> try_lock_shared(const fs::path& path) {
     (void)path;
-    return std::shared_ptr<void>();
+    return LockAttempt(std::make_shared<int>(0));
   }
 };
 
@@ -169,6 +176,9 @@ fs::path data_dir(const FileSystem& fs);
 /// opforge's cache folder (probe results, git clones, compiler wrappers): $OPFORGE_CACHE_DIR, else
 /// $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (relative values ignored); empty when none.
 fs::path default_cache_dir(const Environment& env);
+/// bad_input when OPFORGE_CACHE_DIR names something that cannot be a folder (a file, /dev/null, a
+/// dangling link, a path through a file); a folder that is missing is fine (made when used).
+Status check_cache_dir(const FileSystem& fs, const Environment& env);
 
 /// The time a lock wait reads and sleeps on; tests hand a fake one that advances when slept on,
 /// so they never sleep.
@@ -193,9 +203,11 @@ struct LockWait {
 };
 
 /// The one lock-waiting loop: calls `try_once` every `w.poll` until it gives a lock; failed
-/// ("gave up waiting for PATH, held by another opforge process") once `w.limit` has passed.
-Result<std::shared_ptr<void>> wait_for(const fs::path& path, const LockWait& w,
-                                       const std::function<Result<std::shared_ptr<void>>()>& try_once);
+/// ("gave up waiting for PATH, held by another opforge process") once `w.limit` has passed. A lock
+/// that cannot be taken at all (`try_once`'s error: EACCES, EROFS) is returned at once: only a
+/// holder is waited for.
+Result<LockHandle> wait_for(const fs::path& path, const LockWait& w,
+                            const std::function<Result<LockAttempt>()>& try_once);
 
 /// Waits for the exclusive lock on `path` (try_lock, through wait_for).
 Result<std::shared_ptr<void>> wait_for_lock(FileSystem& fs, const fs::path& path, const LockWait& w);

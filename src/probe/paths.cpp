@@ -1,4 +1,5 @@
 #include "probe/machine.h"
+#include "util/strings.h"
 
 #include <charconv>
 
@@ -67,6 +68,34 @@ std::optional<std::uint64_t> recorded_size(const FileSystem& fs, const fs::path&
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
   if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
   return n;
+}
+
+Status check_cache_dir(const FileSystem& fs, const Environment& env) {
+  auto v = env.get("OPFORGE_CACHE_DIR");
+  if (!v || v->empty()) return {};
+  const std::string shown = "OPFORGE_CACHE_DIR='" + strings::cut(*v) + "'";
+  const char* hint = "name a folder (it is made when missing), or unset it to use ~/.cache/opforge";
+  if (v->find('\0') != std::string::npos) return bad_input(shown + " contains a NUL character", hint);
+  // Each step that cannot hold a folder (a file, a device, a dangling link) is the user's mistake,
+  // and a cache that then fails quietly at every write is no cache at all.
+  fs::path so_far;
+  for (const auto& part : fs::path(*v)) {
+    so_far /= part;
+    if (part == "/" || part == "." || part == "..") continue;
+    switch (fs.resolved_type(so_far)) {
+      case FileType::none:
+        if (fs.type_of(so_far) == FileType::symlink)
+          return bad_input(shown + ": " + strings::cut(so_far.string()) + " is a dangling symbolic link", hint);
+        return {};  // made when first used
+      case FileType::directory: continue;
+      case FileType::regular:
+        return bad_input(shown + " is not a folder: " + strings::cut(so_far.string()) + " is a file", hint);
+      default:
+        return bad_input(shown + " is not a folder: " + strings::cut(so_far.string()) + " is a device, socket or FIFO",
+                         hint);
+    }
+  }
+  return {};
 }
 
 }  // namespace opforge::probe

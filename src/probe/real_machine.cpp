@@ -197,8 +197,25 @@ class RealFileSystem final : public FileSystem {
   Status create_directories(const fs::path& path) override {
     std::error_code ec;
     fs::create_directories(path, ec);
-    if (ec) return opforge::unexpected(io_error("cannot create directory", path, ec.value()));
-    return {};
+    if (!ec) return {};
+    // "File exists" for a dangling link (dist -> /mnt/gone) names neither the link nor its target.
+    fs::path so_far;
+    for (const auto& part : path) {
+      so_far /= part;
+      struct stat st {};
+      if (::lstat(so_far.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::stat(so_far.c_str(), &st) != 0) {
+        const int err = errno;
+        std::error_code lec;
+        const auto target = fs::read_symlink(so_far, lec);
+        return opforge::unexpected(Error{ErrorKind::failed,
+                                         "cannot create directory " + path.string() + ": " + so_far.string() +
+                                             " is a symbolic link to " + (lec ? "?" : target.string()) + ", " +
+                                             (err == ELOOP ? "a loop of links" : "which does not exist"),
+                                         "create the folder it points to, or remove the link",
+                                         {}});
+      }
+    }
+    return opforge::unexpected(io_error("cannot create directory", path, ec.value()));
   }
   Status create_symlink(const fs::path& target, const fs::path& path) override {
     auto tmp = temp_beside(path);
@@ -231,40 +248,27 @@ class RealFileSystem final : public FileSystem {
     if (!::mkdtemp(buf.data())) return opforge::unexpected(io_error("cannot create", templ, errno));
     return fs::path(buf.data());
   }
-  Result<std::shared_ptr<void>> try_lock_shared(const fs::path& path) override {
+  Result<LockAttempt> try_lock_shared(const fs::path& path) override { return lock_file(path, LOCK_SH); }
+  Result<LockAttempt> try_lock(const fs::path& path) override { return lock_file(path, LOCK_EX); }
+
+ private:
+  // Only EWOULDBLOCK means "held": EACCES, EROFS, ENOENT and the rest say the lock cannot be taken
+  // at all, and waiting would only hide that (a read-only dist/ looked like a busy one).
+  static Result<LockAttempt> lock_file(const fs::path& path, int how) {
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return opforge::unexpected(io_error("cannot open lock", path, errno));
-    if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (fd < 0) return opforge::unexpected(io_error("cannot open the lock file", path, errno));
+    if (::flock(fd, how | LOCK_NB) != 0) {
       int err = errno;
       ::close(fd);
-      if (err == EWOULDBLOCK)
-        return failure("another opforge process holds " + path.string() + " exclusively", "wait for it to finish");
-      return opforge::unexpected(io_error("cannot lock", path, err));
-    }
-    return std::shared_ptr<void>(new int(fd), [](void* p) {
-      auto* fdp = static_cast<int*>(p);
-      ::close(*fdp);
-      delete fdp;
-    });
-  }
-  Result<std::shared_ptr<void>> try_lock(const fs::path& path) override {
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return opforge::unexpected(io_error("cannot open lock", path, errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      int err = errno;
-      ::close(fd);
-      if (err == EWOULDBLOCK)
-        return failure("another opforge build is running in " + path.parent_path().string() + " (it holds " +
-                           path.filename().string() + ")",
-                       "wait for it to finish, or build into another folder with --build-dir");
+      if (err == EWOULDBLOCK) return LockAttempt();
       return opforge::unexpected(io_error("cannot lock", path, err));
     }
     // The kernel drops the lock when the descriptor closes, also when we are killed.
-    return std::shared_ptr<void>(new int(fd), [](void* p) {
+    return LockAttempt(LockHandle(new int(fd), [](void* p) {
       auto* fdp = static_cast<int*>(p);
       ::close(*fdp);
       delete fdp;
-    });
+    }));
   }
 };
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -130,18 +131,164 @@ void redirect_standard_fds(const Command& command, Pipes& pipes) {
   child_fail("cannot execute " + args.exe + ": " + errno_text(errno));
 }
 
+// ---- The command's whole tree, seen from the watchdog ----
+// ninja puts each job in a process group of its own, and a compiler may ignore SIGTERM: signalling
+// our group reaches neither. The watchdog is a child subreaper (PR_SET_CHILD_SUBREAPER), so a
+// process of the tree whose parent dies is reparented to it rather than to init, and it finds the
+// tree by walking /proc. It is a forked child of a process that may have threads: no allocation
+// here, only system calls on buffers of its own.
+
+struct Proc {
+  pid_t pid, ppid;
+  char state;
+};
+/// One scan of /proc (static: the watchdog's own copy after fork; 64Ki processes at most).
+Proc g_procs[65536];
+
+/// Parses the decimal digits of `s` (nothing else); -1 when it is not a pid.
+pid_t parse_pid(const char* s) {
+  long v = 0;
+  if (!*s) return -1;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9' || v > 1 << 30) return -1;
+    v = v * 10 + (*s - '0');
+  }
+  return static_cast<pid_t>(v);
+}
+
+/// The parent and state of `pid` from /proc/<pid>/stat ("pid (comm) S ppid ..."; comm may hold
+/// spaces and parentheses, so the last ')' ends it).
+bool read_stat(const char* pid_text, Proc& out) {
+  char path[64] = "/proc/";
+  std::size_t n = 6;
+  for (const char* p = pid_text; *p && n < 50; ++p) path[n++] = *p;
+  const char* tail = "/stat";
+  for (const char* p = tail; *p; ++p) path[n++] = *p;
+  path[n] = '\0';
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[1024];
+  ssize_t len = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (len <= 0) return false;
+  buf[len] = '\0';
+  char* close_paren = nullptr;
+  for (char* p = buf; *p; ++p)
+    if (*p == ')') close_paren = p;
+  if (!close_paren || close_paren[1] != ' ' || !close_paren[2] || close_paren[3] != ' ') return false;
+  out.state = close_paren[2];
+  long ppid = 0;
+  for (char* p = close_paren + 4; *p >= '0' && *p <= '9'; ++p) ppid = ppid * 10 + (*p - '0');
+  out.ppid = static_cast<pid_t>(ppid);
+  return true;
+}
+
+/// Every process of the machine with its parent; the count.
+std::size_t scan_procs() {
+  struct Dirent64 {
+    ino64_t ino;
+    off64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[1];
+  };
+  int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return 0;
+  std::size_t count = 0;
+  alignas(8) char buf[16384];
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, dir, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      auto* d = reinterpret_cast<Dirent64*>(buf + off);
+      off += d->reclen;
+      Proc p{};
+      p.pid = parse_pid(d->name);
+      if (p.pid > 0 && count < std::size(g_procs) && read_stat(d->name, p)) g_procs[count++] = p;
+    }
+  }
+  ::close(dir);
+  return count;
+}
+
+/// Marks, in g_procs[0..count), the descendants of `root` (their ppid becomes 0 when they are).
+/// Returns how many there are; they are moved to the front, parents before children.
+std::size_t descendants(pid_t root, std::size_t count) {
+  std::size_t found = 0;
+  // Generation by generation: a process joins when its parent is root or already found.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (std::size_t i = found; i < count; ++i) {
+      bool child = g_procs[i].ppid == root;
+      for (std::size_t k = 0; !child && k < found; ++k) child = g_procs[i].ppid == g_procs[k].pid;
+      if (child) {
+        std::swap(g_procs[i], g_procs[found++]);
+        grew = true;
+      }
+    }
+  }
+  return found;
+}
+
+/// Sends `sig` to every living process of our tree (not the watchdog), top down, scanning again
+/// until a scan finds nothing new: a process started while we signalled is signalled too.
+void signal_tree(int sig) {
+  pid_t done[4096];
+  std::size_t ndone = 0;
+  for (int round = 0; round < 50; ++round) {
+    const std::size_t n = descendants(::getpid(), scan_procs());
+    bool any = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (g_procs[i].state == 'Z' || g_procs[i].state == 'X') continue;
+      bool seen = false;
+      for (std::size_t k = 0; k < ndone && !seen; ++k) seen = done[k] == g_procs[i].pid;
+      if (seen) continue;
+      ::kill(g_procs[i].pid, sig);
+      if (ndone < std::size(done)) done[ndone++] = g_procs[i].pid;
+      any = true;
+    }
+    if (!any) return;
+  }
+}
+
+/// SIGKILLs the whole tree and reaps it: nothing the command started outlives it. Bounded (5 s): a
+/// process stuck in the kernel is left to the kernel.
+void kill_tree() {
+  for (int round = 0; round < 5000; ++round) {
+    const std::size_t n = descendants(::getpid(), scan_procs());
+    bool alive = false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (g_procs[i].state != 'Z' && g_procs[i].state != 'X') {
+        ::kill(g_procs[i].pid, SIGKILL);
+        alive = true;
+      }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+    if (!alive && n == 0) return;
+    ::usleep(1000);
+  }
+}
+
 /// Waits for the command and returns its wait status. When opforge dies the watchdog gets SIGTERM
-/// and stops the command and the group.
+/// and stops the command and its whole tree. SIGTSTP and SIGCONT from opforge (Ctrl-Z in its
+/// terminal, then fg) stop and continue the whole tree: the compilers sit in process groups of
+/// their own, which the terminal does not reach.
 int supervise(pid_t cmd, const sigset_t& watched) {
   int st = 0;
   for (;;) {
-    if (::waitpid(cmd, &st, WNOHANG) == cmd) return st;
+    // Orphans of the tree are ours to reap now; the command's own status is kept.
+    for (pid_t w; (w = ::waitpid(-1, &st, WNOHANG)) > 0;)
+      if (w == cmd) return st;
     siginfo_t info{};
-    if (::sigwaitinfo(&watched, &info) != SIGTERM) continue;
+    const int sig = ::sigwaitinfo(&watched, &info);
+    if (sig == SIGTSTP) signal_tree(SIGSTOP);
+    if (sig == SIGCONT) signal_tree(SIGCONT);
+    if (sig != SIGTERM) continue;
     // opforge is gone. SIGTERM first: ninja answers it by signalling each job's own process
-    // group (the compilers) and exiting; then SIGKILL for whatever is left in ours.
+    // group (the compilers) and exiting; then SIGKILL for the whole tree and our group.
+    signal_tree(SIGCONT);  // a stopped tree cannot act on SIGTERM
     ::kill(cmd, SIGTERM);
     for (int i = 0; i < 100 && ::waitpid(cmd, &st, WNOHANG) != cmd; ++i) ::usleep(20000);
+    kill_tree();
     ::kill(0, SIGKILL);
   }
 }
@@ -173,18 +320,110 @@ int supervise(pid_t cmd, const sigset_t& watched) {
   sigemptyset(&watched);
   sigaddset(&watched, SIGTERM);
   sigaddset(&watched, SIGCHLD);
+  sigaddset(&watched, SIGTSTP);
+  sigaddset(&watched, SIGCONT);
   ::sigprocmask(SIG_BLOCK, &watched, &previous);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (::getppid() != parent) ::_exit(128 + SIGKILL);  // opforge died before prctl
   pid_t cmd = ::fork();
   if (cmd == 0) exec_command(command, args, previous);
   if (cmd < 0) child_fail("cannot execute " + args.exe + ": fork: " + errno_text(errno));
   // The watchdog holds no pipe ends: EOF on them means the command's side is closed.
   for (int fd = 0; fd <= 2; ++fd) ::close(fd);
-  exit_like(supervise(cmd, watched), previous);
+  const int st = supervise(cmd, watched);
+  kill_tree();  // what the command left running (a job ninja could not stop, a daemon) ends with it
+  exit_like(st, previous);
 }
 
 // ---- In the parent ----
+
+// Ctrl-Z stops opforge's process group, and no watchdog is in it (each leads its own): opforge
+// passes SIGTSTP and SIGCONT on to every running watchdog, which stops and continues its whole
+// tree (supervise). The watchdogs are kept where a signal handler can read them.
+std::atomic<pid_t> g_watchdogs[256];
+
+void forward_to_watchdogs(int sig) {
+  for (auto& w : g_watchdogs)
+    if (pid_t pid = w.load(std::memory_order_relaxed); pid > 0) ::kill(pid, sig);
+}
+
+/// Whether opforge's process group is orphaned (POSIX): then the terminal's SIGTSTP stops nobody
+/// (the kernel discards it), and stopping the watchdogs' trees would leave them stopped for good.
+/// Follows opforge's ancestors while they share its group (`sh -c opforge`): the group is not
+/// orphaned when the first one outside it is in the same session.
+bool group_orphaned() {
+  const pid_t group = ::getpgrp(), session = ::getsid(0);
+  pid_t parent = ::getppid();
+  for (int hops = 0; hops < 16 && parent > 1; ++hops) {
+    if (::getpgid(parent) != group) return ::getsid(parent) != session;
+    char text[16];
+    int n = 0;
+    for (pid_t v = parent; v > 0 && n < 15; v /= 10) text[n++] = static_cast<char>('0' + v % 10);
+    std::reverse(text, text + n);
+    text[n] = '\0';
+    Proc p{};
+    if (!read_stat(text, p)) return true;
+    parent = p.ppid;
+  }
+  return true;
+}
+
+void on_tstp(int);
+void on_cont(int) {
+  const int saved = errno;
+  forward_to_watchdogs(SIGCONT);
+  ::signal(SIGTSTP, on_tstp);
+  errno = saved;
+}
+void on_tstp(int) {
+  const int saved = errno;
+  if (!group_orphaned()) forward_to_watchdogs(SIGTSTP);
+  // Then stop as the terminal asked: the default action, taken when this handler returns.
+  ::signal(SIGTSTP, SIG_DFL);
+  ::raise(SIGTSTP);
+  errno = saved;
+}
+
+/// Installs the handlers once (only when opforge does not ignore SIGTSTP, as a shell without job
+/// control makes it).
+void forward_job_control() {
+  static const bool installed = [] {
+    struct sigaction old {};
+    if (::sigaction(SIGTSTP, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) return false;
+    struct sigaction sa {};
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_cont;
+    ::sigaction(SIGCONT, &sa, nullptr);
+    sa.sa_handler = on_tstp;
+    ::sigaction(SIGTSTP, &sa, nullptr);
+    return true;
+  }();
+  (void)installed;
+}
+
+/// A watchdog in g_watchdogs while it runs.
+class WatchdogSlot {
+ public:
+  explicit WatchdogSlot(pid_t pid) {
+    for (auto& w : g_watchdogs) {
+      pid_t empty = 0;
+      if (w.compare_exchange_strong(empty, pid)) {
+        slot_ = &w;
+        return;
+      }
+    }
+  }
+  ~WatchdogSlot() {
+    if (slot_) slot_->store(0);
+  }
+  WatchdogSlot(const WatchdogSlot&) = delete;
+  WatchdogSlot& operator=(const WatchdogSlot&) = delete;
+
+ private:
+  std::atomic<pid_t>* slot_ = nullptr;
+};
 
 /// Hands each complete line of the output to `on_line` (with Output::lines); the last line needs
 /// no newline.
@@ -276,7 +515,7 @@ void pump(const Command& command, Pipes& pipes, pid_t group, const Deadline& dea
     if (!any_open) break;
     int wait_ms = ms_left(deadline);
     if (wait_ms == 0) {
-      ::kill(-group, SIGKILL);
+      ::kill(group, SIGTERM);  // the watchdog ends the command's whole tree (wait_for_exit: the grace)
       result.timed_out = true;
       break;
     }
@@ -313,17 +552,25 @@ void await_exit(int pidfd, const Deadline& deadline, std::chrono::milliseconds& 
   step = std::min(step * 2, std::chrono::milliseconds(20));
 }
 
-/// The watchdog's wait status; kills the group when the deadline passes first (a command that
-/// closed its outputs but runs on, or one whose outputs are not captured). `peak_rss_kib`: the
-/// watchdog's ru_maxrss, which holds the largest of the processes it and its command waited for.
+/// How long the watchdog has to end the command's tree after the deadline, before its group is
+/// SIGKILLed (it gives the command 2 s for SIGTERM, then kills the tree).
+constexpr std::chrono::seconds kGrace(10);
+
+/// The watchdog's wait status. When the deadline passes first (a command that closed its outputs
+/// but runs on, or one whose outputs are not captured), the watchdog gets SIGTERM and ends the
+/// command's whole tree; its group is SIGKILLed if it has not gone after kGrace. `peak_rss_kib`:
+/// the watchdog's ru_maxrss, which holds the largest of the processes it and its command waited for.
 Result<int> wait_for_exit(pid_t pid, const Deadline& deadline, bool& timed_out, long& peak_rss_kib) {
   int status = 0;
   struct rusage usage {};
   const int pidfd = deadline ? open_pidfd(pid) : -1;
   std::chrono::milliseconds step(1);
+  Deadline grace;
+  if (timed_out) grace = Clock::now() + kGrace;
+  bool killed = false;
   Result<int> out = failure("waitpid: no result");
   for (;;) {
-    const bool watch = deadline && !timed_out;
+    const bool watch = deadline && !killed;
     pid_t w = ::wait4(pid, &status, watch ? WNOHANG : 0, &usage);
     if (w == pid) {
       out = status;
@@ -335,12 +582,18 @@ Result<int> wait_for_exit(pid_t pid, const Deadline& deadline, bool& timed_out, 
       out = failure("waitpid: " + errno_text(errno));
       break;
     }
-    if (Clock::now() >= *deadline) {
-      ::kill(-pid, SIGKILL);
+    if (!timed_out && Clock::now() >= *deadline) {
+      ::kill(pid, SIGTERM);
       timed_out = true;
+      grace = Clock::now() + kGrace;
       continue;
     }
-    await_exit(pidfd, deadline, step);
+    if (timed_out && Clock::now() >= *grace) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
+      continue;
+    }
+    await_exit(pidfd, timed_out ? grace : deadline, step);
   }
   if (pidfd >= 0) ::close(pidfd);
   return out;
@@ -364,6 +617,7 @@ class RealProcessRunner final : public ProcessRunner {
 
   Result<ProcessResult> run(const Command& command) override {
     if (command.argv.empty()) return failure("empty command");
+    forward_job_control();
     ExecArgs args = OPFORGE_TRY(prepare_exec(command, fs_));
     Pipes pipes;
     OPFORGE_CHECK(open_pipes(command, pipes));
@@ -372,6 +626,7 @@ class RealProcessRunner final : public ProcessRunner {
     if (pid < 0) return failure("fork: " + errno_text(errno));
     if (pid == 0) run_watchdog(command, args, pipes, parent);
     ::setpgid(pid, pid);  // also here, so that a kill of the group below cannot come first
+    WatchdogSlot slot(pid);
     for (int* fd : {&pipes.in[0], &pipes.out[1], &pipes.err[1]}) Pipes::close_fd(*fd);
     Deadline deadline;
     if (command.timeout.count() > 0) deadline = Clock::now() + command.timeout;

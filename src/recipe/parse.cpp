@@ -463,11 +463,30 @@ Result<Recipe> load(probe::Machine m, const fs::path& file) {
   if (auto pos = file.native().find('\0'); pos != std::string::npos)
     return bad_input("recipe path '" + strings::cut(file.native().substr(0, pos)) + "\\0...' contains a NUL byte",
                      "pass the path of a recipe such as recipes/default.toml");
-  if (auto type = m.fs.resolved_type(file); type != probe::FileType::regular)
+  if (auto type = m.fs.resolved_type(file); type != probe::FileType::regular) {
     // Only regular files: a FIFO would block the read, /dev/zero would never end.
-    return bad_input("recipe file '" + strings::cut(file.string()) + "' " +
-                         (type == probe::FileType::none ? "does not exist" : "is not a regular file"),
+    std::string what = type == probe::FileType::none ? "does not exist" : "is not a regular file";
+    if (type == probe::FileType::none && m.fs.type_of(file) == probe::FileType::symlink) {
+      // A link that leads nowhere: say whether it is a loop or which file is missing.
+      fs::path at = file;
+      std::vector<fs::path> seen;
+      what = "is a symbolic link loop";
+      for (int hops = 0; hops < 40; ++hops) {
+        auto to = m.fs.read_symlink(at);
+        if (!to) break;
+        at = to->is_absolute() ? *to : (at.parent_path() / *to);
+        at = at.lexically_normal();
+        if (std::find(seen.begin(), seen.end(), at) != seen.end()) break;
+        seen.push_back(at);
+        if (m.fs.type_of(at) != probe::FileType::symlink) {
+          what = "is a symbolic link to '" + strings::cut(at.string()) + "', which does not exist";
+          break;
+        }
+      }
+    }
+    return bad_input("recipe file '" + strings::cut(file.string()) + "' " + what,
                      "pass the path of a recipe such as recipes/default.toml");
+  }
   auto text = OPFORGE_TRY(m.fs.read_file(file));
   fs::path abs = OPFORGE_TRY(m.fs.canonical(file));
   // Errors show the path as typed; relative paths in the recipe resolve against its real folder.

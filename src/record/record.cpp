@@ -1,4 +1,5 @@
 #include "record/record.h"
+#include "util/json.h"
 
 #include <charconv>
 
@@ -137,7 +138,7 @@ std::string render(const Record& record) {
   j["wheel"] = record.wheel;
   j["inputs"] = record.inputs;
   j["outputs"] = record.outputs;
-  return j.dump(2) + "\n";
+  return util::json_dump(j, 2) + "\n";
 }
 
 Result<Record> parse(const fs::path& file, std::string_view text) {
@@ -147,7 +148,7 @@ Result<Record> parse(const fs::path& file, std::string_view text) {
   if (int depth = nesting_depth(text, kMaxDepth); depth > kMaxDepth)
     return bad_input(file.string() + ": nested deeper than a build record can be (more than " +
                      std::to_string(kMaxDepth) + " levels)");
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto j = util::json_parse(text);
   if (j.is_discarded() || !j.is_object())
     return bad_input(file.string() + ": not an opforge build record (not a JSON object)",
                      "pass the .opforge-record.json written beside a wheel, or the wheel itself");

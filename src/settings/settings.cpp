@@ -57,6 +57,10 @@ constexpr Setting kTable[] = {
      "what the Python's import path depends on",
      "unset", false, "cuda/torch.cpp (the remembered torch location)"},
     {env, "TMPDIR", "where temporary folders are made", "/tmp", false, "probe/real_machine.cpp"},
+    {env, "OPFORGE_COMPILE_TIMEOUT",
+     "whole seconds, 60 to 604800, the limit of each compile command (the ninja run, [build] command, each op's "
+     "step); else exit 2",
+     "21600 (6 hours)", false, "plan/make.cpp"},
     {env, "OPFORGE_ROOT_SANDBOX", "how `--root` enters the root: `bwrap` or `chroot`; else exit 2",
      "bubblewrap when installed, else unshare + chroot (needs root)", false, "root/root.cpp"},
     {env, "OPFORGE_TEST_STOP_AT", "tests only: a point where opforge kills itself (records-and-wheels.md)", "unset",
@@ -192,7 +196,8 @@ Result<std::optional<ArchList>> arch_list(const probe::Environment& env) {
   if (!v || strings::trim(*v).empty()) return std::nullopt;
   auto parsed = target::check_arch_list(*v);
   if (!parsed)
-    return bad_variable("TORCH_CUDA_ARCH_LIST", *v, "is invalid: " + parsed.error().message,
+    // The value is cut, the reason is not: a 100 KB list must still say what is wrong with it.
+    return bad_variable("TORCH_CUDA_ARCH_LIST", *v, "is invalid: " + strings::cut(parsed.error().message, 1000),
                         "use entries like 8.6 or 9.0+PTX separated by ';' (or unset it)");
   return ArchList{*v, std::move(*parsed)};
 }

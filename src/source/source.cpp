@@ -146,7 +146,23 @@ std::string cache_key(const std::string& url) {
   return name + "-" + sha256_hex(url).substr(0, 16);
 }
 
-Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::path& path) {
+namespace {
+
+/// `rel` as a .gitignore pattern that matches exactly that folder from the top of the work tree:
+/// anchored ('/'), a folder ('/' at the end), glob characters and spaces escaped.
+std::string ignore_rule(const std::string& rel) {
+  std::string out = "/";
+  for (char c : rel) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\' || c == ' ' || c == '!' || c == '#') out += '\\';
+    out += c;
+  }
+  return out + "/";
+}
+
+}  // namespace
+
+Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::path& path,
+                                    const std::vector<fs::path>& own_outputs) {
   init_libgit2();
   git_repository* raw = nullptr;
   int rc = git_repository_open_ext(&raw, path.c_str(), 0, nullptr);
@@ -178,6 +194,16 @@ Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::pa
     spec += "/";
     spec_ptr = spec.data();
     opts.pathspec = {&spec_ptr, 1};
+  }
+  // opforge's own outputs are ignored for this look only: git_ignore_add_rule lives in the opened
+  // repository object, nothing is written to .gitignore or .git/info/exclude.
+  for (const auto& out : own_outputs) {
+    fs::path at = files.canonical(out).value_or(out.lexically_normal());
+    std::string in_tree = at.lexically_relative(top).generic_string();
+    if (in_tree.empty() || in_tree == "." || in_tree.starts_with("..") || in_tree.find('\n') != std::string::npos)
+      continue;
+    if (git_ignore_add_rule(repo.get(), ignore_rule(in_tree).c_str()) != 0)
+      return failure("cannot read the status of " + path.string() + ": " + last_git_error());
   }
   git_status_list* list = nullptr;
   if (git_status_list_new(&list, repo.get(), &opts) != 0)

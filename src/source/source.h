@@ -34,8 +34,10 @@ struct Info {
 
 /// The git state of a local source folder. `path` may be the top of a work tree or a folder inside
 /// one (then only changes under `path` make it dirty). nullopt when `path` is not inside a git work
-/// tree or the repository has no commit yet; an error only for a broken repository.
-Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::path& path);
+/// tree or the repository has no commit yet; an error only for a broken repository. Untracked files
+/// under `own_outputs` (absolute folders: opforge's build, dist and cache folders) do not count.
+Result<std::optional<Info>> inspect(const probe::FileSystem& files, const fs::path& path,
+                                    const std::vector<fs::path>& own_outputs = {});
 
 /// Makes revision `rev` (tag, branch or commit id, full or abbreviated) of the repository at `url`
 /// (https://, ssh://, git@host:path, file://, or a local path) available read-only and returns its

@@ -104,9 +104,9 @@ Result<std::vector<Arch>> parse_arch_list(std::string_view text) {
           "separated by one ';' or one space";
       if (auto g = strings::did_you_mean(entry, names); g && !entry.empty())
         hint = "did you mean '" + *g + "'? " + hint;
-      return bad_input(
-          entry.empty() ? "empty entry in the arch list" : "invalid architecture '" + entry + "' in the arch list",
-          hint, where);
+      return bad_input(entry.empty() ? "empty entry in the arch list"
+                                     : "invalid architecture '" + strings::cut(entry) + "' in the arch list",
+                       hint, where);
     }
     out.push_back(*a);
   }

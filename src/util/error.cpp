@@ -12,7 +12,7 @@ namespace {
 /// they are quoted (strings::cut); this is the net for the ones that are not.
 std::string cut_lines(std::string_view text) {
   constexpr std::size_t kLine = 4096;
-  if (text.size() <= kLine) return std::string(text);
+  if (text.size() <= kLine) return strings::escape_non_utf8(text);
   std::string out;
   for (auto& line : strings::split(text, '\n')) {
     if (!out.empty()) out += '\n';

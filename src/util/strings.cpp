@@ -99,22 +99,55 @@ std::string to_lower(std::string_view text) {
   return s;
 }
 
-std::string printable(std::string_view text) {
+std::size_t utf8_char(std::string_view s, std::size_t i, char32_t& cp) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  }
+  const std::size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(k) & 0x3F);
+  }
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+namespace {
+
+void hex_byte(std::string& out, unsigned char u) {
+  static const char* hex = "0123456789abcdef";
+  out += "\\x";
+  out += hex[u >> 4];
+  out += hex[u & 15];
+}
+
+std::string escaped(std::string_view text, bool controls) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7F) {
-      out += c;
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_char(text, i, cp);
+    if (n == 0) {
+      hex_byte(out, static_cast<unsigned char>(text[i++]));
       continue;
     }
-    static const char* hex = "0123456789abcdef";
-    out += "\\x";
-    out += hex[u >> 4];
-    out += hex[u & 15];
+    if (controls && n == 1 && (cp < 0x20 || cp == 0x7F)) hex_byte(out, static_cast<unsigned char>(cp));
+    else out.append(text.substr(i, n));
+    i += n;
   }
   return out;
 }
+
+}  // namespace
+
+std::string printable(std::string_view text) { return escaped(text, true); }
+
+std::string escape_non_utf8(std::string_view text) { return escaped(text, false); }
 
 std::string cut(std::string_view value, std::size_t keep) {
   if (value.size() <= keep) return printable(value);

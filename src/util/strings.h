@@ -17,9 +17,15 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 std::string to_upper(std::string_view text);
 std::string to_lower(std::string_view text);
-/// Control characters (line breaks, tabs, ESC, ...) written as \xNN: a value shown in a message
-/// stays on its line and sends nothing to the terminal.
+/// Control characters (line breaks, tabs, ESC, ...) and bytes that are not UTF-8 (a path is bytes)
+/// written as \xNN: a value shown in a message stays on its line, sends nothing to the terminal,
+/// and is text.
 std::string printable(std::string_view text);
+/// Only the bytes that are not UTF-8 written as \xNN (line breaks kept): for whole messages.
+std::string escape_non_utf8(std::string_view text);
+/// The length of the valid UTF-8 character at text[i] (RFC 3629: no overlong forms, no
+/// surrogates, at most U+10FFFF), with its code point in `cp`; 0 when none starts there.
+std::size_t utf8_char(std::string_view text, std::size_t i, char32_t& cp);
 /// A value as shown in a message: printable(), whole when short, else its first `keep` bytes
 /// (never half a UTF-8 character) and "… (N bytes)", so that a 10 MB value does not become a
 /// 10 MB message.

@@ -1,20 +1,40 @@
 #include "wheel/wheel.h"
 
+#include "util/strings.h"
+
 namespace opforge::wheel {
 namespace {
 
-// A Python string literal; repr-style escaping of what may appear in versions and notes.
+// A Python string literal; repr-style escaping of what may appear in versions and notes. A byte
+// that is not UTF-8 (a program's output is bytes) is written \udcNN, Python's surrogateescape
+// (PEP 383), so that the module stays valid UTF-8 source.
 std::string py_str(std::string_view s) {
+  static const char* hex = "0123456789abcdef";
   std::string out = "'";
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    char32_t cp = 0;
+    const std::size_t n = strings::utf8_char(s, i, cp);
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (n == 0) {
+      out += "\\udc";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    ++i;
     switch (c) {
       case '\\': out += "\\\\"; break;
       case '\'': out += "\\'"; break;
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20) {
-          static const char* hex = "0123456789abcdef";
+        if (c < 0x20 || c == 0x7F) {
           out += "\\x";
           out += hex[c >> 4];
           out += hex[c & 15];
