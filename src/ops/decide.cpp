@@ -218,7 +218,7 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
     } else if (!outcome.ok) {
       // The user's flags reach every probe: when they alone break the compiler, the library is
       // not what is missing (CFLAGS=-fnonsense-flag said "libaio not found").
-      if (const auto flags = user_flags(m.env); !flags.empty()) {
+      if (const auto flags = settings::user_compiler_flags(m.env); !flags.empty()) {
         auto control = OPFORGE_TRY(run_probe(m, Probe{"an empty program", "", "", {}, {}}, ctx));
         if (!control.ok && control.compiler_missing.empty()) {
           why_not = "cannot look for " + p.name + ": the C++ compiler fails on an empty program with the flags of " +
