@@ -43,14 +43,28 @@ TEST(ProbeLock, TakesTheLockOnceFreedAndSaysItWaitedOnce) {
   int tries = 0, told = 0;
   auto got = wait_for("/t/x.lock",
                       LockWait{.poll = 250ms, .limit = 2h, .on_wait = [&] { ++told; }, .hint = "h", .clock = &clock},
-                      [&]() -> Result<std::shared_ptr<void>> {
-                        if (++tries < 4) return failure("held");
-                        return std::make_shared<int>(1);
+                      [&]() -> Result<LockAttempt> {
+                        if (++tries < 4) return LockAttempt();  // held by another process
+                        return LockAttempt(std::make_shared<int>(1));
                       });
   ASSERT_TRUE(got);
   EXPECT_EQ(tries, 4);
   EXPECT_EQ(told, 1);
   EXPECT_EQ(clock.sleeps, std::vector<std::chrono::milliseconds>(3, 250ms));
+}
+
+// A lock that cannot be taken at all (a read-only folder) is not waited for.
+TEST(ProbeLock, ALockThatCannotBeTakenIsReturnedAtOnce) {
+  FakeClock clock;
+  int tries = 0;
+  auto got = wait_for("/ro/x.lock", LockWait{.clock = &clock}, [&]() -> Result<LockAttempt> {
+    ++tries;
+    return failure("cannot open the lock file /ro/x.lock: Read-only file system");
+  });
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message, "cannot open the lock file /ro/x.lock: Read-only file system");
+  EXPECT_EQ(tries, 1);
+  EXPECT_TRUE(clock.sleeps.empty());
 }
 
 TEST(ProbeLock, AFreeLockIsTakenWithoutWaiting) {

@@ -46,10 +46,10 @@ TEST(SettingsTable, DocsListEveryRecipeKeyInItsSection) {
 }
 
 TEST(SettingsTable, TheRecipeParserAcceptsExactlyTheTablesKeys) {
-  EXPECT_EQ(recipe_keys("arch"), (std::vector<std::string>{"list", "fallback"}));
+  EXPECT_EQ(recipe_keys("arch"), (std::vector<std::string>{"list", "fallback", "enforce"}));
   EXPECT_EQ(recipe_keys("build"),
             (std::vector<std::string>{"backend", "command", "wheel_glob", "jobs", "cache", "remote", "build_dir",
-                                      "dist_dir", "release", "cpu_target", "cpu_dispatch"}));
+                                      "dist_dir", "release", "cpu_target", "cpu_dispatch", "env"}));
   EXPECT_EQ(recipe_keys("nothing"), std::vector<std::string>{});
 }
 

@@ -57,7 +57,8 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
   } else if (auto v = OPFORGE_TRY(settings::arch_list(environment))) {
     out.arch_list = v->text;
     out.arch_from = "TORCH_CUDA_ARCH_LIST";
-    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + strings::cut(v->text) + "' overrides the recipe's '" + strings::cut(r.arch.list) + "'");
+    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + strings::cut(v->text) + "' overrides the recipe's '" +
+                    strings::cut(r.arch.list) + "'");
   }
   if (auto jobs = OPFORGE_TRY(settings::max_jobs(environment))) {
     if (jobs->capped)

@@ -58,7 +58,7 @@ struct ElfInfo {
   /// Version name → the undefined dynamic symbols bound to it ("GLIBC_2.34" → {"dlopen", ...}),
   /// sorted: what a floor violation names.
   std::map<std::string, std::vector<std::string>> version_symbols;
-  bool has_symtab = false;          ///< a .symtab section is present (not stripped)
+  bool has_symtab = false;  ///< a .symtab section is present (not stripped)
   /// The PyInit_<name> functions it exports (.dynsym): what makes a library a CPython extension.
   std::vector<std::string> python_init;
   std::vector<FatbinImage> fatbin;  ///< empty when there is no .nv_fatbin section
