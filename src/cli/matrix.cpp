@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "plan/matrix.h"
+#include "recipe/bundled.h"
 #include "recipe/recipe.h"
 
 namespace opforge::cli {
@@ -18,11 +19,12 @@ Registrar matrix_command{{
         bool json = false;
       };
       auto args = std::make_shared<Args>();
-      app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
+      app.add_option("recipe", args->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
+          ->required();
       app.add_flag("--json", args->json, "one line of JSON for a CI matrix: {\"include\": [...]}");
       return [args]() -> Status {
         auto m = probe::real_machine();
-        auto r = OPFORGE_TRY(recipe::load(m, args->recipe));
+        auto r = OPFORGE_TRY(recipe::load(m, recipe::resolve_recipe_arg(m.fs, args->recipe).file));
         if (!r.matrix.present)
           return bad_input("the recipe " + args->recipe + " has no [matrix]", "add [matrix] torch = [\"2.15.0\"]");
         const auto cache = probe::default_cache_dir(m.env);
@@ -33,7 +35,7 @@ Registrar matrix_command{{
         }
         for (auto& v : views) {
           std::cout << v.cell.index << "  " << v.cell.id << "\n"
-                    << "     torch " << v.cell.torch_requirement << ", Python " << v.cell.python_version << " ("
+                    << "     " << v.cell.torch_requirement << ", Python " << v.cell.python_version << " ("
                     << v.cell.python << ")\n"
                     << "     environment " << v.cell.env.string()
                     << (v.cell.user_env ? " (named by the recipe)"
