@@ -150,10 +150,14 @@ TEST(WheelIsa, DispatchSectionIsDispatchedNotBaseline) {
   ASSERT_TRUE(use);
   EXPECT_EQ(use->level, 1);
   EXPECT_TRUE(use->families.empty());
-  ASSERT_EQ(use->dispatched.size(), 1u);
-  EXPECT_EQ(use->dispatched[0].family, "AVX-512F");
-  EXPECT_EQ(use->dispatched[0].dispatch, "section opforge_dispatch");
-  EXPECT_EQ(use->summary(), "x86-64; dispatched at run time: AVX-512F");
+  ASSERT_FALSE(use->dispatched.empty());
+  bool avx512 = false;
+  for (auto& f : use->dispatched) {
+    avx512 = avx512 || f.family == "AVX-512F";
+    EXPECT_EQ(f.dispatch, "section opforge_dispatch") << f.family;
+  }
+  EXPECT_TRUE(avx512) << use->summary();
+  EXPECT_TRUE(use->summary().starts_with("x86-64; dispatched at run time: ")) << use->summary();
   EXPECT_TRUE(above_target(*use, *find_cpu_target("x86-64-v2")).empty());
 }
 

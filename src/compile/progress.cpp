@@ -50,6 +50,18 @@ std::string without_escapes(std::string_view s) {
   return out;
 }
 
+/// "<started> <finished> <total>: <description>" (kNinjaStatus after its marker).
+bool parse_status(std::string_view rest, int& started, int& finished, int& total, std::string& what) {
+  if (!take_number(rest, started) || !rest.starts_with(' ')) return false;
+  rest.remove_prefix(1);
+  if (!take_number(rest, finished) || !rest.starts_with(' ')) return false;
+  rest.remove_prefix(1);
+  if (!take_number(rest, total) || !rest.starts_with(": ")) return false;
+  rest.remove_prefix(2);
+  what = std::string(rest);
+  return true;
+}
+
 }  // namespace
 
 std::string short_ninja_line(std::string_view line) {
@@ -77,7 +89,10 @@ void NinjaStatusReader::line(std::string_view raw) {
     std::string_view segment = raw.substr(start, cr == std::string_view::npos ? std::string_view::npos : cr - start);
     if (segment.ends_with("\x1b[K")) segment.remove_suffix(3);
     constexpr std::string_view marker = "opforge-ninja ";
-    if (segment.starts_with(marker)) status(segment.substr(marker.size()));
+    int started = 0, finished = 0, total = 0;
+    std::string what;
+    if (segment.starts_with(marker) && parse_status(segment.substr(marker.size()), started, finished, total, what))
+      status(segment.substr(marker.size()));
     else if (!segment.empty() || (cr == std::string_view::npos && start == 0)) {
       if (on_line_)
         on_line_(segment.find('\x1b') == std::string_view::npos ? std::string(segment) : without_escapes(segment));
@@ -89,14 +104,8 @@ void NinjaStatusReader::line(std::string_view raw) {
 
 void NinjaStatusReader::status(std::string_view text) {
   int started = 0, finished = 0, total = 0;
-  std::string_view rest = text;
-  if (!take_number(rest, started) || !rest.starts_with(' ')) return;
-  rest.remove_prefix(1);
-  if (!take_number(rest, finished) || !rest.starts_with(' ')) return;
-  rest.remove_prefix(1);
-  if (!take_number(rest, total) || !rest.starts_with(": ")) return;
-  rest.remove_prefix(2);
-  const std::string what(rest);
+  std::string what;
+  if (!parse_status(text, started, finished, total, what)) return;
   const double now = clock_();
   // A start raises the started count alone; an end raises the finished count (and, from ninja in
   // a pipe, which prints only as steps end, the started count with it).

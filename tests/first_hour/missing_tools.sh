@@ -53,7 +53,7 @@ fi
 expect3 build_empty_path "PATH is empty" PATH= -- build "$WORK/r.toml"
 
 slow_recipe "$WORK/g16.toml" "$WORK/tree" '[compiler]' 'host = "g++-16"'
-expect3 host_not_installed "[compiler] host 'g++-16' is not an executable on PATH" -- build "$WORK/g16.toml"
+expect3 host_not_installed "no host compiler 'g++-16' on PATH" -- build "$WORK/g16.toml"
 grep -qF 'apt-get install g++-16' "$WORK/host_not_installed.err" || fail "no package named for g++-16"
 
 # A gcc 16 that nvcc refuses (CUDA 13.0 takes gcc <= 15): the CUDA op's error names the compiler.
