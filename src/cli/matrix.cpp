@@ -25,6 +25,12 @@ Registrar matrix_command{{
       return [args]() -> Status {
         auto m = probe::real_machine();
         auto r = OPFORGE_TRY(recipe::load(m, recipe::resolve_recipe_arg(m.fs, args->recipe).file));
+        // No [matrix]: one build and no cells, said as such; a CI matrix (--json) needs cells.
+        if (!r.matrix.present && !args->json) {
+          std::cout << args->recipe << ": no [matrix], so no cells: one build, `opforge build " << args->recipe
+                    << "`\n";
+          return {};
+        }
         if (!r.matrix.present)
           return bad_input("the recipe " + args->recipe + " has no [matrix]", "add [matrix] torch = [\"2.15.0\"]");
         const auto cache = probe::default_cache_dir(m.env);
