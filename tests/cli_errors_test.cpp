@@ -116,7 +116,7 @@ const Case kCases[] = {
      "  hint: write it like 0.1.0, 1.2rc1 or 2.0.post1\n"},
     {"ops_dir_missing", "[build]\njobs = 2\n", "", "plan r2.toml", 2,
      "opforge: error: recipe file 'r2.toml' does not exist\n"
-     "  hint: pass the path of a recipe such as recipes/default.toml\n"},
+     "  hint: pass the path of a recipe file, or 'default' for the recipe that comes with opforge\n"},
     {"ds_build_yes", "", "DS_BUILD_CPUOP=yes", "plan r.toml", 2,
      "opforge: error: environment variable DS_BUILD_CPUOP='yes' is not an integer\n"
      "  hint: use DS_BUILD_CPUOP=1 to build, DS_BUILD_CPUOP=0 to skip\n"},
@@ -160,12 +160,12 @@ const Case kCases[] = {
      "  ^\n"
      "  hint: see https://toml.io for the syntax\n"},
     {"jobs_flag_zero", "", "", "plan r.toml -j 0", 2,
-     "--jobs: '0' is not a number of jobs from 1 to 4096\nRun with --help for more information.\n"},
+     "opforge: error: --jobs: '0' is not a number of jobs from 1 to 4096\n  hint: `opforge plan --help` shows the usage\n"},
     // build and plan refuse -j by the same rule (settings::parse_jobs_flag), before anything is built.
     {"build_jobs_flag_zero", "", "", "build r.toml -j 0", 2,
-     "--jobs: '0' is not a number of jobs from 1 to 4096\nRun with --help for more information.\n"},
+     "opforge: error: --jobs: '0' is not a number of jobs from 1 to 4096\n  hint: `opforge build --help` shows the usage\n"},
     {"build_jobs_flag_huge", "", "", "build r.toml -j 100000", 2,
-     "--jobs: '100000' is not a number of jobs from 1 to 4096\nRun with --help for more information.\n"},
+     "opforge: error: --jobs: '100000' is not a number of jobs from 1 to 4096\n  hint: `opforge build --help` shows the usage\n"},
     {"env_format_bad", "", "", "env r.toml --format fish", 2, "--format: fish not in {sh,json}", true},
     {"release_of_missing_record", "", "", "build r.toml --release-of nope.json", 2,
      "opforge: error: nope.json: no such build record\n"

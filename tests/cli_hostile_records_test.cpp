@@ -276,10 +276,11 @@ const Case kCases[] = {
      "build nope.toml --release-of r.json", 2,
      "r.json: field 'inputs.source.release' must be true or false, not a number"},
     // ---- build records: what verify would run
-    {"record_command_not_run", [](const fs::path& dir) { command_recipe_and_record(dir); }, "verify r.json", 2,
-     "r.json: nothing was run: verifying a record rebuilds it, running what is listed above\n"
-     "  hint: read the list, then pass --allow-run to rebuild and compare",
+    // A consistent record: exit 0, what would run listed, nothing run.
+    {"record_command_not_run", [](const fs::path& dir) { command_recipe_and_record(dir); }, "verify r.json", 0, "",
      "(build.command)"},
+    {"record_command_not_run_says_so", [](const fs::path& dir) { command_recipe_and_record(dir); }, "verify r.json", 0,
+     "", "r.json: consistent (record, recipe and source agree); nothing was run: pass --allow-run to rebuild"},
     {"record_recipe_changed", [](const fs::path& dir) { command_recipe_and_record(dir, std::string(64, 'a')); },
      "verify --allow-run r.json", 2, "has changed since the record was written (sha256 "},
     {"record_recipe_missing",

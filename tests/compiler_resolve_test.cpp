@@ -144,9 +144,13 @@ TEST(CompilerResolve, NamedCompilerCheckedAgainstLimits) {
   auto too_new = resolve(d.fm.machine(), d.tk, "g++", false, "/tmp/shim");
   ASSERT_FALSE(too_new);
   EXPECT_EQ(too_new.error().kind, ErrorKind::unsatisfied);
+  // Not installed: a valid recipe this machine cannot satisfy (exit 3), naming its package.
   auto missing = resolve(d.fm.machine(), d.tk, "g++-7", false, "/tmp/shim");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(missing.error().kind, ErrorKind::unsatisfied);
+  EXPECT_EQ(missing.error().message, "[compiler] host 'g++-7' is not an executable on PATH");
+  EXPECT_EQ(missing.error().hint,
+            "install it (its package: g++-7), or write \"auto\" or the full path of an installed compiler");
 }
 
 TEST(CompilerLink, RefusesNonSymlinksIdempotentUnlinkExact) {

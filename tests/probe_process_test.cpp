@@ -63,6 +63,22 @@ TEST(ProbeProcess, ACommandThatIgnoresItsStdinEndsCleanly) {
   EXPECT_EQ(r->exit_code, 0);
 }
 
+// terminal = true: stdout and stderr are one pseudo-terminal (ninja then prints as each step
+// starts), without '\r\n' translation; the last output before the command ends is not lost.
+TEST(ProbeProcess, TerminalOutputIsATtyWithPlainLineEnds) {
+  std::vector<std::string> seen;
+  auto r = real_machine().proc.run(Command{
+      .argv = {"sh", "-c", "test -t 1 && echo out-tty; test -t 2 && echo err-tty >&2; printf last"},
+      .output = Output::lines,
+      .on_line = [&](std::string_view line) { seen.emplace_back(line); },
+      .terminal = true,
+  });
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(seen, (std::vector<std::string>{"out-tty", "err-tty", "last"}));
+  EXPECT_EQ(r->out, "out-tty\nerr-tty\nlast");
+}
+
 TEST(ProbeProcess, LinesAreSplitAcrossReadsAndKeepEmptyOnes) {
   std::vector<std::string> seen;
   auto r = real_machine().proc.run(Command{

@@ -135,6 +135,58 @@ TEST(WheelIsa, Avx512InALibraryIsLevelFourAndAboveV3) {
   EXPECT_TRUE(above_target(*use, *find_cpu_target("x86-64-v4")).empty());
 }
 
+// Code our own ops mark (OPFORGE_DISPATCHED: the opforge_dispatch section) and gcc's function
+// multiversioning clones run only after a CPU check: dispatched, not the library's level.
+TEST(WheelIsa, DispatchSectionIsDispatchedNotBaseline) {
+  auto so = compile("dispatch-section",
+                    "#include <immintrin.h>\n"
+                    "__attribute__((section(\"opforge_dispatch\"), target(\"avx512f\")))\n"
+                    "void scale512(float* x, float k) {\n"
+                    "  _mm512_storeu_ps(x, _mm512_mul_ps(_mm512_loadu_ps(x), _mm512_set1_ps(k))); }\n"
+                    "float plain(const float* x) { return x[0] * 2.0f; }\n",
+                    "-march=x86-64", true);
+  ASSERT_FALSE(so.empty());
+  auto use = read_isa(so);
+  ASSERT_TRUE(use);
+  EXPECT_EQ(use->level, 1);
+  EXPECT_TRUE(use->families.empty());
+  ASSERT_FALSE(use->dispatched.empty());
+  bool avx512 = false;
+  for (auto& f : use->dispatched) {
+    avx512 = avx512 || f.family == "AVX-512F";
+    EXPECT_EQ(f.dispatch, "section opforge_dispatch") << f.family;
+  }
+  EXPECT_TRUE(avx512) << use->summary();
+  EXPECT_TRUE(use->summary().starts_with("x86-64; dispatched at run time: ")) << use->summary();
+  EXPECT_TRUE(above_target(*use, *find_cpu_target("x86-64-v2")).empty());
+}
+
+TEST(WheelIsa, MultiversioningClonesAreDispatched) {
+  auto so = compile("dispatch-clones",
+                    "__attribute__((target_clones(\"avx2\", \"arch=x86-64-v4\", \"default\")))\n"
+                    "float dot(const float* a, const float* b, int n) {\n"
+                    "  float s = 0; for (int i = 0; i < n; ++i) s += a[i] * b[i]; return s; }\n",
+                    "-march=x86-64 -ffast-math", true);
+  ASSERT_FALSE(so.empty());
+  auto use = read_isa(so);
+  ASSERT_TRUE(use);
+  EXPECT_EQ(use->level, 1) << use->summary();
+  ASSERT_FALSE(use->dispatched.empty()) << use->summary();
+  for (auto& f : use->dispatched) {
+    EXPECT_GE(f.level, 3) << f.family;
+    EXPECT_TRUE(f.dispatch.starts_with("multiversioning clone dot.")) << f.dispatch;
+  }
+}
+
+TEST(WheelIsa, DispatchCloneNames) {
+  for (auto name :
+       {"dot.avx2", "_Z3dotPKfS0_i.arch_x86_64_v4", "_Z3dotPKfS0_i.avx2.0", "f.arch_x86-64-v4.1", "f.avx512f", "f.fma"})
+    EXPECT_TRUE(is_dispatch_clone(name)) << name;
+  for (auto name : {"dot", "dot.default", "f.default.2", "f.resolver", "f.ifunc", "f.constprop.0", "f.part.0", "f.cold",
+                    ".avx2", "get_available_features.constprop.0"})
+    EXPECT_FALSE(is_dispatch_clone(name)) << name;
+}
+
 TEST(WheelIsa, AesIsOutsideTheLevels) {
   auto obj = compile("aes",
                      "#include <wmmintrin.h>\n"

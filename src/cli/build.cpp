@@ -2,11 +2,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <regex>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "pipeline/matrix.h"
 #include "pipeline/pipeline.h"
+#include "recipe/bundled.h"
 #include "recipe/recipe.h"
 #include "record/record.h"
 #include "root/root.h"
@@ -31,6 +32,8 @@ struct BuildFlags {
   int cell_index = -1;
   std::string glibc;  ///< --glibc
   std::string root;   ///< --root
+  bool quiet = false;
+  bool verbose = false;
 };
 
 Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& flags) {
@@ -53,29 +56,6 @@ Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& f
   else if (flags.cache == "none") options.plan.cache = recipe::Cache::none;
   else if (!flags.cache.empty()) return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
   return options;
-}
-
-/// What the terminal shows of a build's output. A project's own build (setup.py) prints thousands
-/// of lines, all kept in command.log: the terminal gets its extensions, ninja's progress (one
-/// object per line) and its errors.
-std::function<void(std::string_view)> progress_printer(bool command) {
-  return [command](std::string_view line) {
-    if (line.starts_with("ninja: Entering") || line.starts_with("ninja: no work")) return;
-    if (!command) {
-      std::cout << line << "\n" << std::flush;
-      return;
-    }
-    static const std::regex progress(R"(^(\[\d+/\d+\]) .* -o (\S+)(\s.*)?$)");
-    std::string text(line);
-    std::smatch mm;
-    if (std::regex_match(text, mm, progress)) {
-      std::cout << mm[1].str() << " " << fs::path(mm[2].str()).filename().string() << "\n" << std::flush;
-    } else if (text.starts_with("building '") || text.starts_with("waiting for ") || text.starts_with("opforge: ") ||
-               text.starts_with("provisioning ") || text.find("error:") != std::string::npos ||
-               text.find("Error:") != std::string::npos || text.find("Error ") != std::string::npos) {
-      std::cout << text << "\n" << std::flush;
-    }
-  };
 }
 
 /// Ops a project's setup.py added on its own (DeepSpeed: pin_memory with async_io).
@@ -177,15 +157,12 @@ void print_outcome(const pipeline::Outcome& outcome) {
   std::cout << "record: " << outcome.record_path.string() << "\n";
 }
 
-/// `opforge build default` names the recipe that comes with opforge (an installed wheel holds no
-/// checkout to point at) while no file of that name is in the working folder. Its build and dist
-/// folders are then the working folder's build/ops and dist/, not folders beside the installed
-/// recipe, which may be read-only.
+/// `opforge build default`: the bundled recipe, built into the working folder (recipe/bundled.h).
 BuildFlags resolve_default(probe::Machine m, BuildFlags flags) {
-  if (flags.recipe != "default" || m.fs.type_of("default") != probe::FileType::none) return flags;
-  flags.recipe = (probe::data_dir(m.fs) / "recipes/default.toml").string();
-  if (flags.build_dir.empty()) flags.build_dir = m.fs.absolute("build/ops").string();
-  if (flags.dist_dir.empty()) flags.dist_dir = m.fs.absolute("dist").string();
+  auto arg = recipe::resolve_recipe_arg(m.fs, flags.recipe);
+  flags.recipe = arg.file.string();
+  if (flags.build_dir.empty() && arg.build_dir) flags.build_dir = arg.build_dir->string();
+  if (flags.dist_dir.empty() && arg.dist_dir) flags.dist_dir = arg.dist_dir->string();
   return flags;
 }
 
@@ -263,15 +240,22 @@ Status run_build(const BuildFlags& given) {
     auto r = recipe::load(m, flags.recipe);
     return r && r->build.backend == recipe::Backend::command;
   }();
-  options.on_line = progress_printer(command);
+  const Verbosity verbosity = flags.quiet ? Verbosity::quiet : flags.verbose ? Verbosity::verbose : Verbosity::normal;
+  ProgressDisplay display(verbosity, command, ProgressDisplay::stdout_is_terminal(m.env));
+  options.on_line = [&display](std::string_view line) { display.line(line); };
+  options.on_step = [&display](const compile::StepEvent& e) { display.step(e); };
   std::optional<std::size_t> index;
   if (flags.cell_index >= 0) index = static_cast<std::size_t>(flags.cell_index);
   auto cells = OPFORGE_TRY(pipeline::matrix_cells(m, flags.recipe, options, flags.cell, index));
   if (cells.empty()) {
-    print_outcome(OPFORGE_TRY(pipeline::build_wheel(m, flags.recipe, options)));
+    auto outcome = pipeline::build_wheel(m, flags.recipe, options);
+    display.stop();
+    if (!outcome) return opforge::unexpected(outcome.error());
+    print_outcome(*outcome);
     return {};
   }
   auto outcomes = pipeline::build_cells(m, flags.recipe, options, cells);
+  display.stop();
   for (auto& c : outcomes) {
     std::cout << "\n== cell " << c.cell.id << "\n";
     if (c.outcome) print_outcome(*c.outcome);
@@ -304,6 +288,8 @@ Registrar reg{
        app.add_option("--root", flags->root,
                       "build inside this root filesystem of an older distribution (beats [wheel] root; "
                       "bubblewrap, or chroot as root)");
+       auto* quiet = app.add_flag("-q,--quiet", flags->quiet, "print no progress: errors and the result only");
+       app.add_flag("-v,--verbose", flags->verbose, "also print every line the build prints")->excludes(quiet);
        return [flags] { return run_build(*flags); };
      }}};
 

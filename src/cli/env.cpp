@@ -7,6 +7,7 @@
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "util/json.h"
+#include "recipe/bundled.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -22,14 +23,18 @@ Registrar env_command{{
         std::string python;
       };
       auto args = std::make_shared<Args>();
-      app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
+      app.add_option("recipe", args->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
+          ->required();
       app.add_option("--format", args->format, "sh (export lines) or json")->check(CLI::IsMember({"sh", "json"}));
       app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
       return [args]() -> Status {
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
         auto real = probe::real_machine();
-        auto p = OPFORGE_TRY(plan::make(real, args->recipe, opts));
+        const auto arg = recipe::resolve_recipe_arg(real.fs, args->recipe);
+        opts.build_dir = arg.build_dir;
+        opts.dist_dir = arg.dist_dir;
+        auto p = OPFORGE_TRY(plan::make(real, arg.file, opts));
         // The same variables a command build gets (compiler, toolkit, ops, reproducibility), for a
         // build run in the source tree itself.
         auto vars = compile::planned_exports(real, p);

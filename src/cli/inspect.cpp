@@ -26,14 +26,20 @@ nlohmann::json isa_json(const wheel::IsaUse& u) {
   j["summary"] = u.summary();
   j["instructions"] = u.instructions;
   j["undecodable_bytes"] = u.undecodable;
-  j["families"] = nlohmann::json::array();
-  for (const auto& f : u.families)
-    j["families"].push_back({{"family", f.family},
-                             {"level", f.level ? nlohmann::json(target::level_name(f.level)) : nlohmann::json()},
-                             {"count", f.count},
-                             {"first_address", f.first_address},
-                             {"first_mnemonic", f.first_mnemonic},
-                             {"first_symbol", f.first_symbol}});
+  // "families": what every CPU runs (the level); "dispatched": only behind a run-time CPU check.
+  for (auto [key, list] : {std::pair{"families", &u.families}, std::pair{"dispatched", &u.dispatched}}) {
+    j[key] = nlohmann::json::array();
+    for (const auto& f : *list) {
+      nlohmann::json fj{{"family", f.family},
+                        {"level", f.level ? nlohmann::json(target::level_name(f.level)) : nlohmann::json()},
+                        {"count", f.count},
+                        {"first_address", f.first_address},
+                        {"first_mnemonic", f.first_mnemonic},
+                        {"first_symbol", f.first_symbol}};
+      if (!f.dispatch.empty()) fj["dispatch"] = f.dispatch;
+      j[key].push_back(std::move(fj));
+    }
+  }
   return j;
 }
 
@@ -43,6 +49,19 @@ int wheel_level(const wheel::Inspection& in) {
   for (const auto& f : in.files)
     if (f.isa && f.isa->analysed) level = std::max(level, f.isa->level);
   return level;
+}
+
+/// The families any file uses only behind a run-time CPU check, in the table's order.
+std::vector<std::string> wheel_dispatched(const wheel::Inspection& in) {
+  std::vector<std::string> out;
+  for (const auto& t : target::isa_families())
+    for (const auto& f : in.files)
+      if (f.isa && std::any_of(f.isa->dispatched.begin(), f.isa->dispatched.end(),
+                               [&](const wheel::FamilyUse& u) { return u.family == t.name; })) {
+        out.push_back(std::string(t.name));
+        break;
+      }
+  return out;
 }
 
 nlohmann::json to_json(const wheel::Inspection& in) {
@@ -61,6 +80,7 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["problems"] = in.report.problems;
   int level = wheel_level(in);
   j["cpu_level"] = level ? nlohmann::json(target::level_name(level)) : nlohmann::json();
+  j["cpu_dispatched"] = wheel_dispatched(in);
   j["files"] = nlohmann::json::array();
   for (const auto& f : in.files) {
     char mode[8];
@@ -118,8 +138,12 @@ std::string text(const wheel::Inspection& in) {
       if (f.elf) elfs.emplace(f.path, *f.elf);
     if (!elfs.empty()) out += "  needs: " + runs_on(wheel::system_needs(elfs, in.requirements)) + "\n";
   }
-  if (int level = wheel_level(in))
+  if (int level = wheel_level(in)) {
     out += "  cpu code needs: " + target::level_name(level) + " (the highest of its files)\n";
+    if (auto d = wheel_dispatched(in); !d.empty())
+      out += "  dispatched at run time: " + strings::join(d, ", ") +
+             " (used only after a CPU check; a CPU without them runs the other code)\n";
+  }
   out += in.report.ok() ? "  RECORD, names and paths: valid\n" : "  problems:\n";
   for (const auto& p : in.report.problems) out += "    " + p + "\n";
   out += "  files:\n";

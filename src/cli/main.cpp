@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string_view>
 
 #include "cli/command.h"
 #include "opforge/version.h"
@@ -52,6 +53,22 @@ int run_main(int argc, char** argv) {
     names.push_back(row.name);
   }
 
+  // `opforge help [COMMAND]`, as git and cargo take it.
+  if (argc >= 2 && std::string_view(argv[1]) == "help") {
+    if (argc >= 3)
+      for (auto& [sub, run] : runners)
+        if (sub->get_name() == argv[2]) {
+          std::cout << sub->help();
+          return 0;
+        }
+    if (argc >= 3) {
+      std::cerr << "opforge: error: unknown command '" << argv[2] << "'\n  hint: `opforge help` lists them\n";
+      return 2;
+    }
+    std::cout << app.help();
+    return 0;
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,8 +78,12 @@ int run_main(int argc, char** argv) {
       std::cerr << msg << "\n";
       return 2;
     }
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Every error in one form: "opforge: error: ...", then how to find the usage.
+    const bool known = argc > 1 && std::find(names.begin(), names.end(), argv[1]) != names.end();
+    std::cerr << "opforge: error: " << e.what() << "\n  hint: `opforge " << (known ? std::string(argv[1]) + " " : "")
+              << "--help` shows the usage\n";
+    return 2;
   }
 
   for (auto& [sub, run] : runners) {

@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "plan/matrix.h"
+#include "recipe/bundled.h"
 #include "recipe/recipe.h"
 #include "settings/settings.h"
 
@@ -19,11 +20,18 @@ Registrar matrix_command{{
         bool json = false;
       };
       auto args = std::make_shared<Args>();
-      app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
+      app.add_option("recipe", args->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
+          ->required();
       app.add_flag("--json", args->json, "one line of JSON for a CI matrix: {\"include\": [...]}");
       return [args]() -> Status {
         auto m = probe::real_machine();
-        auto r = OPFORGE_TRY(recipe::load(m, args->recipe));
+        auto r = OPFORGE_TRY(recipe::load(m, recipe::resolve_recipe_arg(m.fs, args->recipe).file));
+        // No [matrix]: one build and no cells, said as such; a CI matrix (--json) needs cells.
+        if (!r.matrix.present && !args->json) {
+          std::cout << args->recipe << ": no [matrix], so no cells: one build, `opforge build " << args->recipe
+                    << "`\n";
+          return {};
+        }
         if (!r.matrix.present)
           return bad_input("the recipe " + args->recipe + " has no [matrix]", "add [matrix] torch = [\"2.15.0\"]");
         const auto cache = settings::cache_dir(m.env);
@@ -34,7 +42,7 @@ Registrar matrix_command{{
         }
         for (auto& v : views) {
           std::cout << v.cell.index << "  " << v.cell.id << "\n"
-                    << "     torch " << v.cell.torch_requirement << ", Python " << v.cell.python_version << " ("
+                    << "     " << v.cell.torch_requirement << ", Python " << v.cell.python_version << " ("
                     << v.cell.python << ")\n"
                     << "     environment " << v.cell.env.string()
                     << (v.cell.user_env ? " (named by the recipe)"

@@ -10,6 +10,7 @@
 #include "recipe/recipe.h"
 #include "root/root.h"
 #include "util/json.h"
+#include "recipe/bundled.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -155,7 +156,7 @@ Result<std::optional<Status>> plan_in_root(const Args& args) {
 
 Registrar plan_command{{
     "plan",
-    "print the resolved build plan of a recipe (writes nothing)",
+    "print the resolved build plan of a recipe and the exact commands (writes only its probe cache)",
     [](CLI::App& app) -> Runner {
       struct Args {
         std::string recipe;
@@ -166,7 +167,8 @@ Registrar plan_command{{
         std::string root;
       };
       auto args = std::make_shared<Args>();
-      app.add_option("recipe", args->recipe, "the recipe (TOML)")->required();
+      app.add_option("recipe", args->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
+          ->required();
       app.add_flag("--json", args->json, "print JSON");
       app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
       add_jobs_option(app, args->jobs, "parallel jobs");
@@ -195,7 +197,10 @@ Registrar plan_command{{
           opts.node_arch_list = summary.arch_list;
           node_warnings = summary.warnings;
         }
-        auto p = OPFORGE_TRY(plan::make(real, args->recipe, opts));
+        const auto arg = recipe::resolve_recipe_arg(real.fs, args->recipe);
+        opts.build_dir = arg.build_dir;
+        opts.dist_dir = arg.dist_dir;
+        auto p = OPFORGE_TRY(plan::make(real, arg.file, opts));
         if (opts.node_arch_list)
           p.notes.push_back("arch list from " + std::to_string(args->nodes.size()) +
                             " node reports: " + *opts.node_arch_list);
@@ -214,7 +219,9 @@ Registrar plan_command{{
           }
           std::cout << util::json_dump(j, 2) << "\n";
         } else print_text(p);
-        return {};
+        // What `opforge build` would stop at before any work: the same error, the same exit code.
+        std::cout.flush();
+        return plan::check_tools(real, p);
       };
     },
 }};

@@ -6,6 +6,7 @@
 #include "compiler/links.h"
 #include "compiler/resolve.h"
 #include "cuda/resolve.h"
+#include "recipe/bundled.h"
 #include "recipe/recipe.h"
 
 namespace opforge::cli {
@@ -23,7 +24,7 @@ struct Args {
 };
 
 void declare(CLI::App& sub, Args& a) {
-  sub.add_option("recipe", a.recipe, "the recipe (TOML); its [cuda] and [compiler] decide");
+  sub.add_option("recipe", a.recipe, "the recipe (TOML, or 'default'); its [cuda] and [compiler] decide");
   auto* into = sub.add_option("--into", a.into, "folder for gcc/g++/cc/c++ symlinks (a private shim)");
   sub.add_flag("--system", a.system, "the gcc/g++ symlinks inside the toolkit's own bin/")->excludes(into);
   sub.add_option("--cuda", a.cuda, "without a recipe: the [cuda] version spec");
@@ -34,7 +35,7 @@ void declare(CLI::App& sub, Args& a) {
 Result<cuda::Toolkit> toolkit_of(probe::Machine m, Args& a) {
   std::string python = "python3";
   if (!a.recipe.empty()) {
-    auto r = OPFORGE_TRY(recipe::load(m, a.recipe));
+    auto r = OPFORGE_TRY(recipe::load(m, recipe::resolve_recipe_arg(m.fs, a.recipe).file));
     a.cuda = r.cuda.version;
     a.host = r.compiler.host;
     a.allow_unsupported = r.compiler.allow_unsupported;

@@ -2,9 +2,12 @@
 // compare. What a rebuild may do is pipeline/verify.h's; this prints what it would run, and runs
 // it only when asked to with --allow-run.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "pipeline/verify.h"
+#include "recipe/recipe.h"
 #include "record/record.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
@@ -13,13 +16,15 @@ namespace opforge::cli {
 namespace fs = std::filesystem;
 namespace {
 
-Status verify_wheel(const std::string& path) {
+Status verify_wheel(const std::string& path, bool json) {
   auto m = probe::real_machine();
   auto report = OPFORGE_TRY(wheel::verify(m.fs, path));
-  if (report.ok()) {
-    std::cout << path << ": ok (every RECORD hash and size, names, tags and paths check out)\n";
-    return {};
-  }
+  if (json)
+    std::cout << nlohmann::json{{"target", path}, {"kind", "wheel"}, {"ok", report.ok()}, {"problems", report.problems}}
+                     .dump(2)
+              << "\n";
+  else if (report.ok()) std::cout << path << ": ok (every RECORD hash and size, names, tags and paths check out)\n";
+  if (report.ok()) return {};
   std::string problems;
   for (auto& p : report.problems) problems += "\n  " + p;
   return failure(path + ": the wheel does not verify:" + problems);
@@ -34,40 +39,71 @@ bool is_wheel(const probe::FileSystem& fs, const std::string& path) {
 }
 
 /// Rebuilds from a build record into a temporary folder and compares every output's hash.
-Status verify_record(const std::string& path, bool allow_run) {
+Status verify_record(const std::string& path, bool allow_run, Verbosity verbosity, bool json) {
   auto m = probe::real_machine();
   auto expected = OPFORGE_TRY(record::load(m.fs, path));
   auto checked = OPFORGE_TRY(pipeline::check_record(m, path, expected));
-  std::cout << path << ": the rebuild " << (allow_run ? "runs" : "would run") << ":\n";
-  for (auto& line : checked.description) std::cout << "  " << line << "\n";
-  std::cout.flush();
-  if (!allow_run)
-    return bad_input(path + ": nothing was run: verifying a record rebuilds it, running what is listed above",
-                     "read the list, then pass --allow-run to rebuild and compare");
-  auto diffs = OPFORGE_TRY(pipeline::rebuild_and_compare(m, path, expected, checked));
-  if (diffs.empty()) {
-    std::cout << path << ": ok (the rebuild gave identical bytes for " << expected.outputs.size() << " outputs)\n";
+  nlohmann::json j{
+      {"target", path}, {"kind", "record"}, {"consistent", true}, {"runs", checked.description}, {"ran", allow_run}};
+  if (!json) {
+    std::cout << path << ": the rebuild " << (allow_run ? "runs" : "would run") << ":\n";
+    for (auto& line : checked.description) std::cout << "  " << line << "\n";
+    std::cout.flush();
+  }
+  if (!allow_run) {
+    // The record, its recipe and its source agree: a success, with nothing run.
+    if (json) std::cout << j.dump(2) << "\n";
+    else
+      std::cout << path
+                << ": consistent (record, recipe and source agree); nothing was run: pass --allow-run to "
+                   "rebuild what is listed above and compare its bytes\n";
     return {};
   }
+  // The rebuild shows its progress as `opforge build` does (not into JSON).
+  const auto r = recipe::load(m, checked.recipe);
+  const bool command = r && r->build.backend == recipe::Backend::command;
+  ProgressDisplay display(json ? Verbosity::quiet : verbosity, command, ProgressDisplay::stdout_is_terminal(m.env));
+  auto rebuilt = pipeline::rebuild_and_compare(
+      m, path, expected, checked, [&display](std::string_view line) { display.line(line); },
+      [&display](const compile::StepEvent& e) { display.step(e); });
+  display.stop();
+  auto diffs = OPFORGE_TRY(std::move(rebuilt));
+  if (json) {
+    j["outputs"] = expected.outputs.size();
+    j["identical"] = diffs.empty();
+    j["differences"] = diffs;
+    std::cout << j.dump(2) << "\n";
+  } else if (diffs.empty()) {
+    std::cout << path << ": ok (the rebuild gave identical bytes for " << expected.outputs.size() << " outputs)\n";
+  }
+  if (diffs.empty()) return {};
   std::string list;
   for (auto& d : diffs) list += "\n  differs: " + d;
   return failure(path + ": the rebuild differs from the record:" + list,
                  "compare the inputs in the record (toolkit, compiler, environment) with this machine's");
 }
 
-Registrar reg{{"verify", "Check a wheel (RECORD hashes, names, tags, paths) or rebuild from a build record and compare",
-               [](CLI::App& app) -> Runner {
-                 auto target = std::make_shared<std::string>();
-                 auto allow_run = std::make_shared<bool>(false);
-                 app.add_option("target", *target, "a .whl, or a .opforge-record.json")->required();
-                 app.add_flag(
-                     "--allow-run", *allow_run,
-                     "rebuild from a record: run the recipe's build (without it, verify only shows what would run)");
-                 return [target, allow_run] {
-                   auto m = probe::real_machine();
-                   return is_wheel(m.fs, *target) ? verify_wheel(*target) : verify_record(*target, *allow_run);
-                 };
-               }}};
+Registrar reg{
+    {"verify", "Check a wheel (RECORD hashes, names, tags, paths) or rebuild from a build record and compare",
+     [](CLI::App& app) -> Runner {
+       auto target = std::make_shared<std::string>();
+       auto allow_run = std::make_shared<bool>(false);
+       auto quiet = std::make_shared<bool>(false);
+       auto verbose = std::make_shared<bool>(false);
+       auto json = std::make_shared<bool>(false);
+       app.add_option("target", *target, "a .whl, or a .opforge-record.json")->required();
+       app.add_flag("--allow-run", *allow_run,
+                    "rebuild from a record: run the recipe's build (without it, verify only shows what would run)");
+       auto* q = app.add_flag("-q,--quiet", *quiet, "with --allow-run: print no progress");
+       app.add_flag("-v,--verbose", *verbose, "with --allow-run: also print every line the rebuild prints")
+           ->excludes(q);
+       app.add_flag("--json", *json, "print the result as JSON (errors stay on stderr, with the exit code)");
+       return [target, allow_run, quiet, verbose, json] {
+         auto m = probe::real_machine();
+         const Verbosity v = *quiet ? Verbosity::quiet : *verbose ? Verbosity::verbose : Verbosity::normal;
+         return is_wheel(m.fs, *target) ? verify_wheel(*target, *json) : verify_record(*target, *allow_run, v, *json);
+       };
+     }}};
 
 }  // namespace
 }  // namespace opforge::cli

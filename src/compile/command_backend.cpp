@@ -41,6 +41,12 @@ std::string torch_requirement(const std::string& v) {
 
 namespace {
 
+/// The steps of a command build (each op compiled alone, then the command) for StepEvents.
+struct StepCount {
+  int done = 0;
+  int total = 0;
+};
+
 /// Removes the scratch tree when the build is done with it, unless `keep` (a failed command's tree
 /// stays for inspection until the next build of the same content).
 struct ScratchCleanup {
@@ -70,8 +76,11 @@ Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& p
 /// Runs [build] command in `out.tree` with `out.env`, its output into out.log; a command that ran
 /// and failed sets `keep_tree`.
 Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out, bool& keep_tree,
-                   const std::function<void(std::string_view)>& on_line) {
+                   const std::function<void(std::string_view)>& on_line, const StepSink& on_step, StepCount& steps) {
   const auto& command = plan.recipe.build.command;
+  const std::string what = strings::shell_join(command);
+  if (on_step) on_step({StepEvent::Kind::started, what, steps.done, steps.total, -1, true});
+  const auto start = std::chrono::steady_clock::now();
   probe::Command cmd;
   cmd.argv = command;
   cmd.cwd = out.tree;
@@ -86,6 +95,9 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
     return failure("cannot start the build command " + command.front() + ": " + result.error().message,
                    "check [build] command and that its program is on PATH");
   OPFORGE_CHECK(m.fs.write_file_atomic(out.log, result->out));
+  if (on_step)
+    on_step({StepEvent::Kind::finished, what, ++steps.done, steps.total,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), result->ok()});
   if (result->ok()) return {};
   keep_tree = true;
   std::string how = result->timed_out
@@ -182,7 +194,8 @@ Result<OpStep> compile_op(probe::Machine m, const plan::Plan& plan, const std::v
 /// failed op off in out.env. A failed op that was requested explicitly fails the build (the tree
 /// is kept): no further op starts, the running ones finish.
 Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vector<std::string>& build_ext,
-                      CommandOutput& out, bool& keep_tree, const std::function<void(std::string_view)>& on_line) {
+                      CommandOutput& out, bool& keep_tree, const std::function<void(std::string_view)>& on_line,
+                      const StepSink& on_step, StepCount& steps) {
   const fs::path logs = plan.build_dir / "ops";
   OPFORGE_CHECK(m.fs.create_directories(logs));
   std::vector<const ops::Decision*> built;  // the same order as op_work's
@@ -212,6 +225,7 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
       free -= g.slots();
       say("opforge: compiling op " + work[i].op + " (MAX_JOBS " + std::to_string(g.jobs) +
           (g.nvcc_threads > 1 ? ", nvcc --threads " + std::to_string(g.nvcc_threads) : std::string()) + ")");
+      if (on_step) on_step({StepEvent::Kind::started, "op " + work[i].op, steps.done, steps.total, -1, true});
       running.emplace_back([&, i, g] {
         const std::string prefix = several ? "[" + work[i].op + "] " : "";
         auto step = compile_op(m, plan, build_ext, out.tree, out.env, *built[i], g, logs, [&](std::string_view line) {
@@ -219,6 +233,9 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
           say(prefix.empty() ? line : prefix + std::string(line));
         });
         std::lock_guard l(mu);
+        if (on_step)
+          on_step({StepEvent::Kind::finished, "op " + work[i].op, ++steps.done, steps.total, step ? step->seconds : -1,
+                   step && step->status != OpStatus::failed});
         if (!step || (step->status == OpStatus::failed && built[i]->required)) stop = true;
         results[i] = std::move(step);
         free += g.slots();
@@ -252,7 +269,7 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
 
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
                                           const std::function<void(std::string_view)>& on_line,
-                                          const fs::path& cache_dir_in) {
+                                          const fs::path& cache_dir_in, const StepSink& on_step) {
   if (plan.recipe.build.command.empty())
     return bad_input("[build] backend = \"command\" needs a command",
                      "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]");
@@ -277,9 +294,13 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   const auto watch = network_watch(cache_dir);
   OPFORGE_CHECK(write_network_watch(m.fs, watch));
   add_watch_environment(out.env, watch, wrapper.empty() ? fs::path() : arch_log);
+  StepCount steps;
+  steps.total = 1;  // the command
+  if (plan.source.catalogue == plan::Catalogue::op_builder && build_ext_command(plan.recipe.build.command))
+    steps.total += static_cast<int>(std::count_if(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.build; }));
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     if (auto build_ext = build_ext_command(plan.recipe.build.command)) {
-      OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line));
+      OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line, on_step, steps));
       // torch's BuildExtension with ninja sets build_ext.force and recompiles every extension in
       // its own build_temp, where the ops (compiled in their own temp folders) left nothing.
       // Without ninja, setuptools' own check finds each op's library newer than its sources and
@@ -287,7 +308,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
       // DS_ENABLE_NINJA is set at all (even to "0"), hence erased.
       out.env.erase("DS_ENABLE_NINJA");
     }
-  OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line));
+  OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line, on_step, steps));
   if (auto asked = m.fs.read_file(arch_log)) out.project_arch = project_arch_targets(*asked);
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;

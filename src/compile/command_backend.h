@@ -16,6 +16,7 @@ namespace fs = std::filesystem;
 
 #include "compile/environment.h"
 #include "compile/op_steps.h"
+#include "compile/progress.h"
 #include "compile/scratch.h"
 #include "compile/wheel_match.h"
 #include "compile/wrappers.h"
@@ -58,9 +59,10 @@ struct CommandOutput {
 /// DeepSpeed trees: the wheel's deepspeed/git_version_info_installed.py gets version='<wheel
 /// version>'; with a torch version known, METADATA requires torch==X.Y.* (compiled extensions load
 /// only with the torch they were built against). The scratch tree is removed afterwards.
+/// `on_step`: each op compiled alone, then the command, as it starts and as it ends.
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
                                           const std::function<void(std::string_view)>& on_line = {},
-                                          const fs::path& cache_dir = {});
+                                          const fs::path& cache_dir = {}, const StepSink& on_step = {});
 
 /// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
 std::string torch_requirement(const std::string& torch_version);

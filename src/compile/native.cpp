@@ -295,6 +295,13 @@ Result<Graph> describe(const plan::Plan& plan) {
       outputs.extension = OPFORGE_TRY(extension_steps(tools, op, build, includes, graph.steps));
     graph.outputs.push_back(std::move(outputs));
   }
+  // ccache in front of every compile: here, so that `opforge plan` prints what ninja runs.
+  if (plan.cache == recipe::Cache::ccache)
+    for (auto& step : graph.steps)
+      if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc") {
+        step.argv.insert(step.argv.begin(), "ccache");
+        ++step.flags_end;
+      }
   OPFORGE_CHECK(check_ninja_string(build.string(), true));
   OPFORGE_CHECK(check_graph(graph, build));
   return graph;
@@ -368,8 +375,6 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   auto graph = OPFORGE_TRY(describe(plan));
   const bool ccache = plan.cache == recipe::Cache::ccache;
   if (ccache) {
-    for (auto& step : graph.steps)
-      if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc") step.argv.insert(step.argv.begin(), "ccache");
     // docs/reference.md §5: every path relative (base_dir "/"), so hits cross folders; this build's
     // own counters in the stats log (the user's global ccache statistics are left alone).
     set_ccache_environment(graph.env, {.base_dir = "/",
@@ -393,13 +398,22 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   // With an "auto" op in the build, one op's failure must not stop the others.
   const bool keep_going =
       std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.build && !d.required; });
+  // ninja on a terminal reports each step as it starts, in opforge's own status format (a user's
+  // NINJA_STATUS would change what is read back); TERM=dumb would make it print as in a pipe.
+  env["NINJA_STATUS"] = kNinjaStatus;
+  if (auto term = env.find("TERM"); term == env.end() || term->second.empty() || term->second == "dumb")
+    env["TERM"] = "vt100";
+  std::string log;  // ninja's output as in a pipe: the finished steps and their output
+  NinjaStatusReader reader(options.on_step, [&](std::string_view line) {
+    log.append(line).push_back('\n');
+    if (line.starts_with("[")) ++result.steps_run;
+    if (options.on_line) options.on_line(line);
+  });
   probe::Command cmd{.argv = {"ninja", "-C", plan.build_dir.string(), "-j", std::to_string(std::max(1u, plan.jobs))},
                      .env = env,
                      .output = probe::Output::lines,
-                     .on_line = [&](std::string_view line) {
-                       if (line.starts_with("[")) ++result.steps_run;
-                       if (options.on_line) options.on_line(line);
-                     }};
+                     .on_line = [&](std::string_view line) { reader.line(line); },
+                     .terminal = true};
   if (keep_going) cmd.argv.insert(cmd.argv.end(), {"-k", "0"});
   cmd.timeout = plan.compile_timeout;
   auto ran = m.proc.run(cmd);
@@ -409,10 +423,10 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
                        " s and was stopped (every process it started included)",
                    "a step that never ends (a compiler that hangs) is stopped at OPFORGE_COMPILE_TIMEOUT (seconds); "
                    "raise it for a larger build");
-  result.log = ran->out;
+  result.log = log;
   result.peak_rss_kib = ran->peak_rss_kib;
   std::optional<std::map<std::string, std::string>> failed;
-  if (!ran->ok() && keep_going) failed = failed_ops(ran->out, plan.build_dir, graph.outputs, plan.source.root);
+  if (!ran->ok() && keep_going) failed = failed_ops(log, plan.build_dir, graph.outputs, plan.source.root);
   const auto required = [&](const std::string& op) {
     return std::any_of(plan.ops.begin(), plan.ops.end(),
                        [&](const ops::Decision& d) { return d.manifest.name == op && d.required; });
@@ -423,8 +437,8 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     result.failed = std::move(*failed);
   } else if (!ran->ok()) {
     // ninja prints "FAILED: <out>", the command, then the compiler's output: show that part.
-    auto pos = ran->out.find("FAILED:");
-    std::string detail = pos == std::string::npos ? ran->out : ran->out.substr(pos);
+    auto pos = log.find("FAILED:");
+    std::string detail = pos == std::string::npos ? log : log.substr(pos);
     return failure("a build step failed:\n" + detail,
                    "fix the error above and run `opforge build` again; finished steps are kept");
   }

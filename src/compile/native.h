@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/progress.h"
 #include "plan/plan.h"
 #include "probe/machine.h"
 
@@ -22,8 +23,8 @@ struct Step {
   std::vector<fs::path> inputs;
   fs::path output;
   std::string depfile;  ///< compile steps: the -MF file
-  /// Compile steps: argv[1, flags_end) are the flags (what the build record keeps); from there on
-  /// the argv names the files (-MD -MF DEP -c SRC -o OBJ).
+  /// Compile steps: argv[1, flags_end) are the flags (what the build record keeps; with ccache in
+  /// front, argv[1] is the compiler); from there on the argv names the files (-MD -MF DEP -c SRC -o OBJ).
   std::size_t flags_end = 0;
 };
 
@@ -49,14 +50,16 @@ struct Graph {
 /// parallel jobs: min(arches, jobs / min(jobs, cuda_units)), at least 1.
 unsigned nvcc_threads_for(std::size_t arches, std::size_t cuda_units, unsigned jobs);
 
-/// The exact commands for the plan's selected ops; nothing is run or written.
+/// The exact commands for the plan's selected ops (ccache in front of the compiles with plan.cache
+/// = ccache); nothing is run or written.
 Result<Graph> describe(const plan::Plan& plan);
 
 /// Renders build.ninja for `graph`.
 std::string render_ninja(const Graph& graph, const fs::path& build_dir);
 
 struct RunOptions {
-  std::function<void(std::string_view)> on_line;  ///< ninja's progress lines
+  std::function<void(std::string_view)> on_line;  ///< ninja's output, as in a pipe ("[f/t] description" per step)
+  StepSink on_step;                               ///< each step as it starts and as it ends
 };
 
 /// What ccache did during one build.

@@ -86,7 +86,9 @@ Result<HostChoice> host_without_toolkit(probe::Machine m, const std::string& hos
   }
   return unsatisfied(
       "no host compiler " + (host == "auto" ? std::string("(gcc or clang) on PATH") : "'" + host + "' on PATH"),
-      "install g++ (apt-get install g++) or set [compiler] host");
+      host == "auto" ? "install g++ (apt-get install g++, dnf install gcc-c++) or set [compiler] host"
+                     : "install " + host + " (apt-get install " + host +
+                           "), or set [compiler] host to \"auto\" or to an installed compiler");
 }
 
 HostChoice pin_cpu_target(HostChoice choice, const fs::path& dir, const std::string& target) {

@@ -178,11 +178,11 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     if (!seen_real.insert(real).second) continue;
     auto cxx = probe::find_on_path(m.fs, cxx_name(cc.filename().string(), fam), path);
     if (!cxx) continue;
-    // Starting clang costs ~70 ms; Debian's /usr/lib/llvm-N/ already names its major, which is
-    // all the limits compare. gcc answers in ~1 ms, so it is asked for its full version.
-    std::optional<Version> v;
-    if (auto n = llvm_major(real); fam == Family::clang && n) v = Version{*n, 0, 0};
-    else v = ask_version(m, cc, fam);
+    // Every compiler is asked (remembered per binary, so clang's ~70 ms start is paid once): a
+    // report says clang 19.1.7, not 19.0.0. Debian's /usr/lib/llvm-N/ names the major, all the
+    // limits compare, when a clang does not answer.
+    std::optional<Version> v = ask_version(m, cc, fam);
+    if (auto n = llvm_major(real); !v && fam == Family::clang && n) v = Version{*n, 0, 0};
     if (!v) continue;
     Compiler c{fam, cc, *cxx, *v, fam == Family::gcc && cc.filename() == "gcc"};
     out.push_back(c);
@@ -272,6 +272,17 @@ Result<HostChoice> choose_auto(HostChoice hc, const cuda::Toolkit& tk, bool allo
 }
 
 /// A named compiler: a command on PATH or a path, C++ or C driver name; its partner driver beside it.
+/// The distribution package of a compiler command: g++-11 → g++-11, clang++-17 → clang-17.
+std::string compiler_package(const std::string& name) {
+  if (name.starts_with("clang")) {
+    auto dash = name.find('-');
+    return "clang" + (dash == std::string::npos ? std::string() : name.substr(dash));
+  }
+  if (name.starts_with("gcc") || name.starts_with("cc")) return "g++" + name.substr(name.starts_with("gcc") ? 3 : 2);
+  if (name.starts_with("c++")) return "g++" + name.substr(3);
+  return name;
+}
+
 Result<Compiler> named_compiler(probe::Machine m, const std::string& host, const std::vector<Compiler>& installed) {
   fs::path given(host);
   std::optional<fs::path> exe;
@@ -280,9 +291,11 @@ Result<Compiler> named_compiler(probe::Machine m, const std::string& host, const
   } else {
     exe = probe::find_on_path(m.fs, host, m.env.get("PATH").value_or(""));
   }
+  // A valid recipe this machine cannot satisfy: the compiler is to be installed (exit 3).
   if (!exe)
-    return bad_input("[compiler] host '" + host + "' is not an executable on PATH",
-                     "write \"auto\", a command such as \"g++-11\", or a full path");
+    return unsatisfied("[compiler] host '" + host + "' is not an executable on PATH",
+                       "install it (its package: " + compiler_package(fs::path(host).filename().string()) +
+                           "), or write \"auto\" or the full path of an installed compiler");
   std::string name = exe->filename().string();
   Compiler c;
   c.family = name.find("clang") != std::string::npos ? Family::clang : Family::gcc;

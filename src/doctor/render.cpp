@@ -76,7 +76,7 @@ json to_json(const Report& r) {
   j["ops"] = json::array();
   for (auto& d : r.ops)
     j["ops"].push_back(
-        json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"why", d.reason}});
+        json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"reason", d.reason}});
   if (r.ops_error) j["ops_error"] = *r.ops_error;
   j["libaio"] = r.libaio ? json(*r.libaio) : json(nullptr);
   return j;
@@ -119,8 +119,10 @@ std::string to_text(const json& j) {
   for (auto& c : j["compilers"])
     out << "  " << s(c["cxx"]) << "  " << s(c["family"]) << " " << s(c["version"])
         << (c["default"].get<bool>() ? "  (default)" : "") << "\n";
-  out << "\nGPUs (" << s(j["gpus"]["reader"]) << "):\n";
-  if (j["gpus"]["devices"].empty()) out << "  none\n";
+  const std::string reader = s(j["gpus"]["reader"]);
+  if (j["gpus"]["devices"].empty())  // "none (libcuda.so.1 cannot be loaded ...)" says why itself
+    out << "\nGPUs: " << (reader.starts_with("none") ? reader : "none (" + reader + ")") << "\n";
+  else out << "\nGPUs (" << reader << "):\n";
   for (auto& g : j["gpus"]["devices"])
     out << "  " << g["index"] << ": " << s(g["name"]) << " (" << s(g["capability"]) << ")\n";
   out << "\nlibaio: " << (j["libaio"].is_null() ? std::string("not found") : s(j["libaio"])) << "\n";
@@ -141,7 +143,7 @@ std::string to_text(const json& j) {
   out << "\nOps:\n";
   for (auto& o : j["ops"])
     out << "  " << s(o["name"]) << ": " << (o["build"].get<bool>() ? "build" : "skip") << " (" << s(o["requested_by"])
-        << ") " << s(o["why"]) << "\n";
+        << ") " << s(o["reason"]) << "\n";
   if (j.contains("ops_error")) out << "  " << s(j["ops_error"]) << "\n";
   if (!j["warnings"].empty()) {
     out << "\nWarnings:\n";

@@ -195,7 +195,8 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
   std::string why_not, fix;
   if (needs_toolkit(op.kind) && !ctx.cuda_unavailable.empty()) {
     why_not = "it needs CUDA: " + ctx.cuda_unavailable;
-    fix = "install a CUDA toolkit or set CUDA_HOME, or do not request " + op.name;
+    fix = (ctx.cuda_fix.empty() ? "install a CUDA toolkit or set CUDA_HOME" : ctx.cuda_fix) + ", or do not request " +
+          op.name;
   }
   if (auto it = verdicts.find(op.name); why_not.empty() && it != verdicts.end() && !it->second.ok) {
     const Compatibility& v = it->second;

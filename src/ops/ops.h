@@ -29,6 +29,8 @@ Result<std::vector<Manifest>> load_manifests(probe::Machine m, const fs::path& o
 struct DecideContext {
   /// Empty when CUDA ops can be built; else why not (no toolkit, no accepted host compiler).
   std::string cuda_unavailable;
+  /// How to make CUDA available, when it is not; empty: install a toolkit or set CUDA_HOME.
+  std::string cuda_fix;
   /// Host C++ compiler used for probes: a path, or a command looked up on PATH.
   std::string probe_compiler = "c++";
   /// Folder of the probe cache (see probe::default_cache_dir); empty disables the cache.

@@ -252,7 +252,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   const plan::Plan& plan = outcome.plan;
   plan::Plan staged = plan;
   staged.dist_dir = plan.build_dir / "normalized";
-  auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line, cache_dir(m, options)));
+  auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line, cache_dir(m, options), options.on_step));
   apply_op_steps(outcome.plan, out.op_steps);
   {
     std::map<std::string, std::uint64_t> peaks;
@@ -374,6 +374,8 @@ Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, cons
   auto plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
   OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
   OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
+  // A missing program is exit 3 before the build folder is touched, not a failed step later.
+  OPFORGE_CHECK(plan::check_tools(m, plan));
   return plan;
 }
 
@@ -437,6 +439,7 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
   const plan::Plan& plan = outcome.plan;
   compile::RunOptions run_options;
   run_options.on_line = options.on_line;
+  run_options.on_step = options.on_step;
   auto ran = OPFORGE_TRY(compile::run(m, plan, run_options));
   // "auto" ops whose compile failed are left out, as if skipped: the wheel, build_info and the
   // record then name the same ops.

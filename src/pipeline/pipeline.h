@@ -22,6 +22,7 @@ struct Options {
   std::optional<fs::path> dist_dir;   ///< overrides the recipe's
   fs::path python_package;            ///< folder of opforge_ops (src/python/opforge_ops)
   std::function<void(std::string_view)> on_line;
+  compile::StepSink on_step;       ///< each compile step (native) or op and command (command) as it starts and ends
   std::string cell;                ///< the matrix cell built, for dist/SUMMARY.md ("default" when empty)
   std::optional<int> glibc_floor;  ///< --glibc (2.X → X): beats the recipe's [wheel] glibc
 };

@@ -75,13 +75,17 @@ Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, con
 }
 
 Result<std::vector<std::string>> rebuild_and_compare(probe::Machine m, const std::string& path,
-                                                     const record::Record& expected, const RebuildCheck& checked) {
+                                                     const record::Record& expected, const RebuildCheck& checked,
+                                                     const std::function<void(std::string_view)>& on_line,
+                                                     const compile::StepSink& on_step) {
   // The rebuild sees every recorded variable; one unset at record time stays unset.
   // Every child the rebuild starts sees that environment too (probe::OverlayMachine).
   probe::OverlayMachine seen(m, expected.environment,
                              [](const std::string& name) { return record::recorded_variable(name); });
   const probe::Machine rebuild = seen.machine();
   Options options;
+  options.on_line = on_line;
+  options.on_step = on_step;
   // A release is rebuilt from its own commit: a branch that has moved since is refused by name.
   if (expected.source.release) options.plan.release_commit = OPFORGE_TRY(record::source_commit(path, expected));
   auto tmp = OPFORGE_TRY(m.fs.make_temp_directory("opforge-verify-"));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/progress.h"
 #include "probe/machine.h"
 #include "record/record.h"
 
@@ -25,8 +26,11 @@ Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, con
 /// Rebuilds from `expected` (the record at `path`, checked by check_record) into a temporary
 /// folder, with exactly the recorded variables, and compares every output's hash: the outputs
 /// that differ (empty when all match). The folder is removed, except when the rebuild fails: its
-/// error's hint then names it (logs may be inside).
+/// error's hint then names it (logs may be inside). `on_line`, `on_step`: the build's progress, as
+/// `opforge build` shows it.
 Result<std::vector<std::string>> rebuild_and_compare(probe::Machine m, const std::string& path,
-                                                     const record::Record& expected, const RebuildCheck& checked);
+                                                     const record::Record& expected, const RebuildCheck& checked,
+                                                     const std::function<void(std::string_view)>& on_line = {},
+                                                     const compile::StepSink& on_step = {});
 
 }  // namespace opforge::pipeline

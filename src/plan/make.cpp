@@ -208,6 +208,7 @@ fs::path cache_dir(probe::Machine m, const Options& opts) { return settings::cac
 struct Toolchain {
   const cuda::Toolkit* tk = nullptr;  ///< plan.cuda.chosen, when a toolkit was found
   std::string unavailable;            ///< why CUDA ops cannot be built; empty when they can
+  std::string fix;                    ///< how to make them buildable; empty: install a toolkit
   std::string probe_compiler;         ///< the C++ compiler the ops' probes run
 };
 
@@ -272,6 +273,10 @@ Status resolve_host(probe::Machine m, const Options& opts, Plan& plan, Toolchain
   if (!host) {
     if (host.error().kind == ErrorKind::bad_input) return opforge::unexpected(host.error());
     chain.unavailable = "no host compiler that nvcc " + chain.tk->version.str() + " accepts: " + host.error().message;
+    // The toolkit is there: the compiler is what to change.
+    chain.fix = host.error().hint.empty() ? "set [compiler] host to a compiler nvcc " + chain.tk->version.str() +
+                                                " accepts (`opforge doctor` lists them)"
+                                          : host.error().hint;
     return {};
   }
   plan.host = *host;
@@ -325,6 +330,19 @@ Status pin_cpu_target(probe::Machine m, const Options& opts, Plan& plan) {
   return {};
 }
 
+/// [compiler] host names a compiler and no toolkit chose it (no toolkit, or nvcc refuses it): the
+/// CPU code is still compiled with it, never silently with the default one; exit 3 when it is not
+/// installed.
+Status named_host_for_cpu_code(probe::Machine m, Plan& plan, Toolchain& chain) {
+  const std::string host(strings::trim(plan.recipe.compiler.host));
+  if (plan.host || host.empty() || host == "auto") return {};
+  plan.host = OPFORGE_TRY(compiler::host_without_toolkit(m, host));
+  plan.notes.push_back("host compiler: " + plan.host->compiler.cxx.string() + " " + plan.host->compiler.version.str(3) +
+                       " ([compiler] host, for the CPU code)");
+  chain.probe_compiler = plan.host->compiler.cxx.string();
+  return {};
+}
+
 /// The toolkit and compiler a command build gets, worked out before the ops are decided:
 /// DeepSpeed's is_compatible() runs in that environment. Empty when CUDA ops cannot be built.
 Result<Env> toolkit_exports(probe::Machine m, const Options& opts, const Plan& plan, const Toolchain& chain) {
@@ -365,6 +383,7 @@ Result<std::vector<ops::Decision>> decide_ops(probe::Machine m, const Options& o
   const bool op_builder = plan.source.catalogue == Catalogue::op_builder;
   ops::DecideContext ctx;
   ctx.cuda_unavailable = chain.unavailable;
+  ctx.cuda_fix = chain.fix;
   ctx.probe_compiler = chain.probe_compiler;
   ctx.cache_dir = cache_dir(m, opts);
   if (op_builder) {
@@ -404,8 +423,10 @@ void deepspeed_version(probe::Machine m, Plan& plan, const fs::path& ds_root, En
 /// op's build variable.
 Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, const fs::path& ds_root) {
   Env ex = toolkit;
-  // A pinned CPU target reaches the compiler through the shim's wrappers, CUDA or not.
-  if (plan.host && toolkit.empty() && !plan.host->cpu_target.empty()) OPFORGE_CHECK(add_compiler(m, *plan.host, ex));
+  // A pinned CPU target reaches the compiler through the shim's wrappers, CUDA or not; a named
+  // [compiler] host is the one the CPU code compiles with.
+  if (plan.host && toolkit.empty() && (!plan.host->cpu_target.empty() || plan.recipe.compiler.host != "auto"))
+    OPFORGE_CHECK(add_compiler(m, *plan.host, ex));
   if (plan.source.catalogue == Catalogue::op_builder) {
     // torch's BuildExtension uses ninja (and MAX_JOBS) only when DeepSpeed is told to.
     ex["DS_ENABLE_NINJA"] = "1";
@@ -548,6 +569,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
     OPFORGE_CHECK(resolve_arch(m, opts, overrides, plan, chain));
   }
   OPFORGE_CHECK(pin_cpu_target(m, opts, plan));
+  OPFORGE_CHECK(named_host_for_cpu_code(m, plan, chain));
   const Env toolkit = OPFORGE_TRY(toolkit_exports(m, opts, plan, chain));
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
   OPFORGE_CHECK(find_python_include(m, plan));

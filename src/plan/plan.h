@@ -144,6 +144,23 @@ struct Options {
 /// bad_input: recipe or environment values; unsatisfied: the machine cannot satisfy the recipe.
 Result<Plan> make(probe::Machine m, const fs::path& recipe_file, const Options& opts);
 
+/// A program a build of the plan runs.
+struct Tool {
+  std::string program;  ///< a name looked up on the build's PATH, or a path
+  std::string why;      ///< "runs the compile steps"
+};
+
+/// The programs a build runs: the command's program (command backend), ninja, the compilers and
+/// strip (native backend, when an op is built), ccache (--cache ccache).
+std::vector<Tool> needed_tools(const Plan& plan);
+
+/// The PATH the build's programs are looked up on: the plan's exported PATH, else the caller's.
+std::string build_path(const probe::Environment& env, const Plan& plan);
+
+/// unsatisfied (exit 3) naming every needed_tools() program that is missing and the package that
+/// provides it; `opforge build` checks it before any work starts, `opforge plan` shows it.
+Status check_tools(probe::Machine m, const Plan& plan);
+
 /// The wheel's version: `version` + "+" + the expanded local_version template (or none).
 /// bad_input when the label breaks PEP 440's local-version rules ([a-z0-9] segments with dots).
 /// {torch_major}{torch_minor} come from `torch_version` ("2.15.0+cu132"); without one their

@@ -1,10 +1,25 @@
 #include "plan/provision_stage.h"
 
+#include <chrono>
+
 #include "cuda/resolve.h"
 #include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::plan {
+
+namespace {
+
+Status check_pip(probe::Machine m, const cuda::Provision& p) {
+  auto ran = m.proc.run({.argv = {p.python, "-m", "pip", "--version"}, .timeout = std::chrono::seconds(60)});
+  if (ran && ran->ok()) return {};
+  return unsatisfied(
+      "[cuda] provision = \"pypi\" installs CUDA " + p.cuda.str() + " (" + p.requirement + ") with `" + p.python +
+          " -m pip`, and " + p.python + " has no pip",
+      "install pip for it (apt-get install python3-pip, dnf install python3-pip, or " + p.python + " -m ensurepip)");
+}
+
+}  // namespace
 
 Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Options& opts, Plan& plan,
                                                      const Result<cuda::Resolution>& first) {
@@ -20,8 +35,10 @@ Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Opt
     return std::nullopt;
   }
   const fs::path cache = settings::cache_dir(m.env, opts.cache_dir);
-  cuda::Provision p = opts.fetch_toolkit ? OPFORGE_TRY(cuda::provision(m, *torch, cache, opts.on_progress))
-                                         : OPFORGE_TRY(cuda::describe_provision(m, *torch, cache));
+  // pip is what fetches: without it, exit 3 before anything is fetched, and `plan` says so too.
+  cuda::Provision p = OPFORGE_TRY(cuda::describe_provision(m, *torch, cache));
+  if (!p.present) OPFORGE_CHECK(check_pip(m, p));
+  if (opts.fetch_toolkit) p = OPFORGE_TRY(cuda::provision(m, *torch, cache, opts.on_progress));
   plan.provision = p;
   if (!p.present && !p.fetched) {
     plan.notes.push_back("provision: no installed toolkit is torch's CUDA " + p.cuda.str() + "; `opforge build` " +

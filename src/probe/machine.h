@@ -110,6 +110,12 @@ struct Command {
   std::optional<std::map<std::string, std::string>> env{};  ///< the full environment; nullopt: inherit
   Output output = Output::capture;
   std::function<void(std::string_view)> on_line{};  ///< with Output::lines
+  /// With Output::lines: stdout and stderr on a pseudo-terminal instead of a pipe, so that the
+  /// command prints as to a terminal (ninja then reports each step as it starts, not only as it
+  /// ends). No output translation: lines end in '\n' as in a pipe; a '\r' also ends one, and a line
+  /// redrawn in place is passed on as soon as it ends with erase-to-end-of-line (ESC [ K). Where
+  /// no pseudo-terminal can be opened (no /dev/pts in a container), a pipe as usual.
+  bool terminal = false;
   std::optional<std::string> stdin_text{};
   std::chrono::milliseconds timeout{0};  ///< 0: none
 };

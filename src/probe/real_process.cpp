@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,8 +49,36 @@ struct Pipes {
   }
 };
 
+/// A pseudo-terminal as the out "pipe": out[0] the master (ours), out[1] the terminal the command
+/// writes to, raw on output ('\n' stays '\n'), its size left 0x0 (no program elides to a width).
+Status open_terminal(Pipes& pipes) {
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) return failure("posix_openpt: " + errno_text(errno));
+  pipes.out[0] = master;
+  char name[256];
+  if (::grantpt(master) != 0 || ::unlockpt(master) != 0 || ::ptsname_r(master, name, sizeof name) != 0)
+    return failure("pseudo-terminal: " + errno_text(errno));
+  pipes.out[1] = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (pipes.out[1] < 0) return failure("open " + std::string(name) + ": " + errno_text(errno));
+  termios t{};
+  if (::tcgetattr(pipes.out[1], &t) == 0) {
+    t.c_oflag &= ~static_cast<tcflag_t>(OPOST);
+    t.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | ISIG);
+    (void)::tcsetattr(pipes.out[1], TCSANOW, &t);
+  }
+  return {};
+}
+
 Status open_pipes(const Command& command, Pipes& pipes) {
-  if (command.output != Output::inherit && (::pipe2(pipes.out, O_CLOEXEC) != 0 || ::pipe2(pipes.err, O_CLOEXEC) != 0))
+  // No pseudo-terminal (a container or root without /dev/pts): pipes, and the command prints as in one.
+  if (command.output == Output::lines && command.terminal && !open_terminal(pipes)) {
+    Pipes::close_fd(pipes.out[0]);
+    Pipes::close_fd(pipes.out[1]);
+  }
+  if (pipes.out[0] >= 0) {
+    if (::pipe2(pipes.err, O_CLOEXEC) != 0) return failure("pipe: " + errno_text(errno));
+  } else if (command.output != Output::inherit &&
+             (::pipe2(pipes.out, O_CLOEXEC) != 0 || ::pipe2(pipes.err, O_CLOEXEC) != 0))
     return failure("pipe: " + errno_text(errno));
   if (command.stdin_text) {
     if (::pipe2(pipes.in, O_CLOEXEC) != 0) return failure("pipe: " + errno_text(errno));
@@ -427,17 +456,29 @@ class WatchdogSlot {
 
 /// Hands each complete line of the output to `on_line` (with Output::lines); the last line needs
 /// no newline.
+/// On a terminal (Command::terminal) a line also ends at '\r' (empty pieces dropped) and as soon
+/// as it ends with erase-to-end-of-line (ESC [ K): a status line redrawn in place, which gets no
+/// '\n' until something else is printed, is passed on when it is drawn, not when it is replaced.
 class LineSplitter {
  public:
   explicit LineSplitter(const Command& command)
-      : on_line_(command.output == Output::lines && command.on_line ? &command.on_line : nullptr) {}
+      : on_line_(command.output == Output::lines && command.on_line ? &command.on_line : nullptr),
+        terminal_(command.terminal) {}
   void feed(std::string_view chunk) {
     if (!on_line_) return;
     pending_.append(chunk);
     size_t start = 0;
-    for (size_t nl; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1)
-      (*on_line_)(std::string_view(pending_).substr(start, nl - start));
+    const char* ends = terminal_ ? "\n\r" : "\n";
+    for (size_t nl; (nl = pending_.find_first_of(ends, start)) != std::string::npos; start = nl + 1) {
+      std::string_view piece = std::string_view(pending_).substr(start, nl - start);
+      if (pending_[nl] == '\r' && piece.empty()) continue;
+      (*on_line_)(piece);
+    }
     pending_.erase(0, start);
+    if (terminal_ && std::string_view(pending_).ends_with("\x1b[K")) {
+      (*on_line_)(pending_);
+      pending_.clear();
+    }
   }
   void finish() {
     if (on_line_ && !pending_.empty()) (*on_line_)(pending_);
@@ -446,6 +487,7 @@ class LineSplitter {
 
  private:
   const std::function<void(std::string_view)>* on_line_;
+  bool terminal_;
   std::string pending_;
 };
 

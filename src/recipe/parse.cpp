@@ -462,7 +462,7 @@ Result<Recipe> load(probe::Machine m, const fs::path& file) {
   // The operating system would read the path only up to the NUL: another file than the one named.
   if (auto pos = file.native().find('\0'); pos != std::string::npos)
     return bad_input("recipe path '" + strings::cut(file.native().substr(0, pos)) + "\\0...' contains a NUL byte",
-                     "pass the path of a recipe such as recipes/default.toml");
+                     "pass the path of a recipe file, or 'default' for the recipe that comes with opforge");
   if (auto type = m.fs.resolved_type(file); type != probe::FileType::regular) {
     // Only regular files: a FIFO would block the read, /dev/zero would never end.
     std::string what = type == probe::FileType::none ? "does not exist" : "is not a regular file";
@@ -485,7 +485,7 @@ Result<Recipe> load(probe::Machine m, const fs::path& file) {
       }
     }
     return bad_input("recipe file '" + strings::cut(file.string()) + "' " + what,
-                     "pass the path of a recipe such as recipes/default.toml");
+                     "pass the path of a recipe file, or 'default' for the recipe that comes with opforge");
   }
   auto text = OPFORGE_TRY(m.fs.read_file(file));
   fs::path abs = OPFORGE_TRY(m.fs.canonical(file));

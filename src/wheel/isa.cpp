@@ -143,6 +143,15 @@ std::tuple<int, std::size_t, std::string> order_key(const std::string& family) {
   return {level == 0 ? 99 : level, index, family};
 }
 
+/// `part` names CPU features: a clone suffix of function multiversioning.
+bool feature_word(std::string_view part) {
+  if (part.starts_with("arch_")) return true;
+  for (std::string_view f : {"avx", "sse", "ssse", "fma", "bmi", "f16c", "popcnt", "lzcnt", "movbe", "aes", "pclmul",
+                             "sha", "vpclmulqdq", "vaes", "gfni", "amx", "adx"})
+    if (part.starts_with(f)) return true;
+  return false;
+}
+
 struct FunctionSymbol {
   std::size_t section = 0;
   std::uint64_t value = 0, size = 0;
@@ -180,17 +189,25 @@ Result<ZydisDecoder> x86_64_decoder() {
   return decoder;
 }
 
-/// Decodes executable sections, counting each family and where it is first used.
+/// Decodes executable sections, counting each family and where it is first used: in the code
+/// every CPU runs, or in dispatched code (a dispatch section, a multiversioning clone).
 struct CodeScan {
   ZydisDecoder decoder;
   std::vector<FunctionSymbol> symbols;
   std::map<std::string, FamilyUse> found;
+  std::map<std::string, FamilyUse> found_dispatched;
   IsaUse& use;
+  Elf* elf = nullptr;
+  std::vector<const FunctionSymbol*> clones{};  ///< symbols that are multiversioning clones
+  std::string section_dispatch{};               ///< the section being read is dispatched: why
 
   /// `relocatable`: a .o, whose addresses are offsets in their section.
   void section(Elf_Scn* scn, bool relocatable) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_type == SHT_NOBITS) return;
+    std::size_t names = 0;
+    const char* name = elf_getshdrstrndx(elf, &names) == 0 ? elf_strptr(elf, names, shdr.sh_name) : nullptr;
+    section_dispatch = name && is_dispatched_section(name) ? std::string("section ") + name : std::string();
     Elf_Data* data = elf_rawdata(scn, nullptr);
     if (!data || !data->d_buf) return;
     const auto* code = static_cast<const std::uint8_t*>(data->d_buf);
@@ -213,9 +230,19 @@ struct CodeScan {
     }
   }
 
+  /// Why the code at `address` runs only where the CPU has what it uses; empty: it runs everywhere.
+  std::string dispatch_of(std::uint64_t address, std::size_t section_index) const {
+    if (!section_dispatch.empty()) return section_dispatch;
+    for (const FunctionSymbol* s : clones)
+      if (s->section == section_index && address >= s->value && address < s->value + s->size)
+        return "multiversioning clone " + s->name;
+    return {};
+  }
+
   void count(const std::string& family, const ZydisDecodedInstruction& ins, std::uint64_t address,
              std::size_t section_index) {
-    auto [it, fresh] = found.try_emplace(family);
+    std::string dispatch = dispatch_of(address, section_index);
+    auto [it, fresh] = (dispatch.empty() ? found : found_dispatched).try_emplace(family);
     FamilyUse& f = it->second;
     ++f.count;
     if (!fresh) return;
@@ -223,6 +250,7 @@ struct CodeScan {
     f.level = level_of(family);
     f.first_address = address;
     f.first_mnemonic = ZydisMnemonicGetString(ins.mnemonic);
+    f.dispatch = std::move(dispatch);
     for (const auto& s : symbols)
       if (s.section == section_index && address >= s.value && address < s.value + s.size) f.first_symbol = s.name;
   }
@@ -230,13 +258,26 @@ struct CodeScan {
 
 }  // namespace
 
+bool is_dispatched_section(std::string_view section_name) { return section_name.starts_with(kDispatchSection); }
+
+bool is_dispatch_clone(std::string_view symbol) {
+  const auto dot = symbol.find('.');
+  if (dot == std::string_view::npos || dot == 0) return false;
+  std::string_view rest = symbol.substr(dot + 1);
+  // gcc: "f.avx2", "f.arch_x86_64_v4"; clang: "f.avx2.0", "f.arch_x86-64-v4.1".
+  const std::string_view first = rest.substr(0, rest.find('.'));
+  return first != "default" && feature_word(first);
+}
+
 std::string IsaUse::summary() const {
   if (!analysed) return "not analysed (" + why + ")";
-  std::vector<std::string> outside;
+  std::vector<std::string> outside, dispatched_names;
   for (const auto& f : families)
     if (f.level == 0) outside.push_back(f.family);
+  for (const auto& f : dispatched) dispatched_names.push_back(f.family);
   std::string out = target::level_name(level);
   if (!outside.empty()) out += " + " + strings::join(outside, ", ");
+  if (!dispatched_names.empty()) out += "; dispatched at run time: " + strings::join(dispatched_names, ", ");
   return out;
 }
 
@@ -251,15 +292,21 @@ Result<IsaUse> read_isa(std::string_view bytes) {
     return use;
   }
   use.analysed = true;
-  CodeScan scan{OPFORGE_TRY(x86_64_decoder()), function_symbols(image->get()), {}, use};
+  CodeScan scan{OPFORGE_TRY(x86_64_decoder()), function_symbols(image->get()), {}, {}, use, image->get()};
+  for (const auto& s : scan.symbols)
+    if (is_dispatch_clone(s.name)) scan.clones.push_back(&s);
   for (Elf_Scn* scn = elf_nextscn(image->get(), nullptr); scn; scn = elf_nextscn(image->get(), scn))
     scan.section(scn, ehdr.e_type == ET_REL);
   for (auto& [name, f] : scan.found) {
     use.level = std::max(use.level, f.level);
     use.families.push_back(std::move(f));
   }
-  std::sort(use.families.begin(), use.families.end(),
-            [](const FamilyUse& a, const FamilyUse& b) { return order_key(a.family) < order_key(b.family); });
+  for (auto& [name, f] : scan.found_dispatched) use.dispatched.push_back(std::move(f));
+  const auto by_order = [](const FamilyUse& a, const FamilyUse& b) {
+    return order_key(a.family) < order_key(b.family);
+  };
+  std::sort(use.families.begin(), use.families.end(), by_order);
+  std::sort(use.dispatched.begin(), use.dispatched.end(), by_order);
   return use;
 }
 

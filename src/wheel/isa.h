@@ -23,17 +23,35 @@ struct FamilyUse {
   std::uint64_t first_address = 0;  ///< virtual address (offset in its section for a .o)
   std::string first_mnemonic;       ///< "vfmadd231ps"
   std::string first_symbol;         ///< the function holding it, when a symbol says so
+  /// Dispatched code only: how it is known to run only where the CPU has the family
+  /// (is_dispatched_section, is_dispatch_clone).
+  std::string dispatch{};
 };
+
+/// The section our own ops put code in that runs only after a run-time CPU check
+/// (src/kernels/utils/dispatch.h: OPFORGE_DISPATCHED); any section whose name starts so.
+inline constexpr std::string_view kDispatchSection = "opforge_dispatch";
+bool is_dispatched_section(std::string_view section_name);
+
+/// A function-multiversioning clone, which the ifunc resolver gcc and clang add picks only on a
+/// CPU that has its features (target_clones, or target("...") versions): "f.avx2", "f.avx2.0",
+/// "f.arch_x86_64_v4", "f.arch_x86-64-v4.1"; never "f.default", "f.resolver", "f.ifunc".
+bool is_dispatch_clone(std::string_view symbol);
 
 struct IsaUse {
   /// false when the file is not x86-64 code (nothing decoded; `why` says what it is).
   bool analysed = false;
   std::string why;
-  int level = 1;                    ///< highest level any family needs (1 = baseline)
+  /// Highest level the code that runs on every CPU needs (1 = baseline): code reached only
+  /// through run-time dispatch (`dispatched`) does not count.
+  int level = 1;
   std::vector<FamilyUse> families;  ///< beyond the baseline: by level, then name; level-0 last
-  std::uint64_t instructions = 0;   ///< decoded in executable sections
-  std::uint64_t undecodable = 0;    ///< bytes skipped (data or padding inside code)
-  /// "x86-64-v3", with " + AES, PCLMULQDQ" for families in no level.
+  /// Families used only by dispatched code (same order); a CPU without them never runs it.
+  std::vector<FamilyUse> dispatched{};
+  std::uint64_t instructions = 0;  ///< decoded in executable sections
+  std::uint64_t undecodable = 0;   ///< bytes skipped (data or padding inside code)
+  /// "x86-64-v3", with " + AES, PCLMULQDQ" for families in no level, and "; dispatched at run
+  /// time: AVX2, AVX-512F" when some code is.
   std::string summary() const;
 };
 

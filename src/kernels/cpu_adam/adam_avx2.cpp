@@ -3,11 +3,12 @@
 #include <immintrin.h>
 
 #include "adam_kernels.h"
+#include "opforge_dispatch.h"
 
 namespace opforge_cpu_adam {
 
 namespace {
-__m128i bf16x8(__m256 x) {
+OPFORGE_DISPATCHED __m128i bf16x8(__m256 x) {
   __m256i u = _mm256_castps_si256(x);
   __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
   __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
@@ -21,7 +22,7 @@ __m128i bf16x8(__m256 x) {
 }
 }  // namespace
 
-void step_avx2(const Args& a, std::size_t begin, std::size_t end) {
+OPFORGE_DISPATCHED void step_avx2(const Args& a, std::size_t begin, std::size_t end) {
   const __m256 b1 = _mm256_set1_ps(a.beta1), b2 = _mm256_set1_ps(a.beta2);
   const __m256 ob1 = _mm256_set1_ps(a.one_minus_beta1), ob2 = _mm256_set1_ps(a.one_minus_beta2);
   const __m256 eps = _mm256_set1_ps(a.eps), l2 = _mm256_set1_ps(a.l2);

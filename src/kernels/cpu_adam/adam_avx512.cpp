@@ -5,11 +5,12 @@
 #include <immintrin.h>
 
 #include "adam_kernels.h"
+#include "opforge_dispatch.h"
 
 namespace opforge_cpu_adam {
 
 namespace {
-__m256i bf16x16(__m512 x) {
+OPFORGE_DISPATCHED __m256i bf16x16(__m512 x) {
   __m512i u = _mm512_castps_si512(x);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
@@ -19,7 +20,7 @@ __m256i bf16x16(__m512 x) {
 }
 }  // namespace
 
-void step_avx512(const Args& a, std::size_t begin, std::size_t end) {
+OPFORGE_DISPATCHED void step_avx512(const Args& a, std::size_t begin, std::size_t end) {
   const __m512 b1 = _mm512_set1_ps(a.beta1), b2 = _mm512_set1_ps(a.beta2);
   const __m512 ob1 = _mm512_set1_ps(a.one_minus_beta1), ob2 = _mm512_set1_ps(a.one_minus_beta2);
   const __m512 eps = _mm512_set1_ps(a.eps), l2 = _mm512_set1_ps(a.l2);

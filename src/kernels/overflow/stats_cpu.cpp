@@ -119,13 +119,15 @@ template <class U>
   }
 }
 
-// x86-64: an AVX2 twin chosen at run time. Elsewhere (aarch64, e.g. Grace) the baseline
+// x86-64: an AVX2 twin chosen at run time, in the section opforge reads as dispatched code
+// (src/kernels/utils/opforge_dispatch.h: OPFORGE_DISPATCHED, written out here since this op does
+// not include utils/). Elsewhere (aarch64, e.g. Grace) the baseline
 // already has 128-bit SIMD (NEON), and the generic body is the only one.
 #if defined(__x86_64__) || defined(__i386__)
-#define OVF_AVX2_TWIN(U)                                                                                     \
-  __attribute__((target("avx2"))) void scan_avx2_##U(const unsigned char* p, uint64_t n, const Params<U>& q, \
-                                                     Acc<U>& acc) {                                          \
-    scan_all<U>(p, n, q, acc);                                                                               \
+#define OVF_AVX2_TWIN(U)                                                                                              \
+  __attribute__((target("avx2"), section("opforge_dispatch"))) void scan_avx2_##U(const unsigned char* p, uint64_t n, \
+                                                                                  const Params<U>& q, Acc<U>& acc) {  \
+    scan_all<U>(p, n, q, acc);                                                                                        \
   }
 #else
 #define OVF_AVX2_TWIN(U) \
