@@ -160,12 +160,15 @@ const Case kCases[] = {
      "  ^\n"
      "  hint: see https://toml.io for the syntax\n"},
     {"jobs_flag_zero", "", "", "plan r.toml -j 0", 2,
-     "opforge: error: --jobs: '0' is not a number of jobs from 1 to 4096\n  hint: `opforge plan --help` shows the usage\n"},
+     "opforge: error: --jobs: '0' is not a number of jobs from 1 to 4096\n  hint: `opforge plan --help` shows the "
+     "usage\n"},
     // build and plan refuse -j by the same rule (settings::parse_jobs_flag), before anything is built.
     {"build_jobs_flag_zero", "", "", "build r.toml -j 0", 2,
-     "opforge: error: --jobs: '0' is not a number of jobs from 1 to 4096\n  hint: `opforge build --help` shows the usage\n"},
+     "opforge: error: --jobs: '0' is not a number of jobs from 1 to 4096\n  hint: `opforge build --help` shows the "
+     "usage\n"},
     {"build_jobs_flag_huge", "", "", "build r.toml -j 100000", 2,
-     "opforge: error: --jobs: '100000' is not a number of jobs from 1 to 4096\n  hint: `opforge build --help` shows the usage\n"},
+     "opforge: error: --jobs: '100000' is not a number of jobs from 1 to 4096\n  hint: `opforge build --help` shows "
+     "the usage\n"},
     {"env_format_bad", "", "", "env r.toml --format fish", 2, "--format: fish not in {sh,json}", true},
     {"release_of_missing_record", "", "", "build r.toml --release-of nope.json", 2,
      "opforge: error: nope.json: no such build record\n"

@@ -272,6 +272,39 @@ TEST(CompileCommandBackend, NvccWrapperSeedsEachObject) {
   fs::remove_all(top);
 }
 
+// The real Python with the watch first on PYTHONPATH: a URL opened and a socket connected are named
+// once each, and the sitecustomize the watch shadows still runs.
+TEST(CompileCommandBackend, NetworkWatchNamesWhatTheBuildReaches) {
+  fs::path top = fs::temp_directory_path() / ("opforge-netwatch-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top / "other");
+  auto m = probe::real_machine();
+  auto w = compile::network_watch(top / "cache");
+  ASSERT_TRUE(compile::write_network_watch(m.fs, w));
+  std::ofstream(top / "other" / "sitecustomize.py") << "import builtins\nbuiltins.OTHER_SITE = 1\n";
+  std::map<std::string, std::string> env{{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", (top / "other").string()}};
+  compile::add_watch_environment(env, w, top / "arch.log");
+  EXPECT_EQ(env["PYTHONPATH"], w.dir.string() + ":" + (top / "other").string());
+  EXPECT_EQ(env["OPFORGE_NVCC_ARCH_LOG"], (top / "arch.log").string());
+  const std::string script =
+      "import builtins, socket, urllib.request\n"
+      "for _ in range(2):\n"
+      "    try:\n"
+      "        urllib.request.urlopen('http://127.0.0.1:9/x.whl', timeout=5)\n"
+      "    except OSError:\n"
+      "        pass\n"
+      "print(builtins.OTHER_SITE)\n";
+  auto r = m.proc.run({.argv = {"/usr/bin/python3", "-c", script}, .env = env});
+  ASSERT_TRUE(r && r->ok()) << (r ? r->err : r.error().message);
+  EXPECT_EQ(r->out, "1\n");
+  const std::string tail =
+      " (the build reached the network: it fails where there is none, and fetches unverified files where there "
+      "is; look for the project's switch to build from source)\n";
+  EXPECT_EQ(r->err,
+            "opforge: network: GET http://127.0.0.1:9/x.whl" + tail + "opforge: network: connect 127.0.0.1:9" + tail);
+  fs::remove_all(top);
+}
+
 TEST(CompileCommandBackend, ProjectArchTargetsReadsEverySpelling) {
   EXPECT_EQ(compile::project_arch_targets(""), std::vector<std::string>{});
   EXPECT_EQ(compile::project_arch_targets(" -arch=native\n -arch all-major\n"),

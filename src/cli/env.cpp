@@ -6,8 +6,8 @@
 #include "compiler/host.h"
 #include "plan/json.h"
 #include "plan/plan.h"
-#include "util/json.h"
 #include "recipe/bundled.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace opforge::cli {

@@ -7,10 +7,10 @@
 #include "devices/nodes.h"
 #include "plan/json.h"
 #include "plan/plan.h"
+#include "recipe/bundled.h"
 #include "recipe/recipe.h"
 #include "root/root.h"
 #include "util/json.h"
-#include "recipe/bundled.h"
 #include "util/strings.h"
 
 namespace opforge::cli {

@@ -163,8 +163,7 @@ def _say(what):
     try:
         sys.stderr.write("opforge: network: " + what + " (the build reached the network: it fails "
                          "where there is none, and fetches unverified files where there is; look "
-                         "for the project's switch to build from source)
-")
+                         "for the project's switch to build from source)\n")
         sys.stderr.flush()
     except Exception:
         pass

@@ -252,7 +252,8 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   const plan::Plan& plan = outcome.plan;
   plan::Plan staged = plan;
   staged.dist_dir = plan.build_dir / "normalized";
-  auto out = OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line, cache_dir(m, options), options.on_step));
+  auto out =
+      OPFORGE_TRY(compile::run_command_backend(m, staged, options.on_line, cache_dir(m, options), options.on_step));
   apply_op_steps(outcome.plan, out.op_steps);
   {
     std::map<std::string, std::uint64_t> peaks;
