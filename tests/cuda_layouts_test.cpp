@@ -263,6 +263,65 @@ TEST(CudaLayouts, RecipesRequestWinsOverAnInheritedCudaHome) {
   EXPECT_EQ(b->chosen->root, "/usr");  // auto: CUDA_HOME decides over the newest found
 }
 
+// Debian's own bin/gcc and bin/g++ beside the real nvcc (first on nvcc's PATH through
+// nvcc.profile) run the first installed of a list: recognised, and named by the host compiler
+// choice, which says whether it agrees. Trixie: gcc 14 the default, gcc 13 beside it.
+TEST(CudaLayouts, TheToolkitsOwnCompilerWrapper) {
+  auto d12 = compiler::parse_compiler_wrapper(data("cuda_layouts/debian12/bin-g++"));
+  ASSERT_FALSE(d12.empty());
+  EXPECT_EQ(d12.front(), "g++-11");
+  EXPECT_EQ(d12.back(), "g++-6");
+  auto d13 = compiler::parse_compiler_wrapper(data("cuda_layouts/debian13/bin-gcc"));
+  ASSERT_GE(d13.size(), 2u);
+  EXPECT_EQ(d13[0], "gcc-13");
+  EXPECT_EQ(d13[1], "gcc-12");
+  EXPECT_TRUE(compiler::parse_compiler_wrapper(data("cuda_layouts/debian13/usr-bin-nvcc")).empty());
+  EXPECT_TRUE(compiler::parse_compiler_wrapper("prog=g++-11\nexec $prog \"$@\"\n").empty());  // no #!
+
+  Debian d("debian13");
+  for (auto n : {"gcc-14", "g++-14", "gcc-13", "g++-13"}) d.fake.fs.add_file(std::string("/usr/bin/") + n, "", 0755);
+  d.fake.fs.add_symlink("/usr/bin/gcc", "gcc-14");
+  d.fake.fs.add_symlink("/usr/bin/g++", "g++-14");
+  d.fake.proc.on({"/usr/bin/gcc"}, {0, 0, false, "14.2.0\n", ""});
+  d.fake.proc.on({"/usr/bin/gcc-14"}, {0, 0, false, "14.2.0\n", ""});
+  d.fake.proc.on({"/usr/bin/gcc-13"}, {0, 0, false, "13.4.0\n", ""});
+  auto r = discover(d.fake.machine(), std::nullopt);
+  const Toolkit& tk = *d.at(r, "/usr")->toolkit;
+  auto w = compiler::toolkit_wrapper(d.fake.machine(), tk);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->path, "/usr/lib/nvidia-cuda-toolkit/bin/gcc");
+  EXPECT_EQ(w->runs, "gcc-13");
+  EXPECT_EQ(compiler::wrapper_text(*w),
+            "its own wrapper /usr/lib/nvidia-cuda-toolkit/bin/gcc runs gcc-13 (the first installed of gcc-13, "
+            "gcc-12, gcc-11, ...)");
+  auto hc = compiler::resolve(d.fake.machine(), tk, "auto", false, "/tmp/shim");
+  ASSERT_TRUE(hc) << hc.error().render();
+  EXPECT_EQ(hc->compiler.cc, "/usr/bin/gcc-13");
+  EXPECT_NE(hc->reason.find("the default g++ (gcc 14.2.0) is too new; using the newest accepted g++-13 (gcc 13.4.0)"),
+            std::string::npos)
+      << hc->reason;
+  EXPECT_NE(hc->reason.find("runs gcc-13 (the first installed of gcc-13, gcc-12, gcc-11, ...): the same compiler"),
+            std::string::npos)
+      << hc->reason;
+  // A compiler asked for by name that the wrapper would not run: -ccbin decides.
+  d.fake.fs.add_file("/usr/bin/gcc-12", "", 0755);
+  d.fake.fs.add_file("/usr/bin/g++-12", "", 0755);
+  d.fake.proc.on({"/usr/bin/gcc-12"}, {0, 0, false, "12.4.0\n", ""});
+  auto named = compiler::resolve(d.fake.machine(), tk, "gcc-12", false, "/tmp/shim");
+  ASSERT_TRUE(named) << named.error().render();
+  EXPECT_NE(named->reason.find("runs gcc-13 (the first installed of gcc-13, gcc-12, gcc-11, ...); opforge's -ccbin "
+                               "decides instead"),
+            std::string::npos)
+      << named->reason;
+  // Nothing it lists is installed: it says so.
+  Debian bare("debian13");
+  auto rb = discover(bare.fake.machine(), std::nullopt);
+  auto wb = compiler::toolkit_wrapper(bare.fake.machine(), *bare.at(rb, "/usr")->toolkit);
+  ASSERT_TRUE(wb);
+  EXPECT_FALSE(wb->runs);
+  EXPECT_NE(compiler::wrapper_text(*wb).find("none is installed: nvcc without -ccbin fails"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace opforge::cuda
 

@@ -135,6 +135,13 @@ TEST(PlanMake, PythonExtensionsGetTheProjectPythonsHeadersOrANote) {
                    "name = \"cpuop\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n"
                    "[python_extension]\nname = \"_cpuop_ext\"\nsources = [\"e.c\"]\nlimited_api = \"3.9\"\n");
   const std::vector<std::string> ask = {"python3", "-c"};
+  // The answer of cuda::read_python's probe program (the one read_torch runs).
+  auto answer = [](int minor) {
+    const std::string v = std::to_string(minor);
+    return probe::ProcessResult{.exit_code = 0,
+                                .out = R"({"torch": null, "locations": [], "path": [], "cflags": "", "version": [3, )" +
+                                       v + R"(], "include": "/usr/include/python3.)" + v + "\"}"};
+  };
   auto note = [](const Plan& p) {
     for (auto& n : p.notes)
       if (n.starts_with("python headers: ")) return n;
@@ -148,7 +155,9 @@ TEST(PlanMake, PythonExtensionsGetTheProjectPythonsHeadersOrANote) {
             "python headers: not found for python3 (install python3-dev): the Python extensions of cpuop are left "
             "out, their Python code does the work");
   // a Python older than the floor
-  w.fm.proc.on(ask, {.exit_code = 0, .out = "3 8\n/usr/include/python3.8\n"});
+  // (each answer comes from another interpreter file: the remembered answer is keyed on its stamp)
+  w.fm.fs.add_file("/usr/bin/python3", "python 3.8", 0755);
+  w.fm.proc.on(ask, answer(8));
   w.fm.fs.add_file("/usr/include/python3.8/Python.h", "");
   auto old = w.make();
   ASSERT_TRUE(old);
@@ -157,7 +166,8 @@ TEST(PlanMake, PythonExtensionsGetTheProjectPythonsHeadersOrANote) {
             "python headers: python3 is Python 3.8, older than the stable-ABI floor 3.9: the Python extensions of "
             "cpuop are left out, their Python code does the work");
   // 3.11 without Python.h, then with it
-  w.fm.proc.on(ask, {.exit_code = 0, .out = "3 11\n/usr/include/python3.11\n"});
+  w.fm.fs.add_file("/usr/bin/python3", "python 3.11", 0755);
+  w.fm.proc.on(ask, answer(11));
   EXPECT_TRUE(w.make()->python_include.empty());
   w.fm.fs.add_file("/usr/include/python3.11/Python.h", "");
   auto p = w.make();

@@ -3,7 +3,8 @@
 #   1. `pip wheel --no-build-isolation --no-deps` with MAX_JOBS=2 and CAUSAL_CONV1D_FORCE_BUILD=TRUE:
 #      the project's own nine architectures (sm_75 … sm_121), which is what a user gets from pip;
 #   2. `opforge build` of docs/external-projects.md's recipe with [arch] list = "9.0": one.
-# Wall time, the largest process's peak memory (time -f %M) and the GPU code each wheel holds.
+# Wall time, CPU time of each whole process tree (time -f %U %S: not inflated by other work on the
+# machine), the largest process's peak memory (%M) and the GPU code each wheel holds.
 # Target: opforge <= 0.2x pip's time. The environment is scripts/torch-venv's torch 2.14 (CUDA 13.0,
 # the machine's toolkit exactly). Takes over an hour on 2 cores: run it on a quiet machine.
 #   bench/projects/causal_conv1d.sh OPFORGE [RESULTS_FILE]   (e.g. bench/results/projects.txt)
@@ -28,7 +29,7 @@ load0=$(load)
 mkdir -p "$work/pip" && tar -xzf "$sdist" -C "$work/pip"
 t0=$(secs)
 (cd "$work/pip/causal_conv1d-1.7.0" && MAX_JOBS=2 CAUSAL_CONV1D_FORCE_BUILD=TRUE \
-  /usr/bin/time -f %M -o "$work/pip.rss" "$venv/bin/python" -m pip wheel --no-build-isolation --no-deps -w "$work/pip/out" .) \
+  /usr/bin/time -f "%M %U %S" -o "$work/pip.rss" "$venv/bin/python" -m pip wheel --no-build-isolation --no-deps -w "$work/pip/out" .) \
   > "$work/pip.log" 2>&1 || { tail -30 "$work/pip.log"; exit 1; }
 t1=$(secs)
 pip_wheel=$(ls "$work"/pip/out/*.whl)
@@ -59,7 +60,7 @@ jobs = 2
 CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
 TOML
 t2=$(secs)
-(cd "$work/of" && OPFORGE_CACHE_DIR="$work/cache" /usr/bin/time -f %M -o "$work/of.rss" "$opforge" build causal-conv1d.toml) \
+(cd "$work/of" && OPFORGE_CACHE_DIR="$work/cache" /usr/bin/time -f "%M %U %S" -o "$work/of.rss" "$opforge" build causal-conv1d.toml) \
   > "$work/of.log" 2>&1 || { tail -30 "$work/of.log"; exit 1; }
 t3=$(secs)
 of_wheel=$(ls "$work"/of/dist/*.whl)
@@ -69,11 +70,16 @@ report=$(python3 - "$t0" "$t1" "$t2" "$t3" "$(cat "$work/pip.rss")" "$(cat "$wor
 import sys
 t0, t1, t2, t3 = map(float, sys.argv[1:5])
 pip_s, of_s = t1 - t0, t3 - t2
+# time(1)'s "%M %U %S": peak KiB of the largest process, then the CPU seconds of the whole tree
+# (every process waited for), which other work on the machine does not inflate.
+pip_kib, pip_u, pip_s_cpu = sys.argv[5].split()
+of_kib, of_u, of_s_cpu = sys.argv[6].split()
+pip_cpu, of_cpu = float(pip_u) + float(pip_s_cpu), float(of_u) + float(of_s_cpu)
 print("causal-conv1d 1.7.0 (PyPI sdist), torch 2.14 / CUDA 13.0, %d cores" % __import__("os").cpu_count())
-print("pip wheel (its own list, MAX_JOBS=2):  %8.1f s  peak %5.2f GiB  GPU code: %s" % (pip_s, int(sys.argv[5]) / 1048576, sys.argv[7]))
-print("opforge build ([arch] list = \"9.0\"):    %8.1f s  peak %5.2f GiB  GPU code: %s" % (of_s, int(sys.argv[6]) / 1048576, sys.argv[8]))
+print("pip wheel (its own list, MAX_JOBS=2):  wall %8.1f s  CPU %8.1f s  peak %5.2f GiB  GPU code: %s" % (pip_s, pip_cpu, int(pip_kib) / 1048576, sys.argv[7]))
+print("opforge build ([arch] list = \"9.0\"):    wall %8.1f s  CPU %8.1f s  peak %5.2f GiB  GPU code: %s" % (of_s, of_cpu, int(of_kib) / 1048576, sys.argv[8]))
 print("opforge's summary: " + sys.argv[11])
-print("ratio opforge / pip: %.2fx (target <= 0.2x)" % (of_s / pip_s))
+print("ratio opforge / pip: wall %.2fx, CPU %.2fx (target <= 0.2x)" % (of_s / pip_s, of_cpu / pip_cpu))
 print("load average before: %s, after: %s" % (sys.argv[9], sys.argv[10]))
 PY
 )

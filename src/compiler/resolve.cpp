@@ -324,13 +324,33 @@ Result<Compiler> named_compiler(probe::Machine m, const std::string& host, const
 
 }  // namespace
 
+namespace {
+
+/// The toolkit's own wrapper (Debian's bin/g++) named in the reason: the choice agrees with it, or
+/// the build's -ccbin overrides it.
+HostChoice note_wrapper(probe::Machine m, const cuda::Toolkit& tk, HostChoice hc) {
+  auto w = toolkit_wrapper(m, tk);
+  if (!w) return hc;
+  bool same = false;
+  if (w->runs)
+    if (auto p = probe::find_on_path(m.fs, *w->runs, m.env.get("PATH").value_or("")))
+      if (auto real = m.fs.canonical(*p))
+        for (const auto& mine : {hc.compiler.cc, hc.compiler.cxx})
+          if (auto r = m.fs.canonical(mine); r && *r == *real) same = true;
+  hc.reason += "; " + wrapper_text(*w) + (same ? ": the same compiler" : "; opforge's -ccbin decides instead");
+  return hc;
+}
+
+}  // namespace
+
 Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host_in,
                            bool allow_unsupported, const fs::path& shim_dir) {
   HostChoice hc;
   hc.limits = limits_for(m, tk);
   hc.installed = find_installed(m);
   std::string host(strings::trim(host_in));
-  if (host.empty() || host == "auto") return choose_auto(std::move(hc), tk, allow_unsupported, shim_dir);
+  if (host.empty() || host == "auto")
+    return note_wrapper(m, tk, OPFORGE_TRY(choose_auto(std::move(hc), tk, allow_unsupported, shim_dir)));
   const Compiler c = OPFORGE_TRY(named_compiler(m, host, hc.installed));
   const auto text = limit_text(tk, hc.limits);
   hc.compiler = c;
@@ -343,7 +363,50 @@ Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std:
     return hc;
   }
   hc.reason = describe(c) + " as asked; " + text.limits;
-  return hc;
+  return note_wrapper(m, tk, std::move(hc));
+}
+
+std::vector<std::string> parse_compiler_wrapper(std::string_view script) {
+  std::vector<std::string> out;
+  if (!script.starts_with("#!") || script.find("exec $prog") == std::string_view::npos) return out;
+  for (const auto& line : strings::split(script, '\n')) {
+    auto t = strings::trim(line);
+    if (!t.starts_with("prog=")) continue;
+    std::string name(strings::trim(t.substr(5)));
+    if (!is_compiler_file_name(name) || std::find(out.begin(), out.end(), name) != out.end()) continue;
+    out.push_back(name);
+  }
+  return out;
+}
+
+std::optional<ToolkitWrapper> toolkit_wrapper(probe::Machine m, const cuda::Toolkit& tk) {
+  const fs::path dir = tk.real_nvcc.parent_path();
+  for (const char* name : {"g++", "gcc"}) {
+    const fs::path p = dir / name;
+    if (!m.fs.is_executable(p)) continue;
+    auto text = m.fs.read_file(p);
+    if (!text) continue;
+    auto candidates = parse_compiler_wrapper(*text);
+    if (candidates.empty()) continue;
+    ToolkitWrapper w{p, candidates, std::nullopt};
+    const std::string path = m.env.get("PATH").value_or("");
+    for (auto& c : candidates)
+      if (probe::find_on_path(m.fs, c, path)) {
+        w.runs = c;
+        break;
+      }
+    return w;
+  }
+  return std::nullopt;
+}
+
+std::string wrapper_text(const ToolkitWrapper& w) {
+  std::string list;
+  for (std::size_t i = 0; i < w.candidates.size() && i < 3; ++i) list += (i ? ", " : "") + w.candidates[i];
+  if (w.candidates.size() > 3) list += ", ...";
+  return "its own wrapper " + w.path.string() + " runs " +
+         (w.runs ? *w.runs + " (the first installed of " + list + ")"
+                 : std::string("none of ") + list + " (none is installed: nvcc without -ccbin fails)");
 }
 
 bool is_compiler_file_name(std::string_view name) {

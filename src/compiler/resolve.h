@@ -29,6 +29,27 @@ std::vector<Compiler> find_installed(probe::Machine m);
 /// Parse crt/host_config.h of the toolkit; toolchains/ table only as fallback.
 Limits limits_for(probe::Machine m, const cuda::Toolkit& tk);
 
+/// A toolkit's own host-compiler wrapper. Debian's and Ubuntu's nvidia-cuda-toolkit put `gcc` and
+/// `g++` scripts beside the real nvcc (/usr/lib/nvidia-cuda-toolkit/bin), and its nvcc.profile puts
+/// that folder first on nvcc's PATH: an nvcc run without -ccbin compiles host code with the first
+/// installed of the versioned compilers the script lists (`if g++-13 --version ...; prog=gcc-13`).
+struct ToolkitWrapper {
+  fs::path path;                        ///< the script (bin/g++ preferred, else bin/gcc)
+  std::vector<std::string> candidates;  ///< what it runs, in its order ("g++-13", "g++-12", ...)
+  std::optional<std::string> runs;      ///< the first candidate installed here; nullopt: it fails
+};
+
+/// The candidates of such a script, in its order (`prog=g++-11` lines); empty when the text is no
+/// such wrapper.
+std::vector<std::string> parse_compiler_wrapper(std::string_view script);
+
+/// The wrapper beside `tk`'s real nvcc, if it has one; `runs` is resolved on PATH.
+std::optional<ToolkitWrapper> toolkit_wrapper(probe::Machine m, const cuda::Toolkit& tk);
+
+/// One line about it for plan and doctor: "its own wrapper /usr/lib/nvidia-cuda-toolkit/bin/g++
+/// runs g++-13 (the first installed of g++-13, g++-12, ...)".
+std::string wrapper_text(const ToolkitWrapper& w);
+
 /// "auto": the default compiler if accepted, else the newest installed accepted one with a shim
 /// folder `shim_dir` (gcc, g++, cc, c++ symlinks); a named compiler ("g++-11", a path) is checked
 /// against the limits. unsatisfied when none is accepted, naming the package to install

@@ -61,6 +61,10 @@ PythonProbe parse_python_probe(std::string_view text) {
     for (auto& p : j["path"])
       if (p.is_string()) out.sys_path.push_back(p.get<std::string>());
   if (j.contains("cflags") && j["cflags"].is_string()) out.cflags = j["cflags"].get<std::string>();
+  if (j.contains("version") && j["version"].is_array() && j["version"].size() == 2 &&
+      j["version"][0].is_number_integer() && j["version"][1].is_number_integer())
+    out.version = {j["version"][0].get<int>(), j["version"][1].get<int>()};
+  if (j.contains("include") && j["include"].is_string()) out.include = j["include"].get<std::string>();
   return out;
 }
 
@@ -73,7 +77,8 @@ constexpr const char* kProbeProgram =
     "s = importlib.util.find_spec('torch')\n"
     "print(json.dumps({'torch': s.origin if s else None,\n"
     "  'locations': list(s.submodule_search_locations or []) if s else [],\n"
-    "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or ''}))";
+    "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or '',\n"
+    "  'version': list(sys.version_info[:2]), 'include': sysconfig.get_path('include') or ''}))";
 
 /// The variables that change what a Python puts on sys.path or which interpreter a shim (pyenv,
 /// a venv's activate) starts.
@@ -162,11 +167,18 @@ std::optional<std::string> probe_output(probe::Machine m, const std::string& pyt
 
 }  // namespace
 
-std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python) {
+std::optional<PythonProbe> read_python(probe::Machine m, const std::string& python) {
   auto out = probe_output(m, python);
   if (!out) return std::nullopt;
   auto probe = parse_python_probe(*out);
   if (!probe.ok) return std::nullopt;
+  return probe;
+}
+
+std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python) {
+  auto read = read_python(m, python);
+  if (!read) return std::nullopt;
+  const PythonProbe& probe = *read;
   TorchInfo info;
   info.python = python;
   info.python_cflags = probe.cflags;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cuda/toolkit.h"
@@ -26,8 +27,14 @@ struct PythonProbe {
   std::vector<fs::path> torch_locations;  ///< the package's folders
   std::vector<std::string> sys_path;
   std::string cflags;
+  std::optional<std::pair<int, int>> version;  ///< (3, 11)
+  std::string include;                         ///< sysconfig's include folder (Python.h, with python3-dev)
 };
 PythonProbe parse_python_probe(std::string_view json);
+
+/// The probe's answer for `python`, remembered as read_torch's is (one Python start while nothing
+/// it depends on changed); nullopt when it cannot be run.
+std::optional<PythonProbe> read_python(probe::Machine m, const std::string& python);
 
 /// Reads torch's version and CUDA from torch/version.py where `python` would import torch from
 /// (PYTHONPATH, .pth files and editable installs included) without importing it: one python call,

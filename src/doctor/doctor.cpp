@@ -41,9 +41,10 @@ void examine_toolkits(probe::Machine m, const cuda::Resolution& found, const Res
     out.cuda_error = res.error().render();
   }
   for (auto& c : res ? res->candidates : found.candidates) {
-    ToolkitReport t{c, std::nullopt, {}};
+    ToolkitReport t{c, std::nullopt, {}, std::nullopt};
     if (c.toolkit) {
       t.limits = compiler::limits_for(m, *c.toolkit);
+      t.wrapper = compiler::toolkit_wrapper(m, *c.toolkit);
       for (auto& comp : out.compilers)
         if (compiler::accepted(comp, *t.limits)) t.accepts.push_back(comp.cxx.filename().string());
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/host.h"
+#include "compiler/resolve.h"
 #include "cuda/toolkit.h"
 #include "devices/arch.h"
 #include "ops/ops.h"
@@ -20,8 +21,9 @@ namespace fs = std::filesystem;
 /// One toolkit candidate, and for a valid one the host compilers its nvcc accepts.
 struct ToolkitReport {
   cuda::Candidate candidate;
-  std::optional<compiler::Limits> limits;  ///< set when candidate.toolkit is
-  std::vector<std::string> accepts;        ///< file names of the installed compilers within limits
+  std::optional<compiler::Limits> limits;           ///< set when candidate.toolkit is
+  std::vector<std::string> accepts;                 ///< file names of the installed compilers within limits
+  std::optional<compiler::ToolkitWrapper> wrapper;  ///< its own bin/g++ (Debian's package)
 };
 
 /// A tool found on PATH, with the first line of its `--version`.

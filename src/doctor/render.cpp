@@ -40,6 +40,11 @@ json toolkit_json(const ToolkitReport& t) {
     e["max_clang"] = t.limits->max_clang;
     e["limits_source"] = t.limits->source;
     e["accepts"] = t.accepts;
+    if (t.wrapper)
+      e["own_wrapper"] = {{"path", t.wrapper->path.string()},
+                          {"candidates", t.wrapper->candidates},
+                          {"runs", t.wrapper->runs ? json(*t.wrapper->runs) : json(nullptr)},
+                          {"text", compiler::wrapper_text(*t.wrapper)}};
   }
   return e;
 }
@@ -103,6 +108,9 @@ std::string to_text(const json& j) {
           << (t["accepts"].empty() ? std::string("none")
                                    : strings::join(t["accepts"].get<std::vector<std::string>>(), ", "))
           << "\n";
+    if (t.contains("own_wrapper"))
+      out << "      host compiler: " << s(t["own_wrapper"]["text"])
+          << " when nvcc gets no -ccbin; opforge passes -ccbin\n";
   }
   if (j.contains("cuda_error")) out << "  " << s(j["cuda_error"]) << "\n";
   if (j.contains("provisioned_toolkits")) {

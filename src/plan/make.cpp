@@ -6,6 +6,7 @@
 #include "compiler/host.h"
 #include "cuda/mismatch.h"
 #include "cuda/resolve.h"
+#include "cuda/torch.h"
 #include "ops/ops.h"
 #include "plan/jobs.h"
 #include "plan/plan.h"
@@ -457,17 +458,10 @@ Status find_python_include(probe::Machine m, Plan& plan) {
     }
   if (wanting.empty()) return {};
   const std::string which = "the Python extensions of " + strings::join(wanting, ", ");
-  auto ran = m.proc.run({.argv = {plan.python, "-c",
-                                  "import sys, sysconfig; print(sys.version_info[0], sys.version_info[1]); "
-                                  "print(sysconfig.get_path('include'))"},
-                         .timeout = std::chrono::seconds(60)});
-  auto lines = ran && ran->ok() ? strings::split(strings::trim(ran->out), '\n') : std::vector<std::string>{};
-  int minor = -1;
-  if (lines.size() == 2 && lines[0].starts_with("3 ")) {
-    std::string_view digits = std::string_view(lines[0]).substr(2);
-    std::from_chars(digits.data(), digits.data() + digits.size(), minor);
-  }
-  const std::string dir = lines.size() == 2 ? std::string(strings::trim(lines[1])) : std::string();
+  // The probe read_torch runs (remembered in the cache folder): no Python start on a repeated plan.
+  const auto probe = cuda::read_python(m, plan.python);
+  const int minor = probe && probe->version && probe->version->first == 3 ? probe->version->second : -1;
+  const std::string dir = probe ? probe->include : std::string();
   std::string missing;
   if (minor >= 0 && minor < floor) {
     missing = plan.python + " is Python 3." + std::to_string(minor) + ", older than the stable-ABI floor 3." +

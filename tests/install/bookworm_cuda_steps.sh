@@ -29,6 +29,7 @@ opforge doctor | tee doctor.txt
 grep -Eq '^ +[* ] /usr +CUDA 11\.8 \[nvcc --version\]' doctor.txt
 grep -q 'layout: distribution package (nvcc /usr/lib/nvidia-cuda-toolkit/bin/nvcc, cuda.h in /usr/include, libcudart in /usr/lib/x86_64-linux-gnu)' doctor.txt
 grep -q 'accepts gcc <= 11, clang <= 14 (/usr/include/crt/host_config.h)' doctor.txt
+grep -q 'its own wrapper /usr/lib/nvidia-cuda-toolkit/bin/g++ runs g++-11 ' doctor.txt
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   grep -Eq '^ +[* ] /usr/local/cuda-13\.0 +CUDA 13\.0' doctor.txt
   grep -q 'layout: NVIDIA' doctor.txt

@@ -40,3 +40,34 @@ cuda_root() {
     rm -rf "$ROOT" && mv "$tmp" "$ROOT"
   ) 9>"$roots/$name.lock" || skip "could not make the $suite root with $* (see $roots/$name.log)"
 }
+
+# torch_in_root ROOT VENV REQUIREMENTS...: a virtual environment inside ROOT (at VENV, a path
+# inside) with REQUIREMENTS from PyPI, made once (VENV/.complete); the host's pip cache is bound
+# in, so that a second root or a rerun downloads nothing again.
+torch_in_root() {
+  local root="$1" venv="$2"
+  shift 2
+  [ -f "$root$venv/.complete" ] && return 0
+  local cache="${PIP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}" log="$root.${venv//\//_}.log"
+  mkdir -p "$cache"
+  (
+    flock 9
+    [ -f "$root$venv/.complete" ] && exit 0
+    rm -rf "$root$venv"
+    unshare --mount --propagation private -- bash -s "$root" "$venv" "$cache" "$@" >"$log" 2>&1 <<'INNER' || {
+set -e
+root="$1" venv="$2" cache="$3"
+shift 3
+mkdir -p "$root/root/.cache/pip"
+mount --bind "$cache" "$root/root/.cache/pip"
+mount -t proc proc "$root/proc"
+chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
+  sh -c 'python3 -m venv "$0" && "$0/bin/pip" install -q --progress-bar off "$@"' "$venv" "$@"
+INNER
+      tail -5 "$log"
+      rm -rf "$root$venv"
+      exit 3
+    }
+    touch "$root$venv/.complete"
+  ) 9>"$root.venv.lock" || skip "could not install $* in $root$venv (see $log)"
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# trixie_cuda.sh DIST_DIR OPFORGE OUT: the guides' "older CUDA, newer gcc" case, for real. A
+# Debian 13 root with Debian's nvidia-cuda-toolkit 12.4 from non-free (its default gcc 14 is too
+# new for CUDA 12.4; g++-13 is installed beside it) and PyPI's torch 2.6.0 (built for CUDA 12.4,
+# an exact pair) in /opt/torch26. The small torch CUDAExtension (tests/fixtures/cuda_extension)
+# is built through the command backend:
+#   1. by opforge's platform wheel installed in the root (trixie_cuda_steps.sh): the exact
+#      toolkit, gcc 13 while gcc 14 is the default, no DS_SKIP_CUDA_CHECK, no mismatch warning,
+#      sm_90 code, the wheel imports there, two folders give the same bytes;
+#   2. by this machine's opforge with `--root`: the same, its tag within the root's glibc.
+# The root (~/.cache/opforge/roots/trixie-cuda, about 9 GB with torch) is made once; pip's cache
+# is shared with the host's.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+wheel=$(ls "$1"/opforge-*.whl) opforge=$(realpath "$2") out=$(realpath -m "$3")
+source "$here/cuda_root.sh"
+cuda_root trixie-cuda trixie nvidia-cuda-toolkit g++-13 gcc g++ python3-dev python3-venv ninja-build
+torch_in_root "$ROOT" /opt/torch26 "torch==2.6.0" "setuptools<80" wheel
+
+start=$(date +%s)
+mkdir -p "$(dirname "$out")"
+tar -C "$here/../fixtures" -cf "$out.fixture.tar" cuda_extension
+"$here/in_root.sh" "$ROOT" "$here/trixie_cuda_steps.sh" "$wheel" "$out.fixture.tar" 2>&1 |
+  tee "$out.steps.txt" || true
+grep -q "^all steps passed" "$out.steps.txt" || { echo "FAIL: the steps inside the root"; exit 1; }
+echo "steps took $(($(date +%s) - start)) s"
+
+echo "== opforge build --root: the same extension from this machine"
+rm -rf "$out" && mkdir -p "$out"
+cp -r "$here/../fixtures/cuda_extension" "$out/proj"
+cat >>"$out/proj/opforge.toml" <<'TOML'
+
+[cuda]
+version = "torch"
+python = "/opt/torch26/bin/python"
+TOML
+sed -i 's|^command = .*|command = ["/opt/torch26/bin/python", "setup.py", "bdist_wheel"]|' "$out/proj/opforge.toml"
+unset CUDA_HOME CUDA_PATH DS_SKIP_CUDA_CHECK TORCH_CUDA_ARCH_LIST
+export OPFORGE_CACHE_DIR="$out/cache"
+(cd "$out/proj" && "$opforge" plan opforge.toml --root "$ROOT") >"$out/plan.txt" 2>&1 || { cat "$out/plan.txt"; exit 1; }
+cat "$out/plan.txt"
+grep -Eq '^CUDA toolkit +12\.4 at /usr$' "$out/plan.txt" || { echo "FAIL: plan --root does not choose the root's CUDA 12.4"; exit 1; }
+(cd "$out/proj" && "$opforge" build opforge.toml --root "$ROOT") >"$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
+cat "$out/build.txt"
+grep -q "^root: $ROOT (Debian GNU/Linux 13 (trixie)), glibc 2\.4[0-9]" "$out/build.txt" || { echo "FAIL: no root line"; exit 1; }
+! grep -qi "warning:.*\(mismatch\|minor\|DS_SKIP\)" "$out/build.txt" || { echo "FAIL: the build warned of a CUDA mismatch"; exit 1; }
+whl=$(ls "$out"/proj/dist/*.whl)
+glibc=$(sed -n 's/^root: .*glibc 2\.\([0-9]*\).*/\1/p' "$out/build.txt" | head -1)
+tag=$(basename "$whl" .whl); tag=${tag##*-}
+case "$tag" in
+  manylinux_2_*_x86_64) minor=${tag#manylinux_2_}; minor=${minor%_x86_64}
+    [ "$minor" -le "$glibc" ] || { echo "FAIL: $tag is above the root's glibc 2.$glibc"; exit 1; } ;;
+  *) echo "FAIL: $(basename "$whl") is not tagged manylinux (the root's glibc is its floor)"; exit 1 ;;
+esac
+"$opforge" inspect "$whl" >"$out/inspect.txt" 2>&1 || { cat "$out/inspect.txt"; exit 1; }
+grep -q sm_90 "$out/inspect.txt" || { cat "$out/inspect.txt"; echo "FAIL: no sm_90 code"; exit 1; }
+cat >"$out/import.sh" <<'SH'
+set -euo pipefail
+cd /tmp/opforge-test
+/opt/torch26/bin/python -m zipfile -e in/*.whl site
+PYTHONPATH=site /opt/torch26/bin/python -c "
+import torch, tinyscale
+assert tinyscale.cuda_version() == 12040, tinyscale.cuda_version()
+assert torch.equal(tinyscale.scale(torch.arange(4.), 2.0), torch.arange(4.) * 2)
+print('imports in the root with torch', torch.__version__)"
+SH
+"$here/in_root.sh" "$ROOT" "$out/import.sh" "$whl"
+echo "trixie_cuda: $(basename "$whl") built in the root and from this machine with --root"
