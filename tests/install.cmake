@@ -35,3 +35,10 @@ set_tests_properties(install.bookworm_cuda PROPERTIES FIXTURES_REQUIRED dist_whe
 add_test(NAME install.root_build COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/root_build.sh $<TARGET_FILE:opforge>
                                          ${CMAKE_BINARY_DIR}/install/root_build)
 set_tests_properties(install.root_build PROPERTIES TIMEOUT 1800 RUN_SERIAL TRUE SKIP_REGULAR_EXPRESSION "SKIP:")
+# Debian 13's own CUDA 12.4 with PyPI's torch 2.6.0 (its exact pair) and gcc 13 while gcc 14 is the
+# default: the fixture torch extension built in the root by the platform wheel, and from here with
+# `--root` (the root's own toolkit, its glibc the tag's floor).
+add_test(NAME install.trixie_cuda COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/trixie_cuda.sh ${OPFORGE_DIST_OUT}
+                                          $<TARGET_FILE:opforge> ${CMAKE_BINARY_DIR}/install/trixie_cuda)
+set_tests_properties(install.trixie_cuda PROPERTIES FIXTURES_REQUIRED dist_wheel TIMEOUT 3600 RUN_SERIAL TRUE
+                     SKIP_REGULAR_EXPRESSION "SKIP:")

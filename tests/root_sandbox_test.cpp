@@ -192,4 +192,40 @@ TEST(RootSandbox, TheBuildInsideGetsItsFoldersTheToolkitAndTheBuildVariables) {
   for (const auto& line : fm.fs.log()) EXPECT_EQ(line.find("/roots/b"), std::string::npos) << line;
 }
 
+// A root with a toolkit of its own (Debian 13's nvidia-cuda-toolkit 12.4, described by the real
+// root): the host's is still bound in, but CUDA_HOME is not set, so that the recipe's
+// `[cuda] version` chooses between them inside; the root line names both.
+TEST(RootSandbox, ARootWithItsOwnToolkitChoosesInside) {
+  probe::FakeMachine fm;
+  add_root(fm.fs, "/roots/t");
+  fm.fs.add_file("/work/p/recipe.toml", "[build]\nbackend = \"command\"\ncommand = [\"python3\", \"setup.py\"]\n");
+  fm.fs.add_file("/opt/cuda-13.0/bin/nvcc", "", 0755);
+  fm.fs.add_symlink("/usr/local/cuda", "/opt/cuda-13.0");
+  fm.fs.add_file("/usr/bin/bwrap", "", 0755);
+  fm.fs.add_file("/opt/o/bin/opforge", test_util::slurp("/proc/self/exe"), 0755);
+  fm.fs.add_symlink("/proc/self/exe", "/opt/o/bin/opforge");
+  fm.fs.add_file("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "", 0755);
+  fm.fs.add_symlink("/lib64/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
+  fm.env.set("PATH", "/usr/bin");
+  fm.env.set("HOME", "/home/u");
+  fm.env.set("CUDA_HOME", "/usr/local/cuda");
+  fm.proc.on({"/usr/bin/bwrap", "--version"}, {.exit_code = 0, .out = "bubblewrap 0.8.0\n"});
+  fm.proc.on({"/usr/bin/bwrap", "--die-with-parent"},
+             {.exit_code = 0, .out = test_util::data("root/describe-debian13-cuda.txt")});
+  Invocation inv;
+  inv.root = "/roots/t";
+  inv.recipe = "/work/p/recipe.toml";
+  auto p = prepare(fm.machine(), inv);
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->info.tools.at("nvcc"), "/usr/bin/nvcc");
+  EXPECT_FALSE(p->jail.env.contains("CUDA_HOME"));
+  bool bound = false;
+  for (const auto& b : p->jail.binds) bound = bound || (b.host == "/opt/cuda-13.0" && b.mode == Bind::Mode::ro);
+  EXPECT_TRUE(bound);
+  EXPECT_EQ(describe_line(p->info),
+            "root: /roots/t (Debian GNU/Linux 13 (trixie)), glibc 2.41, gcc 14.2.0, Python 3.13.5 (headers: "
+            "/usr/include/python3.13), ninja, its own nvcc /usr/bin/nvcc (and this machine's /opt/cuda-13.0, "
+            "read-only); through bubblewrap");
+}
+
 }  // namespace opforge::root

@@ -50,6 +50,10 @@ std::string describe_line(const Info& info) {
          " (headers: " + (info.python_include.empty() ? std::string("none, no python3-dev") : info.python_include) +
          ")";
   if (info.tools.contains("ninja")) s += ", ninja";
+  if (auto it = info.tools.find("nvcc"); it != info.tools.end())
+    s += ", its own nvcc " + it->second + (info.host_toolkit ? " (and this machine's " + info.host_toolkit->string() + ", read-only)" : "");
+  else if (info.host_toolkit)
+    s += ", CUDA: this machine's " + info.host_toolkit->string() + " (read-only)";
   s += "; through " + std::string(sandbox_name(info.sandbox));
   return s;
 }
@@ -99,6 +103,7 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
   OPFORGE_CHECK(add(cache, Bind::Mode::rw));
   const auto toolkit = host_toolkit(m);
   if (toolkit) OPFORGE_CHECK(add(*toolkit, Bind::Mode::ro));
+  p.info.host_toolkit = toolkit;
   auto self = OPFORGE_TRY(find_self(m));
   for (auto& b : self_binds(self)) j.binds.push_back(b);
 
@@ -109,7 +114,9 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
            {std::string(kInRootVariable), inv.root.string()}};
   for (const auto& [k, v] : m.env.all())
     if (passed_on(k)) j.env[k] = v;
-  if (toolkit) j.env["CUDA_HOME"] = toolkit->string();
+  // A root with its own toolkit chooses among both as the recipe says (an inherited CUDA_HOME
+  // would pin the host's); else the host's is the one there is.
+  if (toolkit && !p.info.tools.contains("nvcc")) j.env["CUDA_HOME"] = toolkit->string();
 
   std::vector<std::string> args = {inv.command, inv.recipe.string()};
   if (building) args.insert(args.end(), {"--build-dir", build.string(), "--dist-dir", dist.string()});

@@ -146,7 +146,8 @@ std::string_view describe_script() {
 echo "os=$PRETTY_NAME"
 echo "os_id=$ID $ID_LIKE"
 echo "glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null)"
-for t in gcc g++ python3 ninja; do p=$(command -v $t 2>/dev/null) && echo "tool.$t=$p"; done
+for t in gcc g++ python3 ninja nvcc; do p=$(command -v $t 2>/dev/null) && echo "tool.$t=$p"; done
+[ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1 && echo "tool.nvcc=/usr/local/cuda/bin/nvcc"
 command -v gcc >/dev/null 2>&1 && echo "gcc_version=$(gcc -dumpfullversion -dumpversion 2>/dev/null)"
 command -v python3 >/dev/null 2>&1 && python3 -c 'import os, sys, sysconfig
 print("python_version=%d.%d.%d" % sys.version_info[:3])

@@ -59,10 +59,13 @@ struct Info {
   std::string os_id;                         ///< ID and ID_LIKE ("debian", "rocky rhel centos fedora")
   int glibc_minor = 0;                       ///< 31 for glibc 2.31; 0 when unknown
   std::string glibc;                         ///< "2.31"
-  std::map<std::string, std::string> tools;  ///< "gcc", "g++", "python3", "ninja" → path inside
+  std::map<std::string, std::string> tools;  ///< "gcc", "g++", "python3", "ninja", "nvcc" → path inside
   std::string gcc_version, python_version;
   std::string python_include;  ///< the folder holding Python.h; empty without python3-dev
   Sandbox sandbox = Sandbox::bwrap;
+  /// The host's toolkit bound in (read-only, at its own path); CUDA_HOME names it only when the
+  /// root has no nvcc of its own (tools["nvcc"]: Debian's nvidia-cuda-toolkit, a CUDA image).
+  std::optional<fs::path> host_toolkit;
 };
 
 /// The shell script describe() runs inside the root, and the parser of what it prints (pure).

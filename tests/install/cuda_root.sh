@@ -61,7 +61,10 @@ shift 3
 mkdir -p "$root/root/.cache/pip"
 mount --bind "$cache" "$root/root/.cache/pip"
 mount -t proc proc "$root/proc"
-chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
+# The host's CA bundle (a proxy's CA may be in it, as on CI runners), for this run only.
+certs=/etc/ssl/certs/ca-certificates.crt
+[ -f "$certs" ] && [ -f "$root$certs" ] && mount --bind "$certs" "$root$certs"
+chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 PIP_CERT=$certs \
   sh -c 'python3 -m venv "$0" && "$0/bin/pip" install -q --progress-bar off "$@"' "$venv" "$@"
 INNER
       tail -5 "$log"
