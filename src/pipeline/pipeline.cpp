@@ -272,6 +272,9 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   outcome.needs = needs_of(bytes);
   outcome.steps_run = 1;
   outcome.tags = tags_of(out.wheel);
+  // Why the tag is not manylinux, as a native build says it (the retag happened in normalising).
+  if (auto seen = wheel::inspect_bytes(out.wheel.filename().string(), bytes); seen && seen->computed.glibc_minor)
+    outcome.platform_reason = strings::join(seen->computed.reasons, "; ");
   record::Record rec;
   rec.wheel = out.wheel.filename().string();
   rec.outputs[rec.wheel] = outcome.wheel_sha256;

@@ -51,9 +51,9 @@ std::string describe_line(const Info& info) {
          ")";
   if (info.tools.contains("ninja")) s += ", ninja";
   if (auto it = info.tools.find("nvcc"); it != info.tools.end())
-    s += ", its own nvcc " + it->second + (info.host_toolkit ? " (and this machine's " + info.host_toolkit->string() + ", read-only)" : "");
-  else if (info.host_toolkit)
-    s += ", CUDA: this machine's " + info.host_toolkit->string() + " (read-only)";
+    s += ", its own nvcc " + it->second +
+         (info.host_toolkit ? " (and this machine's " + info.host_toolkit->string() + ", read-only)" : "");
+  else if (info.host_toolkit) s += ", CUDA: this machine's " + info.host_toolkit->string() + " (read-only)";
   s += "; through " + std::string(sandbox_name(info.sandbox));
   return s;
 }

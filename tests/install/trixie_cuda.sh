@@ -18,12 +18,13 @@ cuda_root trixie-cuda trixie nvidia-cuda-toolkit g++-13 gcc g++ python3-dev pyth
 torch_in_root "$ROOT" /opt/torch26 "torch==2.6.0" "setuptools<80" wheel
 
 start=$(date +%s)
-mkdir -p "$(dirname "$out")"
-tar -C "$here/../fixtures" -cf "$out.fixture.tar" cuda_extension
-"$here/in_root.sh" "$ROOT" "$here/trixie_cuda_steps.sh" "$wheel" "$out.fixture.tar" 2>&1 |
+mkdir -p "$out.in"
+tar -C "$here/../fixtures" -cf "$out.in/cuda_extension.tar" cuda_extension
+"$here/in_root.sh" "$ROOT" "$here/trixie_cuda_steps.sh" "$wheel" "$out.in/cuda_extension.tar" 2>&1 |
   tee "$out.steps.txt" || true
 grep -q "^all steps passed" "$out.steps.txt" || { echo "FAIL: the steps inside the root"; exit 1; }
 echo "steps took $(($(date +%s) - start)) s"
+rm -rf "$out.inroot" && mkdir -p "$out.inroot" && cp "$ROOT"/tmp/opforge-test/a/dist/*.whl "$out.inroot/"
 
 echo "== opforge build --root: the same extension from this machine"
 rm -rf "$out" && mkdir -p "$out"
@@ -35,6 +36,8 @@ version = "torch"
 python = "/opt/torch26/bin/python"
 TOML
 sed -i 's|^command = .*|command = ["/opt/torch26/bin/python", "setup.py", "bdist_wheel"]|' "$out/proj/opforge.toml"
+sed -i 's|^    packages=\["tinyscale"\],|&\n    install_requires=["torch"],|' "$out/proj/setup.py"
+grep -q 'install_requires=\["torch"\]' "$out/proj/setup.py"
 unset CUDA_HOME CUDA_PATH DS_SKIP_CUDA_CHECK TORCH_CUDA_ARCH_LIST
 export OPFORGE_CACHE_DIR="$out/cache"
 (cd "$out/proj" && "$opforge" plan opforge.toml --root "$ROOT") >"$out/plan.txt" 2>&1 || { cat "$out/plan.txt"; exit 1; }
@@ -50,7 +53,7 @@ tag=$(basename "$whl" .whl); tag=${tag##*-}
 case "$tag" in
   manylinux_2_*_x86_64) minor=${tag#manylinux_2_}; minor=${minor%_x86_64}
     [ "$minor" -le "$glibc" ] || { echo "FAIL: $tag is above the root's glibc 2.$glibc"; exit 1; } ;;
-  *) echo "FAIL: $(basename "$whl") is not tagged manylinux (the root's glibc is its floor)"; exit 1 ;;
+  *) echo "FAIL: $(basename "$whl") is not tagged manylinux (torch's libraries are torch's; the root's glibc is its floor)"; exit 1 ;;
 esac
 "$opforge" inspect "$whl" >"$out/inspect.txt" 2>&1 || { cat "$out/inspect.txt"; exit 1; }
 grep -q sm_90 "$out/inspect.txt" || { cat "$out/inspect.txt"; echo "FAIL: no sm_90 code"; exit 1; }
@@ -65,4 +68,8 @@ assert torch.equal(tinyscale.scale(torch.arange(4.), 2.0), torch.arange(4.) * 2)
 print('imports in the root with torch', torch.__version__)"
 SH
 "$here/in_root.sh" "$ROOT" "$out/import.sh" "$whl"
+# The same extension, byte for byte, from the opforge inside and the one here (their WHEEL files
+# differ only in the Generator line: the platform wheel's opforge names its commit).
+ext() { python3 -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); sys.stdout.buffer.write(z.read([n for n in z.namelist() if n.endswith('.so')][0]))" "$1"; }
+cmp <(ext "$whl") <(ext "$(ls "$out.inroot"/*.whl)") || { echo "FAIL: the extension differs between the build in the root and --root"; exit 1; }
 echo "trixie_cuda: $(basename "$whl") built in the root and from this machine with --root"

@@ -32,6 +32,8 @@ project() {  # project FOLDER: the fixture with [cuda] version = "torch" and tor
   mkdir -p "$1"
   tar -xf in/cuda_extension.tar -C "$1" --strip-components=1
   sed -i 's|^command = .*|command = ["/opt/torch26/bin/python", "setup.py", "bdist_wheel"]|' "$1/opforge.toml"
+  # torch declared, as a torch extension's users install it: its libraries are then torch's.
+  sed -i 's|^    packages=\["tinyscale"\],|&\n    install_requires=["torch"],|' "$1/setup.py"
   cat >>"$1/opforge.toml" <<'TOML'
 
 [cuda]
@@ -60,15 +62,20 @@ build a
 echo "first build: $(($(date +%s) - t0)) s"
 ! grep -qi "warning:.*\(mismatch\|minor\|DS_SKIP\)" a.txt
 whl_a=$(ls a/dist/*.whl)
+case "$whl_a" in
+  *-cp313-cp313-manylinux_2_*_x86_64.whl) ;;
+  *) echo "FAIL: $whl_a is not cp313 manylinux (torch is a requirement: its libraries are torch's)"; exit 1 ;;
+esac
+! grep -q "not manylinux" a.txt
 /opt/torch26/bin/python - "$whl_a.opforge-record.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["inputs"]
 assert r["toolkit"]["version"] == "12.4", r["toolkit"]
 env = r.get("command_environment", {})
 assert "DS_SKIP_CUDA_CHECK" not in env, env
-hc = json.dumps(r.get("host_compiler", ""))
-assert "13." in hc, hc
-print("record: toolkit", r["toolkit"]["version"], "host compiler", hc)
+hc = r["compiler"]
+assert hc["cxx"] == "/usr/bin/g++-13" and hc["version"].startswith("gcc 13."), hc
+print("record: toolkit", r["toolkit"]["version"], "at", r["toolkit"]["root"], "host compiler", hc["version"])
 PY
 
 step "opforge inspect shows sm_90 code"
