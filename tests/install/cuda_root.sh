@@ -42,18 +42,19 @@ cuda_root() {
 }
 
 # torch_in_root ROOT VENV REQUIREMENTS...: a virtual environment inside ROOT (at VENV, a path
-# inside) with REQUIREMENTS from PyPI, made once (VENV/.complete); the host's pip cache is bound
-# in, so that a second root or a rerun downloads nothing again.
+# inside) with REQUIREMENTS from PyPI, made once (VENV/.complete holds the list; a longer list
+# installs what is new into the same environment); the host's pip cache and CA bundle are bound in.
 torch_in_root() {
   local root="$1" venv="$2"
   shift 2
-  [ -f "$root$venv/.complete" ] && return 0
+  [ "$(cat "$root$venv/.complete" 2>/dev/null)" = "$*" ] && return 0
   local cache="${PIP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}" log="$root.${venv//\//_}.log"
   mkdir -p "$cache"
   (
     flock 9
-    [ -f "$root$venv/.complete" ] && exit 0
-    rm -rf "$root$venv"
+    [ "$(cat "$root$venv/.complete" 2>/dev/null)" = "$*" ] && exit 0
+    [ -f "$root$venv/.complete" ] || rm -rf "$root$venv"
+    rm -f "$root$venv/.complete"
     unshare --mount --propagation private -- bash -s "$root" "$venv" "$cache" "$@" >"$log" 2>&1 <<'INNER' || {
 set -e
 root="$1" venv="$2" cache="$3"
@@ -65,12 +66,12 @@ mount -t proc proc "$root/proc"
 certs=/etc/ssl/certs/ca-certificates.crt
 [ -f "$certs" ] && [ -f "$root$certs" ] && mount --bind "$certs" "$root$certs"
 chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 PIP_CERT=$certs \
-  sh -c 'python3 -m venv "$0" && "$0/bin/pip" install -q --progress-bar off "$@"' "$venv" "$@"
+  sh -c '[ -x "$0/bin/python" ] || python3 -m venv "$0"; "$0/bin/pip" install -q --progress-bar off "$@"' "$venv" "$@"
 INNER
       tail -5 "$log"
       rm -rf "$root$venv"
       exit 3
     }
-    touch "$root$venv/.complete"
+    echo "$*" >"$root$venv/.complete"
   ) 9>"$root.venv.lock" || skip "could not install $* in $root$venv (see $log)"
 }

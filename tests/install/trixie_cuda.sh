@@ -7,7 +7,9 @@
 #   1. by opforge's platform wheel installed in the root (trixie_cuda_steps.sh): the exact
 #      toolkit, gcc 13 while gcc 14 is the default, no DS_SKIP_CUDA_CHECK, no mismatch warning,
 #      sm_90 code, the wheel imports there, two folders give the same bytes;
-#   2. by this machine's opforge with `--root`: the same, its tag within the root's glibc.
+#   2. by this machine's opforge with `--root`: the same, its tag within the root's glibc;
+#   3. DeepSpeed 0.19.8's cpu_adam and fused_adam with `--root`: a DeepSpeedCPUAdam step there
+#      equals torch's AdamW.
 # The root (~/.cache/opforge/roots/trixie-cuda, about 9 GB with torch) is made once; pip's cache
 # is shared with the host's.
 set -euo pipefail
@@ -15,7 +17,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 wheel=$(ls "$1"/opforge-*.whl) opforge=$(realpath "$2") out=$(realpath -m "$3")
 source "$here/cuda_root.sh"
 cuda_root trixie-cuda trixie nvidia-cuda-toolkit g++-13 gcc g++ python3-dev python3-venv ninja-build
-torch_in_root "$ROOT" /opt/torch26 "torch==2.6.0" "setuptools<80" wheel
+# DeepSpeed's own run-time requirements too (its requirements/requirements.txt).
+torch_in_root "$ROOT" /opt/torch26 "torch==2.6.0" "setuptools<80" wheel numpy packaging hjson msgpack psutil py-cpuinfo \
+  "pydantic>=2.0.0" einops tqdm nvidia-ml-py
 
 start=$(date +%s)
 mkdir -p "$out.in"
@@ -72,4 +76,63 @@ SH
 # differ only in the Generator line: the platform wheel's opforge names its commit).
 ext() { python3 -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); sys.stdout.buffer.write(z.read([n for n in z.namelist() if n.endswith('.so')][0]))" "$1"; }
 cmp <(ext "$whl") <(ext "$(ls "$out.inroot"/*.whl)") || { echo "FAIL: the extension differs between the build in the root and --root"; exit 1; }
-echo "trixie_cuda: $(basename "$whl") built in the root and from this machine with --root"
+
+echo "== DeepSpeed 0.19.8's cpu_adam and fused_adam with torch 2.6 and CUDA 12.4, with --root"
+sdist=$("$here/../e2e/fetch_sdist.sh" deepspeed 0.19.8)
+mkdir -p "$out/ds" && tar -xzf "$sdist" -C "$out/ds"
+cat >"$out/ds/deepspeed.toml" <<'TOML'
+[package]
+name = "deepspeed"
+version = "0.19.8"
+local_version = "cu{cuda_major}{cuda_minor}torch{torch_major}{torch_minor}"
+
+[source]
+path = "deepspeed-0.19.8"
+
+[cuda]
+version = "torch"
+python = "/opt/torch26/bin/python"
+
+[arch]
+list = "8.0"
+
+[ops]
+cpu_adam = true
+fused_adam = true
+
+[build]
+backend = "command"
+command = ["/opt/torch26/bin/python", "setup.py", "bdist_wheel"]
+TOML
+for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
+t0=$(date +%s)
+(cd "$out/ds" && SOURCE_DATE_EPOCH=1700000000 "$opforge" build deepspeed.toml --root "$ROOT") >"$out/ds.txt" 2>&1 ||
+  { tail -40 "$out/ds.txt"; echo "FAIL: DeepSpeed build"; exit 1; }
+echo "DeepSpeed built in $(($(date +%s) - t0)) s"
+grep -E '^ +built +(cpu_adam|fused_adam)' "$out/ds.txt"
+[ "$(grep -cE '^ +built +(cpu_adam|fused_adam) ' "$out/ds.txt")" = 2 ] || { cat "$out/ds.txt"; echo "FAIL: not both ops built"; exit 1; }
+! grep -qi "warning:.*\(mismatch\|minor\|DS_SKIP\)" "$out/ds.txt" || { echo "FAIL: a CUDA mismatch warning"; exit 1; }
+grep -q '^GPU code: sm_80' "$out/ds.txt" || { echo "FAIL: not sm_80"; exit 1; }
+dswhl=$(ls "$out"/ds/dist/deepspeed-0.19.8+cu124torch26-cp313-cp313-*.whl)
+cat >"$out/ds-import.sh" <<'SH'
+set -euo pipefail
+cd /tmp/opforge-test
+/opt/torch26/bin/python -m zipfile -e in/deepspeed-*.whl site
+PYTHONPATH=site /opt/torch26/bin/python - <<'PY'
+import torch
+from deepspeed.ops.adam import DeepSpeedCPUAdam
+torch.manual_seed(0)
+init, grad = torch.randn(1000), torch.randn(1000)
+ds_p, ref_p = torch.nn.Parameter(init.clone()), torch.nn.Parameter(init.clone())
+ds = DeepSpeedCPUAdam([ds_p], lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, adamw_mode=True)
+ref = torch.optim.AdamW([ref_p], lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+ds_p.grad, ref_p.grad = grad.clone(), grad.clone()
+ds.step()
+ref.step()
+diff = (ds_p.detach() - ref_p.detach()).abs().max().item()
+assert diff < 1e-6, diff
+print("DeepSpeedCPUAdam (prebuilt cpu_adam) equals AdamW with torch", torch.__version__, "max diff", diff)
+PY
+SH
+"$here/in_root.sh" "$ROOT" "$out/ds-import.sh" "$dswhl"
+echo "trixie_cuda: $(basename "$whl") built in the root and from this machine with --root; $(basename "$dswhl")"
