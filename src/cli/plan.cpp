@@ -131,15 +131,17 @@ template <typename Args>
 Result<std::optional<Status>> plan_in_root(const Args& args) {
   auto m = probe::real_machine();
   if (m.env.get(std::string(root::kInRootVariable))) return std::optional<Status>();
+  // `default` names the bundled recipe, as it does for a plan here.
+  const auto arg = recipe::resolve_recipe_arg(m.fs, args.recipe);
   std::optional<std::filesystem::path> dir;
   if (!args.root.empty()) dir = m.fs.absolute(args.root).lexically_normal();
-  else if (auto r = recipe::load(m, args.recipe); r && r->wheel.root) dir = *r->wheel.root;
+  else if (auto r = recipe::load(m, arg.file); r && r->wheel.root) dir = *r->wheel.root;
   if (!dir) return std::optional<Status>();
   if (!args.nodes.empty()) return bad_input("--nodes and --root: give the node reports to the plan without --root");
   root::Invocation inv;
   inv.root = *dir;
   inv.command = "plan";
-  inv.recipe = OPFORGE_TRY(m.fs.canonical(args.recipe));
+  inv.recipe = OPFORGE_TRY(m.fs.canonical(arg.file));
   if (args.json) inv.args.push_back("--json");
   if (!args.python.empty()) inv.args.insert(inv.args.end(), {"--python", args.python});
   if (args.jobs) inv.args.insert(inv.args.end(), {"-j", std::to_string(args.jobs)});

@@ -40,3 +40,21 @@ grep -q "^glibc 2.31 " in_root.txt
 rm -rf "$out/site" && /usr/bin/python3 -m zipfile -e "$whl" "$out/site"
 PYTHONPATH="$out/site" /usr/bin/python3 "$here/load_ops.py"
 echo "root_build: $(basename "$whl") loads in the Debian 11 root and here"
+
+# Without root: bubblewrap in a user namespace, as a user's CI job runs it. The cached root is
+# reached through a bind mount in a private mount namespace (its cache folder is root's own).
+if command -v bwrap >/dev/null && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  nr="$out/nonroot"
+  rm -rf "$nr" && mkdir -p "$nr/root" "$nr/w" "$nr/cache" && chown nobody "$nr/w" "$nr/cache"
+  chmod 755 "$out" "$nr"
+  unshare --mount --propagation private -- sh -c '
+    mount --bind "$1" "$2/root" && cd "$2/w" &&
+    setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups env -i PATH=/usr/bin:/bin HOME="$2/w" \
+      OPFORGE_CACHE_DIR="$2/cache" TORCH_CUDA_ARCH_LIST=9.0 "$3" build default --root "$2/root"' \
+    sh "$ROOT" "$nr" "$opforge" >"$nr/build.txt" 2>&1 || { cat "$nr/build.txt"; echo "FAIL: the build without root"; exit 1; }
+  grep -q "^root: $nr/root (Debian GNU/Linux 11 (bullseye)), glibc 2.31.*; through bubblewrap$" "$nr/build.txt" ||
+    { cat "$nr/build.txt"; echo "FAIL: not through bubblewrap"; exit 1; }
+  ls "$nr"/w/dist/*-cp38-abi3-manylinux_2_31_x86_64.whl >/dev/null ||
+    { cat "$nr/build.txt"; echo "FAIL: no cp38-abi3-manylinux_2_31 wheel without root"; exit 1; }
+  echo "root_build: the same as the user nobody, through bubblewrap"
+fi
