@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "compile/op_steps.h"
+#include "util/strings.h"
 
 using namespace opforge;
 
@@ -55,4 +56,21 @@ TEST(CompileOpSteps, FirstErrorOfGccAndFallbacks) {
       "call last):\nRuntimeError: Error compiling objects for extension\n";
   EXPECT_EQ(compile::first_compiler_error(interrupted, "/src/t"), "ninja: build stopped: interrupted by user.");
   EXPECT_EQ(compile::first_compiler_error("", "/src/t"), "");
+}
+
+// The grammar's edges, scanned without std::regex (which recursed once per character).
+TEST(CompileOpSteps, ErrorLineGrammarAndUnboundedLines) {
+  auto first = [](std::string_view log) { return compile::first_compiler_error(log, "/s"); };
+  EXPECT_EQ(first("/s/a b (x).cu(7): catastrophic error: cannot open source file \"q.h\"\n"),
+            "a b (x).cu:7: error: cannot open source file \"q.h\"");
+  // The last "(N): error: " decides, as the greedy pattern did.
+  EXPECT_EQ(first("f(1): error: g(2): error: z\n"), "f(1): error: g:2: error: z");
+  EXPECT_EQ(first("/s/k.cu:9:1: error: x\n"), "k.cu:9: error: x");
+  EXPECT_EQ(first("k.cu:9:: error: x\n"), "k.cu:9:: error: x");  // no: fallback line
+  EXPECT_EQ(first("k.cu:x: error: y\nk.cu:4: error: z\n"), "k.cu:4: error: z");
+  EXPECT_EQ(first("k.cu(): error: y\n"), "k.cu(): error: y");  // no number: fallback
+  // A megabyte on one line (a minified source in a compiler message) is scanned, not recursed on.
+  const std::string huge = "src.cu:1: error: " + std::string(1 << 20, 'x') + "\n";
+  EXPECT_EQ(first(huge).size(), 17u + (1u << 20));
+  EXPECT_EQ(first(std::string(1 << 20, '(') + "\n"), strings::cut(std::string(1 << 20, '('), 400));
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "ops/deepspeed.h"
+#include "ops/deepspeed_version.h"
 #include "ops/ops.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
@@ -275,4 +276,22 @@ TEST(OpsDeepspeed, AnOpWhoseExtensionCannotBeConstructedIsSkippedOrUnsatisfied) 
         << d.error().message;
     EXPECT_NE(d.error().hint.find("pip install deepspeed-kernels"), std::string::npos) << d.error().hint;
   }
+}
+
+// installed_ops= as DeepSpeed 0.19.8's setup.py writes it (one dict literal), read in one pass.
+TEST(OpsDeepSpeed, InstalledOpsFromTheVersionFile) {
+  const std::string text =
+      "version='0.19.8'\ngit_hash='unknown'\ngit_branch='unknown'\n"
+      "installed_ops={'async_io': 1, 'fused_adam': True, 'cpu_adam': 1, 'utils': False, 'gds': 0, "
+      "\"pin_memory\" :True, 'bad name': 1, '': 1}\n"
+      "accelerator_name='cuda'\n";
+  EXPECT_EQ(ops::deepspeed_installed_ops(text),
+            (std::vector<std::string>{"async_io", "cpu_adam", "fused_adam", "pin_memory"}));
+  EXPECT_TRUE(ops::deepspeed_installed_ops("installed_ops={}\n").empty());
+  EXPECT_TRUE(ops::deepspeed_installed_ops("other={'x': 1}\n").empty());
+  // One long line (no stack to overflow): every entry found.
+  std::string long_line = "installed_ops={";
+  for (int k = 0; k < 20000; ++k) long_line += "'op" + std::to_string(k) + "': 1, ";
+  long_line += "}\n";
+  EXPECT_EQ(ops::deepspeed_installed_ops(long_line).size(), 20000u);
 }

@@ -241,15 +241,47 @@ class BusyLockFileSystem final : public ForwardingFileSystem {
   V tried;
 };
 
+/// Advances when slept on: the lock tests never sleep.
+class StepClock final : public probe::Clock {
+ public:
+  std::chrono::steady_clock::time_point now() const override { return t_; }
+  void sleep(std::chrono::milliseconds d) override {
+    t_ += d;
+    ++sleeps;
+  }
+  int sleeps = 0;
+
+ private:
+  std::chrono::steady_clock::time_point t_{};
+};
+
 TEST_F(Dist, TheLockWaitsForAnotherBuildAndSaysSoOnce) {
   BusyLockFileSystem busy(fm.fs);
   probe::Machine m{busy, fm.proc, fm.env, fm.dl};
   V lines;
-  auto lock = lock_dist(m, kDist, [&](std::string_view l) { lines.emplace_back(l); });
+  StepClock clock;
+  auto lock = lock_dist(
+      m, kDist, [&](std::string_view l) { lines.emplace_back(l); }, &clock);
+  EXPECT_EQ(clock.sleeps, 2);
   ASSERT_TRUE(lock);
   EXPECT_EQ(busy.tried, (V{"/d/.opforge-dist.lock", "/d/.opforge-dist.lock", "/d/.opforge-dist.lock"}));
   EXPECT_EQ(lines, (V{"waiting for another build's commit into /d (it holds .opforge-dist.lock)"}));
   EXPECT_EQ(fm.fs.log(), (V{"mkdir /d"}));
+}
+
+// A holder that never lets go: 10 minutes of 50 ms polls, then a failure that says what to do.
+TEST_F(Dist, TheLockGivesUpAfterTenMinutes) {
+  fm.fs.hold_lock("/d/.opforge-dist.lock");
+  StepClock clock;
+  V lines;
+  auto lock = lock_dist(
+      fm.machine(), kDist, [&](std::string_view l) { lines.emplace_back(l); }, &clock);
+  ASSERT_FALSE(lock);
+  EXPECT_EQ(clock.sleeps, 10 * 60 * 20);
+  EXPECT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lock.error().render(),
+            "gave up waiting for /d/.opforge-dist.lock, held by another opforge process\n"
+            "  hint: a commit takes seconds: if no opforge build is running, remove the lock file");
 }
 
 /// A lock that cannot be taken at all (a read-only dist/).

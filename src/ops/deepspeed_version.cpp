@@ -1,8 +1,7 @@
 #include "ops/deepspeed_version.h"
 
 #include <algorithm>
-#include <regex>
-
+#include "util/scan.h"
 #include "util/strings.h"
 
 namespace opforge::ops {
@@ -25,9 +24,21 @@ std::vector<std::string> deepspeed_installed_ops(const std::string& text) {
   std::vector<std::string> out;
   for (auto& line : strings::split(text, '\n')) {
     if (!line.starts_with("installed_ops=")) continue;
-    static const std::regex entry(R"(['"]([A-Za-z0-9_]+)['"]\s*:\s*(True|1))");
-    std::string rest(line);
-    for (std::sregex_iterator it(rest.begin(), rest.end(), entry), end; it != end; ++it) out.push_back((*it)[1].str());
+    // Every `'name': True` (or `"name": 1`) entry of the dict literal, in one pass.
+    const std::string_view rest(line);
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      if (!scan::is_quote(rest[i])) continue;
+      scan::Cursor c{rest.substr(i + 1)};
+      const auto name = c.run([](char ch) { return scan::is_alnum(ch) || ch == '_'; });
+      if (name.empty() || c.done() || !scan::is_quote(c.rest.front())) continue;
+      c.rest.remove_prefix(1);
+      c.spaces();
+      if (!c.literal(":")) continue;
+      c.spaces();
+      if (!c.literal("True") && !c.literal("1")) continue;
+      out.emplace_back(name);
+      i = rest.size() - c.rest.size() - 1;
+    }
   }
   std::sort(out.begin(), out.end());
   return out;

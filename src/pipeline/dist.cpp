@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "util/hash.h"
 #include "wheel/wheel.h"
@@ -103,25 +102,27 @@ Status recover_dist(probe::Machine m, const fs::path& dist) {
 }
 
 Result<std::shared_ptr<void>> lock_dist(probe::Machine m, const fs::path& dist,
-                                        const std::function<void(std::string_view)>& on_line) {
+                                        const std::function<void(std::string_view)>& on_line, probe::Clock* clock) {
   OPFORGE_CHECK(m.fs.create_directories(dist));
   const fs::path lock_file = dist / ".opforge-dist.lock";
-  constexpr auto kPoll = std::chrono::milliseconds(50);
-  constexpr int kTries = 10 * 60 * 20;  // 10 minutes
-  for (int waited = 0;; ++waited) {
+  // A commit takes seconds: poll often, give up after 10 minutes.
+  probe::LockWait wait{.poll = std::chrono::milliseconds(50),
+                       .limit = std::chrono::minutes(10),
+                       .on_wait =
+                           [&] {
+                             if (on_line)
+                               on_line("waiting for another build's commit into " + dist.string() + " (it holds " +
+                                       lock_file.filename().string() + ")");
+                           },
+                       .hint = "a commit takes seconds: if no opforge build is running, remove the lock file",
+                       .clock = clock};
+  return probe::wait_for(lock_file, wait, [&]() -> Result<probe::LockAttempt> {
     auto lock = m.fs.try_lock(lock_file);
     if (!lock)
       return failure(lock.error().message,
                      "opforge commits wheels into " + dist.string() + ": make it writable, or name another folder");
-    if (*lock) return **lock;
-    if (waited == 0 && on_line)
-      on_line("waiting for another build's commit into " + dist.string() + " (it holds " +
-              lock_file.filename().string() + ")");
-    if (waited >= kTries)
-      return failure("another build has held " + lock_file.string() + " for over 10 minutes",
-                     "a commit takes seconds: if no opforge build is running, remove the lock file");
-    std::this_thread::sleep_for(kPoll);
-  }
+    return lock;
+  });
 }
 
 }  // namespace opforge::pipeline

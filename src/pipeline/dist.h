@@ -47,6 +47,7 @@ Status recover_dist(probe::Machine m, const fs::path& dist);
 /// recovery never removes another's staged files and two commits never interleave. The lock is
 /// held for seconds at most (no compiling under it): a second build waits for it.
 Result<std::shared_ptr<void>> lock_dist(probe::Machine m, const fs::path& dist,
-                                        const std::function<void(std::string_view)>& on_line);
+                                        const std::function<void(std::string_view)>& on_line,
+                                        probe::Clock* clock = nullptr);
 
 }  // namespace opforge::pipeline
