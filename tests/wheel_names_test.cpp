@@ -88,4 +88,26 @@ TEST(WheelCollect, WalksSortedSkipsBytecodeKeepsModes) {
   EXPECT_EQ((*files)[2].content, "B");
 }
 
+// One parser of wheel file names (PEP 427) for verify, the index, provisioning and the build's
+// summary; one PEP 503 folding.
+TEST(WheelNames, FileNamesAndProjectNames) {
+  auto p = parse_wheel_filename("nvidia_cuda_nvcc-13.2.86-py3-none-manylinux_2_27_x86_64.whl");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->name, "nvidia_cuda_nvcc");
+  EXPECT_EQ(p->version, "13.2.86");
+  EXPECT_EQ(p->build, "");
+  EXPECT_EQ(p->tags(), "py3-none-manylinux_2_27_x86_64");
+  EXPECT_EQ(project_name(p->name), "nvidia-cuda-nvcc");
+  auto b = parse_wheel_filename("opforge_ops-0.1.0+cu13-1-cp38-abi3-manylinux_2_31_x86_64.whl");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->build, "1");
+  EXPECT_EQ(b->abi, "abi3");
+  EXPECT_EQ(b->platform, "manylinux_2_31_x86_64");
+  for (auto bad : {"a-1-py3-none.whl", "a-1-py3-none-any.zip", "a-1-2-3-py3-none-any.whl", "a--py3-none-any.whl",
+                   "d/a-1-py3-none-any.whl", ""})
+    EXPECT_FALSE(parse_wheel_filename(bad)) << bad;
+  EXPECT_EQ(project_name("Opforge__Ops.x"), "opforge-ops-x");
+  EXPECT_EQ(normalize_name("Opforge__Ops.x"), "opforge_ops_x");
+}
+
 }  // namespace opforge::wheel

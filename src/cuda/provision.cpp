@@ -8,6 +8,7 @@
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/strings.h"
+#include "wheel/wheel.h"
 
 namespace opforge::cuda {
 
@@ -40,15 +41,11 @@ std::optional<std::pair<std::string, std::string>> torch_metadata(const probe::F
   return std::nullopt;
 }
 
-/// "nvidia_cuda_nvcc-13.2.86-py3-none-manylinux_2_27_x86_64.whl" → name and version.
+/// "nvidia_cuda_nvcc-13.2.86-py3-none-manylinux_2_27_x86_64.whl" → "nvidia-cuda-nvcc" and "13.2.86".
 std::optional<std::pair<std::string, std::string>> wheel_name_version(const std::string& file) {
-  if (!file.ends_with(".whl")) return std::nullopt;
-  auto parts = strings::split(file.substr(0, file.size() - 4), '-');
-  if (parts.size() < 5) return std::nullopt;
-  std::string name = strings::to_lower(parts[0]);
-  for (auto& c : name)
-    if (c == '_' || c == '.') c = '-';
-  return std::pair{name, parts[1]};
+  auto parts = wheel::parse_wheel_filename(file);
+  if (!parts) return std::nullopt;
+  return std::pair{wheel::project_name(parts->name), parts->version};
 }
 
 Json manifest_json(const Provision& p) {

@@ -1,4 +1,5 @@
 #include "wheel/index.h"
+#include "wheel/wheel.h"
 
 #include <algorithm>
 #include <map>
@@ -50,20 +51,7 @@ std::string page(std::string_view title, const std::string& body) {
 
 }  // namespace
 
-std::string index_project_name(std::string_view name) {
-  std::string out;
-  bool in_run = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (!in_run) out += '-';
-      in_run = true;
-    } else {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      in_run = false;
-    }
-  }
-  return out;
-}
+std::string index_project_name(std::string_view name) { return project_name(name); }
 
 std::string simple_root_page(std::vector<std::string> projects) {
   std::sort(projects.begin(), projects.end());
@@ -83,10 +71,8 @@ std::string simple_project_page(std::string_view project, std::vector<IndexFile>
 }
 
 std::string wheel_project(std::string_view filename) {
-  if (!filename.ends_with(".whl")) return "";
-  auto dash = filename.find('-');
-  if (dash == std::string_view::npos || dash == 0) return "";
-  return index_project_name(filename.substr(0, dash));
+  auto parts = parse_wheel_filename(filename);
+  return parts ? project_name(parts->name) : std::string();
 }
 
 Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {

@@ -1,16 +1,20 @@
 #include <cctype>
 
 #include "util/pep440.h"
+#include "util/strings.h"
 #include "wheel/wheel.h"
 
 namespace opforge::wheel {
 
-std::string normalize_name(std::string_view name) {
+namespace {
+
+/// Lower case, each run of '-', '_' and '.' one `sep`: PEP 503 ('-') and PEP 427 ('_') alike.
+std::string fold_name(std::string_view name, char sep) {
   std::string out;
   bool in_run = false;
   for (char c : name) {
     if (c == '-' || c == '_' || c == '.') {
-      if (!in_run) out += '_';
+      if (!in_run) out += sep;
       in_run = true;
     } else {
       out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -18,6 +22,22 @@ std::string normalize_name(std::string_view name) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string normalize_name(std::string_view name) { return fold_name(name, '_'); }
+
+std::string project_name(std::string_view name) { return fold_name(name, '-'); }
+
+std::optional<WheelFileName> parse_wheel_filename(std::string_view filename) {
+  if (!filename.ends_with(".whl") || filename.find('/') != std::string_view::npos) return std::nullopt;
+  auto parts = strings::split(filename.substr(0, filename.size() - 4), '-');
+  if (parts.size() != 5 && parts.size() != 6) return std::nullopt;
+  for (const auto& p : parts)
+    if (p.empty()) return std::nullopt;
+  const std::size_t n = parts.size();
+  return WheelFileName{parts[0], parts[1], n == 6 ? parts[2] : "", parts[n - 3], parts[n - 2], parts[n - 1]};
 }
 
 namespace {

@@ -43,18 +43,6 @@ std::vector<std::string> csv_row(std::string_view line) {
   return cells;
 }
 
-struct FileName {
-  std::string name, version, tags;
-};
-
-std::optional<FileName> parse_file_name(std::string_view filename) {
-  if (!filename.ends_with(".whl")) return std::nullopt;
-  auto parts = strings::split(filename.substr(0, filename.size() - 4), '-');
-  if (parts.size() != 5 && parts.size() != 6) return std::nullopt;
-  std::size_t n = parts.size();
-  return FileName{parts[0], parts[1], parts[n - 3] + "-" + parts[n - 2] + "-" + parts[n - 1]};
-}
-
 }  // namespace
 
 Report verify_bytes(std::string_view filename, std::string_view bytes) {
@@ -62,7 +50,7 @@ Report verify_bytes(std::string_view filename, std::string_view bytes) {
   if (!entries) {
     Report r = verify_entries(filename, {});
     r.problems = {entries.error().message};
-    if (!parse_file_name(filename))
+    if (!parse_wheel_filename(filename))
       r.problems.insert(r.problems.begin(),
                         "file name '" + clip(filename) + "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
     return r;
@@ -96,7 +84,8 @@ Index index_entries(const std::vector<Entry>& entries, Problems& problems) {
 }
 
 /// METADATA's Name and Version against the file name.
-void check_metadata(const std::string& dist_info, const Entry& metadata, const FileName& fname, Problems& problems) {
+void check_metadata(const std::string& dist_info, const Entry& metadata, const WheelFileName& fname,
+                    Problems& problems) {
   auto name = header_value(metadata.content, "Name");
   auto version = header_value(metadata.content, "Version");
   if (!name || normalize_name(*name) != normalize_name(fname.name))
@@ -108,9 +97,10 @@ void check_metadata(const std::string& dist_info, const Entry& metadata, const F
 }
 
 /// WHEEL's tags against the file name's, and its Wheel-Version.
-void check_wheel_file(const std::string& dist_info, const Entry& wheel, const FileName& fname, Problems& problems) {
+void check_wheel_file(const std::string& dist_info, const Entry& wheel, const WheelFileName& fname,
+                      Problems& problems) {
   auto tags = header_values(wheel.content, "Tag");
-  auto expected = expand_tag(fname.tags);
+  auto expected = expand_tag(fname.tags());
   std::sort(tags.begin(), tags.end());
   std::sort(expected.begin(), expected.end());
   if (tags != expected)
@@ -162,7 +152,7 @@ Report verify_entries(std::string_view filename, const std::vector<Entry>& entri
   r.filename = std::string(filename);
   Problems& problems = r.problems;
 
-  auto fname = parse_file_name(filename);
+  auto fname = parse_wheel_filename(filename);
   if (!fname) problems.push_back("file name '" + clip(filename) + "' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl");
   Index ix = index_entries(entries, problems);
   if (ix.dist_infos.size() != 1) {

@@ -30,6 +30,19 @@ inline constexpr std::int64_t kMinEpoch = 315532800;
 /// PEP 503/427 file-name form: runs of `-_.` become one `_`, lowercase ("opforge-ops" → "opforge_ops").
 std::string normalize_name(std::string_view name);
 
+/// PEP 503's project name: lower case, each run of '-', '_' and '.' one '-' ("Opforge_Ops" →
+/// "opforge-ops"): the index's and pip's form.
+std::string project_name(std::string_view name);
+
+/// The parts of a wheel's file name, PEP 427: NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl.
+struct WheelFileName {
+  std::string name, version, build, python, abi, platform;
+  /// "cp311-cp311-linux_x86_64"
+  std::string tags() const { return python + "-" + abi + "-" + platform; }
+};
+/// nullopt when `filename` (no folder) is not a wheel's: no `.whl`, not 5 or 6 parts, an empty part.
+std::optional<WheelFileName> parse_wheel_filename(std::string_view filename);
+
 /// Checks a version for a wheel: a PEP 440 public version (`N(.N)*` with optional
 /// a/b/rc/.post/.dev parts) and an optional local label `+[a-z0-9]+(\.[a-z0-9]+)*`.
 /// bad_input naming the offending part otherwise (uppercase, `-`, `_`, empty segment...).
