@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "util/strings.h"
 #include "wheel/wheel.h"
@@ -134,4 +135,90 @@ TEST(WheelFatbin, FindsEachArchitectureInAnNvccLibrary) {
   std::filesystem::remove_all(dir);
 }
 
+}  // namespace opforge::wheel
+
+namespace opforge::wheel {
+namespace {
+
+/// parse_fatbin's answer in the words both readers share: the known images ("sm_80 compute_90")
+/// in file order, or "error: <message>".
+std::string cpp_answer(std::string_view section) {
+  auto r = parse_fatbin(section);
+  if (!r) return "error: " + r.error().message;
+  std::vector<std::string> names;
+  for (const auto& img : *r)
+    if (img.kind != FatbinImage::Kind::unknown) names.push_back(img.name());
+  return strings::join(names, " ");
+}
+
+// The C++ reader (opforge inspect, the build's GPU-code line) and its Python twin (the node check
+// on a cluster) give the same answer for a real nvcc section and for every way it can be cut or
+// damaged: each truncation, a short trailing entry, a bad header size, an overrunning payload, an
+// unknown kind.
+TEST(WheelFatbin, TheCppAndPythonReadersAgree) {
+  const std::string nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  if (!std::filesystem::exists(nvcc)) GTEST_SKIP() << "nvcc is not available at " << nvcc;
+  auto dir = testing::temp_dir("fatbin-diff");
+  ASSERT_TRUE(testing::build_nvcc_library(nvcc, dir));
+  const std::string dump = "objcopy --dump-section .nv_fatbin=" + (dir / "real.bin").string() + " " +
+                           (dir / "k.so").string() + " " + (dir / "k-copy.so").string();
+  ASSERT_EQ(std::system(dump.c_str()), 0);
+  const std::string real = testing::slurp(dir / "real.bin");
+  ASSERT_GT(real.size(), 200u);
+
+  std::vector<std::string> cases = {real, ""};
+  for (std::size_t n : {8, 15, 16, 17, 31, 32, 47, 48, 63, 64, 80, 96, 100, 127, 128})
+    if (n < real.size()) cases.push_back(real.substr(0, n));
+  for (std::size_t n = 128; n < real.size(); n += real.size() / 7) cases.push_back(real.substr(0, n));
+  auto poke32 = [](std::string s, std::size_t at, std::uint32_t v) {
+    if (at + 4 <= s.size()) std::memcpy(s.data() + at, &v, 4);
+    return s;
+  };
+  auto poke64 = [](std::string s, std::size_t at, std::uint64_t v) {
+    if (at + 8 <= s.size()) std::memcpy(s.data() + at, &v, 8);
+    return s;
+  };
+  // The first entry starts after the 16-byte fatbinary header.
+  cases.push_back(poke32(real, 16 + 4, 16));          // header size below 32
+  cases.push_back(poke32(real, 16 + 4, 0x7fffffff));  // header size past the end
+  cases.push_back(poke64(real, 16 + 8, 1ull << 40));  // payload past the end
+  cases.push_back(poke32(real, 16, 7));               // unknown kind, version 0
+  cases.push_back(poke32(real, 0, 0x11111111));       // bad magic
+  {
+    // A fatbinary whose entries region ends with 16..31 stray bytes: fewer than a header.
+    std::string h("\x50\xed\x55\xba\x01\x00\x10\x00", 8);
+    for (std::uint64_t stray : {16u, 24u, 31u}) {
+      std::string s = h + std::string(8, '\0') + std::string(stray, '\x02');
+      cases.push_back(poke64(s, 8, stray));
+    }
+  }
+  std::string list;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    auto file = dir / ("case" + std::to_string(i) + ".bin");
+    testing::spit(file, cases[i]);
+    list += file.string() + "\n";
+  }
+  testing::spit(dir / "list.txt", list);
+  const std::string py = std::string(OPFORGE_SOURCE_DIR) + "/src/python/opforge_ops/nodecheck/fatbin.py";
+  testing::spit(dir / "answer.py",
+                "import importlib.util, sys\n"
+                "spec = importlib.util.spec_from_file_location('fatbin', sys.argv[1])\n"
+                "m = importlib.util.module_from_spec(spec)\n"
+                "spec.loader.exec_module(m)\n"
+                "for path in open(sys.argv[2]).read().split():\n"
+                "    try:\n"
+                "        print(' '.join(i.name for i in m.parse_fatbin(open(path, 'rb').read())))\n"
+                "    except m.FatbinError as e:\n"
+                "        print('error: ' + str(e))\n");
+  const std::string run = "python3 " + (dir / "answer.py").string() + " " + py + " " + (dir / "list.txt").string() +
+                          " > " + (dir / "python.txt").string();
+  ASSERT_EQ(std::system(run.c_str()), 0);
+  auto python = strings::split(testing::slurp(dir / "python.txt"), '\n');
+  ASSERT_GE(python.size(), cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    EXPECT_EQ(cpp_answer(cases[i]), python[i]) << "case " << i << " (" << cases[i].size() << " bytes)";
+  EXPECT_EQ(cpp_answer(real).find("error"), std::string::npos) << cpp_answer(real);
+}
+
+}  // namespace
 }  // namespace opforge::wheel

@@ -70,11 +70,14 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section) {
     std::size_t end = entry + entries_size;
     if (header_size < 16 || end > section.size() || end < entry)
       return bad_input("fatbinary at offset " + std::to_string(off) + " overruns its section");
-    while (entry + 16 <= end) {
+    // An entry's header is at least 32 bytes (its arch is at +28): fewer left end the fatbinary,
+    // as src/python/opforge_ops/nodecheck/fatbin.py reads it (a differential test holds the two
+    // to the same answers).
+    while (entry + 32 <= end) {
       auto kind = load<std::uint16_t>(section, entry);
       auto ehsize = load<std::uint32_t>(section, entry + 4);
       auto payload = load<std::uint64_t>(section, entry + 8);
-      if (ehsize < 32 || entry + ehsize > end)
+      if (ehsize < 32 || ehsize > end - entry)
         return bad_input("fatbinary entry at offset " + std::to_string(entry) + " has a bad header size " +
                          std::to_string(ehsize));
       FatbinImage img;

@@ -72,12 +72,15 @@ def parse_fatbin(section: bytes) -> list[Image]:
         entry, end = off + header_size, off + header_size + entries_size
         if header_size < 16 or end > len(section):
             raise FatbinError(f'fatbinary at offset {off} overruns its section')
+        # fewer than an entry header's 32 bytes left end the fatbinary (as src/wheel/fatbin.cpp)
         while entry + 32 <= end:
             kind, = struct.unpack_from('<H', section, entry)
             ehsize, = struct.unpack_from('<I', section, entry + 4)
             payload, = struct.unpack_from('<Q', section, entry + 8)
             arch, = struct.unpack_from('<I', section, entry + 28)
-            if ehsize < 32 or entry + ehsize + payload > end:
+            if ehsize < 32 or entry + ehsize > end:
+                raise FatbinError(f'fatbinary entry at offset {entry} has a bad header size {ehsize}')
+            if entry + ehsize + payload > end:
                 raise FatbinError(f'fatbinary entry at offset {entry} overruns its fatbinary')
             if kind in (1, 2):
                 images.append(Image('compute' if kind == 1 else 'sm', arch))
