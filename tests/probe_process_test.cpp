@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "probe/line_splitter.h"
 #include "probe/machine.h"
 
 namespace opforge::probe {
@@ -79,16 +80,45 @@ TEST(ProbeProcess, TerminalOutputIsATtyWithPlainLineEnds) {
   EXPECT_EQ(r->out, "out-tty\nerr-tty\nlast");
 }
 
+// The splitting itself, fed chunk by chunk as reads deliver them (no timing involved): a line cut
+// across reads is joined, empty lines are kept, the last line needs no newline.
 TEST(ProbeProcess, LinesAreSplitAcrossReadsAndKeepEmptyOnes) {
   std::vector<std::string> seen;
+  Command lines{
+      .argv = {}, .output = Output::lines, .on_line = [&](std::string_view line) { seen.emplace_back(line); }};
+  LineSplitter split(lines);
+  for (std::string_view chunk : {"a", "b\n\nc", "d\ne\n", "f"}) split.feed(chunk);
+  EXPECT_EQ(seen, (std::vector<std::string>{"ab", "", "cd", "e"}));
+  split.finish();
+  EXPECT_EQ(seen, (std::vector<std::string>{"ab", "", "cd", "e", "f"}));
+  // On a terminal: '\r' ends a piece too (empty ones dropped), and a redrawn status line ending in
+  // erase-to-end-of-line is passed on when drawn.
+  seen.clear();
+  Command tty = lines;
+  tty.terminal = true;
+  LineSplitter status(tty);
+  for (std::string_view chunk : {"[1/3] x\x1b[K", "\r[2/3", "] y\x1b[K", "\r\rdone\n"}) status.feed(chunk);
+  status.finish();
+  EXPECT_EQ(seen, (std::vector<std::string>{"[1/3] x\x1b[K", "[2/3] y\x1b[K", "done"}));
+  // Without Output::lines nothing is called.
+  seen.clear();
+  LineSplitter none(Command{.argv = {}});
+  none.feed("a\nb\n");
+  none.finish();
+  EXPECT_TRUE(seen.empty());
+}
+
+// The same through a real process: what it prints reaches on_line and the captured output.
+TEST(ProbeProcess, LinesOfARealProcess) {
+  std::vector<std::string> seen;
   auto r = real_machine().proc.run(Command{
-      .argv = {"sh", "-c", "printf 'a'; sleep 0.05; printf 'b\\n\\nc'; sleep 0.05; printf 'd\\ne\\n'"},
+      .argv = {"sh", "-c", "printf 'ab\\n\\ncd\\ne'"},
       .output = Output::lines,
       .on_line = [&](std::string_view line) { seen.emplace_back(line); },
   });
   ASSERT_TRUE(r) << r.error().render();
   EXPECT_EQ(seen, (std::vector<std::string>{"ab", "", "cd", "e"}));
-  EXPECT_EQ(r->out, "ab\n\ncd\ne\n");
+  EXPECT_EQ(r->out, "ab\n\ncd\ne");
 }
 
 TEST(ProbeProcess, CaptureKeepsStdoutAndStderrApart) {
