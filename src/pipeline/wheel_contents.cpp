@@ -80,7 +80,7 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
       if (d.manifest.name == o.op) {
         bool cuda_op = d.manifest.kind == ops::Kind::cuda;
         any_cuda |= cuda_op;
-        info.op_kinds[o.op] = cuda_op ? "cuda" : "cpu";
+        info.op_kinds[o.op] = ops::kind_name(d.manifest.kind);
       }
   }
   if (any_cuda)
