@@ -135,6 +135,27 @@ TEST(CudaLayouts, DebianPackageFoundThroughWhichNvcc) {
   }
 }
 
+// How a candidate was reached is typed (Candidate::origins); found_by is only its text, so a
+// path that happens to hold "CUDA_HOME" names no origin.
+TEST(CudaLayouts, OriginsAreTypedAndFoundByIsTheirText) {
+  Debian d;
+  d.fake.env.set("CUDA_HOME", "/usr");
+  auto r = discover(d.fake.machine(), std::nullopt);
+  const Candidate* c = d.at(r, "/usr");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->origins, (std::vector<Origin>{Origin::cuda_home, Origin::nvcc_on_path}));
+  EXPECT_TRUE(c->found_through(Origin::nvcc_on_path));
+  EXPECT_FALSE(c->found_through(Origin::cuda_path));
+  EXPECT_EQ(c->found_by, std::string(origin_name(Origin::cuda_home)) + ", " +
+                             std::string(origin_name(Origin::nvcc_on_path)) + " (wrapper script /usr/bin/nvcc)");
+  Candidate text_only;
+  text_only.origins = {Origin::pip_wheel};
+  text_only.found_by = "pip wheel in /home/CUDA_HOME/site-packages";
+  EXPECT_FALSE(text_only.found_through(Origin::cuda_home));
+  EXPECT_EQ(origin_name(Origin::usr_local_cuda_n), "/usr/local/cuda-*");
+  EXPECT_EQ(origin_name(Origin::conda_prefix), "CONDA_PREFIX");
+}
+
 TEST(CudaLayouts, DebianPackageThroughCudaHome) {
   {
     Debian d;

@@ -109,6 +109,20 @@ TEST(OpsDeepspeed, CompatibilityIsDeepSpeedsOwnVerdictAskedOnceAndCached) {
   sfs::remove_all(cache);
 }
 
+// One spelling of each op kind: the probe's catalogue uses kind_name's, and an unknown one is a CPU op.
+TEST(OpsDeepspeed, KindsAreSpeltAsKindNamePrintsThem) {
+  for (auto k : {ops::Kind::cpu, ops::Kind::cuda, ops::Kind::cpu_cuda})
+    EXPECT_EQ(ops::kind_from_name(ops::kind_name(k)), k);
+  EXPECT_EQ(ops::kind_from_name("cpu_cuda"), std::nullopt);
+  auto cat = ops::parse_deepspeed_catalogue(kTree, R"({"ops": [
+    {"name": "a", "build_var": "DS_BUILD_A", "class": "op_builder.a:ABuilder", "kind": "cpu+cuda", "sources": []},
+    {"name": "b", "build_var": "DS_BUILD_B", "class": "op_builder.b:BBuilder", "kind": "odd", "sources": []}]})");
+  ASSERT_TRUE(cat) << cat.error().render();
+  ASSERT_EQ(cat->size(), 2u);
+  EXPECT_EQ((*cat)[0].kind, ops::Kind::cpu_cuda);
+  EXPECT_EQ((*cat)[1].kind, ops::Kind::cpu);
+}
+
 TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;

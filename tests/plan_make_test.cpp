@@ -4,6 +4,7 @@
 
 #include "plan/json.h"
 #include "plan/plan.h"
+#include "plan/provision_stage.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 
@@ -323,6 +324,24 @@ TEST(PlanWheelVersion, TemplatesAndLabels) {
   EXPECT_EQ(bad.error().message,
             "package.local_version gives the local version label 'My-Label', which is not [a-z0-9] "
             "segments separated by dots");
+}
+
+// The provisioned toolkit is the candidate CUDA_HOME made (cuda::Origin), not every candidate
+// whose display text mentions CUDA_HOME (a pip wheel under a folder of that name).
+TEST(PlanProvision, LabelsOnlyTheCandidateCudaHomeMade) {
+  cuda::Resolution res;
+  cuda::Candidate wheel;
+  wheel.origins = {cuda::Origin::pip_wheel};
+  wheel.found_by = "pip wheel in /home/CUDA_HOME/site-packages";
+  cuda::Candidate named;
+  named.origins = {cuda::Origin::cuda_home};
+  named.found_by = "CUDA_HOME";
+  res.candidates = {wheel, named};
+  cuda::Provision p;
+  p.requirement = "cuda-toolkit[nvcc,cudart,cccl]==13.0.2";
+  label_provisioned(res, p);
+  EXPECT_EQ(res.candidates[0].found_by, "pip wheel in /home/CUDA_HOME/site-packages");
+  EXPECT_EQ(res.candidates[1].found_by, "provisioned from PyPI (cuda-toolkit[nvcc,cudart,cccl]==13.0.2)");
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include "util/strings.h"
 
 namespace opforge::cli {
+
+namespace fs = std::filesystem;
 namespace {
 
 // The scratch tree's path depends on the tree's content, which plan does not read.

@@ -18,6 +18,8 @@
 
 namespace opforge::compile {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 std::string tail_lines(const std::string& text, std::size_t n) {
@@ -267,9 +269,9 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
 
 }  // namespace
 
-Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
-                                          const std::function<void(std::string_view)>& on_line,
-                                          const fs::path& cache_dir_in, const StepSink& on_step) {
+Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan, const CommandRun& run) {
+  const auto& on_line = run.on_line;
+  const auto& on_step = run.on_step;
   if (plan.recipe.build.command.empty())
     return bad_input("[build] backend = \"command\" needs a command",
                      "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]");
@@ -277,7 +279,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.log = plan.build_dir / "command.log";
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
-  const fs::path cache_dir = settings::cache_dir(m.env, cache_dir_in);
+  const fs::path cache_dir = settings::cache_dir(m.env, run.cache_dir);
   auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
   out.tree = tree.root;
   out.tree_hash = tree.content_hash;
@@ -312,7 +314,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (auto asked = m.fs.read_file(arch_log)) out.project_arch = project_arch_targets(*asked);
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;
-  auto written = OPFORGE_TRY(wheel::normalize(m, out.raw_wheel, plan.dist_dir, normalize_options(plan, installed)));
+  auto written = OPFORGE_TRY(wheel::normalize(m, out.raw_wheel, run.wheel_dir, normalize_options(plan, installed)));
   out.wheel = written.path;
   out.installed_ops = installed;
   return out;

@@ -9,11 +9,6 @@
 #include <string_view>
 #include <vector>
 
-// plan.h uses `fs` unqualified; give it the alias it expects.
-namespace opforge {
-namespace fs = std::filesystem;
-}
-
 #include "compile/environment.h"
 #include "compile/op_steps.h"
 #include "compile/progress.h"
@@ -27,13 +22,13 @@ namespace fs = std::filesystem;
 namespace opforge::compile {
 
 struct CommandOutput {
-  fs::path wheel;         ///< the normalised wheel in plan.dist_dir
-  fs::path raw_wheel;     ///< the wheel the command produced (removed with the scratch tree)
-  fs::path tree;          ///< the scratch tree the command ran in
-  std::string tree_hash;  ///< its content hash
+  std::filesystem::path wheel;      ///< the normalised wheel in CommandRun::wheel_dir
+  std::filesystem::path raw_wheel;  ///< the wheel the command produced (removed with the scratch tree)
+  std::filesystem::path tree;       ///< the scratch tree the command ran in
+  std::string tree_hash;            ///< its content hash
   /// DeepSpeed trees: the ops its git_version_info_installed.py lists as installed.
   std::vector<std::string> installed_ops;
-  fs::path log;                            ///< plan.build_dir / "command.log": the command's full output
+  std::filesystem::path log;               ///< plan.build_dir / "command.log": the command's full output
   std::map<std::string, std::string> env;  ///< what the command ran with (for the build record)
   /// DeepSpeed trees built by a setup.py command: each op's own compile step, in plan order.
   std::vector<OpStep> op_steps;
@@ -43,26 +38,33 @@ struct CommandOutput {
   std::vector<std::string> project_arch;
 };
 
-/// Copies plan.source.root into a scratch tree (make_scratch_tree under `cache_dir`, default
-/// probe::default_cache_dir), checks the compiler shim the plan uses is there (compiler::check_shim:
-/// the pipeline makes it), and runs
+/// Where run_command_backend writes, and who hears of its progress.
+struct CommandRun {
+  /// The folder the normalised wheel is written into (the pipeline's: a folder inside the build
+  /// folder, committed into dist/ afterwards with its record).
+  std::filesystem::path wheel_dir{};
+  /// Scratch trees and wrappers; empty: settings::cache_dir (probe::default_cache_dir).
+  std::filesystem::path cache_dir{};
+  std::function<void(std::string_view)> on_line{};  ///< each output line (progress)
+  StepSink on_step{};  ///< each op compiled alone, then the command, as it starts and as it ends
+};
+
+/// Copies plan.source.root into a scratch tree (make_scratch_tree under `run.cache_dir`), checks
+/// the compiler shim the plan uses is there (compiler::check_shim: the pipeline makes it), and runs
 /// plan.recipe.build.command there with command_environment(m.env.all(), plan, tree),
 /// For a DeepSpeed tree whose command runs setup.py, each op the plan builds is first compiled
 /// alone (`setup.py build_ext` with only its build variable on, its output in
 /// plan.build_dir/ops/<op>.log): an op whose compile fails is dropped (its variable is 0 for the
 /// command) unless it was requested explicitly (Decision::required), which fails the build
 /// (ErrorKind::failed) naming the op and its first compiler error.
-/// passing each output line to `on_line` (progress), keeps the full output in the log, and on a
+/// passing each output line to `run.on_line` (progress), keeps the full output in the log, and on a
 /// non-zero exit fails (ErrorKind::failed) with the log's last lines. The wheel is the one file
-/// matching wheel_glob that is new or changed by this run; it is normalised into plan.dist_dir with
-/// plan.wheel_version (when not empty) in its file name, .dist-info and METADATA.
+/// matching wheel_glob that is new or changed by this run; it is normalised into `run.wheel_dir`
+/// with plan.wheel_version (when not empty) in its file name, .dist-info and METADATA.
 /// DeepSpeed trees: the wheel's deepspeed/git_version_info_installed.py gets version='<wheel
 /// version>'; with a torch version known, METADATA requires torch==X.Y.* (compiled extensions load
 /// only with the torch they were built against). The scratch tree is removed afterwards.
-/// `on_step`: each op compiled alone, then the command, as it starts and as it ends.
-Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan,
-                                          const std::function<void(std::string_view)>& on_line = {},
-                                          const fs::path& cache_dir = {}, const StepSink& on_step = {});
+Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan, const CommandRun& run);
 
 /// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
 std::string torch_requirement(const std::string& torch_version);

@@ -11,14 +11,12 @@
 
 namespace opforge::compile {
 
-namespace fs = std::filesystem;
-
 struct CcacheSetup {
   /// CCACHE_BASEDIR: paths under it are hashed relative to the working folder ("/": every path).
-  fs::path base_dir;
-  std::string remote;        ///< [build] remote: CCACHE_REMOTE_STORAGE; empty: none
-  fs::path stats_log;        ///< CCACHE_STATSLOG: this build's own counters; empty: none
-  bool depend_mode = false;  ///< CCACHE_DEPEND=1: headers from the compiler's -MMD file
+  std::filesystem::path base_dir;
+  std::string remote;               ///< [build] remote: CCACHE_REMOTE_STORAGE; empty: none
+  std::filesystem::path stats_log;  ///< CCACHE_STATSLOG: this build's own counters; empty: none
+  bool depend_mode = false;         ///< CCACHE_DEPEND=1: headers from the compiler's -MMD file
 };
 
 /// Sets ccache's variables in `env`: base_dir and hash_dir off (hits across folders), the prefix

@@ -8,6 +8,8 @@
 
 namespace opforge::compile {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 void append_flags(std::map<std::string, std::string>& env, const std::string& name, const std::string& flags) {

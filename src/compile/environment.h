@@ -5,9 +5,7 @@
 #include <string>
 
 // plan.h uses `fs` unqualified; give it the alias it expects.
-namespace opforge {
-namespace fs = std::filesystem;
-}
+namespace opforge {}
 
 #include "compile/wrappers.h"
 #include "plan/plan.h"
@@ -31,20 +29,21 @@ namespace opforge::compile {
 /// With `host` given (host_wrappers), CC, CXX and -ccbin name its scripts and its folder goes
 /// first on PATH.
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
-                                                       const plan::Plan& plan, const fs::path& tree = {},
-                                                       const fs::path& nvcc_wrapper = {},
+                                                       const plan::Plan& plan, const std::filesystem::path& tree = {},
+                                                       const std::filesystem::path& nvcc_wrapper = {},
                                                        const HostWrappers* host = nullptr);
 
 /// The variables command_environment sets or changes relative to `base`, and every plan export
 /// (even where `base` agrees): what `opforge env` and `opforge plan` print.
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
-                                                   const plan::Plan& plan, const fs::path& tree = {},
-                                                   const fs::path& nvcc_wrapper = {},
+                                                   const plan::Plan& plan, const std::filesystem::path& tree = {},
+                                                   const std::filesystem::path& nvcc_wrapper = {},
                                                    const HostWrappers* host = nullptr);
 
 /// command_exports with the wrappers a build of `plan` uses (default_nvcc_wrapper,
 /// default_host_wrappers): what `opforge plan` and `opforge env` print. Writes nothing.
-std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree = {});
+std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan,
+                                                   const std::filesystem::path& tree = {});
 
 /// Writes those wrappers, for `opforge env`, whose exports name them.
 Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan);

@@ -5,6 +5,8 @@
 
 namespace opforge::compile {
 
+namespace fs = std::filesystem;
+
 std::optional<std::vector<std::string>> build_ext_command(const std::vector<std::string>& command) {
   for (std::size_t i = 0; i < command.size(); ++i)
     if (fs::path(command[i]).filename() == "setup.py") {

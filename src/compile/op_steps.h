@@ -11,16 +11,14 @@
 
 namespace opforge::compile {
 
-namespace fs = std::filesystem;
-
 enum class OpStatus { built, failed };
 
 /// One op's compile step.
 struct OpStep {
   std::string op;
   OpStatus status = OpStatus::built;
-  std::string first_error{};  ///< failed: "csrc/x/k.cu:234: error: ..." (or the log's last line)
-  fs::path log{};             ///< the step's full output
+  std::string first_error{};    ///< failed: "csrc/x/k.cu:234: error: ..." (or the log's last line)
+  std::filesystem::path log{};  ///< the step's full output
   double seconds = 0;
   long peak_rss_kib = 0;  ///< the largest process of the step (ru_maxrss), 0 when unknown
 };
@@ -35,6 +33,6 @@ std::optional<std::vector<std::string>> build_ext_command(const std::vector<std:
 /// inside the tree. Without such a line, the first line naming an error (a linker's, ninja's
 /// `FAILED:`, or ninja stopped from outside: `interrupted by user`), else the log's last non-empty
 /// line; empty for an empty log.
-std::string first_compiler_error(std::string_view log, const fs::path& tree);
+std::string first_compiler_error(std::string_view log, const std::filesystem::path& tree);
 
 }  // namespace opforge::compile

@@ -9,6 +9,8 @@
 
 namespace opforge::compile {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 struct TreeEntry {

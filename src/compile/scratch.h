@@ -7,9 +7,7 @@
 #include <string_view>
 
 // plan.h uses `fs` unqualified; give it the alias it expects.
-namespace opforge {
-namespace fs = std::filesystem;
-}
+namespace opforge {}
 
 #include "probe/machine.h"
 #include "util/error.h"
@@ -20,19 +18,20 @@ namespace opforge::compile {
 /// content: nvcc derives internal symbol names (`_INTERNAL_<hash>_`) from the source path, so the
 /// same content must compile at the same path whatever folder the user's checkout is in.
 struct ScratchTree {
-  fs::path root;               ///< <cache_dir>/trees/<first 16 hex of content_hash>
+  std::filesystem::path root;  ///< <cache_dir>/trees/<first 16 hex of content_hash>
   std::string content_hash;    ///< sha256 over relative paths, modes, contents (symlinks: targets)
   std::shared_ptr<void> lock;  ///< held while the tree is in use (concurrent builds of one tree wait)
 };
 
 /// The lock a build holds while it uses the tree `root` (<cache>/trees/<16 hex>): `<16 hex>.lock`
 /// beside it (its size file, probe::size_file, is beside it too).
-fs::path tree_lock(const fs::path& root);
+std::filesystem::path tree_lock(const std::filesystem::path& root);
 
 /// Copies `source` (without .git, __pycache__, and the top-level build/ and dist/ — never a stale
 /// build) into a fresh ScratchTree under cache_dir, waiting for another build of the same content
 /// to finish (`on_wait` is told once). Only symlinks that stay inside the tree are kept as links.
-Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, const fs::path& cache_dir,
+Result<ScratchTree> make_scratch_tree(probe::Machine m, const std::filesystem::path& source,
+                                      const std::filesystem::path& cache_dir,
                                       const std::function<void(std::string_view)>& on_wait = {});
 
 }  // namespace opforge::compile

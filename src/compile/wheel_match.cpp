@@ -4,6 +4,8 @@
 
 namespace opforge::compile {
 
+namespace fs = std::filesystem;
+
 Result<std::vector<fs::path>> match_glob(const probe::FileSystem& fs, const fs::path& root, const std::string& glob) {
   fs::path pattern(glob);
   fs::path folder = pattern.parent_path();

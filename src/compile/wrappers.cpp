@@ -13,6 +13,8 @@
 
 namespace opforge::compile {
 
+namespace fs = std::filesystem;
+
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
                          const std::vector<std::string>& gencode, bool random_seed) {
   NvccWrapper w;

@@ -9,9 +9,7 @@
 #include <vector>
 
 // plan.h uses `fs` unqualified; give it the alias it expects.
-namespace opforge {
-namespace fs = std::filesystem;
-}
+namespace opforge {}
 
 #include "plan/plan.h"
 #include "probe/machine.h"
@@ -34,7 +32,7 @@ namespace opforge::compile {
 /// flash-attention) add their own for every architecture they know. A command with no architecture
 /// option is left to nvcc's default.
 struct NvccWrapper {
-  fs::path path;                     ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
+  std::filesystem::path path;        ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
   std::string text;                  ///< the script
   std::vector<std::string> gencode;  ///< what replaces the project's options; empty: they are kept
 };
@@ -43,8 +41,9 @@ struct NvccWrapper {
 /// so two arch lists never share a cache entry).
 /// With `random_seed` (an nvcc that takes -frandom-seed: nvcc_takes_random_seed), each compile
 /// that names its output (-o) and no seed of its own gets -frandom-seed=<the output's file name>.
-NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp = {},
-                         const std::vector<std::string>& gencode = {}, bool random_seed = false);
+NvccWrapper nvcc_wrapper(const std::filesystem::path& cache_dir, const std::filesystem::path& nvcc,
+                         const std::string& stamp = {}, const std::vector<std::string>& gencode = {},
+                         bool random_seed = false);
 
 /// Whether the plan's nvcc takes -frandom-seed (compiler/flags.h).
 bool nvcc_takes_random_seed(const plan::Plan& plan);
@@ -66,16 +65,16 @@ std::vector<std::string> project_arch_targets(std::string_view log);
 /// (causal-conv1d, flash-attention, mamba-ssm without their *_FORCE_BUILD switch) is then visible
 /// in the build's output and log. It imports the sitecustomize it shadows, if there is one.
 struct NetworkWatch {
-  fs::path dir;      ///< <cache_dir>/pywatch/<16 hex of the text's sha256>
-  std::string text;  ///< sitecustomize.py
+  std::filesystem::path dir;  ///< <cache_dir>/pywatch/<16 hex of the text's sha256>
+  std::string text;           ///< sitecustomize.py
 };
-NetworkWatch network_watch(const fs::path& cache_dir);
+NetworkWatch network_watch(const std::filesystem::path& cache_dir);
 Status write_network_watch(probe::FileSystem& fs, const NetworkWatch& w);
 
 /// What a command build adds to its environment to watch the project: `watch`'s folder first on
 /// PYTHONPATH and, with `arch_log`, the nvcc wrapper's log (kNvccArchLogVariable).
 void add_watch_environment(std::map<std::string, std::string>& env, const NetworkWatch& watch,
-                           const fs::path& arch_log);
+                           const std::filesystem::path& arch_log);
 
 /// The variable the wrapper writes the project's architecture options to.
 inline constexpr const char* kNvccArchLogVariable = "OPFORGE_NVCC_ARCH_LOG";
@@ -99,12 +98,12 @@ struct HostWrappers {
   /// <cache_dir>/host/<16 hex of a sha256 over the scripts and the real compilers' size and mtime>:
   /// a compiler upgraded in place gets new wrappers, and ccache (which checks the compiler's mtime)
   /// a new key.
-  fs::path dir;
-  fs::path cc, cxx;  ///< what CC and CXX name: dir/gcc and dir/g++ (dir/cc and dir/c++ for clang)
+  std::filesystem::path dir;
+  std::filesystem::path cc, cxx;  ///< what CC and CXX name: dir/gcc and dir/g++ (dir/cc and dir/c++ for clang)
   std::vector<std::pair<std::string, std::string>> files;  ///< file name in dir → script
 };
 /// Nothing without a host compiler in the plan, or when its paths are not absolute.
-std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs::path& cache_dir,
+std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const std::filesystem::path& cache_dir,
                                           const plan::Plan& plan);
 
 /// Writes each script unless the same text is there already (its mtime stays, as for the nvcc wrapper).

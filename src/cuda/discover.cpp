@@ -121,16 +121,17 @@ struct Finder {
   Resolution res;
   std::set<std::string> seen;
 
-  void add(const fs::path& root, const std::string& found_by) {
+  void add(const fs::path& root, Origin origin, const std::string& found_by) {
     auto canon = m.fs.canonical(root);
     fs::path real = canon ? *canon : root;
     if (!seen.insert(real.string()).second) {
       for (auto& c : res.candidates)
-        if ((c.toolkit ? c.toolkit->root : c.path) == real) merge_found_by(c, found_by);
+        if ((c.toolkit ? c.toolkit->root : c.path) == real) merge_found_by(c, origin, found_by);
       return;
     }
     Candidate c;
     c.path = real;
+    c.origins = {origin};
     c.found_by = found_by;
     c.verdict = validate(real, c);
     // One toolkit reached from two folders (CUDA_HOME=/usr and /usr/lib/nvidia-cuda-toolkit, both
@@ -138,13 +139,14 @@ struct Finder {
     if (c.toolkit)
       for (auto& other : res.candidates)
         if (other.toolkit && other.toolkit->real_nvcc == c.toolkit->real_nvcc) {
-          merge_found_by(other, found_by + " as " + real.string());
+          merge_found_by(other, origin, found_by + " as " + real.string());
           return;
         }
     res.candidates.push_back(std::move(c));
   }
 
-  static void merge_found_by(Candidate& c, const std::string& found_by) {
+  static void merge_found_by(Candidate& c, Origin origin, const std::string& found_by) {
+    if (!c.found_through(origin)) c.origins.push_back(origin);
     if (c.found_by.find(found_by) == std::string::npos) c.found_by += ", " + found_by;
   }
 
@@ -216,28 +218,44 @@ struct Finder {
     return std::nullopt;
   }
 
-  void from_glob(const fs::path& dir, std::string_view prefix, const std::string& label) {
+  void from_glob(const fs::path& dir, std::string_view prefix, Origin origin) {
     auto names = m.fs.list_directory(dir);
     if (!names) return;
     for (auto& n : *names)
-      if (n.starts_with(prefix) && m.fs.resolved_type(dir / n) == probe::FileType::directory) add(dir / n, label);
+      if (n.starts_with(prefix) && m.fs.resolved_type(dir / n) == probe::FileType::directory)
+        add(dir / n, origin, std::string(origin_name(origin)));
   }
 };
 
 }  // namespace
 
+std::string_view origin_name(Origin o) {
+  switch (o) {
+    case Origin::cuda_home: return "CUDA_HOME";
+    case Origin::cuda_path: return "CUDA_PATH";
+    case Origin::nvcc_on_path: return "nvcc on PATH";
+    case Origin::usr_local_cuda: return "/usr/local/cuda";
+    case Origin::usr_local_cuda_n: return "/usr/local/cuda-*";
+    case Origin::opt_cuda: return "/opt/cuda*";
+    case Origin::conda_prefix: return "CONDA_PREFIX";
+    case Origin::pip_wheel: return "pip wheel";
+  }
+  return "?";
+}
+
 Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
   Finder f{m, {}, {}};
   f.res.torch = torch;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-    auto v = m.env.get(var);
-    if (v && !v->empty()) f.add(fs::path(*v), var);
+  for (Origin var : {Origin::cuda_home, Origin::cuda_path}) {
+    auto v = m.env.get(std::string(origin_name(var)));
+    if (v && !v->empty()) f.add(fs::path(*v), var, std::string(origin_name(var)));
   }
   if (auto path = m.env.get("PATH")) {
     if (auto nvcc = probe::find_on_path(m.fs, "nvcc", *path)) {
       const fs::path real = follow_wrappers(m.fs, *nvcc);
       const bool wrapper = wrapped_nvcc(m.fs, *nvcc).has_value();
-      std::string how = wrapper ? "nvcc on PATH (wrapper script " + nvcc->string() + ")" : "nvcc on PATH";
+      const std::string name(origin_name(Origin::nvcc_on_path));
+      std::string how = wrapper ? name + " (wrapper script " + nvcc->string() + ")" : name;
       // The folder of the nvcc that runs, when it is a whole toolkit (a wrapper such as
       // /usr/local/bin/nvcc would make /usr/local look like one). Debian's real nvcc sits in a
       // folder without headers: then the folder above `which nvcc` (/usr), as torch's
@@ -247,18 +265,21 @@ Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
       std::vector<fs::path> own{real_root / "include"};
       for (auto& d : target_dirs(m.fs, real_root, "include")) own.push_back(d);
       const bool whole = !first_holding(m.fs, own, "cuda.h", false).empty();
-      f.add(!whole && exists(m.fs, above / "include" / "cuda.h") ? above : real_root, how);
+      f.add(!whole && exists(m.fs, above / "include" / "cuda.h") ? above : real_root, Origin::nvcc_on_path, how);
     }
   }
-  f.add("/usr/local/cuda", "/usr/local/cuda");
-  f.from_glob("/usr/local", "cuda-", "/usr/local/cuda-*");
-  f.from_glob("/opt", "cuda", "/opt/cuda*");
-  if (auto conda = m.env.get("CONDA_PREFIX"); conda && !conda->empty()) f.add(*conda, "CONDA_PREFIX");
+  f.add("/usr/local/cuda", Origin::usr_local_cuda, std::string(origin_name(Origin::usr_local_cuda)));
+  f.from_glob("/usr/local", "cuda-", Origin::usr_local_cuda_n);
+  f.from_glob("/opt", "cuda", Origin::opt_cuda);
+  if (auto conda = m.env.get("CONDA_PREFIX"); conda && !conda->empty())
+    f.add(*conda, Origin::conda_prefix, std::string(origin_name(Origin::conda_prefix)));
   if (torch && !torch->site_packages.empty()) {
     auto nv = torch->site_packages / "nvidia";
     if (auto names = m.fs.list_directory(nv))
       for (auto& n : *names)
-        if (m.fs.is_executable(nv / n / "bin" / "nvcc")) f.add(nv / n, "pip wheel in " + torch->site_packages.string());
+        if (m.fs.is_executable(nv / n / "bin" / "nvcc"))
+          f.add(nv / n, Origin::pip_wheel,
+                std::string(origin_name(Origin::pip_wheel)) + " in " + torch->site_packages.string());
   }
   return f.res;
 }

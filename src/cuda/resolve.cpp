@@ -39,7 +39,8 @@ namespace {
 /// A toolkit the user named (PyTorch's order: CUDA_HOME, else CUDA_PATH).
 struct Named {
   std::string var, value;
-  Candidate* candidate = nullptr;  ///< null when no variable names one
+  Origin origin = Origin::cuda_home;  ///< the candidate `var` makes (discover())
+  Candidate* candidate = nullptr;     ///< null when no variable names one
 };
 
 /// What every way of choosing looks at.
@@ -77,15 +78,16 @@ std::vector<Candidate*> valid_newest_first(Resolution& res) {
 /// A toolkit the user named is used or refused, never passed over in silence.
 Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
   Named named;
-  for (const char* v : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto x = env.get(v); x && !x->empty()) {
-      named.var = v;
+  for (Origin o : {Origin::cuda_home, Origin::cuda_path})
+    if (auto x = env.get(std::string(origin_name(o))); x && !x->empty()) {
+      named.var = origin_name(o);
       named.value = *x;
+      named.origin = o;
       break;
     }
   if (named.var.empty()) return named;
   for (auto& c : res.candidates)
-    if (c.found_by.find(named.var) != std::string::npos) {
+    if (c.found_through(named.origin)) {
       named.candidate = &c;
       break;
     }
@@ -241,7 +243,7 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   ch.res.chosen = pick.candidate->toolkit;
   // The guides' PATH confusion in one line: `which nvcc` is another toolkit than the one chosen.
   for (auto* c : ch.valid)
-    if (c != pick.candidate && c->found_by.find("nvcc on PATH") != std::string::npos)
+    if (c != pick.candidate && c->found_through(Origin::nvcc_on_path))
       ch.res.warnings.push_back("the nvcc on PATH (" + c->toolkit->nvcc.string() + ", CUDA " +
                                 c->toolkit->version.str() + ") is not the toolkit chosen (CUDA " + chosen.str() +
                                 " at " + pick.candidate->toolkit->root.string() +

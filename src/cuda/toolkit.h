@@ -1,8 +1,10 @@
 #pragma once
 /// CUDA toolkits: where they are, what version, which one the recipe gets and why.
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "probe/machine.h"
@@ -38,13 +40,34 @@ struct Toolkit {
   fs::path lib_dir;               ///< folder holding libcudart*
 };
 
+/// Where discover() looked for a toolkit. The resolver and the plan ask a candidate's origins;
+/// Candidate::found_by is only the text shown for them.
+enum class Origin {
+  cuda_home,         ///< $CUDA_HOME
+  cuda_path,         ///< $CUDA_PATH
+  nvcc_on_path,      ///< the folder of `which nvcc` (or the one above it)
+  usr_local_cuda,    ///< /usr/local/cuda
+  usr_local_cuda_n,  ///< /usr/local/cuda-*
+  opt_cuda,          ///< /opt/cuda*
+  conda_prefix,      ///< $CONDA_PREFIX
+  pip_wheel,         ///< an nvidia/* wheel beside torch
+};
+
+/// "CUDA_HOME", "CUDA_PATH", "nvcc on PATH", "/usr/local/cuda", "/usr/local/cuda-*", "/opt/cuda*",
+/// "CONDA_PREFIX", "pip wheel": how found_by begins for each.
+std::string_view origin_name(Origin o);
+
 /// One place looked at, valid or not, and what became of it.
 struct Candidate {
   fs::path path;                   ///< as found
-  std::string found_by;            ///< "CUDA_HOME", "PATH (nvcc wrapper script)", "/usr/local/cuda-*", ...
+  std::vector<Origin> origins;     ///< every way it was reached, in the order found
+  std::string found_by;            ///< their text: "CUDA_HOME, nvcc on PATH (wrapper script /usr/bin/nvcc)", ...
   std::optional<Toolkit> toolkit;  ///< nullopt: invalid
   std::string verdict;             ///< "chosen: ..." or why it was rejected / not chosen
   bool chosen = false;
+
+  /// Whether `o` is one of the ways it was reached.
+  bool found_through(Origin o) const { return std::find(origins.begin(), origins.end(), o) != origins.end(); }
 };
 
 /// The CUDA version of the Python's torch, read from torch/version.py without importing torch.

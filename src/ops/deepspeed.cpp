@@ -48,8 +48,7 @@ Result<std::vector<Manifest>> parse_deepspeed_catalogue(const fs::path& root, st
     m.name = o["name"].get<std::string>();
     m.build_var = o.value("build_var", std::string());
     m.builder_class = o.value("class", std::string());
-    std::string kind = o.value("kind", std::string("cpu"));
-    m.kind = kind == "cuda" ? Kind::cuda : kind == "cpu_cuda" ? Kind::cpu_cuda : Kind::cpu;
+    m.kind = kind_from_name(o.value("kind", std::string("cpu"))).value_or(Kind::cpu);
     m.dir = root;
     if (o.contains("sources") && o["sources"].is_array())
       for (auto& s : o["sources"])

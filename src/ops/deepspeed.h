@@ -19,7 +19,7 @@ bool has_op_builder(const probe::FileSystem& fs, const fs::path& root);
 /// The builders of `<root>/op_builder` as the CUDA accelerator sees them (top-level modules, then
 /// the host-side optimizers of `op_builder/cpu`), one Manifest each: name (NAME), build_var
 /// (BUILD_VAR), sources when sources() returns literal lists, kind (cuda when a source is .cu,
-/// cpu_cuda when the builder derives from CUDAOpBuilder without .cu sources, else cpu), and
+/// cpu+cuda when the builder derives from CUDAOpBuilder without .cu sources, else cpu), and
 /// builder_class ("op_builder.fused_adam:FusedAdamBuilder"). Runs `python` once (no torch import).
 /// bad_input when op_builder/ cannot be read or holds no builder.
 Result<std::vector<Manifest>> load_deepspeed_catalogue(probe::Machine m, const fs::path& root,

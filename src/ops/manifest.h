@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace opforge::ops {
@@ -14,8 +15,16 @@ namespace fs = std::filesystem;
 /// derive from CUDAOpBuilder without .cu sources, e.g. async_io: CUDA headers, -lcudart).
 enum class Kind { cpu, cuda, cpu_cuda };
 
-/// "cpu" | "cuda" | "cpu+cuda".
+/// "cpu" | "cuda" | "cpu+cuda": the one spelling of each kind, in plans, build records, build_info
+/// and the DeepSpeed probe's catalogue.
 inline const char* kind_name(Kind k) { return k == Kind::cuda ? "cuda" : k == Kind::cpu_cuda ? "cpu+cuda" : "cpu"; }
+
+/// kind_name's inverse; nullopt for any other text.
+inline std::optional<Kind> kind_from_name(std::string_view name) {
+  for (Kind k : {Kind::cpu, Kind::cuda, Kind::cpu_cuda})
+    if (name == kind_name(k)) return k;
+  return std::nullopt;
+}
 
 /// Whether building the op needs a CUDA toolkit.
 inline bool needs_toolkit(Kind k) { return k != Kind::cpu; }

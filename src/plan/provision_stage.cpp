@@ -55,7 +55,7 @@ Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Opt
 
 void label_provisioned(cuda::Resolution& res, const cuda::Provision& p) {
   for (auto& c : res.candidates) {
-    if (c.found_by.find("CUDA_HOME") == std::string::npos) continue;
+    if (!c.found_through(cuda::Origin::cuda_home)) continue;
     c.found_by = "provisioned from PyPI (" + p.requirement + ")";
     if (c.chosen) c.verdict = "chosen: torch's exact CUDA " + p.cuda.str() + ", provisioned from PyPI";
   }

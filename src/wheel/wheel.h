@@ -357,7 +357,7 @@ struct BuildInfo {
   std::string host_compiler;                              ///< "gcc 12.2.0"
   std::vector<std::string> arch_list;                     ///< {"8.0", "9.0+PTX"}
   std::vector<std::string> ops;                           ///< ops built, sorted
-  std::map<std::string, std::string> op_kinds;            ///< op → "cpu" | "cuda"
+  std::map<std::string, std::string> op_kinds;            ///< op → ops::kind_name(): "cpu" | "cuda"
   std::string source_commit;                              ///< full hex, or empty
   std::map<std::string, std::vector<std::string>> notes;  ///< built op → notes ("requested by: …")
   std::map<std::string, std::string> build_vars;          ///< every op of the catalogue → its DS_BUILD_* variable

@@ -196,7 +196,8 @@ def catalogue(root: str) -> dict[str, Any]:
         # Sources computed at run time: every string in the *sources methods still names the files.
         strings = sources if sources is not None else source_strings(classes, n)
         cuda_sources = any(s.endswith((".cu", ".cuh")) for s in strings)
-        kind = "cuda" if cuda_sources else ("cpu_cuda" if derives(classes, n, "CUDAOpBuilder") else "cpu")
+        # The kinds as opforge spells them (ops::kind_name).
+        kind = "cuda" if cuda_sources else ("cpu+cuda" if derives(classes, n, "CUDAOpBuilder") else "cpu")
         ops[name] = {"name": name, "build_var": var, "class": module + ":" + n, "sources": sources, "kind": kind}
     return {"ops": [ops[k] for k in sorted(ops)]}
 

@@ -1,0 +1,62 @@
+/// The command backend's build: the project's own command (compile::run_command_backend), its
+/// wheel checked, normalised into the build folder and committed into dist/ with its record.
+#include "pipeline/dist.h"
+#include "pipeline/stages.h"
+#include "plan/jobs.h"
+#include "util/hash.h"
+#include "wheel/wheel.h"
+#include "util/strings.h"
+
+namespace opforge::pipeline {
+
+Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
+                                   const std::string& recipe_text, const Options& options) {
+  const plan::Plan& plan = outcome.plan;
+  auto out = OPFORGE_TRY(compile::run_command_backend(m, plan,
+                                                      {.wheel_dir = plan.build_dir / "normalized",
+                                                       .cache_dir = cache_dir(m, options),
+                                                       .on_line = options.on_line,
+                                                       .on_step = options.on_step}));
+  apply_op_steps(outcome.plan, out.op_steps);
+  {
+    std::map<std::string, std::uint64_t> peaks;
+    for (auto& step : out.op_steps)
+      if (step.status == compile::OpStatus::built && step.peak_rss_kib > 0)
+        peaks[step.op] = static_cast<std::uint64_t>(step.peak_rss_kib);
+    plan::store_compile_peaks(m.fs, cache_dir(m, options), peaks);
+  }
+  outcome.op_steps = out.op_steps;
+  auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
+  OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
+  outcome.project_arch = out.project_arch;
+  outcome.compiled_arch = wheel_gpu_targets(bytes);
+  outcome.wheel = plan.dist_dir / out.wheel.filename();
+  outcome.wheel_sha256 = sha256_hex(bytes);
+  outcome.needs = needs_of(bytes);
+  outcome.steps_run = 1;
+  outcome.tags = tags_of(out.wheel);
+  // Why the tag is not manylinux, as a native build says it (the retag happened in normalising).
+  if (auto seen = wheel::inspect_bytes(out.wheel.filename().string(), bytes); seen && seen->computed.glibc_minor)
+    outcome.platform_reason = strings::join(seen->computed.reasons, "; ");
+  record::Record rec;
+  rec.wheel = out.wheel.filename().string();
+  rec.outputs[rec.wheel] = outcome.wheel_sha256;
+  rec.inputs = command_inputs(m, plan, out, recipe_file, recipe_text);
+  rec.inputs["arch"] = {{"list", plan.arch.str()},
+                        {"enforced", plan.recipe.arch.enforce},
+                        {"project_asked", outcome.project_arch},
+                        {"compiled", outcome.compiled_arch}};
+  if (plan.source.catalogue == plan::Catalogue::op_builder)
+    rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));
+  outcome.record_path = record::path_for(outcome.wheel);
+  {
+    auto dist_lock = OPFORGE_TRY(lock_dist(m, plan.dist_dir, options.on_line));
+    OPFORGE_CHECK(recover_dist(m, plan.dist_dir));
+    OPFORGE_CHECK(commit(m, outcome.wheel, bytes, rec));
+  }
+  (void)m.fs.remove(out.wheel);
+  outcome.record = std::move(rec);
+  return outcome;
+}
+
+}  // namespace opforge::pipeline

@@ -1,0 +1,92 @@
+/// What a build says of its ops (built, skipped, failed, not requested: op_summary and the
+/// record's op_summary) and of its GPU code (arch_summary).
+#include <algorithm>
+#include <set>
+
+#include "pipeline/stages.h"
+#include "util/strings.h"
+
+namespace opforge::pipeline {
+
+void apply_op_steps(plan::Plan& plan, const std::vector<compile::OpStep>& steps) {
+  for (auto& step : steps) {
+    if (step.status != compile::OpStatus::failed) continue;
+    for (auto& d : plan.ops)
+      if (d.manifest.name == step.op) {
+        d.build = false;
+        d.failed = true;
+        d.reason = "failed: " + step.first_error + (step.log.empty() ? "" : " (log: " + step.log.string() + ")");
+      }
+  }
+}
+
+nlohmann::json summary_json(const std::vector<OpSummaryLine>& lines) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& l : lines) {
+    nlohmann::json j = {{"op", l.op}, {"status", l.status}, {"reason", l.reason}};
+    if (l.seconds >= 0) j["seconds"] = static_cast<double>(static_cast<long>(l.seconds * 10 + 0.5)) / 10;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<std::string> planned_gpu_targets(const plan::Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& a : plan.arch.arches) out.push_back("sm_" + a.sm());
+  for (const auto& a : plan.arch.arches)
+    if (a.ptx) out.push_back("compute_" + a.sm());
+  return out;
+}
+
+std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>& project,
+                         const std::vector<std::string>& compiled) {
+  if (plan.arch.arches.empty() && compiled.empty()) return "";
+  const auto planned = planned_gpu_targets(plan);
+  // Compared as sets of numbers: a fatbinary names sm_90a's code sm_90.
+  auto numbers = [](const std::vector<std::string>& v) {
+    std::set<std::string> out;
+    for (auto t : v) {
+      while (!t.empty() && t.back() >= 'a' && t.back() <= 'z') t.pop_back();
+      out.insert(t);
+    }
+    return out;
+  };
+  std::string line = "GPU code: " + (compiled.empty() ? std::string("none") : strings::join(compiled, " "));
+  if (!project.empty()) {
+    const bool same = numbers(project) == numbers(planned);
+    if (plan.recipe.arch.enforce)
+      line += same ? " (the project asked for the same)"
+                   : "; the project asked for " + strings::join(project, " ") + " (" + std::to_string(project.size()) +
+                         "), replaced by the plan's " + plan.arch.str() +
+                         " ([arch] enforce = false keeps the project's)";
+    else line += "; the project's own list " + strings::join(project, " ") + " ([arch] enforce = false)";
+  }
+  // A project whose nvcc did not run through opforge's wrapper (its own nvcc path, a build without
+  // torch's ninja) is compiled as it says: name it rather than claim the plan's list.
+  if (plan.recipe.arch.enforce && !compiled.empty() && !planned.empty() && numbers(compiled) != numbers(planned))
+    line += "\n  warning: the wheel's GPU code is not the plan's " + strings::join(planned, " ") +
+            ": the project's nvcc did not run through opforge's wrapper (PYTORCH_NVCC)";
+  return line;
+}
+
+std::vector<OpSummaryLine> op_summary(const plan::Plan& plan, const std::vector<compile::OpStep>& steps) {
+  std::vector<OpSummaryLine> out;
+  for (auto& d : plan.ops) {
+    OpSummaryLine l{d.manifest.name, "built", "", -1};
+    auto step = std::find_if(steps.begin(), steps.end(), [&](auto& s) { return s.op == d.manifest.name; });
+    if (step != steps.end()) l.seconds = step->seconds;
+    if (step != steps.end() && step->status == compile::OpStatus::failed) {
+      l.status = "failed";
+      l.reason = step->first_error;
+    } else if (!d.requested) {
+      l.status = "not requested";
+    } else if (!d.build) {
+      l.status = "skipped";
+      l.reason = d.reason.starts_with("skipped: ") ? d.reason.substr(9) : d.reason;
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace opforge::pipeline

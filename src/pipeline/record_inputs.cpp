@@ -1,0 +1,97 @@
+/// The build record's inputs: everything the wheel was made from (recipe, source, toolkit, compiler,
+/// arch list, flags, the recorded environment), a command build's extras, and the fingerprint a
+/// no-op rebuild is recognised by.
+#include "opforge/version.h"
+#include "pipeline/stages.h"
+#include "record/record.h"
+#include "util/hash.h"
+
+namespace opforge::pipeline {
+
+std::string compiler_text(const plan::Plan& plan) {
+  if (!plan.host) return "";
+  const auto& c = plan.host->compiler;
+  return std::string(compiler::family_name(c.family)) + " " + c.version.str(3);
+}
+
+nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const compile::Graph& graph,
+                             const fs::path& recipe_file, const std::string& recipe_text) {
+  nlohmann::json in;
+  in["opforge_version"] = kVersion;
+  in["recipe"] = {{"path", recipe_file.string()}, {"sha256", sha256_hex(recipe_text)}};
+  in["source"] = {{"root", plan.source.root.string()},
+                  {"commit", plan.source.commit},
+                  {"dirty", plan.source.dirty},
+                  {"release", plan.recipe.build.release}};
+  if (plan.cuda.chosen) {
+    auto& tk = *plan.cuda.chosen;
+    in["toolkit"] = {{"root", tk.root.string()}, {"version", tk.version.str()}, {"nvcc_version", tk.nvcc_version_text}};
+    if (plan.provision) {
+      // Which wheels the toolkit came from, not where this machine keeps them: the folder is the cache's.
+      auto p = util::json_parse(cuda::provision_json_text(*plan.provision));
+      in["toolkit"]["provisioned"] = {{"requirement", p["requirement"]},
+                                      {"requirement_source", p["requirement_source"]},
+                                      {"packages", p["packages"]}};
+    }
+  }
+  if (plan.host)
+    in["compiler"] = {{"cxx", plan.host->compiler.cxx.string()},
+                      {"version", compiler_text(plan)},
+                      {"shim", plan.host->shim_dir ? plan.host->shim_dir->string() : ""}};
+  in["arch_list"] = plan.arch.str();
+  if (!plan.arch.dropped.empty()) {
+    nlohmann::json dropped = nlohmann::json::object();
+    for (auto& [entry, why] : plan.arch.dropped) dropped[entry] = why;
+    in["arch_dropped"] = dropped;  // asked for, not built (only when there are some: fingerprints stay)
+  }
+  // the headers the ops' Python extensions were compiled against (stable ABI: any Python 3 from
+  // their floor gives a working extension, but the bytes follow the headers)
+  if (!plan.python_include.empty()) in["python_include"] = plan.python_include.string();
+  if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
+  if (plan.recipe.wheel.glibc_floor) in["glibc_floor"] = "2." + std::to_string(plan.recipe.wheel.glibc_floor);
+  in["source_date_epoch"] = plan.source_date_epoch;
+  nlohmann::json ops = nlohmann::json::object();
+  for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
+  in["ops"] = ops;
+  nlohmann::json env = nlohmann::json::object();
+  for (auto& [k, v] : m.env.all())
+    if (record::recorded_variable(k)) env[k] = v;
+  in["environment"] = env;
+  return in;
+}
+
+std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
+  std::string text = util::json_dump(inputs) + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
+                     spec.description + "\n" + spec.requires_python + "\n" + std::to_string(spec.source_date_epoch);
+  for (auto& f : spec.files) text += "\n" + f.path + " " + std::to_string(f.mode) + " " + sha256_hex(f.content);
+  return sha256_hex(text);
+}
+
+nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const compile::CommandOutput& out,
+                              const fs::path& recipe_file, const std::string& recipe_text) {
+  nlohmann::json in = record_inputs(m, plan, compile::Graph{}, m.fs.absolute(recipe_file), recipe_text);
+  in["command"] = plan.recipe.build.command;
+  in["command_log"] = out.log.string();
+  in["build_tree"] = {{"path", out.tree.string()}, {"content_sha256", out.tree_hash}};
+  in["catalogue"] = plan::catalogue_name(plan.source.catalogue);
+  nlohmann::json ops = nlohmann::json::object();
+  for (auto& d : plan.ops)
+    if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
+  in["ops"] = ops;
+  if (plan.source.catalogue == plan::Catalogue::op_builder) in["ops_installed"] = out.installed_ops;
+  if (plan.cuda.torch && plan.cuda.torch->torch_version)
+    in["torch"] = {{"version", *plan.cuda.torch->torch_version},
+                   {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
+                   {"python", plan.cuda.torch->python},
+                   {"requirement", compile::torch_requirement(*plan.cuda.torch->torch_version)}};
+  nlohmann::json cenv = nlohmann::json::object();
+  for (auto& [k, v] : out.env) {
+    auto base = m.env.get(k);
+    if (!base || *base != v) cenv[k] = v;
+  }
+  in["command_environment"] = cenv;
+  if (!plan.recipe.build.env.empty()) in["build_env"] = plan.recipe.build.env;
+  return in;
+}
+
+}  // namespace opforge::pipeline

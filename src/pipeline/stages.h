@@ -1,0 +1,100 @@
+#pragma once
+/// build_wheel's parts, each in its own file (internal to pipeline/): record_inputs.cpp (what the
+/// build record says the wheel was made from), cpu_target_check.cpp (the wheel's ELF files against
+/// [build] cpu_target), wheel_contents.cpp (the files, metadata and facts of the wheel),
+/// op_summary.cpp (each op's outcome and the GPU code), native_build.cpp and command_build.cpp
+/// (one backend each). pipeline.cpp runs them.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compile/command_backend.h"
+#include "compile/native.h"
+#include "pipeline/pipeline.h"
+#include "util/json.h"
+#include "wheel/wheel.h"
+
+namespace opforge::pipeline {
+
+/// The cache folder (settings::cache_dir): compile peaks, scratch trees, wrappers.
+fs::path cache_dir(probe::Machine m, const Options& options);
+
+// record_inputs.cpp
+
+/// "gcc 12.2.0": the host compiler's family and version; empty without one.
+std::string compiler_text(const plan::Plan& plan);
+
+/// The build record's inputs: opforge, the recipe, the source, toolkit, compiler, arch list, the
+/// ops' flags (`graph`) and the recorded environment variables.
+nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const compile::Graph& graph,
+                             const fs::path& recipe_file, const std::string& recipe_text);
+
+/// sha256 over everything that decides the wheel's bytes: the recorded inputs and every file.
+std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs);
+
+/// What a command build's record holds beyond record_inputs: the command, its log, the tree it ran
+/// in, the ops decided (and, DeepSpeed, those its installed-ops record lists: setup.py may add
+/// dependencies, async_io brings pin_memory), torch, and the environment beyond the caller's.
+nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const compile::CommandOutput& out,
+                              const fs::path& recipe_file, const std::string& recipe_text);
+
+// cpu_target_check.cpp
+
+/// With a cpu_target: the ELF files checked against it (the CPU target section of docs/recipe.md). A file may
+/// exceed the target when [build] cpu_dispatch names it, or, for a native op, by the ISA flags its
+/// op.toml gives single sources (those files are compiled for one SIMD level by design and the op
+/// picks one at run time).
+Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std::string, std::string_view>>& files,
+                        const std::map<std::string, std::string>& op_of_path);
+
+/// A command build's wheel checked against the recipe's cpu_target. A refused wheel stays in the
+/// build folder (never in dist/) to be inspected.
+Status check_command_wheel(const plan::Plan& plan, std::string_view bytes, const fs::path& wheel);
+
+// wheel_contents.cpp
+
+/// What a finished wheel needs of the system; nullopt when it holds no ELF file (or cannot be read,
+/// which verify reports elsewhere).
+std::optional<wheel::WheelNeeds> needs_of(std::string_view bytes);
+
+/// The wheel's tags from its file name (name-version[-build]-python-abi-platform.whl).
+std::vector<std::string> tags_of(const fs::path& wheel);
+
+/// The GPU targets inside the wheel's ELF files ("sm_90", "compute_90"), sorted.
+std::vector<std::string> wheel_gpu_targets(std::string_view bytes);
+
+/// What goes into the wheel besides the package: the op libraries (their hashes into `hashes`) and
+/// build_info.py, checked against the recipe's cpu_target, sorted by path.
+Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan& plan, const compile::RunResult& ran,
+                                             const fs::path& package, wheel::BuildInfo& info,
+                                             std::map<std::string, std::string>& hashes);
+
+/// The native wheel's spec: the plan's name, version and metadata, `files`, the stable-ABI floor.
+wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std::vector<wheel::File> files);
+
+// op_summary.cpp
+
+/// Marks the plan's ops whose own compile step failed as not built, with the first error.
+void apply_op_steps(plan::Plan& plan, const std::vector<compile::OpStep>& steps);
+
+/// op_summary's lines as the record keeps them (op, status, reason, seconds to a tenth).
+nlohmann::json summary_json(const std::vector<OpSummaryLine>& lines);
+
+// native_build.cpp
+
+/// The native backend compiles the ops; the wheel is the pure-Python package, the op libraries
+/// and build_info.py.
+Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
+                             const std::string& recipe_text, const Options& options);
+
+// command_build.cpp
+
+/// A setup.py-style project builds its own wheel; opforge sets the environment, then
+/// normalises the wheel (into the build folder) and commits it with its record.
+Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
+                                   const std::string& recipe_text, const Options& options);
+
+}  // namespace opforge::pipeline

@@ -1,0 +1,98 @@
+/// plan::make's overrides: the environment variables (and --nodes) that override the recipe, each
+/// checked before anything is probed, and the jobs, SOURCE_DATE_EPOCH and compile timeout they decide.
+#include <chrono>
+
+#include "plan/jobs.h"
+#include "plan/stages.h"
+#include "settings/settings.h"
+#include "util/numbers.h"
+#include "util/strings.h"
+
+namespace opforge::plan {
+
+Result<Overrides> read_overrides(const probe::Environment& environment, const recipe::Recipe& r, const Options& opts,
+                                 std::vector<std::string>& notes) {
+  Overrides out;
+  out.arch_list = r.arch.list;
+  out.arch_from = "recipe [arch] list";
+  if (opts.node_arch_list) {
+    out.arch_list = *opts.node_arch_list;
+    out.arch_from = kFromNodes;
+    notes.push_back("arch list: the node reports' '" + *opts.node_arch_list + "' overrides the recipe's '" +
+                    r.arch.list + "'");
+  } else if (auto v = OPFORGE_TRY(settings::arch_list(environment))) {
+    out.arch_list = v->text;
+    out.arch_from = "TORCH_CUDA_ARCH_LIST";
+    notes.push_back("arch list: TORCH_CUDA_ARCH_LIST='" + strings::cut(v->text) + "' overrides the recipe's '" +
+                    strings::cut(r.arch.list) + "'");
+  }
+  if (auto jobs = OPFORGE_TRY(settings::max_jobs(environment))) {
+    if (jobs->capped)
+      notes.push_back("MAX_JOBS=" + std::to_string(jobs->asked) + " capped at " + std::to_string(settings::kMaxJobs));
+    out.max_jobs = jobs->jobs;
+  }
+  out.epoch = OPFORGE_TRY(settings::source_date_epoch(environment));
+  for (auto& [var, value] : settings::toolkit_roots(environment))
+    notes.push_back("toolkit: " + var + "=" + value + " is considered first");
+  if (settings::skip_cuda_check(environment))
+    notes.push_back("DS_SKIP_CUDA_CHECK=1: a torch/toolkit CUDA mismatch is a warning, not an error");
+  else if (auto v = settings::ignored_skip_cuda_check(environment))
+    notes.push_back("DS_SKIP_CUDA_CHECK=" + strings::cut(*v) +
+                    " is not 1: the torch/toolkit CUDA check stays on (DeepSpeed skips it only for exactly 1)");
+  return out;
+}
+
+unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& opts, std::optional<unsigned> max_jobs,
+                     const std::vector<ops::Decision>& decisions, std::vector<std::string>& notes, std::string& why) {
+  unsigned jobs = 0;
+  std::string from;
+  if (opts.jobs) {
+    jobs = *opts.jobs;
+    from = "-j";
+  } else if (max_jobs) {
+    jobs = *max_jobs;
+    from = "MAX_JOBS";
+  } else if (r.build.jobs) {
+    jobs = r.build.jobs;
+    from = "recipe [build] jobs";
+  } else {
+    const auto available = available_memory(m.fs);
+    const bool cgroup = available && available->from != "MemAvailable";
+    auto fit =
+        memory_aware_jobs(m.env.cpu_count(), available ? std::optional(available->kib) : std::nullopt, decisions,
+                          load_compile_peaks(m.fs, cache_dir(m, opts)), cgroup ? available->from : std::string());
+    jobs = fit.jobs;
+    from = fit.why;
+  }
+  notes.push_back("jobs: " + std::to_string(jobs) + " (" + from + ")");
+  why = from;
+  return jobs;
+}
+
+std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInfo& source,
+                          std::vector<std::string>& notes) {
+  std::int64_t epoch = env_epoch ? *env_epoch : source.commit_time.value_or(wheel::kMinEpoch);
+  if (epoch < wheel::kMinEpoch) {
+    notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) + " clamped to " + std::to_string(wheel::kMinEpoch) +
+                    " (1980-01-01, the zip minimum)");
+    return wheel::kMinEpoch;
+  }
+  notes.push_back("SOURCE_DATE_EPOCH: " + std::to_string(epoch) +
+                  (env_epoch            ? " (environment)"
+                   : source.commit_time ? " (commit time)"
+                                        : " (default 1980-01-01)"));
+  return epoch;
+}
+
+Result<std::chrono::seconds> read_compile_timeout(const probe::Environment& env, std::chrono::seconds fallback) {
+  auto v = env.get("OPFORGE_COMPILE_TIMEOUT");
+  if (!v || v->empty()) return fallback;
+  auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
+  if (!n || *n < 60 || *n > 604800)
+    return bad_input("environment variable OPFORGE_COMPILE_TIMEOUT='" + strings::cut(*v) +
+                         "' is not a number of seconds from 60 to 604800 (a week)",
+                     "use e.g. OPFORGE_COMPILE_TIMEOUT=21600 (6 hours, the default), or unset it");
+  return std::chrono::seconds(*n);
+}
+
+}  // namespace opforge::plan
