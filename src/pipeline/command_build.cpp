@@ -4,8 +4,8 @@
 #include "pipeline/stages.h"
 #include "plan/jobs.h"
 #include "util/hash.h"
-#include "wheel/wheel.h"
 #include "util/strings.h"
+#include "wheel/wheel.h"
 
 namespace opforge::pipeline {
 
