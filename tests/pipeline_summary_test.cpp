@@ -24,6 +24,7 @@ TEST(PipelineSummary, OneLinePerOpWithStatusReasonAndSeconds) {
            decision("kernels", false, "skipped: its extension cannot be constructed: no dskernels"),
            decision("other", false, "not requested")};
   p.ops[3].requested = false;
+  p.ops[2].detail = "its extension cannot be constructed: no dskernels";  // as ops::decide writes it
   std::vector<compile::OpStep> steps = {
       {.op = "broken", .status = compile::OpStatus::failed, .first_error = "k.cu:5: error: x", .seconds = 2.5},
       {.op = "good", .status = compile::OpStatus::built, .seconds = 4.0}};

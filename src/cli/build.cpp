@@ -108,7 +108,7 @@ void print_ops(const pipeline::Outcome& outcome) {
     std::cout << (d.build  ? "  built    "
                   : failed ? "  failed   "
                            : "  skipped  ")
-              << d.manifest.name << (d.build ? "" : " (" + (failed ? d.reason.substr(8) : d.reason) + ")") << "\n";
+              << d.manifest.name << (d.build ? "" : " (" + (failed ? d.detail : d.reason) + ")") << "\n";
   }
   print_added_ops(outcome, "  built    ");
 }

@@ -255,7 +255,8 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
     return unsatisfied("op '" + op.name + "' was requested (" + d.requested_by + ") but cannot be built: " + why_not,
                        fix);
   d.build = false;
-  d.reason = "skipped: " + why_not + "; to build it, " + fix;
+  d.detail = why_not + "; to build it, " + fix;
+  d.reason = "skipped: " + d.detail;
   return {};
 }
 

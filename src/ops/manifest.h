@@ -78,6 +78,9 @@ struct Decision {
   std::string requested_by;  ///< "recipe: true", "DS_BUILD_AIO=1", "DS_BUILD_OPS=1", "default"
   bool required = false;     ///< requested explicitly (true, DS_BUILD_<OP>=1): failing to build it fails the build
   std::string reason;        ///< why it is (not) built, e.g. "libaio not found: apt-get install libaio-dev"
+  /// For a skipped or failed op, the reason without its leading status word ("skipped: ",
+  /// "failed: "): what the build's summary prints after the op's status.
+  std::string detail;
 };
 
 }  // namespace opforge::ops

@@ -15,7 +15,8 @@ void apply_op_steps(plan::Plan& plan, const std::vector<compile::OpStep>& steps)
       if (d.manifest.name == step.op) {
         d.build = false;
         d.failed = true;
-        d.reason = "failed: " + step.first_error + (step.log.empty() ? "" : " (log: " + step.log.string() + ")");
+        d.detail = step.first_error + (step.log.empty() ? "" : " (log: " + step.log.string() + ")");
+        d.reason = "failed: " + d.detail;
       }
   }
 }
@@ -82,7 +83,7 @@ std::vector<OpSummaryLine> op_summary(const plan::Plan& plan, const std::vector<
       l.status = "not requested";
     } else if (!d.build) {
       l.status = "skipped";
-      l.reason = d.reason.starts_with("skipped: ") ? d.reason.substr(9) : d.reason;
+      l.reason = d.detail.empty() ? d.reason : d.detail;
     }
     out.push_back(std::move(l));
   }
