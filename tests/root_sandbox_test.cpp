@@ -139,27 +139,32 @@ TEST(RootSandbox, ADevelopmentOpforgeRunsInsideWithTheHostsLoader) {
   EXPECT_EQ(self_binds(static_exe)[1].inside, "/.opforge/share/opforge");
 }
 
-TEST(RootSandbox, TheBuildInsideGetsItsFoldersTheToolkitAndTheBuildVariables) {
-  probe::FakeMachine fm;
-  add_root(fm.fs, "/roots/b");
-  fm.fs.add_file("/work/p/recipe.toml", "[source]\npath = \"src\"\n[build]\nbuild_dir = \"out/b\"\n");
-  fm.fs.add_directory("/work/p/src");
+/// The host of the prepare() tests: NVIDIA's 13.0 at /opt/cuda-13.0 (/usr/local/cuda), bubblewrap
+/// 0.8 whose run inside prints `describe` (a captured describe_script() output), opforge itself
+/// (this test's own dynamically linked executable stands in for it) and the host's loader.
+static void add_host(probe::FakeMachine& fm, const std::string& describe) {
   fm.fs.add_file("/opt/cuda-13.0/bin/nvcc", "", 0755);
   fm.fs.add_symlink("/usr/local/cuda", "/opt/cuda-13.0");
   fm.fs.add_file("/usr/bin/bwrap", "", 0755);
-  // opforge itself: this test's own (dynamically linked) executable stands in for it
   fm.fs.add_file("/opt/o/bin/opforge", test_util::slurp("/proc/self/exe"), 0755);
   fm.fs.add_symlink("/proc/self/exe", "/opt/o/bin/opforge");
   fm.fs.add_file("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "", 0755);
   fm.fs.add_symlink("/lib64/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
   fm.env.set("PATH", "/usr/bin");
   fm.env.set("HOME", "/home/u");
+  fm.proc.on({"/usr/bin/bwrap", "--version"}, {.exit_code = 0, .out = "bubblewrap 0.8.0\n"});
+  fm.proc.on({"/usr/bin/bwrap", "--die-with-parent"}, {.exit_code = 0, .out = test_util::data(describe)});
+}
+
+TEST(RootSandbox, TheBuildInsideGetsItsFoldersTheToolkitAndTheBuildVariables) {
+  probe::FakeMachine fm;
+  add_root(fm.fs, "/roots/b");
+  fm.fs.add_file("/work/p/recipe.toml", "[source]\npath = \"src\"\n[build]\nbuild_dir = \"out/b\"\n");
+  fm.fs.add_directory("/work/p/src");
+  add_host(fm, "root/describe-debian11.txt");
   fm.env.set("TORCH_CUDA_ARCH_LIST", "9.0");
   fm.env.set("DS_BUILD_AIO", "1");
   fm.env.set("LD_PRELOAD", "/host/only.so");
-  fm.proc.on({"/usr/bin/bwrap", "--version"}, {.exit_code = 0, .out = "bubblewrap 0.8.0\n"});
-  fm.proc.on({"/usr/bin/bwrap", "--die-with-parent"},
-             {.exit_code = 0, .out = test_util::data("root/describe-debian11.txt")});
   Invocation inv;
   inv.root = "/roots/b";
   inv.recipe = "/work/p/recipe.toml";
@@ -199,19 +204,8 @@ TEST(RootSandbox, ARootWithItsOwnToolkitChoosesInside) {
   probe::FakeMachine fm;
   add_root(fm.fs, "/roots/t");
   fm.fs.add_file("/work/p/recipe.toml", "[build]\nbackend = \"command\"\ncommand = [\"python3\", \"setup.py\"]\n");
-  fm.fs.add_file("/opt/cuda-13.0/bin/nvcc", "", 0755);
-  fm.fs.add_symlink("/usr/local/cuda", "/opt/cuda-13.0");
-  fm.fs.add_file("/usr/bin/bwrap", "", 0755);
-  fm.fs.add_file("/opt/o/bin/opforge", test_util::slurp("/proc/self/exe"), 0755);
-  fm.fs.add_symlink("/proc/self/exe", "/opt/o/bin/opforge");
-  fm.fs.add_file("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "", 0755);
-  fm.fs.add_symlink("/lib64/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
-  fm.env.set("PATH", "/usr/bin");
-  fm.env.set("HOME", "/home/u");
+  add_host(fm, "root/describe-debian13-cuda.txt");
   fm.env.set("CUDA_HOME", "/usr/local/cuda");
-  fm.proc.on({"/usr/bin/bwrap", "--version"}, {.exit_code = 0, .out = "bubblewrap 0.8.0\n"});
-  fm.proc.on({"/usr/bin/bwrap", "--die-with-parent"},
-             {.exit_code = 0, .out = test_util::data("root/describe-debian13-cuda.txt")});
   Invocation inv;
   inv.root = "/roots/t";
   inv.recipe = "/work/p/recipe.toml";
