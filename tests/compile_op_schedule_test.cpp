@@ -11,7 +11,7 @@ ops::Decision op(std::string name, std::vector<fs::path> sources, bool build = t
   ops::Decision d;
   d.manifest.name = std::move(name);
   d.manifest.sources = std::move(sources);
-  d.build = build;
+  d.status = build ? ops::OpStatus::build : ops::OpStatus::skipped;
   return d;
 }
 

@@ -48,13 +48,13 @@ Report a_machine() {
   r.kernel = "6.1.0-27-amd64";
   ops::Decision aio;
   aio.manifest.name = "aio";
-  aio.build = false;
+  aio.status = ops::OpStatus::skipped;
   aio.requested_by = "recipe: auto";
   aio.reason = "libaio not found: apt-get install libaio-dev";
   r.ops.push_back(aio);
   ops::Decision adam;
   adam.manifest.name = "cpu_adam";
-  adam.build = true;
+  adam.status = ops::OpStatus::build;
   adam.requested_by = "DS_BUILD_CPU_ADAM=1";
   adam.reason = "compatible";
   r.ops.push_back(adam);
@@ -90,7 +90,7 @@ TEST(DoctorRender, TextOfAFullReport) {
             "kernel: 6.1.0-27-amd64\n"
             "\n"
             "Ops:\n"
-            "  aio: skip (recipe: auto) libaio not found: apt-get install libaio-dev\n"
+            "  aio: skipped (recipe: auto) libaio not found: apt-get install libaio-dev\n"
             "  cpu_adam: build (DS_BUILD_CPU_ADAM=1) compatible\n"
             "\n"
             "Warnings:\n"
@@ -113,7 +113,7 @@ TEST(DoctorRender, JsonOfAFullReport) {
   EXPECT_EQ(
       j["ops"][1],
       (nlohmann::json{
-          {"name", "cpu_adam"}, {"requested_by", "DS_BUILD_CPU_ADAM=1"}, {"build", true}, {"reason", "compatible"}}));
+          {"name", "cpu_adam"}, {"requested_by", "DS_BUILD_CPU_ADAM=1"}, {"build", true}, {"status", "build"}, {"reason", "compatible"}}));
 }
 
 /// A machine with nothing on it: no Python, no toolkit, no compiler, no GPU, no tool, no recipe.

@@ -204,7 +204,7 @@ plan::Plan one_op_plan(const sfs::path& src, const sfs::path& build) {
   p.build_dir = build;
   p.jobs = 1;
   ops::Decision d;
-  d.build = true;
+  d.status = ops::OpStatus::build;
   d.manifest.name = "hostile";
   d.manifest.dir = src / "ops" / "hostile";
   p.ops = {d};

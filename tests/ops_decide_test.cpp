@@ -48,7 +48,7 @@ struct World {
     std::vector<std::string> out;
     if (d)
       for (auto& x : *d)
-        if (x.build) out.push_back(x.manifest.name);
+        if (x.builds()) out.push_back(x.manifest.name);
     return out;
   }
 };
@@ -102,7 +102,7 @@ TEST(OpsDecide, RecipeOpsTableWithUnlistedOpsOff) {
   auto d = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
   ASSERT_TRUE(d);
   EXPECT_EQ((*d)[2].manifest.name, "overflow");
-  EXPECT_FALSE((*d)[2].build);
+  EXPECT_FALSE((*d)[2].builds());
   EXPECT_EQ((*d)[2].requested_by, "recipe: not listed in [ops]");
   EXPECT_EQ(w.built(), (Names{"aio", "utils"}));
 }
@@ -113,8 +113,8 @@ TEST(OpsDecide, AutoCudaOpWithoutToolkitIsSkippedWithReason) {
   w.ctx.cuda_unavailable = "no CUDA toolkit found";
   auto d = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
   ASSERT_TRUE(d);
-  EXPECT_FALSE((*d)[2].build);
-  EXPECT_EQ((*d)[2].reason,
+  EXPECT_FALSE((*d)[2].builds());
+  EXPECT_EQ((*d)[2].said(),
             "skipped: it needs CUDA: no CUDA toolkit found; to build it, install a CUDA toolkit or "
             "set CUDA_HOME, or do not request overflow");
 }
@@ -137,8 +137,8 @@ TEST(OpsDecide, FailedProbeNamesPackagesPerDistribution) {
   w.recipe.ops = {{"aio", recipe::OpRequest::automatic}};
   auto d = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
   ASSERT_TRUE(d);
-  EXPECT_FALSE((*d)[0].build);
-  EXPECT_EQ((*d)[0].reason,
+  EXPECT_FALSE((*d)[0].builds());
+  EXPECT_EQ((*d)[0].said(),
             "skipped: libaio not found (compiling and linking `io_submit(0, 0, 0);` with -laio "
             "failed: cannot find -laio); to build it, install it (apt-get install libaio-dev, yum install "
             "libaio-devel, pacman -S libaio), or set CFLAGS/LDFLAGS to its include and lib folders "
@@ -158,8 +158,8 @@ TEST(OpsDecide, AProbeBrokenByTheUsersFlagsSaysSoNotLibraryNotFound) {
   w.recipe.ops = {{"aio", recipe::OpRequest::automatic}};
   auto d = decide(w.fm.machine(), w.manifests, w.recipe, w.ctx);
   ASSERT_TRUE(d);
-  EXPECT_FALSE((*d)[0].build);
-  EXPECT_EQ((*d)[0].reason,
+  EXPECT_FALSE((*d)[0].builds());
+  EXPECT_EQ((*d)[0].said(),
             "skipped: cannot look for libaio: the C++ compiler fails on an empty program with the flags of "
             "CFLAGS/CXXFLAGS/LDFLAGS ('-fnonsense-flag'): c++: error: unrecognized command-line option "
             "'-fnonsense-flag'; to build it, fix CFLAGS, CXXFLAGS or LDFLAGS (or unset them)");

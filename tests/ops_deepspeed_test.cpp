@@ -161,9 +161,9 @@ TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
     r.ops = {{"cpu_adam", recipe::OpRequest::on}, {"never", recipe::OpRequest::automatic}};
     auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, r, ctx);
     ASSERT_TRUE(d) << d.error().render();
-    EXPECT_TRUE((*d)[0].build);
-    EXPECT_FALSE((*d)[2].build);
-    EXPECT_NE((*d)[2].reason.find("skipped: NeverBuilder.is_compatible() says no"), std::string::npos)
+    EXPECT_TRUE((*d)[0].builds());
+    EXPECT_FALSE((*d)[2].builds());
+    EXPECT_NE((*d)[2].said().find("skipped: NeverBuilder.is_compatible() says no"), std::string::npos)
         << (*d)[2].reason;
   }
   {  // a misspelt op: exit 2 with a suggestion from the catalogue
@@ -177,7 +177,7 @@ TEST(OpsDeepspeed, DecideUsesTheCatalogueVariablesAndVerdicts) {
     probe::FakeEnvironment env(std::map<std::string, std::string>{});
     auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
     ASSERT_TRUE(d);
-    for (auto& op : *d) EXPECT_FALSE(op.build) << op.manifest.name;
+    for (auto& op : *d) EXPECT_FALSE(op.builds()) << op.manifest.name;
   }
   {  // a CUDA op without a toolkit is not even asked about
     probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_FUSED_THING", "1"}});
@@ -240,7 +240,7 @@ TEST(OpsDeepspeed, ABuiltOpTakesTheSourcesOfItsConstructedExtension) {
   probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_OPS", "1"}});
   auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
   ASSERT_TRUE(d) << d.error().render();
-  ASSERT_TRUE((*d)[0].build);
+  ASSERT_TRUE((*d)[0].builds());
   EXPECT_EQ((*d)[0].manifest.sources, (std::vector<ops::fs::path>{"csrc/core/a.cu", "csrc/core/b.cpp"}));
 }
 
@@ -271,10 +271,10 @@ TEST(OpsDeepspeed, AnOpWhoseExtensionCannotBeConstructedIsSkippedOrUnsatisfied) 
     probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_OPS", "1"}});
     auto d = ops::decide(probe::Machine{fs, proc, env, dl}, *cat, recipe::Recipe{}, ctx);
     ASSERT_TRUE(d) << d.error().render();
-    EXPECT_TRUE((*d)[0].build);
+    EXPECT_TRUE((*d)[0].builds());
     EXPECT_FALSE((*d)[0].required);
-    EXPECT_FALSE((*d)[1].build);
-    EXPECT_EQ((*d)[1].reason,
+    EXPECT_FALSE((*d)[1].builds());
+    EXPECT_EQ((*d)[1].said(),
               "skipped: its extension cannot be constructed: RaggedBuilder.builder() raised ModuleNotFoundError: No "
               "module named 'dskernels'; to build it, pip install deepspeed-kernels (it provides the module "
               "'dskernels'), or do not request ragged (DS_BUILD_RAGGED=0)");

@@ -54,8 +54,14 @@ TEST(PlanCli, PlanJsonIsValidAndComplete) {
   ASSERT_EQ(j["ops"].size(), 4u);
   EXPECT_EQ(j["ops"][1]["name"], "cpuop");
   EXPECT_EQ(j["ops"][1]["build"], true);
+  EXPECT_EQ(j["ops"][1]["status"], "build");
+  EXPECT_EQ(j["ops"][1]["reason"], "compatible");
   EXPECT_EQ(j["ops"][2]["name"], "nolib");
   EXPECT_EQ(j["ops"][2]["build"], false);
+  EXPECT_EQ(j["ops"][2]["status"], "skipped");
+  // The reason follows the status word, it does not repeat it.
+  EXPECT_TRUE(j["ops"][2]["reason"].get<std::string>().starts_with("libopforge-missing not found (compiling and linking"))
+      << j["ops"][2]["reason"];
   EXPECT_EQ(j["exports"]["DS_BUILD_CPUOP"], "1");
 }
 

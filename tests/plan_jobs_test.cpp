@@ -17,7 +17,7 @@ ops::Decision op(const std::string& name, ops::Kind kind, bool build = true) {
   ops::Decision d;
   d.manifest.name = name;
   d.manifest.kind = kind;
-  d.build = build;
+  d.status = build ? ops::OpStatus::build : ops::OpStatus::skipped;
   return d;
 }
 

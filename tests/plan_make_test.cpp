@@ -66,8 +66,8 @@ TEST(PlanMake, ResolvesEverythingAndExportsIt) {
   EXPECT_EQ(p->source.root, "/r");
   EXPECT_EQ(p->source.ops_dir, "/r/ops");
   ASSERT_EQ(p->ops.size(), 2u);
-  EXPECT_TRUE(p->ops[0].build);
-  EXPECT_TRUE(p->ops[1].build);
+  EXPECT_TRUE(p->ops[0].builds());
+  EXPECT_TRUE(p->ops[1].builds());
   EXPECT_EQ(p->wheel_version, "0.1.0+cu13");
   EXPECT_EQ(p->build_dir, "/r/recipes/build/opforge");
   EXPECT_EQ(p->exports, (std::map<std::string, std::string>{
@@ -119,9 +119,9 @@ TEST(PlanMake, WithoutToolkitCpuOpsStillBuild) {
   w.has_cuda = false;
   auto p = w.make();
   ASSERT_TRUE(p) << p.error().render();
-  EXPECT_TRUE(p->ops[0].build);
-  EXPECT_FALSE(p->ops[1].build);
-  EXPECT_EQ(p->ops[1].reason,
+  EXPECT_TRUE(p->ops[0].builds());
+  EXPECT_FALSE(p->ops[1].builds());
+  EXPECT_EQ(p->ops[1].said(),
             "skipped: it needs CUDA: no CUDA toolkit found (looked in CUDA_HOME, PATH, "
             "/usr/local/cuda*); to build it, install a CUDA toolkit or set CUDA_HOME, or do not "
             "request vecadd");

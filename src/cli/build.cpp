@@ -65,7 +65,7 @@ void print_added_ops(const pipeline::Outcome& outcome, const std::string& prefix
     for (auto& op : *it) {
       std::string name = op.is_string() ? op.get<std::string>() : "";
       bool planned =
-          std::any_of(plan.ops.begin(), plan.ops.end(), [&](auto& d) { return d.build && d.manifest.name == name; });
+          std::any_of(plan.ops.begin(), plan.ops.end(), [&](auto& d) { return d.builds() && d.manifest.name == name; });
       if (!name.empty() && !planned) std::cout << prefix << name << " (added by the project's setup.py)\n";
     }
 }
@@ -76,13 +76,14 @@ void print_op_summary(const pipeline::Outcome& outcome) {
   // An op the project's setup.py added on its own is listed once, as added (print_added_ops).
   if (auto it = outcome.record.inputs.find("ops_installed"); it != outcome.record.inputs.end() && it->is_array())
     std::erase_if(lines, [&](const pipeline::OpSummaryLine& l) {
-      return l.status == "not requested" && std::find(it->begin(), it->end(), l.op) != it->end();
+      return l.status == ops::OpStatus::not_requested && std::find(it->begin(), it->end(), l.op) != it->end();
     });
   std::size_t width = 0;
   for (auto& l : lines) width = std::max(width, l.op.size());
   std::cout << "ops:\n";
   for (auto& l : lines) {
-    std::string row = "  " + l.status + std::string(15 - std::min<std::size_t>(14, l.status.size()), ' ') + l.op;
+    const std::string status = ops::status_name(l.status);
+    std::string row = "  " + status + std::string(15 - std::min<std::size_t>(14, status.size()), ' ') + l.op;
     if (l.seconds >= 0 || !l.reason.empty()) row += std::string(width - l.op.size(), ' ');
     if (l.seconds >= 0) {
       char secs[32];
@@ -103,12 +104,10 @@ void print_ops(const pipeline::Outcome& outcome) {
   }
   for (auto& d : plan.ops) {
     // DeepSpeed's two dozen builders: those nobody asked for are not listed.
-    if (plan.source.catalogue == plan::Catalogue::op_builder && !d.requested) continue;
-    const bool failed = d.failed;
-    std::cout << (d.build  ? "  built    "
-                  : failed ? "  failed   "
-                           : "  skipped  ")
-              << d.manifest.name << (d.build ? "" : " (" + (failed ? d.detail : d.reason) + ")") << "\n";
+    if (plan.source.catalogue == plan::Catalogue::op_builder && !d.requested()) continue;
+    const std::string status = ops::status_name(d.status);
+    std::cout << "  " << status << std::string(9 - std::min<std::size_t>(8, status.size()), ' ') << d.manifest.name
+              << (d.builds() || d.reason.empty() ? "" : " (" + d.reason + ")") << "\n";
   }
   print_added_ops(outcome, "  built    ");
 }
@@ -118,7 +117,7 @@ void print_ops(const pipeline::Outcome& outcome) {
 void print_platform(const pipeline::Outcome& outcome) {
   const auto& plan = outcome.plan;
   for (auto& d : plan.ops)
-    if (d.build && d.manifest.python_extension && plan.python_include.empty())
+    if (d.builds() && d.manifest.python_extension && plan.python_include.empty())
       std::cout << "left out: " << d.manifest.python_extension->file_name() << " (the stable-ABI extension of "
                 << d.manifest.name << "): no Python headers for " << plan.python
                 << " (install python3-dev); the wheel is py3-none instead of cp3"

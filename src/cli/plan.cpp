@@ -68,12 +68,13 @@ void print_ops(const plan::Plan& p) {
   std::size_t quiet = 0;
   for (auto& d : p.ops) {
     // A DeepSpeed tree lists two dozen builders: those nobody asked for are counted, not listed.
-    if (p.source.catalogue == plan::Catalogue::op_builder && !d.requested) {
+    if (p.source.catalogue == plan::Catalogue::op_builder && !d.requested()) {
       ++quiet;
       continue;
     }
-    std::cout << "  " << (d.build ? "build " : "skip  ") << d.manifest.name << " (" << ops::kind_name(d.manifest.kind)
-              << ", " << d.requested_by << "): " << d.reason << "\n";
+    const std::string status = ops::status_name(d.status);
+    std::cout << "  " << status << std::string(8 - std::min<std::size_t>(7, status.size()), ' ') << d.manifest.name
+              << " (" << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
   }
   if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";
 }

@@ -202,7 +202,7 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
   OPFORGE_CHECK(m.fs.create_directories(logs));
   std::vector<const ops::Decision*> built;  // the same order as op_work's
   for (const auto& d : plan.ops)
-    if (d.build) built.push_back(&d);
+    if (d.builds()) built.push_back(&d);
   const auto work = op_work(plan.ops);
   const auto order = start_order(work);
   const unsigned slots = std::max(1u, plan.jobs);
@@ -299,7 +299,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   StepCount steps;
   steps.total = 1;  // the command
   if (plan.source.catalogue == plan::Catalogue::op_builder && build_ext_command(plan.recipe.build.command))
-    steps.total += static_cast<int>(std::count_if(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.build; }));
+    steps.total += static_cast<int>(std::count_if(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); }));
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     if (auto build_ext = build_ext_command(plan.recipe.build.command)) {
       OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line, on_step, steps));

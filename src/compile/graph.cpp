@@ -192,7 +192,7 @@ Result<Graph> describe(const plan::Plan& plan) {
                                           "-ffile-prefix-map=" + build.string() + "=build"};
   std::size_t cuda_units = 0;
   for (const auto& d : plan.ops)
-    if (d.build)
+    if (d.builds())
       cuda_units += static_cast<std::size_t>(std::count_if(d.manifest.sources.begin(), d.manifest.sources.end(),
                                                            [](const fs::path& s) { return s.extension() == ".cu"; }));
   graph.nvcc_threads = nvcc_threads_for(plan.arch.arches.size(), cuda_units, plan.jobs);
@@ -200,7 +200,7 @@ Result<Graph> describe(const plan::Plan& plan) {
   const Toolset tools{plan, cxx, cc, plan.cuda.chosen ? &*plan.cuda.chosen : nullptr, prefix_maps, graph.nvcc_threads};
 
   for (const auto& decision : plan.ops) {
-    if (!decision.build) continue;
+    if (!decision.builds()) continue;
     const auto& op = decision.manifest;
     if (op.kind == ops::Kind::cuda && !tools.tk)
       return unsatisfied("op '" + op.name + "' needs a CUDA toolkit, and none was resolved");

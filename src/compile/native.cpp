@@ -78,7 +78,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   for (auto& [k, v] : graph.env) env[k] = v;
   // With an "auto" op in the build, one op's failure must not stop the others.
   const bool keep_going =
-      std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.build && !d.required; });
+      std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.builds() && !d.required; });
   // ninja on a terminal reports each step as it starts, in opforge's own status format (a user's
   // NINJA_STATUS would change what is read back); TERM=dumb would make it print as in a pipe.
   env["NINJA_STATUS"] = kNinjaStatus;

@@ -8,7 +8,7 @@ namespace opforge::compile {
 std::vector<OpWork> op_work(const std::vector<ops::Decision>& ops) {
   std::vector<OpWork> out;
   for (const auto& d : ops) {
-    if (!d.build) continue;
+    if (!d.builds()) continue;
     OpWork w;
     w.op = d.manifest.name;
     unsigned units = 0;

@@ -9,9 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/manifest.h"
+
 namespace opforge::compile {
 
-enum class OpStatus { built, failed };
+/// A step's outcome is ops' vocabulary: built or failed.
+using ops::OpStatus;
 
 /// One op's compile step.
 struct OpStep {

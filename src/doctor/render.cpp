@@ -81,7 +81,8 @@ json to_json(const Report& r) {
   j["ops"] = json::array();
   for (auto& d : r.ops)
     j["ops"].push_back(
-        json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.build}, {"reason", d.reason}});
+        json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.builds()},
+             {"status", ops::status_name(d.status)}, {"reason", d.reason}});
   if (r.ops_error) j["ops_error"] = *r.ops_error;
   j["libaio"] = r.libaio ? json(*r.libaio) : json(nullptr);
   return j;
@@ -150,8 +151,8 @@ std::string to_text(const json& j) {
   }
   out << "\nOps:\n";
   for (auto& o : j["ops"])
-    out << "  " << s(o["name"]) << ": " << (o["build"].get<bool>() ? "build" : "skip") << " (" << s(o["requested_by"])
-        << ") " << s(o["reason"]) << "\n";
+    out << "  " << s(o["name"]) << ": " << s(o["status"]) << " (" << s(o["requested_by"]) << ") " << s(o["reason"])
+        << "\n";
   if (j.contains("ops_error")) out << "  " << s(j["ops_error"]) << "\n";
   if (!j["warnings"].empty()) {
     out << "\nWarnings:\n";

@@ -236,7 +236,7 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
     }
   }
   if (why_not.empty()) {
-    d.build = true;
+    d.status = OpStatus::build;
     // The constructed extension's sources beat the ones read from the builder's code (the op's
     // compile cost; builders like inference_core_ops compute theirs at run time).
     if (auto it = verdicts.find(op.name); it != verdicts.end() && !it->second.sources.empty()) {
@@ -254,9 +254,8 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
   if (want == Want::on)
     return unsatisfied("op '" + op.name + "' was requested (" + d.requested_by + ") but cannot be built: " + why_not,
                        fix);
-  d.build = false;
-  d.detail = why_not + "; to build it, " + fix;
-  d.reason = "skipped: " + d.detail;
+  d.status = OpStatus::skipped;
+  d.reason = why_not + "; to build it, " + fix;
   return {};
 }
 
@@ -293,9 +292,7 @@ Result<std::vector<Decision>> decide(probe::Machine m, const std::vector<Manifes
 
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (wants[i] == Want::off) {
-      out[i].build = false;
-      out[i].requested = false;
-      out[i].reason = "not requested";
+      out[i].status = OpStatus::not_requested;
       continue;
     }
     out[i].required = wants[i] == Want::on;

@@ -70,17 +70,47 @@ struct Manifest {
   std::optional<PythonExtension> python_extension;
 };
 
+/// What becomes of an op: one vocabulary for plan --json's `status`, doctor, the plan's notes, the
+/// build's summary and the build record's op_summary. A plan says `build`; a finished build says
+/// `built` for the same op, or `failed` when its compile failed.
+enum class OpStatus { build, built, skipped, failed, not_requested };
+
+/// "build" | "built" | "skipped" | "failed" | "not requested": the one spelling of each status.
+inline const char* status_name(OpStatus s) {
+  switch (s) {
+    case OpStatus::build: return "build";
+    case OpStatus::built: return "built";
+    case OpStatus::skipped: return "skipped";
+    case OpStatus::failed: return "failed";
+    case OpStatus::not_requested: return "not requested";
+  }
+  return "skipped";
+}
+
+/// status_name's inverse; nullopt for any other text.
+inline std::optional<OpStatus> status_from_name(std::string_view name) {
+  for (OpStatus s : {OpStatus::build, OpStatus::built, OpStatus::skipped, OpStatus::failed, OpStatus::not_requested})
+    if (name == status_name(s)) return s;
+  return std::nullopt;
+}
+
 struct Decision {
   Manifest manifest;
-  bool build = false;
-  bool requested = true;     ///< false: neither the recipe nor DS_BUILD_* asks for it (never built)
-  bool failed = false;       ///< it was built and its compile failed (an "auto" op, dropped from the wheel)
+  OpStatus status = OpStatus::skipped;
   std::string requested_by;  ///< "recipe: true", "DS_BUILD_AIO=1", "DS_BUILD_OPS=1", "default"
   bool required = false;     ///< requested explicitly (true, DS_BUILD_<OP>=1): failing to build it fails the build
-  std::string reason;        ///< why it is (not) built, e.g. "libaio not found: apt-get install libaio-dev"
-  /// For a skipped or failed op, the reason without its leading status word ("skipped: ",
-  /// "failed: "): what the build's summary prints after the op's status.
-  std::string detail;
+  /// Why, without the status word: "compatible (libaio found)", "libaio not found ...; to build
+  /// it, ...", the first compile error of a failed op; empty for an op nobody asked for.
+  std::string reason;
+
+  /// Whether the wheel gets it (planned, or built).
+  bool builds() const { return status == OpStatus::build || status == OpStatus::built; }
+  /// false: neither the recipe nor DS_BUILD_* asks for it (never built).
+  bool requested() const { return status != OpStatus::not_requested; }
+  /// The status word and the reason: "skipped: libaio not found ...", "build: compatible".
+  std::string said() const {
+    return reason.empty() ? status_name(status) : std::string(status_name(status)) + ": " + reason;
+  }
 };
 
 }  // namespace opforge::ops

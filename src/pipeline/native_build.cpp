@@ -63,7 +63,7 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
   if (ran.steps_run > 0) {  // ninja's largest compile stands for each op it built
     std::map<std::string, std::uint64_t> peaks;
     for (auto& d : plan.ops)
-      if (d.build) peaks[d.manifest.name] = static_cast<std::uint64_t>(std::max(0L, ran.peak_rss_kib));
+      if (d.builds()) peaks[d.manifest.name] = static_cast<std::uint64_t>(std::max(0L, ran.peak_rss_kib));
     plan::store_compile_peaks(m.fs, cache_dir(m, options), peaks);
   }
   outcome.steps_run = ran.steps_run;

@@ -13,18 +13,19 @@ void apply_op_steps(plan::Plan& plan, const std::vector<compile::OpStep>& steps)
     if (step.status != compile::OpStatus::failed) continue;
     for (auto& d : plan.ops)
       if (d.manifest.name == step.op) {
-        d.build = false;
-        d.failed = true;
-        d.detail = step.first_error + (step.log.empty() ? "" : " (log: " + step.log.string() + ")");
-        d.reason = "failed: " + d.detail;
+        d.status = ops::OpStatus::failed;
+        d.reason = step.first_error + (step.log.empty() ? "" : " (log: " + step.log.string() + ")");
       }
   }
+  // The build got this far: every op it was to build and did not fail is in the wheel.
+  for (auto& d : plan.ops)
+    if (d.status == ops::OpStatus::build) d.status = ops::OpStatus::built;
 }
 
 nlohmann::json summary_json(const std::vector<OpSummaryLine>& lines) {
   nlohmann::json out = nlohmann::json::array();
   for (auto& l : lines) {
-    nlohmann::json j = {{"op", l.op}, {"status", l.status}, {"reason", l.reason}};
+    nlohmann::json j = {{"op", l.op}, {"status", ops::status_name(l.status)}, {"reason", l.reason}};
     if (l.seconds >= 0) j["seconds"] = static_cast<double>(static_cast<long>(l.seconds * 10 + 0.5)) / 10;
     out.push_back(std::move(j));
   }
@@ -73,17 +74,15 @@ std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>&
 std::vector<OpSummaryLine> op_summary(const plan::Plan& plan, const std::vector<compile::OpStep>& steps) {
   std::vector<OpSummaryLine> out;
   for (auto& d : plan.ops) {
-    OpSummaryLine l{d.manifest.name, "built", "", -1};
+    OpSummaryLine l{d.manifest.name, ops::OpStatus::built, "", -1};
     auto step = std::find_if(steps.begin(), steps.end(), [&](auto& s) { return s.op == d.manifest.name; });
     if (step != steps.end()) l.seconds = step->seconds;
     if (step != steps.end() && step->status == compile::OpStatus::failed) {
-      l.status = "failed";
-      l.reason = step->first_error;
-    } else if (!d.requested) {
-      l.status = "not requested";
-    } else if (!d.build) {
-      l.status = "skipped";
-      l.reason = d.detail.empty() ? d.reason : d.detail;
+      l.status = ops::OpStatus::failed;
+      l.reason = step->first_error;  // the summary's line is short: the log is named by the build's error
+    } else if (d.status == ops::OpStatus::skipped || d.status == ops::OpStatus::not_requested) {
+      l.status = d.status;
+      l.reason = d.reason;
     }
     out.push_back(std::move(l));
   }

@@ -34,7 +34,7 @@ SummaryRow summary_row(const Outcome& done, const std::string& cell, std::chrono
   row.wheel = done.wheel.filename().string();
   row.sha256 = done.wheel_sha256;
   for (auto& d : plan.ops)
-    if (d.build) row.ops.push_back(d.manifest.name);
+    if (d.builds()) row.ops.push_back(d.manifest.name);
   if (auto it = done.record.inputs.find("ops_installed"); it != done.record.inputs.end() && it->is_array())
     for (auto& op : *it)
       if (op.is_string() && std::find(row.ops.begin(), row.ops.end(), op.get<std::string>()) == row.ops.end())

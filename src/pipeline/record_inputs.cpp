@@ -76,7 +76,7 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
   in["catalogue"] = plan::catalogue_name(plan.source.catalogue);
   nlohmann::json ops = nlohmann::json::object();
   for (auto& d : plan.ops)
-    if (d.build) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
+    if (d.builds()) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
   in["ops"] = ops;
   if (plan.source.catalogue == plan::Catalogue::op_builder) in["ops_installed"] = out.installed_ops;
   if (plan.cuda.torch && plan.cuda.torch->torch_version)

@@ -77,7 +77,8 @@ wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std
 
 // op_summary.cpp
 
-/// Marks the plan's ops whose own compile step failed as not built, with the first error.
+/// Marks the plan's ops whose own compile step failed `failed` (reason: the first error and the
+/// log), and every other op it was to build `built`: the build got this far.
 void apply_op_steps(plan::Plan& plan, const std::vector<compile::OpStep>& steps);
 
 /// op_summary's lines as the record keeps them (op, status, reason, seconds to a tenth).

@@ -89,7 +89,7 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
   // built op is in the wheel: recipe and environment facts, the same on every machine.
   for (auto& d : plan.ops) {
     info.build_vars[d.manifest.name] = d.manifest.build_var;
-    if (d.build && !d.requested_by.empty()) info.notes[d.manifest.name].push_back("requested by: " + d.requested_by);
+    if (d.builds() && !d.requested_by.empty()) info.notes[d.manifest.name].push_back("requested by: " + d.requested_by);
   }
   std::vector<std::pair<std::string, std::string_view>> elfs;
   std::map<std::string, std::string> op_of_path;

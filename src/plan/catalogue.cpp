@@ -74,9 +74,9 @@ Result<std::vector<ops::Decision>> decide_ops(probe::Machine m, const Options& o
   }
   auto decisions = OPFORGE_TRY(ops::decide(m, catalogue.manifests, plan.recipe, ctx));
   for (auto& d : decisions)
-    if (d.requested || !op_builder)
-      plan.notes.push_back("op " + d.manifest.name + ": " + (d.build ? "build" : "skip") + " — " + d.requested_by +
-                           "; " + d.reason);
+    if (d.requested() || !op_builder)
+      plan.notes.push_back("op " + d.manifest.name + ": " + ops::status_name(d.status) + " — " + d.requested_by +
+                           (d.reason.empty() ? "" : "; " + d.reason));
   return decisions;
 }
 

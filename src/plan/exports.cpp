@@ -45,7 +45,7 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
   // Every op gets an explicit 1/0 and DS_BUILD_OPS=0, so a DeepSpeed-style build sees exactly
   // this op set whatever its own defaults are.
   ex["DS_BUILD_OPS"] = "0";
-  for (auto& d : plan.ops) ex[d.manifest.build_var] = d.build ? "1" : "0";
+  for (auto& d : plan.ops) ex[d.manifest.build_var] = d.builds() ? "1" : "0";
   ex["MAX_JOBS"] = std::to_string(plan.jobs);
   ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
   return ex;

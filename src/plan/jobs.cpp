@@ -145,7 +145,7 @@ MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> availa
   std::string what;
   bool recorded = false, nvcc = false;
   for (auto& d : ops) {
-    if (!d.build) continue;
+    if (!d.builds()) continue;
     auto it = peaks.find(d.manifest.name);
     const bool cuda = d.manifest.kind == ops::Kind::cuda;
     const std::uint64_t p = it != peaks.end() ? it->second : cuda ? kDefaultNvccPeakKib : kDefaultCxxPeakKib;

@@ -42,12 +42,10 @@ nlohmann::json to_json(const Plan& p) {
   for (auto& d : p.ops)
     ops.push_back({{"name", d.manifest.name},
                    {"kind", ops::kind_name(d.manifest.kind)},
-                   {"build", d.build},
+                   {"build", d.builds()},
                    {"build_var", d.manifest.build_var},
                    {"requested_by", d.requested_by},
-                   {"status", d.build        ? "build"
-                              : !d.requested ? "not requested"
-                                             : "skipped"},
+                   {"status", ops::status_name(d.status)},
                    {"reason", d.reason}});
   j["ops"] = ops;
   j["jobs"] = p.jobs;

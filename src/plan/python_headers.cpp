@@ -12,7 +12,7 @@ Status find_python_include(probe::Machine m, Plan& plan) {
   std::vector<std::string> wanting, required;
   int floor = 0;
   for (auto& d : plan.ops)
-    if (d.build && d.manifest.python_extension) {
+    if (d.builds() && d.manifest.python_extension) {
       wanting.push_back(d.manifest.name);
       if (d.required) required.push_back(d.manifest.name + " (" + d.requested_by + ")");
       floor = std::max(floor, d.manifest.python_extension->floor_minor);

@@ -141,7 +141,7 @@ Status named_host_for_cpu_code(probe::Machine m, Plan& plan, Toolchain& chain) {
 bool carries_cuda(const Plan& plan, const Toolchain& chain) {
   if (plan.recipe.build.backend == recipe::Backend::command && chain.tk && chain.unavailable.empty()) return true;
   return std::any_of(plan.ops.begin(), plan.ops.end(),
-                     [](const ops::Decision& d) { return d.build && ops::needs_toolkit(d.manifest.kind); });
+                     [](const ops::Decision& d) { return d.builds() && ops::needs_toolkit(d.manifest.kind); });
 }
 
 }  // namespace opforge::plan

@@ -34,7 +34,7 @@ std::vector<Tool> needed_tools(const Plan& plan) {
     if (std::none_of(out.begin(), out.end(), [&](const Tool& t) { return t.program == program; }))
       out.push_back({std::move(program), std::move(why)});
   };
-  const bool any_op = std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.build; });
+  const bool any_op = std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.builds(); });
   if (plan.recipe.build.backend == recipe::Backend::command) {
     if (!plan.recipe.build.command.empty()) add(plan.recipe.build.command.front(), "[build] command");
     if (plan.cache == recipe::Cache::ccache) add("ccache", "--cache ccache");
