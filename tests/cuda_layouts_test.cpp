@@ -120,7 +120,7 @@ TEST(CudaLayouts, DebianPackageFoundThroughWhichNvcc) {
     auto r = discover(d.fake.machine(), std::nullopt);
     const Candidate* c = d.at(r, "/usr");
     ASSERT_TRUE(c) << release;
-    ASSERT_TRUE(c->toolkit) << c->verdict;
+    ASSERT_TRUE(c->toolkit) << c->said();
     EXPECT_EQ(c->found_by, "nvcc on PATH (wrapper script /usr/bin/nvcc)");
     const Toolkit& tk = *c->toolkit;
     EXPECT_EQ(tk.layout, Layout::distribution);
@@ -174,7 +174,7 @@ TEST(CudaLayouts, DebianPackageThroughCudaHome) {
     auto r = discover(d.fake.machine(), std::nullopt);
     ASSERT_EQ(valid(r).size(), 1u);
     const Candidate& c = *valid(r)[0];
-    ASSERT_TRUE(c.toolkit) << c.verdict;
+    ASSERT_TRUE(c.toolkit) << c.said();
     EXPECT_EQ(c.toolkit->layout, Layout::distribution);
     EXPECT_EQ(c.toolkit->include_dir, "/usr/include");
     EXPECT_NE(c.found_by.find("nvcc on PATH"), std::string::npos) << c.found_by;
@@ -186,7 +186,7 @@ TEST(CudaLayouts, DebianPackageThroughCudaHome) {
     auto r = discover(d.fake.machine(), std::nullopt);
     const Candidate* c = d.at(r, "/usr/lib/cuda");
     ASSERT_TRUE(c);
-    EXPECT_EQ(c->verdict, "rejected: no executable bin/nvcc");
+    EXPECT_EQ(c->said(), "rejected: no executable bin/nvcc");
   }
 }
 
@@ -252,7 +252,7 @@ TEST(CudaLayouts, CondaEnvironment) {
   fake.fs.add_directory(env + "/conda-meta");
   fake.env.set("CONDA_PREFIX", env);
   auto r = discover(fake.machine(), std::nullopt);
-  ASSERT_EQ(valid(r).size(), 1u) << r.candidates.back().verdict;
+  ASSERT_EQ(valid(r).size(), 1u) << r.candidates.back().said();
   const Toolkit& tk = *valid(r)[0]->toolkit;
   EXPECT_EQ(tk.layout, Layout::conda);
   EXPECT_EQ(tk.version_source, "cuda.h");  // nvcc --version answered nothing here
@@ -270,7 +270,7 @@ TEST(CudaLayouts, RecipesRequestWinsOverAnInheritedCudaHome) {
   EXPECT_EQ(r->chosen->root, "/usr");
   const Candidate* nv = d.at(*r, "/usr/local/cuda-13.0");
   ASSERT_TRUE(nv);
-  EXPECT_EQ(nv->verdict, "not chosen: [cuda] version = \"11.8\" in the recipe wins over CUDA_HOME (CUDA 13.0)");
+  EXPECT_EQ(nv->said(), "not chosen: [cuda] version = \"11.8\" in the recipe wins over CUDA_HOME (CUDA 13.0)");
   bool said = false;
   for (auto& w : r->warnings)
     said = said || w.starts_with("CUDA_HOME=/usr/local/cuda (CUDA 13.0) is not used: [cuda] version = \"11.8\"");

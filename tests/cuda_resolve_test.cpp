@@ -200,7 +200,7 @@ TEST(CudaDiscover, FollowsWrapperAndAvoidsUsrLocalTrap) {
   const Candidate* opt = at("/opt/cuda");
   ASSERT_TRUE(opt);
   EXPECT_FALSE(opt->toolkit);
-  EXPECT_EQ(opt->verdict,
+  EXPECT_EQ(opt->said(),
             "rejected: no libcudart* in lib64/, lib/, targets/*/lib/ or the folders its nvcc.profile names");
   // Version files answer first: nvcc ran only for the two toolkits without them.
   EXPECT_EQ(w.fake.proc.calls().size(), 2u);
@@ -228,8 +228,9 @@ TEST_P(CudaChooseMatrix, Chooses) {
   int chosen = 0;
   for (auto& c : r->candidates) {
     chosen += c.chosen;
-    EXPECT_FALSE(c.verdict.empty());
-    EXPECT_NE(c.verdict, "valid") << c.path;  // every other candidate says why not
+    EXPECT_NE(c.verdict, Verdict::valid) << c.path;  // every other candidate says why not
+    EXPECT_FALSE(c.why.empty()) << c.path;
+    EXPECT_EQ(c.verdict, c.chosen ? Verdict::chosen : c.toolkit ? Verdict::not_chosen : Verdict::rejected) << c.path;
   }
   EXPECT_EQ(chosen, 1);
 }
@@ -379,7 +380,7 @@ TEST(CudaRealMachine, FindsTheRealToolkitNotUsrLocal) {
     if (c.path == "/usr/local/cuda-13.0") real = &c;
   }
   ASSERT_TRUE(real);
-  ASSERT_TRUE(real->toolkit) << real->verdict;
+  ASSERT_TRUE(real->toolkit) << real->said();
   EXPECT_EQ(real->toolkit->version, (Version{13, 0}));
   EXPECT_EQ(real->toolkit->root, "/usr/local/cuda-13.0");
   // Debian's python3-torch (scripts/deps installs it): a CPU-only torch 1.13.

@@ -24,7 +24,8 @@ Report a_machine() {
   ToolkitReport tk;
   tk.candidate.path = "/usr/local/cuda-13.0";
   tk.candidate.found_by = "/usr/local/cuda-*";
-  tk.candidate.verdict = "chosen: the newest valid toolkit";
+  tk.candidate.verdict = cuda::Verdict::chosen;
+  tk.candidate.why = "the newest valid toolkit";
   tk.candidate.chosen = true;
   cuda::Toolkit t;
   t.root = "/usr/local/cuda-13.0";
@@ -40,7 +41,8 @@ Report a_machine() {
   ToolkitReport bad;
   bad.candidate.path = "/opt/cuda";
   bad.candidate.found_by = "/opt/cuda*";
-  bad.candidate.verdict = "rejected: no bin/nvcc";
+  bad.candidate.verdict = cuda::Verdict::rejected;
+  bad.candidate.why = "no bin/nvcc";
   r.toolkits.push_back(bad);
   r.gpu_reader = "driver API (libcuda.so.1)";
   r.gpus.push_back({0, "NVIDIA H100 80GB HBM3", 9, 0, "GPU-1"});

@@ -29,7 +29,7 @@ void print_toolchain(const plan::Plan& p) {
               << (c.toolkit ? " (CUDA " + c.toolkit->version.str() + ", " +
                                   std::string(cuda::layout_name(c.toolkit->layout)) + ")"
                             : std::string())
-              << " [" << c.found_by << "] " << c.verdict << "\n";
+              << " [" << c.found_by << "] " << c.said() << "\n";
   if (p.cuda.torch)
     std::cout << "  torch (" << p.cuda.torch->python << "): " << p.cuda.torch->torch_version.value_or("not installed")
               << ", CUDA " << (p.cuda.torch->cuda ? p.cuda.torch->cuda->str() : "none") << "\n";

@@ -5,6 +5,7 @@
 
 #include "cuda/versions.h"
 #include "probe/json_cache.h"
+#include "settings/settings.h"
 
 namespace opforge::cuda {
 
@@ -133,7 +134,12 @@ struct Finder {
     c.path = real;
     c.origins = {origin};
     c.found_by = found_by;
-    c.verdict = validate(real, c);
+    if (auto rejected = validate(real, c)) {
+      c.verdict = Verdict::rejected;
+      c.why = *rejected;
+    } else {
+      c.verdict = Verdict::valid;
+    }
     // One toolkit reached from two folders (CUDA_HOME=/usr and /usr/lib/nvidia-cuda-toolkit, both
     // running one nvcc) is listed once, under the folder found first.
     if (c.toolkit)
@@ -150,32 +156,32 @@ struct Finder {
     if (c.found_by.find(found_by) == std::string::npos) c.found_by += ", " + found_by;
   }
 
-  /// Fills c.toolkit when valid; returns the rejection reason otherwise.
-  std::string validate(const fs::path& root, Candidate& c) {
+  /// Fills c.toolkit when valid; returns why it is rejected otherwise.
+  std::optional<std::string> validate(const fs::path& root, Candidate& c) {
     if (auto type = m.fs.resolved_type(root); type != probe::FileType::directory)
-      return type == probe::FileType::none ? "rejected: no such folder" : "rejected: not a folder";
+      return type == probe::FileType::none ? "no such folder" : "not a folder";
     Toolkit tk;
     tk.root = root;
     tk.nvcc = root / "bin" / "nvcc";
-    if (!m.fs.is_executable(tk.nvcc)) return "rejected: no executable bin/nvcc";
+    if (!m.fs.is_executable(tk.nvcc)) return "no executable bin/nvcc";
     tk.real_nvcc = follow_wrappers(m.fs, tk.nvcc);
     if (!m.fs.is_executable(tk.real_nvcc))
-      return "rejected: bin/nvcc runs " + tk.real_nvcc.string() + ", which is not an executable";
+      return "bin/nvcc runs " + tk.real_nvcc.string() + ", which is not an executable";
     const fs::path real_root = tk.real_nvcc.parent_path().parent_path();
     NvccProfile profile;
     if (auto t = m.fs.read_file(tk.real_nvcc.parent_path() / "nvcc.profile")) profile = parse_nvcc_profile(*t);
     const Places p = places(m.fs, root, real_root, profile);
     tk.include_dir = first_holding(m.fs, p.include, "cuda.h", false);
     if (tk.include_dir.empty())
-      return "rejected: no cuda.h in include/, targets/*/include/ or the folders its nvcc.profile names";
+      return "no cuda.h in include/, targets/*/include/ or the folders its nvcc.profile names";
     tk.lib_dir = first_holding(m.fs, p.lib, "libcudart", true);
     if (tk.lib_dir.empty())
-      return "rejected: no libcudart* in lib64/, lib/, targets/*/lib/ or the folders its nvcc.profile names";
+      return "no libcudart* in lib64/, lib/, targets/*/lib/ or the folders its nvcc.profile names";
     tk.layout = layout_of(m.fs, tk);
     if (auto rejected = read_version(root, real_root, tk)) return *rejected;
-    if (tk.version_source.empty()) return "rejected: no version in version.json, version.txt, nvcc --version or cuda.h";
+    if (tk.version_source.empty()) return "no version in version.json, version.txt, nvcc --version or cuda.h";
     c.toolkit = tk;
-    return "valid";
+    return std::nullopt;
   }
 
   /// version.json > version.txt (the folder's, then the real nvcc's) > nvcc --version > cuda.h.
@@ -200,7 +206,7 @@ struct Finder {
     }
     auto r = probe::run_remembered(
         m, probe::Command{.argv = {tk.nvcc.string(), "--version"}, .timeout = std::chrono::milliseconds(10000)});
-    if (r && r->timed_out) return "rejected: bin/nvcc --version did not answer within 10 s";
+    if (r && r->timed_out) return "bin/nvcc --version did not answer within 10 s";
     if (r && r->ok()) {
       tk.nvcc_version_text = r->out;
       if (auto v = parse_nvcc_version(r->out)) {
@@ -243,12 +249,22 @@ std::string_view origin_name(Origin o) {
   return "?";
 }
 
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::valid: return "valid";
+    case Verdict::rejected: return "rejected";
+    case Verdict::chosen: return "chosen";
+    case Verdict::not_chosen: return "not chosen";
+  }
+  return "?";
+}
+
 Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
   Finder f{m, {}, {}};
   f.res.torch = torch;
-  for (Origin var : {Origin::cuda_home, Origin::cuda_path}) {
-    auto v = m.env.get(std::string(origin_name(var)));
-    if (v && !v->empty()) f.add(fs::path(*v), var, std::string(origin_name(var)));
+  for (auto& [var, value] : settings::toolkit_roots(m.env)) {
+    const Origin origin = var == "CUDA_HOME" ? Origin::cuda_home : Origin::cuda_path;
+    f.add(fs::path(value), origin, var);
   }
   if (auto path = m.env.get("PATH")) {
     if (auto nvcc = probe::find_on_path(m.fs, "nvcc", *path)) {

@@ -26,7 +26,7 @@ std::string listing(const Resolution& r) {
   for (auto& c : r.candidates) {
     s += "\n  " + c.path.string() + " (" + c.found_by + ")";
     if (c.toolkit) s += " CUDA " + c.toolkit->version.str() + " [" + c.toolkit->version_source + "]";
-    s += ": " + c.verdict;
+    s += ": " + c.said();
   }
   if (r.candidates.empty()) s = "\n  (no candidate folder found)";
   return s;
@@ -78,13 +78,11 @@ std::vector<Candidate*> valid_newest_first(Resolution& res) {
 /// A toolkit the user named is used or refused, never passed over in silence.
 Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
   Named named;
-  for (Origin o : {Origin::cuda_home, Origin::cuda_path})
-    if (auto x = env.get(std::string(origin_name(o))); x && !x->empty()) {
-      named.var = origin_name(o);
-      named.value = *x;
-      named.origin = o;
-      break;
-    }
+  if (auto roots = settings::toolkit_roots(env); !roots.empty()) {
+    named.var = roots.front().first;
+    named.value = roots.front().second;
+    named.origin = named.var == "CUDA_HOME" ? Origin::cuda_home : Origin::cuda_path;
+  }
   if (named.var.empty()) return named;
   for (auto& c : res.candidates)
     if (c.found_through(named.origin)) {
@@ -92,8 +90,7 @@ Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
       break;
     }
   if (named.candidate && named.candidate->toolkit) return named;
-  std::string reason = named.candidate ? named.candidate->verdict : "rejected: not looked at";
-  if (reason.starts_with("rejected: ")) reason = reason.substr(10);
+  const std::string reason = named.candidate ? named.candidate->why : "not looked at";
   return bad_input(named.var + "=" + strings::cut(named.value) + " is not a CUDA toolkit: " + reason,
                    "point " + named.var +
                        " at a toolkit's folder (holding bin/nvcc, include/cuda.h and lib64/libcudart*), or unset it");
@@ -104,8 +101,8 @@ Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
 /// toolkit is passed over, said so in its verdict and a warning with how to use it instead.
 void pass_over_named(Choice& ch, const std::string& request) {
   Candidate& c = *ch.named.candidate;
-  c.verdict = "not chosen: " + request + " in the recipe wins over " + ch.named.var + " (CUDA " +
-              c.toolkit->version.str() + ")";
+  c.verdict = Verdict::not_chosen;
+  c.why = request + " in the recipe wins over " + ch.named.var + " (CUDA " + c.toolkit->version.str() + ")";
   ch.res.warnings.push_back(ch.named.var + "=" + strings::cut(ch.named.value) + " (CUDA " + c.toolkit->version.str() +
                             ") is not used: " + request + " in the recipe asks for another toolkit; to build with " +
                             ch.named.var + "'s, set [cuda] version = \"auto\" (or \"" + c.toolkit->version.str() +
@@ -174,7 +171,10 @@ Result<Pick> pick_for_torch(Choice& ch) {
                               " (major mismatch, allowed by DS_SKIP_CUDA_CHECK=1)");
     return Pick{c, "newest valid toolkit (DS_SKIP_CUDA_CHECK=1 bypasses the torch CUDA check)"};
   }
-  for (auto* c : ch.valid) c->verdict = "not chosen: CUDA major differs from torch's " + want.str();
+  for (auto* c : ch.valid) {
+    c->verdict = Verdict::not_chosen;
+    c->why = "CUDA major differs from torch's " + want.str();
+  }
   return unsatisfied(
       "no CUDA toolkit matches torch's CUDA " + want.str() + " (major version mismatch):" + listing(ch.res),
       "install CUDA " + want.str() + ", or set DS_SKIP_CUDA_CHECK=1 to build anyway");
@@ -212,8 +212,10 @@ Result<Pick> pick_matching(Choice& ch, const std::string& spec, const std::vecto
     if (!pick.candidate && matches(c))
       pick = Pick{c, "newest toolkit matching " + spec + " ([cuda] version in the recipe decided)"};
   for (auto* c : ch.valid)
-    if (c != pick.candidate && c != ch.named.candidate && !matches(c))
-      c->verdict = "not chosen: CUDA " + c->toolkit->version.str() + " does not match " + spec;
+    if (c != pick.candidate && c != ch.named.candidate && !matches(c)) {
+      c->verdict = Verdict::not_chosen;
+      c->why = "CUDA " + c->toolkit->version.str() + " does not match " + spec;
+    }
   return pick;
 }
 
@@ -230,12 +232,15 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   }
   const Version& chosen = pick.candidate->toolkit->version;
   pick.candidate->chosen = true;
-  pick.candidate->verdict = "chosen: " + pick.why;
+  pick.candidate->verdict = Verdict::chosen;
+  pick.candidate->why = pick.why;
   for (auto* c : ch.valid)
-    if (c != pick.candidate && c->verdict == "valid")
-      c->verdict = c->toolkit->version < chosen ? "not chosen: older than CUDA " + chosen.str()
-                                                : "not chosen: the chosen toolkit is CUDA " + chosen.str() + " at " +
-                                                      pick.candidate->toolkit->root.string();
+    if (c != pick.candidate && c->verdict == Verdict::valid) {
+      c->verdict = Verdict::not_chosen;
+      c->why = c->toolkit->version < chosen ? "older than CUDA " + chosen.str()
+                                            : "the chosen toolkit is CUDA " + chosen.str() + " at " +
+                                                  pick.candidate->toolkit->root.string();
+    }
   if (ch.torch_cuda && spec != "torch" && compare_cuda(chosen, *ch.torch_cuda) == Mismatch::major)
     ch.res.warnings.push_back(
         "torch's CUDA is " + ch.torch_cuda->str() + " but the chosen toolkit is CUDA " + chosen.str() +

@@ -57,14 +57,27 @@ enum class Origin {
 /// "CONDA_PREFIX", "pip wheel": how found_by begins for each.
 std::string_view origin_name(Origin o);
 
+/// What became of a candidate: discover() says valid or rejected, the resolver chooses one valid
+/// candidate and says of the others why not.
+enum class Verdict { valid, rejected, chosen, not_chosen };
+
+/// "valid" | "rejected" | "chosen" | "not chosen": the one spelling of each verdict.
+std::string_view verdict_name(Verdict v);
+
 /// One place looked at, valid or not, and what became of it.
 struct Candidate {
   fs::path path;                   ///< as found
   std::vector<Origin> origins;     ///< every way it was reached, in the order found
   std::string found_by;            ///< their text: "CUDA_HOME, nvcc on PATH (wrapper script /usr/bin/nvcc)", ...
   std::optional<Toolkit> toolkit;  ///< nullopt: invalid
-  std::string verdict;             ///< "chosen: ..." or why it was rejected / not chosen
+  Verdict verdict = Verdict::rejected;
+  std::string why;  ///< the reason, without the verdict word: "no executable bin/nvcc"; empty for valid
   bool chosen = false;
+
+  /// The verdict and its reason, as doctor and plan print them: "rejected: no executable bin/nvcc".
+  std::string said() const {
+    return why.empty() ? std::string(verdict_name(verdict)) : std::string(verdict_name(verdict)) + ": " + why;
+  }
 
   /// Whether `o` is one of the ways it was reached.
   bool found_through(Origin o) const { return std::find(origins.begin(), origins.end(), o) != origins.end(); }

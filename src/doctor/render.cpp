@@ -28,7 +28,7 @@ json torch_json(const Report& r) {
 
 json toolkit_json(const ToolkitReport& t) {
   const auto& c = t.candidate;
-  json e{{"path", c.path.string()}, {"found_by", c.found_by}, {"verdict", c.verdict}, {"chosen", c.chosen}};
+  json e{{"path", c.path.string()}, {"found_by", c.found_by}, {"verdict", c.said()}, {"status", cuda::verdict_name(c.verdict)}, {"chosen", c.chosen}};
   if (c.toolkit && t.limits) {
     e["version"] = c.toolkit->version.str();
     e["version_source"] = c.toolkit->version_source;

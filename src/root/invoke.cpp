@@ -1,6 +1,7 @@
 // The run of opforge itself inside a root: which folders it gets, which variables, which argv.
 #include "recipe/recipe.h"
 #include "root/root.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::root {
@@ -10,9 +11,9 @@ namespace {
 /// /usr/local/cuda (its real folder) when it holds nvcc. A toolkit provisioned from PyPI lives in
 /// the cache folder, which is bound anyway.
 std::optional<fs::path> host_toolkit(probe::Machine m) {
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto v = m.env.get(var); v && !v->empty() && fs::path(*v).is_absolute()) {
-      if (auto c = m.fs.canonical(*v)) return *c;
+  for (auto& [var, value] : settings::toolkit_roots(m.env))
+    if (fs::path(value).is_absolute()) {
+      if (auto c = m.fs.canonical(value)) return *c;
     }
   if (m.fs.is_executable("/usr/local/cuda/bin/nvcc"))
     if (auto c = m.fs.canonical("/usr/local/cuda")) return *c;
