@@ -55,7 +55,8 @@ std::string opforge(const std::string& env = "") {
 TEST(CliDeepspeed, PlanShowsTheOpTableTheCommandAndItsEnvironment) {
   auto r = run(opforge() + "plan " + recipe("ok.toml", "cpu_adam = true\nnever = \"auto\"\n"));
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("build   cpu_adam (cpu, recipe: true): compatible (is_compatible())"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("build   cpu_adam (cpu, recipe: true): compatible (is_compatible())"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("skipped never (cpu, recipe: \"auto\"): NeverBuilder.is_compatible() says no: "
                        "never requires libnever-dev, which was not found"),
             std::string::npos)

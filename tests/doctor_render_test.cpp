@@ -112,10 +112,11 @@ TEST(DoctorRender, JsonOfAFullReport) {
   EXPECT_EQ(j["compilers"][1]["version"], "11.3.0");
   EXPECT_EQ(j["gpus"]["devices"][0]["capability"], "9.0");
   EXPECT_EQ(j["ccache"]["path"], nullptr);
-  EXPECT_EQ(
-      j["ops"][1],
-      (nlohmann::json{
-          {"name", "cpu_adam"}, {"requested_by", "DS_BUILD_CPU_ADAM=1"}, {"build", true}, {"status", "build"}, {"reason", "compatible"}}));
+  EXPECT_EQ(j["ops"][1], (nlohmann::json{{"name", "cpu_adam"},
+                                         {"requested_by", "DS_BUILD_CPU_ADAM=1"},
+                                         {"build", true},
+                                         {"status", "build"},
+                                         {"reason", "compatible"}}));
 }
 
 /// A machine with nothing on it: no Python, no toolkit, no compiler, no GPU, no tool, no recipe.

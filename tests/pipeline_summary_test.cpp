@@ -45,8 +45,7 @@ TEST(PipelineSummary, OneLinePerOpWithStatusReasonAndSeconds) {
 
 TEST(PipelineSummary, AppliedStepsMarkTheDecisionsBuiltOrFailed) {
   plan::Plan p;
-  p.ops = {decision("broken", ops::OpStatus::build, "compatible"),
-           decision("good", ops::OpStatus::build, "compatible"),
+  p.ops = {decision("broken", ops::OpStatus::build, "compatible"), decision("good", ops::OpStatus::build, "compatible"),
            decision("kernels", ops::OpStatus::skipped, "no dskernels"),
            decision("other", ops::OpStatus::not_requested, "")};
   pipeline::apply_op_steps(

@@ -60,7 +60,8 @@ TEST(PlanCli, PlanJsonIsValidAndComplete) {
   EXPECT_EQ(j["ops"][2]["build"], false);
   EXPECT_EQ(j["ops"][2]["status"], "skipped");
   // The reason follows the status word, it does not repeat it.
-  EXPECT_TRUE(j["ops"][2]["reason"].get<std::string>().starts_with("libopforge-missing not found (compiling and linking"))
+  EXPECT_TRUE(
+      j["ops"][2]["reason"].get<std::string>().starts_with("libopforge-missing not found (compiling and linking"))
       << j["ops"][2]["reason"];
   EXPECT_EQ(j["exports"]["DS_BUILD_CPUOP"], "1");
 }

@@ -1,7 +1,9 @@
 // settings/: the one table of what opforge reads, and its readers' rules.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "probe/fake_machine.h"
@@ -128,6 +130,82 @@ TEST(SettingsRules, TheCacheFolderOverrideBeatsTheEnvironment) {
   env.set("CUDA_PATH", "/p");
   env.set("CUDA_HOME", "");
   EXPECT_EQ(toolkit_roots(env), (std::vector<std::pair<std::string, std::string>>{{"CUDA_PATH", "/p"}}));
+}
+
+TEST(SettingsRules, TheNewReadersKeepTheirRules) {
+  probe::FakeEnvironment env;
+  EXPECT_EQ(compile_timeout(env, std::chrono::seconds(5)).value(), std::chrono::seconds(5));
+  env.set("OPFORGE_COMPILE_TIMEOUT", "59");
+  EXPECT_EQ(compile_timeout(env, std::chrono::seconds(5)).error().message,
+            "environment variable OPFORGE_COMPILE_TIMEOUT='59' is not a number of seconds from 60 to 604800 (a week)");
+  env.set("OPFORGE_COMPILE_TIMEOUT", " 600 ");
+  EXPECT_EQ(compile_timeout(env, std::chrono::seconds(5)).value(), std::chrono::seconds(600));
+  EXPECT_EQ(root_sandbox(env).value(), std::nullopt);
+  env.set("OPFORGE_ROOT_SANDBOX", "docker");
+  EXPECT_EQ(root_sandbox(env).error().message, "OPFORGE_ROOT_SANDBOX=docker: expected bwrap or chroot");
+  env.set("OPFORGE_ROOT_SANDBOX", "chroot");
+  EXPECT_EQ(root_sandbox(env).value(), std::optional<std::string>("chroot"));
+  EXPECT_FALSE(capable_terminal(env));
+  env.set("TERM", "dumb");
+  EXPECT_FALSE(capable_terminal(env));
+  env.set("TERM", "xterm-256color");
+  EXPECT_TRUE(capable_terminal(env));
+  env.set("HOME", "/home/u");
+  EXPECT_EQ(pyenv_version_file(env), std::filesystem::path("/home/u/.pyenv/version"));
+  env.set("PYENV_ROOT", "/opt/pyenv");
+  EXPECT_EQ(pyenv_version_file(env), std::filesystem::path("/opt/pyenv/version"));
+  env.set("CONDA_PREFIX", "");
+  EXPECT_EQ(conda_prefix(env), std::nullopt);
+  EXPECT_FALSE(in_root(env));
+  env.set(std::string(kInRootVariable), "/r");
+  EXPECT_TRUE(in_root(env));
+}
+
+/// Every `.cpp`/`.h` under src/ but the shipped kernels (their libraries read their own run-time
+/// variables, documented with them), as {path relative to src/, text}.
+std::vector<std::pair<std::string, std::string>> sources() {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::filesystem::path src = std::filesystem::path(OPFORGE_SOURCE_DIR) / "src";
+  for (auto& e : std::filesystem::recursive_directory_iterator(src)) {
+    const auto rel = e.path().lexically_relative(src).generic_string();
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h") || rel.starts_with("kernels/")) continue;
+    out.emplace_back(rel, read_text(e.path().string()));
+  }
+  return out;
+}
+
+TEST(SettingsTable, NoCodeOutsideSettingsReadsAVariable) {
+  // One reader per setting: stages ask settings/ (or hand a whole environment to a child). Only
+  // probe/, below settings/, reads for itself: the real machine's TMPDIR and test hooks, and the
+  // cache folder's rule that settings::cache_dir gives everyone else.
+  const std::regex read(R"((env\.get|getenv)\s*\()");
+  std::vector<std::string> readers;
+  for (auto& [path, text] : sources()) {
+    if (path.starts_with("settings/") || path.starts_with("probe/")) continue;
+    for (std::sregex_iterator it(text.begin(), text.end(), read), end; it != end; ++it)
+      readers.push_back(path + " at offset " + std::to_string(it->position()));
+  }
+  EXPECT_EQ(readers, std::vector<std::string>{});
+}
+
+TEST(SettingsTable, EveryVariableReadHasARow) {
+  // The names settings/ and probe/ read by name, each in the table (a family row covers DS_BUILD_X).
+  const std::regex named(R"((?:env\.get|getenv)\(\s*"([A-Z_][A-Z0-9_]*)\")");
+  std::vector<std::string> missing;
+  int seen = 0;
+  for (auto& [path, text] : sources()) {
+    if (!path.starts_with("settings/") && !path.starts_with("probe/")) continue;
+    for (std::sregex_iterator it(text.begin(), text.end(), named), end; it != end; ++it, ++seen)
+      if (!find_variable((*it)[1].str())) missing.push_back(path + ": " + (*it)[1].str());
+  }
+  EXPECT_GT(seen, 10);
+  // The Python variables share PYTHONPATH's row, which names them.
+  const std::string_view python_row = find_variable("PYTHONPATH")->rule;
+  for (auto& [name, value] : python_variables(probe::FakeEnvironment{}))
+    if (!find_variable(name) && python_row.find(name) == std::string_view::npos)
+      missing.push_back("python_variables: " + name);
+  EXPECT_EQ(missing, std::vector<std::string>{});
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "recipe/recipe.h"
 #include "record/record.h"
 #include "root/root.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
@@ -198,7 +199,7 @@ Status inner_status(const fs::path& root, int code) {
 
 /// --root / [wheel] root: the build runs inside the root, by opforge itself; nullopt when it runs here.
 Result<std::optional<Status>> build_in_root(probe::Machine m, const BuildFlags& flags) {
-  if (m.env.get(std::string(root::kInRootVariable))) return std::optional<Status>();
+  if (settings::in_root(m.env)) return std::optional<Status>();
   auto recipe = recipe::load(m, flags.recipe);
   std::optional<fs::path> dir;
   if (!flags.root.empty()) dir = m.fs.absolute(flags.root).lexically_normal();

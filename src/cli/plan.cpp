@@ -10,6 +10,7 @@
 #include "recipe/bundled.h"
 #include "recipe/recipe.h"
 #include "root/root.h"
+#include "settings/settings.h"
 #include "util/json.h"
 #include "util/strings.h"
 
@@ -133,7 +134,7 @@ void print_text(const plan::Plan& p) {
 template <typename Args>
 Result<std::optional<Status>> plan_in_root(const Args& args) {
   auto m = probe::real_machine();
-  if (m.env.get(std::string(root::kInRootVariable))) return std::optional<Status>();
+  if (settings::in_root(m.env)) return std::optional<Status>();
   // `default` names the bundled recipe, as it does for a plan here.
   const auto arg = recipe::resolve_recipe_arg(m.fs, args.recipe);
   std::optional<std::filesystem::path> dir;

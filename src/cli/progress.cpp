@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "settings/settings.h"
+
 namespace opforge::cli {
 namespace {
 
@@ -32,8 +34,7 @@ std::size_t terminal_width() {
 }  // namespace
 
 bool ProgressDisplay::stdout_is_terminal(const probe::Environment& env) {
-  auto term = env.get("TERM");
-  return ::isatty(STDOUT_FILENO) == 1 && term && !term->empty() && *term != "dumb";
+  return ::isatty(STDOUT_FILENO) == 1 && settings::capable_terminal(env);
 }
 
 ProgressDisplay::ProgressDisplay(Verbosity verbosity, bool command_build, bool terminal)

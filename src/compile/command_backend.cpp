@@ -299,7 +299,8 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   StepCount steps;
   steps.total = 1;  // the command
   if (plan.source.catalogue == plan::Catalogue::op_builder && build_ext_command(plan.recipe.build.command))
-    steps.total += static_cast<int>(std::count_if(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); }));
+    steps.total +=
+        static_cast<int>(std::count_if(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); }));
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     if (auto build_ext = build_ext_command(plan.recipe.build.command)) {
       OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line, on_step, steps));

@@ -4,6 +4,7 @@
 
 #include "compile/compiler_cache.h"
 #include "compiler/host.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::compile {
@@ -111,7 +112,7 @@ std::map<std::string, std::string> planned_exports(probe::Machine m, const plan:
   auto host = default_host_wrappers(m, plan);
   auto out = command_exports(m.env.all(), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
   // What the build adds to watch the project (run_command_backend), as `plan` should show it.
-  if (const fs::path cache_dir = probe::default_cache_dir(m.env);
+  if (const fs::path cache_dir = settings::cache_dir(m.env);
       plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty()) {
     auto base = m.env.all();
     if (auto p = base.find("PYTHONPATH"); p != base.end() && !out.contains("PYTHONPATH")) out["PYTHONPATH"] = p->second;
@@ -123,7 +124,7 @@ std::map<std::string, std::string> planned_exports(probe::Machine m, const plan:
 Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan) {
   if (auto nvcc = default_nvcc_wrapper(m, plan)) OPFORGE_CHECK(write_nvcc_wrapper(m.fs, *nvcc));
   if (auto host = default_host_wrappers(m, plan)) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
-  if (const fs::path cache_dir = probe::default_cache_dir(m.env);
+  if (const fs::path cache_dir = settings::cache_dir(m.env);
       plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty())
     OPFORGE_CHECK(write_network_watch(m.fs, network_watch(cache_dir)));
   return {};

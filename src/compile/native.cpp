@@ -8,6 +8,7 @@
 #include "compile/op_steps.h"
 #include "compiler/host.h"
 #include "probe/json_cache.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::compile {
@@ -82,8 +83,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   // ninja on a terminal reports each step as it starts, in opforge's own status format (a user's
   // NINJA_STATUS would change what is read back); TERM=dumb would make it print as in a pipe.
   env["NINJA_STATUS"] = kNinjaStatus;
-  if (auto term = env.find("TERM"); term == env.end() || term->second.empty() || term->second == "dumb")
-    env["TERM"] = "vt100";
+  if (!settings::capable_terminal(m.env)) env["TERM"] = "vt100";
   std::string log;  // ninja's output as in a pipe: the finished steps and their output
   NinjaStatusReader reader(options.on_step, [&](std::string_view line) {
     log.append(line).push_back('\n');

@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "probe/json_cache.h"
+#include "settings/settings.h"
 #include "util/numbers.h"
 #include "util/scan.h"
 #include "util/strings.h"
@@ -151,7 +152,7 @@ std::string describe(const Compiler& c) {
 
 std::vector<Compiler> find_installed(probe::Machine m) {
   std::vector<Compiler> out;
-  auto path = m.env.get("PATH").value_or("");
+  auto path = settings::path(m.env);
   std::set<std::string> seen_names, seen_real;
   std::vector<std::pair<fs::path, Family>> found;
   for (auto& dir : strings::split(path, ':')) {
@@ -289,7 +290,7 @@ Result<Compiler> named_compiler(probe::Machine m, const std::string& host, const
   if (host.find('/') != std::string::npos) {
     if (m.fs.is_executable(given)) exe = given;
   } else {
-    exe = probe::find_on_path(m.fs, host, m.env.get("PATH").value_or(""));
+    exe = probe::find_on_path(m.fs, host, settings::path(m.env));
   }
   // A valid recipe this machine cannot satisfy: the compiler is to be installed (exit 3).
   if (!exe)
@@ -333,7 +334,7 @@ HostChoice note_wrapper(probe::Machine m, const cuda::Toolkit& tk, HostChoice hc
   if (!w) return hc;
   bool same = false;
   if (w->runs)
-    if (auto p = probe::find_on_path(m.fs, *w->runs, m.env.get("PATH").value_or("")))
+    if (auto p = probe::find_on_path(m.fs, *w->runs, settings::path(m.env)))
       if (auto real = m.fs.canonical(*p))
         for (const auto& mine : {hc.compiler.cc, hc.compiler.cxx})
           if (auto r = m.fs.canonical(mine); r && *r == *real) same = true;
@@ -389,7 +390,7 @@ std::optional<ToolkitWrapper> toolkit_wrapper(probe::Machine m, const cuda::Tool
     auto candidates = parse_compiler_wrapper(*text);
     if (candidates.empty()) continue;
     ToolkitWrapper w{p, candidates, std::nullopt};
-    const std::string path = m.env.get("PATH").value_or("");
+    const std::string path = settings::path(m.env);
     for (auto& c : candidates)
       if (probe::find_on_path(m.fs, c, path)) {
         w.runs = c;

@@ -266,8 +266,8 @@ Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
     const Origin origin = var == "CUDA_HOME" ? Origin::cuda_home : Origin::cuda_path;
     f.add(fs::path(value), origin, var);
   }
-  if (auto path = m.env.get("PATH")) {
-    if (auto nvcc = probe::find_on_path(m.fs, "nvcc", *path)) {
+  if (const std::string path = settings::path(m.env); !path.empty()) {
+    if (auto nvcc = probe::find_on_path(m.fs, "nvcc", path)) {
       const fs::path real = follow_wrappers(m.fs, *nvcc);
       const bool wrapper = wrapped_nvcc(m.fs, *nvcc).has_value();
       const std::string name(origin_name(Origin::nvcc_on_path));
@@ -287,7 +287,7 @@ Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
   f.add("/usr/local/cuda", Origin::usr_local_cuda, std::string(origin_name(Origin::usr_local_cuda)));
   f.from_glob("/usr/local", "cuda-", Origin::usr_local_cuda_n);
   f.from_glob("/opt", "cuda", Origin::opt_cuda);
-  if (auto conda = m.env.get("CONDA_PREFIX"); conda && !conda->empty())
+  if (auto conda = settings::conda_prefix(m.env))
     f.add(*conda, Origin::conda_prefix, std::string(origin_name(Origin::conda_prefix)));
   if (torch && !torch->site_packages.empty()) {
     auto nv = torch->site_packages / "nvidia";

@@ -237,9 +237,9 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
   for (auto* c : ch.valid)
     if (c != pick.candidate && c->verdict == Verdict::valid) {
       c->verdict = Verdict::not_chosen;
-      c->why = c->toolkit->version < chosen ? "older than CUDA " + chosen.str()
-                                            : "the chosen toolkit is CUDA " + chosen.str() + " at " +
-                                                  pick.candidate->toolkit->root.string();
+      c->why = c->toolkit->version < chosen
+                   ? "older than CUDA " + chosen.str()
+                   : "the chosen toolkit is CUDA " + chosen.str() + " at " + pick.candidate->toolkit->root.string();
     }
   if (ch.torch_cuda && spec != "torch" && compare_cuda(chosen, *ch.torch_cuda) == Mismatch::major)
     ch.res.warnings.push_back(
@@ -294,8 +294,10 @@ std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Envir
   };
   std::map<std::string, std::string> out{{"CUDA_HOME", tk.root.string()}};
   const fs::path bin = tk.root / "bin";
-  out["PATH"] = system_dir(bin) ? env.get("PATH").value_or(bin.string()) : prepend(bin, env.get("PATH"));
-  if (!system_dir(tk.lib_dir)) out["LD_LIBRARY_PATH"] = prepend(tk.lib_dir, env.get("LD_LIBRARY_PATH"));
+  const std::string path = settings::path(env);
+  out["PATH"] = system_dir(bin) ? (path.empty() ? bin.string() : path)
+                                : prepend(bin, path.empty() ? std::nullopt : std::optional<std::string>(path));
+  if (!system_dir(tk.lib_dir)) out["LD_LIBRARY_PATH"] = prepend(tk.lib_dir, settings::library_path(env));
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include "cuda/versions.h"
 #include "probe/json_cache.h"
+#include "settings/settings.h"
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/scan.h"
@@ -80,20 +81,6 @@ constexpr const char* kProbeProgram =
     "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or '',\n"
     "  'version': list(sys.version_info[:2]), 'include': sysconfig.get_path('include') or ''}))";
 
-/// The variables that change what a Python puts on sys.path or which interpreter a shim (pyenv,
-/// a venv's activate) starts.
-constexpr const char* kPythonVariables[] = {"PYTHONPATH",
-                                            "PYTHONHOME",
-                                            "PYTHONNOUSERSITE",
-                                            "PYTHONSAFEPATH",
-                                            "PYTHONUSERBASE",
-                                            "PYTHONPLATLIBDIR",
-                                            "PYENV_VERSION",
-                                            "PYENV_ROOT",
-                                            "VIRTUAL_ENV",
-                                            "CONDA_PREFIX",
-                                            "HOME"};
-
 nlohmann::json stamp_json(const probe::FileSystem& fs, const fs::path& p) {
   auto st = fs.stamp(p);
   if (!st) return nullptr;  // missing: its appearance must invalidate the answer too
@@ -111,10 +98,7 @@ std::vector<fs::path> watched(probe::Machine m, const PythonProbe& probe, const 
     out.push_back(d / ".python-version");
     if (d == d.root_path()) break;
   }
-  auto root = m.env.get("PYENV_ROOT");
-  auto home = m.env.get("HOME");
-  if (root && !root->empty()) out.push_back(fs::path(*root) / "version");
-  else if (home && !home->empty()) out.push_back(fs::path(*home) / ".pyenv" / "version");
+  if (auto global = settings::pyenv_version_file(m.env); !global.empty()) out.push_back(global);
   return out;
 }
 
@@ -123,14 +107,15 @@ std::vector<fs::path> watched(probe::Machine m, const PythonProbe& probe, const 
 std::string cache_key(probe::Machine m, const std::string& python, const fs::path& cwd) {
   fs::path found = python;
   if (python.find('/') == std::string::npos)
-    if (auto f = probe::find_on_path(m.fs, python, m.env.get("PATH").value_or(""))) found = *f;
+    if (auto f = probe::find_on_path(m.fs, python, settings::path(m.env))) found = *f;
   const fs::path real = m.fs.canonical(found).value_or(found);
   nlohmann::json k{{"python", python},
                    {"real", real.string()},
                    {"stamp", stamp_json(m.fs, real)},
                    {"cwd", cwd.string()},
                    {"program", sha256_hex(kProbeProgram)}};
-  for (const char* v : kPythonVariables) k[v] = m.env.get(v) ? nlohmann::json(*m.env.get(v)) : nlohmann::json();
+  for (auto& [name, value] : settings::python_variables(m.env))
+    k[name] = value ? nlohmann::json(*value) : nlohmann::json();
   return sha256_hex(util::json_dump(k));
 }
 
@@ -147,7 +132,7 @@ std::optional<std::string> remembered(probe::Machine m, const nlohmann::json* en
 /// The probe program's output: remembered (probe::default_cache_dir()/python.json) while nothing
 /// it depends on changed, else from one run of `python`.
 std::optional<std::string> probe_output(probe::Machine m, const std::string& python) {
-  const fs::path dir = probe::default_cache_dir(m.env);
+  const fs::path dir = settings::cache_dir(m.env);
   probe::JsonCache cache(m.fs, dir.empty() ? fs::path() : dir / "python.json");
   const fs::path cwd = m.fs.absolute(".").lexically_normal();
   const std::string key = dir.empty() ? std::string() : cache_key(m, python, cwd);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "settings/settings.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -111,7 +112,7 @@ std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader) {
     return {};
   }
   reader = "nvidia-smi";
-  return apply_visible(parse_nvidia_smi(r->out), m.env.get("CUDA_VISIBLE_DEVICES"));
+  return apply_visible(parse_nvidia_smi(r->out), settings::visible_devices(m.env));
 }
 
 std::vector<target::Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk) {

@@ -15,7 +15,7 @@ namespace opforge::doctor {
 namespace {
 
 std::optional<ToolReport> find_tool(probe::Machine m, const std::string& name) {
-  auto where = probe::find_on_path(m.fs, name, m.env.get("PATH").value_or(""));
+  auto where = probe::find_on_path(m.fs, name, settings::path(m.env));
   if (!where) return std::nullopt;
   ToolReport tool{*where, ""};
   auto r = probe::run_remembered(

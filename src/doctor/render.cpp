@@ -28,7 +28,11 @@ json torch_json(const Report& r) {
 
 json toolkit_json(const ToolkitReport& t) {
   const auto& c = t.candidate;
-  json e{{"path", c.path.string()}, {"found_by", c.found_by}, {"verdict", c.said()}, {"status", cuda::verdict_name(c.verdict)}, {"chosen", c.chosen}};
+  json e{{"path", c.path.string()},
+         {"found_by", c.found_by},
+         {"verdict", c.said()},
+         {"status", cuda::verdict_name(c.verdict)},
+         {"chosen", c.chosen}};
   if (c.toolkit && t.limits) {
     e["version"] = c.toolkit->version.str();
     e["version_source"] = c.toolkit->version_source;
@@ -80,9 +84,11 @@ json to_json(const Report& r) {
   if (r.kernel) j["kernel"] = *r.kernel;
   j["ops"] = json::array();
   for (auto& d : r.ops)
-    j["ops"].push_back(
-        json{{"name", d.manifest.name}, {"requested_by", d.requested_by}, {"build", d.builds()},
-             {"status", ops::status_name(d.status)}, {"reason", d.reason}});
+    j["ops"].push_back(json{{"name", d.manifest.name},
+                            {"requested_by", d.requested_by},
+                            {"build", d.builds()},
+                            {"status", ops::status_name(d.status)},
+                            {"reason", d.reason}});
   if (r.ops_error) j["ops_error"] = *r.ops_error;
   j["libaio"] = r.libaio ? json(*r.libaio) : json(nullptr);
   return j;

@@ -57,8 +57,7 @@ namespace {
 std::string why_compiler_missing(probe::Machine m, const std::string& compiler) {
   if (compiler.find('/') != std::string::npos)
     return "the C++ compiler '" + strings::cut(compiler) + "' is not an executable file";
-  return "the C++ compiler '" + compiler + "' is not on PATH ('" + strings::cut(m.env.get("PATH").value_or(""), 120) +
-         "')";
+  return "the C++ compiler '" + compiler + "' is not on PATH ('" + strings::cut(settings::path(m.env), 120) + "')";
 }
 
 /// The cache key names the exact compiler binary (path + stamp) and everything it is given; empty

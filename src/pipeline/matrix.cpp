@@ -42,7 +42,7 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
       OPFORGE_CHECK(plan::ensure_env(m, *r, co.cell, options.on_line));
       // The cell's environment comes first on PATH: a build command's `python` is its Python.
       std::string path = (co.cell.env_python.parent_path()).string();
-      if (auto p = m.env.get("PATH"); p && !p->empty()) path += ":" + *p;
+      if (auto p = settings::path(m.env); !p.empty()) path += ":" + p;
       probe::OverlayMachine cell_machine(m, {{"PATH", path}, {"VIRTUAL_ENV", co.cell.env.string()}});
       Options o = options;
       o.plan.python = co.cell.env_python.string();

@@ -61,9 +61,9 @@ std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>&
 /// One line per op of the plan: built / skipped (why) / failed (first error) / not requested.
 struct OpSummaryLine {
   std::string op;
-  ops::OpStatus status;   ///< built, skipped, failed, not_requested (a finished build's)
-  std::string reason;   ///< why (skipped, failed); empty for built and not requested
-  double seconds = -1;  ///< the op's own compile step; -1 when it had none
+  ops::OpStatus status;  ///< built, skipped, failed, not_requested (a finished build's)
+  std::string reason;    ///< why (skipped, failed); empty for built and not requested
+  double seconds = -1;   ///< the op's own compile step; -1 when it had none
 };
 
 /// The summary of a build's ops (plan.ops with the compile steps' outcome).

@@ -76,7 +76,8 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
   in["catalogue"] = plan::catalogue_name(plan.source.catalogue);
   nlohmann::json ops = nlohmann::json::object();
   for (auto& d : plan.ops)
-    if (d.builds()) ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
+    if (d.builds())
+      ops[d.manifest.name] = {{"kind", ops::kind_name(d.manifest.kind)}, {"requested_by", d.requested_by}};
   in["ops"] = ops;
   if (plan.source.catalogue == plan::Catalogue::op_builder) in["ops_installed"] = out.installed_ops;
   if (plan.cuda.torch && plan.cuda.torch->torch_version)
@@ -85,10 +86,9 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
                    {"python", plan.cuda.torch->python},
                    {"requirement", compile::torch_requirement(*plan.cuda.torch->torch_version)}};
   nlohmann::json cenv = nlohmann::json::object();
-  for (auto& [k, v] : out.env) {
-    auto base = m.env.get(k);
-    if (!base || *base != v) cenv[k] = v;
-  }
+  const auto base = m.env.all();
+  for (auto& [k, v] : out.env)
+    if (auto it = base.find(k); it == base.end() || it->second != v) cenv[k] = v;
   in["command_environment"] = cenv;
   if (!plan.recipe.build.env.empty()) in["build_env"] = plan.recipe.build.env;
   return in;

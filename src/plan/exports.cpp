@@ -3,13 +3,14 @@
 /// SOURCE_DATE_EPOCH.
 #include "compiler/host.h"
 #include "plan/stages.h"
+#include "settings/settings.h"
 
 namespace opforge::plan {
 namespace {
 
 /// CC, CXX and PATH for `host` (compiler::environment, the one rule), PATH continuing `ex`'s or the caller's.
 Status add_compiler(probe::Machine m, const compiler::HostChoice& host, Env& ex) {
-  std::string path = ex.count("PATH") ? ex["PATH"] : m.env.get("PATH").value_or("");
+  std::string path = ex.count("PATH") ? ex["PATH"] : settings::path(m.env);
   for (auto& [k, v] : OPFORGE_TRY(compiler::environment(host, path))) ex[k] = v;
   return {};
 }

@@ -21,7 +21,8 @@ nlohmann::json to_json(const Plan& p) {
                      {"chosen", c.chosen},
                      {"version", c.toolkit ? c.toolkit->version.str() : ""},
                      {"layout", c.toolkit ? std::string(cuda::layout_name(c.toolkit->layout)) : ""},
-                     {"verdict", c.said()}, {"status", cuda::verdict_name(c.verdict)}});
+                     {"verdict", c.said()},
+                     {"status", cuda::verdict_name(c.verdict)}});
   j["cuda"] = {{"chosen", p.cuda.chosen ? json(p.cuda.chosen->root.string()) : json(nullptr)},
                {"version", p.cuda.chosen ? json(p.cuda.chosen->version.str()) : json(nullptr)},
                {"candidates", cands},

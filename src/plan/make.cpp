@@ -62,7 +62,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   plan.recipe = OPFORGE_TRY(load_recipe(m, recipe_file, opts));
   const Overrides overrides = OPFORGE_TRY(read_overrides(m.env, plan.recipe, opts, plan.notes));
   OPFORGE_CHECK(probe::check_cache_dir(m.fs, m.env));
-  plan.compile_timeout = OPFORGE_TRY(read_compile_timeout(m.env, plan.compile_timeout));
+  plan.compile_timeout = OPFORGE_TRY(settings::compile_timeout(m.env, plan.compile_timeout));
   OPFORGE_CHECK(place_source(m, opts, plan));
   const bool command = plan.recipe.build.backend == recipe::Backend::command;
   const OpCatalogue catalogue =

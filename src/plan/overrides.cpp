@@ -84,15 +84,4 @@ std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInf
   return epoch;
 }
 
-Result<std::chrono::seconds> read_compile_timeout(const probe::Environment& env, std::chrono::seconds fallback) {
-  auto v = env.get("OPFORGE_COMPILE_TIMEOUT");
-  if (!v || v->empty()) return fallback;
-  auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
-  if (!n || *n < 60 || *n > 604800)
-    return bad_input("environment variable OPFORGE_COMPILE_TIMEOUT='" + strings::cut(*v) +
-                         "' is not a number of seconds from 60 to 604800 (a week)",
-                     "use e.g. OPFORGE_COMPILE_TIMEOUT=21600 (6 hours, the default), or unset it");
-  return std::chrono::seconds(*n);
-}
-
 }  // namespace opforge::plan

@@ -48,7 +48,6 @@ std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInf
                           std::vector<std::string>& notes);
 
 /// OPFORGE_COMPILE_TIMEOUT: whole seconds, 60 to 604800 (a week); `fallback` when unset.
-Result<std::chrono::seconds> read_compile_timeout(const probe::Environment& env, std::chrono::seconds fallback);
 
 // catalogue.cpp
 

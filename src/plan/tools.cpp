@@ -3,6 +3,7 @@
 
 #include "compiler/host.h"
 #include "plan/plan.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::plan {
@@ -25,7 +26,7 @@ std::string package_for(std::string_view program) {
 
 std::string build_path(const probe::Environment& env, const Plan& plan) {
   if (auto it = plan.exports.find("PATH"); it != plan.exports.end()) return it->second;
-  return env.get("PATH").value_or("");
+  return settings::path(env);
 }
 
 std::vector<Tool> needed_tools(const Plan& plan) {

@@ -60,7 +60,7 @@ std::string describe_line(const Info& info) {
 }
 
 Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
-  const fs::path cache = probe::default_cache_dir(m.env);
+  const fs::path cache = settings::cache_dir(m.env);
   if (cache.empty())
     return bad_input("no cache folder for the build inside the root (HOME and XDG_CACHE_HOME are unset)",
                      "set OPFORGE_CACHE_DIR");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "settings/settings.h"
 #include "util/strings.h"
 #include "util/version.h"
 #include "wheel/wheel.h"
@@ -104,7 +105,9 @@ std::vector<std::string> chroot_argv(const Jail& jail, const fs::path& tool) {
 
 /// The first executable `name` on the machine's PATH.
 std::optional<fs::path> on_path(probe::Machine m, const std::string& name) {
-  for (const auto& dir : strings::split(m.env.get("PATH").value_or("/usr/local/bin:/usr/bin:/bin"), ':'))
+  std::string path = settings::path(m.env);
+  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& dir : strings::split(path, ':'))
     if (!dir.empty() && m.fs.is_executable(fs::path(dir) / name)) return fs::path(dir) / name;
   return std::nullopt;
 }
@@ -120,9 +123,7 @@ Result<std::vector<std::string>> host_argv(const probe::FileSystem& fs, Sandbox 
 Result<SandboxChoice> choose_sandbox(probe::Machine m) {
   std::string why;
   // OPFORGE_ROOT_SANDBOX=chroot: as root where bubblewrap is installed but user namespaces are not allowed.
-  const auto forced = m.env.get("OPFORGE_ROOT_SANDBOX").value_or("");
-  if (!forced.empty() && forced != "bwrap" && forced != "chroot")
-    return bad_input("OPFORGE_ROOT_SANDBOX=" + strings::cut(forced, 40) + ": expected bwrap or chroot");
+  const auto forced = OPFORGE_TRY(settings::root_sandbox(m.env)).value_or("");
   if (auto bwrap = forced == "chroot" ? std::nullopt : on_path(m, "bwrap")) {
     // "bubblewrap 0.8.0": --symlink, --dir, --clearenv and --die-with-parent are all older.
     auto v = m.proc.run({.argv = {bwrap->string(), "--version"}, .timeout = std::chrono::seconds(10)});

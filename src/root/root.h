@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "probe/machine.h"
+#include "settings/settings.h"
 #include "util/error.h"
 
 namespace opforge::root {
@@ -136,7 +137,7 @@ struct Prepared {
 Result<Prepared> prepare(probe::Machine m, const Invocation& inv);
 
 /// The variable the run inside carries: its opforge must not enter a root again.
-inline constexpr std::string_view kInRootVariable = "OPFORGE_IN_ROOT";
+using settings::kInRootVariable;
 
 /// One line about the root for the user: "root: /r (Debian GNU/Linux 11 (bullseye)), glibc 2.31,
 /// gcc 10.2.1, Python 3.9.2 (headers: /usr/include/python3.9), ninja; through bubblewrap".

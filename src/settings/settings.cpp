@@ -25,9 +25,9 @@ constexpr Setting kTable[] = {
     {env, "TORCH_CUDA_ARCH_LIST", "an arch list as [arch] list (`8.6;9.0+PTX`); bad: exit 2",
      "the recipe's [arch] list", true, "plan/overrides.cpp (overrides [arch] list)"},
     {env, "CUDA_HOME", "the toolkit's root: used, or exit 2 (not a toolkit) / exit 3 (not `[cuda] version`)",
-     "the toolkit search", true, "cuda/discover.cpp, cuda/resolve.cpp, plan/provision_stage.cpp"},
+     "the toolkit search", true, "settings::toolkit_roots (cuda/discover.cpp, cuda/resolve.cpp, root/invoke.cpp)"},
     {env, "CUDA_PATH", "as CUDA_HOME, when CUDA_HOME is unset", "the toolkit search", true,
-     "cuda/discover.cpp, cuda/resolve.cpp, plan/provision_stage.cpp"},
+     "settings::toolkit_roots (cuda/discover.cpp, cuda/resolve.cpp, root/invoke.cpp)"},
     {env, "SOURCE_DATE_EPOCH", "seconds since 1970, >= 0; clamped up to 315532800 (1980-01-01, the oldest zip time)",
      "the source commit's time, else 1980-01-01", true, "plan/overrides.cpp (the wheel's timestamps)"},
     {env, "MAX_JOBS", "a positive integer (`-j N` beats it); above 4096 capped at 4096 with a note", "[build] jobs",
@@ -41,28 +41,36 @@ constexpr Setting kTable[] = {
     {env, "NVCC_PREPEND_FLAGS", "nvcc's own: flags before every nvcc command line (opforge adds -ccbin when unset)",
      "unset", true, "compile/environment.cpp, nvcc"},
     {env, "CUDA_VISIBLE_DEVICES", "the GPUs nvidia-smi's list is cut to (indices or UUIDs)", "every GPU", false,
-     "devices/resolve.cpp"},
-    {env, "CONDA_PREFIX", "a conda environment that may hold a toolkit", "unset", false, "cuda/discover.cpp"},
+     "settings::visible_devices (devices/resolve.cpp)"},
+    {env, "CONDA_PREFIX", "a conda environment that may hold a toolkit", "unset", false,
+     "settings::conda_prefix (cuda/discover.cpp)"},
     {env, "PATH", "where tools (nvcc, compilers, ninja, ccache, python3) are looked up; every child's", "inherited",
-     false, "probe/ (every child), cuda/, compiler/, doctor/"},
+     false, "settings::path (cuda/, compiler/, ops/, plan/, root/, doctor/), probe/ (every child)"},
+    {env, "LD_LIBRARY_PATH", "the loader's folders: the chosen toolkit's lib folder is put first for a build", "unset",
+     false, "settings::library_path (cuda/resolve.cpp)"},
     {env, "OPFORGE_CACHE_DIR", "an absolute folder", "`$XDG_CACHE_HOME/opforge`, else `~/.cache/opforge`", false,
-     "settings::cache_dir (every cache reader)"},
-    {env, "XDG_CACHE_HOME", "absolute; a relative value is ignored", "`$HOME/.cache`", false, "settings::cache_dir"},
+     "settings::cache_dir (every cache reader); probe/paths.cpp holds the rule for probe/'s own caches"},
+    {env, "XDG_CACHE_HOME", "absolute; a relative value is ignored", "`$HOME/.cache`", false,
+     "settings::cache_dir, probe/paths.cpp"},
     {env, "HOME", "absolute; a relative value is ignored (no cache rather than one in the working folder)", "unset",
-     false, "settings::cache_dir, cuda/torch.cpp (pyenv)"},
+     false, "settings::cache_dir, probe/paths.cpp, settings::pyenv_version_file"},
     {env, "PYENV_ROOT", "pyenv's root (its `version` file decides a shim's Python)", "`$HOME/.pyenv`", false,
-     "cuda/torch.cpp (the remembered torch location)"},
+     "settings::pyenv_version_file (cuda/torch.cpp: the remembered torch location)"},
     {env, "PYTHONPATH",
-     "and PYTHONHOME, PYTHONNOUSERSITE, PYTHONSAFEPATH, PYTHONUSERBASE, VIRTUAL_ENV: "
-     "what the Python's import path depends on",
-     "unset", false, "cuda/torch.cpp (the remembered torch location)"},
+     "and PYTHONHOME, PYTHONNOUSERSITE, PYTHONSAFEPATH, PYTHONUSERBASE, PYTHONPLATLIBDIR, PYENV_VERSION, "
+     "VIRTUAL_ENV: what the Python's import path depends on",
+     "unset", false, "settings::python_variables (cuda/torch.cpp: the remembered torch location)"},
+    {env, "TERM", "a terminal that draws a progress line: set, not empty, not `dumb`", "no progress line", false,
+     "settings::capable_terminal (cli/progress.cpp, compile/native.cpp: ninja gets vt100 otherwise)"},
     {env, "TMPDIR", "where temporary folders are made", "/tmp", false, "probe/real_machine.cpp"},
     {env, "OPFORGE_COMPILE_TIMEOUT",
      "whole seconds, 60 to 604800, the limit of each compile command (the ninja run, [build] command, each op's "
      "step); else exit 2",
-     "21600 (6 hours)", false, "plan/overrides.cpp"},
+     "21600 (6 hours)", false, "settings::compile_timeout (plan/make.cpp)"},
     {env, "OPFORGE_ROOT_SANDBOX", "how `--root` enters the root: `bwrap` or `chroot`; else exit 2",
-     "bubblewrap when installed, else unshare + chroot (needs root)", false, "root/root.cpp"},
+     "bubblewrap when installed, else unshare + chroot (needs root)", false, "settings::root_sandbox (root/root.cpp)"},
+    {env, "OPFORGE_IN_ROOT", "set by opforge for its own run inside a root: that run enters no root again", "unset",
+     false, "settings::in_root (cli/build.cpp, cli/plan.cpp)"},
     {env, "OPFORGE_TEST_STOP_AT", "tests only: a point where opforge kills itself (records-and-wheels.md)", "unset",
      false, "probe/real_machine.cpp"},
     {env, "OPFORGE_TEST_PAUSE_AT", "tests only: a point where opforge stops itself", "unset", false,
@@ -235,6 +243,58 @@ std::vector<std::pair<std::string, std::string>> toolkit_roots(const probe::Envi
 std::filesystem::path cache_dir(const probe::Environment& env, const std::filesystem::path& override_dir) {
   return override_dir.empty() ? probe::default_cache_dir(env) : override_dir;
 }
+
+std::string path(const probe::Environment& env) { return env.get("PATH").value_or(""); }
+
+std::optional<std::string> library_path(const probe::Environment& env) { return env.get("LD_LIBRARY_PATH"); }
+
+std::optional<std::string> conda_prefix(const probe::Environment& env) {
+  auto v = env.get("CONDA_PREFIX");
+  if (!v || v->empty()) return std::nullopt;
+  return v;
+}
+
+std::filesystem::path pyenv_version_file(const probe::Environment& env) {
+  if (auto root = env.get("PYENV_ROOT"); root && !root->empty()) return std::filesystem::path(*root) / "version";
+  if (auto home = env.get("HOME"); home && !home->empty()) return std::filesystem::path(*home) / ".pyenv" / "version";
+  return {};
+}
+
+std::vector<std::pair<std::string, std::optional<std::string>>> python_variables(const probe::Environment& env) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> out;
+  for (const char* name : {"PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONSAFEPATH", "PYTHONUSERBASE",
+                           "PYTHONPLATLIBDIR", "PYENV_VERSION", "PYENV_ROOT", "VIRTUAL_ENV", "CONDA_PREFIX", "HOME"})
+    out.emplace_back(name, env.get(name));
+  return out;
+}
+
+std::optional<std::string> visible_devices(const probe::Environment& env) { return env.get("CUDA_VISIBLE_DEVICES"); }
+
+bool capable_terminal(const probe::Environment& env) {
+  auto term = env.get("TERM");
+  return term && !term->empty() && *term != "dumb";
+}
+
+Result<std::chrono::seconds> compile_timeout(const probe::Environment& env, std::chrono::seconds fallback) {
+  auto v = env.get("OPFORGE_COMPILE_TIMEOUT");
+  if (!v || v->empty()) return fallback;
+  auto n = numbers::parse_int<std::int64_t>(strings::trim(*v));
+  if (!n || *n < 60 || *n > 604800)
+    return bad_input("environment variable OPFORGE_COMPILE_TIMEOUT='" + strings::cut(*v) +
+                         "' is not a number of seconds from 60 to 604800 (a week)",
+                     "use e.g. OPFORGE_COMPILE_TIMEOUT=21600 (6 hours, the default), or unset it");
+  return std::chrono::seconds(*n);
+}
+
+Result<std::optional<std::string>> root_sandbox(const probe::Environment& env) {
+  auto v = env.get("OPFORGE_ROOT_SANDBOX");
+  if (!v || v->empty()) return std::nullopt;
+  if (*v != "bwrap" && *v != "chroot")
+    return bad_input("OPFORGE_ROOT_SANDBOX=" + strings::cut(*v, 40) + ": expected bwrap or chroot");
+  return v;
+}
+
+bool in_root(const probe::Environment& env) { return env.get(std::string(kInRootVariable)).has_value(); }
 
 std::vector<std::string> user_compiler_flags(const probe::Environment& env) {
   std::vector<std::string> out;

@@ -4,6 +4,7 @@
 /// record keeps it and `opforge verify` replays exactly those) and who reads it. The readers below
 /// are the only code that reads these variables; docs/recipe.md's table of variables is generated
 /// from this one (tests/settings_table_test.cpp compares them).
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -94,6 +95,43 @@ std::filesystem::path cache_dir(const probe::Environment& env, const std::filesy
 /// The words of CFLAGS, CXXFLAGS and LDFLAGS, in that order: what DeepSpeed users set to point a
 /// probe at a library installed off the default paths (`-I/opt/aio/include -L/opt/aio/lib`).
 std::vector<std::string> user_compiler_flags(const probe::Environment& env);
+
+/// PATH as the machine has it: where tools are looked up ("" when unset).
+std::string path(const probe::Environment& env);
+
+/// LD_LIBRARY_PATH; nullopt when unset.
+std::optional<std::string> library_path(const probe::Environment& env);
+
+/// CONDA_PREFIX: a conda environment that may hold a toolkit; nullopt when unset or empty.
+std::optional<std::string> conda_prefix(const probe::Environment& env);
+
+/// pyenv's global version file: $PYENV_ROOT/version, else $HOME/.pyenv/version; empty when
+/// neither is set.
+std::filesystem::path pyenv_version_file(const probe::Environment& env);
+
+/// The variables that change what a Python puts on sys.path or which interpreter a shim (pyenv, a
+/// venv's activate) starts: PYTHONPATH, PYTHONHOME, PYTHONNOUSERSITE, PYTHONSAFEPATH,
+/// PYTHONUSERBASE, PYTHONPLATLIBDIR, PYENV_VERSION, PYENV_ROOT, VIRTUAL_ENV, CONDA_PREFIX, HOME;
+/// each with its value, nullopt when unset.
+std::vector<std::pair<std::string, std::optional<std::string>>> python_variables(const probe::Environment& env);
+
+/// CUDA_VISIBLE_DEVICES as set (nullopt when unset): the GPUs nvidia-smi's list is cut to.
+std::optional<std::string> visible_devices(const probe::Environment& env);
+
+/// TERM names a terminal that draws a progress line: set, not empty, not "dumb".
+bool capable_terminal(const probe::Environment& env);
+
+/// OPFORGE_COMPILE_TIMEOUT: whole seconds from 60 to 604800; `fallback` when unset or empty;
+/// bad_input naming the variable otherwise.
+Result<std::chrono::seconds> compile_timeout(const probe::Environment& env, std::chrono::seconds fallback);
+
+/// OPFORGE_ROOT_SANDBOX: "bwrap" or "chroot"; nullopt when unset or empty; bad_input otherwise.
+Result<std::optional<std::string>> root_sandbox(const probe::Environment& env);
+
+/// The variable opforge sets for its own run inside a root (`--root`), naming the root.
+inline constexpr std::string_view kInRootVariable = "OPFORGE_IN_ROOT";
+/// Whether this opforge runs inside a root for an opforge outside (OPFORGE_IN_ROOT is set).
+bool in_root(const probe::Environment& env);
 
 /// The variables DeepSpeed's builders read in is_compatible() (part of the key of its cached answers).
 bool read_by_deepspeed_builders(std::string_view name);
