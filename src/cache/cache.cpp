@@ -10,6 +10,7 @@
 #include "cuda/provision.h"
 #include "plan/matrix.h"
 #include "util/json.h"
+#include "util/json_read.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -54,8 +55,7 @@ void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& 
       auto text = fs.read_file(e.path / cuda::kManifest);
       auto j = text ? util::json_parse(*text) : nlohmann::json();
       e.user = "CUDA " + n;
-      if (j.is_object() && j.contains("requirement") && j["requirement"].is_string())
-        e.user += " (" + j["requirement"].get<std::string>() + ")";
+      if (auto requirement = util::json_read::text(j, "requirement")) e.user += " (" + *requirement + ")";
       e.last_use_ns = std::max(mtime(fs, e.path / cuda::kLastUse), mtime(fs, e.path / cuda::kManifest));
     }
     out.push_back(std::move(e));
@@ -74,9 +74,9 @@ void envs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
     e.lock = plan::env_lock(e.path);
     auto text = fs.read_file(e.path / plan::kEnvMarker);
     auto j = text ? util::json_parse(*text) : nlohmann::json();
-    if (j.is_object() && j.contains("cell") && j["cell"].is_string()) {
-      e.user = "matrix cell " + j["cell"].get<std::string>();
-      if (j.contains("torch") && j["torch"].is_string()) e.user += " (" + j["torch"].get<std::string>() + ")";
+    if (auto cell = util::json_read::text(j, "cell")) {
+      e.user = "matrix cell " + *cell;
+      if (auto torch = util::json_read::text(j, "torch")) e.user += " (" + *torch + ")";
       e.last_use_ns = mtime(fs, e.path / plan::kEnvMarker);
     } else {
       e.kind = "partial";

@@ -7,6 +7,7 @@
 #include "cuda/resolve.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/json_read.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
@@ -64,16 +65,15 @@ bool read_manifest(const probe::FileSystem& fs, const fs::path& dir, Provision& 
   auto text = fs.read_file(dir / kManifest);
   if (!text) return false;
   auto j = util::json_parse(*text);
-  if (!j.is_object() || !j.contains("packages") || !j["packages"].is_array()) return false;
-  auto str = [](const Json& o, const char* k) {
-    return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : "";
-  };
+  const Json* packages = util::json_read::array(j, "packages");
+  if (!packages) return false;
+  auto str = [](const Json& o, const char* k) { return util::json_read::text_or(o, k); };
   if (auto v = parse_version(str(j, "cuda"))) p.cuda = *v;
   if (p.requirement.empty()) p.requirement = str(j, "requirement");
   if (p.requirement_source.empty()) p.requirement_source = str(j, "requirement_source");
   if (p.python.empty()) p.python = str(j, "python");
   p.packages.clear();
-  for (auto& k : j["packages"])
+  for (auto& k : *packages)
     if (k.is_object()) p.packages.push_back({str(k, "name"), str(k, "version"), str(k, "file"), str(k, "sha256")});
   return true;
 }

@@ -7,6 +7,7 @@
 #include "settings/settings.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/json_read.h"
 #include "util/scan.h"
 
 namespace opforge::cuda {
@@ -54,18 +55,17 @@ PythonProbe parse_python_probe(std::string_view text) {
   auto j = util::json_parse(text);
   if (!j.is_object()) return out;
   out.ok = true;
-  if (j.contains("torch") && j["torch"].is_string()) out.torch_origin = j["torch"].get<std::string>();
-  if (j.contains("locations") && j["locations"].is_array())
-    for (auto& l : j["locations"])
-      if (l.is_string()) out.torch_locations.emplace_back(l.get<std::string>());
-  if (j.contains("path") && j["path"].is_array())
-    for (auto& p : j["path"])
-      if (p.is_string()) out.sys_path.push_back(p.get<std::string>());
-  if (j.contains("cflags") && j["cflags"].is_string()) out.cflags = j["cflags"].get<std::string>();
-  if (j.contains("version") && j["version"].is_array() && j["version"].size() == 2 &&
-      j["version"][0].is_number_integer() && j["version"][1].is_number_integer())
-    out.version = {j["version"][0].get<int>(), j["version"][1].get<int>()};
-  if (j.contains("include") && j["include"].is_string()) out.include = j["include"].get<std::string>();
+  namespace jr = util::json_read;
+  out.torch_origin = jr::text_or(j, "torch");
+  for (auto& l : jr::texts(j, "locations")) out.torch_locations.emplace_back(l);
+  for (auto& p : jr::texts(j, "path")) out.sys_path.push_back(p);
+  out.cflags = jr::text_or(j, "cflags");
+  // [major, minor], small non-negative integers (a damaged file must not wrap them into an int)
+  if (const auto* v = jr::array(j, "version"); v && v->size() == 2 && (*v)[0].is_number_unsigned() &&
+                                               (*v)[1].is_number_unsigned() && (*v)[0].get<std::uint64_t>() < 100 &&
+                                               (*v)[1].get<std::uint64_t>() < 1000)
+    out.version = {static_cast<int>((*v)[0].get<std::uint64_t>()), static_cast<int>((*v)[1].get<std::uint64_t>())};
+  out.include = jr::text_or(j, "include");
   return out;
 }
 
@@ -121,12 +121,13 @@ std::string cache_key(probe::Machine m, const std::string& python, const fs::pat
 
 /// The remembered output of the probe program, when every watched path is as it was.
 std::optional<std::string> remembered(probe::Machine m, const nlohmann::json* entry) {
-  if (!entry || !entry->contains("out") || !(*entry)["out"].is_string() || !entry->contains("watch") ||
-      !(*entry)["watch"].is_object())
-    return std::nullopt;
-  for (const auto& [path, stamp] : (*entry)["watch"].items())
+  if (!entry) return std::nullopt;
+  auto out = util::json_read::text(*entry, "out");
+  const auto* watch = util::json_read::object(*entry, "watch");
+  if (!out || !watch) return std::nullopt;
+  for (const auto& [path, stamp] : watch->items())
     if (stamp_json(m.fs, path) != stamp) return std::nullopt;
-  return (*entry)["out"].get<std::string>();
+  return out;
 }
 
 /// The probe program's output: remembered (probe::default_cache_dir()/python.json) while nothing

@@ -7,6 +7,7 @@
 #include "ops/cache.h"
 #include "ops/ops.h"
 #include "settings/settings.h"
+#include "util/json_read.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -104,8 +105,9 @@ Result<ProbeOutcome> run_probe(probe::Machine m, const Probe& p, const DecideCon
   const std::string source = probe_source(p);
   const std::string key = ctx.cache_dir.empty() ? std::string() : probe_key(m, compiler.real, argv, source);
   probe::JsonCache cache(m.fs, key.empty() ? fs::path() : ctx.cache_dir / "probes.json");
-  if (auto* e = cache.find(key); e && e->contains("ok"))
-    return ProbeOutcome{(*e)["ok"].get<bool>(), true, e->value("output", std::string())};
+  if (auto* e = cache.find(key))
+    if (auto ok = util::json_read::flag(*e, "ok"))
+      return ProbeOutcome{*ok, true, util::json_read::text_or(*e, "output")};
   ProbeOutcome out = OPFORGE_TRY(compile(m, argv, source));
   cache.store(key, {{"ok", out.ok}, {"output", out.output}, {"probe", p.name}, {"compiler", compiler.real.string()}});
   return out;

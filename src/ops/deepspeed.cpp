@@ -7,6 +7,7 @@
 #include "settings/settings.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/json_read.h"
 #include "util/strings.h"
 
 namespace opforge::ops {
@@ -38,21 +39,22 @@ bool has_op_builder(const probe::FileSystem& fs, const fs::path& root) {
 }
 
 Result<std::vector<Manifest>> parse_deepspeed_catalogue(const fs::path& root, std::string_view text) {
+  namespace jr = util::json_read;
   auto j = util::json_parse(text);
-  if (!j.is_object() || !j.contains("ops") || !j["ops"].is_array())
+  const auto* ops = jr::array(j, "ops");
+  if (!ops)
     return failure("cannot read the op_builder catalogue of " + root.string() + ": " + tail(std::string(text), 300));
   std::vector<Manifest> out;
-  for (auto& o : j["ops"]) {
-    if (!o.is_object() || !o.value("name", nlohmann::json()).is_string()) continue;
+  for (auto& o : *ops) {
+    auto name = jr::text(o, "name");
+    if (!name) continue;
     Manifest m;
-    m.name = o["name"].get<std::string>();
-    m.build_var = o.value("build_var", std::string());
-    m.builder_class = o.value("class", std::string());
-    m.kind = kind_from_name(o.value("kind", std::string("cpu"))).value_or(Kind::cpu);
+    m.name = *name;
+    m.build_var = jr::text_or(o, "build_var");
+    m.builder_class = jr::text_or(o, "class");
+    m.kind = kind_from_name(jr::text_or(o, "kind", "cpu")).value_or(Kind::cpu);
     m.dir = root;
-    if (o.contains("sources") && o["sources"].is_array())
-      for (auto& s : o["sources"])
-        if (s.is_string()) m.sources.emplace_back(s.get<std::string>());
+    for (auto& s : jr::texts(o, "sources")) m.sources.emplace_back(s);
     m.description = "DeepSpeed " + m.builder_class.substr(m.builder_class.find(':') + 1);
     out.push_back(std::move(m));
   }
@@ -90,15 +92,14 @@ Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::
   if (!j.is_object())
     return failure("cannot read the answer of DeepSpeed's is_compatible(): " + tail(std::string(text), 300));
   std::map<std::string, Compatibility> out;
+  namespace jr = util::json_read;
   for (auto& [spec, v] : j.items()) {
     if (!v.is_object()) continue;
-    Compatibility c{v.value("ok", false), v.value("reason", std::string())};
-    c.constructed = v.value("stage", std::string()) == "builder";
-    c.fix = v.value("fix", std::string());
-    c.module = v.value("module", std::string());
-    if (auto src = v.find("sources"); src != v.end() && src->is_array())
-      for (auto& f : *src)
-        if (f.is_string()) c.sources.push_back(f.get<std::string>());
+    Compatibility c{jr::flag(v, "ok").value_or(false), jr::text_or(v, "reason")};
+    c.constructed = jr::text(v, "stage") == "builder";
+    c.fix = jr::text_or(v, "fix");
+    c.module = jr::text_or(v, "module");
+    c.sources = jr::texts(v, "sources");
     out[spec] = std::move(c);
   }
   return out;

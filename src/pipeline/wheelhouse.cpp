@@ -10,6 +10,7 @@
 #include "record/record.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/json_read.h"
 #include "util/strings.h"
 #include "wheel/index.h"
 #include "wheel/wheel.h"
@@ -88,18 +89,19 @@ std::vector<SummaryRow> read_summary(const probe::FileSystem& fs, const fs::path
   std::vector<SummaryRow> rows;
   auto text = fs.read_file(dir / "summary.json");
   if (!text) return rows;
+  namespace jr = util::json_read;
   auto j = util::json_parse(*text);
-  if (!j.is_object() || !j.contains("wheels") || !j["wheels"].is_array()) return rows;
-  auto str = [](const Json& o, const char* k) {
-    return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : "";
-  };
-  for (auto& w : j["wheels"]) {
+  const Json* wheels = jr::array(j, "wheels");
+  if (!wheels) return rows;
+  for (auto& w : *wheels) {
     if (!w.is_object()) continue;
-    SummaryRow r{str(w, "cell"), str(w, "wheel"), str(w, "sha256"), {}, str(w, "toolkit"), str(w, "torch"), 0};
-    if (w.contains("ops") && w["ops"].is_array())
-      for (auto& o : w["ops"])
-        if (o.is_string()) r.ops.push_back(o.get<std::string>());
-    if (w.contains("seconds") && w["seconds"].is_number()) r.seconds = w["seconds"].get<double>();
+    SummaryRow r{jr::text_or(w, "cell"),
+                 jr::text_or(w, "wheel"),
+                 jr::text_or(w, "sha256"),
+                 jr::texts(w, "ops"),
+                 jr::text_or(w, "toolkit"),
+                 jr::text_or(w, "torch"),
+                 jr::number(w, "seconds").value_or(0)};
     // A row naming a path instead of a file in this folder is not one of ours.
     if (!r.wheel.empty() && r.wheel.find('/') == std::string::npos) rows.push_back(std::move(r));
   }

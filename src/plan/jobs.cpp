@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/json.h"
+#include "util/json_read.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -117,7 +118,7 @@ std::map<std::string, std::uint64_t> load_compile_peaks(const probe::FileSystem&
   auto j = util::json_parse(*text);
   if (!j.is_object()) return out;
   for (auto& [op, v] : j.items())
-    if (v.is_number_unsigned()) out[op] = v.get<std::uint64_t>();
+    if (auto kib = util::json_read::count(j, op)) out[op] = *kib;
   return out;
 }
 

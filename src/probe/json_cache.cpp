@@ -1,5 +1,6 @@
 #include "probe/json_cache.h"
 #include "util/json.h"
+#include "util/json_read.h"
 
 namespace opforge::probe {
 
@@ -35,13 +36,16 @@ Result<ProcessResult> run_remembered(Machine m, const Command& command) {
       {"argv", command.argv}, {"real", real->string()}, {"stamp", {st->size, st->mtime_ns, st->inode}}};
   const std::string key = util::json_dump(key_json);
   JsonCache cache(m.fs, dir / "versions.json");
-  if (const auto* hit = cache.find(key);
-      hit && hit->contains("out") && (*hit)["out"].is_string() && hit->contains("err") && (*hit)["err"].is_string()) {
-    ProcessResult r;
-    r.exit_code = 0;
-    r.out = (*hit)["out"].get<std::string>();
-    r.err = (*hit)["err"].get<std::string>();
-    return r;
+  if (const auto* hit = cache.find(key)) {
+    auto out = util::json_read::text(*hit, "out");
+    auto err = util::json_read::text(*hit, "err");
+    if (out && err) {
+      ProcessResult r;
+      r.exit_code = 0;
+      r.out = std::move(*out);
+      r.err = std::move(*err);
+      return r;
+    }
   }
   auto r = m.proc.run(command);
   if (r && r->ok()) cache.store(key, {{"out", r->out}, {"err", r->err}});
