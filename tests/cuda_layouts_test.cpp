@@ -154,6 +154,10 @@ TEST(CudaLayouts, OriginsAreTypedAndFoundByIsTheirText) {
   EXPECT_FALSE(text_only.found_through(Origin::cuda_home));
   EXPECT_EQ(origin_name(Origin::usr_local_cuda_n), "/usr/local/cuda-*");
   EXPECT_EQ(origin_name(Origin::conda_prefix), "CONDA_PREFIX");
+  for (Origin o : {Origin::cuda_home, Origin::cuda_path, Origin::nvcc_on_path, Origin::usr_local_cuda,
+                   Origin::usr_local_cuda_n, Origin::opt_cuda, Origin::conda_prefix, Origin::pip_wheel})
+    EXPECT_EQ(origin_from_name(origin_name(o)), o);
+  EXPECT_EQ(origin_from_name("cuda_home"), std::nullopt);
 }
 
 TEST(CudaLayouts, DebianPackageThroughCudaHome) {

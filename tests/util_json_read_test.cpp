@@ -30,6 +30,8 @@ TEST(JsonRead, AValueOfAnotherTypeIsAbsent) {
   EXPECT_EQ(jr::integer(j, "big"), std::nullopt);  // does not fit: absent, not wrapped
   EXPECT_EQ(jr::count(j, "u"), 7u);
   EXPECT_EQ(jr::count(j, "n"), std::nullopt);
+  EXPECT_EQ(jr::count(j["u"]), 7u);
+  EXPECT_EQ(jr::count(j["s"]), std::nullopt);
   EXPECT_EQ(jr::number(j, "f"), 1.5);
   EXPECT_EQ(jr::number(j, "s"), std::nullopt);
   EXPECT_EQ(jr::texts(j, "a"), (std::vector<std::string>{"x", "y"}));

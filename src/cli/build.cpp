@@ -83,8 +83,7 @@ void print_op_summary(const pipeline::Outcome& outcome) {
   for (auto& l : lines) width = std::max(width, l.op.size());
   std::cout << "ops:\n";
   for (auto& l : lines) {
-    const std::string status = ops::status_name(l.status);
-    std::string row = "  " + status + std::string(15 - std::min<std::size_t>(14, status.size()), ' ') + l.op;
+    std::string row = "  " + strings::column(ops::status_name(l.status), 15) + l.op;
     if (l.seconds >= 0 || !l.reason.empty()) row += std::string(width - l.op.size(), ' ');
     if (l.seconds >= 0) {
       char secs[32];
@@ -106,8 +105,7 @@ void print_ops(const pipeline::Outcome& outcome) {
   for (auto& d : plan.ops) {
     // DeepSpeed's two dozen builders: those nobody asked for are not listed.
     if (plan.source.catalogue == plan::Catalogue::op_builder && !d.requested()) continue;
-    const std::string status = ops::status_name(d.status);
-    std::cout << "  " << status << std::string(9 - std::min<std::size_t>(8, status.size()), ' ') << d.manifest.name
+    std::cout << "  " << strings::column(ops::status_name(d.status), 9) << d.manifest.name
               << (d.builds() || d.reason.empty() ? "" : " (" + d.reason + ")") << "\n";
   }
   print_added_ops(outcome, "  built    ");

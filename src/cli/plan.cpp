@@ -73,8 +73,7 @@ void print_ops(const plan::Plan& p) {
       ++quiet;
       continue;
     }
-    const std::string status = ops::status_name(d.status);
-    std::cout << "  " << status << std::string(8 - std::min<std::size_t>(7, status.size()), ' ') << d.manifest.name
+    std::cout << "  " << strings::column(ops::status_name(d.status), 8) << d.manifest.name
               << " (" << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
   }
   if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";

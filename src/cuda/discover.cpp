@@ -249,6 +249,13 @@ std::string_view origin_name(Origin o) {
   return "?";
 }
 
+std::optional<Origin> origin_from_name(std::string_view name) {
+  for (Origin o : {Origin::cuda_home, Origin::cuda_path, Origin::nvcc_on_path, Origin::usr_local_cuda,
+                   Origin::usr_local_cuda_n, Origin::opt_cuda, Origin::conda_prefix, Origin::pip_wheel})
+    if (origin_name(o) == name) return o;
+  return std::nullopt;
+}
+
 std::string_view verdict_name(Verdict v) {
   switch (v) {
     case Verdict::valid: return "valid";
@@ -262,10 +269,7 @@ std::string_view verdict_name(Verdict v) {
 Resolution discover(probe::Machine m, const std::optional<TorchInfo>& torch) {
   Finder f{m, {}, {}};
   f.res.torch = torch;
-  for (auto& [var, value] : settings::toolkit_roots(m.env)) {
-    const Origin origin = var == "CUDA_HOME" ? Origin::cuda_home : Origin::cuda_path;
-    f.add(fs::path(value), origin, var);
-  }
+  for (auto& [var, value] : settings::toolkit_roots(m.env)) f.add(fs::path(value), *origin_from_name(var), var);
   if (const std::string path = settings::path(m.env); !path.empty()) {
     if (auto nvcc = probe::find_on_path(m.fs, "nvcc", path)) {
       const fs::path real = follow_wrappers(m.fs, *nvcc);

@@ -81,7 +81,7 @@ Result<Named> named_toolkit(Resolution& res, const probe::Environment& env) {
   if (auto roots = settings::toolkit_roots(env); !roots.empty()) {
     named.var = roots.front().first;
     named.value = roots.front().second;
-    named.origin = named.var == "CUDA_HOME" ? Origin::cuda_home : Origin::cuda_path;
+    named.origin = *origin_from_name(named.var);
   }
   if (named.var.empty()) return named;
   for (auto& c : res.candidates)
@@ -282,8 +282,8 @@ Result<Resolution> resolve(probe::Machine m, const std::string& version_spec, co
 }
 
 std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Environment& env) {
-  auto prepend = [](const fs::path& dir, const std::optional<std::string>& cur) {
-    return (cur && !cur->empty()) ? dir.string() + ":" + *cur : dir.string();
+  auto prepend = [](const fs::path& dir, const std::string& cur) {
+    return cur.empty() ? dir.string() : dir.string() + ":" + cur;
   };
   // A distribution's toolkit lives in the system's own folders (CUDA_HOME=/usr, libcudart in
   // /usr/lib/x86_64-linux-gnu): /usr/bin first on PATH would put the system's python and
@@ -295,9 +295,9 @@ std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Envir
   std::map<std::string, std::string> out{{"CUDA_HOME", tk.root.string()}};
   const fs::path bin = tk.root / "bin";
   const std::string path = settings::path(env);
-  out["PATH"] = system_dir(bin) ? (path.empty() ? bin.string() : path)
-                                : prepend(bin, path.empty() ? std::nullopt : std::optional<std::string>(path));
-  if (!system_dir(tk.lib_dir)) out["LD_LIBRARY_PATH"] = prepend(tk.lib_dir, settings::library_path(env));
+  out["PATH"] = system_dir(bin) ? (path.empty() ? bin.string() : path) : prepend(bin, path);
+  if (!system_dir(tk.lib_dir))
+    out["LD_LIBRARY_PATH"] = prepend(tk.lib_dir, settings::library_path(env).value_or(""));
   return out;
 }
 

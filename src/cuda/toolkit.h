@@ -56,6 +56,8 @@ enum class Origin {
 /// "CUDA_HOME", "CUDA_PATH", "nvcc on PATH", "/usr/local/cuda", "/usr/local/cuda-*", "/opt/cuda*",
 /// "CONDA_PREFIX", "pip wheel": how found_by begins for each.
 std::string_view origin_name(Origin o);
+/// origin_name's inverse ("CUDA_HOME" → cuda_home); nullopt for any other text.
+std::optional<Origin> origin_from_name(std::string_view name);
 
 /// What became of a candidate: discover() says valid or rejected, the resolver chooses one valid
 /// candidate and says of the others why not.

@@ -61,10 +61,11 @@ PythonProbe parse_python_probe(std::string_view text) {
   for (auto& p : jr::texts(j, "path")) out.sys_path.push_back(p);
   out.cflags = jr::text_or(j, "cflags");
   // [major, minor], small non-negative integers (a damaged file must not wrap them into an int)
-  if (const auto* v = jr::array(j, "version"); v && v->size() == 2 && (*v)[0].is_number_unsigned() &&
-                                               (*v)[1].is_number_unsigned() && (*v)[0].get<std::uint64_t>() < 100 &&
-                                               (*v)[1].get<std::uint64_t>() < 1000)
-    out.version = {static_cast<int>((*v)[0].get<std::uint64_t>()), static_cast<int>((*v)[1].get<std::uint64_t>())};
+  if (const auto* v = jr::array(j, "version"); v && v->size() == 2) {
+    auto major = jr::count((*v)[0]), minor = jr::count((*v)[1]);
+    if (major && minor && *major < 100 && *minor < 1000)
+      out.version = {static_cast<int>(*major), static_cast<int>(*minor)};
+  }
   out.include = jr::text_or(j, "include");
   return out;
 }

@@ -118,7 +118,7 @@ std::map<std::string, std::uint64_t> load_compile_peaks(const probe::FileSystem&
   auto j = util::json_parse(*text);
   if (!j.is_object()) return out;
   for (auto& [op, v] : j.items())
-    if (auto kib = util::json_read::count(j, op)) out[op] = *kib;
+    if (auto kib = util::json_read::count(v)) out[op] = *kib;
   return out;
 }
 

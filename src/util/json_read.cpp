@@ -42,10 +42,14 @@ std::optional<std::int64_t> integer(const Json& o, std::string_view key) {
   return m->get<std::int64_t>();
 }
 
+std::optional<std::uint64_t> count(const Json& value) {
+  if (!value.is_number_unsigned()) return std::nullopt;  // nlohmann keeps a read -1 signed
+  return value.get<std::uint64_t>();
+}
+
 std::optional<std::uint64_t> count(const Json& o, std::string_view key) {
   const Json* m = member(o, key);
-  if (!m || !m->is_number_unsigned()) return std::nullopt;  // nlohmann keeps a read -1 signed
-  return m->get<std::uint64_t>();
+  return m ? count(*m) : std::nullopt;
 }
 
 std::optional<double> number(const Json& o, std::string_view key) {

@@ -29,6 +29,9 @@ std::optional<std::int64_t> integer(const Json& object, std::string_view key);
 std::optional<std::uint64_t> count(const Json& object, std::string_view key);  ///< an integer >= 0
 std::optional<double> number(const Json& object, std::string_view key);
 
+/// A value itself (an array's entry, an item's value) when it is an integer >= 0.
+std::optional<std::uint64_t> count(const Json& value);
+
 /// text(), or `fallback` when absent.
 std::string text_or(const Json& object, std::string_view key, std::string fallback = {});
 

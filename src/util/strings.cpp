@@ -157,4 +157,8 @@ std::string cut(std::string_view value, std::size_t keep) {
   return printable(value.substr(0, n)) + "\u2026 (" + std::to_string(value.size()) + " bytes)";
 }
 
+std::string column(std::string_view word, std::size_t width) {
+  return std::string(word) + std::string(word.size() < width ? width - word.size() : 1, ' ');
+}
+
 }  // namespace opforge::strings

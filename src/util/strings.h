@@ -31,4 +31,7 @@ std::size_t utf8_char(std::string_view text, std::size_t i, char32_t& cp);
 /// 10 MB message.
 std::string cut(std::string_view value, std::size_t keep = 200);
 
+/// `word` then spaces up to `width` characters, at least one: a table's first column.
+std::string column(std::string_view word, std::size_t width);
+
 }  // namespace opforge::strings
