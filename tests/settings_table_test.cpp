@@ -143,6 +143,8 @@ TEST(SettingsRules, TheNewReadersKeepTheirRules) {
   EXPECT_EQ(root_sandbox(env).value(), std::nullopt);
   env.set("OPFORGE_ROOT_SANDBOX", "docker");
   EXPECT_EQ(root_sandbox(env).error().message, "OPFORGE_ROOT_SANDBOX=docker: expected bwrap or chroot");
+  EXPECT_EQ(root_sandbox(env).error().hint,
+            "set it to bwrap or chroot, or unset it (bubblewrap when installed, else unshare and chroot)");
   env.set("OPFORGE_ROOT_SANDBOX", "chroot");
   EXPECT_EQ(root_sandbox(env).value(), std::optional<std::string>("chroot"));
   EXPECT_FALSE(capable_terminal(env));

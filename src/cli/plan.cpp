@@ -73,8 +73,8 @@ void print_ops(const plan::Plan& p) {
       ++quiet;
       continue;
     }
-    std::cout << "  " << strings::column(ops::status_name(d.status), 8) << d.manifest.name
-              << " (" << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
+    std::cout << "  " << strings::column(ops::status_name(d.status), 8) << d.manifest.name << " ("
+              << ops::kind_name(d.manifest.kind) << ", " << d.requested_by << "): " << d.reason << "\n";
   }
   if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";
 }

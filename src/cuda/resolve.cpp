@@ -296,8 +296,7 @@ std::map<std::string, std::string> exports(const Toolkit& tk, const probe::Envir
   const fs::path bin = tk.root / "bin";
   const std::string path = settings::path(env);
   out["PATH"] = system_dir(bin) ? (path.empty() ? bin.string() : path) : prepend(bin, path);
-  if (!system_dir(tk.lib_dir))
-    out["LD_LIBRARY_PATH"] = prepend(tk.lib_dir, settings::library_path(env).value_or(""));
+  if (!system_dir(tk.lib_dir)) out["LD_LIBRARY_PATH"] = prepend(tk.lib_dir, settings::library_path(env).value_or(""));
   return out;
 }
 

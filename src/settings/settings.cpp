@@ -290,7 +290,8 @@ Result<std::optional<std::string>> root_sandbox(const probe::Environment& env) {
   auto v = env.get("OPFORGE_ROOT_SANDBOX");
   if (!v || v->empty()) return std::nullopt;
   if (*v != "bwrap" && *v != "chroot")
-    return bad_input("OPFORGE_ROOT_SANDBOX=" + strings::cut(*v, 40) + ": expected bwrap or chroot");
+    return bad_input("OPFORGE_ROOT_SANDBOX=" + strings::cut(*v, 40) + ": expected bwrap or chroot",
+                     "set it to bwrap or chroot, or unset it (bubblewrap when installed, else unshare and chroot)");
   return v;
 }
 
