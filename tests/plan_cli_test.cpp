@@ -23,12 +23,14 @@ std::string capture(const std::string& cmd) {
   return out;
 }
 
-std::string fixture_recipe() {
+/// A recipe of the fixture ops, one file per test: ctest runs the tests of this file at once,
+/// and a file rewritten by one while another reads it would be read empty.
+std::string fixture_recipe(const std::string& name) {
   fs::path dir = fs::path(OPFORGE_BUILD_DIR) / "plan_cli";
   fs::create_directories(dir);
-  std::ofstream(dir / "r.toml") << "[source]\npath = \"" << OPFORGE_TEST_FIXTURES
-                                << "\"\nops_dir = \"ops\"\n[package]\nlocal_version = \"none\"\n";
-  return (dir / "r.toml").string();
+  std::ofstream(dir / (name + ".toml")) << "[source]\npath = \"" << OPFORGE_TEST_FIXTURES
+                                        << "\"\nops_dir = \"ops\"\n[package]\nlocal_version = \"none\"\n";
+  return (dir / (name + ".toml")).string();
 }
 
 std::string env_prefix() {
@@ -37,7 +39,7 @@ std::string env_prefix() {
 }
 
 TEST(PlanCli, EnvLinesEvalInAShell) {
-  std::string recipe = fixture_recipe();
+  std::string recipe = fixture_recipe("env");
   std::string script = "eval \"$('" + std::string(OPFORGE_BINARY) + "' env '" + recipe +
                        "')\" && echo \"$DS_BUILD_CPUOP $DS_BUILD_NOLIB $DS_BUILD_OPS $MAX_JOBS\"";
   std::string out = capture(env_prefix() + "DS_BUILD_CPUOP=1 MAX_JOBS=3 sh -c '" + [&] {
@@ -50,7 +52,7 @@ TEST(PlanCli, EnvLinesEvalInAShell) {
 
 TEST(PlanCli, PlanJsonIsValidAndComplete) {
   std::string out =
-      capture(env_prefix() + "DS_BUILD_OPS=1 '" + OPFORGE_BINARY + "' plan --json '" + fixture_recipe() + "'");
+      capture(env_prefix() + "DS_BUILD_OPS=1 '" + OPFORGE_BINARY + "' plan --json '" + fixture_recipe("json") + "'");
   auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j["wheel_version"], "0.1.0");
@@ -103,9 +105,11 @@ TEST(PlanCli, DamagedCachesAreMisses) {
   // a miss: plan says what it said with a sound cache, doctor and cache still answer.
   const fs::path cache = fs::path(OPFORGE_BUILD_DIR) / "plan_cli" / "damaged-cache";
   fs::remove_all(cache);
-  const std::string prefix = "env -i PATH=/usr/bin:/bin HOME=/nonexistent OPFORGE_CACHE_DIR='" + cache.string() +
-                             "' '" + OPFORGE_BINARY + "' ";
-  const auto plan = prefix + "plan --json '" + fixture_recipe() + "' 2>/dev/null";
+  // MAX_JOBS fixed: else the plan's jobs and their reason follow the memory free at that moment,
+  // which other tests running beside this one change between two plans.
+  const std::string prefix = "env -i PATH=/usr/bin:/bin HOME=/nonexistent MAX_JOBS=2 OPFORGE_CACHE_DIR='" +
+                             cache.string() + "' '" + OPFORGE_BINARY + "' ";
+  const auto plan = prefix + "plan --json '" + fixture_recipe("damaged") + "' 2>/dev/null";
   auto [code, sound] = run_status(plan);
   ASSERT_EQ(code, 0) << sound;
   std::vector<fs::path> files;
