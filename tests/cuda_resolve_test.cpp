@@ -227,10 +227,10 @@ TEST_P(CudaChooseMatrix, Chooses) {
   EXPECT_EQ(r->chosen->root.string(), p.chosen);
   int chosen = 0;
   for (auto& c : r->candidates) {
-    chosen += c.chosen;
+    chosen += c.chosen();
     EXPECT_NE(c.verdict, Verdict::valid) << c.path;  // every other candidate says why not
     EXPECT_FALSE(c.why.empty()) << c.path;
-    EXPECT_EQ(c.verdict, c.chosen ? Verdict::chosen : c.toolkit ? Verdict::not_chosen : Verdict::rejected) << c.path;
+    EXPECT_EQ(c.verdict, c.chosen() ? Verdict::chosen : c.toolkit ? Verdict::not_chosen : Verdict::rejected) << c.path;
   }
   EXPECT_EQ(chosen, 1);
 }

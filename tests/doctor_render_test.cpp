@@ -26,7 +26,6 @@ Report a_machine() {
   tk.candidate.found_by = "/usr/local/cuda-*";
   tk.candidate.verdict = cuda::Verdict::chosen;
   tk.candidate.why = "the newest valid toolkit";
-  tk.candidate.chosen = true;
   cuda::Toolkit t;
   t.root = "/usr/local/cuda-13.0";
   t.version = Version{13, 0};

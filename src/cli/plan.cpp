@@ -26,7 +26,7 @@ void print_toolchain(const plan::Plan& p) {
   std::cout << "CUDA toolkit  "
             << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none") << "\n";
   for (auto& c : p.cuda.candidates)
-    std::cout << "  " << (c.chosen ? "* " : "  ") << c.path.string()
+    std::cout << "  " << (c.chosen() ? "* " : "  ") << c.path.string()
               << (c.toolkit ? " (CUDA " + c.toolkit->version.str() + ", " +
                                   std::string(cuda::layout_name(c.toolkit->layout)) + ")"
                             : std::string())

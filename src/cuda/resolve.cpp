@@ -231,7 +231,6 @@ Status settle(Choice& ch, const Pick& pick, const std::string& spec) {
     return e;
   }
   const Version& chosen = pick.candidate->toolkit->version;
-  pick.candidate->chosen = true;
   pick.candidate->verdict = Verdict::chosen;
   pick.candidate->why = pick.why;
   for (auto* c : ch.valid)

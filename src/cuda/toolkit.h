@@ -74,7 +74,9 @@ struct Candidate {
   std::optional<Toolkit> toolkit;  ///< nullopt: invalid
   Verdict verdict = Verdict::rejected;
   std::string why;  ///< the reason, without the verdict word: "no executable bin/nvcc"; empty for valid
-  bool chosen = false;
+
+  /// Whether the resolver chose it (the verdict says so; there is no second flag to disagree).
+  bool chosen() const { return verdict == Verdict::chosen; }
 
   /// The verdict and its reason, as doctor and plan print them: "rejected: no executable bin/nvcc".
   std::string said() const {

@@ -32,7 +32,7 @@ json toolkit_json(const ToolkitReport& t) {
          {"found_by", c.found_by},
          {"verdict", c.said()},
          {"status", cuda::verdict_name(c.verdict)},
-         {"chosen", c.chosen}};
+         {"chosen", c.chosen()}};
   if (c.toolkit && t.limits) {
     e["version"] = c.toolkit->version.str();
     e["version_source"] = c.toolkit->version_source;

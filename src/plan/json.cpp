@@ -18,7 +18,7 @@ nlohmann::json to_json(const Plan& p) {
   for (auto& c : p.cuda.candidates)
     cands.push_back({{"path", c.path.string()},
                      {"found_by", c.found_by},
-                     {"chosen", c.chosen},
+                     {"chosen", c.chosen()},
                      {"version", c.toolkit ? c.toolkit->version.str() : ""},
                      {"layout", c.toolkit ? std::string(cuda::layout_name(c.toolkit->layout)) : ""},
                      {"verdict", c.said()},

@@ -57,7 +57,7 @@ void label_provisioned(cuda::Resolution& res, const cuda::Provision& p) {
   for (auto& c : res.candidates) {
     if (!c.found_through(cuda::Origin::cuda_home)) continue;
     c.found_by = "provisioned from PyPI (" + p.requirement + ")";
-    if (c.chosen) c.why = "torch's exact CUDA " + p.cuda.str() + ", provisioned from PyPI";
+    if (c.chosen()) c.why = "torch's exact CUDA " + p.cuda.str() + ", provisioned from PyPI";
   }
 }
 
