@@ -9,8 +9,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 wheel=$(ls "$1"/opforge-*.whl)
-source "$here/cuda_root.sh"
-cuda_root bookworm-cuda bookworm nvidia-cuda-toolkit g++-11 gcc g++ python3-dev ninja-build
+source "$here/make_root.sh"
+use_root bookworm-cuda
 start=$(date +%s)
 "$here/in_root.sh" "$ROOT" "$here/bookworm_cuda_steps.sh" "$wheel"
 echo "steps took $(($(date +%s) - start)) s"

@@ -6,5 +6,6 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 wheel=$(ls "$1"/opforge-*.whl)
-source "$here/root.sh"
+source "$here/make_root.sh"
+use_root bullseye
 "$here/in_root.sh" "$ROOT" "$here/bullseye_steps.sh" "$wheel" "$NINJA_WHEELS"/ninja-*.whl

@@ -3,7 +3,10 @@
 # nvidia-cuda-toolkit`: cuda_root NAME SUITE PACKAGES... sets ROOT=~/.cache/opforge/roots/NAME
 # (OPFORGE_ROOTS overrides the folder). Prints "SKIP: ..." and exits 0 where the root cannot be
 # made here (CTest reads that line). The package pulls every CUDA library (about 3 GB installed):
-# made once, kept in the cache.
+# made once, kept in the cache. CTest makes each root first (tests/install/make_root.sh, roots.*);
+# ROOT_RETRY=0 skips at once where it failed before (NAME.failed), as root.sh does.
+# Every .deb (debootstrap's and apt's in the root) goes through one cache per suite,
+# ~/.cache/opforge/roots/debs/SUITE, which starts with what the host's apt kept of its own suite.
 skip() { echo "SKIP: $*"; exit 0; }
 cuda_root() {
   local name="$1" suite="$2"
@@ -15,29 +18,46 @@ cuda_root() {
   command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
   local roots="${OPFORGE_ROOTS:-${XDG_CACHE_HOME:-$HOME/.cache}/opforge/roots}"
   ROOT="$roots/$name"
-  mkdir -p "$roots"
+  local debs="$roots/debs/$suite"
+  mkdir -p "$roots" "$debs/partial"
   [ -f "$ROOT/.complete" ] && return 0
+  [ "${ROOT_RETRY:-1}" = 0 ] && [ -f "$roots/$name.failed" ] &&
+    skip "the $name root could not be made (see $roots/$name.log; ctest -R roots. tries again)"
   (
     flock 9
     [ -f "$ROOT/.complete" ] && exit 0
+    # The suite's cache is written by one root at a time.
+    exec 8>"$debs.lock"
+    flock 8
     local tmp="$ROOT.tmp" log="$roots/$name.log"
     rm -rf "$tmp"
+    # The host's own downloads of this suite (scripts/deps), hard-linked where both are on one
+    # file system (no copy); debootstrap and apt check each file's hash before they use it.
+    if [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = "$suite" ]; then
+      cp -nl /var/cache/apt/archives/*.deb "$debs/" 2>/dev/null || true
+    fi
     {
-      "$debootstrap" --variant=minbase --components=main,contrib,non-free \
+      "$debootstrap" --variant=minbase --components=main,contrib,non-free --cache-dir="$debs" \
         --include=python3,python3-pip,python3-venv,ca-certificates "$suite" "$tmp" http://deb.debian.org/debian &&
-        # apt in the root, in a mount namespace of its own (its /proc goes with it); no daemons.
+        # apt in the root, in a mount namespace of its own (its /proc and the cache bound at its
+        # archives go with it); no daemons. Nothing to clean: the .debs stay in the shared cache.
         printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d" && chmod +x "$tmp/usr/sbin/policy-rc.d" &&
         unshare --mount --propagation private -- sh -c '
-          mount -t proc proc "$0/proc" && chroot "$0" sh -c "
-            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* &&
-            apt-get clean"' "$tmp" "$@"
+          root=$0 debs=$1 && shift && mount -t proc proc "$root/proc" &&
+          mount --bind "$debs" "$root/var/cache/apt/archives" && chroot "$root" sh -c "
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $*"' \
+          "$tmp" "$debs" "$@"
     } >"$log" 2>&1 || {
       tail -5 "$log"
       rm -rf "$tmp"
+      touch "$roots/$name.failed"
       exit 3
     }
+    # debootstrap left copies of the cache's files in the root's own apt cache (under the mount).
+    rm -f "$tmp"/var/cache/apt/archives/*.deb
     touch "$tmp/.complete"
     rm -rf "$ROOT" && mv "$tmp" "$ROOT"
+    rm -f "$roots/$name.failed"
   ) 9>"$roots/$name.lock" || skip "could not make the $suite root with $* (see $roots/$name.log)"
 }
 
@@ -49,7 +69,10 @@ torch_in_root() {
   shift 2
   [ "$(cat "$root$venv/.complete" 2>/dev/null)" = "$*" ] && return 0
   local cache="${PIP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}" log="$root.${venv//\//_}.log"
+  local failed="$root.${venv//\//_}.failed"
   mkdir -p "$cache"
+  [ "${ROOT_RETRY:-1}" = 0 ] && [ -f "$failed" ] &&
+    skip "$* could not be installed in $root$venv (see $log; ctest -R roots. tries again)"
   (
     flock 9
     [ "$(cat "$root$venv/.complete" 2>/dev/null)" = "$*" ] && exit 0
@@ -70,8 +93,10 @@ chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 PIP_CE
 INNER
       tail -5 "$log"
       rm -rf "$root$venv"
+      touch "$failed"
       exit 3
     }
     echo "$*" >"$root$venv/.complete"
+    rm -f "$failed"
   ) 9>"$root.venv.lock" || skip "could not install $* in $root$venv (see $log)"
 }

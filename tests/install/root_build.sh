@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # root_build.sh OPFORGE OUT: `opforge build default --root R` on this machine, R a Debian 11 root
-# (glibc 2.31, Python 3.9 with python3-dev; tests/install/root.sh makes it once, cached outside the
-# repository), writes a cp38-abi3-manylinux_2_31 (or lower) wheel with the overflow hook's
+# (glibc 2.31, Python 3.9 with python3-dev; tests/install/make_root.sh makes it once, cached outside
+# the repository), writes a cp38-abi3-manylinux_2_31 (or lower) wheel with the overflow hook's
 # stable-ABI extension in it; pip installs it in the root, where every op library and the
 # extension load; they load on this machine too.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 opforge="$1" out="$2"
-ROOT_NAME=bullseye-dev ROOT_PACKAGES=python3,python3-pip,python3-venv,python3-dev,gcc,g++,ninja-build,libaio-dev
-export ROOT_NAME ROOT_PACKAGES
-source "$here/root.sh"
+source "$here/make_root.sh"
+use_root bullseye-dev
 rm -rf "$out/dist" && mkdir -p "$out"
 cd "$out"
 export TORCH_CUDA_ARCH_LIST="9.0" OPFORGE_CACHE_DIR="$out/cache"

@@ -15,11 +15,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 wheel=$(ls "$1"/opforge-*.whl) opforge=$(realpath "$2") out=$(realpath -m "$3")
-source "$here/cuda_root.sh"
-cuda_root trixie-cuda trixie nvidia-cuda-toolkit g++-13 gcc g++ python3-dev python3-venv ninja-build
-# DeepSpeed's own run-time requirements too (its requirements/requirements.txt).
-torch_in_root "$ROOT" /opt/torch26 "torch==2.6.0" "setuptools<80" wheel numpy packaging hjson msgpack psutil py-cpuinfo \
-  "pydantic>=2.0.0" einops tqdm nvidia-ml-py
+source "$here/make_root.sh"
+use_root trixie-cuda
 
 start=$(date +%s)
 mkdir -p "$out.in"
