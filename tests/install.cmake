@@ -18,7 +18,8 @@ set_tests_properties(install.dist PROPERTIES FIXTURES_SETUP dist_wheel TIMEOUT 3
 # once and kept in ~/.cache/opforge/roots, so on a warm machine they take a second. Cold, they are
 # mostly downloads (debootstrap, apt, pip), made beside the CPU-bound tests instead of before them.
 # Where a root cannot be made they say SKIP, and so do the tests that need it (ROOT_RETRY=0: no
-# second try).
+# second try). A test that enters a root (in_root.sh writes its /tmp/opforge-test) holds
+# RESOURCE_LOCK on it; `--root` builds only read it.
 add_test(NAME roots.bullseye COMMAND ${OPFORGE_INSTALL}/make_root.sh bullseye bullseye-dev)
 set_tests_properties(roots.bullseye PROPERTIES FIXTURES_SETUP "root_bullseye;root_bullseye_dev" TIMEOUT 1800
                      COST 700 LABELS "install;roots" SKIP_REGULAR_EXPRESSION "SKIP:")
@@ -43,14 +44,14 @@ set_tests_properties(install.reproducible PROPERTIES FIXTURES_REQUIRED dist_whee
 add_test(NAME install.bullseye COMMAND ${OPFORGE_INSTALL}/bullseye.sh ${OPFORGE_DIST_OUT})
 set_tests_properties(install.bullseye PROPERTIES FIXTURES_REQUIRED "dist_wheel;root_bullseye" TIMEOUT 1800
                      PROCESSORS 2 COST 300 LABELS install ENVIRONMENT ROOT_RETRY=0
-                     SKIP_REGULAR_EXPRESSION "SKIP:")
+                     RESOURCE_LOCK root_bullseye SKIP_REGULAR_EXPRESSION "SKIP:")
 
 # Debian's own CUDA 11.8 (nvidia-cuda-toolkit from non-free) beside the host's NVIDIA 13.0 in a
 # Debian 12 root: doctor, two builds from two folders, CUDA_HOME=/usr, inspect, import.
 add_test(NAME install.bookworm_cuda COMMAND ${OPFORGE_INSTALL}/bookworm_cuda.sh ${OPFORGE_DIST_OUT})
 set_tests_properties(install.bookworm_cuda PROPERTIES FIXTURES_REQUIRED "dist_wheel;root_bookworm_cuda"
                      TIMEOUT 3600 PROCESSORS 2 COST 600 LABELS install ENVIRONMENT ROOT_RETRY=0
-                     SKIP_REGULAR_EXPRESSION "SKIP:")
+                     RESOURCE_LOCK root_bookworm_cuda SKIP_REGULAR_EXPRESSION "SKIP:")
 # `opforge build default --root R` in a Debian 11 root with python3-dev (the second Debian 11 root,
 # "bullseye-dev": install.bullseye checks the build without python3-dev): a manylinux_2_31 (or
 # lower) abi3 wheel that installs and loads there and here. A development opforge runs inside with
@@ -59,7 +60,7 @@ add_test(NAME install.root_build COMMAND ${OPFORGE_INSTALL}/root_build.sh $<TARG
                                          ${CMAKE_BINARY_DIR}/install/root_build)
 set_tests_properties(install.root_build PROPERTIES FIXTURES_REQUIRED root_bullseye_dev TIMEOUT 1800
                      PROCESSORS 2 COST 400 LABELS install ENVIRONMENT ROOT_RETRY=0
-                     SKIP_REGULAR_EXPRESSION "SKIP:")
+                     RESOURCE_LOCK root_bullseye_dev SKIP_REGULAR_EXPRESSION "SKIP:")
 # Debian 13's own CUDA 12.4 with PyPI's torch 2.6.0 (its exact pair) and gcc 13 while gcc 14 is the
 # default: the fixture torch extension built in the root by the platform wheel, and from here with
 # `--root` (the root's own toolkit, its glibc the tag's floor).
@@ -67,4 +68,4 @@ add_test(NAME install.trixie_cuda COMMAND ${OPFORGE_INSTALL}/trixie_cuda.sh ${OP
                                           $<TARGET_FILE:opforge> ${CMAKE_BINARY_DIR}/install/trixie_cuda)
 set_tests_properties(install.trixie_cuda PROPERTIES FIXTURES_REQUIRED "dist_wheel;root_trixie_cuda"
                      TIMEOUT 3600 PROCESSORS 2 COST 1200 LABELS install ENVIRONMENT ROOT_RETRY=0
-                     SKIP_REGULAR_EXPRESSION "SKIP:")
+                     RESOURCE_LOCK root_trixie_cuda SKIP_REGULAR_EXPRESSION "SKIP:")
