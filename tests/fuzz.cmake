@@ -10,7 +10,7 @@ add_test(NAME fuzz.build
          COMMAND ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${CMAKE_SOURCE_DIR} CCACHE_NOHASHDIR=1
                  ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/build.sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz ${fuzz_build}
                  ${fuzz_cc} ${OPFORGE_FUZZ_CXX})
-set_tests_properties(fuzz.build PROPERTIES FIXTURES_SETUP fuzz_build TIMEOUT 1800 LABELS fuzz)
+set_tests_properties(fuzz.build PROPERTIES FIXTURES_SETUP fuzz_build TIMEOUT 1800 LABELS fuzz PROCESSORS 2 COST 400)
 
 file(GLOB fuzz_harnesses CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*_fuzz.cpp)
 foreach(harness IN LISTS fuzz_harnesses)

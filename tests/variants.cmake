@@ -1,24 +1,29 @@
 # CI wheel generation: [cuda] provision = "pypi" (torch's exact toolkit from NVIDIA's PyPI wheels)
 # and a two-cell [matrix] (torch 2.14 with the installed CUDA 13.0, torch 2.15 with a provisioned
 # 13.2) into one indexed wheelhouse. They need scripts/torch-venv's environments: they fail in CI
-# without them and skip elsewhere. Label `variants` (ctest -L variants).
+# without them and skip elsewhere. Label `variants` (ctest -L variants). The builds keep both cores
+# busy (PROCESSORS 2); COST (rough cold seconds on 2 cores) orders a first run.
 add_test(NAME e2e.provision
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/provision.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/provision)
-set_tests_properties(e2e.provision PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+set_tests_properties(e2e.provision PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 300)
 add_test(NAME e2e.matrix
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/matrix.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/matrix)
-set_tests_properties(e2e.matrix PROPERTIES TIMEOUT 3600 LABELS "e2e;variants" SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+set_tests_properties(e2e.matrix PROPERTIES TIMEOUT 3600 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 500)
 # A setup.py that hardcodes its own -gencode list: the plan's arch list is what compiles
 # ([arch] enforce), [build.env] reaches it, its download attempt is named (torch 2.14's environment).
 add_test(NAME e2e.arch_enforce
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/arch_enforce.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/arch_enforce)
-set_tests_properties(e2e.arch_enforce PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77)
+set_tests_properties(e2e.arch_enforce PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 200)
 # causal-conv1d 1.7.0 from its PyPI sdist (cached in ~/.cache/opforge/sdist), one arch, as
 # docs/external-projects.md's recipe says.
 add_test(NAME e2e.causal_conv1d
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/causal_conv1d.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/causal_conv1d)
-set_tests_properties(e2e.causal_conv1d PROPERTIES TIMEOUT 3600 LABELS "e2e;variants" SKIP_RETURN_CODE 77)
+set_tests_properties(e2e.causal_conv1d PROPERTIES TIMEOUT 3600 LABELS "e2e;variants" SKIP_RETURN_CODE 77
+                     PROCESSORS 2 COST 600)
