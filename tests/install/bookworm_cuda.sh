@@ -5,7 +5,8 @@
 # host's NVIDIA 13.0 bound read-only at /usr/local/cuda. opforge's platform wheel, installed in
 # the root, lists both, builds the overflow op with 11.8 and gcc 11 (gcc 12 is the default),
 # twice from two folders with the same bytes, and again with CUDA_HOME=/usr; the wheel imports.
-# The root (~/.cache/opforge/roots/bookworm-cuda, about 6 GB) is made once.
+# The root (~/.cache/opforge/roots/bookworm-cuda, about 6 GB) is made once, by CTest's fixture
+# roots.bookworm_cuda (tests/install/make_root.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 wheel=$(ls "$1"/opforge-*.whl)

@@ -10,8 +10,8 @@
 #   2. by this machine's opforge with `--root`: the same, its tag within the root's glibc;
 #   3. DeepSpeed 0.19.8's cpu_adam and fused_adam with `--root`: a DeepSpeedCPUAdam step there
 #      equals torch's AdamW.
-# The root (~/.cache/opforge/roots/trixie-cuda, about 9 GB with torch) is made once; pip's cache
-# is shared with the host's.
+# The root (~/.cache/opforge/roots/trixie-cuda, about 11 GB with torch) is made once, by CTest's
+# fixture roots.trixie_cuda (tests/install/make_root.sh); pip's cache is shared with the host's.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 wheel=$(ls "$1"/opforge-*.whl) opforge=$(realpath "$2") out=$(realpath -m "$3")
