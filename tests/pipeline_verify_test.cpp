@@ -125,7 +125,7 @@ TEST(PipelineRebuild, EveryChildSeesTheRecordedEnvironmentAndNotTheUsers) {
   fm.env.set("CFLAGS", "-O0");
   auto rec = record_for(kText);
   rec.environment = {{"DS_BUILD_OPS", "0"}};
-  RebuildCheck checked{kRecipe, {}};
+  RebuildCheck checked{kRecipe, {}, std::nullopt};
   (void)rebuild_and_compare(fm.machine(), kPath, rec, checked);
   ASSERT_FALSE(fm.proc.calls().empty()) << "the rebuild starts its torch probe at least";
   for (const auto& call : fm.proc.calls()) {

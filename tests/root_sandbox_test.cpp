@@ -165,6 +165,10 @@ TEST(RootSandbox, TheBuildInsideGetsItsFoldersTheToolkitAndTheBuildVariables) {
   fm.env.set("TORCH_CUDA_ARCH_LIST", "9.0");
   fm.env.set("DS_BUILD_AIO", "1");
   fm.env.set("LD_PRELOAD", "/host/only.so");
+  fm.env.set("PYTHONHOME", "/host/python");
+  fm.env.set("CFLAGS", "-DMARK=\"red\" -O2");
+  fm.env.set("NVCC_APPEND_FLAGS", "-lineinfo");
+  fm.env.set("FLASH_ATTENTION_FORCE_BUILD", "TRUE");
   Invocation inv;
   inv.root = "/roots/b";
   inv.recipe = "/work/p/recipe.toml";
@@ -182,8 +186,15 @@ TEST(RootSandbox, TheBuildInsideGetsItsFoldersTheToolkitAndTheBuildVariables) {
                                              "ro " + std::string(OPFORGE_DATA_DIR) + " -> /.opforge/share/opforge",
                                              "ro /usr/lib/x86_64-linux-gnu -> /.opforge/host-lib"}));
   const auto& env = p->jail.env;
-  EXPECT_EQ(env.at("CUDA_HOME"), "/opt/cuda-13.0");
+  // The host's toolkit is bound at its own path, where the search inside finds it: no CUDA_HOME
+  // is made up (the record inside then holds the variables the user set, as on the host).
+  EXPECT_FALSE(env.contains("CUDA_HOME"));
   EXPECT_EQ(env.at("TORCH_CUDA_ARCH_LIST"), "9.0");
+  // Every variable that changes the wheel, and a project's own switches, as they are.
+  EXPECT_EQ(env.at("CFLAGS"), "-DMARK=\"red\" -O2");
+  EXPECT_EQ(env.at("NVCC_APPEND_FLAGS"), "-lineinfo");
+  EXPECT_EQ(env.at("FLASH_ATTENTION_FORCE_BUILD"), "TRUE");
+  EXPECT_FALSE(env.contains("PYTHONHOME"));
   EXPECT_EQ(env.at("DS_BUILD_AIO"), "1");
   EXPECT_EQ(env.at("OPFORGE_CACHE_DIR"), "/home/u/.cache/opforge");
   EXPECT_EQ(env.at("OPFORGE_IN_ROOT"), "/roots/b");
@@ -198,8 +209,8 @@ TEST(RootSandbox, TheBuildInsideGetsItsFoldersTheToolkitAndTheBuildVariables) {
 }
 
 // A root with a toolkit of its own (Debian 13's nvidia-cuda-toolkit 12.4, described by the real
-// root): the host's is still bound in, but CUDA_HOME is not set, so that the recipe's
-// `[cuda] version` chooses between them inside; the root line names both.
+// root): the host's is still bound in, and the user's CUDA_HOME is honoured inside as on the host
+// (bound at the path it names); the root line names both.
 TEST(RootSandbox, ARootWithItsOwnToolkitChoosesInside) {
   probe::FakeMachine fm;
   add_root(fm.fs, "/roots/t");
@@ -212,14 +223,53 @@ TEST(RootSandbox, ARootWithItsOwnToolkitChoosesInside) {
   auto p = prepare(fm.machine(), inv);
   ASSERT_TRUE(p) << p.error().render();
   EXPECT_EQ(p->info.tools.at("nvcc"), "/usr/bin/nvcc");
-  EXPECT_FALSE(p->jail.env.contains("CUDA_HOME"));
-  bool bound = false;
-  for (const auto& b : p->jail.binds) bound = bound || (b.host == "/opt/cuda-13.0" && b.mode == Bind::Mode::ro);
+  EXPECT_EQ(p->jail.env.at("CUDA_HOME"), "/usr/local/cuda");
+  bool bound = false, named = false;
+  for (const auto& b : p->jail.binds) {
+    bound = bound || (b.host == "/opt/cuda-13.0" && b.mode == Bind::Mode::ro);
+    named = named || (b.host == "/usr/local/cuda" && b.inside == "/usr/local/cuda" && b.mode == Bind::Mode::ro);
+  }
   EXPECT_TRUE(bound);
+  EXPECT_TRUE(named);
   EXPECT_EQ(describe_line(p->info),
             "root: /roots/t (Debian GNU/Linux 13 (trixie)), glibc 2.41, gcc 14.2.0, Python 3.13.5 (headers: "
             "/usr/include/python3.13), ninja, its own nvcc /usr/bin/nvcc (and this machine's /opt/cuda-13.0, "
             "read-only); through bubblewrap");
+}
+
+// A variable that changes the wheel but names a folder the build inside cannot see is refused by
+// name, never dropped; one the root has, or one bound in, passes.
+TEST(RootSandbox, AFlagNamingAFolderTheRootLacksIsRefusedByName) {
+  probe::FakeMachine fm;
+  add_root(fm.fs, "/roots/b");
+  fm.fs.add_file("/work/p/recipe.toml", "[source]\npath = \"src\"\n");
+  fm.fs.add_directory("/work/p/src");
+  add_host(fm, "root/describe-debian11.txt");
+  fm.fs.add_directory("/opt/aio/include");
+  fm.env.set("CFLAGS", "-O2 -I/opt/aio/include");
+  Invocation inv;
+  inv.root = "/roots/b";
+  inv.recipe = "/work/p/recipe.toml";
+  auto p = prepare(fm.machine(), inv);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(p.error().message,
+            "CFLAGS names /opt/aio/include, which the build inside the root /roots/b cannot see (it is not in the "
+            "root, and opforge binds in only the recipe's, source's, build, dist, cache and toolkit folders)");
+  EXPECT_EQ(p.error().hint,
+            "install what /opt/aio/include holds inside the root (its own path there), or unset CFLAGS "
+            "for this build");
+  // In the root, or in a folder bound in (the source tree): fine.
+  fm.fs.add_directory("/roots/b/opt/aio/include");
+  fm.env.set("LDFLAGS", "-L/work/p/src/lib -Wl,-rpath,/work/p/src/lib");
+  auto q = prepare(fm.machine(), inv);
+  ASSERT_TRUE(q) << q.error().render();
+  EXPECT_EQ(q->jail.env.at("CFLAGS"), "-O2 -I/opt/aio/include");
+  // A relative CUDA_HOME would name another folder inside.
+  fm.env.set("CUDA_HOME", "cuda");
+  auto r = prepare(fm.machine(), inv);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "CUDA_HOME=cuda is relative: inside the root it would name another folder");
 }
 
 }  // namespace opforge::root

@@ -3,7 +3,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "probe/fake_machine.h"
@@ -30,7 +32,14 @@ TEST(SettingsTable, DocsHoldTheGeneratedTableOfVariables) {
   ASSERT_NE(a, std::string::npos) << "docs/recipe.md lacks the marker " << begin;
   auto b = doc.find(end, a);
   ASSERT_NE(b, std::string::npos);
-  EXPECT_EQ(doc.substr(a + begin.size(), b - a - begin.size()), markdown_variables());
+  const std::string expected = markdown_variables();
+  if (doc.substr(a + begin.size(), b - a - begin.size()) != expected) {
+    // The table to paste, whole, beside the build.
+    const std::string out = std::string(OPFORGE_BUILD_DIR) + "/settings-table.md";
+    std::ofstream(out) << expected;
+    ADD_FAILURE() << "docs/recipe.md's table of variables is not markdown_variables(): paste " << out
+                  << " between its markers";
+  }
 }
 
 TEST(SettingsTable, DocsListEveryRecipeKeyInItsSection) {
@@ -68,7 +77,8 @@ TEST(SettingsTable, TheVariablesThatChangeTheWheelAreRecordedAndNoOthers) {
   EXPECT_EQ(find_variable("DS_BUILD_OPS")->name, "DS_BUILD_OPS");
   EXPECT_EQ(find_variable("DS_BUILD_AIO")->name, "DS_BUILD_*");
   EXPECT_EQ(find_variable("DS_ACCELERATOR")->name, "DS_*");
-  EXPECT_EQ(find_variable("LD_PRELOAD"), nullptr);
+  EXPECT_EQ(find_variable("LD_PRELOAD")->name, "LD_*");  // the host's loader: a row, not passed into a root
+  EXPECT_EQ(find_variable("MY_OWN_SWITCH"), nullptr);
 }
 
 TEST(SettingsRules, SkipCudaCheckIsExactlyOneAsDeepSpeedReadsIt) {
@@ -122,11 +132,12 @@ TEST(SettingsRules, MaxJobsAndTheJobsFlagShareTheirRange) {
   EXPECT_EQ(parse_jobs_flag("x").error().message, "'x' is not a number of jobs from 1 to 4096");
 }
 
-TEST(SettingsRules, TheCacheFolderOverrideBeatsTheEnvironment) {
+TEST(SettingsRules, TheCacheFolderIsChosenOneWay) {
   probe::FakeEnvironment env;
+  env.set("HOME", "/home/u");
+  EXPECT_EQ(cache_dir(env), std::filesystem::path("/home/u/.cache/opforge"));
   env.set("OPFORGE_CACHE_DIR", "/c");
   EXPECT_EQ(cache_dir(env), std::filesystem::path("/c"));
-  EXPECT_EQ(cache_dir(env, "/override"), std::filesystem::path("/override"));
   env.set("CUDA_PATH", "/p");
   env.set("CUDA_HOME", "");
   EXPECT_EQ(toolkit_roots(env), (std::vector<std::pair<std::string, std::string>>{{"CUDA_PATH", "/p"}}));
@@ -181,7 +192,9 @@ TEST(SettingsTable, NoCodeOutsideSettingsReadsAVariable) {
   // One reader per setting: stages ask settings/ (or hand a whole environment to a child). Only
   // probe/, below settings/, reads for itself: the real machine's TMPDIR and test hooks, and the
   // cache folder's rule that settings::cache_dir gives everyone else.
-  const std::regex read(R"((env\.get|getenv)\s*\()");
+  // An Environment's all() is a reader too (a scan for DS_BUILD_* is one): only settings::
+  // everything hands the whole environment to a child.
+  const std::regex read(R"((env\.get|getenv|env\.all|env\)\.all)\s*\()");
   std::vector<std::string> readers;
   for (auto& [path, text] : sources()) {
     if (path.starts_with("settings/") || path.starts_with("probe/")) continue;
@@ -208,6 +221,85 @@ TEST(SettingsTable, EveryVariableReadHasARow) {
     if (!find_variable(name) && python_row.find(name) == std::string_view::npos)
       missing.push_back("python_variables: " + name);
   EXPECT_EQ(missing, std::vector<std::string>{});
+}
+
+TEST(SettingsTable, TheReadByColumnMatchesTheCode) {
+  // A row read through a settings function names it (`settings::fn (a/b.cpp, ...)`): the function
+  // is declared, the files listed call it, and every file that calls it is listed in a row of it.
+  const auto files = sources();
+  auto text_of = [&](const std::string& rel) -> const std::string* {
+    for (auto& [path, text] : files)
+      if (path == rel) return &text;
+    return nullptr;
+  };
+  const std::string header = read_text(std::string(OPFORGE_SOURCE_DIR) + "/src/settings/settings.h");
+  const std::regex fn(R"(settings::([a-z_]+)(?: \(([^)]*)\))?)");
+  const std::regex file(R"(([a-z_]+/[a-z_]+\.(?:cpp|h)))");
+  std::map<std::string, std::set<std::string>> listed;  // function → files rows name
+  std::vector<std::string> wrong;
+  for (const auto& s : table()) {
+    const std::string readers(s.readers);
+    for (std::sregex_iterator it(readers.begin(), readers.end(), fn), end; it != end; ++it) {
+      const std::string name = (*it)[1];
+      if (header.find(" " + name + "(") == std::string::npos)
+        wrong.push_back(std::string(s.name) + ": no settings::" + name);
+      auto& set = listed[name];
+      const std::string in = (*it)[2];
+      for (std::sregex_iterator f(in.begin(), in.end(), file), fend; f != fend; ++f) {
+        set.insert((*f)[1]);
+        const std::string* body = text_of((*f)[1]);
+        if (!body) wrong.push_back(std::string(s.name) + ": no file src/" + (*f)[1].str());
+        else if (body->find("settings::" + name + "(") == std::string::npos)
+          wrong.push_back(std::string(s.name) + ": " + (*f)[1].str() + " does not call settings::" + name);
+      }
+    }
+  }
+  // The inverse: a caller no row names.
+  for (auto& [name, set] : listed) {
+    if (set.empty()) continue;  // "settings::cache_dir (every cache reader)": many, not listed
+    for (auto& [path, text] : files)
+      if (!path.starts_with("settings/") && text.find("settings::" + name + "(") != std::string::npos &&
+          !set.contains(path))
+        wrong.push_back("settings::" + name + " is called by " + path + ", which no row names");
+  }
+  EXPECT_EQ(wrong, std::vector<std::string>{});
+}
+
+TEST(SettingsInside, EveryVariableThatChangesTheWheelReachesARoot) {
+  for (const auto& s : table()) {
+    if (s.source == Source::environment && s.changes_wheel) {
+      EXPECT_EQ(s.inside, Inside::passed) << s.name << " changes the wheel, so a build inside a root must get it";
+    }
+  }
+  EXPECT_EQ(inside_root("CFLAGS"), Inside::passed);
+  EXPECT_EQ(inside_root("NVCC_APPEND_FLAGS"), Inside::passed);
+  EXPECT_EQ(inside_root("DS_BUILD_AIO"), Inside::passed);
+  EXPECT_EQ(inside_root("FLASH_ATTENTION_FORCE_BUILD"), Inside::passed);  // a project's own switch
+  EXPECT_EQ(inside_root("LD_PRELOAD"), Inside::host);
+  EXPECT_EQ(inside_root("LD_LIBRARY_PATH"), Inside::host);
+  EXPECT_EQ(inside_root("PYTHONHOME"), Inside::host);
+  EXPECT_EQ(inside_root("PATH"), Inside::set);
+  EXPECT_EQ(inside_root("OPFORGE_CACHE_DIR"), Inside::set);
+}
+
+TEST(SettingsInside, DeepSpeedsBuildersReadWhatTheTableMarks) {
+  for (const char* name :
+       {"DS_BUILD_OPS", "DS_ACCELERATOR", "CUDA_HOME", "CUDA_VISIBLE_DEVICES", "CUTLASS_PATH", "TORCH_CUDA_ARCH_LIST",
+        "TORCH_EXTENSIONS_DIR", "PATH", "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "NVCC_APPEND_FLAGS",
+        "NVCC_PREPEND_FLAGS", "PYTHONPATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"})
+    EXPECT_TRUE(read_by_deepspeed_builders(name)) << name;
+  for (const char* name :
+       {"HOME", "TERM", "MAX_JOBS", "LD_PRELOAD", "FLASH_ATTENTION_FORCE_BUILD", "OPFORGE_CACHE_DIR"})
+    EXPECT_FALSE(read_by_deepspeed_builders(name)) << name;
+}
+
+TEST(SettingsRules, BuildSwitchesAreTheDsBuildVariablesButTheVersionString) {
+  probe::FakeEnvironment env({{"DS_BUILD_OPS", "1"},
+                              {"DS_BUILD_AIO", ""},
+                              {"DS_BUILD_STRING", ".dev"},
+                              {"DS_ACCELERATOR", "cuda"},
+                              {"PATH", "/usr/bin"}});
+  EXPECT_EQ(build_switches(env), (std::map<std::string, std::string>{{"DS_BUILD_AIO", ""}, {"DS_BUILD_OPS", "1"}}));
 }
 
 }  // namespace

@@ -39,10 +39,12 @@ bool is_wheel(const probe::FileSystem& fs, const std::string& path) {
 }
 
 /// Rebuilds from a build record into a temporary folder and compares every output's hash.
-Status verify_record(const std::string& path, bool allow_run, Verbosity verbosity, bool json) {
+Status verify_record(const std::string& path, bool allow_run, Verbosity verbosity, bool json, const std::string& root) {
   auto m = probe::real_machine();
   auto expected = OPFORGE_TRY(record::load(m.fs, path));
-  auto checked = OPFORGE_TRY(pipeline::check_record(m, path, expected));
+  std::optional<fs::path> root_dir;
+  if (!root.empty()) root_dir = root;
+  auto checked = OPFORGE_TRY(pipeline::check_record(m, path, expected, root_dir));
   nlohmann::json j{
       {"target", path}, {"kind", "record"}, {"consistent", true}, {"runs", checked.description}, {"ran", allow_run}};
   if (!json) {
@@ -91,17 +93,21 @@ Registrar reg{
        auto quiet = std::make_shared<bool>(false);
        auto verbose = std::make_shared<bool>(false);
        auto json = std::make_shared<bool>(false);
+       auto root = std::make_shared<std::string>();
        app.add_option("target", *target, "a .whl, or a .opforge-record.json")->required();
+       app.add_option("--root", *root,
+                      "a record built inside a root: where that root is now (default: the folder the record names)");
        app.add_flag("--allow-run", *allow_run,
                     "rebuild from a record: run the recipe's build (without it, verify only shows what would run)");
        auto* q = app.add_flag("-q,--quiet", *quiet, "with --allow-run: print no progress");
        app.add_flag("-v,--verbose", *verbose, "with --allow-run: also print every line the rebuild prints")
            ->excludes(q);
        app.add_flag("--json", *json, "print the result as JSON (errors stay on stderr, with the exit code)");
-       return [target, allow_run, quiet, verbose, json] {
+       return [target, allow_run, quiet, verbose, json, root] {
          auto m = probe::real_machine();
          const Verbosity v = *quiet ? Verbosity::quiet : *verbose ? Verbosity::verbose : Verbosity::normal;
-         return is_wheel(m.fs, *target) ? verify_wheel(*target, *json) : verify_record(*target, *allow_run, v, *json);
+         return is_wheel(m.fs, *target) ? verify_wheel(*target, *json)
+                                        : verify_record(*target, *allow_run, v, *json, *root);
        };
      }}};
 

@@ -43,15 +43,13 @@ struct CommandRun {
   /// The folder the normalised wheel is written into (the pipeline's: a folder inside the build
   /// folder, committed into dist/ afterwards with its record).
   std::filesystem::path wheel_dir{};
-  /// Scratch trees and wrappers; empty: settings::cache_dir (probe::default_cache_dir).
-  std::filesystem::path cache_dir{};
   std::function<void(std::string_view)> on_line{};  ///< each output line (progress)
   StepSink on_step{};  ///< each op compiled alone, then the command, as it starts and as it ends
 };
 
-/// Copies plan.source.root into a scratch tree (make_scratch_tree under `run.cache_dir`), checks
+/// Copies plan.source.root into a scratch tree (make_scratch_tree under settings::cache_dir), checks
 /// the compiler shim the plan uses is there (compiler::check_shim: the pipeline makes it), and runs
-/// plan.recipe.build.command there with command_environment(m.env.all(), plan, tree),
+/// plan.recipe.build.command there with command_environment(settings::everything(m.env), plan, tree),
 /// For a DeepSpeed tree whose command runs setup.py, each op the plan builds is first compiled
 /// alone (`setup.py build_ext` with only its build variable on, its output in
 /// plan.build_dir/ops/<op>.log): an op whose compile fails is dropped (its variable is 0 for the
@@ -65,8 +63,5 @@ struct CommandRun {
 /// version>'; with a torch version known, METADATA requires torch==X.Y.* (compiled extensions load
 /// only with the torch they were built against). The scratch tree is removed afterwards.
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan, const CommandRun& run);
-
-/// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
-std::string torch_requirement(const std::string& torch_version);
 
 }  // namespace opforge::compile

@@ -110,11 +110,12 @@ std::map<std::string, std::string> command_exports(const std::map<std::string, s
 std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree) {
   auto nvcc = default_nvcc_wrapper(m, plan);
   auto host = default_host_wrappers(m, plan);
-  auto out = command_exports(m.env.all(), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
+  auto out =
+      command_exports(settings::everything(m.env), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
   // What the build adds to watch the project (run_command_backend), as `plan` should show it.
   if (const fs::path cache_dir = settings::cache_dir(m.env);
       plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty()) {
-    auto base = m.env.all();
+    auto base = settings::everything(m.env);
     if (auto p = base.find("PYTHONPATH"); p != base.end() && !out.contains("PYTHONPATH")) out["PYTHONPATH"] = p->second;
     add_watch_environment(out, network_watch(cache_dir), nvcc ? plan.build_dir / "nvcc-arch.log" : fs::path());
   }

@@ -73,7 +73,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   RunResult result;
   result.outputs = graph.outputs;
   if (graph.outputs.empty()) return result;
-  auto env = m.env.all();
+  auto env = settings::everything(m.env);
   for (auto& [k, v] : plan.exports)
     if (k == "PATH" || k == "LD_LIBRARY_PATH" || k == "CUDA_HOME") env[k] = v;
   for (auto& [k, v] : graph.env) env[k] = v;

@@ -120,9 +120,8 @@ namespace {
 Result<std::map<std::string, long>> build_variables(const probe::Environment& env,
                                                     const std::vector<std::string>& vars) {
   std::map<std::string, long> values;
-  for (auto& [name, value] : env.all()) {
-    if (!name.starts_with("DS_BUILD_") || value.empty()) continue;
-    if (name == "DS_BUILD_STRING") continue;  // DeepSpeed's version suffix, not an op switch
+  for (auto& [name, value] : settings::build_switches(env)) {
+    if (value.empty()) continue;
     auto v = numbers::parse_int<long>(strings::trim(value));
     if (!v)
       return bad_input("environment variable " + name + "='" + strings::cut(value) + "' is not an integer",

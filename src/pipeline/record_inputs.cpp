@@ -4,6 +4,8 @@
 #include "opforge/version.h"
 #include "pipeline/stages.h"
 #include "record/record.h"
+#include "root/root.h"
+#include "settings/settings.h"
 #include "util/hash.h"
 
 namespace opforge::pipeline {
@@ -54,9 +56,12 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
   for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
   in["ops"] = ops;
   nlohmann::json env = nlohmann::json::object();
-  for (auto& [k, v] : m.env.all())
+  for (auto& [k, v] : settings::everything(m.env))
     if (record::recorded_variable(k)) env[k] = v;
   in["environment"] = env;
+  // Built inside a root: which one, so that `verify` rebuilds there (and refuses when it changed).
+  if (auto root = settings::enclosing_root(m.env))
+    if (auto info = root::describe_from_inside(m, *root)) in["root"] = root::identity(*info);
   return in;
 }
 
@@ -84,9 +89,9 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
     in["torch"] = {{"version", *plan.cuda.torch->torch_version},
                    {"cuda", plan.cuda.torch->cuda ? plan.cuda.torch->cuda->str() : ""},
                    {"python", plan.cuda.torch->python},
-                   {"requirement", compile::torch_requirement(*plan.cuda.torch->torch_version)}};
+                   {"requirement", plan::torch_pin(*plan.cuda.torch->torch_version)}};
   nlohmann::json cenv = nlohmann::json::object();
-  const auto base = m.env.all();
+  const auto base = settings::everything(m.env);
   for (auto& [k, v] : out.env)
     if (auto it = base.find(k); it == base.end() || it->second != v) cenv[k] = v;
   in["command_environment"] = cenv;

@@ -3,6 +3,8 @@
 /// untrusted input that names a recipe, and a recipe names programs (a build command, a Python, a
 /// host compiler) and sources to compile: the recipe and source are checked against the hashes the
 /// record holds, and what a rebuild would run is described before anything runs.
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,12 +18,18 @@ namespace opforge::pipeline {
 struct RebuildCheck {
   std::string recipe;
   std::vector<std::string> description;  ///< one line each, shown before anything runs
+  /// The root the record was built in (inputs.root), where the rebuild runs; nullopt: this machine.
+  std::optional<std::filesystem::path> root;
 };
 
 /// bad_input (naming `path`, the record's file) when the record names no recipe or no recipe hash,
 /// the recipe cannot be read or has changed, or a local git source is not at the recorded commit
-/// (or has changes the record's clean tree did not). Runs nothing.
-Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, const record::Record& rec);
+/// (or has changes the record's clean tree did not). A record built inside a root is rebuilt
+/// there (`root_override`, --root, names where that root is now): bad_input when it is gone or is
+/// no longer the distribution, glibc and gcc the record names. Runs nothing but the root's
+/// description.
+Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, const record::Record& rec,
+                                  const std::optional<std::filesystem::path>& root_override = std::nullopt);
 
 /// Rebuilds from `expected` (the record at `path`, checked by check_record) into a temporary
 /// folder, with exactly the recorded variables, and compares every output's hash: the outputs

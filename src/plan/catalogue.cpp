@@ -2,6 +2,7 @@
 /// op (ops::decide, with DeepSpeed's own is_compatible() for its builders).
 #include "ops/ops.h"
 #include "plan/stages.h"
+#include "settings/settings.h"
 
 namespace opforge::plan {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 decltype(ops::DecideContext::compatibility) deepspeed_verdicts(probe::Machine m, const Plan& plan,
                                                                const fs::path& ds_root, const fs::path& cache,
                                                                const Env& toolkit) {
-  auto env = m.env.all();
+  auto env = settings::everything(m.env);
   for (auto& [k, v] : toolkit) env[k] = v;
   if (!env.contains("DS_ACCELERATOR")) env["DS_ACCELERATOR"] = "cuda";
   std::string torch_id =

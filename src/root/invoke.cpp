@@ -1,4 +1,6 @@
 // The run of opforge itself inside a root: which folders it gets, which variables, which argv.
+#include <cctype>
+
 #include "recipe/recipe.h"
 #include "root/root.h"
 #include "settings/settings.h"
@@ -7,17 +9,70 @@
 namespace opforge::root {
 namespace {
 
-/// The toolkit the host would use, bound read-only at its own path: CUDA_HOME, CUDA_PATH, or
-/// /usr/local/cuda (its real folder) when it holds nvcc. A toolkit provisioned from PyPI lives in
-/// the cache folder, which is bound anyway.
-std::optional<fs::path> host_toolkit(probe::Machine m) {
-  for (auto& [var, value] : settings::toolkit_roots(m.env))
-    if (fs::path(value).is_absolute()) {
-      if (auto c = m.fs.canonical(value)) return *c;
+/// The toolkits the host would use, bound read-only at their own paths: CUDA_HOME and CUDA_PATH
+/// (passed in as they are, so they name the same folder inside), else /usr/local/cuda (its real
+/// folder, where the search inside finds it) when it holds nvcc. A toolkit provisioned from PyPI
+/// lives in the cache folder, which is bound anyway. A relative CUDA_HOME would name another
+/// folder inside: refused by name.
+Result<std::vector<fs::path>> host_toolkits(probe::Machine m) {
+  std::vector<fs::path> out;
+  for (auto& [var, value] : settings::toolkit_roots(m.env)) {
+    if (!fs::path(value).is_absolute())
+      return bad_input(
+          var + "=" + strings::cut(value, 200) + " is relative: inside the root it would name another folder",
+          "give " + var + " as an absolute path, or unset it");
+    // The folder itself, at the path the variable names (a symlink's target is bound too).
+    out.push_back(fs::path(value).lexically_normal());
+    if (auto c = m.fs.canonical(value); c && *c != out.back()) out.push_back(*c);
+  }
+  if (out.empty() && m.fs.is_executable("/usr/local/cuda/bin/nvcc"))
+    if (auto c = m.fs.canonical("/usr/local/cuda")) out.push_back(*c);
+  return out;
+}
+
+/// The absolute paths a flag variable's words name: `/x`, `-I/x`, `-isystem/x`, `--opt=/x`,
+/// `-Wl,-rpath,/x`.
+std::vector<fs::path> named_paths(std::string_view value) {
+  std::vector<fs::path> out;
+  for (auto& word : strings::split(std::string(value), ' ')) {
+    std::string w(strings::trim(word));
+    if (w.empty()) continue;
+    std::size_t at = std::string::npos;
+    if (w.front() == '/') at = 0;
+    else if (auto eq = w.find("=/"); eq != std::string::npos) at = eq + 1;
+    else if (auto comma = w.rfind(",/"); comma != std::string::npos) at = comma + 1;
+    else if (w.front() == '-') {
+      // -I/x, -L/x, -isystem/x: letters, then the path.
+      std::size_t i = 1;
+      while (i < w.size() && std::isalpha(static_cast<unsigned char>(w[i]))) ++i;
+      if (i < w.size() && w[i] == '/') at = i;
     }
-  if (m.fs.is_executable("/usr/local/cuda/bin/nvcc"))
-    if (auto c = m.fs.canonical("/usr/local/cuda")) return *c;
-  return std::nullopt;
+    if (at != std::string::npos) out.emplace_back(w.substr(at));
+  }
+  return out;
+}
+
+/// A variable that changes the wheel and names a folder the build inside cannot see (neither in
+/// the root nor bound into it) cannot be honoured there: refused by name, never dropped.
+Status check_honoured(probe::Machine m, const Jail& j) {
+  for (const auto& [name, value] : j.env) {
+    if (!settings::changes_wheel(name)) continue;
+    for (const auto& p : named_paths(value)) {
+      const fs::path path = p.lexically_normal();
+      bool bound = false;
+      for (const auto& b : j.binds) {
+        auto rel = path.lexically_relative(b.inside);
+        if (!rel.empty() && *rel.begin() != "..") bound = true;
+      }
+      if (bound || m.fs.type_of(j.root / path.relative_path()) != probe::FileType::none) continue;
+      return bad_input(name + " names " + path.string() + ", which the build inside the root " + j.root.string() +
+                           " cannot see (it is not in the root, and opforge binds in only the recipe's, source's, "
+                           "build, dist, cache and toolkit folders)",
+                       "install what " + path.string() + " holds inside the root (its own path there), or unset " +
+                           name + " for this build");
+    }
+  }
+  return {};
 }
 
 /// A git worktree's `.git` is a file naming its folder inside the main repository's `.git`
@@ -32,12 +87,6 @@ std::optional<fs::path> worktree_repository(probe::Machine m, const fs::path& so
   gitdir = gitdir.lexically_normal();
   if (gitdir.parent_path().filename() == "worktrees") return gitdir.parent_path().parent_path();
   return gitdir;
-}
-
-bool passed_on(const std::string& name) {
-  return name.starts_with("DS_") || name == "TORCH_CUDA_ARCH_LIST" || name == "MAX_JOBS" ||
-         name == "SOURCE_DATE_EPOCH" || name.starts_with("CCACHE_") ||
-         (name.starts_with("OPFORGE_") && name != kInRootVariable) || name == "TERM" || name == "NO_COLOR";
 }
 
 }  // namespace
@@ -102,9 +151,10 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
   for (const auto& dir : {build, dist})
     if (building || m.fs.resolved_type(dir) == probe::FileType::directory) OPFORGE_CHECK(add(dir, Bind::Mode::rw));
   OPFORGE_CHECK(add(cache, Bind::Mode::rw));
-  const auto toolkit = host_toolkit(m);
-  if (toolkit) OPFORGE_CHECK(add(*toolkit, Bind::Mode::ro));
-  p.info.host_toolkit = toolkit;
+  const auto toolkits = OPFORGE_TRY(host_toolkits(m));
+  for (auto& t : toolkits)
+    if (m.fs.resolved_type(t) == probe::FileType::directory) OPFORGE_CHECK(add(t, Bind::Mode::ro));
+  if (!toolkits.empty()) p.info.host_toolkit = toolkits.back();
   auto self = OPFORGE_TRY(find_self(m));
   for (auto& b : self_binds(self)) j.binds.push_back(b);
 
@@ -113,11 +163,11 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
            {"LANG", "C.UTF-8"},
            {"OPFORGE_CACHE_DIR", cache.string()},
            {std::string(kInRootVariable), inv.root.string()}};
-  for (const auto& [k, v] : m.env.all())
-    if (passed_on(k)) j.env[k] = v;
-  // A root with its own toolkit chooses among both as the recipe says (an inherited CUDA_HOME
-  // would pin the host's); else the host's is the one there is.
-  if (toolkit && !p.info.tools.contains("nvcc")) j.env["CUDA_HOME"] = toolkit->string();
+  // What the settings table says passes (every variable that changes the wheel, a project's own
+  // switches); the rest names the host's own state, or opforge sets it above.
+  for (const auto& [k, v] : settings::everything(m.env))
+    if (settings::inside_root(k) == settings::Inside::passed) j.env[k] = v;
+  OPFORGE_CHECK(check_honoured(m, j));
 
   std::vector<std::string> args = {inv.command, inv.recipe.string()};
   if (building) args.insert(args.end(), {"--build-dir", build.string(), "--dist-dir", dist.string()});

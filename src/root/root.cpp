@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "settings/settings.h"
+#include "util/json_read.h"
 #include "util/strings.h"
 #include "util/version.h"
 #include "wheel/wheel.h"
@@ -234,6 +235,34 @@ Result<Info> describe(probe::Machine m, const fs::path& root_dir, const fs::path
   info.root = root_dir;
   info.sandbox = sandbox.sandbox;
   return info;
+}
+
+nlohmann::json identity(const Info& info) {
+  return {{"path", info.root.string()}, {"os", info.os}, {"glibc", info.glibc}, {"gcc", info.gcc_version}};
+}
+
+Result<Info> describe_from_inside(probe::Machine m, const fs::path& root_path) {
+  auto ran = OPFORGE_TRY(
+      m.proc.run({.argv = {"/bin/sh", "-c", std::string(describe_script())}, .timeout = std::chrono::seconds(60)}));
+  if (!ran.ok())
+    return failure("could not describe the root from inside it: " +
+                   strings::cut(strings::trim(ran.err + ran.out), 400));
+  Info info = parse_describe(ran.out);
+  info.root = root_path;
+  return info;
+}
+
+std::vector<std::string> identity_changes(const nlohmann::json& recorded, const Info& now) {
+  std::vector<std::string> out;
+  const nlohmann::json current = identity(now);
+  for (const char* key : {"os", "glibc", "gcc"}) {
+    const auto was = util::json_read::text(recorded, key).value_or("");
+    const auto is = current[key].get<std::string>();
+    if (was != is)
+      out.push_back(std::string(key) + ": " + (was.empty() ? "none" : was) + " in the record, " +
+                    (is.empty() ? "none" : is) + " now");
+  }
+  return out;
 }
 
 Result<Self> find_self(probe::Machine m) {

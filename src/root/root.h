@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "probe/machine.h"
 #include "settings/settings.h"
 #include "util/error.h"
@@ -131,10 +133,23 @@ struct Prepared {
 
 /// Describes the root, checks its tools (unsatisfied: what to install there), and puts together
 /// the run of opforge inside: the recipe's folder, its source, build, dist and cache folders
-/// (read-write, at their own paths), the host's CUDA toolkit (read-only; CUDA_HOME), opforge
-/// itself, and the variables that decide a build (DS_*, TORCH_CUDA_ARCH_LIST, MAX_JOBS,
-/// SOURCE_DATE_EPOCH, CCACHE_*, OPFORGE_*). Host folders it binds are created when missing.
+/// (read-write, at their own paths), the host's CUDA toolkits (read-only, at their own paths),
+/// opforge itself, and the environment as the settings table says (settings::inside_root): every
+/// variable that changes the wheel, as it is; the host's own state (its loader, Python, session)
+/// left out. bad_input, naming the variable, when one that changes the wheel names a folder the
+/// build inside cannot see. Host folders it binds are created when missing.
 Result<Prepared> prepare(probe::Machine m, const Invocation& inv);
+
+/// What a build record keeps of the root a wheel was built in (inputs.root): its path on the host,
+/// distribution, glibc and gcc. `verify` rebuilds such a record in that root, and refuses when the
+/// root is gone or is no longer what the record names.
+nlohmann::json identity(const Info& info);
+/// The opforge running inside a root describes it for the record: describe_script() run with the
+/// root's own /bin/sh (no sandbox: it is already inside). `root_path` is the root's path on the host.
+Result<Info> describe_from_inside(probe::Machine m, const fs::path& root_path);
+/// What differs between a recorded identity and the root as it is now ("glibc: 2.31 in the record,
+/// 2.36 now"); empty when it is the same root.
+std::vector<std::string> identity_changes(const nlohmann::json& recorded, const Info& now);
 
 /// The variable the run inside carries: its opforge must not enter a root again.
 using settings::kInRootVariable;

@@ -15,66 +15,112 @@ constexpr Source key = Source::recipe;
 constexpr Setting kTable[] = {
     // The environment: DeepSpeed's and PyTorch's meanings, overriding the recipe.
     {env, "DS_BUILD_OPS", "integer; empty = unset (DeepSpeed's setup.py)", "0 when another DS_BUILD_* is set", true,
-     "ops/decide.cpp (the op set)"},
+     "settings::build_switches (ops/decide.cpp: the op set)", Inside::passed, true},
     {env, "DS_BUILD_*", "DS_BUILD_<OP>: integer (0/1); empty = unset; naming no op is exit 2",
-     "unset: the recipe's [ops]", true, "ops/decide.cpp (the op set)"},
+     "unset: the recipe's [ops]", true, "settings::build_switches (ops/decide.cpp: the op set)", Inside::passed, true},
     {env, "DS_SKIP_CUDA_CHECK", "exactly `1` skips (DeepSpeed's rule); any other value does not",
-     "unset: a torch/toolkit CUDA mismatch is an error", true, "plan/overrides.cpp, cuda/resolve.cpp"},
+     "unset: a torch/toolkit CUDA mismatch is an error", true,
+     "settings::skip_cuda_check (plan/overrides.cpp, cuda/resolve.cpp)", Inside::passed, true},
     {env, "DS_*", "any other DS_ variable: passed to a command build as it is", "unset", true,
-     "compile/environment.cpp (a command build's environment)"},
+     "DeepSpeed's setup.py and builders (a command build)", Inside::passed, true},
     {env, "TORCH_CUDA_ARCH_LIST", "an arch list as [arch] list (`8.6;9.0+PTX`); bad: exit 2",
-     "the recipe's [arch] list", true, "plan/overrides.cpp (overrides [arch] list)"},
+     "the recipe's [arch] list", true, "settings::arch_list (plan/overrides.cpp: overrides [arch] list)",
+     Inside::passed, true},
+    {env, "TORCH_*", "any other TORCH_ variable: PyTorch's own (TORCH_EXTENSIONS_DIR, ...), passed as it is", "unset",
+     false, "PyTorch's cpp_extension (a command build)", Inside::passed, true},
     {env, "CUDA_HOME", "the toolkit's root: used, or exit 2 (not a toolkit) / exit 3 (not `[cuda] version`)",
-     "the toolkit search", true, "settings::toolkit_roots (cuda/discover.cpp, cuda/resolve.cpp, root/invoke.cpp)"},
+     "the toolkit search", true,
+     "settings::toolkit_roots (cuda/discover.cpp, cuda/resolve.cpp, plan/overrides.cpp, root/invoke.cpp)",
+     Inside::passed, true},
     {env, "CUDA_PATH", "as CUDA_HOME, when CUDA_HOME is unset", "the toolkit search", true,
-     "settings::toolkit_roots (cuda/discover.cpp, cuda/resolve.cpp, root/invoke.cpp)"},
-    {env, "SOURCE_DATE_EPOCH", "seconds since 1970, >= 0; clamped up to 315532800 (1980-01-01, the oldest zip time)",
-     "the source commit's time, else 1980-01-01", true, "plan/overrides.cpp (the wheel's timestamps)"},
-    {env, "MAX_JOBS", "a positive integer (`-j N` beats it); above 4096 capped at 4096 with a note", "[build] jobs",
-     true, "plan/overrides.cpp (jobs)"},
-    {env, "CFLAGS", "compiler flags, split on spaces for the probes; a command build gets them after Python's", "unset",
-     true, "ops/decide.cpp (probes), compile/environment.cpp"},
-    {env, "CXXFLAGS", "as CFLAGS", "unset", true, "ops/decide.cpp (probes), compile/environment.cpp"},
-    {env, "LDFLAGS", "linker flags, as CFLAGS", "unset", true, "ops/decide.cpp (probes), compile/environment.cpp"},
-    {env, "NVCC_APPEND_FLAGS", "nvcc's own: flags after every nvcc command line (opforge adds its own after them)",
-     "unset", true, "compile/environment.cpp, nvcc"},
-    {env, "NVCC_PREPEND_FLAGS", "nvcc's own: flags before every nvcc command line (opforge adds -ccbin when unset)",
-     "unset", true, "compile/environment.cpp, nvcc"},
+     "settings::toolkit_roots (cuda/discover.cpp, cuda/resolve.cpp, plan/overrides.cpp, root/invoke.cpp)",
+     Inside::passed, true},
     {env, "CUDA_VISIBLE_DEVICES", "the GPUs nvidia-smi's list is cut to (indices or UUIDs)", "every GPU", false,
-     "settings::visible_devices (devices/resolve.cpp)"},
+     "settings::visible_devices (devices/resolve.cpp)", Inside::passed, true},
+    {env, "CUDA_*", "any other CUDA_ variable: the driver's and the toolkit's own, passed as it is", "unset", false,
+     "the CUDA driver and toolkit", Inside::passed, true},
+    {env, "CUTLASS_*", "CUTLASS_PATH: DeepSpeed's evoformer_attn builder", "unset", false,
+     "DeepSpeed's builders (a command build)", Inside::passed, true},
+    {env, "SOURCE_DATE_EPOCH", "seconds since 1970, >= 0; clamped up to 315532800 (1980-01-01, the oldest zip time)",
+     "the source commit's time, else 1980-01-01", true,
+     "settings::source_date_epoch (plan/overrides.cpp: the wheel's timestamps)", Inside::passed},
+    {env, "MAX_JOBS", "a positive integer (`-j N` beats it); above 4096 capped at 4096 with a note", "[build] jobs",
+     true, "settings::max_jobs (plan/overrides.cpp: jobs)", Inside::passed},
+    {env, "CFLAGS", "compiler flags, split on spaces for the probes; a command build gets them after Python's", "unset",
+     true, "settings::user_compiler_flags (ops/decide.cpp: probes); a command build", Inside::passed, true},
+    {env, "CXXFLAGS", "as CFLAGS", "unset", true,
+     "settings::user_compiler_flags (ops/decide.cpp: probes); a command build", Inside::passed, true},
+    {env, "LDFLAGS", "linker flags, as CFLAGS", "unset", true,
+     "settings::user_compiler_flags (ops/decide.cpp: probes); a command build", Inside::passed, true},
+    {env, "NVCC_APPEND_FLAGS", "nvcc's own: flags after every nvcc command line (opforge adds its own after them)",
+     "unset", true, "nvcc", Inside::passed, true},
+    {env, "NVCC_PREPEND_FLAGS", "nvcc's own: flags before every nvcc command line (opforge adds -ccbin when unset)",
+     "unset", true, "nvcc; compile/environment.cpp adds -ccbin", Inside::passed, true},
+    {env, "CC", "and CXX: the C and C++ compilers a setup.py uses", "the recipe's host compiler", false,
+     "setuptools and DeepSpeed's builders (a command build)", Inside::passed, true},
+    {env, "CXX", "as CC", "the recipe's host compiler", false, "setuptools and DeepSpeed's builders (a command build)",
+     Inside::passed, true},
+    {env, "LIBRARY_PATH", "and CPATH: the compilers' own search folders", "unset", false,
+     "gcc; DeepSpeed's builders (async_io's libaio probe)", Inside::passed, true},
+    {env, "CPATH", "as LIBRARY_PATH", "unset", false, "gcc; DeepSpeed's builders", Inside::passed, true},
+    {env, "CCACHE_*", "ccache's own settings", "unset", false, "ccache ([build] cache = \"ccache\")", Inside::passed},
     {env, "CONDA_PREFIX", "a conda environment that may hold a toolkit", "unset", false,
-     "settings::conda_prefix (cuda/discover.cpp)"},
+     "settings::conda_prefix (cuda/discover.cpp)", Inside::host},
     {env, "PATH", "where tools (nvcc, compilers, ninja, ccache, python3) are looked up; every child's", "inherited",
-     false, "settings::path (cuda/, compiler/, ops/, plan/, root/, doctor/), probe/ (every child)"},
+     false, "settings::path (cuda/, compiler/, ops/, plan/, root/, doctor/); probe/ (every child)", Inside::set, true},
     {env, "LD_LIBRARY_PATH", "the loader's folders: the chosen toolkit's lib folder is put first for a build", "unset",
-     false, "settings::library_path (cuda/resolve.cpp)"},
+     false, "settings::library_path (cuda/resolve.cpp)", Inside::host, true},
+    {env, "LD_*", "any other LD_ variable (LD_PRELOAD, ...): the host's loader", "unset", false, "the loader",
+     Inside::host},
     {env, "OPFORGE_CACHE_DIR", "an absolute folder", "`$XDG_CACHE_HOME/opforge`, else `~/.cache/opforge`", false,
-     "settings::cache_dir (every cache reader); probe/paths.cpp holds the rule for probe/'s own caches"},
+     "settings::cache_dir (every cache reader); probe/paths.cpp holds the rule for probe/'s own caches", Inside::set},
     {env, "XDG_CACHE_HOME", "absolute; a relative value is ignored", "`$HOME/.cache`", false,
-     "settings::cache_dir, probe/paths.cpp"},
+     "settings::cache_dir; probe/paths.cpp", Inside::set},
+    {env, "XDG_*", "any other XDG_ variable: the host's session", "unset", false, "none", Inside::host},
     {env, "HOME", "absolute; a relative value is ignored (no cache rather than one in the working folder)", "unset",
-     false, "settings::cache_dir, probe/paths.cpp, settings::pyenv_version_file"},
+     false, "settings::cache_dir; probe/paths.cpp; settings::pyenv_version_file", Inside::set},
     {env, "PYENV_ROOT", "pyenv's root (its `version` file decides a shim's Python)", "`$HOME/.pyenv`", false,
-     "settings::pyenv_version_file (cuda/torch.cpp: the remembered torch location)"},
+     "settings::pyenv_version_file (cuda/torch.cpp: the remembered torch location)", Inside::host},
     {env, "PYTHONPATH",
      "and PYTHONHOME, PYTHONNOUSERSITE, PYTHONSAFEPATH, PYTHONUSERBASE, PYTHONPLATLIBDIR, PYENV_VERSION, "
      "VIRTUAL_ENV: what the Python's import path depends on",
-     "unset", false, "settings::python_variables (cuda/torch.cpp: the remembered torch location)"},
+     "unset", false, "settings::python_variables (cuda/torch.cpp: the remembered torch location)", Inside::host, true},
+    {env, "PYTHON*", "any other PYTHON variable (PYTHONHOME, PYTHONUSERBASE, ...): as PYTHONPATH", "unset", false,
+     "settings::python_variables (cuda/torch.cpp)", Inside::host},
+    {env, "PYENV_VERSION", "as PYTHONPATH", "unset", false, "settings::python_variables (cuda/torch.cpp)",
+     Inside::host},
+    {env, "VIRTUAL_ENV", "as PYTHONPATH", "unset", false, "settings::python_variables (cuda/torch.cpp)", Inside::host},
     {env, "TERM", "a terminal that draws a progress line: set, not empty, not `dumb`", "no progress line", false,
-     "settings::capable_terminal (cli/progress.cpp, compile/native.cpp: ninja gets vt100 otherwise)"},
-    {env, "TMPDIR", "where temporary folders are made", "/tmp", false, "probe/real_machine.cpp"},
+     "settings::capable_terminal (cli/progress.cpp, compile/native.cpp: ninja gets vt100 otherwise)", Inside::passed},
+    {env, "NO_COLOR", "no colour (opforge prints none; passed to the tools it runs)", "unset", false,
+     "the tools opforge runs", Inside::passed},
+    {env, "LANG", "and LC_*: the locale", "inherited; `C.UTF-8` inside a root", false, "the tools opforge runs",
+     Inside::set},
+    {env, "LC_*", "as LANG", "inherited; unset inside a root", false, "the tools opforge runs", Inside::host},
+    {env, "TMPDIR", "where temporary folders are made", "/tmp", false, "probe/real_machine.cpp", Inside::host},
+    {env, "SHELL", "and PWD, OLDPWD, SHLVL, `_`, DISPLAY, SSH_*, DBUS_*: the host's session", "inherited", false,
+     "none", Inside::host},
+    {env, "PWD", "the host's session", "inherited", false, "none", Inside::host},
+    {env, "OLDPWD", "the host's session", "inherited", false, "none", Inside::host},
+    {env, "SHLVL", "the host's session", "inherited", false, "none", Inside::host},
+    {env, "_", "the host's session", "inherited", false, "none", Inside::host},
+    {env, "DISPLAY", "the host's session", "unset", false, "none", Inside::host},
+    {env, "SSH_*", "the host's session", "unset", false, "none", Inside::host},
+    {env, "DBUS_*", "the host's session", "unset", false, "none", Inside::host},
     {env, "OPFORGE_COMPILE_TIMEOUT",
      "whole seconds, 60 to 604800, the limit of each compile command (the ninja run, [build] command, each op's "
      "step); else exit 2",
-     "21600 (6 hours)", false, "settings::compile_timeout (plan/make.cpp)"},
+     "21600 (6 hours)", false, "settings::compile_timeout (plan/make.cpp)", Inside::passed},
     {env, "OPFORGE_ROOT_SANDBOX", "how `--root` enters the root: `bwrap` or `chroot`; else exit 2",
-     "bubblewrap when installed, else unshare + chroot (needs root)", false, "settings::root_sandbox (root/root.cpp)"},
+     "bubblewrap when installed, else unshare + chroot (needs root)", false, "settings::root_sandbox (root/root.cpp)",
+     Inside::host},
     {env, "OPFORGE_IN_ROOT", "set by opforge for its own run inside a root: that run enters no root again", "unset",
-     false, "settings::in_root (cli/build.cpp, cli/plan.cpp)"},
+     false, "settings::in_root (cli/build.cpp, cli/plan.cpp); settings::enclosing_root (pipeline/record_inputs.cpp)",
+     Inside::set},
     {env, "OPFORGE_TEST_STOP_AT", "tests only: a point where opforge kills itself (records-and-wheels.md)", "unset",
-     false, "probe/real_machine.cpp"},
+     false, "probe/real_machine.cpp", Inside::passed},
     {env, "OPFORGE_TEST_PAUSE_AT", "tests only: a point where opforge stops itself", "unset", false,
-     "probe/real_machine.cpp"},
+     "probe/real_machine.cpp", Inside::passed},
 
     // The recipe (docs/recipe.md, one section a table; the recipe's hash is in the record).
     {key, "package.name", "string: letters, digits, `.`, `_`, `-`", "\"opforge-ops\"", true, "recipe/parse.cpp"},
@@ -171,11 +217,13 @@ std::string wheel_variables_line() {
 }
 
 std::string markdown_variables() {
-  std::string out = "| variable | read as | unset | changes the wheel | read by |\n|---|---|---|---|---|\n";
+  std::string out =
+      "| variable | read as | unset | changes the wheel | inside a root | read by |\n|---|---|---|---|---|---|\n";
   for (const auto& s : kTable) {
     if (s.source != Source::environment) continue;
     out += "| `" + std::string(s.name) + "` | " + std::string(s.rule) + " | " + std::string(s.fallback) + " | " +
-           (s.changes_wheel ? "yes: recorded, replayed by `verify`" : "no") + " | " + std::string(s.readers) + " |\n";
+           (s.changes_wheel ? "yes: recorded, replayed by `verify`" : "no") + " | " +
+           std::string(inside_name(s.inside)) + " | " + std::string(s.readers) + " |\n";
   }
   return out;
 }
@@ -240,9 +288,7 @@ std::vector<std::pair<std::string, std::string>> toolkit_roots(const probe::Envi
   return out;
 }
 
-std::filesystem::path cache_dir(const probe::Environment& env, const std::filesystem::path& override_dir) {
-  return override_dir.empty() ? probe::default_cache_dir(env) : override_dir;
-}
+std::filesystem::path cache_dir(const probe::Environment& env) { return probe::default_cache_dir(env); }
 
 std::string path(const probe::Environment& env) { return env.get("PATH").value_or(""); }
 
@@ -297,6 +343,12 @@ Result<std::optional<std::string>> root_sandbox(const probe::Environment& env) {
 
 bool in_root(const probe::Environment& env) { return env.get(std::string(kInRootVariable)).has_value(); }
 
+std::optional<std::filesystem::path> enclosing_root(const probe::Environment& env) {
+  auto v = env.get(std::string(kInRootVariable));
+  if (!v || v->empty()) return std::nullopt;
+  return std::filesystem::path(*v);
+}
+
 std::vector<std::string> user_compiler_flags(const probe::Environment& env) {
   std::vector<std::string> out;
   for (const char* var : {"CFLAGS", "CXXFLAGS", "LDFLAGS"})
@@ -306,13 +358,32 @@ std::vector<std::string> user_compiler_flags(const probe::Environment& env) {
   return out;
 }
 
-bool read_by_deepspeed_builders(std::string_view k) {
-  // DS_*, CUDA_*, CUTLASS_* (evoformer_attn), TORCH_*, and the compiler and library search
-  // variables (async_io's libaio probe).
-  return k.starts_with("DS_") || k.starts_with("CUDA") || k.starts_with("CUTLASS") || k.starts_with("TORCH") ||
-         k == "PATH" || k == "CC" || k == "CXX" || k == "CFLAGS" || k == "CXXFLAGS" || k == "LDFLAGS" ||
-         k == "NVCC_APPEND_FLAGS" || k == "NVCC_PREPEND_FLAGS" || k == "PYTHONPATH" || k == "LD_LIBRARY_PATH" ||
-         k == "LIBRARY_PATH" || k == "CPATH";
+bool read_by_deepspeed_builders(std::string_view name) {
+  const Setting* s = find_variable(name);
+  return s && s->deepspeed;
 }
+
+Inside inside_root(std::string_view name) {
+  const Setting* s = find_variable(name);
+  return s ? s->inside : Inside::passed;
+}
+
+std::string_view inside_name(Inside i) {
+  switch (i) {
+    case Inside::passed: return "passed";
+    case Inside::set: return "set by opforge";
+    case Inside::host: return "not passed (the host's)";
+  }
+  return "";
+}
+
+std::map<std::string, std::string> build_switches(const probe::Environment& env) {
+  std::map<std::string, std::string> out;
+  for (auto& [name, value] : env.all())
+    if (name.starts_with("DS_BUILD_") && name != "DS_BUILD_STRING") out.emplace(name, value);
+  return out;
+}
+
+std::map<std::string, std::string> everything(const probe::Environment& env) { return env.all(); }
 
 }  // namespace opforge::settings

@@ -6,6 +6,7 @@
 /// from this one (tests/settings_table_test.cpp compares them).
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,13 +21,25 @@ namespace opforge::settings {
 
 enum class Source { environment, recipe };
 
+/// What the build inside a root (`--root`, [wheel] root) gets of an environment variable.
+enum class Inside {
+  passed,  ///< the host's value, as it is (every variable that changes the wheel is passed)
+  set,     ///< opforge sets its own value inside (PATH, HOME, LANG, the cache folder)
+  host,    ///< it names the host's own state (its loader, its Python, its session): not passed
+};
+std::string_view inside_name(Inside i);
+
 struct Setting {
   Source source;
   std::string_view name;      ///< "MAX_JOBS", "DS_BUILD_*" (a family); "build.jobs" for a recipe key
   std::string_view rule;      ///< how the value is read
   std::string_view fallback;  ///< what holds when it is unset
   bool changes_wheel;         ///< recorded in the build record and replayed by `verify`
-  std::string_view readers;   ///< the code that reads it (through this module)
+  /// Who reads it: `settings::fn (dir/file.cpp, ...)` when read through a function of this module
+  /// (tests/settings_table_test.cpp checks both against the code), or the program that reads it.
+  std::string_view readers;
+  Inside inside = Inside::passed;  ///< environment variables: what a build inside a root gets
+  bool deepspeed = false;          ///< DeepSpeed's builders read it in is_compatible()
 };
 
 /// The table: environment variables first, then recipe keys in the recipe's order.
@@ -88,9 +101,9 @@ inline constexpr std::string_view kToolkitVariables[] = {"CUDA_HOME", "CUDA_PATH
 /// Each of them that is set and not empty, in that order: {name, value}.
 std::vector<std::pair<std::string, std::string>> toolkit_roots(const probe::Environment& env);
 
-/// The cache folder: `override_dir` when not empty (plan::Options::cache_dir), else
-/// probe::default_cache_dir(env) (OPFORGE_CACHE_DIR, XDG_CACHE_HOME, HOME). Empty: no cache.
-std::filesystem::path cache_dir(const probe::Environment& env, const std::filesystem::path& override_dir = {});
+/// The cache folder, the one way it is chosen: probe::default_cache_dir(env) (OPFORGE_CACHE_DIR,
+/// XDG_CACHE_HOME, HOME). Empty: no cache.
+std::filesystem::path cache_dir(const probe::Environment& env);
 
 /// The words of CFLAGS, CXXFLAGS and LDFLAGS, in that order: what DeepSpeed users set to point a
 /// probe at a library installed off the default paths (`-I/opt/aio/include -L/opt/aio/lib`).
@@ -132,8 +145,23 @@ Result<std::optional<std::string>> root_sandbox(const probe::Environment& env);
 inline constexpr std::string_view kInRootVariable = "OPFORGE_IN_ROOT";
 /// Whether this opforge runs inside a root for an opforge outside (OPFORGE_IN_ROOT is set).
 bool in_root(const probe::Environment& env);
+/// The root this opforge runs inside, as the host names it (OPFORGE_IN_ROOT); nullopt outside one.
+std::optional<std::filesystem::path> enclosing_root(const probe::Environment& env);
 
-/// The variables DeepSpeed's builders read in is_compatible() (part of the key of its cached answers).
+/// The variables DeepSpeed's builders read in is_compatible() (part of the key of its cached
+/// answers): the table's rows marked `deepspeed`.
 bool read_by_deepspeed_builders(std::string_view name);
+
+/// What a build inside a root gets of `name`: its row's Inside; a variable the table does not name
+/// (a project's own switch, FLASH_ATTENTION_FORCE_BUILD) is passed as it is.
+Inside inside_root(std::string_view name);
+
+/// The DS_BUILD_<OP> variables that are set, DS_BUILD_OPS among them (DS_BUILD_STRING is
+/// DeepSpeed's version suffix, not an op switch, and is left out).
+std::map<std::string, std::string> build_switches(const probe::Environment& env);
+
+/// The whole environment, for a child that is handed it as it is (a command build, ninja, a
+/// probe). The only way code outside settings/ and probe/ sees variables it does not ask for by name.
+std::map<std::string, std::string> everything(const probe::Environment& env);
 
 }  // namespace opforge::settings
