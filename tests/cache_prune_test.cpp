@@ -2,6 +2,7 @@
 
 #include "cache/cache.h"
 #include "probe/fake_machine.h"
+#include "util/strings.h"
 
 namespace opforge::cache {
 namespace {
@@ -123,6 +124,41 @@ TEST(CachePrune, MaxSizeRemovesLeastRecentlyUsedFirstAndKeepsLockedOnes) {
   EXPECT_GT(r->bytes_after, *o.max_bytes);  // what is in use cannot go
 }
 
+TEST(CachePrune, GitClonesAreListedAndPrunedLikeTheRest) {
+  // Every kind of entry the cache holds, a [source] git clone among them (layout.h's kFolders).
+  World world;
+  world.w.fs.add_file("/c/git/ops-0123abcd/repo.git/HEAD", std::string(20, 'h'));
+  world.w.fs.add_file("/c/git/ops-0123abcd/trees/abc/setup.py", std::string(30, 's'));
+  world.w.fs.add_file("/c/git/ops-0123abcd/.opforge-last-use", "");
+  world.w.fs.set_mtime("/c/git/ops-0123abcd/.opforge-last-use", 60 * kDay);
+  world.w.fs.set_mtime("/c/git/ops-0123abcd", 50 * kDay);
+  auto es = list(world.w.fs, "/c", Sizes::measure_missing);
+  ASSERT_EQ(es.size(), 5u);
+  EXPECT_EQ(es[0].path, "/c/git/ops-0123abcd");  // used 60 days in: before every other entry
+  EXPECT_EQ(es[0].kind, "git");
+  EXPECT_EQ(es[0].user, "a clone of a [source] git repository (ops) and its checkouts");
+  EXPECT_EQ(es[0].lock, "/c/git/.ops-0123abcd.lock");
+  EXPECT_EQ(es[0].bytes, 50u);
+  // A build that uses the clone holds its lock: prune keeps it; then it goes first.
+  world.w.fs.hold_lock("/c/git/.ops-0123abcd.lock");
+  PruneOptions o;
+  o.max_bytes = 9000;
+  auto kept = prune(world.w.fs, "/c", o);
+  ASSERT_TRUE(kept) << kept.error().render();
+  ASSERT_EQ(kept->kept_in_use.size(), 1u);
+  EXPECT_EQ(kept->kept_in_use[0].path, "/c/git/ops-0123abcd");
+  World fresh;
+  fresh.w.fs.add_file("/c/git/ops-0123abcd/repo.git/HEAD", std::string(20, 'h'));
+  fresh.w.fs.set_mtime("/c/git/ops-0123abcd", 10 * kDay);
+  o.max_bytes.reset();
+  o.older_than = std::chrono::hours(24 * 50);
+  o.now_ns = 100 * kDay;
+  auto r = prune(fresh.w.fs, "/c", o);
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->removed.front().path, "/c/git/ops-0123abcd");
+  EXPECT_EQ(fresh.w.fs.type_of("/c/git/ops-0123abcd"), probe::FileType::none);
+}
+
 TEST(CachePrune, NoLimitRemovesOnlyKilledRunsTemporaries) {
   World world;
   world.w.fs.add_file("/c/toolkits/.partial-13.2/site/x", "half");
@@ -157,7 +193,7 @@ TEST(CachePrune, AgesAndSizes) {
   }
   EXPECT_EQ(parse_size("999999999999999T").error().message, "--max-size '999999999999999T' is out of range");
   EXPECT_EQ(*parse_size("1024T"), 1ULL << 50);
-  EXPECT_EQ(human_size(1536), "1.5 KiB");
+  EXPECT_EQ(strings::human_size(1536), "1.5 KiB");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "compiler/cpu_target.h"
 #include "compiler/host.h"
 #include "probe/fake_machine.h"
+#include "probe/overlay_environment.h"
 #include "test_util.h"
 #include "wheel/wheel.h"
 
@@ -137,11 +138,11 @@ TEST(CompileCommandBackend, ThePlansCacheDecidesNotTheRecipes) {
 }
 
 TEST(CompileCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
-  EXPECT_EQ(compile::torch_requirement("2.15.0+cu132"), "torch==2.15.*");
-  EXPECT_EQ(compile::torch_requirement("2.6.0a0+git1234"), "torch==2.6.*");
-  EXPECT_EQ(compile::torch_requirement("2"), "");
-  EXPECT_EQ(compile::torch_requirement("2.x"), "");
-  EXPECT_EQ(compile::torch_requirement(""), "");
+  EXPECT_EQ(plan::torch_pin("2.15.0+cu132"), "torch==2.15.*");
+  EXPECT_EQ(plan::torch_pin("2.6.0a0+git1234"), "torch==2.6.*");
+  EXPECT_EQ(plan::torch_pin("2"), "");
+  EXPECT_EQ(plan::torch_pin("2.x"), "");
+  EXPECT_EQ(plan::torch_pin(""), "");
 }
 
 TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
@@ -469,7 +470,8 @@ TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
   // The backend only checks the shim: the pipeline makes it (compiler::ensure_shim) first.
-  auto missing = compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir, .cache_dir = "/cache"});
+  auto missing =
+      (env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind, ErrorKind::failed);
   EXPECT_EQ(missing.error().message,
@@ -479,7 +481,7 @@ TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   ASSERT_TRUE(compiler::ensure_shim(fs, host));
   EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
   EXPECT_EQ(*fs.read_symlink("/w/shim/gcc"), fs::path("/usr/bin/gcc-11"));
-  auto r = compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir, .cache_dir = "/cache"});
+  auto r = (env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
   ASSERT_FALSE(r);  // the fake command made no wheel
   ASSERT_EQ(proc.calls().size(), 1u);
   // CC and CXX are the -g0 wrappers, which run the shim's gcc and g++.
@@ -501,7 +503,7 @@ TEST(CompileCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
   fs.add_file("/src/setup.py", "");
-  auto r = compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir, .cache_dir = "/cache"});
+  auto r = (env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
   ASSERT_FALSE(r);  // the fake command made no wheel
   EXPECT_NE(r.error().message.find("made no file matching \"dist/*.whl\""), std::string::npos) << r.error().message;
   ASSERT_EQ(proc.calls().size(), 1u);
@@ -545,10 +547,9 @@ TEST(CompileCommandBackend, FailureStopsWithTheLogTail) {
   auto p = base_plan(work / "src", work);
   p.recipe.build.command = {"/bin/sh", "-c", "echo compiling; echo 'error: boom' >&2; exit 3"};
   std::vector<std::string> lines;
-  auto r = compile::run_command_backend(probe::real_machine(), p,
-                                        {.wheel_dir = p.dist_dir,
-                                         .cache_dir = work / "cache",
-                                         .on_line = [&](std::string_view l) { lines.emplace_back(l); }});
+  probe::OverlayMachine cached(probe::real_machine(), {{"OPFORGE_CACHE_DIR", (work / "cache").string()}});
+  auto r = compile::run_command_backend(
+      cached.machine(), p, {.wheel_dir = p.dist_dir, .on_line = [&](std::string_view l) { lines.emplace_back(l); }});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::failed);
   EXPECT_NE(r.error().message.find("exit 3"), std::string::npos) << r.error().message;
@@ -580,8 +581,8 @@ TEST(CompileCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForB
                  {"TORCH_CUDA_ARCH_LIST", "8.0"},
                  {"DS_BUILD_OPS", "0"},
                  {"DS_BUILD_DEMO_CUDA", "1"}};
-    auto r =
-        compile::run_command_backend(probe::real_machine(), p, {.wheel_dir = p.dist_dir, .cache_dir = top / "cache"});
+    probe::OverlayMachine cached(probe::real_machine(), {{"OPFORGE_CACHE_DIR", (top / "cache").string()}});
+    auto r = compile::run_command_backend(cached.machine(), p, {.wheel_dir = p.dist_dir});
     ASSERT_TRUE(r) << r.error().render();
     EXPECT_EQ(r->wheel.filename().string().rfind("demo_ops-0.3.0+cu13.gabc1234-", 0), 0u) << r->wheel;
     wheels.push_back(r->wheel);

@@ -23,7 +23,7 @@ struct World {
     fm.fs.add_file("/r/ops/cpuop/op.toml", "name = \"cpuop\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n");
     fm.fs.add_file("/r/ops/vecadd/op.toml", "name = \"vecadd\"\nkind = \"cuda\"\nsources = [\"a.cu\"]\n");
     fm.env.set("PATH", "/usr/bin");
-    opts.cache_dir = "/cache";
+    fm.env.set("OPFORGE_CACHE_DIR", "/cache");
     opts.resolvers.cuda = [this](probe::Machine, const std::string&, const std::string&) -> Result<cuda::Resolution> {
       if (!has_cuda) return unsatisfied("no CUDA toolkit found (looked in CUDA_HOME, PATH, /usr/local/cuda*)");
       cuda::Resolution r;
@@ -275,10 +275,10 @@ TEST(PlanMake, CommandBackendExportsTheCompilerRuleAndDeepSpeedSwitches) {
                   "[package]\nname = \"ds\"\nversion = \"0.3.0\"\n[source]\npath = \"" + tree.string() +
                       "\"\n[cuda]\npython = \"/usr/bin/python3\"\n[build]\n"
                       "backend = \"command\"\ncommand = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
-  probe::FakeEnvironment env({{"PATH", "/usr/bin"}, {"DS_BUILD_CPU_ADAM", "1"}});
+  probe::FakeEnvironment env(
+      {{"PATH", "/usr/bin"}, {"DS_BUILD_CPU_ADAM", "1"}, {"OPFORGE_CACHE_DIR", (dir / "cache").string()}});
   auto real = probe::real_machine();
   w.opts.inspect_source = nullptr;  // the fixture's folder, no commit
-  w.opts.cache_dir = dir / "cache";
   auto p = plan::make(probe::Machine{real.fs, real.proc, env, w.fm.dl}, dir / "r.toml", w.opts);
   ASSERT_TRUE(p) << p.error().render();
   EXPECT_EQ(p->source.catalogue, plan::Catalogue::op_builder);

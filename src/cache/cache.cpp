@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/layout.h"
 #include "compile/scratch.h"
 #include "cuda/provision.h"
 #include "plan/matrix.h"
@@ -35,7 +36,7 @@ bool held(probe::FileSystem& fs, const fs::path& lock) {
 }
 
 void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
-  const fs::path dir = cache / "toolkits";
+  const fs::path dir = folder(cache, Kind::toolkit);
   auto names = fs.list_directory(dir);
   if (!names) return;
   for (auto& n : *names) {
@@ -63,7 +64,7 @@ void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& 
 }
 
 void envs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
-  const fs::path dir = cache / "envs";
+  const fs::path dir = folder(cache, Kind::env);
   auto names = fs.list_directory(dir);
   if (!names) return;
   for (auto& n : *names) {
@@ -88,7 +89,7 @@ void envs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
 }
 
 void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
-  const fs::path dir = cache / "trees";
+  const fs::path dir = folder(cache, Kind::tree);
   auto names = fs.list_directory(dir);
   if (!names) return;
   for (auto& n : *names) {
@@ -103,15 +104,42 @@ void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out
   }
 }
 
+/// `<cache>/git/<name>-<hash>`: a bare clone (repo.git) and one checkout per commit (trees/).
+void gits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
+  const fs::path dir = folder(cache, Kind::git);
+  auto names = fs.list_directory(dir);
+  if (!names) return;
+  for (auto& n : *names) {
+    if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
+    Entry e;
+    e.kind = "git";
+    e.path = dir / n;
+    e.lock = entry_lock(e.path);
+    e.user = "a clone of a [source] git repository (" + n.substr(0, n.rfind('-')) + ") and its checkouts";
+    e.last_use_ns = std::max(mtime(fs, e.path / kLastUse), mtime(fs, e.path));
+    out.push_back(std::move(e));
+  }
+}
+
+/// One lister per cache::Kind (layout.h names the folders).
+using Lister = void (*)(probe::FileSystem&, const fs::path&, std::vector<Entry>&);
+Lister lister(Kind k) {
+  switch (k) {
+    case Kind::toolkit: return toolkits;
+    case Kind::env: return envs;
+    case Kind::tree: return trees;
+    case Kind::git: return gits;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::uint64_t size_of(const probe::FileSystem& fs, const fs::path& path) { return probe::tree_bytes(fs, path); }
 
 std::vector<Entry> list(probe::FileSystem& fs, const fs::path& cache, Sizes sizes) {
   std::vector<Entry> out;
-  toolkits(fs, cache, out);
-  envs(fs, cache, out);
-  trees(fs, cache, out);
+  for (const auto& f : kFolders) lister(f.kind)(fs, cache, out);
   for (auto& e : out) {
     e.in_use = held(fs, e.lock);
     if (auto bytes = probe::recorded_size(fs, e.path)) {
@@ -228,20 +256,6 @@ Result<std::uint64_t> parse_size(std::string_view text) {
     return bad_input("--max-size '" + strings::cut(std::string(strings::trim(text))) + "' is out of range",
                      "sizes go from 0 to 1024T (1 PiB)");
   return static_cast<std::uint64_t>(std::llround(bytes));
-}
-
-std::string human_size(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
 }
 
 }  // namespace opforge::cache

@@ -72,7 +72,5 @@ Result<PruneReport> prune(probe::FileSystem& fs, const fs::path& cache, const Pr
 Result<std::chrono::seconds> parse_age(std::string_view text);
 /// "20G", "500M", "1T", "4096", "1.5G" (powers of 1024) → bytes, at most 1024T; bad_input otherwise.
 Result<std::uint64_t> parse_size(std::string_view text);
-/// 1536 → "1.5 KiB".
-std::string human_size(std::uint64_t bytes);
 
 }  // namespace opforge::cache

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "settings/settings.h"
 #include "util/json.h"
+#include "util/strings.h"
 
 namespace opforge::cli {
 namespace {
@@ -31,7 +32,7 @@ void print_entries(const std::vector<cache::Entry>& entries) {
   for (auto& e : entries) {
     std::string kind = e.kind;
     kind.resize(8, ' ');
-    std::string size = cache::human_size(e.bytes);
+    std::string size = strings::human_size(e.bytes);
     size.resize(10, ' ');
     std::cout << kind << size << when(e.last_use_ns) << "  " << e.path.string() << (e.in_use ? "  [in use]" : "")
               << "\n        " << e.user << "\n";
@@ -66,7 +67,7 @@ Registrar cache_command{{
             std::cout << util::json_dump(j, 2) << "\n";
             return {};
           }
-          std::cout << "cache: " << dir.string() << " (entries: " << cache::human_size(total) << ")\n";
+          std::cout << "cache: " << dir.string() << " (entries: " << strings::human_size(total) << ")\n";
           print_entries(entries);
           return {};
         }
@@ -88,11 +89,11 @@ Registrar cache_command{{
           return {};
         }
         for (auto& e : report.removed)
-          std::cout << "removed  " << e.kind << " " << e.path.string() << " (" << cache::human_size(e.bytes) << ")\n";
+          std::cout << "removed  " << e.kind << " " << e.path.string() << " (" << strings::human_size(e.bytes) << ")\n";
         for (auto& e : report.kept_in_use)
           std::cout << "kept     " << e.kind << " " << e.path.string() << " (in use by a running build)\n";
-        std::cout << "cache: " << cache::human_size(report.bytes_before) << " -> "
-                  << cache::human_size(report.bytes_after) << "\n";
+        std::cout << "cache: " << strings::human_size(report.bytes_before) << " -> "
+                  << strings::human_size(report.bytes_after) << "\n";
         return {};
       };
     },

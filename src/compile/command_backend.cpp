@@ -31,16 +31,6 @@ std::string tail_lines(const std::string& text, std::size_t n) {
 
 }  // namespace
 
-std::string torch_requirement(const std::string& v) {
-  auto parts = strings::split(v, '.');
-  if (parts.size() < 2 || parts[0].empty() || parts[1].empty()) return "";
-  auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (!digits(parts[0]) || !digits(parts[1])) return "";
-  return "torch==" + std::string(parts[0]) + "." + std::string(parts[1]) + ".*";
-}
-
 namespace {
 
 /// The steps of a command build (each op compiled alone, then the command) for StepEvents.
@@ -114,21 +104,16 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
 /// How the command's wheel is re-packed: the plan's epoch and version, torch pinned for a DeepSpeed
 /// tree, and DeepSpeed's installed-ops file read (into `installed`) and given the wheel's version.
 wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<std::string>& installed) {
+  const plan::WheelOptions w = plan::wheel_options(plan);
   wheel::NormalizeOptions opts;
-  opts.source_date_epoch = plan.source_date_epoch;
-  if (!plan.wheel_version.empty()) opts.version = plan.wheel_version;
-  if (plan.cuda.torch && plan.cuda.torch->torch_version)
-    if (auto req = torch_requirement(*plan.cuda.torch->torch_version);
-        !req.empty() && plan.source.catalogue == plan::Catalogue::op_builder)
-      opts.requires_dist.push_back(req);
-  for (auto& req : plan.requires_dist)
-    if (std::find(opts.requires_dist.begin(), opts.requires_dist.end(), req) == opts.requires_dist.end())
-      opts.requires_dist.push_back(req);
+  opts.source_date_epoch = w.source_date_epoch;
+  if (!w.version.empty()) opts.version = w.version;
+  opts.requires_dist = w.requires_dist;
   // The project's bdist_wheel says linux_x86_64 whatever its files need: the tag states what they
   // need instead, and the recipe's glibc floor is checked on them.
   opts.retag = wheel::Spec::Retag::yes;
-  opts.glibc_floor = plan.recipe.wheel.glibc_floor;
-  const std::string version = plan.wheel_version;
+  opts.glibc_floor = w.glibc_floor;
+  const std::string version = w.version;
   opts.rewrite = [&installed, version](const std::string& path,
                                        const std::string& content) -> std::optional<std::string> {
     if (path != ops::kDeepSpeedVersionFile) return std::nullopt;
@@ -279,7 +264,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.log = plan.build_dir / "command.log";
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
-  const fs::path cache_dir = settings::cache_dir(m.env, run.cache_dir);
+  const fs::path cache_dir = settings::cache_dir(m.env);
   auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
   out.tree = tree.root;
   out.tree_hash = tree.content_hash;
@@ -288,7 +273,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir));
   auto host = host_wrappers(m.fs, cache_dir, plan);
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
-  out.env = command_environment(m.env.all(), plan, tree.root, wrapper, host ? &*host : nullptr);
+  out.env = command_environment(settings::everything(m.env), plan, tree.root, wrapper, host ? &*host : nullptr);
   // What the project asks nvcc for, whatever compiles in the end (the nvcc wrapper appends to it),
   // and what it fetches.
   const fs::path arch_log = plan.build_dir / "nvcc-arch.log";

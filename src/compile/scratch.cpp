@@ -4,6 +4,7 @@
 #include <chrono>
 #include <vector>
 
+#include "cache/layout.h"
 #include "util/hash.h"
 #include "util/strings.h"
 
@@ -105,7 +106,7 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
               sha256_hex(e.content) + "\n";
   ScratchTree out;
   out.content_hash = sha256_hex(digest);
-  const fs::path trees = cache_dir / "trees";
+  const fs::path trees = cache::folder(cache_dir, cache::Kind::tree);
   out.root = trees / out.content_hash.substr(0, 16);
   OPFORGE_CHECK(m.fs.create_directories(trees));
   const fs::path lock_file = tree_lock(out.root);
@@ -135,6 +136,6 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
   return out;
 }
 
-fs::path tree_lock(const fs::path& root) { return root.parent_path() / (root.filename().string() + ".lock"); }
+fs::path tree_lock(const fs::path& root) { return cache::entry_lock(root); }
 
 }  // namespace opforge::compile

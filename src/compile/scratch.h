@@ -23,8 +23,8 @@ struct ScratchTree {
   std::shared_ptr<void> lock;  ///< held while the tree is in use (concurrent builds of one tree wait)
 };
 
-/// The lock a build holds while it uses the tree `root` (<cache>/trees/<16 hex>): `<16 hex>.lock`
-/// beside it (its size file, probe::size_file, is beside it too).
+/// The lock a build holds while it uses the tree `root` (<cache>/trees/<16 hex>): cache::entry_lock,
+/// `.<16 hex>.lock` beside it (its size file, probe::size_file, is beside it too).
 std::filesystem::path tree_lock(const std::filesystem::path& root);
 
 /// Copies `source` (without .git, __pycache__, and the top-level build/ and dist/ — never a stale

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/layout.h"
 #include "cuda/resolve.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -199,10 +200,10 @@ std::string provision_json_text(const Provision& p) {
   return util::json_dump(j);
 }
 
-fs::path toolkit_lock(const fs::path& dir) { return dir.parent_path() / ("." + dir.filename().string() + ".lock"); }
+fs::path toolkit_lock(const fs::path& dir) { return cache::entry_lock(dir); }
 
 fs::path provision_lock(const fs::path& cache, const Version& cuda) {
-  return toolkit_lock(cache / "toolkits" / cuda.str());
+  return toolkit_lock(cache::folder(cache, cache::Kind::toolkit) / cuda.str());
 }
 
 Result<Provision> describe_provision(probe::Machine m, const TorchInfo& torch, const fs::path& cache) {
@@ -217,7 +218,7 @@ Result<Provision> describe_provision(probe::Machine m, const TorchInfo& torch, c
   Provision p;
   p.cuda = *torch.cuda;
   p.python = torch.python;
-  p.dir = cache / "toolkits" / p.cuda.str();
+  p.dir = cache::folder(cache, cache::Kind::toolkit) / p.cuda.str();
   if (auto meta = torch_metadata(m.fs, torch)) {
     p.requirement = toolkit_requirement(meta->second, p.cuda);
     p.requirement_source = meta->first;
@@ -275,12 +276,12 @@ Result<Provision> provision(probe::Machine m, const TorchInfo& torch, const fs::
 
 std::vector<Provision> list_provisioned(const probe::FileSystem& fs, const fs::path& cache) {
   std::vector<Provision> out;
-  auto names = fs.list_directory(cache / "toolkits");
+  auto names = fs.list_directory(cache::folder(cache, cache::Kind::toolkit));
   if (!names) return out;
   for (auto& n : *names) {
     if (n.starts_with(".")) continue;
     Provision p;
-    p.dir = cache / "toolkits" / n;
+    p.dir = cache::folder(cache, cache::Kind::toolkit) / n;
     if (!complete(fs, p.dir) || !read_manifest(fs, p.dir, p)) continue;
     p.present = true;
     out.push_back(std::move(p));

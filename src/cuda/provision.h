@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/layout.h"
 #include "cuda/toolkit.h"
 #include "probe/machine.h"
 #include "util/error.h"
@@ -85,7 +86,7 @@ fs::path provision_lock(const fs::path& cache, const Version& cuda);
 /// The lock of the toolkit folder `dir` (<cache>/toolkits/<X.Y>).
 fs::path toolkit_lock(const fs::path& dir);
 /// Written on every use: its time is the folder's last use.
-inline constexpr std::string_view kLastUse = ".opforge-last-use";
+inline constexpr std::string_view kLastUse = cache::kLastUse;
 /// The prefix of a provisioning's temporary folder beside the toolkit it becomes.
 inline constexpr std::string_view kPartialPrefix = ".partial-";
 

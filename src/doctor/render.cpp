@@ -3,7 +3,6 @@
 
 #include <sstream>
 
-#include "cache/cache.h"
 #include "util/strings.h"
 
 namespace opforge::doctor {
@@ -150,7 +149,7 @@ std::string to_text(const json& j) {
     const auto& c = j["cache"];
     const auto entries = c.value("entries", std::uint64_t{0});
     const auto unmeasured = c.value("unmeasured", std::uint64_t{0});
-    out << "cache: " << s(c["path"]) << " (" << cache::human_size(c.value("bytes", std::uint64_t{0})) << " in "
+    out << "cache: " << s(c["path"]) << " (" << strings::human_size(c.value("bytes", std::uint64_t{0})) << " in "
         << entries << (entries == 1 ? " entry" : " entries")
         << (unmeasured ? ", " + std::to_string(unmeasured) + " not measured yet" : std::string())
         << "; `opforge cache` lists them)\n";

@@ -12,11 +12,8 @@ namespace opforge::pipeline {
 Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
                                    const std::string& recipe_text, const Options& options) {
   const plan::Plan& plan = outcome.plan;
-  auto out = OPFORGE_TRY(compile::run_command_backend(m, plan,
-                                                      {.wheel_dir = plan.build_dir / "normalized",
-                                                       .cache_dir = cache_dir(m, options),
-                                                       .on_line = options.on_line,
-                                                       .on_step = options.on_step}));
+  auto out = OPFORGE_TRY(compile::run_command_backend(
+      m, plan, {.wheel_dir = plan.build_dir / "normalized", .on_line = options.on_line, .on_step = options.on_step}));
   apply_op_steps(outcome.plan, out.op_steps);
   {
     std::map<std::string, std::uint64_t> peaks;

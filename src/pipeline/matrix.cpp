@@ -9,9 +9,7 @@ namespace opforge::pipeline {
 
 namespace {
 
-fs::path cache_of(const probe::Environment& env, const Options& options) {
-  return settings::cache_dir(env, options.plan.cache_dir);
-}
+fs::path cache_of(const probe::Environment& env, const Options&) { return settings::cache_dir(env); }
 
 }  // namespace
 

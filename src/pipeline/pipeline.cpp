@@ -64,9 +64,7 @@ Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, cons
 
 }  // namespace
 
-fs::path cache_dir(probe::Machine m, const Options& options) {
-  return settings::cache_dir(m.env, options.plan.cache_dir);
-}
+fs::path cache_dir(probe::Machine m, const Options&) { return settings::cache_dir(m.env); }
 
 fs::path default_python_package(const probe::FileSystem& fs) { return probe::data_dir(fs) / "src/python/opforge_ops"; }
 

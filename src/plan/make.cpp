@@ -47,15 +47,13 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
 
 }  // namespace
 
-fs::path cache_dir(probe::Machine m, const Options& opts) { return settings::cache_dir(m.env, opts.cache_dir); }
+fs::path cache_dir(probe::Machine m, const Options&) { return settings::cache_dir(m.env); }
 
 Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Options& opts) {
   // Every child (DeepSpeed's compatibility probe, the build) sees the node reports' list as
   // TORCH_CUDA_ARCH_LIST; the arch resolver is handed it (read_overrides).
   std::map<std::string, std::string> overlay;
   if (opts.node_arch_list) overlay["TORCH_CUDA_ARCH_LIST"] = *opts.node_arch_list;
-  // Options::cache_dir is every reader's cache folder (git clones, probe caches, wrappers).
-  if (!opts.cache_dir.empty()) overlay["OPFORGE_CACHE_DIR"] = opts.cache_dir.string();
   probe::OverlayMachine seen(machine, std::move(overlay));
   const probe::Machine m = seen.machine();
   Plan plan;

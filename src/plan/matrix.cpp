@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/layout.h"
 #include "cuda/provision.h"
 #include "cuda/resolve.h"
 #include "util/hash.h"
@@ -86,7 +87,8 @@ Result<std::vector<Cell>> cells(probe::Machine m, const recipe::Recipe& r, const
       c.torch_requirement = torch_requirement(torch);
       c.python = python;
       c.python_version = f.version;
-      c.env = cache / "envs" / env_hash(f.real_path, f.version, c.torch_requirement, r.matrix.requirements);
+      c.env = cache::folder(cache, cache::Kind::env) /
+              env_hash(f.real_path, f.version, c.torch_requirement, r.matrix.requirements);
       c.env_python = c.env / "bin" / "python";
       c.ready = m.fs.resolved_type(c.env / kEnvMarker) == probe::FileType::regular;
       out.push_back(std::move(c));
@@ -132,7 +134,7 @@ Result<std::vector<Cell>> select(const recipe::Recipe& r, std::vector<Cell> all,
   return all;
 }
 
-fs::path env_lock(const fs::path& env) { return env.parent_path() / ("." + env.filename().string() + ".lock"); }
+fs::path env_lock(const fs::path& env) { return cache::entry_lock(env); }
 
 namespace {
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ struct SourceInfo {
   /// A git source that plan did not fetch (plan writes nothing): what would be fetched. The tree,
   /// and so the op verdicts, are then unknown.
   std::string not_fetched;
+  /// A git source's clone (<cache>/git/<name>-<hash>), held shared while the plan lives, so that
+  /// `opforge cache prune` leaves it alone while a build reads its checkout.
+  std::shared_ptr<void> hold;
 };
 
 struct Plan {
@@ -127,7 +131,6 @@ struct Options {
         return plan::inspect_source(m, r, own_outputs);
       };
   Resolvers resolvers = default_resolvers();
-  fs::path cache_dir;  ///< probe cache; empty: probe::default_cache_dir(env)
   /// --build-dir / --dist-dir (absolute): they beat the recipe's, and everything placed in the
   /// build folder (the compiler shim, its wrappers) follows them.
   std::optional<fs::path> build_dir, dist_dir;
@@ -167,5 +170,19 @@ Status check_tools(probe::Machine m, const Plan& plan);
 /// segment is left out.
 Result<std::string> wheel_version(const recipe::Recipe& recipe, const cuda::Toolkit* toolkit, const SourceInfo& source,
                                   const std::optional<std::string>& torch_version = std::nullopt);
+
+/// What the recipe and the plan decide of the wheel, whichever backend makes it (the one way from
+/// a plan to wheel options: the native backend's wheel::Spec and the command backend's
+/// wheel::NormalizeOptions both take these).
+struct WheelOptions {
+  std::string version;  ///< plan.wheel_version; empty: the project's own (a command build)
+  std::int64_t source_date_epoch = wheel::kMinEpoch;
+  int glibc_floor = 0;                     ///< [wheel] glibc; 0: none
+  std::vector<std::string> requires_dist;  ///< torch pins: a DeepSpeed tree's torch, a matrix cell's
+};
+WheelOptions wheel_options(const Plan& plan);
+
+/// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
+std::string torch_pin(const std::string& torch_version);
 
 }  // namespace opforge::plan

@@ -34,7 +34,7 @@ Result<std::optional<Provisioned>> provision_toolkit(probe::Machine m, const Opt
                          first->chosen->root.string() + " is torch's exact version; nothing to provision");
     return std::nullopt;
   }
-  const fs::path cache = settings::cache_dir(m.env, opts.cache_dir);
+  const fs::path cache = settings::cache_dir(m.env);
   // pip is what fetches: without it, exit 3 before anything is fetched, and `plan` says so too.
   cuda::Provision p = OPFORGE_TRY(cuda::describe_provision(m, *torch, cache));
   if (!p.present) OPFORGE_CHECK(check_pip(m, p));

@@ -1,3 +1,4 @@
+#include "cache/layout.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
 #include "settings/settings.h"
@@ -15,7 +16,8 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, con
   std::optional<source::Info> info;
   if (r.source.git && !fetch) {
     // `plan` writes nothing: a repository not cloned yet is described, not fetched.
-    auto clone = settings::cache_dir(m.env) / "git" / source::cache_key(*r.source.git) / "repo.git";
+    auto clone =
+        cache::folder(settings::cache_dir(m.env), cache::Kind::git) / source::cache_key(*r.source.git) / "repo.git";
     if (m.fs.resolved_type(clone) != probe::FileType::directory) {
       out.not_fetched =
           *r.source.git + " at " + r.source.rev.value_or("HEAD") + " (into " + clone.parent_path().string() + ")";
@@ -23,8 +25,12 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, con
     }
   }
   if (r.source.git) {
-    auto cache = settings::cache_dir(m.env) / "git";
+    auto cache = cache::folder(settings::cache_dir(m.env), cache::Kind::git);
     info = OPFORGE_TRY(source::fetch(m.fs, *r.source.git, r.source.rev.value_or("HEAD"), cache));
+    // The clone's use, for `opforge cache` (least recently used first) and prune's lock.
+    const fs::path slot = cache / source::cache_key(*r.source.git);
+    if (auto held = m.fs.try_lock_shared(cache::entry_lock(slot)); held && *held) out.hold = **held;
+    (void)m.fs.write_file_atomic(slot / cache::kLastUse, "");
   } else {
     out.root = r.source.path.value_or(r.dir);
     info = OPFORGE_TRY(source::inspect(m.fs, out.root, own_outputs));

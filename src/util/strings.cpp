@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace opforge::strings {
 
@@ -159,6 +160,20 @@ std::string cut(std::string_view value, std::size_t keep) {
 
 std::string column(std::string_view word, std::size_t width) {
   return std::string(word) + std::string(word.size() < width ? width - word.size() : 1, ' ');
+}
+
+std::string human_size(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
 }
 
 }  // namespace opforge::strings

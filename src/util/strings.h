@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,5 +34,8 @@ std::string cut(std::string_view value, std::size_t keep = 200);
 
 /// `word` then spaces up to `width` characters, at least one: a table's first column.
 std::string column(std::string_view word, std::size_t width);
+
+/// 1536 → "1.5 KiB" (powers of 1024).
+std::string human_size(std::uint64_t bytes);
 
 }  // namespace opforge::strings
