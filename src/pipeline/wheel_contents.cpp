@@ -105,15 +105,16 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
 }
 
 wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std::vector<wheel::File> files) {
+  const plan::WheelOptions w = plan::wheel_options(plan);
   wheel::Spec spec;
   spec.name = plan.recipe.package.name;
-  spec.version = plan.wheel_version;
+  spec.version = w.version;
   spec.summary = plan.recipe.package.summary;
   spec.description = long_description(plan, info.ops);
   spec.requires_python = plan.recipe.package.requires_python;
   spec.files = std::move(files);
-  spec.source_date_epoch = plan.source_date_epoch;
-  spec.glibc_floor = plan.recipe.wheel.glibc_floor;
+  spec.source_date_epoch = w.source_date_epoch;
+  spec.glibc_floor = w.glibc_floor;
   // the floor of the stable-ABI extensions the wheel holds (wheel::abi_tag names its tag)
   for (auto& d : plan.ops)
     if (d.manifest.python_extension) {

@@ -5,6 +5,13 @@
 
 namespace opforge::wheel {
 
+/// The .dist-info rule, once: the folder of a wheel whose `dist` is "name-version" (the normalised
+/// name and the version, as in the file name) is "name-version.dist-info".
+std::string dist_info_dir(std::string_view dist);
+/// The .dist-info folder `path` is in ("a-1.dist-info" for "a-1.dist-info/RECORD"), or empty when
+/// its first component is no .dist-info folder.
+std::string_view dist_info_of(std::string_view path);
+
 /// "sha256=<urlsafe base64 without padding>" as RECORD wants it.
 std::string record_hash(std::string_view content);
 std::string urlsafe_b64_nopad(std::string_view raw);

@@ -2,6 +2,7 @@
 
 #include "util/pep440.h"
 #include "util/strings.h"
+#include "wheel/internal.h"
 #include "wheel/wheel.h"
 
 namespace opforge::wheel {
@@ -58,6 +59,16 @@ Status validate_version(std::string_view version) {
     return bad_input("invalid version '" + std::string(version) + "': local label '" + std::string(local) + "' " + *why,
                      kVersionHint);
   return {};
+}
+
+constexpr std::string_view kDistInfo = ".dist-info";
+
+std::string dist_info_dir(std::string_view dist) { return std::string(dist) + std::string(kDistInfo); }
+
+std::string_view dist_info_of(std::string_view path) {
+  auto slash = path.find('/');
+  if (slash == std::string_view::npos || !path.substr(0, slash).ends_with(kDistInfo)) return {};
+  return path.substr(0, slash);
 }
 
 }  // namespace opforge::wheel

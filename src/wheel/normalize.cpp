@@ -97,11 +97,11 @@ Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel
 Result<std::string> dist_info_folder(const std::vector<Entry>& entries, const fs::path& wheel) {
   std::string dist_info;
   for (const auto& e : entries) {
-    auto slash = e.path.find('/');
-    if (slash == std::string::npos || !e.path.substr(0, slash).ends_with(".dist-info")) continue;
-    if (!dist_info.empty() && dist_info != e.path.substr(0, slash))
+    const std::string_view folder = dist_info_of(e.path);
+    if (folder.empty()) continue;
+    if (!dist_info.empty() && dist_info != folder)
       return bad_input(wheel.string() + " holds more than one .dist-info folder");
-    dist_info = e.path.substr(0, slash);
+    dist_info = folder;
   }
   if (dist_info.empty()) return bad_input(wheel.string() + " has no .dist-info folder");
   return dist_info;
@@ -131,7 +131,7 @@ struct Renamer {
       // pack() writes these anew.
       if (leaf == "METADATA" || leaf == "WHEEL" || leaf == "RECORD" || leaf == "RECORD.jws" || leaf == "RECORD.p7s")
         return {};
-      extra.push_back({new_dist + ".dist-info/" + leaf, e.content, mode});
+      extra.push_back({dist_info_dir(new_dist) + "/" + leaf, e.content, mode});
       return {};
     }
     std::string path = e.path;
@@ -172,7 +172,7 @@ Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::pat
                         wheel,
                         options,
                         dist_info,
-                        dist_info.substr(0, dist_info.size() - std::string(".dist-info").size()),
+                        dist_info.substr(0, dist_info.size() - (dist_info_dir("").size())),
                         normalize_name(spec.name) + "-" + spec.version};
   std::vector<File> extra;
   for (const auto& e : *entries) OPFORGE_CHECK(renamer.add(e, spec, extra));

@@ -91,7 +91,7 @@ std::vector<File> ordered_entries(const Spec& spec, std::vector<File> dist_info_
 Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info_extra,
                                    std::optional<std::string> metadata) {
   auto naming = OPFORGE_TRY(name_wheel(spec, metadata ? required_names(*metadata) : std::vector<std::string>{}));
-  const std::string dist_info = naming.dist + ".dist-info/";
+  const std::string dist_info = dist_info_dir(naming.dist) + "/";
   OPFORGE_CHECK(check_paths(spec.files, dist_info));
   dist_info_extra.push_back({dist_info + "METADATA", metadata ? *metadata : metadata_text(spec), 0644});
   dist_info_extra.push_back({dist_info + "WHEEL", wheel_text(naming.tags), 0644});

@@ -76,9 +76,7 @@ Index index_entries(const std::vector<Entry>& entries, Problems& problems) {
     if (e.is_symlink) problems.push_back(e.path + ": is a symlink (external attributes), not a file");
     if (e.is_directory) continue;
     if (!ix.by_path.emplace(e.path, &e).second) problems.push_back(e.path + ": appears twice in the archive");
-    auto slash = e.path.find('/');
-    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info"))
-      ix.dist_infos.insert(e.path.substr(0, slash));
+    if (auto folder = dist_info_of(e.path); !folder.empty()) ix.dist_infos.emplace(folder);
   }
   return ix;
 }
@@ -161,7 +159,7 @@ Report verify_entries(std::string_view filename, const std::vector<Entry>& entri
   }
   const std::string dist_info = *ix.dist_infos.begin();
   if (fname) {
-    std::string expected = fname->name + "-" + fname->version + ".dist-info";
+    std::string expected = dist_info_dir(fname->name + "-" + fname->version);
     if (dist_info != expected)
       problems.push_back(dist_info + ": does not match the file name (expected " + expected + ")");
   }
@@ -230,9 +228,8 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
         out.report.problems.push_back(e.path + ": " + info.error().message);
       }
     }
-    auto slash = e.path.find('/');
-    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info")) {
-      std::string leaf = e.path.substr(slash + 1);
+    if (auto folder = dist_info_of(e.path); !folder.empty()) {
+      std::string leaf = e.path.substr(folder.size() + 1);
       if (leaf == "WHEEL") out.tags = header_values(e.content, "Tag");
       if (leaf == "METADATA") {
         out.requirements = required_names(e.content);
@@ -268,9 +265,7 @@ Result<WheelNeeds> wheel_needs(std::string_view bytes) {
   std::vector<std::string> requirements;
   for (const auto& e : entries) {
     if (is_elf(e.content)) elfs.emplace(e.path, OPFORGE_TRY(read_elf(e.content)));
-    auto slash = e.path.find('/');
-    if (slash != std::string::npos && e.path.substr(0, slash).ends_with(".dist-info") &&
-        e.path.substr(slash + 1) == "METADATA")
+    if (auto folder = dist_info_of(e.path); !folder.empty() && e.path.substr(folder.size() + 1) == "METADATA")
       requirements = required_names(e.content);
   }
   WheelNeeds out;

@@ -130,9 +130,8 @@ std::string mib(std::uint64_t bytes) {
 }
 
 bool in_dist_info(std::string_view path) {
-  auto slash = path.find('/');
-  return slash != std::string_view::npos && path.substr(0, slash).ends_with(".dist-info") &&
-         path.find('/', slash + 1) == std::string_view::npos;
+  const std::string_view folder = dist_info_of(path);
+  return !folder.empty() && path.find('/', folder.size() + 1) == std::string_view::npos;
 }
 
 using ZipPtr = std::unique_ptr<zip_t, ZipCloser>;
