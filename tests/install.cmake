@@ -61,6 +61,15 @@ add_test(NAME install.root_build COMMAND ${OPFORGE_INSTALL}/root_build.sh $<TARG
 set_tests_properties(install.root_build PROPERTIES FIXTURES_REQUIRED root_bullseye_dev TIMEOUT 1800
                      PROCESSORS 2 COST 400 LABELS install ENVIRONMENT ROOT_RETRY=0
                      RESOURCE_LOCK root_bullseye_dev SKIP_REGULAR_EXPRESSION "SKIP:")
+# A build inside a root is the same build: a setuptools project whose extension embeds CFLAGS'
+# MARK built here and with --root (both say MARK=red, the records hold the same environment), a
+# CFLAGS naming a folder the root lacks refused by name, and `verify --allow-run` of the root's
+# record rebuilt in the root (identical), exit 2 when that root is gone or another system. Its
+# --root builds only read the root (no RESOURCE_LOCK).
+add_test(NAME install.root_same_build COMMAND ${OPFORGE_INSTALL}/root_same_build.sh $<TARGET_FILE:opforge>
+                                              ${CMAKE_BINARY_DIR}/install/root_same_build)
+set_tests_properties(install.root_same_build PROPERTIES FIXTURES_REQUIRED root_bullseye_dev TIMEOUT 1800
+                     PROCESSORS 2 COST 120 LABELS install ENVIRONMENT ROOT_RETRY=0 SKIP_REGULAR_EXPRESSION "SKIP:")
 # Debian 13's own CUDA 12.4 with PyPI's torch 2.6.0 (its exact pair) and gcc 13 while gcc 14 is the
 # default: the fixture torch extension built in the root by the platform wheel, and from here with
 # `--root` (the root's own toolkit, its glibc the tag's floor).

@@ -53,9 +53,11 @@ Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& f
   }
   if (!flags.build_dir.empty()) options.build_dir = flags.build_dir;
   if (!flags.dist_dir.empty()) options.dist_dir = flags.dist_dir;
-  if (flags.cache == "ccache") options.plan.cache = recipe::Cache::ccache;
-  else if (flags.cache == "none") options.plan.cache = recipe::Cache::none;
-  else if (!flags.cache.empty()) return bad_input("--cache " + flags.cache + ": expected 'ccache' or 'none'");
+  if (!flags.cache.empty()) {
+    auto c = recipe::cache_from_name(flags.cache);
+    if (!c) return bad_input("--cache " + flags.cache + ": expected " + recipe::cache_names());
+    options.plan.cache = *c;
+  }
   return options;
 }
 
@@ -146,6 +148,8 @@ void print_outcome(const pipeline::Outcome& outcome) {
       std::cout << arch << "\n";
   if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
   else if (outcome.cache) std::cout << compile::describe_cache_stats(*outcome.cache) << "\n";
+  if (!outcome.sccache_said.empty()) std::cout << outcome.sccache_said << "\n";
+  if (outcome.sccache && outcome.steps_run) std::cout << compile::describe_sccache_stats(*outcome.sccache) << "\n";
   if (outcome.reused) std::cout << "the wheel in dist/ was made from these exact inputs: kept as it is\n";
   std::cout << "wheel:  " << outcome.wheel.string() << "\n"
             << "sha256: " << outcome.wheel_sha256 << "\n"
@@ -268,7 +272,7 @@ Registrar reg{
        app.add_option("recipe", flags->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
            ->required();
        add_jobs_option(app, flags->jobs, "parallel jobs (default: MAX_JOBS, the recipe, all cores)");
-       app.add_option("--cache", flags->cache, "compiler cache: ccache | none");
+       app.add_option("--cache", flags->cache, "compiler cache: ccache | sccache | none");
        app.add_option("--python", flags->python, "the Python whose torch decides the CUDA version");
        app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");
        app.add_option("--dist-dir", flags->dist_dir, "where the wheel goes (default from the recipe)");

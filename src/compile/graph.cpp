@@ -232,11 +232,11 @@ Result<Graph> describe(const plan::Plan& plan) {
       outputs.extension = OPFORGE_TRY(extension_steps(tools, op, build, includes, graph.steps));
     graph.outputs.push_back(std::move(outputs));
   }
-  // ccache in front of every compile: here, so that `opforge plan` prints what ninja runs.
-  if (plan.cache == recipe::Cache::ccache)
+  // The compiler cache in front of every compile: here, so that `opforge plan` prints what ninja runs.
+  if (const auto launcher = recipe::cache_kind(plan.cache).program; !launcher.empty())
     for (auto& step : graph.steps)
       if (step.rule == "cc" || step.rule == "cxx" || step.rule == "nvcc") {
-        step.argv.insert(step.argv.begin(), "ccache");
+        step.argv.insert(step.argv.begin(), std::string(launcher));
         ++step.flags_end;
       }
   OPFORGE_CHECK(check_for_ninja(graph, build));

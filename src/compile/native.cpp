@@ -65,6 +65,14 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
                                        .depend_mode = false});
     (void)m.fs.remove(plan.build_dir / "ccache-stats.log");
   }
+  // sccache: a client server of this build's own, inside the ninja command (SccacheSession::wrap).
+  std::unique_ptr<SccacheSession> session;
+  if (plan.cache == recipe::Cache::sccache) {
+    auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
+    if (plan.host) setup.compiler = plan.host->compiler.cc;
+    session = OPFORGE_TRY(start_sccache(m, std::move(setup)));
+    for (auto& [k, v] : session->env()) graph.env[k] = v;
+  }
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "lib"));
   for (auto& o : graph.outputs) OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "obj" / o.op));
   if (plan.host) OPFORGE_CHECK(compiler::check_shim(m.fs, *plan.host));
@@ -96,6 +104,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
                      .on_line = [&](std::string_view line) { reader.line(line); },
                      .terminal = true};
   if (keep_going) cmd.argv.insert(cmd.argv.end(), {"-k", "0"});
+  if (session) cmd.argv = session->wrap(cmd.argv);
   cmd.timeout = plan.compile_timeout;
   auto ran = m.proc.run(cmd);
   if (!ran) return opforge::unexpected(ran.error());
@@ -122,6 +131,10 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     std::string detail = pos == std::string::npos ? log : log.substr(pos);
     return failure("a build step failed:\n" + detail,
                    "fix the error above and run `opforge build` again; finished steps are kept");
+  }
+  if (session) {
+    result.sccache = session->stats();
+    result.sccache_said = session->said();
   }
   if (ccache) {
     // Counter names are read only from a ccache that writes the ones parse_ccache_stats_log knows.

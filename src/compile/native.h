@@ -13,6 +13,7 @@
 #include "compile/graph.h"
 #include "compile/ninja_file.h"
 #include "compile/progress.h"
+#include "compile/sccache.h"
 #include "plan/plan.h"
 #include "probe/machine.h"
 
@@ -28,7 +29,11 @@ struct RunResult {
   int steps_run = 0;                ///< edges ninja executed (0 on a no-op rebuild)
   std::string log;                  ///< ninja's full output
   std::optional<CacheStats> cache;  ///< with plan.cache = ccache: this build's hits and misses
-  long peak_rss_kib = 0;            ///< the largest process ninja ran (ru_maxrss), KiB; 0 when unknown
+  /// With plan.cache = sccache: where the compile steps ran (each build server, here, the cache),
+  /// and what the build did about distribution ("sccache: 2 build servers, ...").
+  std::optional<SccacheStats> sccache;
+  std::string sccache_said;
+  long peak_rss_kib = 0;  ///< the largest process ninja ran (ru_maxrss), KiB; 0 when unknown
   /// "auto" ops whose compile or link failed → their first compiler error (they are not in
   /// `outputs`): with an op not requested explicitly, ninja keeps going past a failure (-k 0).
   std::map<std::string, std::string> failed;

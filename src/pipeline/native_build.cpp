@@ -68,6 +68,8 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
   }
   outcome.steps_run = ran.steps_run;
   outcome.cache = ran.cache;
+  outcome.sccache = ran.sccache;
+  outcome.sccache_said = ran.sccache_said;
   fs::path package = options.python_package.empty() ? default_python_package(m.fs) : options.python_package;
   wheel::BuildInfo info;
   record::Record rec;
@@ -75,6 +77,17 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
   const wheel::Spec spec = wheel_spec(plan, info, std::move(files));
   rec.inputs = record_inputs(m, plan, graph, m.fs.absolute(recipe_file), recipe_text);
   rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
+  // Where the compile steps ran: kept in the record beside the fingerprint, never in the wheel
+  // (a step compiled on a build server gives the same bytes as one compiled here).
+  if (ran.sccache) {
+    nlohmann::json servers = nlohmann::json::object();
+    for (auto& [server, n] : ran.sccache->servers) servers[server] = n;
+    rec.inputs["compile_steps"] = {{"sccache",
+                                    {{"here", ran.sccache->local()},
+                                     {"build_servers", servers},
+                                     {"from_cache", ran.sccache->hits},
+                                     {"failed_on_a_server", ran.sccache->dist_errors}}}};
+  }
   return commit_or_reuse(m, std::move(outcome), spec, std::move(rec), options);
 }
 

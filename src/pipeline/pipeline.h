@@ -39,8 +39,10 @@ struct Outcome {
   fs::path record_path;
   record::Record record;
   int steps_run = 0;
-  std::optional<compile::CacheStats> cache;  ///< with ccache (plan.cache): its hits and misses in this build
-  bool reused = false;                       ///< an identical wheel from the same inputs was already in dist/
+  std::optional<compile::CacheStats> cache;      ///< with ccache (plan.cache): its hits and misses in this build
+  std::optional<compile::SccacheStats> sccache;  ///< with sccache: where the compile steps ran
+  std::string sccache_said;                      ///< with sccache: what it did about distribution
+  bool reused = false;                           ///< an identical wheel from the same inputs was already in dist/
   /// Command builds of a DeepSpeed tree: each op's compile step (plan.ops then says `failed: ...`
   /// for an "auto" op whose compile failed).
   std::vector<compile::OpStep> op_steps;

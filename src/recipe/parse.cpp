@@ -383,13 +383,28 @@ struct Parser {
     }
     if (auto* n = t.get("cache")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.cache"));
-      if (v == "none") out.build.cache = Cache::none;
-      else if (v == "ccache") out.build.cache = Cache::ccache;
-      else
+      auto c = cache_from_name(v);
+      if (!c)
         return opforge::unexpected(
-            r.error_at(*n, "build.cache must be \"none\" or \"ccache\", not \"" + strings::cut(v) + "\""));
+            r.error_at(*n, "build.cache must be " + cache_names() + ", not \"" + strings::cut(v) + "\""));
+      out.build.cache = *c;
     }
     if (auto* n = t.get("remote")) out.build.remote = OPFORGE_TRY(r.string(*n, "build.remote"));
+    if (auto* n = t.get("scheduler")) {
+      out.build.scheduler = OPFORGE_TRY(r.string(*n, "build.scheduler"));
+      if (!out.build.scheduler.starts_with("http://") && !out.build.scheduler.starts_with("https://"))
+        return opforge::unexpected(
+            r.error_at(*n, "build.scheduler must be an sccache-dist scheduler's URL (http://host:10600), not \"" +
+                               strings::cut(out.build.scheduler) + "\""));
+    }
+    if (auto* n = t.get("scheduler_token_file")) {
+      fs::path f = OPFORGE_TRY(r.string(*n, "build.scheduler_token_file"));
+      out.build.scheduler_token_file = (f.is_absolute() ? f : out.dir / f).lexically_normal();
+    }
+    if (!out.build.scheduler.empty() && out.build.cache != Cache::sccache)
+      return opforge::unexpected(r.error_at(*t.get("scheduler"),
+                                            "build.scheduler is sccache-dist's, for cache = \"sccache\"",
+                                            "add cache = \"sccache\" to [build], or remove scheduler"));
     if (auto* n = t.get("build_dir")) out.build.build_dir = OPFORGE_TRY(r.string(*n, "build.build_dir"));
     if (auto* n = t.get("dist_dir")) out.build.dist_dir = OPFORGE_TRY(r.string(*n, "build.dist_dir"));
     if (auto* n = t.get("release")) out.build.release = OPFORGE_TRY(r.boolean(*n, "build.release"));
@@ -418,6 +433,25 @@ struct Parser {
 };
 
 }  // namespace
+
+const CacheKind& cache_kind(Cache c) {
+  for (const auto& k : kCaches)
+    if (k.cache == c) return k;
+  return kCaches[0];
+}
+
+std::optional<Cache> cache_from_name(std::string_view n) {
+  for (const auto& k : kCaches)
+    if (k.name == n) return k.cache;
+  return std::nullopt;
+}
+
+std::string cache_names() {
+  std::string out;
+  for (std::size_t i = 0; i < std::size(kCaches); ++i)
+    out += (i == 0 ? "" : i + 1 == std::size(kCaches) ? " or " : ", ") + ("\"" + std::string(kCaches[i].name) + "\"");
+  return out;
+}
 
 Status check_arch_list(std::string_view text) {
   auto parsed = target::check_arch_list(text);

@@ -18,7 +18,21 @@ namespace fs = std::filesystem;
 enum class OpRequest { off, on, automatic };
 
 enum class Backend { native, command };
-enum class Cache { none, ccache };
+/// The compiler cache in front of a build's compiles: one row each in kCaches (the axis grows:
+/// adding one is a row here and its launcher in compile/compiler_cache).
+enum class Cache { none, ccache, sccache };
+struct CacheKind {
+  Cache cache;
+  std::string_view name;     ///< as the recipe, --cache and the messages spell it
+  std::string_view program;  ///< the launcher put in front of each compile; empty for none
+};
+inline constexpr CacheKind kCaches[] = {
+    {Cache::none, "none", ""}, {Cache::ccache, "ccache", "ccache"}, {Cache::sccache, "sccache", "sccache"}};
+/// The row of `c`; the name `n` → its cache (nullopt: no such cache).
+const CacheKind& cache_kind(Cache c);
+std::optional<Cache> cache_from_name(std::string_view n);
+/// "\"none\", \"ccache\" or \"sccache\"" for messages.
+std::string cache_names();
 
 /// The most parallel jobs a build runs ([build] jobs, MAX_JOBS and --jobs are capped or refused
 /// above it): more than ninja can usefully run on any machine.
@@ -74,7 +88,12 @@ struct Recipe {
     std::string wheel_glob = "dist/*.whl";  ///< where the command's wheel appears (source-relative)
     unsigned jobs = 0;                      ///< 0: auto (all cores); at most kMaxJobs
     Cache cache = Cache::none;
-    std::string remote;                    ///< ccache remote storage, e.g. "redis://127.0.0.1:6379"
+    std::string remote;  ///< ccache remote storage, e.g. "redis://127.0.0.1:6379"
+    /// sccache-dist's scheduler ("http://sched:10600"); empty: sccache compiles here (or as the
+    /// user's own sccache configuration says).
+    std::string scheduler;
+    /// A file holding the scheduler's client token (else OPFORGE_SCHEDULER_TOKEN); absolute after parsing.
+    fs::path scheduler_token_file;
     fs::path build_dir = "build/opforge";  ///< relative to the recipe's folder
     fs::path dist_dir = "dist";            ///< relative to the recipe's folder
     bool release = false;                  ///< refuse dirty trees and moving revs

@@ -64,6 +64,14 @@ constexpr Setting kTable[] = {
      "gcc; DeepSpeed's builders (async_io's libaio probe)", Inside::passed, true},
     {env, "CPATH", "as LIBRARY_PATH", "unset", false, "gcc; DeepSpeed's builders", Inside::passed, true},
     {env, "CCACHE_*", "ccache's own settings", "unset", false, "ccache ([build] cache = \"ccache\")", Inside::passed},
+    {env, "SCCACHE_*",
+     "sccache's own settings (SCCACHE_CONF: your sccache configuration, used as it is when the "
+     "recipe names no scheduler); opforge sets SCCACHE_SERVER_PORT for the client server of each build",
+     "unset", false, "sccache ([build] cache = \"sccache\")", Inside::passed},
+    {env, "OPFORGE_SCHEDULER_TOKEN",
+     "the sccache-dist scheduler's client token ([build] scheduler); never printed "
+     "or recorded",
+     "[build] scheduler_token_file", false, "settings::scheduler_token (compile/sccache.cpp)", Inside::passed},
     {env, "CONDA_PREFIX", "a conda environment that may hold a toolkit", "unset", false,
      "settings::conda_prefix (cuda/discover.cpp)", Inside::host},
     {env, "PATH", "where tools (nvcc, compilers, ninja, ccache, python3) are looked up; every child's", "inherited",
@@ -147,8 +155,12 @@ constexpr Setting kTable[] = {
     {key, "build.command", "array of strings", "unset", true, "compile/command_backend.cpp"},
     {key, "build.wheel_glob", "glob", "\"dist/*.whl\"", false, "compile/wheel_match.cpp"},
     {key, "build.jobs", "integer >= 1 or \"auto\"; above 4096 capped", "\"auto\"", false, "plan/overrides.cpp"},
-    {key, "build.cache", "\"none\" or \"ccache\"", "\"none\"", false, "compile/compiler_cache.cpp"},
+    {key, "build.cache", "\"none\", \"ccache\" or \"sccache\"", "\"none\"", false, "compile/compiler_cache.cpp"},
     {key, "build.remote", "ccache remote storage URL", "unset", false, "compile/compiler_cache.cpp"},
+    {key, "build.scheduler", "an sccache-dist scheduler's URL (cache = \"sccache\")", "unset: compile here", false,
+     "compile/sccache.cpp"},
+    {key, "build.scheduler_token_file", "a file holding the scheduler's client token", "OPFORGE_SCHEDULER_TOKEN", false,
+     "compile/sccache.cpp"},
     {key, "build.build_dir", "folder", "\"build/opforge\"", false, "plan/make.cpp"},
     {key, "build.dist_dir", "folder", "\"dist\"", false, "plan/make.cpp"},
     {key, "build.release", "bool", "false", false, "plan/source_stage.cpp"},
@@ -315,6 +327,12 @@ std::vector<std::pair<std::string, std::optional<std::string>>> python_variables
 }
 
 std::optional<std::string> visible_devices(const probe::Environment& env) { return env.get("CUDA_VISIBLE_DEVICES"); }
+
+std::optional<std::string> scheduler_token(const probe::Environment& env) {
+  auto v = env.get("OPFORGE_SCHEDULER_TOKEN");
+  if (!v || v->empty()) return std::nullopt;
+  return v;
+}
 
 bool capable_terminal(const probe::Environment& env) {
   auto term = env.get("TERM");

@@ -131,6 +131,9 @@ std::vector<std::pair<std::string, std::optional<std::string>>> python_variables
 /// CUDA_VISIBLE_DEVICES as set (nullopt when unset): the GPUs nvidia-smi's list is cut to.
 std::optional<std::string> visible_devices(const probe::Environment& env);
 
+/// OPFORGE_SCHEDULER_TOKEN: the sccache-dist scheduler's client token; nullopt when unset or empty.
+std::optional<std::string> scheduler_token(const probe::Environment& env);
+
 /// TERM names a terminal that draws a progress line: set, not empty, not "dumb".
 bool capable_terminal(const probe::Environment& env);
 

