@@ -272,4 +272,25 @@ TEST(RootSandbox, AFlagNamingAFolderTheRootLacksIsRefusedByName) {
   EXPECT_EQ(r.error().message, "CUDA_HOME=cuda is relative: inside the root it would name another folder");
 }
 
+// A source below the top of a git work tree: the whole work tree is bound (read-only), so that its
+// commit, its time (the wheel's SOURCE_DATE_EPOCH) and whether it is dirty read the same inside.
+TEST(RootSandbox, ASourceInsideAGitWorkTreeBringsTheWorkTree) {
+  probe::FakeMachine fm;
+  add_root(fm.fs, "/roots/b");
+  fm.fs.add_directory("/repo/.git");
+  fm.fs.add_file("/repo/sub/p/recipe.toml", "[source]\npath = \".\"\n");
+  add_host(fm, "root/describe-debian11.txt");
+  Invocation inv;
+  inv.root = "/roots/b";
+  inv.recipe = "/repo/sub/p/recipe.toml";
+  auto p = prepare(fm.machine(), inv);
+  ASSERT_TRUE(p) << p.error().render();
+  std::vector<std::string> binds;
+  for (const auto& b : p->jail.binds)
+    if (b.host.string().starts_with("/repo"))
+      binds.push_back((b.mode == Bind::Mode::ro ? "ro " : "rw ") + b.host.string());
+  EXPECT_EQ(binds, (std::vector<std::string>{"rw /repo/sub/p", "ro /repo", "rw /repo/sub/p/build/opforge",
+                                             "rw /repo/sub/p/dist"}));
+}
+
 }  // namespace opforge::root

@@ -78,6 +78,16 @@ Status check_honoured(probe::Machine m, const Jail& j) {
 /// A git worktree's `.git` is a file naming its folder inside the main repository's `.git`
 /// (`gitdir: /repo/.git/worktrees/name`): that repository is bound too (read-only), so that the
 /// commit of the source reads the same inside.
+/// The top of the git work tree `source` is in (the nearest folder holding `.git`); `source` itself
+/// when none holds one.
+fs::path work_tree_top(probe::Machine m, const fs::path& source) {
+  for (fs::path d = source; !d.empty(); d = d.parent_path()) {
+    if (m.fs.type_of(d / ".git") != probe::FileType::none) return d;
+    if (d == d.root_path()) break;
+  }
+  return source;
+}
+
 std::optional<fs::path> worktree_repository(probe::Machine m, const fs::path& source) {
   if (m.fs.type_of(source / ".git") != probe::FileType::regular) return std::nullopt;
   auto text = m.fs.read_file(source / ".git");
@@ -146,7 +156,12 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
   OPFORGE_CHECK(add(recipe.dir, Bind::Mode::ro));
   if (recipe.source.path) {
     OPFORGE_CHECK(add(*recipe.source.path, Bind::Mode::rw));
-    if (auto repo = worktree_repository(m, *recipe.source.path)) OPFORGE_CHECK(add(*repo, Bind::Mode::ro));
+    // A source below the top of a git work tree: the whole work tree, read-only, so that its
+    // commit, its time (the wheel's SOURCE_DATE_EPOCH) and whether it is dirty read the same inside.
+    const fs::path top = work_tree_top(m, m.fs.absolute(*recipe.source.path).lexically_normal());
+    if (top != m.fs.absolute(*recipe.source.path).lexically_normal() && top != top.root_path())
+      OPFORGE_CHECK(add(top, Bind::Mode::ro));
+    if (auto repo = worktree_repository(m, top)) OPFORGE_CHECK(add(*repo, Bind::Mode::ro));
   }
   for (const auto& dir : {build, dist})
     if (building || m.fs.resolved_type(dir) == probe::FileType::directory) OPFORGE_CHECK(add(dir, Bind::Mode::rw));
