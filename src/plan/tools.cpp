@@ -45,7 +45,7 @@ std::vector<Tool> needed_tools(const Plan& plan) {
   if (!any_op) return out;
   add("ninja", "runs the compile steps");
   if (const auto& k = recipe::cache_kind(plan.cache); !k.program.empty())
-    add(std::string(k.program), "[build] cache = \"" + std::string(k.name) + "\"");
+    add(std::string(k.program), "--cache " + std::string(k.name));
   // The compilers themselves: a shim links to them, and is only made when the build starts.
   if (plan.host) {
     add(plan.host->compiler.cc.string(), "the host compiler");
