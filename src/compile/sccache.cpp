@@ -216,9 +216,11 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
                std::to_string(st.cpus) + " CPUs at " + setup.scheduler + ": compile steps go there";
     return s;
   }
-  // Compile here: the build's server without the scheduler.
-  s->env_.erase("SCCACHE_CONF");
+  // Compile here: the build's server with a config of no scheduler (not the user's SCCACHE_CONF,
+  // which may name one too).
   (void)m.fs.remove(setup.work / "client.toml");
+  OPFORGE_CHECK(m.fs.write_file_atomic(setup.work / "local.toml", "# opforge: compile here\n", 0600));
+  s->env_["SCCACHE_CONF"] = (setup.work / "local.toml").string();
   s->said_ = "sccache: " + why + " at " + setup.scheduler + ": every step compiles here";
   return s;
 }
