@@ -22,7 +22,9 @@ case "$(basename "$whl")" in
   *-cp38-abi3-manylinux_2_2[4-8]_x86_64.whl | *-cp38-abi3-manylinux_2_31_x86_64.whl) ;;
   *) echo "FAIL: $(basename "$whl") is not cp38-abi3-manylinux_2_31 or lower"; exit 1 ;;
 esac
-unzip -l "$whl" | grep -q "opforge_ops/_lib/_overflow_hooks.abi3.so" || { echo "FAIL: no stable-ABI extension"; exit 1; }
+# (grep on a variable: `unzip -l | grep -q` fails under pipefail once grep stops reading early)
+listing=$(unzip -l "$whl")
+grep -q "opforge_ops/_lib/_overflow_hooks.abi3.so" <<<"$listing" || { echo "FAIL: no stable-ABI extension"; exit 1; }
 # The root itself is unchanged by the build: nothing in it is newer than the build's start.
 changed=$(find "$ROOT" -xdev -newer "$out/before" -print -quit)
 [ -z "$changed" ] || { echo "FAIL: the build changed $changed in the root"; exit 1; }
