@@ -51,7 +51,7 @@ void toolkits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& 
     } else if (n.starts_with(".")) {
       continue;
     } else {
-      e.kind = "toolkit";
+      e.kind = entry_name(Kind::toolkit);
       e.lock = cuda::toolkit_lock(e.path);
       auto text = fs.read_file(e.path / cuda::kManifest);
       auto j = text ? util::json_parse(*text) : nlohmann::json();
@@ -70,7 +70,7 @@ void envs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
   for (auto& n : *names) {
     if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
     Entry e;
-    e.kind = "env";
+    e.kind = entry_name(Kind::env);
     e.path = dir / n;
     e.lock = plan::env_lock(e.path);
     auto text = fs.read_file(e.path / plan::kEnvMarker);
@@ -95,7 +95,7 @@ void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out
   for (auto& n : *names) {
     if (fs.type_of(dir / n) != probe::FileType::directory) continue;
     Entry e;
-    e.kind = "tree";
+    e.kind = entry_name(Kind::tree);
     e.path = dir / n;
     e.lock = compile::tree_lock(e.path);
     e.user = "a command build's scratch copy of a source tree (kept after a failure)";
@@ -112,7 +112,7 @@ void gits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
   for (auto& n : *names) {
     if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
     Entry e;
-    e.kind = "git";
+    e.kind = entry_name(Kind::git);
     e.path = dir / n;
     e.lock = entry_lock(e.path);
     e.user = "a clone of a [source] git repository (" + n.substr(0, n.rfind('-')) + ") and its checkouts";

@@ -32,6 +32,13 @@ inline constexpr std::string_view folder_name(Kind k) {
   return "";
 }
 
+/// What `opforge cache` calls an entry of kind `k` ("toolkit", "env", "tree", "git").
+inline constexpr std::string_view entry_name(Kind k) {
+  for (const auto& f : kFolders)
+    if (f.kind == k) return f.entry;
+  return "";
+}
+
 /// `<cache>/<subfolder>` of entries of kind `k`.
 inline std::filesystem::path folder(const std::filesystem::path& cache, Kind k) {
   return cache / std::string(folder_name(k));
