@@ -20,19 +20,8 @@ work=$(mktemp -d /tmp/opforge-bench-cluster.XXXXXX)
 export PATH="$bin:$PATH" SCCACHE_DIST="$bin/sccache-dist" SCHED_PORT=10695 SOURCE_DATE_EPOCH=1700000000
 cluster="$src/tests/cluster/sccache_dist.sh"
 trap '"$cluster" stop "$work/cluster" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-cat > "$work/recipe.toml" <<TOML
-[package]
-name = "opforge-ops"
-version = "0.1.0"
-local_version = "none"
-[source]
-path = "$src"
-ops_dir = "src/kernels"
-[arch]
-list = "9.0"
-[build]
-cache = "sccache"
-TOML
+"$cluster" recipe "$work/recipe.toml" "$src"
+"$cluster" recipe "$work/dist.toml" "$src" "http://127.0.0.1:$SCHED_PORT"
 secs() { python3 -c "import time; print(f'{time.time():.3f}')"; }
 run() {  # run NAME RECIPE: one build, timed
   local t0 t1
@@ -44,7 +33,6 @@ run() {  # run NAME RECIPE: one build, timed
 }
 run local "$work/recipe.toml"
 "$cluster" start "$work/cluster" 2
-sed 's|^cache = "sccache"$|cache = "sccache"\nscheduler = "http://127.0.0.1:'$SCHED_PORT'"|' "$work/recipe.toml" >"$work/dist.toml"
 OPFORGE_SCHEDULER_TOKEN=$(cat "$work/cluster/token") run dist "$work/dist.toml"
 # Again from a fresh folder and an empty client cache: the servers now hold the toolchains (sccache
 # sends them once per server), so this is what every later build pays.

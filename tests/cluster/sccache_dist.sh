@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # sccache_dist.sh start DIR [SERVERS] | servers DIR [SERVERS] | stop-servers DIR | stop DIR
+#                 | recipe FILE SRC [SCHEDULER_URL]
 # An sccache-dist cluster on this machine, for the tests and the benchmark: a scheduler on
 # 127.0.0.1:$SCHED_PORT (default 10600) and SERVERS build servers (default 2) on 127.0.0.1 from
 # port 10501 up. The scheduler checks that a server's heartbeat comes from the address in its
@@ -10,6 +11,15 @@ set -euo pipefail
 cmd="$1" dir="$2" n="${3:-2}"
 dist="${SCCACHE_DIST:-sccache-dist}"
 sched_port="${SCHED_PORT:-10600}"
+if [ "$cmd" = recipe ]; then  # the default ops of SRC ($3), one arch, through sccache (and the scheduler $4)
+  {
+    printf '[package]\nname = "opforge-ops"\nversion = "0.1.0"\nlocal_version = "none"\n'
+    printf '[source]\npath = "%s"\nops_dir = "src/kernels"\n[arch]\nlist = "9.0"\n' "$3"
+    printf '[build]\ncache = "sccache"\n'
+    if [ -n "${4:-}" ]; then printf 'scheduler = "%s"\n' "$4"; fi
+  } >"$dir.tmp" && mv "$dir.tmp" "$dir"
+  exit 0
+fi
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 wait_port() {  # the port answers, within 20 s

@@ -21,20 +21,7 @@ cluster="$src/tests/cluster/sccache_dist.sh"
 rm -rf "$out" && mkdir -p "$out"
 trap '"$cluster" stop "$out/cluster" >/dev/null 2>&1 || true' EXIT
 cd "$out"
-cat > recipe.toml <<TOML
-[package]
-name = "opforge-ops"
-version = "0.1.0"
-local_version = "none"
-[source]
-path = "$src"
-ops_dir = "src/kernels"
-[arch]
-list = "9.0"
-[build]
-cache = "sccache"
-scheduler = "http://127.0.0.1:$SCHED_PORT"
-TOML
+"$cluster" recipe recipe.toml "$src" "http://127.0.0.1:$SCHED_PORT"
 export SOURCE_DATE_EPOCH=1700000000
 "$opforge" build recipe.toml --cache none --build-dir "$out/local/b" --dist-dir "$out/local/d" >local.txt 2>&1 ||
   { cat local.txt; fail "the build without a cache"; }
