@@ -32,6 +32,7 @@ servers() {
   for i in $(seq "$n"); do
     port=$((10500 + i))
     mkdir -p "$dir/server$port"
+    # --secret-key=KEY, not two words: a base64url key may begin with "-" (CI drew "-n...").
     cat >"$dir/server$port.toml" <<TOML
 cache_dir = "$dir/server$port/toolchains"
 public_addr = "127.0.0.1:$port"
@@ -42,7 +43,7 @@ build_dir = "$dir/server$port/build"
 bwrap_path = "$(command -v bwrap)"
 [scheduler_auth]
 type = "jwt_token"
-token = "$("$dist" auth generate-jwt-hs256-server-token --server "127.0.0.1:$port" --secret-key "$key")"
+token = "$("$dist" auth generate-jwt-hs256-server-token --server "127.0.0.1:$port" --secret-key="$key")"
 TOML
     RUST_LOG=info "$dist" server --config "$dir/server$port.toml" >"$dir/server$port.log" 2>&1 </dev/null &
     wait_port "$port"
