@@ -230,6 +230,62 @@ TEST(CompileCommandBackend, NvccWrapperReplacesTheProjectsArchitectures) {
   fs::remove_all(top);
 }
 
+// cache = "sccache": each compile runs through the launcher, nvcc with the real host compiler in
+// place of a -ccbin into the host wrappers (the launcher would otherwise run inside its own nvcc
+// steps), a project's own -ccbin kept; what does not compile runs without it.
+TEST(CompileCommandBackend, NvccWrapperLaunchesEachCompile) {
+  fs::path top = fs::temp_directory_path() / ("opforge-nvcclaunch-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top / "bin");
+  for (auto name : {"nvcc-real", "bin/launcher"}) {
+    std::ofstream(top / name) << "#!/bin/sh\necho " << fs::path(name).filename().string()
+                              << "\nfor a do echo \"$a\"; done\n";
+    fs::permissions(top / name, fs::perms::owner_all);
+  }
+  auto m = probe::real_machine();
+  const fs::path host_dir = top / "host wrappers";
+  auto w = compile::nvcc_wrapper(top / "cache", top / "nvcc-real", "", {"-gencode=arch=compute_90,code=sm_90"}, true,
+                                 {.program = "launcher", .ccbin = "/usr/bin/g++", .host_dir = host_dir});
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
+  EXPECT_NE(
+      w.path,
+      compile::nvcc_wrapper(top / "cache", top / "nvcc-real", "", {"-gencode=arch=compute_90,code=sm_90"}, true).path);
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), w.path.string());
+    auto r = m.proc.run(
+        {.argv = args, .env = std::map<std::string, std::string>{{"PATH", (top / "bin").string() + ":/usr/bin:/bin"}}});
+    return r && r->ok() ? r->out : std::string("failed");
+  };
+  const std::string real = (top / "nvcc-real").string();
+  EXPECT_EQ(
+      run({"-ccbin", (host_dir / "gcc").string(), "-arch=sm_80", "-c", "a.cu", "-o", "o/a.o"}),
+      "launcher\n" + real +
+          "\n-c\na.cu\n-o\no/a.o\n-gencode=arch=compute_90,code=sm_90\n-frandom-seed=a.o\n-ccbin\n/usr/bin/g++\n");
+  EXPECT_EQ(run({"--compiler-bindir=" + host_dir.string(), "-c", "a.cu"}),
+            "launcher\n" + real + "\n-c\na.cu\n-ccbin\n/usr/bin/g++\n");
+  EXPECT_EQ(run({"-ccbin", "/opt/clang/bin/clang++", "-c", "a.cu"}),
+            "launcher\n" + real + "\n-ccbin\n/opt/clang/bin/clang++\n-c\na.cu\n");
+  EXPECT_EQ(run({"--version"}), "nvcc-real\n--version\n-ccbin\n/usr/bin/g++\n");
+
+  // The host wrappers: a compile through the launcher (with -g0 last), a link without it.
+  plan::Plan p = base_plan("/src/ops", "/w");
+  compiler::HostChoice host;
+  host.compiler.cc = "/usr/bin/gcc";
+  host.compiler.cxx = "/usr/bin/g++";
+  p.host = host;
+  auto hw = compile::host_wrappers(m.fs, top / "cache", p, "launcher");
+  ASSERT_TRUE(hw);
+  EXPECT_NE(hw->dir, compile::host_wrappers(m.fs, top / "cache", p)->dir);
+  ASSERT_TRUE(compile::write_host_wrappers(m.fs, *hw));
+  std::ofstream(top / "x.c") << "int main(void) { return 0; }\n";
+  auto r = m.proc.run({.argv = {hw->cc.string(), "-c", (top / "x.c").string(), "-o", (top / "x.o").string()},
+                       .env = std::map<std::string, std::string>{{"PATH", (top / "bin").string() + ":/usr/bin:/bin"}}});
+  ASSERT_TRUE(r && r->ok());
+  EXPECT_EQ(r->out,
+            "launcher\n/usr/bin/gcc\n-c\n" + (top / "x.c").string() + "\n-o\n" + (top / "x.o").string() + "\n-g0\n");
+  fs::remove_all(top);
+}
+
 // The real nvcc 13.0: a kernel using CCCL's customization-point objects, compiled twice through the
 // wrapper, gives the same (stripped) object only with the per-object -frandom-seed (nvcc otherwise names the
 // internal-linkage objects after its process id, as causal-conv1d's did).

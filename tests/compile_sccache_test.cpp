@@ -90,7 +90,8 @@ TEST(CompileSccache, TheTokenLivesInAPrivateFileTheSessionRemoves) {
     EXPECT_EQ((*s)->env().at("SCCACHE_SERVER_UDS"), "/tmp/s/server.sock");
     EXPECT_EQ((*s)->env().at("SCCACHE_CONF"), "/tmp/s/client.toml");
     EXPECT_EQ(fm.fs.read_file("/tmp/s/client.toml").value(),
-              "[dist]\nscheduler_url = \"http://s:10600\"\ntoolchains = []\n\n[dist.auth]\ntype = \"token\"\ntoken = "
+              "[dist]\nscheduler_url = \"http://s:10600\"\ntoolchains = []\nrewrite_includes_only = "
+              "true\n\n[dist.auth]\ntype = \"token\"\ntoken = "
               "\"s3\\\"cret\"\n");
     // No variable and no argument carries the token: only the file does.
     for (const auto& call : fm.proc.calls()) {

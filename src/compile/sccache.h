@@ -6,12 +6,14 @@
 /// steps go to its build servers; a scheduler that cannot be reached or has no server is found
 /// out before the build starts, and the build then compiles here and says so in one line.
 /// Every access to the machine goes through probe::Machine.
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "probe/machine.h"
@@ -21,14 +23,15 @@ namespace opforge::compile {
 
 /// What one build's sccache did (`sccache --show-stats --stats-format json`).
 struct SccacheStats {
-  int requests = 0;                    ///< compile_requests: compiler calls that went through sccache
-  int compilations = 0;                ///< compilations: steps that ran (not served from the cache)
-  int hits = 0;                        ///< cache_hits, every language
-  int misses = 0;                      ///< cache_misses, every language
-  std::map<std::string, int> servers;  ///< dist_compiles: build server → steps it compiled
-  int dist_errors = 0;                 ///< distributed compiles that failed and ran here instead
-  int remote() const;                  ///< steps compiled on build servers
-  int local() const;                   ///< steps compiled here
+  int requests = 0;                                    ///< compile_requests: compiler calls that went through sccache
+  int compilations = 0;                                ///< compilations: steps that ran (not served from the cache)
+  int hits = 0;                                        ///< cache_hits, every language
+  int misses = 0;                                      ///< cache_misses, every language
+  std::map<std::string, int> servers;                  ///< dist_compiles: build server → steps it compiled
+  int dist_errors = 0;                                 ///< distributed compiles that failed and ran here instead
+  int remote() const;                                  ///< steps compiled on build servers
+  int local() const;                                   ///< steps compiled here
+  SccacheStats& operator+=(const SccacheStats& more);  ///< two commands' counters, as one build's
 };
 /// nullopt for anything that is not sccache's JSON statistics.
 std::optional<SccacheStats> parse_sccache_stats(std::string_view json);
@@ -75,11 +78,22 @@ class SccacheSession {
   /// there"; or why every step compiles here).
   const std::string& said() const { return said_; }
   bool distributed() const { return distributed_; }
-  /// `argv` (ninja) run between the start of the build's server and its stop, its statistics
-  /// written to a file of the private folder first; the exit code is argv's.
-  std::vector<std::string> wrap(const std::vector<std::string>& argv) const;
-  /// The statistics wrap() kept (nullopt when sccache wrote none).
+  /// `argv` (ninja, a project's build command) run between the start of a server of its own and
+  /// its stop, its statistics written to a file of the private folder first; the exit code is
+  /// argv's. A build may wrap several commands (DeepSpeed's ops one by one, at the same time, then
+  /// setup.py): each gets its own server socket. Safe to call from several threads.
+  std::vector<std::string> wrap(const std::vector<std::string>& argv);
+  /// The statistics of every wrapped command that ran, and of the server serve() ran, summed
+  /// (nullopt when sccache wrote none).
   std::optional<SccacheStats> stats() const;
+  /// For a build whose compiles come from several commands at once (a command build's ops): one
+  /// client server for all of them, at env()'s socket, from now until stop() or the session's end
+  /// (sccache's disk cache takes one server at a time). It runs inside a command of its own, on a
+  /// thread, so the process runner ends it with opforge however opforge ends. unsatisfied when it
+  /// does not start within 60 s.
+  Status serve();
+  /// Ends what serve() started, its statistics kept first; nothing when it runs no server.
+  void stop();
 
  private:
   friend Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheSetup setup);
@@ -88,6 +102,8 @@ class SccacheSession {
   std::map<std::string, std::string> env_;
   std::string said_;
   bool distributed_ = false;
+  std::atomic<int> wrapped_ = 0;  ///< commands wrapped so far: each writes stats-<n>.json
+  std::jthread server_;           ///< serve()'s command
 };
 
 /// Makes the session: its private folder, and with a scheduler its config (0600), then asks the

@@ -16,7 +16,8 @@ namespace opforge::compile {
 namespace fs = std::filesystem;
 
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
-                         const std::vector<std::string>& gencode, bool random_seed) {
+                         const std::vector<std::string>& gencode, bool random_seed, const CompilerLaunch& launch) {
+  const bool launched = !launch.program.empty();
   NvccWrapper w;
   w.gencode = gencode;
   // The project's architecture options are taken out of the command line and written to
@@ -36,34 +37,58 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
     w.text +=
         "# Each object gets -frandom-seed=<its file name>: without it nvcc names internal-linkage\n"
         "# entities (CCCL's customization-point objects) after its own process id.\n";
-  w.text +=
-      "asked= skip= out= next= seeded=\n"
-      "for a do\n"
-      "  shift\n"
-      "  if [ -n \"$next\" ]; then out=$a; next=; set -- \"$@\" \"$a\"; continue; fi\n"
-      "  if [ -n \"$skip\" ]; then asked=\"$asked $skip $a\"; skip=" +
-      keep +
-      "; continue; fi\n"
-      "  case $a in\n"
-      "    -lineinfo|--generate-line-info) ;;\n"
-      "    -o|--output-file) next=1; set -- \"$@\" \"$a\" ;;\n"
-      "    -frandom-seed|-frandom-seed=*) seeded=1; set -- \"$@\" \"$a\" ;;\n"
-      "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" +
-      keep +
-      " ;;\n"
-      "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
-      keep +
-      " ;;\n"
-      "    *) set -- \"$@\" \"$a\" ;;\n"
-      "  esac\n"
-      "done\n"
-      "if [ -n \"$skip\" ]; then set -- \"$@\" \"$skip\"; fi\n"
-      "if [ -n \"$asked\" ]; then\n"
-      "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
-      "2>/dev/null; fi\n" +
-      (gencode.empty() ? std::string("  :\n") : "  set -- \"$@\"" + replace + "\n") + "fi\n";
+  if (launched)
+    w.text += "# Each compile runs through " + launch.program +
+              ", with the real host compiler (not opforge's host wrappers, which would\n"
+              "# run it a second time inside its own steps).\n";
+  // A -ccbin naming the host wrappers: dropped when launched (launch.ccbin takes its place).
+  const std::string host_dir = launch.host_dir.empty() ? std::string() : strings::shell_quote(launch.host_dir.string());
+  const std::string drop_ccbin = host_dir.empty() ? std::string("__opforge_none__") : host_dir + "|" + host_dir + "/*";
+  w.text += "asked= skip= out= next= seeded=" + std::string(launched ? " compile= ccbin= hasccbin=" : "") +
+            "\n"
+            "for a do\n"
+            "  shift\n"
+            "  if [ -n \"$next\" ]; then out=$a; next=; set -- \"$@\" \"$a\"; continue; fi\n"
+            "  if [ -n \"$skip\" ]; then asked=\"$asked $skip $a\"; skip=" +
+            keep + "; continue; fi\n" +
+            (launched ? "  if [ -n \"$ccbin\" ]; then\n"
+                        "    case $a in " +
+                            drop_ccbin +
+                            ") ;; *) hasccbin=1; set -- \"$@\" \"$ccbin\" \"$a\" ;; esac\n"
+                            "    ccbin=; continue\n"
+                            "  fi\n"
+                      : std::string()) +
+            "  case $a in\n"
+            "    -lineinfo|--generate-line-info) ;;\n"
+            "    -o|--output-file) next=1; set -- \"$@\" \"$a\" ;;\n"
+            "    -frandom-seed|-frandom-seed=*) seeded=1; set -- \"$@\" \"$a\" ;;\n" +
+            (launched ? "    -c|--compile) compile=1; set -- \"$@\" \"$a\" ;;\n"
+                        "    -ccbin|--compiler-bindir) ccbin=$a ;;\n"
+                        "    -ccbin=*|--compiler-bindir=*)\n"
+                        "      case ${a#*=} in " +
+                            drop_ccbin + ") ;; *) hasccbin=1; set -- \"$@\" \"$a\" ;; esac ;;\n"
+                      : std::string()) +
+            "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" + keep +
+            " ;;\n"
+            "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
+            keep +
+            " ;;\n"
+            "    *) set -- \"$@\" \"$a\" ;;\n"
+            "  esac\n"
+            "done\n"
+            "if [ -n \"$skip\" ]; then set -- \"$@\" \"$skip\"; fi\n"
+            "if [ -n \"$asked\" ]; then\n"
+            "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
+            "2>/dev/null; fi\n" +
+            (gencode.empty() ? std::string("  :\n") : "  set -- \"$@\"" + replace + "\n") + "fi\n";
   if (random_seed)
     w.text += "if [ -n \"$out\" ] && [ -z \"$seeded\" ]; then set -- \"$@\" \"-frandom-seed=${out##*/}\"; fi\n";
+  if (launched) {
+    w.text += "if [ -z \"$hasccbin\" ]; then set -- \"$@\" -ccbin " + strings::shell_quote(launch.ccbin.string()) +
+              "; fi\n"
+              "if [ -n \"$compile\" ]; then exec " +
+              strings::shell_quote(launch.program) + " " + strings::shell_quote(nvcc.string()) + " \"$@\"; fi\n";
+  }
   w.text += "exec " + strings::shell_quote(nvcc.string()) + " \"$@\"\n";
   w.path = cache_dir / "nvcc" / sha256_hex(w.text + stamp).substr(0, 16) / "nvcc";
   return w;
@@ -229,23 +254,23 @@ std::vector<std::string> enforced_gencode(const plan::Plan& plan) {
 }
 
 std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs::path& cache_dir,
-                                          const plan::Plan& plan) {
+                                          const plan::Plan& plan, const std::string& launcher) {
   if (!plan.host || cache_dir.empty()) return std::nullopt;
   const auto via = compiler::invocation(*plan.host);
   // The scripts run the compilers by absolute path: their own folder is first on PATH.
   if (!via.cc.is_absolute() || !via.cxx.is_absolute()) return std::nullopt;
   const bool clang = plan.host->compiler.family == compiler::Family::clang;
-  auto script = [](const fs::path& real) {
+  auto script = [&launcher](const fs::path& real) {
     const std::string exe = strings::shell_quote(real.string());
-    return "#!/bin/sh\n"
-           "# Written by opforge: " +
-           real.string() +
+    const std::string compile = launcher.empty() ? exe : strings::shell_quote(launcher) + " " + exe;
+    return std::string("#!/bin/sh\n") + "# Written by opforge: " + real.string() +
            " without debug information when it compiles.\n"
            "# opforge strips the wheel's libraries, so what -g adds is thrown away; -g0 comes last\n"
-           "# to override any -g, and the generated code is the same either way.\n"
+           "# to override any -g, and the generated code is the same either way.\n" +
+           (launcher.empty() ? std::string() : "# Each compile runs through " + launcher + ".\n") +
            "for a do\n"
            "  case $a in -c) exec " +
-           exe +
+           compile +
            " \"$@\" -g0 ;; esac\n"
            "done\n"
            "exec " +
@@ -273,15 +298,31 @@ Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
   return compiler::write_script(fs, w.path, w.text);
 }
 
+std::string wrapper_launcher(const plan::Plan& plan) {
+  return plan.cache == recipe::Cache::sccache ? std::string(recipe::cache_kind(plan.cache).program) : std::string();
+}
+
+CompilerLaunch nvcc_launch(const plan::Plan& plan, const HostWrappers* host) {
+  CompilerLaunch out;
+  out.program = wrapper_launcher(plan);
+  if (out.program.empty()) return out;
+  // The compiler the host wrappers run, or the plan's own; none: nvcc's default (gcc on PATH).
+  if (plan.host) out.ccbin = compiler::invocation(*plan.host).cxx;
+  if (out.ccbin.empty()) out.ccbin = "g++";
+  if (host) out.host_dir = host->dir;
+  return out;
+}
+
 std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan) {
   const fs::path cache_dir = settings::cache_dir(m.env);
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
+  const auto host = default_host_wrappers(m, plan);
   return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
-                      enforced_gencode(plan), nvcc_takes_random_seed(plan));
+                      enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host ? &*host : nullptr));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {
-  return host_wrappers(m.fs, settings::cache_dir(m.env), plan);
+  return host_wrappers(m.fs, settings::cache_dir(m.env), plan, wrapper_launcher(plan));
 }
 
 }  // namespace opforge::compile

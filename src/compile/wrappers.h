@@ -31,6 +31,17 @@ namespace opforge::compile {
 /// the -gencode pairs of TORCH_CUDA_ARCH_LIST, and many projects (causal-conv1d, mamba-ssm,
 /// flash-attention) add their own for every architecture they know. A command with no architecture
 /// option is left to nvcc's default.
+/// A compiler cache that the wrappers put in front of every compile they run (sccache: torch's
+/// BuildExtension only knows to put ccache there).
+struct CompilerLaunch {
+  std::string program;  ///< "sccache"; empty: the wrappers run the compilers directly
+  /// nvcc: the host compiler it runs (-ccbin) in place of the host wrappers, which would put the
+  /// launcher in front a second time, inside the launcher's own nvcc steps (and whose scripts
+  /// cannot be sent to a build server as a toolchain).
+  std::filesystem::path ccbin;
+  std::filesystem::path host_dir;  ///< the host wrappers' folder: a -ccbin into it is replaced
+};
+
 struct NvccWrapper {
   std::filesystem::path path;        ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
   std::string text;                  ///< the script
@@ -41,9 +52,11 @@ struct NvccWrapper {
 /// so two arch lists never share a cache entry).
 /// With `random_seed` (an nvcc that takes -frandom-seed: nvcc_takes_random_seed), each compile
 /// that names its output (-o) and no seed of its own gets -frandom-seed=<the output's file name>.
+/// With `launch.program`, each compile (-c) runs as `<program> <nvcc> ...` with -ccbin naming
+/// launch.ccbin unless the project names a host compiler of its own.
 NvccWrapper nvcc_wrapper(const std::filesystem::path& cache_dir, const std::filesystem::path& nvcc,
                          const std::string& stamp = {}, const std::vector<std::string>& gencode = {},
-                         bool random_seed = false);
+                         bool random_seed = false, const CompilerLaunch& launch = {});
 
 /// Whether the plan's nvcc takes -frandom-seed (compiler/flags.h).
 bool nvcc_takes_random_seed(const plan::Plan& plan);
@@ -102,9 +115,17 @@ struct HostWrappers {
   std::filesystem::path cc, cxx;  ///< what CC and CXX name: dir/gcc and dir/g++ (dir/cc and dir/c++ for clang)
   std::vector<std::pair<std::string, std::string>> files;  ///< file name in dir → script
 };
-/// Nothing without a host compiler in the plan, or when its paths are not absolute.
+/// Nothing without a host compiler in the plan, or when its paths are not absolute. With
+/// `launcher` ("sccache"), each compile runs as `<launcher> <compiler> ... -g0`.
 std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const std::filesystem::path& cache_dir,
-                                          const plan::Plan& plan);
+                                          const plan::Plan& plan, const std::string& launcher = {});
+
+/// The launcher the plan's compiler cache puts inside the wrappers: "sccache" for cache =
+/// "sccache", nothing otherwise (ccache goes in front of PYTORCH_NVCC, where torch looks for it).
+std::string wrapper_launcher(const plan::Plan& plan);
+
+/// The launch the nvcc wrapper of `plan` uses, given its host wrappers (nullptr: none).
+CompilerLaunch nvcc_launch(const plan::Plan& plan, const HostWrappers* host);
 
 /// Writes each script unless the same text is there already (its mtime stays, as for the nvcc wrapper).
 Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w);

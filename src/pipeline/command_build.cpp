@@ -31,6 +31,8 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   outcome.wheel_sha256 = sha256_hex(bytes);
   outcome.needs = needs_of(bytes);
   outcome.steps_run = 1;
+  outcome.sccache = out.sccache;
+  outcome.sccache_said = out.sccache_said;
   outcome.tags = tags_of(out.wheel);
   // Why the tag is not manylinux, as a native build says it (the retag happened in normalising).
   if (auto seen = wheel::inspect_bytes(out.wheel.filename().string(), bytes); seen && seen->computed.glibc_minor)
@@ -43,6 +45,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
                         {"enforced", plan.recipe.arch.enforce},
                         {"project_asked", outcome.project_arch},
                         {"compiled", outcome.compiled_arch}};
+  if (out.sccache) rec.inputs["compile_steps"] = compile_steps_json(*out.sccache);
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));
   outcome.record_path = record::path_for(outcome.wheel);

@@ -79,15 +79,7 @@ Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& 
   rec.inputs["fingerprint"] = fingerprint(spec, rec.inputs);
   // Where the compile steps ran: kept in the record beside the fingerprint, never in the wheel
   // (a step compiled on a build server gives the same bytes as one compiled here).
-  if (ran.sccache) {
-    nlohmann::json servers = nlohmann::json::object();
-    for (auto& [server, n] : ran.sccache->servers) servers[server] = n;
-    rec.inputs["compile_steps"] = {{"sccache",
-                                    {{"here", ran.sccache->local()},
-                                     {"build_servers", servers},
-                                     {"from_cache", ran.sccache->hits},
-                                     {"failed_on_a_server", ran.sccache->dist_errors}}}};
-  }
+  if (ran.sccache) rec.inputs["compile_steps"] = compile_steps_json(*ran.sccache);
   return commit_or_reuse(m, std::move(outcome), spec, std::move(rec), options);
 }
 

@@ -65,6 +65,16 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
   return in;
 }
 
+nlohmann::json compile_steps_json(const compile::SccacheStats& stats) {
+  nlohmann::json servers = nlohmann::json::object();
+  for (auto& [server, n] : stats.servers) servers[server] = n;
+  return {{"sccache",
+           {{"here", stats.local()},
+            {"build_servers", servers},
+            {"from_cache", stats.hits},
+            {"failed_on_a_server", stats.dist_errors}}}};
+}
+
 std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs) {
   std::string text = util::json_dump(inputs) + "\n" + spec.name + "\n" + spec.version + "\n" + spec.summary + "\n" +
                      spec.description + "\n" + spec.requires_python + "\n" + std::to_string(spec.source_date_epoch);

@@ -35,6 +35,10 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
 /// sha256 over everything that decides the wheel's bytes: the recorded inputs and every file.
 std::string fingerprint(const wheel::Spec& spec, const nlohmann::json& inputs);
 
+/// Where a build's compile steps ran (inputs.compile_steps): kept in the record beside the
+/// fingerprint, never in the wheel (a step compiled on a build server gives the same bytes).
+nlohmann::json compile_steps_json(const compile::SccacheStats& stats);
+
 /// What a command build's record holds beyond record_inputs: the command, its log, the tree it ran
 /// in, the ops decided (and, DeepSpeed, those its installed-ops record lists: setup.py may add
 /// dependencies, async_io brings pin_memory), torch, and the environment beyond the caller's.

@@ -42,11 +42,6 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
     plan.source.ops_dir = (plan.source.root / r.source.ops_dir).lexically_normal();
   plan.python = opts.python.value_or(r.cuda.python);
   plan.cache = opts.cache.value_or(r.build.cache);
-  // sccache behind a project's own build command (torch's BuildExtension, nvcc through opforge's
-  // wrapper) is not done yet: refused, rather than a build that silently compiles uncached.
-  if (plan.cache == recipe::Cache::sccache && r.build.backend == recipe::Backend::command)
-    return bad_input("cache \"sccache\" works with the native backend only, so far",
-                     "use cache = \"ccache\" for a command build (it reaches torch's BuildExtension and nvcc)");
   return {};
 }
 
