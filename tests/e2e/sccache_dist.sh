@@ -52,6 +52,59 @@ assert sum(steps["build_servers"].values()) > 0, steps
 print("remote: record:", steps)
 PY
 
+# A torch extension through the command backend (torch's BuildExtension and ninja, opforge's nvcc
+# and host wrappers): a setup.py with its own architectures (replaced by the plan's) and no -O for
+# nvcc (host code at -O0, where fully preprocessed text would compile to other bytes).
+venv=${OPFORGE_TORCH214_VENV:-$HOME/.cache/opforge/torch214-venv}
+if [ -x "$venv/bin/python" ]; then
+  cp -r "$src/tests/fixtures/cuda_extension" ext
+  sed -i 's|CUDAExtension("tinyscale._C", \[\(.*\)\])|CUDAExtension("tinyscale._C", [\1], extra_compile_args={"nvcc": ["-gencode", "arch=compute_75,code=sm_75", "-arch=sm_86"]})|' ext/setup.py
+  grep -q 'arch=compute_75' ext/setup.py || fail "the extension's setup.py was not rewritten"
+  sed -i "s|^command = .*|command = [\"$venv/bin/python\", \"setup.py\", \"bdist_wheel\"]|" ext/opforge.toml
+  printf '\n[cuda]\nversion = "torch"\npython = "%s"\n' "$venv/bin/python" >>ext/opforge.toml
+  ext_build() {  # ext_build NAME [SCHEDULER]: the extension, through sccache and the scheduler when given
+    sed '/^cache = /d; /^scheduler = /d' ext/opforge.toml >ext/opforge.tmp && mv ext/opforge.tmp ext/opforge.toml
+    if [ -n "${2:-}" ]; then
+      sed -i "s|^backend = \"command\"|backend = \"command\"\ncache = \"sccache\"\nscheduler = \"$2\"|" ext/opforge.toml
+    fi
+    (cd ext && OPFORGE_SCHEDULER_TOKEN="$token" OPFORGE_CACHE_DIR="$out/ext-cache" SCCACHE_DIR="$out/$1/sccache" \
+      CUDA_HOME= timeout 900 "$opforge" build opforge.toml --build-dir "$out/$1/b" --dist-dir "$out/$1/d") >"$1.txt" 2>&1 ||
+      { tail -30 "$1.txt"; fail "$1: the build failed"; }
+  }
+  ext_build ext_local
+  ext_build ext_remote "http://127.0.0.1:$SCHED_PORT"
+  grep "^sccache: \|^GPU code: " ext_remote.txt | sed "s/^/ext_remote: /"
+  grep -Eq "^sccache: [0-9]+ compile steps: [1-9][0-9]* on 127.0.0.1:1050[12]" ext_remote.txt ||
+    fail "ext_remote: no step compiled remotely"
+  grep -q "^GPU code: sm_90; the project asked for sm_75 sm_86 compute_86 (3), replaced by the plan's 9.0" ext_remote.txt ||
+    fail "ext_remote: the project's architectures were not replaced"
+  [ "$(sha256sum <"$(ls "$out"/ext_local/d/*.whl)")" = "$(sha256sum <"$(ls "$out"/ext_remote/d/*.whl)")" ] ||
+    fail "ext_remote: the wheel differs from the build without a cache"
+  grep -rqF "$token" ext_remote.txt "$out/ext_remote" && fail "ext_remote: the client token was written out"
+  echo "ext_remote: the same bytes as ext_local"
+elif [ "${CI:-}" = "true" ]; then
+  fail "the torch 2.14 environment ($venv) is missing: run scripts/torch-venv"
+else
+  echo "no torch 2.14 environment ($venv): the torch extension part is left out"
+fi
+
+# The servers killed while the build runs (after its first object): the steps sent to them, and
+# those the scheduler still gives them, compile here; the build finishes with the same bytes.
+OPFORGE_SCHEDULER_TOKEN="$token" SCCACHE_DIR="$out/mid_build/sccache" timeout 900 "$opforge" build recipe.toml \
+  --build-dir "$out/mid_build/b" --dist-dir "$out/mid_build/d" >mid_build.txt 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  [ -n "$(find "$out/mid_build/b/obj" -name '*.o' 2>/dev/null | head -1)" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+"$cluster" stop-servers "$out/cluster"
+wait "$pid" || { cat mid_build.txt; fail "mid_build: the build failed"; }
+[ "$(sha256sum "$out"/mid_build/d/*.whl | cut -d' ' -f1)" = "$want_sha" ] ||
+  { cat mid_build.txt; fail "mid_build: the wheel differs from the build without a cache"; }
+grep "^sccache: " mid_build.txt | sed "s/^/mid_build: /"
+"$cluster" servers "$out/cluster"
+
 build bad_token wrong-token
 grep -q "^sccache: a test compile did not run on a build server (.*401.*) at http://127.0.0.1:$SCHED_PORT: every step compiles here$" bad_token.txt ||
   fail "bad_token: not said"
