@@ -64,6 +64,27 @@ Report a_machine() {
   return r;
 }
 
+// A recipe's sccache scheduler: what it has now, and what a build will do (JSON for the nodes' tools).
+TEST(DoctorRender, TheRecipesScheduler) {
+  auto r = a_machine();
+  r.sccache = doctor::ToolReport{.path = "/opt/tools/bin/sccache", .version = "sccache 0.16.0"};
+  r.scheduler =
+      compile::SchedulerView{.url = "http://10.0.0.1:10600",
+                             .state = "connected",
+                             .servers = 16,
+                             .cpus = 512,
+                             .said = "16 build servers, 512 CPUs at http://10.0.0.1:10600: compile steps go there"};
+  const auto j = to_json(r);
+  EXPECT_EQ(j["scheduler"]["servers"], 16);
+  EXPECT_EQ(j["scheduler"]["state"], "connected");
+  const auto text = to_text(j);
+  EXPECT_NE(
+      text.find("sccache: /opt/tools/bin/sccache sccache 0.16.0\n"
+                "sccache scheduler: 16 build servers, 512 CPUs at http://10.0.0.1:10600: compile steps go there\n"),
+      std::string::npos)
+      << text;
+}
+
 TEST(DoctorRender, TextOfAFullReport) {
   EXPECT_EQ(to_text(to_json(a_machine())),
             "torch (python3): CUDA 13.2 (torch 2.15.0+cu132)\n"
@@ -88,6 +109,7 @@ TEST(DoctorRender, TextOfAFullReport) {
             "libaio: libaio.so.1\n"
             "ninja: /usr/bin/ninja 1.11.1\n"
             "ccache: not found\n"
+            "sccache: not found\n"
             "kernel: 6.1.0-27-amd64\n"
             "\n"
             "Ops:\n"

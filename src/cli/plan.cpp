@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "compile/command_backend.h"
 #include "compile/native.h"
+#include "compile/sccache.h"
 #include "devices/nodes.h"
 #include "plan/json.h"
 #include "plan/plan.h"
@@ -100,6 +101,12 @@ void print_commands(const plan::Plan& p) {
   }
 }
 
+/// cache = "sccache" with a scheduler: what it says of itself now; nothing otherwise.
+std::optional<compile::SchedulerView> view_scheduler(const plan::Plan& p) {
+  if (p.cache != recipe::Cache::sccache || p.recipe.build.scheduler.empty()) return std::nullopt;
+  return compile::ask_scheduler(probe::real_machine(), p.recipe.build.scheduler, p.recipe.build.scheduler_token_file);
+}
+
 void print_text(const plan::Plan& p) {
   std::cout << "recipe        " << p.recipe.file.string() << "\n"
             << "source        " << p.source.root.string()
@@ -112,7 +119,9 @@ void print_text(const plan::Plan& p) {
   print_ops(p);
   std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"
             << "jobs          " << p.jobs << (p.jobs_reason.empty() ? "" : " (" + p.jobs_reason + ")") << "\n"
-            << "build dir     " << p.build_dir.string() << "\n"
+            << "cache         " << recipe::cache_kind(p.cache).name << "\n";
+  if (auto v = view_scheduler(p)) std::cout << "  scheduler   " << v->said << "\n";
+  std::cout << "build dir     " << p.build_dir.string() << "\n"
             << "dist dir      " << p.dist_dir.string() << "\n"
             << "glibc floor   "
             << (p.recipe.wheel.glibc_floor
@@ -212,6 +221,10 @@ Registrar plan_command{{
         for (auto& w : node_warnings) p.warnings.push_back(w);
         if (args->json) {
           auto j = plan::to_json(p);
+          j["cache"] = recipe::cache_kind(p.cache).name;
+          if (auto v = view_scheduler(p))
+            j["scheduler"] = {
+                {"url", v->url}, {"state", v->state}, {"servers", v->servers}, {"cpus", v->cpus}, {"said", v->said}};
           if (p.recipe.build.backend == recipe::Backend::command) {
             j["command"] = {{"argv", p.recipe.build.command},
                             {"environment", compile::planned_exports(real, p, kScratchPlaceholder)},

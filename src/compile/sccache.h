@@ -55,6 +55,9 @@ struct SccacheSetup {
   std::filesystem::path sccache = "sccache";  ///< the program
   std::filesystem::path compiler = "gcc";     ///< the C compiler of the test compile on the servers
   std::filesystem::path work;                 ///< a private folder for the session's files
+  /// Whether start_sccache compiles a test file on the servers; false: it only asks the scheduler
+  /// (`opforge plan` and `doctor`, which compile nothing).
+  bool test_compile = true;
 };
 
 /// The scheduler's URL and token from the recipe and the environment: bad_input when the recipe
@@ -78,6 +81,8 @@ class SccacheSession {
   /// there"; or why every step compiles here).
   const std::string& said() const { return said_; }
   bool distributed() const { return distributed_; }
+  /// What the scheduler said of itself (state unknown without a scheduler).
+  const SchedulerStatus& scheduler() const { return status_; }
   /// `argv` (ninja, a project's build command) run between the start of a server of its own and
   /// its stop, its statistics written to a file of the private folder first; the exit code is
   /// argv's. A build may wrap several commands (DeepSpeed's ops one by one, at the same time, then
@@ -102,6 +107,7 @@ class SccacheSession {
   std::map<std::string, std::string> env_;
   std::string said_;
   bool distributed_ = false;
+  SchedulerStatus status_;
   std::atomic<int> wrapped_ = 0;  ///< commands wrapped so far: each writes stats-<n>.json
   std::jthread server_;           ///< serve()'s command
 };
@@ -114,5 +120,15 @@ class SccacheSession {
 /// of these make sccache fail a CUDA step instead of compiling it here). unsatisfied when sccache is not installed or
 /// its server does not start.
 Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheSetup setup);
+
+/// What a scheduler says of itself now, and so what a build will do: for `opforge plan` and
+/// `doctor`, which compile nothing (a client server of its own, stopped at once).
+struct SchedulerView {
+  std::string url;
+  std::string state = "unknown";  ///< "connected", "not connected", "disabled", "unknown"
+  int servers = 0, cpus = 0;
+  std::string said;  ///< "2 build servers, 4 CPUs at URL: compile steps go there", or why not
+};
+SchedulerView ask_scheduler(probe::Machine m, const std::string& scheduler, const std::filesystem::path& token_file);
 
 }  // namespace opforge::compile

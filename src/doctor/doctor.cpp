@@ -94,6 +94,8 @@ void examine_ops(probe::Machine m, const fs::path& recipe, bool have_toolkit, Re
   auto decisions = ops::decide(m, *manifests, *rec, ctx);
   if (!decisions) out.ops_error = decisions.error().render();
   else out.ops = std::move(*decisions);
+  if (rec->build.cache == recipe::Cache::sccache && !rec->build.scheduler.empty())
+    out.scheduler = compile::ask_scheduler(m, rec->build.scheduler, rec->build.scheduler_token_file);
 }
 
 std::optional<std::string> find_libaio(probe::Machine m) {
@@ -119,6 +121,7 @@ Report examine(probe::Machine m, const std::string& python, const fs::path& reci
   examine_gpus(m, out);
   out.ninja = find_tool(m, "ninja");
   out.ccache = find_tool(m, "ccache");
+  out.sccache = find_tool(m, "sccache");
   examine_kernel(m, out);
   examine_ops(m, recipe, res && res->chosen, out);
   out.libaio = find_libaio(m);

@@ -1,12 +1,14 @@
 #pragma once
 /// `opforge doctor` as a value: what ds_report says and more — toolkits and the compilers each
-/// accepts, torch's CUDA, host compilers, GPUs, libaio, ninja, ccache, the kernel, and the ops a
-/// recipe would build. Resolution only; the CLI renders it (text or JSON). Writes nothing.
+/// accepts, torch's CUDA, host compilers, GPUs, libaio, ninja, ccache, sccache (and the recipe's
+/// scheduler), the kernel, and the ops a recipe would build. Resolution only; the CLI renders it (text or JSON). Writes
+/// nothing.
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "compile/sccache.h"
 #include "compiler/host.h"
 #include "compiler/resolve.h"
 #include "cuda/toolkit.h"
@@ -40,7 +42,9 @@ struct Report {
   std::optional<std::string> cuda_error;  ///< no toolkit could be chosen (rendered error)
   std::string gpu_reader;                 ///< how the GPUs were read
   std::vector<devices::Gpu> gpus;
-  std::optional<ToolReport> ninja, ccache;
+  std::optional<ToolReport> ninja, ccache, sccache;
+  /// The recipe's [build] scheduler (cache = "sccache"), as it answers now.
+  std::optional<compile::SchedulerView> scheduler;
   std::optional<std::string> kernel;     ///< /proc/sys/kernel/osrelease
   std::vector<ops::Decision> ops;        ///< the recipe's (or the bundled one's) op decisions
   std::optional<std::string> ops_error;  ///< a recipe or manifest error (rendered)

@@ -80,6 +80,13 @@ json to_json(const Report& r) {
   j["gpus"] = {{"reader", r.gpu_reader}, {"devices", gpus}};
   j["ninja"] = tool_json(r.ninja);
   j["ccache"] = tool_json(r.ccache);
+  j["sccache"] = tool_json(r.sccache);
+  if (r.scheduler)
+    j["scheduler"] = {{"url", r.scheduler->url},
+                      {"state", r.scheduler->state},
+                      {"servers", r.scheduler->servers},
+                      {"cpus", r.scheduler->cpus},
+                      {"said", r.scheduler->said}};
   if (r.kernel) j["kernel"] = *r.kernel;
   j["ops"] = json::array();
   for (auto& d : r.ops)
@@ -140,10 +147,12 @@ std::string to_text(const json& j) {
   for (auto& g : j["gpus"]["devices"])
     out << "  " << g["index"] << ": " << s(g["name"]) << " (" << s(g["capability"]) << ")\n";
   out << "\nlibaio: " << (j["libaio"].is_null() ? std::string("not found") : s(j["libaio"])) << "\n";
-  for (const char* tool : {"ninja", "ccache"})
-    out << tool << ": "
-        << (j[tool]["path"].is_null() ? std::string("not found") : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
-        << "\n";
+  for (const char* tool : {"ninja", "ccache", "sccache"})
+    if (j.contains(tool))
+      out << tool << ": "
+          << (j[tool]["path"].is_null() ? std::string("not found") : s(j[tool]["path"]) + " " + s(j[tool]["version"]))
+          << "\n";
+  if (j.contains("scheduler")) out << "sccache scheduler: " << s(j["scheduler"]["said"]) << "\n";
   if (j.contains("kernel")) out << "kernel: " << s(j["kernel"]) << "\n";
   if (j.contains("cache")) {
     const auto& c = j["cache"];

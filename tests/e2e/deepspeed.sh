@@ -9,12 +9,14 @@
 # from the same sdist and checked out elsewhere, gives the same wheel bytes (fused_adam's CUDA
 # library included; no compiler cache: every file compiles again).
 # A missing environment fails in CI (CI=true) and skips (exit 77) elsewhere.
-# usage: deepspeed.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR [install|second|all|provision]
+# usage: deepspeed.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR [install|second|dist|all|provision]
 #   install: the first build and its checks; keeps the wheel and the cache folder (the scratch
 #            tree's place) for `second`, and writes their work folder's path to WORK_DIR.state
 #   second:  the second build, compared byte for byte with the wheel `install` kept; then removes
 #            that work folder (CTest runs `install` first: fixture deepspeed_first_wheel)
-#   all:     both, in one run
+#   dist:    fused_adam alone through an sccache-dist cluster on this machine, its library compared
+#            byte for byte with the one `install` kept (run before `second`, which removes it)
+#   all:     install and second, in one run
 #   provision: the first build with [cuda] provision = "pypi": torch's CUDA 13.2 from PyPI, no
 #            DS_SKIP_CUDA_CHECK, no CUDA-mismatch warning from DeepSpeed, the same ops installed
 #            (install keeps the machine's 13.0 and so the mismatch path)
@@ -82,7 +84,7 @@ forget_earlier() {
     rm -f "$state"
   fi
 }
-if [ "$mode" = second ]; then
+if [ "$mode" = second ] || [ "$mode" = dist ]; then
   [ -f "$state" ] || fail "no first build to compare with ($state): run the test e2e.deepspeed first"
   work=$(cat "$state")
   a=$(only_wheel "$work/a/dist" || true)
@@ -92,6 +94,35 @@ if [ "$mode" = second ]; then
   unset TORCH_CUDA_ARCH_LIST CUDA_HOME MAX_JOBS DS_ACCELERATOR
   # The sdist has no commit time and the git repository has one: the same time for both wheels.
   export SOURCE_DATE_EPOCH=1700000000
+fi
+if [ "$mode" = dist ]; then
+  # fused_adam alone, through an sccache-dist scheduler and two build servers on this machine
+  # (tests/cluster/sccache_dist.sh; sccache from .venv-tools): its library is the same bytes as the
+  # one of the first build (compiled here, no cache), and its steps ran on the build servers.
+  tools=$src/.venv-tools
+  [ -x "$tools/bin/sccache-dist" ] || fail "sccache is not in $tools (scripts/deps installs it)"
+  export PATH="$tools/bin:$PATH" SCCACHE_DIST="$tools/bin/sccache-dist" SCHED_PORT=10691
+  cluster=$src/tests/cluster/sccache_dist.sh
+  trap '"$cluster" stop "$work/cluster" >/dev/null 2>&1 || true' EXIT
+  "$cluster" start "$work/cluster" 2
+  rm -rf "$work/dist" && mkdir -p "$work/dist" && tar -xzf "$sdist" -C "$work/dist"
+  recipe "$work/dist" 'path = "deepspeed-0.19.8"'
+  sed -i 's/^\(cpu_adam\|utils\|async_io\) = .*/\1 = false/; s/^backend = "command"/&\ncache = "sccache"\nscheduler = "http:\/\/127.0.0.1:10691"/' \
+    "$work/dist/deepspeed.toml"
+  t0=$(date +%s)
+  (cd "$work/dist" && OPFORGE_SCHEDULER_TOKEN=$(cat "$work/cluster/token") SCCACHE_DIR="$work/dist/sccache" \
+    "$opforge" build deepspeed.toml) >"$work/dist/build.log" 2>&1 || { tail -60 "$work/dist/build.log"; fail "build through the cluster"; }
+  echo "fused_adam through the cluster: $(( $(date +%s) - t0 )) s"
+  grep "^sccache: " "$work/dist/build.log"
+  grep -Eq "^sccache: [0-9]+ compile steps: [1-9][0-9]* on 127.0.0.1:1050[12]" "$work/dist/build.log" ||
+    fail "no step of fused_adam compiled on a build server"
+  d=$(only_wheel "$work/dist/dist")
+  lib=$(unzip -Z1 "$d" | grep '^deepspeed/ops/adam/fused_adam_op.*\.so$') || fail "no fused_adam library in $d"
+  [ "$(unzip -p "$a" "$lib" | sha256sum)" = "$(unzip -p "$d" "$lib" | sha256sum)" ] ||
+    fail "$lib compiled on the build servers differs from the one compiled here"
+  echo "PASS: $lib through sccache-dist is the same bytes as compiled here ($(unzip -p "$d" "$lib" | sha256sum | cut -c1-16))"
+  rm -rf "$work/dist"
+  exit 0
 fi
 if [ "$mode" != second ]; then
 [ "$mode" = provision ] || forget_earlier

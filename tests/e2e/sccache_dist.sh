@@ -40,6 +40,14 @@ build() {  # build NAME [TOKEN]: a build through the cluster, into NAME/
   grep -rqF "$token" "$1.txt" "$out/$1/d" "$out/$1/b" && fail "$1: the client token was written out"
   grep "^sccache: " "$1.txt" | sed "s/^/$1: /"
 }
+# plan and doctor ask the scheduler what it has, and say what the build will do.
+OPFORGE_SCHEDULER_TOKEN="$token" "$opforge" plan recipe.toml >plan.txt 2>&1 || { cat plan.txt; fail "plan"; }
+grep -qx "  scheduler   2 build servers, 4 CPUs at http://127.0.0.1:$SCHED_PORT: compile steps go there" plan.txt ||
+  { grep -A1 "^cache" plan.txt; fail "plan does not show the scheduler's servers"; }
+OPFORGE_SCHEDULER_TOKEN="$token" "$opforge" doctor --recipe recipe.toml --json >doctor.json 2>&1 || true
+/usr/bin/python3 -c 'import json,sys; s=json.load(open("doctor.json"))["scheduler"]; assert (s["state"], s["servers"], s["cpus"]) == ("connected", 2, 4), s' ||
+  fail "doctor does not show the scheduler's servers"
+grep -qF "$token" plan.txt doctor.json && fail "plan or doctor printed the client token"
 build remote
 grep -q "^sccache: 2 build servers, 4 CPUs at http://127.0.0.1:$SCHED_PORT: compile steps go there$" remote.txt ||
   fail "remote: the scheduler's servers are not named"
@@ -113,6 +121,9 @@ build servers_killed
 grep -q "^sccache: .*: every step compiles here$" servers_killed.txt || fail "servers_killed: not said"
 "$cluster" stop "$out/cluster"
 build scheduler_down
+OPFORGE_SCHEDULER_TOKEN="$token" "$opforge" plan recipe.toml >plan_down.txt 2>&1 || { cat plan_down.txt; fail "plan"; }
+grep -q "^  scheduler   the scheduler cannot be reached (.*): every step compiles here$" plan_down.txt ||
+  { grep -A1 "^cache" plan_down.txt; fail "plan does not say the scheduler is down"; }
 grep -q "^sccache: the scheduler cannot be reached (.*) at http://127.0.0.1:$SCHED_PORT: every step compiles here$" \
   scheduler_down.txt || fail "scheduler_down: not said"
 "$cluster" start "$out/cluster" 0
