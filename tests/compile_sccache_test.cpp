@@ -128,5 +128,19 @@ TEST(CompileSccache, TheRecipeNamesItsCacheAndScheduler) {
   EXPECT_EQ(lone.error().where.line, 2);
 }
 
+// Through build servers, as many compiles at once as they have CPUs, as far as this machine's memory
+// takes each step's local part; never fewer than the plan's own.
+TEST(CompileSccache, DistributedJobsFollowTheServersCPUs) {
+  const std::uint64_t gib = 1024 * 1024;
+  EXPECT_EQ(distributed_jobs(2, 64, 100 * gib), 64u);
+  EXPECT_EQ(distributed_jobs(2, 64, 16 * gib), 16u);  // 1 GiB a step's preprocessing here
+  EXPECT_EQ(distributed_jobs(8, 4, 100 * gib), 8u);   // never fewer than the plan's
+  EXPECT_EQ(distributed_jobs(2, 0, 100 * gib), 2u);
+  EXPECT_EQ(distributed_jobs(2, 64, std::nullopt), 64u);
+  EXPECT_EQ(distributed_jobs(2, 100000, std::nullopt), 4096u);
+  EXPECT_EQ(distributed_jobs_said(64, 2), ", 64 compiles at once (the servers' CPUs; -j N to choose)");
+  EXPECT_EQ(distributed_jobs_said(2, 2), "");
+}
+
 }  // namespace
 }  // namespace opforge::compile

@@ -12,6 +12,7 @@
 #include "compiler/host.h"
 #include "ops/deepspeed_version.h"
 #include "ops/ops.h"
+#include "plan/jobs.h"
 #include "settings/settings.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
@@ -269,7 +270,18 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
 
 }  // namespace
 
-Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan, const CommandRun& run) {
+Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& planned, const CommandRun& run) {
+  // sccache: the wrappers run every compile through it; one client server for every command of the
+  // build (SccacheSession::serve). With build servers, as many compiles at once as they have CPUs.
+  std::unique_ptr<SccacheSession> sccache;
+  plan::Plan plan = planned;
+  if (plan.cache == recipe::Cache::sccache) {
+    auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
+    if (plan.host) setup.compiler = plan.host->compiler.cc;
+    sccache = OPFORGE_TRY(start_sccache(m, std::move(setup)));
+    if (sccache->distributed() && plan.jobs_auto)
+      plan.jobs = distributed_jobs(plan.jobs, sccache->scheduler().cpus, plan::available_memory_kib(m.fs));
+  }
   const auto& on_line = run.on_line;
   const auto& on_step = run.on_step;
   if (plan.recipe.build.command.empty())
@@ -289,17 +301,11 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir, host ? &*host : nullptr));
   out.env = command_environment(settings::everything(m.env), plan, tree.root, wrapper, host ? &*host : nullptr);
-  // sccache: the wrappers run every compile through it; each command of the build gets a client
-  // server of its own (SccacheSession::wrap), ended with the command.
-  std::unique_ptr<SccacheSession> sccache;
-  if (plan.cache == recipe::Cache::sccache) {
-    auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
-    if (plan.host) setup.compiler = plan.host->compiler.cc;
-    sccache = OPFORGE_TRY(start_sccache(m, std::move(setup)));
+  if (sccache) {
     // One server for every command (the ops compile at the same time, and sccache's disk cache
     // takes one server at a time), stopped before its counters are read.
     OPFORGE_CHECK(sccache->serve());
-    out.sccache_said = sccache->said();
+    out.sccache_said = sccache->said() + distributed_jobs_said(plan.jobs, planned.jobs);
   }
   // What the project asks nvcc for, whatever compiles in the end (the nvcc wrapper appends to it),
   // and what it fetches.

@@ -7,6 +7,7 @@
 #include "compile/compiler_cache.h"
 #include "compile/op_steps.h"
 #include "compiler/host.h"
+#include "plan/jobs.h"
 #include "probe/json_cache.h"
 #include "settings/settings.h"
 #include "util/strings.h"
@@ -98,7 +99,11 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     if (line.starts_with("[")) ++result.steps_run;
     if (options.on_line) options.on_line(line);
   });
-  probe::Command cmd{.argv = {"ninja", "-C", plan.build_dir.string(), "-j", std::to_string(std::max(1u, plan.jobs))},
+  // Steps that go to build servers: as many at once as they have CPUs, unless the user said.
+  unsigned jobs = std::max(1u, plan.jobs);
+  if (session && session->distributed() && plan.jobs_auto)
+    jobs = distributed_jobs(jobs, session->scheduler().cpus, plan::available_memory_kib(m.fs));
+  probe::Command cmd{.argv = {"ninja", "-C", plan.build_dir.string(), "-j", std::to_string(jobs)},
                      .env = env,
                      .output = probe::Output::lines,
                      .on_line = [&](std::string_view line) { reader.line(line); },
@@ -134,7 +139,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   }
   if (session) {
     result.sccache = session->stats();
-    result.sccache_said = session->said();
+    result.sccache_said = session->said() + distributed_jobs_said(jobs, plan.jobs);
   }
   if (ccache) {
     // Counter names are read only from a ccache that writes the ones parse_ccache_stats_log knows.

@@ -301,6 +301,18 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
   return s;
 }
 
+unsigned distributed_jobs(unsigned jobs, int scheduler_cpus, std::optional<std::uint64_t> available_kib) {
+  std::uint64_t n = scheduler_cpus > 0 ? static_cast<std::uint64_t>(scheduler_cpus) : 0;
+  if (available_kib) n = std::min(n, *available_kib / kLocalStepKib);
+  n = std::min<std::uint64_t>(n, settings::kMaxJobs);
+  return std::max(jobs, static_cast<unsigned>(n));
+}
+
+std::string distributed_jobs_said(unsigned jobs, unsigned plan_jobs) {
+  if (jobs <= std::max(1u, plan_jobs)) return {};
+  return ", " + std::to_string(jobs) + " compiles at once (the servers' CPUs; -j N to choose)";
+}
+
 SchedulerView ask_scheduler(probe::Machine m, const std::string& scheduler, const fs::path& token_file) {
   SchedulerView v;
   v.url = scheduler;

@@ -7,6 +7,7 @@
 /// out before the build starts, and the build then compiles here and says so in one line.
 /// Every access to the machine goes through probe::Machine.
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -120,6 +121,15 @@ class SccacheSession {
 /// of these make sccache fail a CUDA step instead of compiling it here). unsatisfied when sccache is not installed or
 /// its server does not start.
 Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheSetup setup);
+
+/// How many compiles a build whose steps go to build servers runs at once: as many as the
+/// servers have CPUs, never fewer than `jobs` (the plan's, for this machine). Each step still
+/// preprocesses here (gcc -E, nvcc's cudafe++): at most one per kLocalStepKib of `available_kib`,
+/// and at most settings::kMaxJobs.
+inline constexpr std::uint64_t kLocalStepKib = 1024 * 1024;
+unsigned distributed_jobs(unsigned jobs, int scheduler_cpus, std::optional<std::uint64_t> available_kib);
+/// ", 64 compiles at once (the servers' CPUs; -j N to choose)" when `jobs` is more than the plan's; "".
+std::string distributed_jobs_said(unsigned jobs, unsigned plan_jobs);
 
 /// What a scheduler says of itself now, and so what a build will do: for `opforge plan` and
 /// `doctor`, which compile nothing (a client server of its own, stopped at once).

@@ -77,6 +77,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   OPFORGE_CHECK(find_python_include(m, plan));
   const bool any_cuda = carries_cuda(plan, chain);
   plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason);
+  plan.jobs_auto = !opts.jobs && !overrides.max_jobs && !plan.recipe.build.jobs;
   if (const auto n = std::count_if(plan.ops.begin(), plan.ops.end(), [](const auto& d) { return d.builds(); });
       command && plan.source.catalogue == Catalogue::op_builder && n > 1 && plan.jobs > 1 &&
       std::any_of(plan.recipe.build.command.begin(), plan.recipe.build.command.end(),

@@ -60,6 +60,9 @@ struct Plan {
   std::vector<ops::Decision> ops;  ///< every op found, built or not, sorted by name
   unsigned jobs = 1;
   std::string jobs_reason{};  ///< "-j", "MAX_JOBS", "2 cores; 21.4 GiB available / 3.0 GiB per nvcc compile"
+  /// jobs came from the cores and memory (no -j, MAX_JOBS or [build] jobs): a build whose compile
+  /// steps go to build servers runs as many as they have CPUs (compile::distributed_jobs).
+  bool jobs_auto = false;
   recipe::Cache cache = recipe::Cache::none;          ///< the compiler cache: --cache, else [build] cache
   std::int64_t source_date_epoch = wheel::kMinEpoch;  ///< clamped to it
   std::string wheel_version;                          ///< "0.1.0+cu13.g8cd046f"

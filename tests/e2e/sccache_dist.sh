@@ -49,7 +49,8 @@ OPFORGE_SCHEDULER_TOKEN="$token" "$opforge" doctor --recipe recipe.toml --json >
   fail "doctor does not show the scheduler's servers"
 grep -qF "$token" plan.txt doctor.json && fail "plan or doctor printed the client token"
 build remote
-grep -q "^sccache: 2 build servers, 4 CPUs at http://127.0.0.1:$SCHED_PORT: compile steps go there$" remote.txt ||
+# Four CPUs: four compiles at once, where this machine alone runs two.
+grep -q "^sccache: 2 build servers, 4 CPUs at http://127.0.0.1:$SCHED_PORT: compile steps go there, 4 compiles at once (the servers' CPUs; -j N to choose)$" remote.txt ||
   fail "remote: the scheduler's servers are not named"
 # The counters, not the exit code: steps ran on both servers... or at least on one.
 grep -Eq "^sccache: [0-9]+ compile steps: [1-9][0-9]* on 127.0.0.1:1050[12]" remote.txt || fail "remote: no step compiled remotely"
@@ -122,7 +123,7 @@ grep -q "^sccache: .*: every step compiles here$" servers_killed.txt || fail "se
 "$cluster" stop "$out/cluster"
 build scheduler_down
 OPFORGE_SCHEDULER_TOKEN="$token" "$opforge" plan recipe.toml >plan_down.txt 2>&1 || { cat plan_down.txt; fail "plan"; }
-grep -q "^  scheduler   the scheduler cannot be reached (.*): every step compiles here$" plan_down.txt ||
+grep -q "^  scheduler   the scheduler cannot be reached (.*) at http://127.0.0.1:$SCHED_PORT: every step compiles here$" plan_down.txt ||
   { grep -A1 "^cache" plan_down.txt; fail "plan does not say the scheduler is down"; }
 grep -q "^sccache: the scheduler cannot be reached (.*) at http://127.0.0.1:$SCHED_PORT: every step compiles here$" \
   scheduler_down.txt || fail "scheduler_down: not said"
