@@ -218,9 +218,12 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
   if (setup.work.empty()) setup.work = OPFORGE_TRY(m.fs.make_temp_directory("opforge-sccache-"));
   auto s = std::make_unique<SccacheSession>(m, setup);
   // A socket in the session's own folder: no port another build (or the user's sccache) holds,
-  // and this build's counters start at zero. The idle timeout is a second guard.
+  // and this build's counters start at zero. No idle timeout: a server that stops itself while
+  // one file compiles for longer (causal-conv1d's backward kernel: 245 s; flash-attn's: longer)
+  // loses the build's counters, and the next compile starts a server of sccache's own. The
+  // command it runs in ends it, and the process runner ends that with opforge.
   s->env_["SCCACHE_SERVER_UDS"] = (setup.work / "server.sock").string();
-  s->env_["SCCACHE_IDLE_TIMEOUT"] = "300";
+  s->env_["SCCACHE_IDLE_TIMEOUT"] = "0";
   s->env_["SCCACHE_ERROR_LOG"] = (setup.work / "server.log").string();
   if (!setup.scheduler.empty()) {
     // Only sccache reads this file (0600, in the session's folder, removed with it).
