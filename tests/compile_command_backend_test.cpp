@@ -230,6 +230,45 @@ TEST(CompileCommandBackend, NvccWrapperReplacesTheProjectsArchitectures) {
   fs::remove_all(top);
 }
 
+// A target of one GPU's own features (sm_90a: wgmma, TMA) or family (sm_100f) whose GPU is in the
+// plan is kept, in place of the plan's plain target for it: the file exists for that target only.
+// A compile that asks only for GPUs the plan lacks stops before nvcc runs, naming the file.
+TEST(CompileCommandBackend, NvccWrapperKeepsArchSpecificTargetsOfThePlansGpus) {
+  fs::path top = fs::temp_directory_path() / ("opforge-nvcc90a-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top);
+  const fs::path nvcc = top / "nvcc-real";
+  std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
+  fs::permissions(nvcc, fs::perms::owner_all);
+  auto m = probe::real_machine();
+  auto w = compile::nvcc_wrapper(top / "cache", nvcc, "",
+                                 {"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"});
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), w.path.string());
+    auto r = m.proc.run({.argv = args, .env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}}});
+    if (!r) return std::string("did not run");
+    return r->ok() ? r->out : "exit " + std::to_string(r->exit_code) + ": " + r->err;
+  };
+  EXPECT_EQ(run({"-gencode", "arch=compute_90a,code=sm_90a", "-c", "hopper.cu"}),
+            "-c\nhopper.cu\n-gencode=arch=compute_90a,code=sm_90a\n");
+  EXPECT_EQ(run({"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a", "-c", "m.cu"}),
+            "-c\nm.cu\n-gencode=arch=compute_90a,code=sm_90a\n-gencode=arch=compute_80,code=sm_80\n");
+  EXPECT_EQ(run({"-arch=sm_90a", "-c", "a.cu"}),
+            "-c\na.cu\n-gencode=arch=compute_90a,code=sm_90a\n-gencode=arch=compute_90a,code=compute_90a\n");
+  EXPECT_EQ(run({"--generate-code=arch=compute_90a,code=[sm_90a,compute_90a]", "-c", "p.cu"}),
+            "-c\np.cu\n-gencode=arch=compute_90a,code=sm_90a\n-gencode=arch=compute_90a,code=compute_90a\n");
+  EXPECT_EQ(run({"-arch=sm_90a", "-gencode=arch=compute_90a,code=sm_90a", "-c", "d.cu"}),  // each target once
+            "-c\nd.cu\n-gencode=arch=compute_90a,code=sm_90a\n-gencode=arch=compute_90a,code=compute_90a\n");
+  // Plain targets still give way to the plan's (causal-conv1d's nine become 8.0 and 9.0).
+  EXPECT_EQ(run({"-gencode", "arch=compute_75,code=sm_75", "-c", "c.cu"}),
+            "-c\nc.cu\n-gencode=arch=compute_80,code=sm_80\n-gencode=arch=compute_90,code=sm_90\n");
+  EXPECT_EQ(run({"-gencode", "arch=compute_100a,code=sm_100a", "-c", "blackwell.cu"}),
+            "exit 1: opforge: blackwell.cu asks nvcc only for -gencode arch=compute_100a,code=sm_100a, GPUs that "
+            "[arch] list does not have (it compiles sm_80 sm_90): add 10.0a to [arch] list\n");
+  fs::remove_all(top);
+}
+
 // cache = "sccache": each compile runs through the launcher, nvcc with the real host compiler in
 // place of a -ccbin into the host wrappers (the launcher would otherwise run inside its own nvcc
 // steps), a project's own -ccbin kept; what does not compile runs without it.

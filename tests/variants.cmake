@@ -20,6 +20,20 @@ add_test(NAME e2e.arch_enforce
                  ${CMAKE_BINARY_DIR}/e2e/arch_enforce)
 set_tests_properties(e2e.arch_enforce PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
                      COST 200)
+# A project that asks for sm_90a itself (tests/fixtures/arch_specific): kept with [arch] list =
+# "9.0", per library in the summary and record; with "8.0" alone, stopped before nvcc runs.
+add_test(NAME e2e.arch_specific
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/arch_specific.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/arch_specific)
+set_tests_properties(e2e.arch_specific PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 120)
+# The torch pin follows the linkage: a C++ ABI extension, a stable-ABI one, a C one, and the pin
+# off; pip refuses the first for another torch (tests/fixtures/torch_link).
+add_test(NAME e2e.torch_pin
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/torch_pin.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/torch_pin)
+set_tests_properties(e2e.torch_pin PROPERTIES TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 150)
 # causal-conv1d 1.7.0 from its PyPI sdist (cached in ~/.cache/opforge/sdist), one arch, as
 # docs/external-projects.md's recipe says.
 add_test(NAME e2e.causal_conv1d

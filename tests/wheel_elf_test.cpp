@@ -135,6 +135,77 @@ TEST(WheelFatbin, FindsEachArchitectureInAnNvccLibrary) {
   std::filesystem::remove_all(dir);
 }
 
+// What a library needs of torch, from its undefined symbols: torch's C++ namespaces (the C++ ABI,
+// one torch release), only the stable C shim (that release or a newer one), or nothing.
+TEST(WheelTorchLinkage, ClassifiesBySymbols) {
+  ElfInfo cxx;
+  cxx.unversioned_undefined = {"PyModule_Create2", "_ZN2at4_ops10empty_like4callERKNS_6TensorE",
+                               "_ZNK3c1010TensorImpl4sizeEl", "aoti_torch_get_device_type"};
+  auto l = torch_linkage(cxx);
+  EXPECT_EQ(l.abi, TorchAbi::cxx);
+  EXPECT_EQ(l.evidence, (std::vector<std::string>{"at::_ops::empty_like::call(...)", "c10::TensorImpl::size(...)"}));
+  ElfInfo stable;
+  stable.unversioned_undefined = {"aoti_torch_empty_strided", "aoti_torch_get_device_type", "memcpy",
+                                  "torch_call_dispatcher"};
+  l = torch_linkage(stable);
+  EXPECT_EQ(l.abi, TorchAbi::stable);
+  EXPECT_EQ(l.evidence, (std::vector<std::string>{"aoti_torch_empty_strided", "aoti_torch_get_device_type",
+                                                  "torch_call_dispatcher"}));
+  ElfInfo none;  // names that only look like torch's: a namespace "data::at", a class "attach", std::
+  none.unversioned_undefined = {"_ZN4data2at3fooEv", "_ZN6attach3fooEv", "_ZNSt6vectorIiSaIiEE9push_backERKi",
+                                "PyModule_Create2"};
+  EXPECT_EQ(torch_linkage(none).abi, TorchAbi::none);
+  EXPECT_EQ(torch_abi_name(TorchAbi::cxx), "C++ ABI");
+  EXPECT_EQ(torch_abi_name(TorchAbi::stable), "stable C ABI");
+}
+
+// The same from real libraries made by g++: read_elf lists the undefined symbols no version binds
+// (torch's libraries version none), and a library of the stable shim alone is not taken for C++.
+TEST(WheelTorchLinkage, ReadsRealLibraries) {
+  auto dir = testing::temp_dir("torchlink");
+  testing::spit(dir / "cxx.cpp",
+                "namespace at { struct Tensor { long dim() const; }; }\n"
+                "long rank(const at::Tensor& t) { return t.dim(); }\n");
+  testing::spit(dir / "stable.c",
+                "int aoti_torch_get_device_type(void*, int*);\n"
+                "int device(void* t) { int d = 0; aoti_torch_get_device_type(t, &d); return d; }\n");
+  testing::spit(dir / "plain.c", "#include <string.h>\nvoid copy(char* a, const char* b) { strcpy(a, b); }\n");
+  for (auto [src, cc] : {std::pair{"cxx.cpp", "g++"}, {"stable.c", "gcc"}, {"plain.c", "gcc"}}) {
+    const std::string cmd = std::string(cc) + " -shared -fPIC -o " + (dir / (std::string(src) + ".so")).string() + " " +
+                            (dir / src).string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  auto abi = [&](const char* lib) {
+    auto info = read_elf(testing::slurp(dir / lib));
+    return info ? torch_linkage(*info).abi : TorchAbi::none;
+  };
+  EXPECT_EQ(abi("cxx.cpp.so"), TorchAbi::cxx);
+  EXPECT_EQ(abi("stable.c.so"), TorchAbi::stable);
+  EXPECT_EQ(abi("plain.c.so"), TorchAbi::none);
+  auto info = read_elf(testing::slurp(dir / "plain.c.so"));
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(info->version_symbols.contains("GLIBC_2.2.5"));  // strcpy: versioned, not among the unversioned
+  std::filesystem::remove_all(dir);
+}
+
+// Real nvcc: arch-specific (sm_90a) and family (sm_100f) code is named so: it runs on that GPU, or
+// that family, alone.
+TEST(WheelFatbin, NamesArchSpecificAndFamilyCode) {
+  const std::string nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  if (!std::filesystem::exists(nvcc)) GTEST_SKIP() << "nvcc is not available at " << nvcc;
+  auto dir = testing::temp_dir("nvcc90a");
+  ASSERT_TRUE(testing::build_nvcc_library(
+      nvcc, dir, "-gencode arch=compute_90a,code=[sm_90a,compute_90a] -gencode arch=compute_100f,code=sm_100f"));
+  auto info = read_elf(testing::slurp(dir / "k.so"));
+  ASSERT_TRUE(info) << info.error().message;
+  std::vector<std::string> names;
+  for (const auto& img : info->fatbin) names.push_back(img.name());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());  // -shared links a second copy in
+  EXPECT_EQ(strings::join(names, " "), "compute_90a sm_100f sm_90a");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace opforge::wheel
 
 namespace opforge::wheel {

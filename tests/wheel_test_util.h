@@ -23,14 +23,16 @@ inline std::string build_so(const std::string& tag, const std::string& source, c
 
 /// Compiles a one-kernel CUDA library with the real nvcc (sm_80 SASS, sm_90 SASS + PTX) into
 /// dir/k.so; false when nvcc fails.
-inline bool build_nvcc_library(const std::string& nvcc, const std::filesystem::path& dir) {
+/// dir/k.so: one kernel for sm_80, sm_90 and compute_90, or for `gencode` when given.
+inline bool build_nvcc_library(const std::string& nvcc, const std::filesystem::path& dir,
+                               const std::string& gencode =
+                                   "-gencode arch=compute_80,code=sm_80"
+                                   " -gencode arch=compute_90,code=[sm_90,compute_90]") {
   spit(dir / "k.cu",
        "__global__ void k(float* x) { x[threadIdx.x] *= 2.f; }\n"
        "extern \"C\" int opforge_k_run(float* x) { k<<<1, 32>>>(x); return 0; }\n");
-  std::string cmd = nvcc +
-                    " -shared -Xcompiler=-fPIC -gencode arch=compute_80,code=sm_80"
-                    " -gencode arch=compute_90,code=[sm_90,compute_90] -o " +
-                    (dir / "k.so").string() + " " + (dir / "k.cu").string() + " 2>&1";
+  std::string cmd = nvcc + " -shared -Xcompiler=-fPIC " + gencode + " -o " + (dir / "k.so").string() + " " +
+                    (dir / "k.cu").string() + " 2>&1";
   return std::system(cmd.c_str()) == 0;
 }
 

@@ -144,10 +144,14 @@ void print_outcome(const pipeline::Outcome& outcome) {
   for (auto& w : outcome.plan.warnings) std::cout << "warning: " << w << "\n";
   print_ops(outcome);
   if (outcome.plan.recipe.build.backend == recipe::Backend::command)
-    if (auto arch = pipeline::arch_summary(outcome.plan, outcome.project_arch, outcome.compiled_arch); !arch.empty())
+    if (auto arch = pipeline::arch_summary(outcome.plan, outcome.project_arch, outcome.compiled_arch); !arch.empty()) {
       std::cout << arch << "\n";
+      for (auto& [file, targets] : outcome.compiled_arch_by_file)
+        std::cout << "  " << file << ": " << strings::join(targets, " ") << "\n";
+    }
   if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
   else if (outcome.cache) std::cout << compile::describe_cache_stats(*outcome.cache) << "\n";
+  if (!outcome.torch_said.empty()) std::cout << outcome.torch_said << "\n";
   if (!outcome.sccache_said.empty()) std::cout << outcome.sccache_said << "\n";
   if (outcome.sccache && outcome.steps_run) std::cout << compile::describe_sccache_stats(*outcome.sccache) << "\n";
   if (outcome.reused) std::cout << "the wheel in dist/ was made from these exact inputs: kept as it is\n";

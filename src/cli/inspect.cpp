@@ -108,6 +108,11 @@ nlohmann::json to_json(const wheel::Inspection& in) {
                                {"compressed", img.compressed},
                                {"size", img.size}});
       if (f.isa) e["isa"] = isa_json(*f.isa);
+      const auto torch = wheel::torch_linkage(*f.elf);
+      e["torch"] = {{"abi", torch.abi == wheel::TorchAbi::cxx      ? "cxx"
+                            : torch.abi == wheel::TorchAbi::stable ? "stable"
+                                                                   : "none"},
+                    {"evidence", torch.evidence}};
       fj["elf"] = std::move(e);
     }
     j["files"].push_back(std::move(fj));
@@ -170,6 +175,11 @@ std::string text(const wheel::Inspection& in) {
       for (const auto& u : f.isa->families)
         if ((u.level == f.isa->level && u.level > 1) || u.level == 0) out += "        " + wheel::describe_use(u) + "\n";
     }
+    if (const auto torch = wheel::torch_linkage(*f.elf); torch.abi != wheel::TorchAbi::none)
+      out += "      torch: " + std::string(wheel::torch_abi_name(torch.abi)) +
+             (torch.abi == wheel::TorchAbi::cxx ? " (loads with the torch it was built against only): "
+                                                : " (loads with that torch or a newer one): ") +
+             strings::join(torch.evidence, ", ") + "\n";
     if (!f.elf->fatbin.empty()) {
       std::set<std::string> sass, ptx;
       for (const auto& img : f.elf->fatbin) (img.kind == wheel::FatbinImage::Kind::ptx ? ptx : sass).insert(img.name());

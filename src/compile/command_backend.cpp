@@ -113,14 +113,53 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
                  "full log: " + out.log.string());
 }
 
-/// How the command's wheel is re-packed: the plan's epoch and version, torch pinned for a DeepSpeed
-/// tree, and DeepSpeed's installed-ops file read (into `installed`) and given the wheel's version.
-wheel::NormalizeOptions normalize_options(const plan::Plan& plan, std::vector<std::string>& installed) {
+/// The torch the wheel's libraries need (the strongest of them, each file's evidence named) and the
+/// Requires-Dist that follows: torch==X.Y.* of the torch built against for its C++ ABI,
+/// torch>=X.Y for the stable C ABI alone, none without torch. None either when [wheel] torch_pin
+/// is off, the plan pins torch already (a [matrix] cell), or the project's own METADATA pins it
+/// exactly (==).
+void torch_requirement_of(const plan::Plan& plan, std::string_view raw, CommandOutput& out) {
+  auto entries = wheel::read_archive(raw);
+  if (!entries) return;
+  std::string project_torch;
+  for (const auto& e : *entries) {
+    if (wheel::is_elf(e.content)) {
+      auto info = wheel::read_elf(e.content);
+      if (!info) continue;
+      auto link = wheel::torch_linkage(*info);
+      if (link.abi > out.torch_link.abi) out.torch_link = {link.abi, {}};
+      if (link.abi == out.torch_link.abi && link.abi != wheel::TorchAbi::none)
+        for (auto& sym : link.evidence)
+          if (out.torch_link.evidence.size() < 3) out.torch_link.evidence.push_back(e.path + ": " + sym);
+    } else if (e.path.ends_with(".dist-info/METADATA")) {
+      for (auto& line : strings::split(e.content, '\n'))
+        if (strings::to_lower(line.substr(0, 14)) == "requires-dist:" &&
+            wheel::requirement_name(strings::trim(line.substr(14))) == "torch")
+          project_torch = std::string(strings::trim(line.substr(14)));
+    }
+  }
+  if (!plan.recipe.wheel.torch_pin || out.torch_link.abi == wheel::TorchAbi::none) return;
+  if (!plan.cuda.torch || !plan.cuda.torch->torch_version) return;
+  if (std::any_of(plan.requires_dist.begin(), plan.requires_dist.end(),
+                  [](auto& r) { return wheel::requirement_name(r) == "torch"; }))
+    return;
+  if (project_torch.find("==") != std::string::npos && project_torch.find(".*") == std::string::npos) return;
+  out.torch_requirement = out.torch_link.abi == wheel::TorchAbi::cxx
+                              ? plan::torch_pin(*plan.cuda.torch->torch_version)
+                              : plan::torch_floor(*plan.cuda.torch->torch_version);
+}
+
+/// How the command's wheel is re-packed: the plan's epoch and version, torch pinned as its
+/// libraries link it (torch_requirement_of), and DeepSpeed's installed-ops file read (into
+/// `installed`) and given the wheel's version.
+wheel::NormalizeOptions normalize_options(const plan::Plan& plan, const std::string& torch_requirement,
+                                          std::vector<std::string>& installed) {
   const plan::WheelOptions w = plan::wheel_options(plan);
   wheel::NormalizeOptions opts;
   opts.source_date_epoch = w.source_date_epoch;
   if (!w.version.empty()) opts.version = w.version;
   opts.requires_dist = w.requires_dist;
+  if (!torch_requirement.empty()) opts.requires_dist.push_back(torch_requirement);
   // The project's bdist_wheel says linux_x86_64 whatever its files need: the tag states what they
   // need instead, and the recipe's glibc floor is checked on them.
   opts.retag = wheel::Spec::Retag::yes;
@@ -337,7 +376,12 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (auto asked = m.fs.read_file(arch_log)) out.project_arch = project_arch_targets(*asked);
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;
-  auto written = OPFORGE_TRY(wheel::normalize(m, out.raw_wheel, run.wheel_dir, normalize_options(plan, installed)));
+  {
+    auto raw = OPFORGE_TRY(m.fs.read_file(out.raw_wheel));
+    torch_requirement_of(plan, raw, out);
+  }
+  auto written = OPFORGE_TRY(
+      wheel::normalize(m, out.raw_wheel, run.wheel_dir, normalize_options(plan, out.torch_requirement, installed)));
   out.wheel = written.path;
   out.installed_ops = installed;
   return out;

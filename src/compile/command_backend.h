@@ -42,6 +42,10 @@ struct CommandOutput {
   /// the build did about distribution.
   std::optional<SccacheStats> sccache;
   std::string sccache_said;
+  /// What the wheel's libraries need of torch (the strongest of them; evidence "file: symbol"),
+  /// and the Requires-Dist it was given for it ("torch==2.15.*", "torch>=2.15"; empty: none).
+  wheel::TorchLinkage torch_link;
+  std::string torch_requirement;
 };
 
 /// Where run_command_backend writes, and who hears of its progress.

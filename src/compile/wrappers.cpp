@@ -15,6 +15,77 @@ namespace opforge::compile {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+/// A gencode option's GPU without its suffix: "90" for -gencode=arch=compute_90a,code=sm_90a.
+std::string gencode_base(const std::string& g) {
+  auto at = g.find("arch=compute_");
+  if (at == std::string::npos) return {};
+  std::string n;
+  for (std::size_t i = at + 13; i < g.size() && std::isdigit(static_cast<unsigned char>(g[i])); ++i) n += g[i];
+  return n;
+}
+
+/// The wrapper's lines that put the plan's architectures in place of the project's ($asked), in a
+/// compile that asked for some. An arch-specific or family target (sm_90a, sm_100f) whose GPU is
+/// in the plan is kept: its kernels (wgmma, TMA) exist only there, and compiled for the plain
+/// sm_90 they stop at the project's own #error. The plan's own target for that GPU then gives way
+/// to it. The plan's other targets come in when the project asked for any plain target. A compile
+/// that asked only for targets of GPUs the plan lacks stops here, naming the file.
+std::string enforce_block(const std::vector<std::string>& gencode) {
+  std::vector<std::string> bases, codes;
+  for (const auto& g : gencode) {
+    const std::string b = gencode_base(g);
+    if (!b.empty() && std::find(bases.begin(), bases.end(), b) == bases.end()) bases.push_back(b);
+    codes.push_back(g.substr(g.rfind('=') + 1));
+  }
+  std::string out =
+      "  kept= covered= plain= opt= sub= missing=\n"
+      "  for t in $(printf '%s\\n' \"$asked\" | tr ',=[]' '    '); do\n"
+      "    case $t in\n"
+      "      -gencode|--generate-code) opt=g; sub=; continue ;;\n"
+      "      -arch|--gpu-architecture) opt=a; sub=; continue ;;\n"
+      "      -code|--gpu-code) opt=c; sub=; continue ;;\n"
+      "      arch|code) sub=$t; continue ;;\n"
+      "    esac\n"
+      "    [ \"$opt$sub\" = garch ] && continue  # a -gencode's virtual architecture: its code= says what is built\n"
+      "    case $t in\n"
+      "      sm_*[af]|compute_*[af])\n"
+      "        n=${t#*_}; b=${n%?}\n"
+      "        case ' " +
+      strings::join(bases, " ") +
+      " ' in *\" $b \"*)\n"
+      "          covered=\"$covered $b \"\n"
+      "          for k in $t $([ \"$opt\" = a ] && [ \"${t%%_*}\" = sm ] && echo \"compute_$n\"); do\n"
+      "            case \"$kept \" in *\" $k \"*) ;; *) kept=\"$kept $k\" ;; esac\n"
+      "          done ;;\n"
+      "        *) major=${b%?}; missing=\"$missing $major.${b#\"$major\"}${n#\"$b\"}\" ;;\n"
+      "        esac ;;\n"
+      "      *) plain=1 ;;\n"
+      "    esac\n"
+      "  done\n"
+      "  if [ -z \"$kept\" ] && [ -z \"$plain\" ]; then\n"
+      "    echo \"opforge: ${src:-this nvcc command} asks nvcc only for$asked, GPUs that [arch] list does not "
+      "have (it compiles " +
+      strings::join(codes, " ") +
+      "): add${missing:- its architecture} to [arch] list\" >&2\n"
+      "    exit 1\n"
+      "  fi\n"
+      "  for t in $kept; do\n"
+      "    n=${t#*_}\n"
+      "    case $t in sm_*) set -- \"$@\" \"-gencode=arch=compute_$n,code=sm_$n\" ;;"
+      " *) set -- \"$@\" \"-gencode=arch=compute_$n,code=compute_$n\" ;; esac\n"
+      "  done\n"
+      "  if [ -n \"$plain\" ]; then\n";
+  for (const auto& g : gencode)
+    out += "    case \"$covered\" in *\" " + gencode_base(g) + " \"*) ;; *) set -- \"$@\" " + strings::shell_quote(g) +
+           " ;; esac\n";
+  out += "  fi\n";
+  return out;
+}
+
+}  // namespace
+
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
                          const std::vector<std::string>& gencode, bool random_seed, const CompilerLaunch& launch) {
   const bool launched = !launch.program.empty();
@@ -25,8 +96,6 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
   // plan's take their place, so that a setup.py that hardcodes its own list compiles the one asked
   // for. A command without any architecture option keeps nvcc's default, as before.
   const std::string keep = gencode.empty() ? "; set -- \"$@\" \"$a\"" : "";
-  std::string replace;
-  for (const auto& g : gencode) replace += " " + strings::shell_quote(g);
   w.text =
       "#!/bin/sh\n"
       "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
@@ -45,6 +114,7 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
   const std::string host_dir = launch.host_dir.empty() ? std::string() : strings::shell_quote(launch.host_dir.string());
   const std::string drop_ccbin = host_dir.empty() ? std::string("__opforge_none__") : host_dir + "|" + host_dir + "/*";
   w.text += "asked= skip= out= next= seeded=" + std::string(launched ? " compile= ccbin= hasccbin=" : "") +
+            std::string(gencode.empty() ? "" : " src=") +
             "\n"
             "for a do\n"
             "  shift\n"
@@ -71,8 +141,7 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
             "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" + keep +
             " ;;\n"
             "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
-            keep +
-            " ;;\n"
+            keep + " ;;\n" + (gencode.empty() ? std::string() : "    *.cu) src=$a; set -- \"$@\" \"$a\" ;;\n") +
             "    *) set -- \"$@\" \"$a\" ;;\n"
             "  esac\n"
             "done\n"
@@ -80,7 +149,7 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
             "if [ -n \"$asked\" ]; then\n"
             "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
             "2>/dev/null; fi\n" +
-            (gencode.empty() ? std::string("  :\n") : "  set -- \"$@\"" + replace + "\n") + "fi\n";
+            (gencode.empty() ? std::string("  :\n") : enforce_block(gencode)) + "fi\n";
   if (random_seed)
     w.text += "if [ -n \"$out\" ] && [ -z \"$seeded\" ]; then set -- \"$@\" \"-frandom-seed=${out##*/}\"; fi\n";
   if (launched) {

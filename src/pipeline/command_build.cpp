@@ -27,6 +27,11 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
   outcome.project_arch = out.project_arch;
   outcome.compiled_arch = wheel_gpu_targets(bytes);
+  // Per library where they differ (a project's sm_90a-only extension beside its plain ones).
+  if (auto by_file = wheel_gpu_targets_by_file(bytes);
+      std::adjacent_find(by_file.begin(), by_file.end(), [](auto& a, auto& b) { return a.second != b.second; }) !=
+      by_file.end())
+    outcome.compiled_arch_by_file = std::move(by_file);
   outcome.wheel = plan.dist_dir / out.wheel.filename();
   outcome.wheel_sha256 = sha256_hex(bytes);
   outcome.needs = needs_of(bytes);
@@ -45,7 +50,20 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
                         {"enforced", plan.recipe.arch.enforce},
                         {"project_asked", outcome.project_arch},
                         {"compiled", outcome.compiled_arch}};
+  if (!outcome.compiled_arch_by_file.empty()) rec.inputs["arch"]["compiled_by_library"] = outcome.compiled_arch_by_file;
   if (out.sccache) rec.inputs["compile_steps"] = compile_steps_json(*out.sccache);
+  if (out.torch_link.abi != wheel::TorchAbi::none) {
+    rec.inputs["torch_linkage"] = {{"abi", wheel::torch_abi_name(out.torch_link.abi)},
+                                   {"evidence", out.torch_link.evidence},
+                                   {"requires", out.torch_requirement}};
+    outcome.torch_said =
+        "torch: " + std::string(wheel::torch_abi_name(out.torch_link.abi)) + " (" +
+        strings::join(out.torch_link.evidence, ", ") + "): " +
+        (out.torch_requirement.empty()
+             ? std::string(plan.recipe.wheel.torch_pin ? "Requires-Dist on torch left as it was"
+                                                       : "no Requires-Dist added ([wheel] torch_pin = false)")
+             : "Requires-Dist " + out.torch_requirement);
+  }
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));
   outcome.record_path = record::path_for(outcome.wheel);

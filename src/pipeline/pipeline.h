@@ -50,6 +50,10 @@ struct Outcome {
   /// none) and those the wheel's fatbinaries hold ("sm_90", "compute_90": PTX).
   std::vector<std::string> project_arch;
   std::vector<std::string> compiled_arch;
+  std::map<std::string, std::vector<std::string>> compiled_arch_by_file;  ///< each library's, when they differ
+  /// Command builds: what the wheel's libraries need of torch and the Requires-Dist that follows
+  /// ("torch: C++ ABI (…): Requires-Dist torch==2.15.*"); empty when nothing links torch.
+  std::string torch_said;
 };
 
 /// The GPU targets the plan compiles: "sm_XY" for each arch, "compute_XY" for +PTX.

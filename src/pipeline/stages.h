@@ -69,6 +69,8 @@ std::vector<std::string> tags_of(const fs::path& wheel);
 
 /// The GPU targets inside the wheel's ELF files ("sm_90", "compute_90"), sorted.
 std::vector<std::string> wheel_gpu_targets(std::string_view bytes);
+/// The same, per library of the wheel that holds GPU code (its path in the wheel → its targets).
+std::map<std::string, std::vector<std::string>> wheel_gpu_targets_by_file(std::string_view bytes);
 
 /// What goes into the wheel besides the package: the op libraries (their hashes into `hashes`) and
 /// build_info.py, checked against the recipe's cpu_target, sorted by path.

@@ -38,21 +38,39 @@ std::vector<std::string> tags_of(const fs::path& wheel) {
   return {parts->tags()};
 }
 
-std::vector<std::string> wheel_gpu_targets(std::string_view bytes) {
-  std::set<std::string> out;
-  auto entries = wheel::read_archive(bytes);
-  if (!entries) return {};
-  for (const auto& e : *entries)
-    if (wheel::is_elf(e.content))
-      if (auto info = wheel::read_elf(e.content))
-        for (const auto& img : info->fatbin)
-          if (img.kind != wheel::FatbinImage::Kind::unknown) out.insert(img.name());
-  std::vector<std::string> v(out.begin(), out.end());
+namespace {
+
+/// sm before compute, shorter (older) first: "sm_80 sm_90 sm_90a compute_90".
+std::vector<std::string> sorted_targets(const std::set<std::string>& targets) {
+  std::vector<std::string> v(targets.begin(), targets.end());
   std::sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) {
     auto key = [](const std::string& t) { return std::make_tuple(t.starts_with("compute_"), t.size(), t); };
     return key(a) < key(b);
   });
   return v;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<std::string>> wheel_gpu_targets_by_file(std::string_view bytes) {
+  std::map<std::string, std::vector<std::string>> out;
+  auto entries = wheel::read_archive(bytes);
+  if (!entries) return out;
+  for (const auto& e : *entries)
+    if (wheel::is_elf(e.content))
+      if (auto info = wheel::read_elf(e.content)) {
+        std::set<std::string> names;
+        for (const auto& img : info->fatbin)
+          if (img.kind != wheel::FatbinImage::Kind::unknown) names.insert(img.name());
+        if (!names.empty()) out[e.path] = sorted_targets(names);
+      }
+  return out;
+}
+
+std::vector<std::string> wheel_gpu_targets(std::string_view bytes) {
+  std::set<std::string> all;
+  for (const auto& [file, targets] : wheel_gpu_targets_by_file(bytes)) all.insert(targets.begin(), targets.end());
+  return sorted_targets(all);
 }
 
 Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan& plan, const compile::RunResult& ran,

@@ -187,5 +187,8 @@ WheelOptions wheel_options(const Plan& plan);
 
 /// "2.15.0+cu132" → "torch==2.15.*"; empty when the version has no major.minor.
 std::string torch_pin(const std::string& torch_version);
+/// "torch>=2.15" for "2.15.0+cu130": what a library of torch's stable C ABI alone needs (that
+/// torch's symbols, which later releases keep); "" when the version is not X.Y[...].
+std::string torch_floor(const std::string& torch_version);
 
 }  // namespace opforge::plan

@@ -17,14 +17,17 @@ std::string torch_pin(const std::string& v) {
   return "torch==" + std::string(parts[0]) + "." + std::string(parts[1]) + ".*";
 }
 
+std::string torch_floor(const std::string& v) {
+  const std::string pin = torch_pin(v);  // "torch==X.Y.*": the same checks of the version
+  if (pin.empty()) return "";
+  return "torch>=" + pin.substr(7, pin.size() - 9);
+}
+
 WheelOptions wheel_options(const Plan& plan) {
   WheelOptions out;
   out.version = plan.wheel_version;
   out.source_date_epoch = plan.source_date_epoch;
   out.glibc_floor = plan.recipe.wheel.glibc_floor;
-  // A DeepSpeed tree's compiled ops load only with the torch they were built against.
-  if (plan.cuda.torch && plan.cuda.torch->torch_version && plan.source.catalogue == Catalogue::op_builder)
-    if (auto req = torch_pin(*plan.cuda.torch->torch_version); !req.empty()) out.requires_dist.push_back(req);
   for (auto& req : plan.requires_dist)
     if (std::find(out.requires_dist.begin(), out.requires_dist.end(), req) == out.requires_dist.end())
       out.requires_dist.push_back(req);

@@ -343,6 +343,7 @@ struct Parser {
       out.wheel.root = (p.is_absolute() ? p : out.dir / p).lexically_normal();
       remember("wheel.root", *n);
     }
+    if (auto* n = t.get("torch_pin")) out.wheel.torch_pin = OPFORGE_TRY(r.boolean(*n, "wheel.torch_pin"));
     return {};
   }
 

@@ -118,6 +118,9 @@ struct Recipe {
     int glibc_floor = 0;
     /// Build inside this root filesystem (an older distribution's; absolute after parsing).
     std::optional<fs::path> root;
+    /// Requires-Dist on torch from how the wheel's libraries link it (wheel::torch_linkage):
+    /// torch==X.Y.* for torch's C++ ABI, torch>=X.Y for its stable C ABI only.
+    bool torch_pin = true;
   } wheel;
 
   /// [matrix]: one build per torch version (× Python interpreter), each in its own environment.

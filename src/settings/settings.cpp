@@ -170,6 +170,8 @@ constexpr Setting kTable[] = {
     {key, "wheel.glibc", "a glibc floor (\"2.28\") or a manylinux platform (\"manylinux_2_28\")", "unset: none", true,
      "wheel/platform.cpp"},
     {key, "wheel.root", "a root filesystem's folder", "unset: the host", true, "root/root.cpp"},
+    {key, "wheel.torch_pin", "bool: Requires-Dist on torch from how the wheel's libraries link it", "true", true,
+     "compile/command_backend.cpp"},
     {key, "matrix.torch", "array of torch releases", "unset", true, "plan/matrix.cpp"},
     {key, "matrix.python", "array of interpreters", "[cuda] python", true, "plan/matrix.cpp"},
     {key, "matrix.requirements", "array of pip requirements", "[]", true, "plan/matrix.cpp"},

@@ -94,26 +94,30 @@ void read_python_init(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& in
 void read_version_symbols(Elf* elf, Elf_Scn* dynsym, Elf_Scn* versym, const std::map<unsigned, std::string>& by_index,
                           ElfInfo& info) {
   GElf_Shdr sym_hdr, ver_hdr;
-  if (!dynsym || !versym || by_index.empty() || !gelf_getshdr(dynsym, &sym_hdr) || !gelf_getshdr(versym, &ver_hdr))
-    return;
+  if (!dynsym || !gelf_getshdr(dynsym, &sym_hdr)) return;
   Elf_Data* syms = elf_getdata(dynsym, nullptr);
-  Elf_Data* vers = elf_getdata(versym, nullptr);
-  if (!syms || !vers || sym_hdr.sh_entsize == 0) return;
+  // No .gnu.version: no symbol has a version.
+  Elf_Data* vers = versym && gelf_getshdr(versym, &ver_hdr) ? elf_getdata(versym, nullptr) : nullptr;
+  if (!syms || sym_hdr.sh_entsize == 0) return;
   const std::size_t count = sym_hdr.sh_size / sym_hdr.sh_entsize;
   for (std::size_t i = 1; i < count; ++i) {
     GElf_Sym sym;
-    GElf_Versym ver;
-    if (!gelf_getsym(syms, static_cast<int>(i), &sym) || !gelf_getversym(vers, static_cast<int>(i), &ver)) break;
+    GElf_Versym ver = 0;
+    if (!gelf_getsym(syms, static_cast<int>(i), &sym) || (vers && !gelf_getversym(vers, static_cast<int>(i), &ver)))
+      break;
     if (sym.st_shndx != SHN_UNDEF) continue;
-    auto it = by_index.find(ver & 0x7fff);
     const char* name = elf_strptr(elf, sym_hdr.sh_link, sym.st_name);
-    if (it == by_index.end() || !name || !*name) continue;
-    info.version_symbols[it->second].emplace_back(name);
+    if (!name || !*name) continue;
+    auto it = by_index.find(ver & 0x7fff);
+    if (it == by_index.end()) info.unversioned_undefined.emplace_back(name);
+    else info.version_symbols[it->second].emplace_back(name);
   }
-  for (auto& [version, names] : info.version_symbols) {
+  auto sort_unique = [](std::vector<std::string>& names) {
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
-  }
+  };
+  for (auto& [version, names] : info.version_symbols) sort_unique(names);
+  sort_unique(info.unversioned_undefined);
 }
 
 Status read_fatbin(Elf_Scn* scn, ElfInfo& info) {

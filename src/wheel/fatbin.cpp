@@ -28,8 +28,8 @@ namespace opforge::wheel {
 
 std::string FatbinImage::name() const {
   switch (kind) {
-    case Kind::elf: return "sm_" + std::to_string(arch);
-    case Kind::ptx: return "compute_" + std::to_string(arch);
+    case Kind::elf: return "sm_" + std::to_string(arch) + (suffix ? std::string(1, suffix) : "");
+    case Kind::ptx: return "compute_" + std::to_string(arch) + (suffix ? std::string(1, suffix) : "");
     default: return "unknown_" + std::to_string(arch);
   }
 }
@@ -39,6 +39,10 @@ namespace {
 constexpr std::uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr std::uint64_t kFlagLz4 = 0x2000;
 constexpr std::uint64_t kFlagZstd = 0x8000;
+// An entry's flags (u64 at +40) mark arch-specific and family code: nvcc 13.0 writes 0x11 for
+// sm_90, 0x100011 for sm_90a, 0x1200011 for sm_100f (and the same bits on their PTX entries).
+constexpr std::uint64_t kFlagArchSpecific = 0x100000;
+constexpr std::uint64_t kFlagFamily = 0x200000;
 
 template <typename T>
 T load(std::string_view bytes, std::size_t at) {
@@ -86,6 +90,7 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section) {
       if (ehsize >= 48) {
         auto flags = load<std::uint64_t>(section, entry + 40);
         img.compressed = (flags & (kFlagLz4 | kFlagZstd)) != 0;
+        img.suffix = (flags & kFlagArchSpecific) ? 'a' : (flags & kFlagFamily) ? 'f' : 0;
       }
       img.size = payload;
       images.push_back(img);

@@ -7,6 +7,15 @@
 
 namespace opforge::wheel {
 
+// The distribution name a requirement starts with, normalised ("torch>=2" → "torch").
+std::string requirement_name(std::string_view req) {
+  std::size_t end = 0;
+  while (end < req.size() &&
+         (std::isalnum(static_cast<unsigned char>(req[end])) || req[end] == '-' || req[end] == '_' || req[end] == '.'))
+    ++end;
+  return normalize_name(std::string(req.substr(0, end)));
+}
+
 namespace {
 
 // Replaces the Version header of a METADATA text, keeping every other byte.
@@ -28,15 +37,6 @@ std::string set_metadata_version(std::string_view text, std::string_view version
     start = end;
   }
   return out;
-}
-
-// The distribution name a requirement starts with, normalised ("torch>=2" → "torch").
-std::string requirement_name(std::string_view req) {
-  std::size_t end = 0;
-  while (end < req.size() &&
-         (std::isalnum(static_cast<unsigned char>(req[end])) || req[end] == '-' || req[end] == '_' || req[end] == '.'))
-    ++end;
-  return normalize_name(std::string(req.substr(0, end)));
 }
 
 // Sets Requires-Dist headers: replaces those naming the same distributions, appends the rest after

@@ -57,9 +57,12 @@ struct FatbinImage {
   enum class Kind { ptx, elf, unknown };
   Kind kind = Kind::unknown;
   int arch = 0;  ///< 80 for sm_80 / compute_80
+  /// 'a' for arch-specific code (sm_90a: runs on that GPU only), 'f' for family code (sm_100f);
+  /// 0 for plain code.
+  char suffix = 0;
   bool compressed = false;
   std::uint64_t size = 0;  ///< payload bytes as stored
-  /// "sm_80" for an ELF (cubin), "compute_90" for PTX.
+  /// "sm_80" for an ELF (cubin), "compute_90" for PTX, "sm_90a" for arch-specific code.
   std::string name() const;
 };
 
@@ -71,11 +74,27 @@ struct ElfInfo {
   /// Version name → the undefined dynamic symbols bound to it ("GLIBC_2.34" → {"dlopen", ...}),
   /// sorted: what a floor violation names.
   std::map<std::string, std::vector<std::string>> version_symbols;
+  /// The undefined dynamic symbols bound to no version, sorted: torch's libraries (libtorch*.so,
+  /// libc10.so) version none of theirs, so this is where a library's use of torch shows.
+  std::vector<std::string> unversioned_undefined;
   bool has_symtab = false;  ///< a .symtab section is present (not stripped)
   /// The PyInit_<name> functions it exports (.dynsym): what makes a library a CPython extension.
   std::vector<std::string> python_init;
   std::vector<FatbinImage> fatbin;  ///< empty when there is no .nv_fatbin section
 };
+
+/// What a library needs of torch, read from its ELF. Its C++ ABI (undefined at::, c10:: or torch::
+/// symbols, which change with every torch release): it loads only with the torch it was built
+/// against. Only the stable C ABI (aoti_torch_* and torch_* functions of torch's stable shim, kept
+/// across releases): it loads with that torch or a newer one. Or nothing of torch.
+enum class TorchAbi { none, stable, cxx };
+struct TorchLinkage {
+  TorchAbi abi = TorchAbi::none;
+  std::vector<std::string> evidence;  ///< up to three of the symbols that decided it
+};
+TorchLinkage torch_linkage(const ElfInfo& elf);
+/// "none", "stable C ABI", "C++ ABI"
+std::string_view torch_abi_name(TorchAbi abi);
 
 /// Looks like an ELF file (magic bytes).
 bool is_elf(std::string_view bytes);
@@ -289,6 +308,9 @@ Report verify_entries(std::string_view filename, const std::vector<Entry>& entri
 /// Reads `path` (a regular file within Limits::archive_bytes) and verify_bytes() it. bad_input
 /// when the file is missing, not a regular file, too large, or not a zip archive within Limits.
 Result<Report> verify(const probe::FileSystem& fs, const fs::path& path);
+
+/// The distribution name a requirement starts with, normalised ("Torch>=2" → "torch").
+std::string requirement_name(std::string_view req);
 
 struct NormalizeOptions {
   std::int64_t source_date_epoch = kMinEpoch;

@@ -133,6 +133,39 @@ build no_servers
 grep -q "^sccache: the scheduler has no build server at http://127.0.0.1:$SCHED_PORT: every step compiles here$" \
   no_servers.txt || fail "no_servers: not said"
 "$cluster" stop "$out/cluster"
+# Something at the scheduler's address that is not one: it answers garbage, or it takes the
+# connection and never answers. Each build finishes here and says why.
+fake() {  # fake garbage|silent: a listener on the scheduler's port, in the background
+  /usr/bin/python3 - "$SCHED_PORT" "$1" <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+while True:
+    c, _ = s.accept()
+    if sys.argv[2] == "garbage":
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n\x00\xffgarbage")
+        c.close()
+    else:
+        held.append(c)  # read nothing, answer nothing
+PY
+  fake_pid=$!
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$SCHED_PORT") 2>/dev/null && return 0; sleep 0.1; done
+  fail "the fake scheduler did not listen"
+}
+fake garbage
+build garbage
+kill "$fake_pid"; wait "$fake_pid" 2>/dev/null || true
+grep -q "^sccache: .* at http://127.0.0.1:$SCHED_PORT: every step compiles here$" garbage.txt || fail "garbage: not said"
+fake silent
+t0=$(date +%s)
+build silent
+kill "$fake_pid"; wait "$fake_pid" 2>/dev/null || true
+grep -q "^sccache: .* at http://127.0.0.1:$SCHED_PORT: every step compiles here$" silent.txt || fail "silent: not said"
+echo "silent: the build took $(( $(date +%s) - t0 )) s"
 # Nothing of the builds' sccache left: no client server, no private folder.
 left=$(pgrep -a -f "$tools/bin/sccache" | grep -v defunct || true)
 [ -z "$left" ] || fail "left running: $left"

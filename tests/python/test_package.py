@@ -141,6 +141,9 @@ def test_arch_supports_rules():
     assert not _native.arch_supports(['8.0'], (9, 0))
     assert _native.arch_supports(['9.0a'], (9, 0))
     assert not _native.arch_supports(['9.0a'], (9, 1))
+    # arch-specific PTX (compute_90a) uses features of that GPU alone: no JIT onto a newer one
+    assert _native.arch_supports(['9.0a+PTX'], (9, 0))
+    assert not _native.arch_supports(['9.0a+PTX'], (10, 0))
 
 
 def _nvidia_smi(*args):

@@ -175,14 +175,15 @@ def arch_supports(arch_list: Sequence[str], capability: Capability) -> bool:
     """Whether code for `arch_list` (e.g. ['8.0', '9.0+PTX']) runs on a GPU of `capability`.
 
     SASS for X.Y runs on X.Z with Z >= Y (not the 'a'/'f' variants, which need exactly X.Y);
-    PTX for X.Y is compiled by the driver for any capability >= X.Y.
+    PTX for X.Y is compiled by the driver for any capability >= X.Y (for X.Ya, only on X.Y: its
+    features exist there alone).
     """
     for entry in arch_list:
         ptx = entry.endswith('+PTX')
         base = entry[:-4] if ptx else entry
         specific = base[-1:] in ('a', 'f')
         cc = _parse_cc(base)
-        if ptx and capability >= cc:
+        if ptx and (capability == cc if specific else capability >= cc):
             return True
         if specific and capability == cc:
             return True

@@ -18,13 +18,20 @@ class FatbinError(ValueError):
     """The file is not an ELF shared library with a readable fatbinary."""
 
 
+# An entry's flags (u64 at +40, in headers of 48 bytes or more) mark arch-specific code (sm_90a:
+# that GPU only) and family code (sm_100f), as src/wheel/fatbin.cpp reads them.
+FLAG_ARCH_SPECIFIC = 0x100000
+FLAG_FAMILY = 0x200000
+
+
 class Image(NamedTuple):
     kind: str  # 'sm' (SASS, an ELF cubin) or 'compute' (PTX)
     arch: int  # 90 for sm_90 / compute_90
+    suffix: str = ''  # 'a' (arch-specific), 'f' (family) or ''
 
     @property
     def name(self) -> str:
-        return f'{self.kind}_{self.arch}'
+        return f'{self.kind}_{self.arch}{self.suffix}'
 
 
 def elf_section(data: bytes, wanted: str) -> bytes | None:
@@ -82,8 +89,12 @@ def parse_fatbin(section: bytes) -> list[Image]:
                 raise FatbinError(f'fatbinary entry at offset {entry} has a bad header size {ehsize}')
             if entry + ehsize + payload > end:
                 raise FatbinError(f'fatbinary entry at offset {entry} overruns its fatbinary')
+            suffix = ''
+            if ehsize >= 48:
+                flags, = struct.unpack_from('<Q', section, entry + 40)
+                suffix = 'a' if flags & FLAG_ARCH_SPECIFIC else 'f' if flags & FLAG_FAMILY else ''
             if kind in (1, 2):
-                images.append(Image('compute' if kind == 1 else 'sm', arch))
+                images.append(Image('compute' if kind == 1 else 'sm', arch, suffix))
             entry += ehsize + payload
         off = end
     return images
@@ -103,6 +114,6 @@ def arch_list(images: list[Image]) -> list[str]:
     """Images as TORCH_CUDA_ARCH_LIST entries ('9.0', '9.0+PTX') for _native.arch_supports."""
     out = []
     for img in images:
-        cc = f'{img.arch // 10}.{img.arch % 10}'
+        cc = f'{img.arch // 10}.{img.arch % 10}{img.suffix}'
         out.append(cc + '+PTX' if img.kind == 'compute' else cc)
     return out
