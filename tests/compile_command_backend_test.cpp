@@ -365,6 +365,33 @@ TEST(CompileCommandBackend, NvccWrapperSeedsEachObject) {
   EXPECT_EQ(seeded[0], seeded[1]);
   auto plain = compile_twice(false);
   EXPECT_NE(plain[0], plain[1]);  // why the seed is there: the process id shows in the names
+
+  // The same source in two folders (a build server of sccache-dist sees it in a folder of its own
+  // each time): the same object only with --orig_src_path_name, cicc's and cudafe++'s, which would
+  // otherwise name the _INTERNAL_ prefixes after the source's path.
+  auto two_folders = [&](bool stable_names) {
+    auto w =
+        compile::nvcc_wrapper(top / "cache", real, "", {"-gencode=arch=compute_90,code=sm_90"}, true, {}, stable_names);
+    EXPECT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
+    std::vector<std::string> objects;
+    for (const char* folder : {"here", "there"}) {
+      fs::create_directories(top / folder);
+      fs::copy_file(top / "m.cu", top / folder / "m.cu", fs::copy_options::overwrite_existing);
+      const fs::path out = top / folder / "m.o";
+      auto r = m.proc.run(
+          {.argv = {w.path.string(), "-c", "-Xcompiler=-fPIC", (top / folder / "m.cu").string(), "-o", out.string()},
+           .cwd = top / folder});
+      EXPECT_TRUE(r && r->ok()) << (r ? r->out + r->err : r.error().message);
+      auto st = m.proc.run({.argv = {"strip", "--strip-unneeded", out.string()}});
+      EXPECT_TRUE(st && st->ok());
+      objects.push_back(m.fs.read_file(out).value_or(""));
+    }
+    return objects;
+  };
+  auto named = two_folders(true);
+  EXPECT_EQ(named[0], named[1]);
+  auto unnamed = two_folders(false);
+  EXPECT_NE(unnamed[0], unnamed[1]);
   fs::remove_all(top);
 }
 

@@ -87,7 +87,8 @@ std::string enforce_block(const std::vector<std::string>& gencode) {
 }  // namespace
 
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
-                         const std::vector<std::string>& gencode, bool random_seed, const CompilerLaunch& launch) {
+                         const std::vector<std::string>& gencode, bool random_seed, const CompilerLaunch& launch,
+                         bool stable_names) {
   const bool launched = !launch.program.empty();
   NvccWrapper w;
   w.gencode = gencode;
@@ -106,6 +107,10 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
     w.text +=
         "# Each object gets -frandom-seed=<its file name>: without it nvcc names internal-linkage\n"
         "# entities (CCCL's customization-point objects) after its own process id.\n";
+  if (stable_names)
+    w.text +=
+        "# And cicc and cudafe++ a stable name for it (--orig_src_path_name): they derive nvcc's\n"
+        "# _INTERNAL_<hash> prefixes from the source's path, which a build server sees elsewhere.\n";
   if (launched)
     w.text += "# Each compile runs through " + launch.program +
               ", with the real host compiler (not opforge's host wrappers, which would\n"
@@ -113,45 +118,55 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
   // A -ccbin naming the host wrappers: dropped when launched (launch.ccbin takes its place).
   const std::string host_dir = launch.host_dir.empty() ? std::string() : strings::shell_quote(launch.host_dir.string());
   const std::string drop_ccbin = host_dir.empty() ? std::string("__opforge_none__") : host_dir + "|" + host_dir + "/*";
-  w.text += "asked= skip= out= next= seeded=" + std::string(launched ? " compile= ccbin= hasccbin=" : "") +
-            std::string(gencode.empty() ? "" : " src=") +
-            "\n"
-            "for a do\n"
-            "  shift\n"
-            "  if [ -n \"$next\" ]; then out=$a; next=; set -- \"$@\" \"$a\"; continue; fi\n"
-            "  if [ -n \"$skip\" ]; then asked=\"$asked $skip $a\"; skip=" +
-            keep + "; continue; fi\n" +
-            (launched ? "  if [ -n \"$ccbin\" ]; then\n"
-                        "    case $a in " +
-                            drop_ccbin +
-                            ") ;; *) hasccbin=1; set -- \"$@\" \"$ccbin\" \"$a\" ;; esac\n"
-                            "    ccbin=; continue\n"
-                            "  fi\n"
-                      : std::string()) +
-            "  case $a in\n"
-            "    -lineinfo|--generate-line-info) ;;\n"
-            "    -o|--output-file) next=1; set -- \"$@\" \"$a\" ;;\n"
-            "    -frandom-seed|-frandom-seed=*) seeded=1; set -- \"$@\" \"$a\" ;;\n" +
-            (launched ? "    -c|--compile) compile=1; set -- \"$@\" \"$a\" ;;\n"
-                        "    -ccbin|--compiler-bindir) ccbin=$a ;;\n"
-                        "    -ccbin=*|--compiler-bindir=*)\n"
-                        "      case ${a#*=} in " +
-                            drop_ccbin + ") ;; *) hasccbin=1; set -- \"$@\" \"$a\" ;; esac ;;\n"
-                      : std::string()) +
-            "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" + keep +
-            " ;;\n"
-            "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
-            keep + " ;;\n" + (gencode.empty() ? std::string() : "    *.cu) src=$a; set -- \"$@\" \"$a\" ;;\n") +
-            "    *) set -- \"$@\" \"$a\" ;;\n"
-            "  esac\n"
-            "done\n"
-            "if [ -n \"$skip\" ]; then set -- \"$@\" \"$skip\"; fi\n"
-            "if [ -n \"$asked\" ]; then\n"
-            "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
-            "2>/dev/null; fi\n" +
-            (gencode.empty() ? std::string("  :\n") : enforce_block(gencode)) + "fi\n";
+  w.text +=
+      "asked= skip= out= next= seeded=" + std::string(launched ? " compile= ccbin= hasccbin=" : "") +
+      std::string(gencode.empty() ? "" : " src=") + std::string(stable_names ? " named=" : "") +
+      "\n"
+      "for a do\n"
+      "  shift\n"
+      "  if [ -n \"$next\" ]; then out=$a; next=; set -- \"$@\" \"$a\"; continue; fi\n"
+      "  if [ -n \"$skip\" ]; then asked=\"$asked $skip $a\"; skip=" +
+      keep + "; continue; fi\n" +
+      (launched ? "  if [ -n \"$ccbin\" ]; then\n"
+                  "    case $a in " +
+                      drop_ccbin +
+                      ") ;; *) hasccbin=1; set -- \"$@\" \"$ccbin\" \"$a\" ;; esac\n"
+                      "    ccbin=; continue\n"
+                      "  fi\n"
+                : std::string()) +
+      "  case $a in\n"
+      "    -lineinfo|--generate-line-info) ;;\n"
+      "    -o|--output-file) next=1; set -- \"$@\" \"$a\" ;;\n"
+      "    -frandom-seed|-frandom-seed=*) seeded=1; set -- \"$@\" \"$a\" ;;\n" +
+      std::string(
+          stable_names
+              ? "    -Xcicc=--orig_src_path_name*|-Xcudafe=--orig_src_path_name*) named=1; set -- \"$@\" \"$a\" ;;\n"
+              : "") +
+      (launched ? "    -c|--compile) compile=1; set -- \"$@\" \"$a\" ;;\n"
+                  "    -ccbin|--compiler-bindir) ccbin=$a ;;\n"
+                  "    -ccbin=*|--compiler-bindir=*)\n"
+                  "      case ${a#*=} in " +
+                      drop_ccbin + ") ;; *) hasccbin=1; set -- \"$@\" \"$a\" ;; esac ;;\n"
+                : std::string()) +
+      "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" + keep +
+      " ;;\n"
+      "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
+      keep + " ;;\n" + (gencode.empty() ? std::string() : "    *.cu) src=$a; set -- \"$@\" \"$a\" ;;\n") +
+      "    *) set -- \"$@\" \"$a\" ;;\n"
+      "  esac\n"
+      "done\n"
+      "if [ -n \"$skip\" ]; then set -- \"$@\" \"$skip\"; fi\n"
+      "if [ -n \"$asked\" ]; then\n"
+      "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
+      "2>/dev/null; fi\n" +
+      (gencode.empty() ? std::string("  :\n") : enforce_block(gencode)) + "fi\n";
   if (random_seed)
     w.text += "if [ -n \"$out\" ] && [ -z \"$seeded\" ]; then set -- \"$@\" \"-frandom-seed=${out##*/}\"; fi\n";
+  if (stable_names)
+    w.text +=
+        "if [ -n \"$out\" ] && [ -z \"$named\" ]; then\n"
+        "  set -- \"$@\" \"-Xcicc=--orig_src_path_name=${out##*/}\" \"-Xcudafe=--orig_src_path_name=${out##*/}\"\n"
+        "fi\n";
   if (launched) {
     w.text += "if [ -z \"$hasccbin\" ]; then set -- \"$@\" -ccbin " + strings::shell_quote(launch.ccbin.string()) +
               "; fi\n"
@@ -310,6 +325,12 @@ void add_watch_environment(std::map<std::string, std::string>& env, const Networ
   if (!arch_log.empty()) env[kNvccArchLogVariable] = arch_log.string();
 }
 
+bool nvcc_takes_stable_names(const plan::Plan& plan) {
+  return plan.cuda.chosen &&
+         compiler::accepts(compiler::Tool::nvcc, "-Xcicc=--orig_src_path_name", plan.cuda.chosen->version) &&
+         compiler::accepts(compiler::Tool::nvcc, "-Xcudafe=--orig_src_path_name", plan.cuda.chosen->version);
+}
+
 bool nvcc_takes_random_seed(const plan::Plan& plan) {
   return plan.cuda.chosen && compiler::accepts(compiler::Tool::nvcc, "-frandom-seed", plan.cuda.chosen->version);
 }
@@ -387,7 +408,8 @@ std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Pl
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
   const auto host = default_host_wrappers(m, plan);
   return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
-                      enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host ? &*host : nullptr));
+                      enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host ? &*host : nullptr),
+                      nvcc_takes_stable_names(plan));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {

@@ -54,9 +54,16 @@ struct NvccWrapper {
 /// that names its output (-o) and no seed of its own gets -frandom-seed=<the output's file name>.
 /// With `launch.program`, each compile (-c) runs as `<program> <nvcc> ...` with -ccbin naming
 /// launch.ccbin unless the project names a host compiler of its own.
+/// With `stable_names` (an nvcc that takes -Xcicc/-Xcudafe=--orig_src_path_name), each compile
+/// that names its output gets both, set to the output's file name: cicc and cudafe++ otherwise
+/// derive nvcc's _INTERNAL_<hash> prefixes from the source's absolute path, which a build server
+/// of sccache-dist sees elsewhere each time.
 NvccWrapper nvcc_wrapper(const std::filesystem::path& cache_dir, const std::filesystem::path& nvcc,
                          const std::string& stamp = {}, const std::vector<std::string>& gencode = {},
-                         bool random_seed = false, const CompilerLaunch& launch = {});
+                         bool random_seed = false, const CompilerLaunch& launch = {}, bool stable_names = false);
+
+/// Whether the plan's nvcc takes -Xcicc=--orig_src_path_name and -Xcudafe=--orig_src_path_name.
+bool nvcc_takes_stable_names(const plan::Plan& plan);
 
 /// Whether the plan's nvcc takes -frandom-seed (compiler/flags.h).
 bool nvcc_takes_random_seed(const plan::Plan& plan);

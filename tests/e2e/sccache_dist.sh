@@ -19,7 +19,8 @@ export PATH="$tools/bin:$PATH" SCCACHE_DIST="$tools/bin/sccache-dist"
 export SCHED_PORT=10690
 cluster="$src/tests/cluster/sccache_dist.sh"
 rm -rf "$out" && mkdir -p "$out"
-trap '"$cluster" stop "$out/cluster" >/dev/null 2>&1 || true' EXIT
+fake_pid=
+trap '"$cluster" stop "$out/cluster" >/dev/null 2>&1 || true; [ -z "$fake_pid" ] || kill "$fake_pid" 2>/dev/null || true' EXIT
 cd "$out"
 "$cluster" recipe recipe.toml "$src" "http://127.0.0.1:$SCHED_PORT"
 export SOURCE_DATE_EPOCH=1700000000

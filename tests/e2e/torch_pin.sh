@@ -65,7 +65,7 @@ site=$("$work/forced/bin/python" -c 'import sysconfig; print(sysconfig.get_paths
 "$venv215/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' >"$site/torch215.pth"
 "$work/forced/bin/python" -m pip install --quiet --no-deps --no-index "$cxx"
 if "$work/forced/bin/python" -m pip check >"$work/check.log" 2>&1; then fail "pip check found no conflict"; fi
-grep -q "tinyscale 0.2.0 has requirement torch==2.14.\*, but you have torch 2.15" "$work/check.log" ||
+grep -q "tinyscale 0.1.0 has requirement torch==2.14.\*, but you have torch 2.15" "$work/check.log" ||
   { cat "$work/check.log"; fail "pip check does not name the torch conflict"; }
 
 stable=$(build stableshim "$src/tests/fixtures/torch_link/stable")
