@@ -134,8 +134,9 @@ void torch_requirement_of(const plan::Plan& plan, std::string_view raw, CommandO
           if (out.torch_link.evidence.size() < 3) out.torch_link.evidence.push_back(e.path + ": " + sym);
     } else if (e.path.ends_with(".dist-info/METADATA")) {
       for (auto& line : strings::split(e.content, '\n'))
+        // Unconditional ones only: "torch>=2.0.0; extra == \"all\"" is no pin ("==" of a marker).
         if (strings::to_lower(line.substr(0, 14)) == "requires-dist:" &&
-            wheel::requirement_name(strings::trim(line.substr(14))) == "torch")
+            wheel::requirement_name(strings::trim(line.substr(14))) == "torch" && line.find(';') == std::string::npos)
           project_torch = std::string(strings::trim(line.substr(14)));
     }
   }
