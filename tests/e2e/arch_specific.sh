@@ -11,11 +11,7 @@ set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
 . "$src/tests/e2e/lib.sh"
 venv=${OPFORGE_TORCH214_VENV:-$HOME/.cache/opforge/torch214-venv}
-if [ ! -x "$venv/bin/python" ]; then
-  msg="the torch 2.14 environment ($venv) is missing: run scripts/torch-venv"
-  [ "${CI:-}" = "true" ] && fail "$msg"
-  echo "SKIP: $msg"; exit 77
-fi
+need_venv "$venv"
 [ -x /usr/local/cuda-13.0/bin/nvcc ] || { [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"; echo "SKIP: no CUDA 13.0"; exit 77; }
 rm -rf "$work" && mkdir -p "$work"
 cp -r "$src/tests/fixtures/arch_specific" "$work/proj"

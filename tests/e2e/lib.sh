@@ -7,6 +7,16 @@ copy_tree() {  # copy_tree SRC DEST
 }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 only_wheel() { ls "$1"/*.whl 2>/dev/null | head -n 1; }
+# need_venv DIR...: each a Python environment with torch (scripts/torch-venv makes them); a missing
+# one fails in CI (CI=true) and skips (exit 77) elsewhere.
+need_venv() {
+  local v
+  for v in "$@"; do
+    [ -x "$v/bin/python" ] && continue
+    [ "${CI:-}" = "true" ] && fail "the torch environment $v is missing: run scripts/torch-venv"
+    echo "SKIP: the torch environment $v is missing: run scripts/torch-venv"; exit 77
+  done
+}
 # every_op_recipe FILE SRC [LINE...]: the recipe of the DeepSpeed-shaped fixture tree
 # (tests/fixtures/every_op_deepspeed) built by its setup.py with Debian's python3; LINEs are added
 # to [build].

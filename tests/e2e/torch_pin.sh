@@ -13,11 +13,7 @@ opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
 . "$src/tests/e2e/lib.sh"
 venv=${OPFORGE_TORCH214_VENV:-$HOME/.cache/opforge/torch214-venv}
 venv215=${OPFORGE_TORCH_VENV:-$HOME/.cache/opforge/torch-venv}
-if [ ! -x "$venv/bin/python" ] || [ ! -x "$venv215/bin/python" ]; then
-  msg="the torch 2.14 and 2.15 environments ($venv, $venv215) are missing: run scripts/torch-venv"
-  [ "${CI:-}" = "true" ] && fail "$msg"
-  echo "SKIP: $msg"; exit 77
-fi
+need_venv "$venv" "$venv215"
 rm -rf "$work" && mkdir -p "$work"
 export OPFORGE_CACHE_DIR="$work/cache" SOURCE_DATE_EPOCH=1700000000
 unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST MAX_JOBS
