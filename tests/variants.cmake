@@ -41,3 +41,9 @@ add_test(NAME e2e.causal_conv1d
                  ${CMAKE_BINARY_DIR}/e2e/causal_conv1d)
 set_tests_properties(e2e.causal_conv1d PROPERTIES TIMEOUT 3600 LABELS "e2e;variants" SKIP_RETURN_CODE 77
                      PROCESSORS 2 COST 600)
+# `opforge verify WHEEL --nodes`: a small wheel (nvcc and g++ here) against node reports edited
+# from this machine's `doctor --json` (tests/fixtures/rollout).
+add_test(NAME e2e.verify_nodes
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/verify_nodes.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/verify_nodes)
+set_tests_properties(e2e.verify_nodes PROPERTIES TIMEOUT 600 LABELS "e2e;variants" PROCESSORS 1 COST 20)

@@ -1,6 +1,7 @@
 // `opforge verify WHEEL|RECORD [--allow-run]`: check a wheel, or rebuild from a build record and
 // compare. What a rebuild may do is pipeline/verify.h's; this prints what it would run, and runs
 // it only when asked to with --allow-run.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include "pipeline/verify.h"
 #include "recipe/recipe.h"
 #include "record/record.h"
+#include "rollout/rollout.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
 
@@ -28,6 +30,74 @@ Status verify_wheel(const std::string& path, bool json) {
   std::string problems;
   for (auto& p : report.problems) problems += "\n  " + p;
   return failure(path + ": the wheel does not verify:" + problems);
+}
+
+std::string pad(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+/// `verify WHEEL --nodes REPORT…`: one row per node, exit 1 unless every node is ok.
+Status verify_nodes(const std::string& path, const std::vector<std::string>& reports, bool json) {
+  auto m = probe::real_machine();
+  auto needs = OPFORGE_TRY(rollout::read_wheel_needs(m.fs, path));
+  std::vector<rollout::NodeRow> rows;
+  for (const auto& report : reports) {
+    auto text = m.fs.read_regular_file(report, 16ull << 20);
+    if (!text)
+      return bad_input("cannot read the node report " + report + ": " + text.error().message,
+                       "run `opforge doctor --json > NODE.json` on each node and pass those files");
+    rows.push_back(rollout::check_node(needs, rollout::parse_node_facts(report, *text)));
+  }
+  std::size_t ok = 0, fails = 0;
+  for (const auto& r : rows) {
+    if (r.verdict == rollout::Verdict::ok) ++ok;
+    if (r.verdict == rollout::Verdict::fails) ++fails;
+  }
+  const std::size_t unknown = rows.size() - ok - fails;
+  if (json) {
+    nlohmann::json j{
+        {"target", path}, {"kind", "nodes"}, {"ok", ok == rows.size()}, {"nodes", nlohmann::json::array()}};
+    for (const auto& r : rows) {
+      nlohmann::json checks = nlohmann::json::array();
+      for (const auto& c : r.checks)
+        checks.push_back({{"check", c.name}, {"verdict", rollout::verdict_name(c.verdict)}, {"detail", c.detail}});
+      j["nodes"].push_back({{"node", r.node},
+                            {"report", r.report.string()},
+                            {"verdict", rollout::verdict_name(r.verdict)},
+                            {"checks", checks}});
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::size_t width = 4;
+    for (const auto& r : rows) width = std::max(width, r.node.size());
+    std::cout << path << " on " << rows.size() << (rows.size() == 1 ? " node" : " nodes") << ": " << ok << " ok, "
+              << fails << " fail" << (unknown ? ", " + std::to_string(unknown) + " unknown" : std::string()) << "\n";
+    std::cout << "  " << pad("node", width) << "  verdict  why\n";
+    for (const auto& r : rows) {
+      // The checks that are not ok, those with the same reason (an older report's missing part) on one line.
+      std::vector<std::pair<std::string, std::string>> shown;  // names, detail
+      for (const auto& c : r.checks) {
+        if (c.verdict == rollout::Verdict::ok) continue;
+        auto same = std::find_if(shown.begin(), shown.end(), [&](auto& s) { return s.second == c.detail; });
+        if (same != shown.end()) same->first += ", " + c.name;
+        else shown.emplace_back(c.name, c.detail);
+      }
+      std::cout << "  " << pad(r.node, width) << "  " << pad(std::string(rollout::verdict_name(r.verdict)), 7) << "  ";
+      if (shown.empty()) {
+        std::vector<std::string> parts;
+        for (const auto& c : r.checks) parts.push_back(c.detail);
+        std::cout << strings::join(parts, "; ") << "\n";
+      }
+      for (std::size_t i = 0; i < shown.size(); ++i)
+        std::cout << (i ? "  " + std::string(width + 11, ' ') : std::string()) << shown[i].first << ": "
+                  << shown[i].second << "\n";
+    }
+  }
+  if (ok == rows.size()) return {};
+  return failure(std::to_string(fails + unknown) + " of " + std::to_string(rows.size()) +
+                     " nodes would not run the wheel, or cannot be told: see the rows above",
+                 "an unknown row needs a fresh `opforge doctor --json` report from that node");
 }
 
 /// A wheel by its extension (any case) or, for any other name, by its zip signature.
@@ -94,6 +164,7 @@ Registrar reg{
        auto verbose = std::make_shared<bool>(false);
        auto json = std::make_shared<bool>(false);
        auto root = std::make_shared<std::string>();
+       auto nodes = std::make_shared<std::vector<std::string>>();
        app.add_option("target", *target, "a .whl, or a .opforge-record.json")->required();
        app.add_option("--root", *root,
                       "a record built inside a root: where that root is now (default: the folder the record names)");
@@ -102,9 +173,18 @@ Registrar reg{
        auto* q = app.add_flag("-q,--quiet", *quiet, "with --allow-run: print no progress");
        app.add_flag("-v,--verbose", *verbose, "with --allow-run: also print every line the rebuild prints")
            ->excludes(q);
+       app.add_option("--nodes", *nodes,
+                      "with a wheel: `opforge doctor --json` reports of the nodes it is meant for; says, node by "
+                      "node, whether it will run there and why not (exit 1 when any node fails or cannot be told)");
        app.add_flag("--json", *json, "print the result as JSON (errors stay on stderr, with the exit code)");
-       return [target, allow_run, quiet, verbose, json, root] {
+       return [target, allow_run, quiet, verbose, json, root, nodes] {
          auto m = probe::real_machine();
+         if (!nodes->empty()) {
+           if (!is_wheel(m.fs, *target))
+             return Status(bad_input("--nodes checks a wheel, and " + *target + " is not one",
+                                     "pass the .whl: `opforge verify WHEEL --nodes NODE.json…`"));
+           return verify_nodes(*target, *nodes, *json);
+         }
          const Verbosity v = *quiet ? Verbosity::quiet : *verbose ? Verbosity::verbose : Verbosity::normal;
          return is_wheel(m.fs, *target) ? verify_wheel(*target, *json)
                                         : verify_record(*target, *allow_run, v, *json, *root);

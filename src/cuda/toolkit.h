@@ -89,13 +89,14 @@ struct Candidate {
 
 /// The CUDA version of the Python's torch, read from torch/version.py without importing torch.
 struct TorchInfo {
-  std::string python;                        ///< the interpreter asked
-  std::optional<std::string> torch_version;  ///< nullopt: torch not installed
-  std::optional<Version> cuda;               ///< nullopt: CPU-only build (or no torch)
-  fs::path site_packages;                    ///< where torch (and nvidia/* wheels) live
-  fs::path torch_dir;                        ///< the torch package folder (holding version.py)
-  std::string torch_version_py_sha256;       ///< torch's identity for caches
-  std::string python_cflags;                 ///< sysconfig's CFLAGS of that Python (setuptools' default)
+  std::string python;                                 ///< the interpreter asked
+  std::optional<std::pair<int, int>> python_version;  ///< (3, 11); nullopt when it did not say
+  std::optional<std::string> torch_version;           ///< nullopt: torch not installed
+  std::optional<Version> cuda;                        ///< nullopt: CPU-only build (or no torch)
+  fs::path site_packages;                             ///< where torch (and nvidia/* wheels) live
+  fs::path torch_dir;                                 ///< the torch package folder (holding version.py)
+  std::string torch_version_py_sha256;                ///< torch's identity for caches
+  std::string python_cflags;                          ///< sysconfig's CFLAGS of that Python (setuptools' default)
 };
 
 struct Resolution {

@@ -168,6 +168,7 @@ std::optional<TorchInfo> read_torch(probe::Machine m, const std::string& python)
   const PythonProbe& probe = *read;
   TorchInfo info;
   info.python = python;
+  info.python_version = probe.version;
   info.python_cflags = probe.cflags;
   for (auto& p : probe.sys_path) {
     if (!(p.ends_with("site-packages") || p.ends_with("dist-packages"))) continue;

@@ -98,6 +98,18 @@ std::vector<Gpu> apply_visible(const std::vector<Gpu>& all, const std::optional<
 
 }  // namespace
 
+std::string driver_cuda_version(probe::Machine m) {
+  using cuDriverGetVersion_t = CUresult (*)(int*);
+  void* h = m.dl.open("libcuda.so.1");
+  if (!h) return "";
+  auto get = reinterpret_cast<cuDriverGetVersion_t>(m.dl.symbol(h, "cuDriverGetVersion"));
+  int v = 0;
+  // Needs no cuInit: it answers on a node whose GPUs are busy or hidden too.
+  const bool ok = get && get(&v) == 0 && v > 0 && v < 100000;
+  m.dl.close(h);
+  return ok ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10) : "";
+}
+
 std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader) {
   std::string why;
   if (auto gpus = read_driver(m, why)) {

@@ -25,6 +25,10 @@ std::vector<target::Arch> table_accepted(const Version& cuda);
 /// `reader` is set to "driver API", "nvidia-smi" or "none" (with why).
 std::vector<Gpu> read_gpus(probe::Machine m, std::string& reader);
 
+/// The CUDA version the NVIDIA driver supports (cuDriverGetVersion through m.dl: 13000 → "13.0"),
+/// which bounds the PTX it can JIT; empty when there is no driver or it does not answer.
+std::string driver_cuda_version(probe::Machine m);
+
 /// Which sm targets this nvcc accepts (nvcc --list-gpu-arch, table fallback). Plain targets
 /// imply their 'a'/'f' variants.
 std::vector<target::Arch> accepted_by(probe::Machine m, const cuda::Toolkit& tk);

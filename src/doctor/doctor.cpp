@@ -123,6 +123,7 @@ Report examine(probe::Machine m, const std::string& python, const fs::path& reci
   out.ccache = find_tool(m, "ccache");
   out.sccache = find_tool(m, "sccache");
   examine_kernel(m, out);
+  out.node = read_node(m);
   examine_ops(m, recipe, res && res->chosen, out);
   out.libaio = find_libaio(m);
   return out;

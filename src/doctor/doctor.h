@@ -13,6 +13,7 @@
 #include "compiler/resolve.h"
 #include "cuda/toolkit.h"
 #include "devices/arch.h"
+#include "doctor/node.h"
 #include "ops/ops.h"
 #include "probe/machine.h"
 
@@ -46,6 +47,7 @@ struct Report {
   /// The recipe's [build] scheduler (cache = "sccache"), as it answers now.
   std::optional<compile::SchedulerView> scheduler;
   std::optional<std::string> kernel;     ///< /proc/sys/kernel/osrelease
+  NodeInfo node;                         ///< what a wheel installed here will find (verify --nodes)
   std::vector<ops::Decision> ops;        ///< the recipe's (or the bundled one's) op decisions
   std::optional<std::string> ops_error;  ///< a recipe or manifest error (rendered)
   std::optional<std::string> libaio;     ///< the soname that loaded

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "target/x86.h"
 #include "util/strings.h"
 
 namespace opforge::doctor {
@@ -52,6 +53,26 @@ json toolkit_json(const ToolkitReport& t) {
   return e;
 }
 
+/// What `verify --nodes` reads of this node (the Python and torch beside it: "torch").
+json node_json(const Report& r) {
+  const NodeInfo& n = r.node;
+  auto text_or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  json j{{"format", kNodeFormat},
+         {"host", text_or_null(n.host)},
+         {"machine", text_or_null(n.machine)},
+         {"glibc", n.glibc_minor ? json("2." + std::to_string(*n.glibc_minor)) : json(nullptr)},
+         {"glibcxx", text_or_null(n.glibcxx)},
+         {"cxxabi", text_or_null(n.cxxabi)},
+         {"cpu_level", n.cpu_level ? json(target::level_name(n.cpu_level)) : json(nullptr)}};
+  j["python"] =
+      r.torch && r.torch->python_version
+          ? json(std::to_string(r.torch->python_version->first) + "." + std::to_string(r.torch->python_version->second))
+          : json(nullptr);
+  j["driver"] = n.driver_version.empty() ? json(nullptr)
+                                         : json{{"version", n.driver_version}, {"cuda", text_or_null(n.driver_cuda)}};
+  return j;
+}
+
 json tool_json(const std::optional<ToolReport>& tool) {
   return tool ? json{{"path", tool->path.string()}, {"version", tool->version}} : json{{"path", nullptr}};
 }
@@ -88,6 +109,7 @@ json to_json(const Report& r) {
                       {"cpus", r.scheduler->cpus},
                       {"said", r.scheduler->said}};
   if (r.kernel) j["kernel"] = *r.kernel;
+  j["node"] = node_json(r);
   j["ops"] = json::array();
   for (auto& d : r.ops)
     j["ops"].push_back(json{{"name", d.manifest.name},
@@ -154,6 +176,20 @@ std::string to_text(const json& j) {
           << "\n";
   if (j.contains("scheduler")) out << "sccache scheduler: " << s(j["scheduler"]["said"]) << "\n";
   if (j.contains("kernel")) out << "kernel: " << s(j["kernel"]) << "\n";
+  if (j.contains("node")) {
+    // One line of what a wheel installed here meets (`verify WHEEL --nodes` reads it from --json).
+    const auto& n = j["node"];
+    std::vector<std::string> parts;
+    if (n["glibc"].is_string()) parts.push_back("glibc " + s(n["glibc"]));
+    if (n["glibcxx"].is_string()) parts.push_back("libstdc++ GLIBCXX_" + s(n["glibcxx"]));
+    if (n["cpu_level"].is_string()) parts.push_back(s(n["cpu_level"]));
+    if (n["driver"].is_object())
+      parts.push_back("NVIDIA driver " + s(n["driver"]["version"]) +
+                      (n["driver"]["cuda"].is_string() ? " (CUDA " + s(n["driver"]["cuda"]) + ")" : std::string()));
+    else parts.push_back("no NVIDIA driver");
+    out << "node" << (n["host"].is_string() ? " " + s(n["host"]) : std::string()) << ": " << strings::join(parts, ", ")
+        << "\n";
+  }
   if (j.contains("cache")) {
     const auto& c = j["cache"];
     const auto entries = c.value("entries", std::uint64_t{0});

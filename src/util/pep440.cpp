@@ -1,5 +1,7 @@
 #include "util/pep440.h"
 
+#include <algorithm>
+
 #include "util/scan.h"
 #include "util/strings.h"
 
@@ -31,6 +33,85 @@ std::optional<std::string> local_label_error(std::string_view label) {
     }
   }
   return std::nullopt;
+}
+
+}  // namespace opforge::pep440
+
+namespace opforge::pep440 {
+
+std::optional<std::vector<int>> release_of(std::string_view version) {
+  version = strings::trim(version);
+  if (!version.empty() && (version[0] == 'v' || version[0] == 'V')) version.remove_prefix(1);
+  scan::Cursor c{version};
+  std::vector<int> out;
+  for (;;) {
+    auto n = c.digits();
+    if (n.empty() || n.size() > 9) return std::nullopt;
+    out.push_back(std::stoi(std::string(n)));
+    if (!(c.rest.size() > 1 && c.rest[0] == '.' && scan::is_digit(c.rest[1]))) break;
+    c.literal(".");
+  }
+  return out;
+}
+
+namespace {
+
+/// <0, 0, >0 as `a` sorts before, with or after `b`, missing numbers counting as 0.
+int compare_releases(const std::vector<int>& a, const std::vector<int>& b) {
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const int x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+std::optional<bool> satisfies_clause(const std::vector<int>& v, std::string_view clause) {
+  clause = strings::trim(clause);
+  std::string_view op;
+  for (std::string_view o : {"===", "~=", "==", "!=", ">=", "<=", ">", "<"})
+    if (clause.starts_with(o)) {
+      op = o;
+      break;
+    }
+  if (op.empty()) return std::nullopt;
+  std::string_view rest = strings::trim(clause.substr(op.size()));
+  const bool prefix = rest.ends_with(".*");
+  if (prefix) rest.remove_suffix(2);
+  auto want = release_of(rest);
+  if (!want) return std::nullopt;
+  if (prefix) {
+    if (op != "==" && op != "!=") return std::nullopt;
+    bool same = true;
+    for (std::size_t i = 0; i < want->size(); ++i) same = same && (i < v.size() ? v[i] : 0) == (*want)[i];
+    return op == "==" ? same : !same;
+  }
+  const int cmp = compare_releases(v, *want);
+  if (op == "==" || op == "===") return cmp == 0;
+  if (op == "!=") return cmp != 0;
+  if (op == ">=") return cmp >= 0;
+  if (op == "<=") return cmp <= 0;
+  if (op == ">") return cmp > 0;
+  if (op == "<") return cmp < 0;
+  // ~=X.Y: >= X.Y and == X.* (the last number dropped); it needs two numbers at least.
+  if (want->size() < 2) return std::nullopt;
+  for (std::size_t i = 0; i + 1 < want->size(); ++i)
+    if ((i < v.size() ? v[i] : 0) != (*want)[i]) return false;
+  return cmp >= 0;
+}
+
+}  // namespace
+
+std::optional<bool> satisfies(std::string_view version, std::string_view specifiers) {
+  auto v = release_of(version);
+  if (!v) return std::nullopt;
+  bool all = true;
+  for (const auto& clause : strings::split(specifiers, ',')) {
+    if (strings::trim(clause).empty()) continue;
+    auto ok = satisfies_clause(*v, clause);
+    if (!ok) return std::nullopt;
+    all = all && *ok;
+  }
+  return all;
 }
 
 }  // namespace opforge::pep440

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace opforge::pep440 {
 
@@ -16,5 +17,19 @@ std::optional<std::string> local_label_error(std::string_view label);
 
 inline bool is_public_version(std::string_view v) { return !public_version_error(v); }
 inline bool is_local_label(std::string_view label) { return !local_label_error(label); }
+
+}  // namespace opforge::pep440
+
+namespace opforge::pep440 {
+
+/// The release numbers of a version: "2.15.0+cu132" → {2, 15, 0}, "2.16.0.dev20261101" → {2, 16,
+/// 0} (pre-, post-, dev-release and local parts are dropped: enough for the specifiers opforge
+/// writes and reads, which name releases). nullopt when it does not start with N(.N)*.
+std::optional<std::vector<int>> release_of(std::string_view version);
+
+/// Whether `version` satisfies a comma-separated specifier set (PEP 440 clauses on releases:
+/// "==2.15.*", "==2.15.0", ">=2.12", "<3", "!=2.13.*", "~=2.1"; a version's missing numbers
+/// count as 0). nullopt when a clause or the version cannot be read.
+std::optional<bool> satisfies(std::string_view version, std::string_view specifiers);
 
 }  // namespace opforge::pep440

@@ -74,6 +74,23 @@ void read_version_needs(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& 
   }
 }
 
+/// The version names the library defines (its own soname's entry, flagged VER_FLG_BASE, left out).
+void read_version_definitions(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data) return;
+  // A hostile file may chain definitions in a loop: never more than the section can hold.
+  for (std::size_t offset = 0, seen = 0; seen < data->d_size; ++seen) {
+    GElf_Verdef def;
+    if (!gelf_getverdef(data, static_cast<int>(offset), &def)) break;
+    GElf_Verdaux aux;
+    if (!(def.vd_flags & VER_FLG_BASE) && def.vd_cnt > 0 &&
+        gelf_getverdaux(data, static_cast<int>(offset + def.vd_aux), &aux))
+      if (const char* v = elf_strptr(elf, shdr.sh_link, aux.vda_name)) info.defined_versions.emplace_back(v);
+    if (def.vd_next == 0) break;
+    offset += def.vd_next;
+  }
+}
+
 /// The PyInit_* functions the library defines and exports (a CPython extension's entry point).
 void read_python_init(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info) {
   Elf_Data* data = elf_getdata(scn, nullptr);
@@ -153,6 +170,7 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
     }
     if (shdr.sh_type == SHT_DYNAMIC) read_dynamic(elf, scn, shdr, info);
     else if (shdr.sh_type == SHT_GNU_verneed) read_version_needs(elf, scn, shdr, info, by_index);
+    else if (shdr.sh_type == SHT_GNU_verdef) read_version_definitions(elf, scn, shdr, info);
     else if (name && std::string_view(name) == ".nv_fatbin" && shdr.sh_type != SHT_NOBITS)
       OPFORGE_CHECK(read_fatbin(scn, info));
   }

@@ -87,6 +87,10 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section) {
       FatbinImage img;
       img.kind = kind == 1 ? FatbinImage::Kind::ptx : kind == 2 ? FatbinImage::Kind::elf : FatbinImage::Kind::unknown;
       img.arch = static_cast<int>(load<std::uint32_t>(section, entry + 28));
+      if (img.kind == FatbinImage::Kind::ptx) {
+        const auto tool = load<std::uint32_t>(section, entry + 24);
+        img.ptx_isa = {static_cast<int>(tool >> 16), static_cast<int>(tool & 0xffff)};
+      }
       if (ehsize >= 48) {
         auto flags = load<std::uint64_t>(section, entry + 40);
         img.compressed = (flags & (kFlagLz4 | kFlagZstd)) != 0;

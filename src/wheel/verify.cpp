@@ -233,6 +233,7 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
       if (leaf == "WHEEL") out.tags = header_values(e.content, "Tag");
       if (leaf == "METADATA") {
         out.requirements = required_names(e.content);
+        out.requires_dist = header_values(e.content, "Requires-Dist");
         out.name = header_value(e.content, "Name").value_or("");
         out.version = header_value(e.content, "Version").value_or("");
       }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "probe/machine.h"
@@ -62,6 +63,9 @@ struct FatbinImage {
   char suffix = 0;
   bool compressed = false;
   std::uint64_t size = 0;  ///< payload bytes as stored
+  /// PTX entries: the PTX ISA version (9.0 from CUDA 13.0), which a driver must know to JIT it;
+  /// {0, 0} for cubins.
+  std::pair<int, int> ptx_isa{0, 0};
   /// "sm_80" for an ELF (cubin), "compute_90" for PTX, "sm_90a" for arch-specific code.
   std::string name() const;
 };
@@ -69,6 +73,9 @@ struct FatbinImage {
 struct ElfInfo {
   std::string soname;               ///< DT_SONAME, may be empty
   std::vector<std::string> needed;  ///< DT_NEEDED, in file order
+  /// .gnu.version_d: the version names the library defines ("GLIBC_2.36", "GLIBCXX_3.4.30"), what
+  /// a node's libc.so.6 and libstdc++.so.6 provide.
+  std::vector<std::string> defined_versions;
   /// .gnu.version_r: library file → version names it needs ("libc.so.6" → {"GLIBC_2.2.5", ...}).
   std::map<std::string, std::vector<std::string>> version_needs;
   /// Version name → the undefined dynamic symbols bound to it ("GLIBC_2.34" → {"dlopen", ...}),
@@ -348,10 +355,11 @@ struct Inspection {
   std::string version;
   std::vector<std::string> tags;  ///< from WHEEL
   std::vector<InspectedFile> files;
-  PlatformDecision computed;              ///< what opforge would tag it
-  std::vector<std::string> requirements;  ///< METADATA's Requires-Dist names (their libraries are theirs)
-  AbiDecision abi;                        ///< the python-abi tag opforge gives its files (the floor read from `tags`)
-  Report report;                          ///< verify_bytes()
+  PlatformDecision computed;               ///< what opforge would tag it
+  std::vector<std::string> requirements;   ///< METADATA's Requires-Dist names (their libraries are theirs)
+  std::vector<std::string> requires_dist;  ///< METADATA's Requires-Dist lines as written
+  AbiDecision abi;                         ///< the python-abi tag opforge gives its files (the floor read from `tags`)
+  Report report;                           ///< verify_bytes()
 };
 
 /// What a wheel's ELF files need of the system (its METADATA's requirements provide their
