@@ -49,7 +49,8 @@ rollout::WheelNeeds gpu_wheel(std::vector<wheel::FatbinImage> images) {
 }
 
 /// A node as `opforge doctor --json` on an H100 node reports it (the parts verify reads).
-std::string report(const std::string& capability = "9.0", const std::string& driver = R"({"version": "580.65.06", "cuda": "13.0"})") {
+std::string report(const std::string& capability = "9.0",
+                   const std::string& driver = R"({"version": "580.65.06", "cuda": "13.0"})") {
   return R"({"gpus": {"reader": "driver API", "devices": [{"index": 0, "name": "GPU", "capability": ")" + capability +
          R"("}]}, "torch": {"python": "python3", "status": "CUDA 13.0", "version": "2.15.0+cu130"},
   "node": {"format": 1, "host": "n1", "machine": "x86_64", "glibc": "2.36", "glibcxx": "3.4.30", "cxxabi": "1.3.13",
@@ -130,7 +131,8 @@ TEST(RolloutCheck, AnH100NodeRunsSm90) {
 TEST(RolloutCheck, GpuCodeRules) {
   auto verdict = [](std::vector<wheel::FatbinImage> images, const std::string& cap,
                     const std::string& driver = R"({"version": "580.65.06", "cuda": "13.0"})") {
-    auto row = rollout::check_node(gpu_wheel(std::move(images)), rollout::parse_node_facts("n.json", report(cap, driver)));
+    auto row =
+        rollout::check_node(gpu_wheel(std::move(images)), rollout::parse_node_facts("n.json", report(cap, driver)));
     return check_of(row, "gpu").verdict;
   };
   using V = rollout::Verdict;
@@ -167,7 +169,8 @@ TEST(RolloutCheck, DriverFloorsAndBranches) {
   EXPECT_EQ(rollout::cuda_of_ptx_isa(8, 6), std::nullopt);
   auto w = gpu_wheel({image(sass, 90)});
   w.cuda = "12.8";
-  auto row = rollout::check_node(w, rollout::parse_node_facts("n.json", report("9.0", R"({"version": "525.60.13", "cuda": "12.0"})")));
+  auto row = rollout::check_node(
+      w, rollout::parse_node_facts("n.json", report("9.0", R"({"version": "525.60.13", "cuda": "12.0"})")));
   EXPECT_EQ(check_of(row, "driver").verdict, rollout::Verdict::ok);
   EXPECT_EQ(check_of(row, "driver").detail,
             "driver 525.60.13 ≥ 525.60.13 for CUDA 12.8 (the build record); it supports CUDA 12.0: the wheel runs by "
@@ -209,5 +212,6 @@ TEST(RolloutNodeFacts, HostileFieldsAreUnknownNeverAPass) {
     EXPECT_NE(row.verdict, rollout::Verdict::ok) << text;
   }
   auto facts = rollout::parse_node_facts("h.json", R"({"node": {"format": 2}})");
-  EXPECT_EQ(facts.unreadable, "written by a newer opforge (node format 2; this one reads 1): check it with that opforge");
+  EXPECT_EQ(facts.unreadable,
+            "written by a newer opforge (node format 2; this one reads 1): check it with that opforge");
 }

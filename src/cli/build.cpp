@@ -181,11 +181,16 @@ Status print_cells(const std::vector<pipeline::CellOutcome>& outcomes) {
     std::snprintf(secs, sizeof secs, "%7.1f", c.seconds);
     std::string id = c.cell.id;
     id.resize(std::max<std::size_t>(id.size(), 29), ' ');
-    std::cout << id << " " << (c.outcome ? "built " : "FAILED") << "  " << secs << "  "
-              << (c.outcome ? c.outcome->wheel.filename().string()
-                            : c.error->message.substr(0, c.error->message.find('\n')))
+    std::cout << id << " "
+              << (c.outcome              ? "built "
+                  : !c.served_by.empty() ? "shared"
+                                         : "FAILED")
+              << "  " << secs << "  "
+              << (c.outcome              ? c.outcome->wheel.filename().string()
+                  : !c.served_by.empty() ? c.served_wheel.filename().string() + " (cell " + c.served_by + "'s)"
+                                         : c.error->message.substr(0, c.error->message.find('\n')))
               << "\n";
-    if (!c.outcome) failed.push_back(c.cell.id);
+    if (!c.outcome && c.served_by.empty()) failed.push_back(c.cell.id);
   }
   if (failed.empty()) return {};
   // One cell built alone keeps its own error (and exit code).
@@ -265,7 +270,11 @@ Status run_build(const BuildFlags& given) {
   for (auto& c : outcomes) {
     std::cout << "\n== cell " << c.cell.id << "\n";
     if (c.outcome) print_outcome(*c.outcome);
-    else std::cout << c.error->render() << "\n";
+    if (!c.served_by.empty())
+      std::cout << "served by cell " << c.served_by << "'s wheel (torch's stable C ABI alone, " << c.served_requirement
+                << "): " << c.served_wheel.filename().string() << "\n";
+    if (!c.load_check.empty()) std::cout << "load check: " << c.load_check << "\n";
+    if (!c.outcome && c.served_by.empty()) std::cout << c.error->render() << "\n";
   }
   return print_cells(outcomes);
 }

@@ -52,6 +52,11 @@ Registrar matrix_command{{
                     << "     CUDA " << (v.cuda.empty() ? "?" : v.cuda) << ", toolkit " << v.toolkit_from
                     << (v.toolkit.empty() ? "" : ": " + v.toolkit) << "\n";
         }
+        // Whether a wheel uses torch's stable ABI alone is known once it is built: say what then happens.
+        if (r.matrix.share_stable_abi && views.size() > 1)
+          std::cout << "a cell whose wheel uses torch's stable C ABI alone serves the later cells of its Python whose "
+                       "torch its requirement admits (they load it instead of building; [matrix] share_stable_abi = "
+                       "false builds every cell)\n";
         return {};
       };
     },

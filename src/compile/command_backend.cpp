@@ -1,15 +1,19 @@
 #include "compile/command_backend.h"
 
+#include "cuda/torch_stable.h"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "compile/op_schedule.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
+#include "cuda/torch_stable.h"
 #include "ops/deepspeed_version.h"
 #include "ops/ops.h"
 #include "plan/jobs.h"
@@ -119,10 +123,12 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
 /// torch>=X.Y for the stable C ABI alone, none without torch. None either when [wheel] torch_pin
 /// is off, the plan pins torch already (a [matrix] cell), or the project's own METADATA pins it
 /// exactly (==).
-void torch_requirement_of(const plan::Plan& plan, std::string_view raw, CommandOutput& out) {
+void torch_requirement_of(const probe::FileSystem& fs, const plan::Plan& plan, std::string_view raw,
+                          CommandOutput& out) {
   auto entries = wheel::read_archive(raw);
   if (!entries) return;
   std::string project_torch;
+  std::set<std::string> stable_symbols;
   for (const auto& e : *entries) {
     if (wheel::is_elf(e.content)) {
       auto info = wheel::read_elf(e.content);
@@ -132,6 +138,7 @@ void torch_requirement_of(const plan::Plan& plan, std::string_view raw, CommandO
       if (link.abi == out.torch_link.abi && link.abi != wheel::TorchAbi::none)
         for (auto& sym : link.evidence)
           if (out.torch_link.evidence.size() < 3) out.torch_link.evidence.push_back(e.path + ": " + sym);
+      stable_symbols.insert(link.stable_symbols.begin(), link.stable_symbols.end());
     } else if (e.path.ends_with(".dist-info/METADATA")) {
       for (auto& line : strings::split(e.content, '\n'))
         // Unconditional ones only: "torch>=2.0.0; extra == \"all\"" is no pin ("==" of a marker).
@@ -142,13 +149,32 @@ void torch_requirement_of(const plan::Plan& plan, std::string_view raw, CommandO
   }
   if (!plan.recipe.wheel.torch_pin || out.torch_link.abi == wheel::TorchAbi::none) return;
   if (!plan.cuda.torch || !plan.cuda.torch->torch_version) return;
+  const std::string& built_with = *plan.cuda.torch->torch_version;
+  if (project_torch.find("==") != std::string::npos && project_torch.find(".*") == std::string::npos) return;
+  if (out.torch_link.abi == wheel::TorchAbi::stable) {
+    // The oldest torch whose stable headers declare every function the libraries call; a matrix
+    // cell's own pin gives way to it (normalize_options), which is what lets one wheel serve the
+    // matrix's newer torches.
+    out.torch_link.stable_symbols.assign(stable_symbols.begin(), stable_symbols.end());
+    const auto abi = cuda::read_stable_abi(fs, plan.cuda.torch->torch_dir);
+    const auto floor = cuda::stable_floor(abi, out.torch_link.stable_symbols);
+    if (floor.release) {
+      const std::string release = std::to_string(floor.release->first) + "." + std::to_string(floor.release->second);
+      out.torch_requirement = "torch>=" + release;
+      out.torch_floor_why = floor.decided_by + ": torch " + release + " and later";
+    } else {
+      out.torch_requirement = plan::torch_floor(built_with);
+      out.torch_floor_why =
+          floor.missing.empty()
+              ? "torch's headers name no stable ABI release: the torch it was built with"
+              : floor.missing + " is not declared in torch's stable headers: the torch it was built with";
+    }
+    return;
+  }
   if (std::any_of(plan.requires_dist.begin(), plan.requires_dist.end(),
                   [](auto& r) { return wheel::requirement_name(r) == "torch"; }))
     return;
-  if (project_torch.find("==") != std::string::npos && project_torch.find(".*") == std::string::npos) return;
-  out.torch_requirement = out.torch_link.abi == wheel::TorchAbi::cxx
-                              ? plan::torch_pin(*plan.cuda.torch->torch_version)
-                              : plan::torch_floor(*plan.cuda.torch->torch_version);
+  out.torch_requirement = plan::torch_pin(built_with);
 }
 
 /// How the command's wheel is re-packed: the plan's epoch and version, torch pinned as its
@@ -161,7 +187,11 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, const std::str
   opts.source_date_epoch = w.source_date_epoch;
   if (!w.version.empty()) opts.version = w.version;
   opts.requires_dist = w.requires_dist;
-  if (!torch_requirement.empty()) opts.requires_dist.push_back(torch_requirement);
+  if (!torch_requirement.empty()) {
+    // The linkage's requirement replaces the plan's (a matrix cell's torch==X.Y.* for a stable-ABI wheel).
+    std::erase_if(opts.requires_dist, [](const std::string& r) { return wheel::requirement_name(r) == "torch"; });
+    opts.requires_dist.push_back(torch_requirement);
+  }
   // The project's bdist_wheel says linux_x86_64 whatever its files need: the tag states what they
   // need instead, and the recipe's glibc floor is checked on them.
   opts.retag = wheel::Spec::Retag::yes;
@@ -380,7 +410,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   std::vector<std::string> installed;
   {
     auto raw = OPFORGE_TRY(m.fs.read_file(out.raw_wheel));
-    torch_requirement_of(plan, raw, out);
+    torch_requirement_of(m.fs, plan, raw, out);
   }
   auto written = OPFORGE_TRY(
       wheel::normalize(m, out.raw_wheel, run.wheel_dir, normalize_options(plan, out.torch_requirement, installed)));

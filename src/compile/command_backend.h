@@ -46,6 +46,8 @@ struct CommandOutput {
   /// and the Requires-Dist it was given for it ("torch==2.15.*", "torch>=2.15"; empty: none).
   wheel::TorchLinkage torch_link;
   std::string torch_requirement;
+  /// Why a stable-ABI requirement says that release ("torch_from_blob: torch 2.11 and later").
+  std::string torch_floor_why;
 };
 
 /// Where run_command_backend writes, and who hears of its progress.

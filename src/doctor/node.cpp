@@ -16,8 +16,8 @@ namespace {
 
 /// Where distributions keep the system's C and C++ runtimes (Debian/Ubuntu multiarch, then the
 /// RHEL/SUSE lib64 folders): the ones a wheel's libraries load unless an environment brings its own.
-constexpr std::array<std::string_view, 4> kLibDirs = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                                                      "/lib64", "/usr/lib64"};
+constexpr std::array<std::string_view, 4> kLibDirs = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+                                                      "/usr/lib64"};
 
 std::vector<std::string> defined_versions(probe::Machine m, std::string_view soname) {
   for (auto dir : kLibDirs) {
@@ -62,7 +62,8 @@ int cpu_level_of_cpuinfo(std::string_view cpuinfo) {
     for (const auto& f : strings::split(strings::trim(std::string_view(line).substr(colon + 1)), ' '))
       if (!f.empty()) flags.insert(f);
     auto has = [&](std::initializer_list<std::string_view> names) {
-      return std::all_of(names.begin(), names.end(), [&](std::string_view n) { return flags.contains(std::string(n)); });
+      return std::all_of(names.begin(), names.end(),
+                         [&](std::string_view n) { return flags.contains(std::string(n)); });
     };
     // The kernel's names: pni is SSE3, abm is LZCNT (x86-64-psABI's level table).
     if (!has({"cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3"})) return 1;

@@ -15,14 +15,14 @@ namespace opforge::doctor {
 inline constexpr int kNodeFormat = 1;
 
 struct NodeInfo {
-  std::string host;                 ///< /proc/sys/kernel/hostname (else /etc/hostname)
-  std::string machine;              ///< the CPU architecture opforge runs on: "x86_64"
-  std::optional<int> glibc_minor;   ///< newest GLIBC_2.X the system's libc.so.6 defines
-  std::string glibcxx;              ///< newest GLIBCXX_ of the system's libstdc++.so.6 ("3.4.30")
-  std::string cxxabi;               ///< its newest CXXABI_ ("1.3.14")
-  int cpu_level = 0;                ///< x86-64 psABI level 1..4 of /proc/cpuinfo's flags; 0: unknown
-  std::string driver_version;       ///< "580.65.06"; empty: no NVIDIA driver
-  std::string driver_cuda;          ///< "13.0": what that driver supports (cuDriverGetVersion)
+  std::string host;                ///< /proc/sys/kernel/hostname (else /etc/hostname)
+  std::string machine;             ///< the CPU architecture opforge runs on: "x86_64"
+  std::optional<int> glibc_minor;  ///< newest GLIBC_2.X the system's libc.so.6 defines
+  std::string glibcxx;             ///< newest GLIBCXX_ of the system's libstdc++.so.6 ("3.4.30")
+  std::string cxxabi;              ///< its newest CXXABI_ ("1.3.14")
+  int cpu_level = 0;               ///< x86-64 psABI level 1..4 of /proc/cpuinfo's flags; 0: unknown
+  std::string driver_version;      ///< "580.65.06"; empty: no NVIDIA driver
+  std::string driver_cuda;         ///< "13.0": what that driver supports (cuDriverGetVersion)
 };
 
 /// Reads the node `m` runs on.

@@ -56,13 +56,18 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
     rec.inputs["torch_linkage"] = {{"abi", wheel::torch_abi_name(out.torch_link.abi)},
                                    {"evidence", out.torch_link.evidence},
                                    {"requires", out.torch_requirement}};
+    if (!out.torch_floor_why.empty()) {
+      rec.inputs["torch_linkage"]["stable_symbols"] = out.torch_link.stable_symbols;
+      rec.inputs["torch_linkage"]["floor"] = out.torch_floor_why;
+    }
     outcome.torch_said =
         "torch: " + std::string(wheel::torch_abi_name(out.torch_link.abi)) + " (" +
         strings::join(out.torch_link.evidence, ", ") + "): " +
         (out.torch_requirement.empty()
              ? std::string(plan.recipe.wheel.torch_pin ? "Requires-Dist on torch left as it was"
                                                        : "no Requires-Dist added ([wheel] torch_pin = false)")
-             : "Requires-Dist " + out.torch_requirement);
+             : "Requires-Dist " + out.torch_requirement +
+                   (out.torch_floor_why.empty() ? std::string() : " (" + out.torch_floor_why + ")"));
   }
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     rec.inputs["op_summary"] = summary_json(op_summary(plan, out.op_steps));

@@ -15,6 +15,15 @@ struct CellOutcome {
   std::optional<Outcome> outcome;  ///< set when the cell built
   std::optional<Error> error;      ///< set when it did not
   double seconds = 0;
+  /// [matrix] share_stable_abi: the cell whose stable-ABI wheel serves this one instead of a build
+  /// of its own (empty: it built, or failed, itself), and that wheel.
+  std::string served_by;
+  fs::path served_wheel;
+  std::string served_requirement;  ///< that wheel's "torch>=2.12"
+  /// The wheel of a stable-ABI cell loaded with this cell's torch: "torch 2.15.0+cu132 loads
+  /// stableshim._C", or why it did not (empty: not tried).
+  std::string load_check;
+  bool loaded = false;
 };
 
 /// The cells a build selects (`cell_id` / `cell_index`, else all). bad_input for a selection or
@@ -24,7 +33,10 @@ Result<std::vector<plan::Cell>> matrix_cells(probe::Machine m, const fs::path& r
 
 /// Builds `cells` in order: makes a cell's environment when needed, then builds with that
 /// environment's Python first on PATH, torch pinned in Requires-Dist, and the build folder
-/// <build_dir>/<cell id>.
+/// <build_dir>/<cell id>. A cell whose wheel uses torch's stable C ABI alone (pinned torch>= the
+/// oldest release that has it) serves each later cell of the same Python whose torch that admits
+/// ([matrix] share_stable_abi): the wheel is loaded with that cell's torch instead of a build, and
+/// a cell where it does not load builds its own.
 std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_file, const Options& options,
                                      std::vector<plan::Cell> cells);
 

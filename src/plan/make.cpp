@@ -94,11 +94,12 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
       plan.requires_dist.push_back("torch==" + v->str() + ".*");
       plan.notes.push_back("requires: torch==" + v->str() + ".* (the torch this wheel is built against)");
     }
-  if (command && plan.recipe.wheel.torch_pin && torch_version && plan.requires_dist.empty())
+  if (command && plan.recipe.wheel.torch_pin && torch_version)
     if (auto pin = torch_pin(*torch_version); !pin.empty())
-      plan.notes.push_back("requires: torch as the wheel's libraries link it, read after the build: " + pin +
-                           " for torch's C++ ABI, " + torch_floor(*torch_version) +
-                           " for its stable C ABI alone ([wheel] torch_pin = false: none)");
+      plan.notes.push_back("requires: torch as the wheel's libraries link it, read after the build: " +
+                           (plan.requires_dist.empty() ? pin : plan.requires_dist.front()) +
+                           " for torch's C++ ABI; for its stable C ABI alone, torch>= the oldest release whose "
+                           "stable headers declare every function it calls ([wheel] torch_pin = false: none)");
   if (!any_cuda && chain.tk) plan.notes.push_back("wheel version: no CUDA op is built, so the label says cpu");
   plan.exports = OPFORGE_TRY(build_exports(m, plan, any_cuda && chain.tk ? toolkit : Env{}, catalogue.ds_root));
   return plan;

@@ -301,6 +301,8 @@ struct Parser {
         out.locations["matrix.environments." + id] = r.at(key.source());
       }
     }
+    if (auto* n = t.get("share_stable_abi"))
+      out.matrix.share_stable_abi = OPFORGE_TRY(r.boolean(*n, "matrix.share_stable_abi"));
     return {};
   }
 

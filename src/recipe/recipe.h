@@ -131,6 +131,9 @@ struct Recipe {
     std::vector<std::string> requirements;  ///< installed beside torch in each environment
     /// Cell id → the Python of an existing environment that cell uses instead of making one.
     std::map<std::string, std::string> environments;
+    /// A cell whose wheel uses only torch's stable C ABI serves the later cells of its Python whose
+    /// torch its requirement admits: they load it instead of building their own.
+    bool share_stable_abi = true;
   } matrix;
 
   /// Where each key was written ("ops.aio", "arch.list", ...), for errors raised after parsing.

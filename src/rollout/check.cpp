@@ -21,8 +21,7 @@ Check python_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"python", Verdict::ok, ""};
   if (w.python_tags.empty()) return c.detail = "the file name has no Python tag", c.verdict = Verdict::unknown, c;
   for (const auto& t : w.python_tags)
-    if (t == "py3" || t == "py2" || t == "py30")
-      return c.detail = "pure Python tag " + t, c;
+    if (t == "py3" || t == "py2" || t == "py30") return c.detail = "pure Python tag " + t, c;
   if (!n.python) {
     c.verdict = Verdict::unknown;
     c.detail = n.unknown_why.contains("python") ? n.unknown_why.at("python") : "the report does not say which Python";
@@ -37,7 +36,8 @@ Check python_check(const WheelNeeds& w, const NodeFacts& n) {
       return c.detail = have + " (" + t + (abi3 ? "-abi3" : "") + ")", c;
   }
   c.verdict = Verdict::fails;
-  c.detail = have + ", the wheel is for " + strings::join(w.python_tags, ".") + (abi3 ? "-abi3 (that or newer)" : " only");
+  c.detail =
+      have + ", the wheel is for " + strings::join(w.python_tags, ".") + (abi3 ? "-abi3 (that or newer)" : " only");
   return c;
 }
 
@@ -64,8 +64,7 @@ std::string tag_machine(std::string_view tag) {
 
 Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"platform", Verdict::ok, ""};
-  if (w.platforms.empty() || (w.platforms.size() == 1 && w.platforms[0] == "any"))
-    return c.detail = "any platform", c;
+  if (w.platforms.empty() || (w.platforms.size() == 1 && w.platforms[0] == "any")) return c.detail = "any platform", c;
   auto why = [&](const char* field, const std::string& fallback) {
     return n.unknown_why.contains(field) ? n.unknown_why.at(field) : fallback;
   };
@@ -76,15 +75,18 @@ Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
     auto floor = manylinux_floor(tag);
     if (!floor) continue;
     const std::string machine = tag_machine(tag);
-    if (!n.machine) return c.verdict = Verdict::unknown, c.detail = why("machine", "the report does not say the machine"), c;
+    if (!n.machine)
+      return c.verdict = Verdict::unknown, c.detail = why("machine", "the report does not say the machine"), c;
     if (machine != *n.machine) {
       problems.push_back(tag + " is for " + machine + ", the node is " + *n.machine);
       continue;
     }
     if (*floor > 0) {
-      if (!n.glibc_minor) return c.verdict = Verdict::unknown, c.detail = why("glibc", "the report does not say the glibc"), c;
+      if (!n.glibc_minor)
+        return c.verdict = Verdict::unknown, c.detail = why("glibc", "the report does not say the glibc"), c;
       if (*n.glibc_minor < *floor) {
-        problems.push_back(tag + " needs glibc 2." + std::to_string(*floor) + ", the node has 2." + std::to_string(*n.glibc_minor));
+        problems.push_back(tag + " needs glibc 2." + std::to_string(*floor) + ", the node has 2." +
+                           std::to_string(*n.glibc_minor));
         continue;
       }
     }
@@ -92,24 +94,33 @@ Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
   }
   if (!tag_fits) {
     c.verdict = Verdict::fails;
-    c.detail = problems.empty() ? "no Linux platform tag (" + strings::join(w.platforms, ".") + ")" : strings::join(problems, "; ");
+    c.detail = problems.empty() ? "no Linux platform tag (" + strings::join(w.platforms, ".") + ")"
+                                : strings::join(problems, "; ");
     return c;
   }
   // What the libraries use, which a linux_x86_64 tag does not state.
   std::vector<std::string> have;
   if (w.system.glibc_minor) {
-    if (!n.glibc_minor) return c.verdict = Verdict::unknown, c.detail = why("glibc", "the report does not say the glibc"), c;
+    if (!n.glibc_minor)
+      return c.verdict = Verdict::unknown, c.detail = why("glibc", "the report does not say the glibc"), c;
     if (*n.glibc_minor < w.system.glibc_minor)
       problems.push_back("its libraries use GLIBC_2." + std::to_string(w.system.glibc_minor) + ", the node has 2." +
                          std::to_string(*n.glibc_minor));
     have.push_back("glibc 2." + std::to_string(*n.glibc_minor));
   }
-  for (auto [name, need, node_has] : {std::tuple{"GLIBCXX", w.system.glibcxx, n.glibcxx}, std::tuple{"CXXABI", w.system.cxxabi, n.cxxabi}}) {
+  for (auto [name, need, node_has] :
+       {std::tuple{"GLIBCXX", w.system.glibcxx, n.glibcxx}, std::tuple{"CXXABI", w.system.cxxabi, n.cxxabi}}) {
     if (need.empty()) continue;
-    if (!node_has) return c.verdict = Verdict::unknown, c.detail = why(name == std::string("GLIBCXX") ? "glibcxx" : "cxxabi", "the report does not say its libstdc++"), c;
-    if (node_has->empty()) problems.push_back(std::string("its libraries use ") + name + "_" + need + ", the node has no libstdc++");
+    if (!node_has)
+      return c.verdict = Verdict::unknown,
+             c.detail =
+                 why(name == std::string("GLIBCXX") ? "glibcxx" : "cxxabi", "the report does not say its libstdc++"),
+             c;
+    if (node_has->empty())
+      problems.push_back(std::string("its libraries use ") + name + "_" + need + ", the node has no libstdc++");
     else if (!dotted_le(need, *node_has))
-      problems.push_back(std::string("its libraries use ") + name + "_" + need + ", the node's libstdc++ has " + name + "_" + *node_has);
+      problems.push_back(std::string("its libraries use ") + name + "_" + need + ", the node's libstdc++ has " + name +
+                         "_" + *node_has);
     else if (name == std::string("GLIBCXX")) have.push_back("libstdc++ " + std::string(name) + "_" + *node_has);
   }
   if (!problems.empty()) return c.verdict = Verdict::fails, c.detail = strings::join(problems, "; "), c;
@@ -123,12 +134,15 @@ Check cpu_check(const WheelNeeds& w, const NodeFacts& n) {
   const std::string need = target::level_name(w.cpu_level);
   if (!n.cpu_level) {
     c.verdict = Verdict::unknown;
-    c.detail = "the code needs " + need + "; " + (n.unknown_why.contains("cpu_level") ? n.unknown_why.at("cpu_level") : "the report does not say the CPU level");
+    c.detail =
+        "the code needs " + need + "; " +
+        (n.unknown_why.contains("cpu_level") ? n.unknown_why.at("cpu_level") : "the report does not say the CPU level");
     return c;
   }
   const std::string have = target::level_name(*n.cpu_level);
   if (*n.cpu_level < w.cpu_level)
-    return c.verdict = Verdict::fails, c.detail = "the code needs " + need + ", the CPU is " + have + " (SIGILL at the first such instruction)", c;
+    return c.verdict = Verdict::fails,
+           c.detail = "the code needs " + need + ", the CPU is " + have + " (SIGILL at the first such instruction)", c;
   return c.detail = need + " code on an " + have + " CPU", c;
 }
 
@@ -136,13 +150,15 @@ Check torch_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"torch", Verdict::ok, ""};
   if (w.torch.empty()) return c.detail = "no torch requirement", c;
   if (!n.torch) return c.verdict = Verdict::unknown, c.detail = n.unknown_why.at("torch"), c;
-  if (n.torch->empty())
-    return c.detail = "no torch on the node: pip installs torch" + w.torch + " with the wheel", c;
+  if (n.torch->empty()) return c.detail = "no torch on the node: pip installs torch" + w.torch + " with the wheel", c;
   auto fits = pep440::satisfies(*n.torch, w.torch);
-  if (!fits) return c.verdict = Verdict::unknown, c.detail = "cannot compare torch " + *n.torch + " with torch" + w.torch, c;
+  if (!fits)
+    return c.verdict = Verdict::unknown, c.detail = "cannot compare torch " + *n.torch + " with torch" + w.torch, c;
   if (!*fits)
     return c.verdict = Verdict::fails,
-           c.detail = "the wheel requires torch" + w.torch + ", the node has " + *n.torch + " (pip refuses it; forced in, `undefined symbol` at import)", c;
+           c.detail = "the wheel requires torch" + w.torch + ", the node has " + *n.torch +
+                      " (pip refuses it; forced in, `undefined symbol` at import)",
+           c;
   return c.detail = "torch " + *n.torch + " satisfies torch" + w.torch, c;
 }
 
@@ -193,13 +209,15 @@ Check gpu_check(const WheelNeeds& w, const NodeFacts& n) {
       std::set<std::string> held;
       for (const auto& img : lib.images) held.insert(img.name());
       if (!ptx) {
-        fails.push_back(who + ": " + lib.path + " holds no code it can run (" + strings::join(std::vector(held.begin(), held.end()), ", ") + ")");
+        fails.push_back(who + ": " + lib.path + " holds no code it can run (" +
+                        strings::join(std::vector(held.begin(), held.end()), ", ") + ")");
         continue;
       }
       // PTX only: the driver JIT-compiles it, and only PTX no newer than it knows.
       auto needs = cuda_of_ptx_isa(ptx->ptx_isa.first, ptx->ptx_isa.second);
       auto has = driver_cuda(n);
-      const std::string jit = who + ": " + lib.path + " has only " + ptx->name() + " PTX (ISA " + mm(ptx->ptx_isa) + ")";
+      const std::string jit =
+          who + ": " + lib.path + " has only " + ptx->name() + " PTX (ISA " + mm(ptx->ptx_isa) + ")";
       if (!needs) unknowns.push_back(jit + ", which opforge cannot date");
       else if (!has) unknowns.push_back(jit + ", and the report does not say which CUDA its driver supports");
       else if (*has < *needs)
@@ -219,13 +237,17 @@ Check driver_check(const WheelNeeds& w, const NodeFacts& n) {
   if (!n.driver) return c.verdict = Verdict::unknown, c.detail = n.unknown_why.at("driver"), c;
   if (w.cuda.empty())
     return c.verdict = Verdict::unknown,
-           c.detail = "which CUDA compiled the wheel is not known (no build record beside it, no CUDA library needed, no PTX)", c;
+           c.detail =
+               "which CUDA compiled the wheel is not known (no build record beside it, no CUDA library needed, no PTX)",
+           c;
   const auto built = parse_version(w.cuda);
   const auto floor = built ? driver_floor(built->major) : std::nullopt;
   const auto floor_version = floor ? parse_version(*floor) : std::nullopt;
   if (n.driver->empty())
-    return c.verdict = Verdict::fails, c.detail = "no NVIDIA driver on the node; CUDA " + w.cuda + " code needs " +
-                                                  (floor ? *floor + " or newer" : std::string("one")), c;
+    return c.verdict = Verdict::fails,
+           c.detail = "no NVIDIA driver on the node; CUDA " + w.cuda + " code needs " +
+                      (floor ? *floor + " or newer" : std::string("one")),
+           c;
   if (!floor_version) return c.verdict = Verdict::unknown, c.detail = "no known driver floor for CUDA " + w.cuda, c;
   auto have = parse_version(*n.driver);
   if (!have) return c.verdict = Verdict::unknown, c.detail = "driver version \"" + *n.driver + "\" cannot be read", c;
@@ -235,7 +257,8 @@ Check driver_check(const WheelNeeds& w, const NodeFacts& n) {
            c.detail = "driver " + *n.driver + " is older than " + *floor + ", the least " + built_with + " needs", c;
   c.detail = "driver " + *n.driver + " ≥ " + *floor + " for " + built_with;
   if (auto cuda = driver_cuda(n); cuda && built && *cuda < *built)
-    c.detail += "; it supports CUDA " + cuda->str() + ": the wheel runs by minor-version compatibility (PTX it cannot JIT)";
+    c.detail +=
+        "; it supports CUDA " + cuda->str() + ": the wheel runs by minor-version compatibility (PTX it cannot JIT)";
   return c;
 }
 
@@ -270,10 +293,9 @@ std::optional<Version> cuda_of_ptx_isa(int major, int minor) {
 std::optional<Version> cuda_of_driver(const Version& driver) {
   // Each driver branch and the CUDA version nvidia-smi reports for it.
   static constexpr std::pair<int, std::pair<int, int>> kBranches[] = {
-      {580, {13, 0}}, {575, {12, 9}}, {570, {12, 8}}, {560, {12, 6}}, {555, {12, 5}}, {550, {12, 4}},
-      {545, {12, 3}}, {535, {12, 2}}, {530, {12, 1}}, {525, {12, 0}}, {520, {11, 8}}, {515, {11, 7}},
-      {510, {11, 6}}, {495, {11, 5}}, {470, {11, 4}}, {465, {11, 3}}, {460, {11, 2}}, {455, {11, 1}},
-      {450, {11, 0}}};
+      {580, {13, 0}}, {575, {12, 9}}, {570, {12, 8}}, {560, {12, 6}}, {555, {12, 5}}, {550, {12, 4}}, {545, {12, 3}},
+      {535, {12, 2}}, {530, {12, 1}}, {525, {12, 0}}, {520, {11, 8}}, {515, {11, 7}}, {510, {11, 6}}, {495, {11, 5}},
+      {470, {11, 4}}, {465, {11, 3}}, {460, {11, 2}}, {455, {11, 1}}, {450, {11, 0}}};
   if (driver.major > 580) return std::nullopt;  // a newer branch: its CUDA is not in the table
   for (const auto& [branch, cuda] : kBranches)
     if (driver.major >= branch) return Version{cuda.first, cuda.second, 0};

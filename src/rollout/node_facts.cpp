@@ -45,14 +45,16 @@ NodeFacts parse_node_facts(const fs::path& report, std::string_view text) {
       return n;
     }
   }
-  const std::string older = "the report has no \"node\" part (an older opforge wrote it): run `opforge doctor "
-                            "--json` there again";
+  const std::string older =
+      "the report has no \"node\" part (an older opforge wrote it): run `opforge doctor "
+      "--json` there again";
   auto unknown = [&](const std::string& field, const std::string& why) { n.unknown_why[field] = why; };
   auto node_text = [&](const char* key) -> std::optional<std::string> {
     if (!node) return unknown(key, older), std::nullopt;
     const json* v = jr::member(*node, key);
     if (v && v->is_null()) return std::string();
-    if (!v || !v->is_string()) return unknown(key, std::string("node.") + key + " is missing or not a string"), std::nullopt;
+    if (!v || !v->is_string())
+      return unknown(key, std::string("node.") + key + " is missing or not a string"), std::nullopt;
     return v->get<std::string>();
   };
   // GPUs: what `plan --nodes` reads, with its errors.
@@ -64,18 +66,24 @@ NodeFacts parse_node_facts(const fs::path& report, std::string_view text) {
   if (auto glibc = node_text("glibc")) {
     auto mm = major_minor(*glibc);
     if (mm && mm->first == 2) n.glibc_minor = mm->second;
-    else unknown("glibc", glibc->empty() ? "the node's glibc was not found" : "node.glibc \"" + strings::cut(*glibc, 40) + "\" is not 2.X");
+    else
+      unknown("glibc", glibc->empty() ? "the node's glibc was not found"
+                                      : "node.glibc \"" + strings::cut(*glibc, 40) + "\" is not 2.X");
   }
   if (auto v = node_text("glibcxx")) n.glibcxx = *v;
   if (auto v = node_text("cxxabi")) n.cxxabi = *v;
   if (auto level = node_text("cpu_level")) {
     for (int l = 1; l <= 4; ++l)
       if (*level == target::level_name(l)) n.cpu_level = l;
-    if (!n.cpu_level) unknown("cpu_level", level->empty() ? "the node's CPU level was not read" : "node.cpu_level \"" + strings::cut(*level, 40) + "\" is not x86-64[-vN]");
+    if (!n.cpu_level)
+      unknown("cpu_level", level->empty() ? "the node's CPU level was not read"
+                                          : "node.cpu_level \"" + strings::cut(*level, 40) + "\" is not x86-64[-vN]");
   }
   if (auto py = node_text("python")) {
     if (auto mm = major_minor(*py)) n.python = mm;
-    else unknown("python", py->empty() ? "the report's Python could not be run" : "node.python \"" + strings::cut(*py, 40) + "\" is not X.Y");
+    else
+      unknown("python", py->empty() ? "the report's Python could not be run"
+                                    : "node.python \"" + strings::cut(*py, 40) + "\" is not X.Y");
   }
   if (!node) {
     unknown("driver", older);
@@ -91,7 +99,8 @@ NodeFacts parse_node_facts(const fs::path& report, std::string_view text) {
   if (const json* t = jr::object(j, "torch")) {
     if (auto v = jr::text(*t, "version")) n.torch = strings::cut(*v, 60);
     else if (jr::text_or(*t, "status") == "torch not installed") n.torch = "";
-    else unknown("torch", "the report's Python could not be asked (" + strings::cut(jr::text_or(*t, "status"), 80) + ")");
+    else
+      unknown("torch", "the report's Python could not be asked (" + strings::cut(jr::text_or(*t, "status"), 80) + ")");
   } else {
     unknown("torch", "the report has no \"torch\" part");
   }

@@ -46,18 +46,18 @@ WheelNeeds wheel_needs(const wheel::Inspection& in, const std::string& record_cu
 /// in a shape opforge does not read stays nullopt, and `unknown_why` says why for the checks.
 struct NodeFacts {
   fs::path report;
-  std::string name;         ///< the host name, else the report's file name
-  std::string unreadable;   ///< the whole report cannot be used (not JSON, a newer format): why
+  std::string name;        ///< the host name, else the report's file name
+  std::string unreadable;  ///< the whole report cannot be used (not JSON, a newer format): why
   std::optional<std::vector<devices::Gpu>> gpus;
-  std::string gpu_reader;   ///< how doctor read them ("driver API", "none (...)")
+  std::string gpu_reader;              ///< how doctor read them ("driver API", "none (...)")
   std::optional<std::string> machine;  ///< "x86_64"
   std::optional<int> glibc_minor;
   std::optional<std::string> glibcxx, cxxabi;  ///< "" when the node has no libstdc++
   std::optional<int> cpu_level;
-  std::optional<std::pair<int, int>> python;   ///< (3, 11)
-  std::optional<std::string> torch;            ///< "2.15.0+cu132"; "" when torch is not installed
-  std::optional<std::string> driver;           ///< "580.65.06"; "" when the node has no NVIDIA driver
-  std::optional<Version> driver_cuda;          ///< what the driver supports (13.0)
+  std::optional<std::pair<int, int>> python;       ///< (3, 11)
+  std::optional<std::string> torch;                ///< "2.15.0+cu132"; "" when torch is not installed
+  std::optional<std::string> driver;               ///< "580.65.06"; "" when the node has no NVIDIA driver
+  std::optional<Version> driver_cuda;              ///< what the driver supports (13.0)
   std::map<std::string, std::string> unknown_why;  ///< field → why it is not known
 };
 

@@ -9,9 +9,8 @@ namespace opforge::rollout {
 namespace {
 
 /// CUDA libraries whose soname carries the CUDA major (libcudart.so.13, libcublas.so.12, ...).
-constexpr std::string_view kCudaLibraries[] = {"libcudart.so.", "libcublas.so.", "libcublasLt.so.",
-                                               "libcusparse.so.", "libcufft.so.", "libcurand.so.",
-                                               "libnvrtc.so."};
+constexpr std::string_view kCudaLibraries[] = {"libcudart.so.", "libcublas.so.", "libcublasLt.so.", "libcusparse.so.",
+                                               "libcufft.so.",  "libcurand.so.", "libnvrtc.so."};
 
 }  // namespace
 
@@ -73,7 +72,8 @@ Result<WheelNeeds> read_wheel_needs(const probe::FileSystem& fs, const fs::path&
   if (fs.resolved_type(record_file) == probe::FileType::regular)
     if (auto r = record::load(fs, record_file)) {
       const auto& tk = r->inputs.contains("toolkit") ? r->inputs["toolkit"] : nlohmann::json();
-      if (tk.is_object() && tk.contains("version") && tk["version"].is_string()) cuda = tk["version"].get<std::string>();
+      if (tk.is_object() && tk.contains("version") && tk["version"].is_string())
+        cuda = tk["version"].get<std::string>();
     }
   return wheel_needs(in, cuda);
 }

@@ -176,6 +176,8 @@ constexpr Setting kTable[] = {
     {key, "matrix.python", "array of interpreters", "[cuda] python", true, "plan/matrix.cpp"},
     {key, "matrix.requirements", "array of pip requirements", "[]", true, "plan/matrix.cpp"},
     {key, "matrix.environments", "table: cell id → Python", "{}", true, "plan/matrix.cpp"},
+    {key, "matrix.share_stable_abi", "bool: a stable-ABI cell's wheel serves the later cells", "true", true,
+     "pipeline/matrix.cpp"},
 };
 
 bool matches(const Setting& s, std::string_view name) {

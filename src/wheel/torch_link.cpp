@@ -51,8 +51,9 @@ TorchLinkage torch_linkage(const ElfInfo& elf) {
   for (const auto& s : elf.unversioned_undefined) {
     if (cxx_torch_symbol(s)) {
       if (cxx.evidence.size() < 3) cxx.evidence.push_back(readable(s));
-    } else if (stable_torch_symbol(s) && stable.evidence.size() < 3) {
-      stable.evidence.push_back(s);
+    } else if (stable_torch_symbol(s)) {
+      if (stable.evidence.size() < 3) stable.evidence.push_back(s);
+      stable.stable_symbols.push_back(s);
     }
   }
   if (!cxx.evidence.empty()) return cxx;

@@ -97,7 +97,8 @@ struct ElfInfo {
 enum class TorchAbi { none, stable, cxx };
 struct TorchLinkage {
   TorchAbi abi = TorchAbi::none;
-  std::vector<std::string> evidence;  ///< up to three of the symbols that decided it
+  std::vector<std::string> evidence;          ///< up to three of the symbols that decided it
+  std::vector<std::string> stable_symbols{};  ///< every stable C ABI function it uses, sorted
 };
 TorchLinkage torch_linkage(const ElfInfo& elf);
 /// "none", "stable C ABI", "C++ ABI"

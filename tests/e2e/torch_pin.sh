@@ -3,7 +3,8 @@
 #   a CUDA extension of torch's C++ ABI (tests/fixtures/cuda_extension) → Requires-Dist torch==2.14.*;
 #     pip, offline, refuses it for torch 2.15's environment, and `pip check` names the conflict
 #     when it is forced in (--no-deps, into a throwaway environment that sees torch 2.15);
-#   an extension of torch's stable C ABI alone (tests/fixtures/torch_link/stable) → torch>=2.14,
+#   an extension of torch's stable C ABI alone (tests/fixtures/torch_link/stable) → torch>=2.12,
+#     the oldest release whose stable headers declare every function it calls (torch_tag_core),
 #     which pip takes for torch 2.15;
 #   a C extension without torch (tests/fixtures/torch_link/plainc) → no torch requirement;
 #   and [wheel] torch_pin = false → the project's METADATA as it was.
@@ -65,8 +66,8 @@ grep -q "tinyscale 0.1.0 has requirement torch==2.14.\*, but you have torch 2.15
   { cat "$work/check.log"; fail "pip check does not name the torch conflict"; }
 
 stable=$(build stableshim "$src/tests/fixtures/torch_link/stable")
-[ "$(requires "$stable")" = "torch>=2.14;" ] || fail "stableshim: Requires-Dist is '$(requires "$stable")'"
-grep -q "^torch: stable C ABI (stableshim/_C.cpython-311-x86_64-linux-gnu.so: aoti_torch_get_device_type): Requires-Dist torch>=2.14$" \
+[ "$(requires "$stable")" = "torch>=2.12;" ] || fail "stableshim: Requires-Dist is '$(requires "$stable")'"
+grep -q "^torch: stable C ABI (stableshim/_C.cpython-311-x86_64-linux-gnu.so: aoti_torch_get_device_type, stableshim/_C.cpython-311-x86_64-linux-gnu.so: torch_tag_core): Requires-Dist torch>=2.12 (torch_tag_core: torch 2.12 and later)$" \
   "$work/stableshim.log" || { grep -n "^torch" "$work/stableshim.log"; fail "stableshim: the summary's torch line"; }
 "$venv215/bin/python" -m pip install --dry-run --no-index --quiet "$stable" >"$work/pip215s.log" 2>&1 ||
   { cat "$work/pip215s.log"; fail "pip refuses a stable-ABI extension for a newer torch"; }
@@ -80,4 +81,49 @@ off=$(build tinyscale_off "$src/tests/fixtures/cuda_extension" $'[wheel]\ntorch_
 [ -z "$(requires "$off")" ] || fail "torch_pin = false: Requires-Dist is '$(requires "$off")'"
 grep -q "^torch: C++ ABI (.*): no Requires-Dist added (\[wheel\] torch_pin = false)$" "$work/tinyscale_off.log" ||
   { grep -n "^torch" "$work/tinyscale_off.log"; fail "torch_pin = false: the summary's torch line"; }
-echo "OK: torch==2.14.* (C++ ABI, refused for 2.15), torch>=2.14 (stable ABI), none (no torch), none (torch_pin = false)"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["inputs"]["torch_linkage"]; assert t["requires"] == "torch>=2.12" and t["stable_symbols"] == ["aoti_torch_get_device_type", "torch_tag_core"] and t["floor"] == "torch_tag_core: torch 2.12 and later", t' \
+  "$stable.opforge-record.json" || fail "stableshim: the record's torch_linkage"
+
+# A [matrix] over torch 2.14 and 2.15 (the two environments, named): the stable-ABI wheel of the
+# first cell serves the second, loaded with each torch; with share_stable_abi = false, two builds
+# (the version label names each cell's torch, so two wheels).
+matrix() {  # matrix NAME [EXTRA-MATRIX-LINES]
+  cp -r "$src/tests/fixtures/torch_link/stable" "$work/$1"
+  cat >"$work/$1/opforge.toml" <<TOML
+[package]
+name = "$1"
+version = "0.1.0"
+local_version = "torch{torch_major}{torch_minor}"
+
+[arch]
+list = "9.0"
+
+[build]
+backend = "command"
+command = ["python", "setup.py", "bdist_wheel"]
+
+[matrix]
+torch = ["2.14", "2.15"]
+environments = { "torch2.14-py3.11" = "$venv/bin/python", "torch2.15-py3.11" = "$venv215/bin/python" }
+${2:-}
+TOML
+  local rc=0
+  (cd "$work/$1" && "$opforge" build opforge.toml) >"$work/$1.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || { tail -30 "$work/$1.log"; fail "$1: build (exit $rc)"; }
+}
+matrix shared
+grep -A20 "^== cell torch2.14-py3.11$" "$work/shared.log" | grep -q "^load check: torch 2.14.0+cu130 loads stableshim._C$" ||
+  { cat "$work/shared.log"; fail "shared: the first cell's load check"; }
+grep -A3 "^== cell torch2.15-py3.11$" "$work/shared.log" |
+  grep -q "^served by cell torch2.14-py3.11's wheel (torch's stable C ABI alone, torch>=2.12): stableshim-0.1.0+torch214-cp311-" ||
+  { cat "$work/shared.log"; fail "shared: the second cell is not served"; }
+grep -A3 "^== cell torch2.15-py3.11$" "$work/shared.log" | grep -q "^load check: torch 2.15.0+cu132 loads stableshim._C$" ||
+  { cat "$work/shared.log"; fail "shared: the second cell's load check"; }
+grep -Eq "^torch2.15-py3.11 +shared +[0-9.]+ +stableshim-0.1.0\+torch214-cp311-cp311-.*\.whl \(cell torch2.14-py3.11's\)$" "$work/shared.log" ||
+  { tail -5 "$work/shared.log"; fail "shared: the cells table"; }
+[ "$(ls "$work/shared/dist/"*.whl | wc -l)" = 1 ] || { ls "$work/shared/dist"; fail "shared: not one wheel"; }
+[ "$(requires "$(only_wheel "$work/shared/dist")")" = "torch>=2.12;" ] || fail "shared: Requires-Dist is '$(requires "$(only_wheel "$work/shared/dist")")'"
+matrix separate 'share_stable_abi = false'
+[ "$(ls "$work/separate/dist/"*.whl | wc -l)" = 2 ] || { ls "$work/separate/dist"; fail "share_stable_abi = false: not two wheels"; }
+grep -q "served by" "$work/separate.log" && fail "share_stable_abi = false: a cell was served"
+echo "OK: torch==2.14.* (C++ ABI, refused for 2.15), torch>=2.12 (stable ABI, its floor), none (no torch), none (torch_pin = false), one stable-ABI wheel for torch 2.14 and 2.15"
