@@ -47,7 +47,8 @@ Status verify_nodes(const std::string& path, const std::vector<std::string>& rep
     if (!text)
       return bad_input("cannot read the node report " + report + ": " + text.error().message,
                        "run `opforge doctor --json > NODE.json` on each node and pass those files");
-    rows.push_back(rollout::check_node(needs, rollout::parse_node_facts(report, *text)));
+    for (const auto& node : rollout::parse_node_reports(report, *text))
+      rows.push_back(rollout::check_node(needs, node));
   }
   std::size_t ok = 0, fails = 0;
   for (const auto& r : rows) {

@@ -42,7 +42,8 @@ void parse_stable_header(std::string_view text, StableAbi& abi) {
       if (d.starts_with("define TORCH_VERSION_")) {
         if (auto r = release_named(d); r && (!abi.oldest || *r < *abi.oldest)) abi.oldest = r;
       } else if (d.starts_with("if")) {  // #if, #ifdef, #ifndef
-        const bool guard = d.find("TORCH_FEATURE_VERSION") != std::string_view::npos && d.find(">=") != std::string_view::npos;
+        const bool guard =
+            d.find("TORCH_FEATURE_VERSION") != std::string_view::npos && d.find(">=") != std::string_view::npos;
         open.push_back(guard ? release_named(d).value_or(Release{0, 0}) : Release{0, 0});
       } else if (d.starts_with("elif") || d.starts_with("else")) {
         // The other branch of a version guard is older code: no release of its own.

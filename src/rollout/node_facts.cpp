@@ -7,6 +7,7 @@
 #include "util/json.h"
 #include "util/json_read.h"
 #include "util/numbers.h"
+#include "util/pep440.h"
 #include "util/strings.h"
 
 namespace opforge::rollout {
@@ -105,6 +106,102 @@ NodeFacts parse_node_facts(const fs::path& report, std::string_view text) {
     unknown("torch", "the report has no \"torch\" part");
   }
   return n;
+}
+
+namespace {
+
+/// The nodes of a node check's report: one per host, from the facts of that host's ranks.
+std::vector<NodeFacts> nodecheck_nodes(const fs::path& report, const json& j) {
+  const std::string schema = jr::text_or(j, "schema");
+  auto whole = [&](const std::string& why) {
+    NodeFacts n;
+    n.report = report;
+    n.name = report.filename().string();
+    n.unreadable = why;
+    return std::vector<NodeFacts>{n};
+  };
+  if (schema != "opforge-nodecheck/1")
+    return whole("a node check report of schema \"" + strings::cut(schema, 40) +
+                 "\", which this opforge does not read (it reads opforge-nodecheck/1)");
+  const json* ranks = jr::array(j, "ranks");
+  if (!ranks || ranks->empty())
+    return whole("the node check stopped before it gathered the ranks' facts (" +
+                 strings::cut(jr::text_or(j, "failed_step", "no ranks"), 80) + "): run it again");
+  std::map<std::string, NodeFacts> hosts;
+  std::vector<std::string> order;
+  const std::string older =
+      "the node check report has no runtime facts (an older opforge_ops wrote it): run "
+      "the node check again with this wheel's version, or give `opforge doctor --json`";
+  for (const auto& r : *ranks) {
+    if (!r.is_object()) continue;
+    const std::string host = strings::cut(jr::text_or(r, "host", "?"), 64);
+    auto [it, fresh] = hosts.try_emplace(host);
+    NodeFacts& n = it->second;
+    if (fresh) {
+      order.push_back(host);
+      n.report = report;
+      n.name = host;
+      n.gpus = std::vector<devices::Gpu>{};
+      n.gpu_reader = "the node check's ranks";
+      auto text = [&](const char* key) { return jr::text(r, key); };
+      if (const json* d = jr::member(r, "driver"); d && d->is_null()) n.driver = "";
+      else if (auto v = text("driver")) n.driver = strings::cut(*v, 40);
+      else n.unknown_why["driver"] = "ranks[].driver is not a string";
+      if (auto c = text("driver_cuda")) n.driver_cuda = parse_version(*c);
+      if (auto py = text("python")) {
+        if (auto p = pep440::release_of(*py); p && p->size() >= 2) n.python = std::pair{(*p)[0], (*p)[1]};
+      }
+      if (!n.python) n.unknown_why["python"] = "ranks[].python is missing or not X.Y.Z";
+      if (auto t = text("torch")) n.torch = strings::cut(*t, 60);
+      else n.unknown_why["torch"] = "ranks[].torch is missing";
+      if (!jr::member(r, "machine")) {
+        for (const char* key : {"machine", "glibc", "glibcxx", "cxxabi", "cpu_level"}) n.unknown_why[key] = older;
+      } else {
+        if (auto m = text("machine"); m && !m->empty()) n.machine = *m;
+        else n.unknown_why["machine"] = "ranks[].machine is not a string";
+        if (auto g = text("glibc"))
+          if (auto mm = major_minor(*g); mm && mm->first == 2) n.glibc_minor = mm->second;
+        if (!n.glibc_minor) n.unknown_why["glibc"] = "ranks[].glibc is not 2.X";
+        // null: the process had no libstdc++ loaded, which says nothing of the node's.
+        if (auto v = text("glibcxx")) n.glibcxx = *v;
+        else n.unknown_why["glibcxx"] = "the node check's process had no libstdc++ loaded";
+        if (auto v = text("cxxabi")) n.cxxabi = *v;
+        else n.unknown_why["cxxabi"] = "the node check's process had no libstdc++ loaded";
+        if (auto level = text("cpu_level"))
+          for (int l = 1; l <= 4; ++l)
+            if (*level == target::level_name(l)) n.cpu_level = l;
+        if (!n.cpu_level) n.unknown_why["cpu_level"] = "ranks[].cpu_level is not x86-64[-vN]";
+      }
+    }
+    if (const json* g = jr::object(r, "gpu")) {
+      devices::Gpu gpu;
+      gpu.index = static_cast<int>(jr::count(*g, "index").value_or(0) & 0xffff);
+      gpu.name = strings::cut(jr::text_or(*g, "name", "GPU"), 60);
+      const auto cap = jr::text_or(*g, "capability");
+      const auto mm = major_minor(cap);
+      if (!mm || mm->first <= 0 || mm->first > 99 || mm->second > 99) {
+        n.unknown_why["gpus"] = "rank " + std::to_string(jr::count(r, "rank").value_or(0)) + ": capability \"" +
+                                strings::cut(cap, 20) + "\" is not MAJOR.MINOR";
+        n.gpus.reset();
+        continue;
+      }
+      gpu.major = mm->first;
+      gpu.minor = mm->second;
+      if (n.gpus) n.gpus->push_back(gpu);
+    }
+  }
+  std::vector<NodeFacts> out;
+  for (const auto& h : order) out.push_back(std::move(hosts[h]));
+  if (out.empty()) return whole("the node check report lists no rank");
+  return out;
+}
+
+}  // namespace
+
+std::vector<NodeFacts> parse_node_reports(const fs::path& report, std::string_view text) {
+  const json j = util::json_parse(text);
+  if (j.is_object() && j.contains("schema") && j.contains("ranks")) return nodecheck_nodes(report, j);
+  return {parse_node_facts(report, text)};
 }
 
 }  // namespace opforge::rollout

@@ -64,6 +64,11 @@ struct NodeFacts {
 /// Reads one `doctor --json` report's text. Never fails: what cannot be read is unknown.
 NodeFacts parse_node_facts(const fs::path& report, std::string_view text);
 
+/// Reads a report of either kind: a `doctor --json` report (one node), or the `--json` report of
+/// `python -m opforge_ops.nodecheck` (schema "opforge-nodecheck/1"), which gives one node per host
+/// from its ranks' facts (GPUs, driver, Python, torch, and the runtime facts its newer versions add).
+std::vector<NodeFacts> parse_node_reports(const fs::path& report, std::string_view text);
+
 enum class Verdict { ok, fails, unknown };
 std::string_view verdict_name(Verdict v);  ///< "ok", "fails", "unknown"
 

@@ -99,6 +99,28 @@ expect hostile 1 '^  hostile +unknown +gpu: .*GPU entry 0: "index" must be a GPU
 grep -q "driver: node.driver is missing or not an object" out/hostile.txt || fail "hostile: the driver row"
 expect damaged 1 '^  damaged\.json +unknown +report: not a JSON object'
 
+# The node check's --json report (tests/data/nodes/nodecheck_h100_a100.json, captured): one row per
+# host. As captured it predates the runtime facts (unknown); edited with them and a driver, gpu01
+# (H100) runs the wheel and gpu02 (A100) does not.
+rc=0
+"$opforge" verify "$wheel" --nodes "$src/tests/data/nodes/nodecheck_h100_a100.json" >out/nodecheck_old.txt 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat out/nodecheck_old.txt; fail "nodecheck (as captured): exit $rc"; }
+grep -q "on 2 nodes: 0 ok" out/nodecheck_old.txt && grep -Eq "^  gpu01 +(unknown|fails) " out/nodecheck_old.txt &&
+  grep -q "the node check report has no runtime facts" out/nodecheck_old.txt || { cat out/nodecheck_old.txt; fail "nodecheck (as captured): rows"; }
+python3 - "$src/tests/data/nodes/nodecheck_h100_a100.json" nodes/nodecheck.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for rank in r["ranks"]:
+    rank.update({"machine": "x86_64", "glibc": "2.36", "glibcxx": "3.4.30", "cxxabi": "1.3.13",
+                 "cpu_level": "x86-64-v3", "driver": "580.65.06", "driver_cuda": "13.0", "python": "3.11.2"})
+json.dump(r, open(sys.argv[2], "w"))
+PY
+rc=0
+"$opforge" verify "$wheel" --nodes nodes/nodecheck.json >out/nodecheck.txt 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat out/nodecheck.txt; fail "nodecheck: exit $rc"; }
+grep -Eq "^  gpu01 +ok +GPU 0 \(NVIDIA H100 80GB HBM3, 9\.0\): sm_90" out/nodecheck.txt &&
+  grep -Eq "^  gpu02 +fails +gpu: GPU 0 \(NVIDIA A100-SXM4-80GB, 8\.0\)" out/nodecheck.txt || { cat out/nodecheck.txt; fail "nodecheck: rows"; }
+
 # Several nodes in one run: one row each, exit 1 with the count; --json for CI.
 rc=0
 "$opforge" verify "$wheel" --nodes nodes/h100.json nodes/a100.json nodes/damaged.json >out/fleet.txt 2>out/fleet.err || rc=$?
@@ -124,4 +146,4 @@ rc=0
 rc=0
 "$opforge" verify base.json --nodes nodes/h100.json >/dev/null 2>out/notwheel.err || rc=$?
 [ "$rc" = 2 ] && grep -q -- "--nodes checks a wheel" out/notwheel.err || { cat out/notwheel.err; fail "not a wheel: exit $rc"; }
-echo "OK: verify --nodes: h100 ok, b200 by JIT, a100/old driver/no driver/glibc/cpu/torch/python fail, damaged/hostile/older/newer unknown"
+echo "OK: verify --nodes: h100 ok, b200 by JIT, a100/old driver/no driver/glibc/cpu/torch/python fail, damaged/hostile/older/newer unknown, a node check report's hosts"

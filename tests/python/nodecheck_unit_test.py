@@ -263,3 +263,19 @@ def test_report_for_plan_nodes_and_text():
     assert lines[-2:] == ['WARNING: a warning', 'OK']
     bad = report.build(L, 'nccl', ranks, {'skipped': 'needs >= 2 GPUs'}, ['x', 'y'], [])
     assert report.text(bad)[-2:] == ['bandwidth: skipped (needs >= 2 GPUs)', 'FAIL: x; y']
+
+
+def test_runtime_facts_are_what_verify_nodes_reads():
+    from opforge_ops.nodecheck import facts
+    data = os.path.join(os.path.dirname(__file__), '..', 'data', 'cpuinfo', 'vm-x86-64-v4.txt')
+    with open(data) as f:
+        text = f.read()
+    assert facts.cpu_level(text) == 'x86-64-v4'
+    assert facts.cpu_level(text.replace(' avx512f ', ' ')) == 'x86-64-v3'
+    assert facts.cpu_level('flags\t: fpu sse sse2\n') == 'x86-64'
+    assert facts.cpu_level('processor\t: 0\n') is None
+    assert facts.newest(b'\x00GLIBCXX_3.4.9\x00GLIBCXX_3.4.30\x00GLIBCXX_3.4\x00CXXABI_1.3.13\x00', b'GLIBCXX') == '3.4.30'
+    assert facts.newest(b'nothing', b'CXXABI') is None
+    got = facts.runtime()
+    assert got['machine'] == 'x86_64' and got['glibc'].startswith('2.')
+    assert got['cpu_level'].startswith('x86-64')

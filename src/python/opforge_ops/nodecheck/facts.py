@@ -40,6 +40,64 @@ def driver_release() -> str | None:
     return m.group(1) if m else None
 
 
+# x86-64 psABI levels in the kernel's /proc/cpuinfo flag names (pni is SSE3, abm is LZCNT), the
+# same table `opforge doctor` reads (src/doctor/node.cpp).
+_LEVELS = (
+    ('x86-64-v2', {'cx16', 'lahf_lm', 'popcnt', 'pni', 'sse4_1', 'sse4_2', 'ssse3'}),
+    ('x86-64-v3', {'avx', 'avx2', 'bmi1', 'bmi2', 'f16c', 'fma', 'abm', 'movbe', 'xsave'}),
+    ('x86-64-v4', {'avx512f', 'avx512bw', 'avx512cd', 'avx512dq', 'avx512vl'}),
+)
+
+
+def cpu_level(cpuinfo: str) -> str | None:
+    """The highest x86-64 level whose every flag the first 'flags' line lists; None without one."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(':')
+        if key.strip() != 'flags':
+            continue
+        flags, level = set(value.split()), 'x86-64'
+        for name, needs in _LEVELS:
+            if not needs <= flags:
+                break
+            level = name
+        return level
+    return None
+
+
+def newest(text: bytes, prefix: bytes) -> str | None:
+    """The newest '<prefix>_<dotted number>' version name in a library's bytes ('3.4.30')."""
+    import re
+    found = {m.group(1).decode() for m in re.finditer(re.escape(prefix) + rb'_(\d+(?:\.\d+)+)\x00', text)}
+    return max(found, key=lambda v: tuple(int(x) for x in v.split('.')), default=None)
+
+
+def runtime() -> dict[str, Any]:
+    """What a wheel's libraries meet in this process: the machine, glibc, the libstdc++ it loaded
+    (conda's or the system's: the one torch brought in, found in /proc/self/maps) and the CPU level;
+    the part of `opforge doctor --json`'s node report that `opforge verify WHEEL --nodes` reads."""
+    out: dict[str, Any] = {'machine': platform.machine(), 'glibc': None, 'glibcxx': None, 'cxxabi': None,
+                           'cpu_level': None}
+    name, version = platform.libc_ver()
+    if name == 'glibc' and version:
+        out['glibc'] = version
+    try:
+        with open('/proc/self/maps') as f:
+            paths = {line.split()[-1] for line in f if 'libstdc++.so' in line}
+        for path in sorted(paths):
+            with open(path, 'rb') as lib:
+                text = lib.read()
+            out['glibcxx'], out['cxxabi'] = newest(text, b'GLIBCXX'), newest(text, b'CXXABI')
+            break
+    except OSError:
+        pass
+    try:
+        with open('/proc/cpuinfo') as f:
+            out['cpu_level'] = cpu_level(f.read())
+    except OSError:
+        pass
+    return out
+
+
 def overflow_library(capability: str | None) -> dict[str, Any]:
     """Where the overflow op's library is, the GPU code its fatbinary holds, and whether that code
     runs on a GPU of `capability` ('9.0'; None without a GPU)."""
@@ -70,7 +128,7 @@ def collect(rank: int, local_rank: int, world_size: int, launcher: str, device: 
         'host': socket.gethostname(), 'pid': os.getpid(), 'kernel': platform.release(),
         'python': platform.python_version(), 'torch': torch.__version__,
         'cuda': torch.version.cuda, 'nccl': None, 'driver': driver_release(),
-        'driver_cuda': None, 'gpu': None,
+        'driver_cuda': None, 'gpu': None, **runtime(),
     }
     if torch.cuda.is_available():
         try:
