@@ -6,7 +6,8 @@
 # port 10501 up. The scheduler checks that a server's heartbeat comes from the address in its
 # token, so on one machine they all share 127.0.0.1 and differ by port. Build servers use the
 # overlay builder (bubblewrap; needs root). Writes DIR/token (the client token).
-# SCCACHE_DIST (default: sccache-dist on PATH) names the program.
+# SCCACHE_DIST (default: sccache-dist on PATH) names the program. TOOLCHAIN_CACHE_SIZE (bytes) gives
+# the servers a toolchain cache that small: a client's toolchain upload then fails (a fault test).
 set -euo pipefail
 cmd="$1" dir="$2" n="${3:-2}"
 dist="${SCCACHE_DIST:-sccache-dist}"
@@ -35,6 +36,7 @@ servers() {
     # --secret-key=KEY, not two words: a base64url key may begin with "-" (CI drew "-n...").
     cat >"$dir/server$port.toml" <<TOML
 cache_dir = "$dir/server$port/toolchains"
+${TOOLCHAIN_CACHE_SIZE:+toolchain_cache_size = $TOOLCHAIN_CACHE_SIZE}
 public_addr = "127.0.0.1:$port"
 scheduler_url = "http://127.0.0.1:$sched_port"
 [builder]

@@ -4,7 +4,8 @@
 # bubblewrap, as root; sccache from TOOLS/bin, pinned in scripts/deps). The default ops built
 # through it: sccache's own counters show steps compiled on the build servers, and the wheel is
 # byte-identical to a build without a cache. Then the faults: a wrong token, the servers killed
-# (the scheduler still counts them), the scheduler stopped, a scheduler with no server: each
+# (the scheduler still counts them), servers that refuse the toolchain upload, the scheduler
+# stopped, a scheduler with no server: each
 # build finishes here, says why in one line, and gives the same bytes. The client token appears
 # in no output, record, log or wheel; no sccache process is left behind.
 set -euo pipefail
@@ -118,6 +119,13 @@ grep "^sccache: " mid_build.txt | sed "s/^/mid_build: /"
 build bad_token wrong-token
 grep -q "^sccache: a test compile did not run on a build server (.*401.*) at http://127.0.0.1:$SCHED_PORT: every step compiles here$" bad_token.txt ||
   fail "bad_token: not said"
+# Servers that cannot take the toolchain (a toolchain cache of 1 KiB, as a full disk would): the
+# upload fails, the steps compile here, and the build says so.
+"$cluster" stop-servers "$out/cluster"
+rm -rf "$out"/cluster/server105*/toolchains
+TOOLCHAIN_CACHE_SIZE=1024 "$cluster" servers "$out/cluster"
+build toolchain_refused
+grep -q "^sccache: .*every step compiles here$" toolchain_refused.txt || fail "toolchain_refused: not said"
 "$cluster" stop-servers "$out/cluster"
 build servers_killed
 grep -q "^sccache: .*: every step compiles here$" servers_killed.txt || fail "servers_killed: not said"
