@@ -47,6 +47,14 @@ Report a_machine() {
   r.gpus.push_back({0, "NVIDIA H100 80GB HBM3", 9, 0, "GPU-1"});
   r.ninja = ToolReport{"/usr/bin/ninja", "1.11.1"};
   r.kernel = "6.1.0-27-amd64";
+  r.node = {.host = "gpu01",
+            .machine = "x86_64",
+            .glibc_minor = 36,
+            .glibcxx = "3.4.30",
+            .cxxabi = "1.3.14",
+            .cpu_level = 4,
+            .driver_version = "580.65.06",
+            .driver_cuda = "13.0"};
   ops::Decision aio;
   aio.manifest.name = "aio";
   aio.status = ops::OpStatus::skipped;
@@ -111,6 +119,7 @@ TEST(DoctorRender, TextOfAFullReport) {
             "ccache: not found\n"
             "sccache: not found\n"
             "kernel: 6.1.0-27-amd64\n"
+            "node gpu01: glibc 2.36, libstdc++ GLIBCXX_3.4.30, x86-64-v4, NVIDIA driver 580.65.06 (CUDA 13.0)\n"
             "\n"
             "Ops:\n"
             "  aio: skipped (recipe: auto) libaio not found: apt-get install libaio-dev\n"

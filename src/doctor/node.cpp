@@ -104,7 +104,9 @@ NodeInfo read_node(probe::Machine m) {
   n.cxxabi = newest_version(cxx, "CXXABI");
   if (auto text = m.fs.read_file("/proc/cpuinfo")) n.cpu_level = cpu_level_of_cpuinfo(*text);
   if (auto text = m.fs.read_file("/proc/driver/nvidia/version")) n.driver_version = nvidia_driver_version(*text);
-  if (!n.driver_version.empty()) n.driver_cuda = devices::driver_cuda_version(m);
+  // Asked even without the /proc file (a container may not show it): the CUDA it supports bounds
+  // the driver from below too.
+  n.driver_cuda = devices::driver_cuda_version(m);
   return n;
 }
 

@@ -68,8 +68,10 @@ json node_json(const Report& r) {
       r.torch && r.torch->python_version
           ? json(std::to_string(r.torch->python_version->first) + "." + std::to_string(r.torch->python_version->second))
           : json(nullptr);
-  j["driver"] = n.driver_version.empty() ? json(nullptr)
-                                         : json{{"version", n.driver_version}, {"cuda", text_or_null(n.driver_cuda)}};
+  // null: no driver answered; a version of null: the driver answered, its file was not there.
+  j["driver"] = n.driver_version.empty() && n.driver_cuda.empty()
+                    ? json(nullptr)
+                    : json{{"version", text_or_null(n.driver_version)}, {"cuda", text_or_null(n.driver_cuda)}};
   return j;
 }
 
@@ -184,8 +186,10 @@ std::string to_text(const json& j) {
     if (n["glibcxx"].is_string()) parts.push_back("libstdc++ GLIBCXX_" + s(n["glibcxx"]));
     if (n["cpu_level"].is_string()) parts.push_back(s(n["cpu_level"]));
     if (n["driver"].is_object())
-      parts.push_back("NVIDIA driver " + s(n["driver"]["version"]) +
-                      (n["driver"]["cuda"].is_string() ? " (CUDA " + s(n["driver"]["cuda"]) + ")" : std::string()));
+      parts.push_back(
+          "NVIDIA driver " +
+          (n["driver"]["version"].is_string() ? s(n["driver"]["version"]) : std::string("(version not read)")) +
+          (n["driver"]["cuda"].is_string() ? " (CUDA " + s(n["driver"]["cuda"]) + ")" : std::string()));
     else parts.push_back("no NVIDIA driver");
     out << "node" << (n["host"].is_string() ? " " + s(n["host"]) : std::string()) << ": " << strings::join(parts, ", ")
         << "\n";

@@ -12,6 +12,12 @@
 namespace opforge::rollout {
 namespace {
 
+/// Why the report does not say `field`.
+std::string why_of(const NodeFacts& n, const std::string& field) {
+  auto it = n.unknown_why.find(field);
+  return it != n.unknown_why.end() ? it->second : "the report does not say (" + field + ")";
+}
+
 std::string mm(std::pair<int, int> v) { return std::to_string(v.first) + "." + std::to_string(v.second); }
 
 /// "3.4.30" ≤ "3.4.32", part by part as numbers.
@@ -24,7 +30,7 @@ Check python_check(const WheelNeeds& w, const NodeFacts& n) {
     if (t == "py3" || t == "py2" || t == "py30") return c.detail = "pure Python tag " + t, c;
   if (!n.python) {
     c.verdict = Verdict::unknown;
-    c.detail = n.unknown_why.contains("python") ? n.unknown_why.at("python") : "the report does not say which Python";
+    c.detail = n.unknown_why.contains("python") ? why_of(n, "python") : "the report does not say which Python";
     return c;
   }
   const bool abi3 = std::find(w.abi_tags.begin(), w.abi_tags.end(), "abi3") != w.abi_tags.end();
@@ -134,9 +140,8 @@ Check cpu_check(const WheelNeeds& w, const NodeFacts& n) {
   const std::string need = target::level_name(w.cpu_level);
   if (!n.cpu_level) {
     c.verdict = Verdict::unknown;
-    c.detail =
-        "the code needs " + need + "; " +
-        (n.unknown_why.contains("cpu_level") ? n.unknown_why.at("cpu_level") : "the report does not say the CPU level");
+    c.detail = "the code needs " + need + "; " +
+               (n.unknown_why.contains("cpu_level") ? why_of(n, "cpu_level") : "the report does not say the CPU level");
     return c;
   }
   const std::string have = target::level_name(*n.cpu_level);
@@ -149,7 +154,7 @@ Check cpu_check(const WheelNeeds& w, const NodeFacts& n) {
 Check torch_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"torch", Verdict::ok, ""};
   if (w.torch.empty()) return c.detail = "no torch requirement", c;
-  if (!n.torch) return c.verdict = Verdict::unknown, c.detail = n.unknown_why.at("torch"), c;
+  if (!n.torch) return c.verdict = Verdict::unknown, c.detail = why_of(n, "torch"), c;
   if (n.torch->empty()) return c.detail = "no torch on the node: pip installs torch" + w.torch + " with the wheel", c;
   auto fits = pep440::satisfies(*n.torch, w.torch);
   if (!fits)
@@ -185,7 +190,7 @@ std::optional<Version> driver_cuda(const NodeFacts& n) {
 Check gpu_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"gpu", Verdict::ok, ""};
   if (w.gpu_libraries.empty()) return c.detail = "no GPU code", c;
-  if (!n.gpus) return c.verdict = Verdict::unknown, c.detail = n.unknown_why.at("gpus"), c;
+  if (!n.gpus) return c.verdict = Verdict::unknown, c.detail = why_of(n, "gpus"), c;
   if (n.gpus->empty())
     return c.verdict = Verdict::unknown,
            c.detail = "the report lists no GPU" + (n.gpu_reader.empty() ? std::string() : " (" + n.gpu_reader + ")"), c;
@@ -234,13 +239,24 @@ Check gpu_check(const WheelNeeds& w, const NodeFacts& n) {
 Check driver_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"driver", Verdict::ok, ""};
   if (w.gpu_libraries.empty() && w.cuda.empty()) return c.detail = "no CUDA code", c;
-  if (!n.driver) return c.verdict = Verdict::unknown, c.detail = n.unknown_why.at("driver"), c;
   if (w.cuda.empty())
     return c.verdict = Verdict::unknown,
            c.detail =
                "which CUDA compiled the wheel is not known (no build record beside it, no CUDA library needed, no PTX)",
            c;
   const auto built = parse_version(w.cuda);
+  if (!n.driver) {
+    // No version, but the CUDA the driver supports: a driver for CUDA 13.x is at least 13's floor.
+    if (!n.driver_cuda || !built) return c.verdict = Verdict::unknown, c.detail = why_of(n, "driver"), c;
+    if (n.driver_cuda->major < built->major)
+      return c.verdict = Verdict::fails,
+             c.detail = "the driver supports CUDA " + n.driver_cuda->str() + ", older than CUDA " + w.cuda + " (" +
+                        w.cuda_source + ") needs",
+             c;
+    return c.detail = "the driver supports CUDA " + n.driver_cuda->str() +
+                      " (its version was not read), enough for CUDA " + w.cuda + " (" + w.cuda_source + ")",
+           c;
+  }
   const auto floor = built ? driver_floor(built->major) : std::nullopt;
   const auto floor_version = floor ? parse_version(*floor) : std::nullopt;
   if (n.driver->empty())

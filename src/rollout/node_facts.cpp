@@ -90,8 +90,9 @@ NodeFacts parse_node_facts(const fs::path& report, std::string_view text) {
     unknown("driver", older);
   } else if (const json* d = jr::member(*node, "driver"); d && d->is_null()) {
     n.driver = "";
-  } else if (d && d->is_object() && jr::text(*d, "version")) {
-    n.driver = strings::cut(*jr::text(*d, "version"), 40);
+  } else if (d && d->is_object() && (jr::text(*d, "version") || jr::text(*d, "cuda"))) {
+    if (auto v = jr::text(*d, "version")) n.driver = strings::cut(*v, 40);
+    else unknown("driver", "the report has the CUDA the driver supports, not its version");
     if (auto c = jr::text(*d, "cuda")) n.driver_cuda = parse_version(*c);
   } else {
     unknown("driver", "node.driver is missing or not an object");
