@@ -16,7 +16,10 @@
 set -euo pipefail
 opforge=$(realpath "$1") project=$2 results=${3:+$(realpath -m "$3")}
 here=$(cd "$(dirname "$0")" && pwd)
-venv=${OPFORGE_TORCH_VENV:-$HOME/.cache/opforge/torch-venv}
+# torch 2.14 (scripts/torch-venv's second environment): torch 2.15's headers require C++20
+# (ATen.h: "#error C++20 or later compatible compiler is required"), and both projects compile
+# with -std=c++17, so neither builds against torch 2.15, with pip or with opforge.
+venv=${OPFORGE_TORCH214_VENV:-$HOME/.cache/opforge/torch214-venv}
 [ -x "$venv/bin/python" ] || { echo "run scripts/torch-venv first" >&2; exit 1; }
 case $project in
   mamba-ssm) version=2.3.1 module=selective_scan_cuda switch=MAMBA_FORCE_BUILD ;;
@@ -59,12 +62,19 @@ gpu_code() { "$opforge" inspect --json "$1" | python3 -c "
 import json, sys
 j = json.load(sys.stdin)
 print(' '.join(sorted({i['name'] for f in j['files'] if 'elf' in f for i in f['elf']['fatbin']})))"; }
+unpack() {  # unpack DIR: the sdist into DIR, its C++ standard raised to torch's
+  [ -d "$1/${project//-/_}-$version" ] || tar -xzf "$sdist" -C "$1"
+  # Both setup.py files pass -std=c++17 to g++ and nvcc, after torch's own flags; torch 2.14's
+  # headers refuse anything before C++20 (ATen.h #error), so neither sdist builds as published
+  # against it, with pip or with opforge. The one change a user has to make in the unpacked sdist:
+  sed -i 's/-std=c++17/-std=c++20/g' "$1/${project//-/_}-$version/setup.py"
+}
 report=""
 say() { echo "$*"; report+="$*"$'\n'; }
 say "$project $version (PyPI sdist), $("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load before: $(load)"
 
 if [ "${OPFORGE_BENCH_PIP:-}" = "1" ]; then
-  rm -rf "$work/pip" && mkdir -p "$work/pip" && tar -xzf "$sdist" -C "$work/pip"
+  rm -rf "$work/pip" && mkdir -p "$work/pip" && unpack "$work/pip"
   (cd "$work/pip/${project//-/_}-$version" && export MAX_JOBS=2 "$switch=TRUE" && timed pip "$venv/bin/python" -m pip wheel --no-build-isolation --no-deps -w "$work/pip/out" .) \
     || { tail -30 "$work/pip.log"; exit 1; }
   read -r e m u s < "$work/pip.time"
@@ -72,7 +82,7 @@ if [ "${OPFORGE_BENCH_PIP:-}" = "1" ]; then
   say "$(steps_table "$work/pip.steps")"
 fi
 
-[ -d "$work/of/${project//-/_}-$version" ] || tar -xzf "$sdist" -C "$work/of"
+unpack "$work/of"
 cp "$here/$project.toml" "$work/of/$project.toml"
 rm -rf "$work/of/dist"
 (cd "$work/of" && timed of "$opforge" build "$project.toml" ${OPFORGE_BENCH_JOBS:+-j "$OPFORGE_BENCH_JOBS"}) || { tail -30 "$work/of.log"; exit 1; }

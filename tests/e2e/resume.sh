@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A command build killed half-way resumes where it stopped (tests/fixtures/resumable: five .cu
 # files of some seconds each and a .cpp, torch's ninja, one at a time):
-#   1. an uninterrupted build, in a cache of its own: the reference bytes;
+#   1. an uninterrupted build, in a cache of its own: the reference bytes; each step's peak
+#      memory in its record and summary, the heaviest learned for the next plan's job count;
 #   2. a build stopped by SIGTERM (a CI time limit) to opforge alone once 2 steps are finished:
 #      its scratch tree stays, dist/ stays empty;
 #   3. the next build says it resumes the tree and is killed by SIGKILL once 4 steps are finished:
@@ -82,6 +83,19 @@ assert n["resumed"] is False and n["reused"] == 0 and n["compiled"] == 6, n
 assert len(n["seconds"]) == 6, n
 PY
 grep -q "^resumed:" "$work/ref.log" && fail "a fresh build says it resumed"
+# Each compile step's peak: in the record and the summary, and learned for the next job count.
+python3 - "$ref.opforge-record.json" "$work/cache-ref/compile-peaks.json" <<'PY' || fail "the step peaks"
+import json, sys
+steps = json.load(open(sys.argv[1]))["inputs"]["step_peaks"]
+cu = {s: v for s, v in steps.items() if s.endswith(".cu")}
+assert len(cu) == 5 and all(v["peak_kib"] > 0 for v in cu.values()), steps
+learned = json.load(open(sys.argv[2]))["steps:resumable"]
+assert learned == max(v["peak_kib"] for v in steps.values()), (learned, steps)
+PY
+grep -q "^memory: [0-9]* compile steps, 1 at once; the heaviest part[0-4].cu " "$work/ref.log" || fail "no memory line"
+sed '/^jobs = 1/d' "$work/proj/opforge.toml" > "$work/proj/auto.toml"
+(cd "$work/proj" && OPFORGE_CACHE_DIR="$work/cache-ref" "$opforge" plan auto.toml) > "$work/plan.log" 2>&1 || fail "plan"
+grep -q "^jobs .* GiB per compile (recorded))$" "$work/plan.log" || { grep -n jobs "$work/plan.log"; fail "the job count did not learn"; }
 
 stop_after 2 TERM first
 tree=$(ls -d "$work"/cache/trees/*/)
