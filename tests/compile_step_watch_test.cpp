@@ -2,6 +2,10 @@
 // its processes), and how the job count learns from the heaviest step.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "compile/step_watch.h"
 #include "plan/jobs.h"
 #include "probe/fake_machine.h"
@@ -74,4 +78,18 @@ TEST(CompileStepWatch, TheJobCountOfACommandBuildLearnsFromItsHeaviestStep) {
   EXPECT_EQ(learned.why, "16 cores; 20.0 GiB available / 6.0 GiB per compile (recorded)");
   // Another project's steps say nothing about this one.
   EXPECT_EQ(plan::memory_aware_jobs(16, 20 * kGiB, {}, peaks, {}, plan::steps_peak_key("mamba-ssm")).jobs, 16u);
+}
+
+TEST(CompileStepWatch, TheThreadTellsEachNewPeakWhileTheBuildRuns) {
+  probe::FakeFileSystem fs;
+  fs.add_file("/proc/7/status", "PPid:\t1\nVmRSS:\t2048 kB\n");
+  fs.add_file("/proc/7/cmdline", std::string("nvcc\0-c\0/t/a.cu\0", 16));
+  std::atomic<std::uint64_t> told{0};
+  compile::StepWatchThread watch(fs, "/t", 1, [&](std::uint64_t kib) { told = kib; });
+  for (int i = 0; i < 2000 && told == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto steps = watch.finish();
+  EXPECT_EQ(told, 2048u);  // before the build ends: a killed build has passed it on
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].source, "a.cu");
+  EXPECT_EQ(steps[0].peak_kib, 2048u);
 }

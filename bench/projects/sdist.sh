@@ -36,7 +36,7 @@ timed() {  # timed NAME CMD...: runs CMD under time(1) and stepwatch.py; NAME.{t
   local name=$1; shift
   /usr/bin/time -f "%e %M %U %S" -o "$work/$name.time" "$@" > "$work/$name.log" 2>&1 &
   local pid=$!
-  python3 "$here/stepwatch.py" "$pid" "$work/$name.steps" &
+  python3 "$here/stepwatch.py" "$pid" "$work/$name.steps" "$work/" &
   local watch=$!
   local rc=0; wait "$pid" || rc=$?
   wait "$watch" || true

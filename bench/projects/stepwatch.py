@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Per-file compile times of a build, watched from outside: wall, CPU and peak memory of each
 compile step (a process whose command line compiles one .cu/.cpp/.cc file with -c, with all the
-processes under it: nvcc's cicc, ptxas, the host compiler). Samples /proc every 0.25 s until
-PID exits, then writes one tab-separated line per step to OUT:
+processes under it: nvcc's cicc, ptxas, the host compiler), of a file whose path holds UNDER
+(the build's own work folder: other builds on the machine are left out). Samples /proc every
+0.25 s until PID exits, then writes one tab-separated line per step to OUT:
     source  wall_s  cpu_s  peak_MiB
 Wall is from the first to the last sample that saw the step (±0.25 s); CPU is the step's own
 CPU time and that of every process under it, dead ones included (cutime/cstime); peak is the
 largest sum of resident memory over its processes at one sample (a process that lives less than
 a sample can be missed).
-    stepwatch.py PID OUT
+    stepwatch.py PID OUT UNDER
 """
 
 import os
@@ -43,18 +44,17 @@ def processes():
     return out
 
 
-def source_of(argv):
-    """The file a compile command compiles: the argument after -c, else a single source argument."""
+def source_of(argv, under):
+    """The file a compile command compiles (the word after -c), when its path holds `under`."""
     words = " ".join(argv).split()
-    for i, w in enumerate(words):
-        if w == "-c" and i + 1 < len(words) and words[i + 1].endswith(SUFFIXES):
+    for i, w in enumerate(words[:-1]):
+        if w == "-c" and words[i + 1].endswith(SUFFIXES) and under in words[i + 1]:
             return words[i + 1]
-    srcs = [w for w in words if w.endswith(SUFFIXES) and "-c" in words]
-    return srcs[0] if len(srcs) == 1 else None
+    return None
 
 
 def main():
-    pid, out_path = int(sys.argv[1]), sys.argv[2]
+    pid, out_path, under = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     steps = {}  # (root pid, source) -> {first, last, cpu, peak}
     while os.path.exists(f"/proc/{pid}"):
         now = time.time()
@@ -62,10 +62,20 @@ def main():
         children = {}
         for p, info in procs.items():
             children.setdefault(info["ppid"], []).append(p)
+        sources = {p: source_of(info["argv"], under) for p, info in procs.items()}
         for p, info in procs.items():
-            src = source_of(info["argv"])
-            if not src or source_of(procs.get(info["ppid"], {"argv": []})["argv"]) == src:
-                continue  # not a compile, or not the outermost process of one
+            src = sources[p]
+            if not src:
+                continue
+            up, seen, nested = info["ppid"], set(), False
+            while up in procs and up not in seen:
+                seen.add(up)
+                if sources.get(up) == src:
+                    nested = True
+                    break
+                up = procs[up]["ppid"]
+            if nested:
+                continue  # not the outermost process of its compile
             tree, todo = [], [p]
             while todo:
                 q = todo.pop()

@@ -96,8 +96,14 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   };
   cmd.timeout = plan.compile_timeout;
   through_sccache(cmd, sccache);
-  // Each compile step's peak, for the summary, the record and the next build's job count.
-  StepWatchThread watch(m.fs, out.tree);
+  // Each compile step's peak, for the summary, the record and the next build's job count: a
+  // project's own steps (no ops) learned as they run, so that a build killed half-way (flash-attn
+  // built over several sessions) has taught the next one already.
+  const bool own_steps = std::none_of(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); });
+  const fs::path cache_dir = settings::cache_dir(m.env);
+  StepWatchThread watch(m.fs, out.tree, 250, [&](std::uint64_t kib) {
+    if (own_steps) plan::store_compile_peaks(m.fs, cache_dir, {{plan::steps_peak_key(plan.recipe.package.name), kib}});
+  });
   auto result = m.proc.run(cmd);
   out.step_peaks = watch.finish();
   if (!result)
@@ -381,8 +387,10 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   }
   // What the project asks nvcc for, whatever compiles in the end (the nvcc wrapper appends to it),
   // and what it fetches.
-  const fs::path arch_log = plan.build_dir / "nvcc-arch.log";
-  (void)m.fs.remove(arch_log);
+  // Kept in the tree, so that a resumed build's holds what the runs before it asked for too (the
+  // steps they finished do not run again); copied into the build folder when the command is done.
+  const fs::path arch_log = tree.root / ".opforge-nvcc-arch.log";
+  if (!tree.resumed) (void)m.fs.remove(arch_log);
   OPFORGE_CHECK(write_network_watch(m.fs, watch));
   add_watch_environment(out.env, watch, wrapper.empty() ? fs::path() : arch_log);
   StepCount steps;
@@ -410,7 +418,12 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     on_line("opforge: resumed: " + std::to_string(out.ninja_steps.reused) + " of " +
             std::to_string(out.ninja_steps.reused + out.ninja_steps.compiled) + " compile steps reused, " +
             std::to_string(out.ninja_steps.compiled) + " compiled");
-  if (auto asked = m.fs.read_file(arch_log)) out.project_arch = project_arch_targets(*asked);
+  if (auto asked = m.fs.read_file(arch_log)) {
+    out.project_arch = project_arch_targets(*asked);
+    (void)m.fs.write_file_atomic(plan.build_dir / "nvcc-arch.log", *asked);
+  } else {
+    (void)m.fs.remove(plan.build_dir / "nvcc-arch.log");
+  }
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;
   {

@@ -142,11 +142,13 @@ struct StepWatchThread::State {
   explicit State(fs::path tree) : watch(std::move(tree)) {}
 };
 
-StepWatchThread::StepWatchThread(const probe::FileSystem& fs, fs::path tree, int period_ms)
+StepWatchThread::StepWatchThread(const probe::FileSystem& fs, fs::path tree, int period_ms,
+                                 std::function<void(std::uint64_t)> on_peak)
     : state_(std::make_unique<State>(std::move(tree))) {
   State* s = state_.get();
-  s->thread = std::jthread([s, &fs, period_ms] {
+  s->thread = std::jthread([s, &fs, period_ms, on_peak = std::move(on_peak)] {
     const auto start = std::chrono::steady_clock::now();
+    std::uint64_t told = 0;
     std::unique_lock lock(s->mu);
     while (!s->stop) {
       lock.unlock();
@@ -154,6 +156,16 @@ StepWatchThread::StepWatchThread(const probe::FileSystem& fs, fs::path tree, int
       const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       lock.lock();
       s->watch.observe(processes, now);
+      if (on_peak) {
+        std::uint64_t peak = 0;
+        for (auto& step : s->watch.steps()) peak = std::max(peak, step.peak_kib);
+        if (peak > told + told / 20) {
+          told = peak;
+          lock.unlock();
+          on_peak(peak);
+          lock.lock();
+        }
+      }
       s->cv.wait_for(lock, std::chrono::milliseconds(period_ms), [s] { return s->stop; });
     }
   });

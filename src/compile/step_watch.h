@@ -5,6 +5,7 @@
 /// needs; what it measures is the memory the job count must leave room for.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,10 +61,13 @@ class StepWatch {
 };
 
 /// A StepWatch observing list_processes(fs) every `period_ms` on a thread of its own, from its
-/// construction until finish() (or its destruction).
+/// construction until finish() (or its destruction). `on_peak` (on that thread) is told the largest
+/// peak seen so far each time it grows by more than a twentieth: a build killed half-way has
+/// passed on what it measured.
 class StepWatchThread {
  public:
-  StepWatchThread(const probe::FileSystem& fs, std::filesystem::path tree, int period_ms = 250);
+  StepWatchThread(const probe::FileSystem& fs, std::filesystem::path tree, int period_ms = 250,
+                  std::function<void(std::uint64_t kib)> on_peak = {});
   ~StepWatchThread();
   StepWatchThread(const StepWatchThread&) = delete;
   StepWatchThread& operator=(const StepWatchThread&) = delete;

@@ -4,7 +4,7 @@
 #   1. an uninterrupted build, in a cache of its own: the reference bytes; each step's peak
 #      memory in its record and summary, the heaviest learned for the next plan's job count;
 #   2. a build stopped by SIGTERM (a CI time limit) to opforge alone once 2 steps are finished:
-#      its scratch tree stays, dist/ stays empty;
+#      its scratch tree stays, dist/ stays empty, the peaks it measured are learned;
 #   3. the next build says it resumes the tree and is killed by SIGKILL once 4 steps are finished:
 #      the steps of 2 were not run again;
 #   4. the next build finishes: "resumed: N of 6 compile steps reused", N the steps finished
@@ -100,6 +100,8 @@ grep -q "^jobs .* GiB per compile (recorded))$" "$work/plan.log" || { grep -n jo
 stop_after 2 TERM first
 tree=$(ls -d "$work"/cache/trees/*/)
 [ -f "$tree/.opforge-resume" ] || fail "the stopped build left no resumable tree"
+# The steps' peaks are learned while they run: the stopped build has passed them on already.
+grep -q '"steps:resumable": [1-9]' "$work/cache/compile-peaks.json" || fail "the stopped build learned no peak"
 finished > "$work/after-first"
 
 stop_after 4 KILL second
@@ -115,9 +117,12 @@ done_before=$(wc -l < "$work/after-second")
 grep -x "resumed: $done_before of 6 compile steps reused from the tree an interrupted build left, $(( 6 - done_before )) compiled" "$work/third.log" \
   || { grep -n "resum" "$work/third.log"; fail "the resumed build does not say what it reused"; }
 wheel=$(only_wheel "$work/third.dist")
-python3 - "$wheel.opforge-record.json" "$work/after-second" <<'PY' || fail "the resumed build's record"
+python3 - "$wheel.opforge-record.json" "$work/after-second" "$ref.opforge-record.json" <<'PY' || fail "the resumed build's record"
 import json, sys
-n = json.load(open(sys.argv[1]))["inputs"]["ninja_steps"]
+inputs = json.load(open(sys.argv[1]))["inputs"]
+n = inputs["ninja_steps"]
+# What the project asked nvcc for, gathered over the three runs: the uninterrupted build's.
+assert inputs["arch"] == json.load(open(sys.argv[3]))["inputs"]["arch"], inputs["arch"]
 before = {l.split("\t")[0] for l in open(sys.argv[2]) if l.strip()}
 assert n["resumed"] is True and n["reused"] == len(before) and n["compiled"] == 6 - len(before), n
 again = [o for o in n["seconds"] if o.split("/")[-1] in {b.split("/")[-1] for b in before}]
