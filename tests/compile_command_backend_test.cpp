@@ -574,6 +574,115 @@ TEST(CompileCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   EXPECT_NE(c->root.string(), first);
 }
 
+TEST(CompileCommandBackend, AKeptTreeOfTheSameContentAndKeyIsResumedAnyOtherCopiedAfresh) {
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeEnvironment env(std::map<std::string, std::string>{});
+  probe::FakeDynamicLoader dl;
+  probe::Machine m{fs, proc, env, dl};
+  fs.add_file("/src/setup.py", "setup()\n");
+  fs.add_file("/src/csrc/a.cu", "__global__ void a() {}\n");
+  fs.add_file("/src/csrc/b.cu", "__global__ void b() {}\n");
+  std::string key = "k1";
+  const compile::ScratchResume resume{[&](const fs::path&) { return key; }};
+  auto first = compile::make_scratch_tree(m, "/src", "/cache", {}, resume);
+  ASSERT_TRUE(first) << first.error().render();
+  EXPECT_FALSE(first->resumed);
+  EXPECT_TRUE(first->not_why.empty());
+  ASSERT_EQ(fs.type_of(first->root / compile::kResumeStamp), probe::FileType::regular);
+  // The build was killed: its finished object, ninja's state and a source it changed stay.
+  fs.add_file(first->root / "build/temp/csrc/a.o", "object a");
+  fs.add_file(first->root / "build/temp/.ninja_log", "# ninja log v7\n1\t5\t9\tcsrc/a.o\tab\n");
+  fs.add_file(first->root / "csrc/b.cu", "__global__ void b_edited() {}\n");
+  fs.set_mtime(first->root / "csrc/a.cu", 42);
+  first->lock.reset();
+
+  auto again = compile::make_scratch_tree(m, "/src", "/cache", {}, resume);
+  ASSERT_TRUE(again) << again.error().render();
+  EXPECT_EQ(again->root, first->root);
+  EXPECT_TRUE(again->resumed);
+  EXPECT_EQ(again->restored, 1);  // b.cu holds the source's bytes again
+  EXPECT_EQ(*fs.read_file(again->root / "csrc/b.cu"), "__global__ void b() {}\n");
+  EXPECT_EQ(fs.stamp(again->root / "csrc/a.cu")->mtime_ns, 42);  // untouched: ninja keeps a.o
+  EXPECT_EQ(*fs.read_file(again->root / "build/temp/csrc/a.o"), "object a");
+  again->lock.reset();
+
+  // Without the resume key (the compile commands changed), or without a stamp (a copy cut short),
+  // or without resume at all: a fresh copy.
+  key = "k2";
+  auto other = compile::make_scratch_tree(m, "/src", "/cache", {}, resume);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->resumed);
+  EXPECT_NE(other->not_why.find("other compile commands"), std::string::npos) << other->not_why;
+  EXPECT_EQ(fs.type_of(other->root / "build"), probe::FileType::none);
+  fs.add_file(other->root / "build/x.o", "x");
+  ASSERT_TRUE(fs.remove(other->root / compile::kResumeStamp));
+  other->lock.reset();
+  auto cut = compile::make_scratch_tree(m, "/src", "/cache", {}, resume);
+  ASSERT_TRUE(cut);
+  EXPECT_FALSE(cut->resumed);
+  EXPECT_NE(cut->not_why.find("no complete copy"), std::string::npos) << cut->not_why;
+  EXPECT_EQ(fs.type_of(cut->root / "build"), probe::FileType::none);
+  fs.add_file(cut->root / "build/x.o", "x");
+  cut->lock.reset();
+  auto plain = compile::make_scratch_tree(m, "/src", "/cache");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->resumed);
+  EXPECT_EQ(fs.type_of(plain->root / "build"), probe::FileType::none);
+  EXPECT_EQ(fs.type_of(plain->root / compile::kResumeStamp), probe::FileType::none);
+}
+
+TEST(CompileCommandBackend, TheResumeKeyFollowsWhatDecidesTheCompilesNotTheJobCount) {
+  const std::vector<std::string> cmd = {"python", "setup.py", "bdist_wheel"};
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/bin"}, {"NVCC_APPEND_FLAGS", "-O2"}, {"MAX_JOBS", "2"}, {"HOME", "/root"}, {"MY_SWITCH", "1"}};
+  const auto base = compile::resume_key(cmd, {"torch", "nvcc"}, env, {"MY_SWITCH"});
+  auto with = [&](const std::string& k, const std::string& v) {
+    auto e = env;
+    e[k] = v;
+    return compile::resume_key(cmd, {"torch", "nvcc"}, e, {"MY_SWITCH"});
+  };
+  EXPECT_EQ(with("MAX_JOBS", "16"), base);    // more jobs compile the same objects
+  EXPECT_EQ(with("HOME", "/home/ci"), base);  // nothing a compile reads
+  EXPECT_EQ(with("OPFORGE_NVCC_ARCH_LOG", "/elsewhere/nvcc-arch.log"), base);
+  EXPECT_NE(with("NVCC_APPEND_FLAGS", "-O3"), base);
+  EXPECT_NE(with("CUDA_HOME", "/usr/local/cuda-13.1"), base);
+  EXPECT_NE(with("TORCH_CUDA_ARCH_LIST", "8.0"), base);
+  EXPECT_NE(with("MY_SWITCH", "0"), base);  // the recipe's [build.env]
+  EXPECT_NE(with("PATH", "/opt/bin:/usr/bin"), base);
+  EXPECT_NE(compile::resume_key(cmd, {"other torch", "nvcc"}, env, {"MY_SWITCH"}), base);
+  EXPECT_NE(compile::resume_key({"python3", "setup.py", "bdist_wheel"}, {"torch", "nvcc"}, env, {"MY_SWITCH"}), base);
+}
+
+TEST(CompileCommandBackend, NinjaLogsSayWhichStepsWereReusedAndWhichCompiled) {
+  probe::FakeFileSystem fs;
+  const std::string head = "# ninja log v7\n";
+  fs.add_file("/t/build/temp.linux/.ninja_log",
+              head + "0\t4000\t1\t/t/build/temp.linux/csrc/a.o\th1\n100\t6500\t2\t/t/build/temp.linux/csrc/b.o\th2\n");
+  fs.add_file("/t/build/temp.linux/csrc/a.o", "a");
+  fs.add_symlink("/t/loop", "/t/build");  // links are not followed
+  auto before = compile::read_ninja_logs(fs, "/t");
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before["build/temp.linux/.ninja_log"].count("build/temp.linux/csrc/a.o"), 1u);
+  // The resumed run: b ran again (a new line), c is new, a is kept; a line cut short by a kill is
+  // ignored, as ninja ignores it.
+  fs.add_file("/t/build/temp.linux/.ninja_log",
+              *fs.read_file("/t/build/temp.linux/.ninja_log") +
+                  "0\t3000\t3\t/t/build/temp.linux/csrc/b.o\th2\n10\t2510\t4\tcsrc/c.o\th3\n5\t7");
+  auto reuse = compile::compare_ninja_logs(before, compile::read_ninja_logs(fs, "/t"));
+  EXPECT_EQ(reuse.reused, 1);
+  EXPECT_EQ(reuse.compiled, 2);
+  ASSERT_EQ(reuse.times.size(), 2u);
+  EXPECT_EQ(reuse.times[0].first, "build/temp.linux/csrc/b.o");
+  EXPECT_DOUBLE_EQ(reuse.times[0].second, 3.0);
+  EXPECT_EQ(reuse.times[1].first, "build/temp.linux/csrc/c.o");  // relative: to the log's folder
+  EXPECT_DOUBLE_EQ(reuse.times[1].second, 2.5);
+  // A fresh tree: everything compiled.
+  auto fresh = compile::compare_ninja_logs({}, before);
+  EXPECT_EQ(fresh.reused, 0);
+  EXPECT_EQ(fresh.compiled, 2);
+}
+
 TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;

@@ -47,3 +47,11 @@ add_test(NAME e2e.verify_nodes
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/verify_nodes.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/verify_nodes)
 set_tests_properties(e2e.verify_nodes PROPERTIES TIMEOUT 600 LABELS "e2e;variants" PROCESSORS 1 COST 20)
+# A command build killed half-way (SIGTERM, then SIGKILL) resumes its scratch tree: no finished
+# step compiled again, the wheel the uninterrupted build's bytes (tests/fixtures/resumable, torch
+# 2.14's environment). About two minutes on 2 cores.
+add_test(NAME e2e.resume
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/resume.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/resume)
+set_tests_properties(e2e.resume PROPERTIES TIMEOUT 900 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 150)

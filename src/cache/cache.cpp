@@ -98,7 +98,8 @@ void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out
     e.kind = entry_name(Kind::tree);
     e.path = dir / n;
     e.lock = compile::tree_lock(e.path);
-    e.user = "a command build's scratch copy of a source tree (kept after a failure)";
+    e.user =
+        "a command build's scratch copy of a source tree (kept after a failure or a kill: the next build resumes it)";
     e.last_use_ns = mtime(fs, e.path);
     out.push_back(std::move(e));
   }

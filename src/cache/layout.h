@@ -22,7 +22,8 @@ struct Folder {
 inline constexpr Folder kFolders[] = {
     {Kind::toolkit, "toolkits", "toolkit", "CUDA toolkits provisioned from PyPI ([cuda] provision = \"pypi\")"},
     {Kind::env, "envs", "env", "the Python environments of [matrix] cells"},
-    {Kind::tree, "trees", "tree", "command builds' scratch copies of a source tree (kept after a failure)"},
+    {Kind::tree, "trees", "tree",
+     "command builds' scratch copies of a source tree (kept after a failure or a kill, for the next build to resume)"},
     {Kind::git, "git", "git", "bare clones of [source] git repositories, with a checkout per commit"},
 };
 

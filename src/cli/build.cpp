@@ -151,6 +151,8 @@ void print_outcome(const pipeline::Outcome& outcome) {
     }
   if (outcome.steps_run == 0) std::cout << "nothing to compile: every op is up to date\n";
   else if (outcome.cache) std::cout << compile::describe_cache_stats(*outcome.cache) << "\n";
+  if (!outcome.resume_said.empty()) std::cout << outcome.resume_said << "\n";
+  if (!outcome.memory_said.empty()) std::cout << outcome.memory_said << "\n";
   if (!outcome.torch_said.empty()) std::cout << outcome.torch_said << "\n";
   if (!outcome.sccache_said.empty()) std::cout << outcome.sccache_said << "\n";
   if (outcome.sccache && outcome.steps_run) std::cout << compile::describe_sccache_stats(*outcome.sccache) << "\n";

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "compile/op_schedule.h"
+#include "compile/step_watch.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "cuda/torch_stable.h"
@@ -99,7 +100,16 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   };
   cmd.timeout = plan.compile_timeout;
   through_sccache(cmd, sccache);
+  // Each compile step's peak, for the summary, the record and the next build's job count: a
+  // project's own steps (no ops) learned as they run, so that a build killed half-way (flash-attn
+  // built over several sessions) has taught the next one already.
+  const bool own_steps = std::none_of(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); });
+  const fs::path cache_dir = settings::cache_dir(m.env);
+  StepWatchThread watch(m.fs, out.tree, 250, [&](std::uint64_t kib) {
+    if (own_steps) plan::store_compile_peaks(m.fs, cache_dir, {{plan::steps_peak_key(plan.recipe.package.name), kib}});
+  });
   auto result = m.proc.run(cmd);
+  out.step_peaks = watch.finish();
   if (!result)
     return failure("cannot start the build command " + command.front() + ": " + result.error().message,
                    "check [build] command and that its program is on PATH");
@@ -361,16 +371,43 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   CommandOutput out;
   out.log = plan.build_dir / "command.log";
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
-  // A fresh copy at a content-addressed path: never the source cache, never a stale build/.
   const fs::path cache_dir = settings::cache_dir(m.env);
-  auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line));
-  out.tree = tree.root;
-  out.tree_hash = tree.content_hash;
-  ScratchCleanup scratch{m.fs, tree.root};
   if (plan.host) OPFORGE_CHECK(compiler::check_shim(m.fs, *plan.host));
   auto host = host_wrappers(m.fs, cache_dir, plan, wrapper_launcher(plan));
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir, host ? &*host : nullptr));
+  const auto watch = network_watch(cache_dir);
+  // A copy at a content-addressed path: never the source cache, never a stale build/. A tree that
+  // a killed or failed build of the same content and compile commands left is resumed.
+  const ScratchResume resume{[&](const fs::path& root) {
+    auto env = command_environment(settings::everything(m.env), plan, root, wrapper, host ? &*host : nullptr);
+    add_watch_environment(env, watch, {});
+    std::vector<std::string> also;
+    for (auto& [k, v] : plan.exports) also.push_back(k);
+    for (auto& [k, v] : plan.recipe.build.env) also.push_back(k);
+    return resume_key(plan.recipe.build.command,
+                      {plan.cuda.torch ? plan.cuda.torch->torch_version_py_sha256 : std::string(),
+                       plan.cuda.chosen ? plan.cuda.chosen->nvcc.string() : std::string()},
+                      env, also);
+  }};
+  auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line, resume));
+  out.tree = tree.root;
+  out.tree_hash = tree.content_hash;
+  out.resumed = tree.resumed;
+  out.restored = tree.restored;
+  ScratchCleanup scratch{m.fs, tree.root};
+  if (on_line && tree.resumed)
+    on_line("opforge: resuming the build tree an interrupted build left (" + tree.root.string() +
+            "): its finished compile steps are kept" +
+            (tree.restored ? "; " + std::to_string(tree.restored) + " changed source file(s) written again"
+                           : std::string()));
+  else if (on_line && !tree.not_why.empty())
+    on_line("opforge: not resuming the build tree at " + tree.root.string() + ": " + tree.not_why + "; copied afresh");
+  // A wheel a killed command had made already is not this run's.
+  if (tree.resumed)
+    for (auto& old : match_glob(m.fs, tree.root, plan.recipe.build.wheel_glob).value_or(std::vector<fs::path>{}))
+      OPFORGE_CHECK(m.fs.remove(old));
+  const NinjaLogs ninja_before = read_ninja_logs(m.fs, tree.root);
   out.env = command_environment(settings::everything(m.env), plan, tree.root, wrapper, host ? &*host : nullptr);
   if (sccache) {
     // One server for every command (the ops compile at the same time, and sccache's disk cache
@@ -380,9 +417,10 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   }
   // What the project asks nvcc for, whatever compiles in the end (the nvcc wrapper appends to it),
   // and what it fetches.
-  const fs::path arch_log = plan.build_dir / "nvcc-arch.log";
-  (void)m.fs.remove(arch_log);
-  const auto watch = network_watch(cache_dir);
+  // Kept in the tree, so that a resumed build's holds what the runs before it asked for too (the
+  // steps they finished do not run again); copied into the build folder when the command is done.
+  const fs::path arch_log = tree.root / ".opforge-nvcc-arch.log";
+  if (!tree.resumed) (void)m.fs.remove(arch_log);
   OPFORGE_CHECK(write_network_watch(m.fs, watch));
   add_watch_environment(out.env, watch, wrapper.empty() ? fs::path() : arch_log);
   StepCount steps;
@@ -405,7 +443,17 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     sccache->stop();
     out.sccache = sccache->stats();
   }
-  if (auto asked = m.fs.read_file(arch_log)) out.project_arch = project_arch_targets(*asked);
+  out.ninja_steps = compare_ninja_logs(ninja_before, read_ninja_logs(m.fs, tree.root));
+  if (on_line && tree.resumed)
+    on_line("opforge: resumed: " + std::to_string(out.ninja_steps.reused) + " of " +
+            std::to_string(out.ninja_steps.reused + out.ninja_steps.compiled) + " compile steps reused, " +
+            std::to_string(out.ninja_steps.compiled) + " compiled");
+  if (auto asked = m.fs.read_file(arch_log)) {
+    out.project_arch = project_arch_targets(*asked);
+    (void)m.fs.write_file_atomic(plan.build_dir / "nvcc-arch.log", *asked);
+  } else {
+    (void)m.fs.remove(plan.build_dir / "nvcc-arch.log");
+  }
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;
   {

@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "compile/environment.h"
+#include "compile/ninja_log.h"
 #include "compile/op_steps.h"
 #include "compile/progress.h"
 #include "compile/sccache.h"
 #include "compile/scratch.h"
+#include "compile/step_watch.h"
 #include "compile/wheel_match.h"
 #include "compile/wrappers.h"
 #include "plan/plan.h"
@@ -32,6 +34,15 @@ struct CommandOutput {
   std::vector<std::string> installed_ops;
   std::filesystem::path log;               ///< plan.build_dir / "command.log": the command's full output
   std::map<std::string, std::string> env;  ///< what the command ran with (for the build record)
+  /// The scratch tree was one an interrupted build left (make_scratch_tree: resumed), with
+  /// `restored` source files written again.
+  bool resumed = false;
+  int restored = 0;
+  /// The ninja steps (torch's BuildExtension) the command found finished and reused, and those it
+  /// compiled, with their times (from the tree's .ninja_log files; all zero without ninja).
+  StepReuse ninja_steps;
+  /// Each compile step the command ran, with its peak memory (StepWatch; sampled from /proc).
+  std::vector<StepPeak> step_peaks;
   /// DeepSpeed trees built by a setup.py command: each op's own compile step, in plan order.
   std::vector<OpStep> op_steps;
   /// The GPU targets the project's own nvcc options asked for ("sm_80", "compute_90": PTX), from
@@ -73,7 +84,9 @@ struct CommandRun {
 /// with plan.wheel_version (when not empty) in its file name, .dist-info and METADATA.
 /// DeepSpeed trees: the wheel's deepspeed/git_version_info_installed.py gets version='<wheel
 /// version>'; with a torch version known, METADATA requires torch==X.Y.* (compiled extensions load
-/// only with the torch they were built against). The scratch tree is removed afterwards.
+/// only with the torch they were built against). The scratch tree is removed afterwards; a build
+/// killed or failed leaves it, and the next build of the same content and compile commands resumes
+/// it (make_scratch_tree), ninja then skipping every object finished before.
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& plan, const CommandRun& run);
 
 }  // namespace opforge::compile

@@ -88,10 +88,54 @@ Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel,
   return {};
 }
 
+std::string stamp_text(const std::string& content_hash, const std::string& key) {
+  return "opforge scratch tree 1\ncontent " + content_hash + "\nkey " + key + "\n";
+}
+
+/// Resumes the tree at out.root when its stamp is `stamp` (out.resumed), writing again each source
+/// file that differs from `entries`; otherwise says in out.not_why why a tree there is not resumed.
+Status resume_kept_tree(probe::Machine m, ScratchTree& out, const std::vector<TreeEntry>& entries,
+                        const std::string& stamp) {
+  if (m.fs.type_of(out.root) != probe::FileType::directory) return {};
+  auto kept = m.fs.read_file(out.root / kResumeStamp);
+  if (!kept) {
+    out.not_why = "it has no complete copy of the source (" + std::string(kResumeStamp) + " is missing)";
+    return {};
+  }
+  if (*kept != stamp) {
+    out.not_why = "it was made for other compile commands (compilers, flags, environment or toolkit changed)";
+    return {};
+  }
+  for (auto& e : entries) {
+    const fs::path dst = out.root / e.rel;
+    const auto type = m.fs.type_of(dst);
+    if (e.type == probe::FileType::directory) {
+      if (type != probe::FileType::directory) OPFORGE_CHECK(m.fs.create_directories(dst));
+      continue;
+    }
+    if (e.type == probe::FileType::symlink) {
+      auto target = m.fs.read_symlink(dst);
+      if (type == probe::FileType::symlink && target && target->string() == e.content) continue;
+      OPFORGE_CHECK(m.fs.remove_all(dst));
+      OPFORGE_CHECK(m.fs.create_symlink(e.content, dst));
+      ++out.restored;
+      continue;
+    }
+    if (type == probe::FileType::regular)
+      if (auto bytes = m.fs.read_file(dst); bytes && *bytes == e.content) continue;  // untouched: its mtime stays
+    if (type != probe::FileType::none && type != probe::FileType::regular) OPFORGE_CHECK(m.fs.remove_all(dst));
+    OPFORGE_CHECK(m.fs.write_file_atomic(dst, e.content, e.mode));
+    ++out.restored;
+  }
+  out.resumed = true;
+  return {};
+}
+
 }  // namespace
 
 Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, const fs::path& cache_dir,
-                                      const std::function<void(std::string_view)>& on_wait) {
+                                      const std::function<void(std::string_view)>& on_wait,
+                                      const ScratchResume& resume) {
   if (cache_dir.empty()) return bad_input("no cache folder for the build tree", "set OPFORGE_CACHE_DIR (or HOME)");
   std::vector<TreeEntry> entries;
   Walk walk;
@@ -121,6 +165,13 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
                               on_wait("waiting for another build of the same tree (" + lock_file.string() + ")");
                           },
                       .hint = "remove the lock file if no build is running"}));
+  const fs::path stamp = out.root / kResumeStamp;
+  std::string key;
+  if (resume.key) {
+    key = resume.key(out.root);
+    OPFORGE_CHECK(resume_kept_tree(m, out, entries, stamp_text(out.content_hash, key)));
+    if (out.resumed) return out;
+  }
   OPFORGE_CHECK(m.fs.remove_all(out.root));
   OPFORGE_CHECK(m.fs.create_directories(out.root));
   for (auto& e : entries) {
@@ -129,11 +180,34 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
     else if (e.type == probe::FileType::symlink) OPFORGE_CHECK(m.fs.create_symlink(e.content, dst));
     else OPFORGE_CHECK(m.fs.write_file_atomic(dst, e.content, e.mode));
   }
+  // Written last: a tree whose copy was cut short has none, and is copied again.
+  if (resume.key) OPFORGE_CHECK(m.fs.write_file_atomic(stamp, stamp_text(out.content_hash, key)));
   // Its size as copied (the build's outputs come on top): listing the cache never walks it.
   std::uint64_t bytes = 0;
   for (auto& e : entries) bytes += e.type == probe::FileType::regular ? e.content.size() : 0;
   (void)probe::record_size(m.fs, out.root, bytes);
   return out;
+}
+
+std::string resume_key(const std::vector<std::string>& command, const std::vector<std::string>& versions,
+                       const std::map<std::string, std::string>& env, const std::vector<std::string>& also) {
+  static constexpr std::string_view kNames[] = {
+      "PATH",    "PYTHONPATH",        "LD_LIBRARY_PATH", "CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS",
+      "LDFLAGS", "SOURCE_DATE_EPOCH", "PYTHONHASHSEED"};
+  static constexpr std::string_view kPrefixes[] = {"CUDA", "NVCC_", "TORCH_", "PYTORCH_", "CCACHE_"};
+  std::string digest = "command";
+  for (auto& a : command) digest += '\0' + a;
+  digest += "\nversions";
+  for (auto& v : versions) digest += '\0' + v;
+  digest += '\n';
+  for (auto& [k, v] : env) {
+    const bool named = std::find(std::begin(kNames), std::end(kNames), k) != std::end(kNames) ||
+                       std::find(also.begin(), also.end(), k) != also.end();
+    const bool prefixed =
+        std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](auto p) { return k.starts_with(p); });
+    if ((named || prefixed) && k != "MAX_JOBS") digest += k + '=' + v + '\n';
+  }
+  return sha256_hex(digest);
 }
 
 fs::path tree_lock(const fs::path& root) { return cache::entry_lock(root); }

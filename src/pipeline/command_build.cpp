@@ -1,5 +1,7 @@
 /// The command backend's build: the project's own command (compile::run_command_backend), its
 /// wheel checked, normalised into the build folder and committed into dist/ with its record.
+#include <cmath>
+
 #include "pipeline/dist.h"
 #include "pipeline/stages.h"
 #include "plan/jobs.h"
@@ -20,7 +22,18 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
     for (auto& step : out.op_steps)
       if (step.status == compile::OpStatus::built && step.peak_rss_kib > 0)
         peaks[step.op] = static_cast<std::uint64_t>(step.peak_rss_kib);
+    // A project's own compile steps (no ops): the heaviest, for the next build's job count.
+    std::uint64_t heaviest = 0;
+    for (auto& step : out.step_peaks) heaviest = std::max(heaviest, step.peak_kib);
+    if (heaviest > 0 && out.op_steps.empty()) peaks[plan::steps_peak_key(plan.recipe.package.name)] = heaviest;
     plan::store_compile_peaks(m.fs, cache_dir(m, options), peaks);
+  }
+  if (!out.step_peaks.empty()) {
+    std::uint64_t heaviest = 0;
+    for (auto& step : out.step_peaks) heaviest = std::max(heaviest, step.peak_kib);
+    outcome.memory_said = "memory: " + std::to_string(out.step_peaks.size()) + " compile steps, " +
+                          std::to_string(plan.jobs) + " at once; the heaviest " +
+                          compile::heaviest_steps(out.step_peaks, 3);
   }
   outcome.op_steps = out.op_steps;
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
@@ -52,6 +65,25 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
                         {"compiled", outcome.compiled_arch}};
   if (!outcome.compiled_arch_by_file.empty()) rec.inputs["arch"]["compiled_by_library"] = outcome.compiled_arch_by_file;
   if (out.sccache) rec.inputs["compile_steps"] = compile_steps_json(*out.sccache);
+  if (!out.step_peaks.empty()) {
+    nlohmann::json steps = nlohmann::json::object();
+    for (auto& step : out.step_peaks)
+      steps[step.source] = {{"seconds", std::round(step.seconds * 10) / 10}, {"peak_kib", step.peak_kib}};
+    rec.inputs["step_peaks"] = steps;
+  }
+  if (const auto& steps = out.ninja_steps; out.resumed || steps.reused || steps.compiled) {
+    nlohmann::json seconds = nlohmann::json::object();
+    for (auto& [output, s] : steps.times) seconds[output] = std::round(s * 10) / 10;
+    rec.inputs["ninja_steps"] = {{"resumed", out.resumed},
+                                 {"restored_files", out.restored},
+                                 {"reused", steps.reused},
+                                 {"compiled", steps.compiled},
+                                 {"seconds", seconds}};
+    if (out.resumed)
+      outcome.resume_said = "resumed: " + std::to_string(steps.reused) + " of " +
+                            std::to_string(steps.reused + steps.compiled) + " compile steps reused from the tree an " +
+                            "interrupted build left, " + std::to_string(steps.compiled) + " compiled";
+  }
   if (out.torch_link.abi != wheel::TorchAbi::none) {
     rec.inputs["torch_linkage"] = {{"abi", wheel::torch_abi_name(out.torch_link.abi)},
                                    {"evidence", out.torch_link.evidence},

@@ -54,6 +54,11 @@ struct Outcome {
   /// Command builds: what the wheel's libraries need of torch and the Requires-Dist that follows
   /// ("torch: C++ ABI (…): Requires-Dist torch==2.15.*"); empty when nothing links torch.
   std::string torch_said;
+  /// Command builds that resumed a kept scratch tree: "resumed: 7 of 10 compile steps reused …".
+  std::string resume_said;
+  /// Command builds: their compile steps' peak memory ("memory: 10 compile steps, 2 at once; the
+  /// heaviest selective_scan_bwd_bf16_complex.cu 2.1 GiB (301 s), …"); empty when none was seen.
+  std::string memory_said;
 };
 
 /// The GPU targets the plan compiles: "sm_XY" for each arch, "compute_XY" for +PTX.

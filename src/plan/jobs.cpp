@@ -135,7 +135,7 @@ void store_compile_peaks(probe::FileSystem& fs, const fs::path& cache_dir,
 
 MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> available_kib,
                              const std::vector<ops::Decision>& ops, const std::map<std::string, std::uint64_t>& peaks,
-                             std::string_view limited_by) {
+                             std::string_view limited_by, std::string_view steps_key) {
   cores = std::max(1u, cores);
   MemoryJobs out{cores, std::to_string(cores) + (cores == 1 ? " core" : " cores")};
   if (!available_kib) {
@@ -156,7 +156,12 @@ MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> availa
       nvcc = cuda;
     }
   }
-  if (peak == 0) return out;  // nothing is compiled
+  if (peak == 0 && !steps_key.empty())
+    if (auto it = peaks.find(std::string(steps_key)); it != peaks.end() && it->second > 0) {
+      peak = it->second;
+      recorded = true;
+    }
+  if (peak == 0) return out;  // nothing is compiled, or nothing known of a project's own steps
   what = recorded ? " per compile (recorded)" : nvcc ? " per nvcc compile" : " per C++ compile";
   const std::uint64_t fit = std::max<std::uint64_t>(1, *available_kib / peak);
   out.jobs = static_cast<unsigned>(std::min<std::uint64_t>(cores, fit));
@@ -164,5 +169,7 @@ MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> availa
              (limited_by.empty() ? std::string() : " (" + std::string(limited_by) + ")") + " / " + gib(peak) + what;
   return out;
 }
+
+std::string steps_peak_key(std::string_view package) { return "steps:" + std::string(package); }
 
 }  // namespace opforge::plan

@@ -56,11 +56,16 @@ struct MemoryJobs {
 
 /// min(cores, available / expected peak), at least 1. The expected peak is the largest recorded
 /// peak of the ops built, or the default for their kind (nvcc for CUDA ops) where an op has none.
+/// A command build without ops (any setup.py project) takes the largest compile step its earlier
+/// builds measured, `peaks[steps_key]` (steps_key: "steps:<package name>"), and the cores without one.
 /// Without a known available memory: the cores.
 /// `limited_by` (e.g. "cgroup v1 memory.limit_in_bytes") is named in `why` when not empty.
 MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> available_kib,
                              const std::vector<ops::Decision>& ops, const std::map<std::string, std::uint64_t>& peaks,
-                             std::string_view limited_by = {});
+                             std::string_view limited_by = {}, std::string_view steps_key = {});
+
+/// The compile-peaks.json key of a command build's compile steps: "steps:<package name>".
+std::string steps_peak_key(std::string_view package);
 
 /// "21.4 GiB"
 std::string gib(std::uint64_t kib);

@@ -60,7 +60,8 @@ unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& o
     const bool cgroup = available && available->from != "MemAvailable";
     auto fit =
         memory_aware_jobs(m.env.cpu_count(), available ? std::optional(available->kib) : std::nullopt, decisions,
-                          load_compile_peaks(m.fs, cache_dir(m, opts)), cgroup ? available->from : std::string());
+                          load_compile_peaks(m.fs, cache_dir(m, opts)), cgroup ? available->from : std::string(),
+                          r.build.backend == recipe::Backend::command ? steps_peak_key(r.package.name) : std::string());
     jobs = fit.jobs;
     from = fit.why;
   }

@@ -1,0 +1,196 @@
+#include "compile/step_watch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "plan/jobs.h"
+#include "util/numbers.h"
+#include "util/strings.h"
+
+namespace opforge::compile {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_source(std::string_view w) {
+  for (std::string_view s : {".cu", ".cpp", ".cc", ".cxx", ".c"})
+    if (w.size() > s.size() && w.ends_with(s)) return true;
+  return false;
+}
+
+std::uint64_t status_value(std::string_view status, std::string_view key) {
+  for (auto& line : strings::split(status, '\n'))
+    if (line.starts_with(key)) {
+      auto words = strings::split(std::string(strings::trim(line.substr(key.size()))), ' ');
+      if (!words.empty())
+        if (auto n = numbers::parse_int<std::uint64_t>(words.front())) return *n;
+    }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<ProcessView> list_processes(const probe::FileSystem& fs, const fs::path& proc) {
+  std::vector<ProcessView> out;
+  auto names = fs.list_directory(proc);
+  if (!names) return out;
+  for (auto& n : *names) {
+    auto pid = numbers::parse_int<int>(n);
+    if (!pid) continue;
+    auto status = fs.read_file(proc / n / "status");
+    auto cmdline = fs.read_file(proc / n / "cmdline");
+    if (!status || !cmdline) continue;  // ended meanwhile
+    ProcessView p;
+    p.pid = *pid;
+    p.ppid = static_cast<int>(status_value(*status, "PPid:"));
+    p.rss_kib = status_value(*status, "VmRSS:");
+    p.argv = strings::split(*cmdline, '\0');
+    while (!p.argv.empty() && p.argv.back().empty()) p.argv.pop_back();
+    if (auto cwd = fs.read_symlink(proc / n / "cwd")) p.cwd = cwd->string();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+StepWatch::StepWatch(fs::path tree) : tree_(tree.lexically_normal().string()) {
+  while (tree_.size() > 1 && tree_.back() == '/') tree_.pop_back();
+}
+
+std::string StepWatch::source_of(const ProcessView& p) const {
+  // `sh -c "nvcc … -c /tree/x.cu -o …"` (ninja) holds the command in one argument: its words.
+  std::vector<std::string> words;
+  for (auto& a : p.argv)
+    for (auto& w : strings::split(a, ' '))
+      if (!w.empty()) words.push_back(w);
+  for (std::size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] != "-c" || !is_source(words[i + 1])) continue;
+    const fs::path f(words[i + 1]);
+    const std::string abs = f.is_absolute() ? f.lexically_normal().string()
+                            : p.cwd.empty() ? std::string()
+                                            : (fs::path(p.cwd) / f).lexically_normal().string();
+    if (abs.size() > tree_.size() + 1 && abs.starts_with(tree_ + "/")) return abs.substr(tree_.size() + 1);
+  }
+  return {};
+}
+
+void StepWatch::observe(const std::vector<ProcessView>& processes, double now_s) {
+  std::map<int, const ProcessView*> by_pid;
+  std::map<int, std::vector<int>> children;
+  for (auto& p : processes) {
+    by_pid[p.pid] = &p;
+    children[p.ppid].push_back(p.pid);
+  }
+  std::map<int, std::string> sources;
+  for (auto& p : processes)
+    if (auto s = source_of(p); !s.empty()) sources[p.pid] = s;
+  for (auto& [pid, source] : sources) {
+    bool nested = false;
+    std::set<int> visited;  // a pid reused mid-read cannot make the walk endless
+    for (int up = by_pid[pid]->ppid; up > 0 && visited.insert(up).second;) {
+      if (auto it = sources.find(up); it != sources.end() && it->second == source) {
+        nested = true;
+        break;
+      }
+      auto it = by_pid.find(up);
+      if (it == by_pid.end()) break;
+      up = it->second->ppid;
+    }
+    if (nested) continue;
+    std::uint64_t rss = 0;
+    std::vector<int> todo = {pid};
+    std::set<int> done;
+    while (!todo.empty()) {
+      const int q = todo.back();
+      todo.pop_back();
+      if (!done.insert(q).second) continue;
+      if (auto it = by_pid.find(q); it != by_pid.end()) rss += it->second->rss_kib;
+      if (auto it = children.find(q); it != children.end())
+        todo.insert(todo.end(), it->second.begin(), it->second.end());
+    }
+    auto [it, fresh] = seen_.try_emplace({pid, source});
+    Seen& s = it->second;
+    if (fresh) {
+      s.step.source = source;
+      s.first = now_s;
+      s.order = seen_.size();
+    }
+    s.step.seconds = now_s - s.first;
+    s.step.peak_kib = std::max(s.step.peak_kib, rss);
+  }
+}
+
+std::vector<StepPeak> StepWatch::steps() const {
+  std::vector<const Seen*> all;
+  for (auto& [k, s] : seen_) all.push_back(&s);
+  std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->order < b->order; });
+  std::vector<StepPeak> out;
+  for (auto* s : all) out.push_back(s->step);
+  return out;
+}
+
+struct StepWatchThread::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  StepWatch watch;
+  std::jthread thread;
+  explicit State(fs::path tree) : watch(std::move(tree)) {}
+};
+
+StepWatchThread::StepWatchThread(const probe::FileSystem& fs, fs::path tree, int period_ms,
+                                 std::function<void(std::uint64_t)> on_peak)
+    : state_(std::make_unique<State>(std::move(tree))) {
+  State* s = state_.get();
+  s->thread = std::jthread([s, &fs, period_ms, on_peak = std::move(on_peak)] {
+    const auto start = std::chrono::steady_clock::now();
+    std::uint64_t told = 0;
+    std::unique_lock lock(s->mu);
+    while (!s->stop) {
+      lock.unlock();
+      auto processes = list_processes(fs);
+      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      lock.lock();
+      s->watch.observe(processes, now);
+      if (on_peak) {
+        std::uint64_t peak = 0;
+        for (auto& step : s->watch.steps()) peak = std::max(peak, step.peak_kib);
+        if (peak > told + told / 20) {
+          told = peak;
+          lock.unlock();
+          on_peak(peak);
+          lock.lock();
+        }
+      }
+      s->cv.wait_for(lock, std::chrono::milliseconds(period_ms), [s] { return s->stop; });
+    }
+  });
+}
+
+std::vector<StepPeak> StepWatchThread::finish() {
+  if (!state_) return {};
+  {
+    std::lock_guard lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+  return state_->watch.steps();
+}
+
+StepWatchThread::~StepWatchThread() { (void)finish(); }
+
+std::string heaviest_steps(std::vector<StepPeak> steps, std::size_t n) {
+  std::stable_sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.peak_kib > b.peak_kib; });
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < steps.size() && i < n; ++i)
+    parts.push_back(fs::path(steps[i].source).filename().string() + " " + plan::gib(steps[i].peak_kib) + " (" +
+                    std::to_string(static_cast<long>(steps[i].seconds + 0.5)) + " s)");
+  return strings::join(parts, ", ");
+}
+
+}  // namespace opforge::compile
