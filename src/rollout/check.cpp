@@ -12,10 +12,11 @@
 namespace opforge::rollout {
 namespace {
 
-/// Why the report does not say `field`.
-std::string why_of(const NodeFacts& n, const std::string& field) {
+/// Why the report does not say `field` (`fallback` when the reader gave no reason).
+std::string why_of(const NodeFacts& n, const std::string& field, const std::string& fallback = {}) {
   auto it = n.unknown_why.find(field);
-  return it != n.unknown_why.end() ? it->second : "the report does not say (" + field + ")";
+  if (it != n.unknown_why.end()) return it->second;
+  return fallback.empty() ? "the report does not say (" + field + ")" : fallback;
 }
 
 std::string mm(std::pair<int, int> v) { return std::to_string(v.first) + "." + std::to_string(v.second); }
@@ -27,10 +28,10 @@ Check python_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"python", Verdict::ok, ""};
   if (w.python_tags.empty()) return c.detail = "the file name has no Python tag", c.verdict = Verdict::unknown, c;
   for (const auto& t : w.python_tags)
-    if (t == "py3" || t == "py2" || t == "py30") return c.detail = "pure Python tag " + t, c;
+    if (t == "py3") return c.detail = "pure Python tag " + t, c;
   if (!n.python) {
     c.verdict = Verdict::unknown;
-    c.detail = n.unknown_why.contains("python") ? why_of(n, "python") : "the report does not say which Python";
+    c.detail = why_of(n, "python", "the report does not say which Python");
     return c;
   }
   const bool abi3 = std::find(w.abi_tags.begin(), w.abi_tags.end(), "abi3") != w.abi_tags.end();
@@ -71,9 +72,6 @@ std::string tag_machine(std::string_view tag) {
 Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"platform", Verdict::ok, ""};
   if (w.platforms.empty() || (w.platforms.size() == 1 && w.platforms[0] == "any")) return c.detail = "any platform", c;
-  auto why = [&](const char* field, const std::string& fallback) {
-    return n.unknown_why.contains(field) ? n.unknown_why.at(field) : fallback;
-  };
   // pip takes the wheel when one of its tags fits: the machine, and glibc ≥ a manylinux floor.
   std::vector<std::string> problems;
   bool tag_fits = false;
@@ -82,14 +80,14 @@ Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
     if (!floor) continue;
     const std::string machine = tag_machine(tag);
     if (!n.machine)
-      return c.verdict = Verdict::unknown, c.detail = why("machine", "the report does not say the machine"), c;
+      return c.verdict = Verdict::unknown, c.detail = why_of(n, "machine", "the report does not say the machine"), c;
     if (machine != *n.machine) {
       problems.push_back(tag + " is for " + machine + ", the node is " + *n.machine);
       continue;
     }
     if (*floor > 0) {
       if (!n.glibc_minor)
-        return c.verdict = Verdict::unknown, c.detail = why("glibc", "the report does not say the glibc"), c;
+        return c.verdict = Verdict::unknown, c.detail = why_of(n, "glibc", "the report does not say the glibc"), c;
       if (*n.glibc_minor < *floor) {
         problems.push_back(tag + " needs glibc 2." + std::to_string(*floor) + ", the node has 2." +
                            std::to_string(*n.glibc_minor));
@@ -108,7 +106,7 @@ Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
   std::vector<std::string> have;
   if (w.system.glibc_minor) {
     if (!n.glibc_minor)
-      return c.verdict = Verdict::unknown, c.detail = why("glibc", "the report does not say the glibc"), c;
+      return c.verdict = Verdict::unknown, c.detail = why_of(n, "glibc", "the report does not say the glibc"), c;
     if (*n.glibc_minor < w.system.glibc_minor)
       problems.push_back("its libraries use GLIBC_2." + std::to_string(w.system.glibc_minor) + ", the node has 2." +
                          std::to_string(*n.glibc_minor));
@@ -119,8 +117,8 @@ Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
     if (need.empty()) continue;
     if (!node_has)
       return c.verdict = Verdict::unknown,
-             c.detail =
-                 why(name == std::string("GLIBCXX") ? "glibcxx" : "cxxabi", "the report does not say its libstdc++"),
+             c.detail = why_of(n, name == std::string("GLIBCXX") ? "glibcxx" : "cxxabi",
+                               "the report does not say its libstdc++"),
              c;
     if (node_has->empty())
       problems.push_back(std::string("its libraries use ") + name + "_" + need + ", the node has no libstdc++");
@@ -140,8 +138,7 @@ Check cpu_check(const WheelNeeds& w, const NodeFacts& n) {
   const std::string need = target::level_name(w.cpu_level);
   if (!n.cpu_level) {
     c.verdict = Verdict::unknown;
-    c.detail = "the code needs " + need + "; " +
-               (n.unknown_why.contains("cpu_level") ? why_of(n, "cpu_level") : "the report does not say the CPU level");
+    c.detail = "the code needs " + need + "; " + why_of(n, "cpu_level", "the report does not say the CPU level");
     return c;
   }
   const std::string have = target::level_name(*n.cpu_level);
