@@ -97,8 +97,13 @@ def main():
         texts[name] = buf.getvalue()
     over_tf = times["transformers"] - times["none"]
     over_us = times["opforge"] - times["none"]
+    # One timing each, in turn: an overhead below 2% of the plain step is that step's noise, no ratio
+    # (hook_bench.py measures the overhead round-robin, for the figures).
+    noise = 0.02 * times["none"]
+    ratio = (f"{over_tf / over_us:.1f}x less overhead (target >= 5)" if over_us > noise else
+             f"overhead within the plain step's noise (< {noise*1e3:.1f} ms): see hook_bench.py")
     print(f"T5 fp16 step: plain {times['none']*1e3:.1f} ms | transformers hooks +{over_tf*1e3:.1f} ms | "
-          f"opforge hooks +{over_us*1e3:.1f} ms | {over_tf / max(over_us, 1e-9):.1f}x less overhead (target >= 5) | "
+          f"opforge hooks {over_us*1e3:+.1f} ms | {ratio} | "
           f"same report text: {texts['transformers'] == texts['opforge']} "
           f"({len(texts['opforge'].splitlines())} lines)")
 

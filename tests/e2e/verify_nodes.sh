@@ -121,6 +121,24 @@ rc=0
 grep -Eq "^  gpu01 +ok +GPU 0 \(NVIDIA H100 80GB HBM3, 9\.0\): sm_90" out/nodecheck.txt &&
   grep -Eq "^  gpu02 +fails +gpu: GPU 0 \(NVIDIA A100-SXM4-80GB, 8\.0\)" out/nodecheck.txt || { cat out/nodecheck.txt; fail "nodecheck: rows"; }
 
+# Reports captured on a real GPU node (an H200 with driver 580.159.04, Ubuntu 24.04, Python 3.12,
+# torch 2.11; tests/data/nodes/{doctor,nodecheck}_h200.json), as written there: the GPU, driver and
+# platform checks pass; this cp311 wheel for torch 2.15 fails on its Python and its torch.
+for r in doctor_h200 nodecheck_h200; do
+  rc=0
+  "$opforge" verify "$wheel" --nodes "$src/tests/data/nodes/$r.json" >"out/$r.txt" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || { cat "out/$r.txt"; fail "$r: exit $rc"; }
+  grep -Eq "^  vm +fails +python: Python 3\.12, the wheel is for cp311 only$" "out/$r.txt" &&
+    grep -Eq "^ +torch: the wheel requires torch==2\.15\.\*, the node has 2\.11\.0\+cu130" "out/$r.txt" ||
+    { cat "out/$r.txt"; fail "$r: the row"; }
+done
+"$opforge" verify "$wheel" --nodes "$src/tests/data/nodes/doctor_h200.json" --json >out/doctor_h200.json 2>/dev/null || true
+python3 - out/doctor_h200.json <<'PY' || fail "doctor_h200: the checks"
+import json, sys
+c = {c["check"]: c["verdict"] for c in json.load(open(sys.argv[1]))["nodes"][0]["checks"]}
+assert c == {"gpu": "ok", "driver": "ok", "platform": "ok", "cpu": "ok", "python": "fails", "torch": "fails"}, c
+PY
+
 # Several nodes in one run: one row each, exit 1 with the count; --json for CI.
 rc=0
 "$opforge" verify "$wheel" --nodes nodes/h100.json nodes/a100.json nodes/damaged.json >out/fleet.txt 2>out/fleet.err || rc=$?

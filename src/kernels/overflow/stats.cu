@@ -369,6 +369,9 @@ struct opforge_overflow_frames {
 namespace opforge_overflow_stats_detail {
 
 void free_frames(opforge_overflow_frames* f) {
+  // Launches since the last read may still write the records: freeing under them would fault the
+  // whole context. The streams may be gone by now, so the device is waited for (rare: at close).
+  if (f->used > 0) cudaDeviceSynchronize();
   for (cudaEvent_t e : f->events)
     if (e != nullptr) cudaEventDestroy(e);
   if (f->records != nullptr) cudaFree(f->records);
