@@ -152,3 +152,14 @@ TEST(PlanJobs, PeaksAreKeptWithTheCacheAndOnlyGrow) {
   fs.add_file("/cache/compile-peaks.json", "not json");
   EXPECT_TRUE(plan::load_compile_peaks(fs, "/cache").empty());  // a broken hint is no hint
 }
+
+TEST(PlanJobs, ThePrecompiledHeadersMakingIsKeptAsideFirst) {
+  constexpr std::uint64_t kGiB = 1024ull * 1024;
+  const std::map<std::string, std::uint64_t> peaks = {{plan::steps_peak_key("p"), 2 * kGiB}};
+  EXPECT_EQ(plan::memory_aware_jobs(16, 10 * kGiB, {}, peaks, {}, plan::steps_peak_key("p")).jobs, 5u);
+  auto kept = plan::memory_aware_jobs(16, 10 * kGiB, {}, peaks, {}, plan::steps_peak_key("p"), plan::kPchMakeKib);
+  EXPECT_EQ(kept.jobs, 3u);
+  EXPECT_NE(kept.why.find("10.0 GiB available less 2.5 GiB for making the precompiled torch header / 2.0 GiB"),
+            std::string::npos)
+      << kept.why;
+}

@@ -60,7 +60,7 @@ TEST(SettingsTable, TheRecipeParserAcceptsExactlyTheTablesKeys) {
   EXPECT_EQ(recipe_keys("arch"), (std::vector<std::string>{"list", "fallback", "enforce"}));
   EXPECT_EQ(recipe_keys("build"),
             (std::vector<std::string>{"backend", "command", "wheel_glob", "jobs", "cache", "remote", "scheduler",
-                                      "scheduler_token_file", "build_dir", "dist_dir", "release", "cpu_target",
+                                      "scheduler_token_file", "build_dir", "dist_dir", "release", "pch", "cpu_target",
                                       "cpu_dispatch", "env"}));
   EXPECT_EQ(recipe_keys("nothing"), std::vector<std::string>{});
 }

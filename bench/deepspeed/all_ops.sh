@@ -8,8 +8,13 @@
 # (`<X>Builder().load()`, DS_ACCELERATOR=cuda). Peak memory: the largest single process of each
 # build (time -f %M) and the machine's peak use during it (MemTotal - MemAvailable, sampled each
 # second, minus the use before it started).
-# Target: opforge <= 0.8x DeepSpeed's time. Takes about an hour on a 2-core machine: run it on a
-# quiet one.
+# opforge's recipe turns precompiled torch headers on ([build] pch = true). With
+# OPFORGE_BENCH_PCH=both, opforge builds twice, cold (a fresh cache each): with --no-pch, then with them. Wall and CPU time (user + sys of the whole process
+# tree) of every build: other work on the machine inflates wall time only.
+# A side that fails is reported with its last lines and what the others measured is still printed;
+# every side's log is kept in OPFORGE_BENCH_LOGS (default ~/.cache/opforge-bench/all_ops-logs).
+# Targets: opforge <= 0.8x DeepSpeed's time (precompiled headers: <= 0.33x). Takes about an hour
+# on a 2-core machine (one more opforge build with both): run it on a quiet one.
 #   bench/deepspeed/all_ops.sh OPFORGE [RESULTS_FILE]   (e.g. bench/results/deepspeed_all_ops.txt)
 set -euo pipefail
 opforge=$(realpath "$1"); results=${2:-}
@@ -17,7 +22,10 @@ venv=${OPFORGE_TORCH_VENV:-$HOME/.cache/opforge/torch-venv}
 sdist=${OPFORGE_SDIST_DIR:-$HOME/.cache/opforge/sdist}/deepspeed-0.19.8.tar.gz
 [ -x "$venv/bin/python" ] && [ -f "$sdist" ] || { echo "run scripts/torch-venv first" >&2; exit 1; }
 work=$(mktemp -d /tmp/opforge-bench-allops.XXXXXX)
-[ -n "${OPFORGE_BENCH_KEEP:-}" ] && echo "work folder: $work" >&2 || trap 'rm -rf "$work"' EXIT
+logs=${OPFORGE_BENCH_LOGS:-$HOME/.cache/opforge-bench/all_ops-logs}
+mkdir -p "$logs"
+keep_logs() { cp "$work"/*.log "$work"/*.time "$logs/" 2>/dev/null || true; }
+[ -n "${OPFORGE_BENCH_KEEP:-}" ] && echo "work folder: $work" >&2 || trap 'keep_logs; rm -rf "$work"' EXIT
 export PATH="$venv/bin:$PATH"
 for v in $(env | grep -o '^DS_BUILD_[A-Z0-9_]*' || true); do unset "$v"; done
 unset TORCH_CUDA_ARCH_LIST MAX_JOBS
@@ -33,9 +41,15 @@ gib() { python3 -c "print(f'{$1 / 1048576:.1f} GiB')"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load0=$(load)
 
-# 1. opforge, DS_BUILD_OPS=1.
-mkdir -p "$work/of" && tar -xzf "$sdist" -C "$work/of"
-cat > "$work/of/deepspeed.toml" <<'TOML'
+# 1. opforge, DS_BUILD_OPS=1 (twice with OPFORGE_BENCH_PCH=both: --no-pch, then the default).
+mkdir -p "$work/src" && tar -xzf "$sdist" -C "$work/src"
+cpu() { awk '{printf "%.1f", $3 + $4}' "$1"; }  # the time file's user + sys
+declare -A wall_of mem_of peak_of cpu_of wheel_of ok_of
+sides="of"
+[ "${OPFORGE_BENCH_PCH:-}" = both ] && sides="of_nopch of"
+for side in $sides; do
+  rm -rf "$work/$side" && mkdir -p "$work/$side" && cp -r "$work/src/deepspeed-0.19.8" "$work/$side/"
+  cat > "$work/$side/deepspeed.toml" <<'TOML'
 [package]
 name = "deepspeed"
 version = "0.19.8"
@@ -50,21 +64,34 @@ list = "9.0"
 [build]
 backend = "command"
 command = ["python", "setup.py", "bdist_wheel"]
+pch = true
 TOML
-export OPFORGE_CACHE_DIR="$work/cache"
-watch_memory "$work/of.mem" & watcher=$!
-t0=$(secs)
-(cd "$work/of" && DS_BUILD_OPS=1 /usr/bin/time -f '%e %M' -o "$work/of.time" "$opforge" build deepspeed.toml) \
-  > "$work/of.log" 2>&1 || { tail -40 "$work/of.log"; kill "$watcher"; exit 1; }
-t1=$(secs); kill -TERM "$watcher"; wait "$watcher" || true
-of=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
-of_wheel=$(ls "$work"/of/dist/*.whl)
+  flags=(); [ "$side" = of_nopch ] && flags=(--no-pch)
+  export OPFORGE_CACHE_DIR="$work/cache-$side"
+  watch_memory "$work/$side.mem" & watcher=$!
+  t0=$(secs)
+  ok_of[$side]=1
+  (cd "$work/$side" && DS_BUILD_OPS=1 /usr/bin/time -f '%e %M %U %S' -o "$work/$side.time" "$opforge" build "${flags[@]}" deepspeed.toml) \
+    > "$work/$side.log" 2>&1 || { ok_of[$side]=0; echo "opforge ($side) FAILED; its last lines:"; tail -40 "$work/$side.log"; }
+  t1=$(secs); kill -TERM "$watcher"; wait "$watcher" || true
+  wall_of[$side]=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+  cpu_of[$side]=$(cpu "$work/$side.time")
+  peak_of[$side]=$(cut -d' ' -f2 "$work/$side.time")
+  mem_of[$side]=$(cat "$work/$side.mem")
+  wheel_of[$side]=$(ls "$work"/$side/dist/*.whl 2>/dev/null || true)
+  keep_logs
+done
+of=${wall_of[of]}
+of_wheel=${wheel_of[of]}
+[ -n "$of_wheel" ] || of_wheel=${wheel_of[of_nopch]:-}
+[ -n "$of_wheel" ] || { echo "no opforge wheel: nothing to compare (logs in $logs)"; exit 1; }
 built=$(python3 -c "import json,sys; print(' '.join(sorted(json.load(open(sys.argv[1]))['inputs']['ops_installed'])))" \
   "$of_wheel.opforge-record.json")
 
-# 2. DeepSpeed's setup.py for the ops opforge built.
+# 2. DeepSpeed's setup.py for the ops opforge built (OPFORGE_BENCH_SKIP_DS=1: not run, to measure
+#    opforge's sides alone).
 mkdir -p "$work/ds" && tar -xzf "$sdist" -C "$work/ds"
-vars=$(python3 - "$work/of/deepspeed-0.19.8" $built <<'PY'
+vars=$(python3 - "$work/src/deepspeed-0.19.8" $built <<'PY'
 import ast, os, sys
 root, ops = sys.argv[1], set(sys.argv[2:])
 # Each builder's NAME → BUILD_VAR, read as opforge reads them.
@@ -79,15 +106,22 @@ for f in sorted(os.listdir(os.path.join(root, "op_builder"))):
             print(f"{a['BUILD_VAR']}=1")
 PY
 )
-watch_memory "$work/ds.mem" & watcher=$!
-t0=$(secs)
-(cd "$work/ds/deepspeed-0.19.8" && /usr/bin/time -f '%e %M' -o "$work/ds.time" env CUDA_HOME=/usr/local/cuda-13.0 \
-   DS_ACCELERATOR=cuda DS_SKIP_CUDA_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 DS_ENABLE_NINJA=1 MAX_JOBS="$(nproc)" \
-   DS_BUILD_OPS=0 $vars TORCH_NO_COMPILER_WRAPPER=1 python setup.py build_ext -j2 bdist_wheel) > "$work/ds.log" 2>&1 \
-  || { tail -40 "$work/ds.log"; kill "$watcher"; exit 1; }
-t1=$(secs); kill -TERM "$watcher"; wait "$watcher" || true
-ds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
-ds_wheel=$(ls "$work"/ds/deepspeed-0.19.8/dist/*.whl)
+ds_ok=1
+if [ -n "${OPFORGE_BENCH_SKIP_DS:-}" ]; then
+  ds_ok=skipped ds=0 ds_cpu=0 ds_wheel=
+else
+  watch_memory "$work/ds.mem" & watcher=$!
+  t0=$(secs)
+  (cd "$work/ds/deepspeed-0.19.8" && /usr/bin/time -f '%e %M %U %S' -o "$work/ds.time" env CUDA_HOME=/usr/local/cuda-13.0 \
+     DS_ACCELERATOR=cuda DS_SKIP_CUDA_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 DS_ENABLE_NINJA=1 MAX_JOBS="$(nproc)" \
+     DS_BUILD_OPS=0 $vars TORCH_NO_COMPILER_WRAPPER=1 python setup.py build_ext -j2 bdist_wheel) > "$work/ds.log" 2>&1 \
+    || { ds_ok=0; echo "DeepSpeed's setup.py FAILED; its last lines:"; tail -40 "$work/ds.log"; }
+  t1=$(secs); kill -TERM "$watcher"; wait "$watcher" || true
+  keep_logs
+  ds=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+  ds_cpu=$(cpu "$work/ds.time")
+  ds_wheel=$(ls "$work"/ds/deepspeed-0.19.8/dist/*.whl 2>/dev/null || true)
+fi
 
 # 3. Each wheel installed alone; every op it holds loads.
 check() {  # check NAME WHEEL: prints "ok N ops load" or the failures
@@ -111,19 +145,41 @@ PY
   ) || echo "FAILED: the check did not run"
 }
 of_check=$(check of "$of_wheel" 2>&1 | tail -1)
-ds_check=$(check ds "$ds_wheel" 2>&1 | tail -1)
+ds_check="not checked: no wheel"
+[ -n "$ds_wheel" ] && ds_check=$(check ds "$ds_wheel" 2>&1 | tail -1)
 load1=$(load)
 
 {
   echo "DeepSpeed 0.19.8 sdist, DS_BUILD_OPS=1, torch $(python -c 'import torch; print(torch.__version__)' 2>/dev/null),"
   echo "CUDA 13.0 toolkit, one arch (9.0), $(nproc) cores, $(date -u +%F)"
   echo "load average (1/5/15 min) before: $load0, after: $load1"
-  echo "opforge's per-op table:"
-  sed -n '/^ops:$/,/^wheel:/p' "$work/of.log" | sed '$d'
+  for side in $sides; do
+    echo "opforge's per-op table ($([ "$side" = of ] && echo "precompiled torch headers on, the default" || echo "--no-pch")):"
+    sed -n '/^ops:$/,/^wheel:/p' "$work/$side.log" | sed '$d'
+    grep "^precompiled torch header" -A12 "$work/$side.log" | grep -v "^wheel:\|^sha256:\|^tags:\|^glibc:\|^record:\|^torch:" || true
+  done
   echo "ops built: $built"
-  echo "  opforge build:                                 ${of} s, largest process $(gib "$(cut -d' ' -f2 "$work/of.time")"), machine peak +$(gib "$(cat "$work/of.mem")"); install: $of_check"
-  echo "  DeepSpeed setup.py build_ext -j2 bdist_wheel: ${ds} s, largest process $(gib "$(cut -d' ' -f2 "$work/ds.time")"), machine peak +$(gib "$(cat "$work/ds.mem")"); install: $ds_check"
-  python3 -c "print(f'  opforge / DeepSpeed: {$of / $ds:.2f}x (target <= 0.8x)')"
+  for side in $sides; do
+    printf '  opforge build %-9s %s\n' "$([ "$side" = of ] && echo "(pch)" || echo "(no pch)")" \
+      "$([ "${ok_of[$side]}" = 1 ] && echo "wall ${wall_of[$side]} s, CPU ${cpu_of[$side]} s, largest process $(gib "${peak_of[$side]}"), machine peak +$(gib "${mem_of[$side]}")" || echo "FAILED after ${wall_of[$side]} s (log: $logs/$side.log)")"
+  done
+  echo "  opforge install (pch wheel): $of_check"
+  if [ "$ds_ok" = 1 ]; then
+    echo "  DeepSpeed setup.py build_ext -j2 bdist_wheel: wall ${ds} s, CPU ${ds_cpu} s, largest process $(gib "$(cut -d' ' -f2 "$work/ds.time")"), machine peak +$(gib "$(cat "$work/ds.mem")"); install: $ds_check"
+    for side in $sides; do
+      [ "${ok_of[$side]}" = 1 ] && python3 -c "print(f'  opforge ($side) / DeepSpeed: wall {${wall_of[$side]} / $ds:.2f}x, CPU {${cpu_of[$side]} / $ds_cpu:.2f}x (targets <= 0.8x; with precompiled headers <= 0.33x)')"
+    done
+  elif [ "$ds_ok" = skipped ]; then
+    echo "  DeepSpeed setup.py build_ext -j2 bdist_wheel: not run (OPFORGE_BENCH_SKIP_DS)"
+  else
+    echo "  DeepSpeed setup.py build_ext -j2 bdist_wheel: FAILED after ${ds} s (log: $logs/ds.log); its last error:"
+    grep -n "error\|Error" "$work/ds.log" | tail -5 | sed 's/^/    /'
+  fi
+  if [ "${ok_of[of_nopch]:-0}" = 1 ] && [ "${ok_of[of]}" = 1 ]; then
+    python3 -c "print(f'  precompiled headers / none: wall {${wall_of[of]} / ${wall_of[of_nopch]}:.2f}x, CPU {${cpu_of[of]} / ${cpu_of[of_nopch]}:.2f}x')"
+    [ "$(sha256sum < "${wheel_of[of]}")" = "$(sha256sum < "${wheel_of[of_nopch]}")" ] && echo "  the same wheel bytes with and without: yes" ||
+      echo "  the same wheel bytes with and without: NO"
+  fi
 } | tee "$work/summary.txt"
 [ -n "$results" ] && cp "$work/summary.txt" "$results"
 exit 0

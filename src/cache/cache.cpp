@@ -122,6 +122,28 @@ void gits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
   }
 }
 
+/// `<cache>/pch/<key>`: a precompiled torch header (compile/pch.h), `done` once complete.
+void pchs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
+  const fs::path dir = folder(cache, Kind::pch);
+  auto names = fs.list_directory(dir);
+  if (!names) return;
+  for (auto& n : *names) {
+    if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
+    Entry e;
+    e.path = dir / n;
+    e.lock = entry_lock(e.path);
+    if (fs.type_of(e.path / "done") == probe::FileType::regular) {
+      e.kind = entry_name(Kind::pch);
+      e.user = "a precompiled torch/extension.h for one compiler, its flags and one torch";
+    } else {
+      e.kind = "partial";
+      e.user = "a precompiled header that was not finished (or could not be made: failed)";
+    }
+    e.last_use_ns = std::max(mtime(fs, e.path / kLastUse), mtime(fs, e.path));
+    out.push_back(std::move(e));
+  }
+}
+
 /// One lister per cache::Kind (layout.h names the folders).
 using Lister = void (*)(probe::FileSystem&, const fs::path&, std::vector<Entry>&);
 Lister lister(Kind k) {
@@ -130,6 +152,7 @@ Lister lister(Kind k) {
     case Kind::env: return envs;
     case Kind::tree: return trees;
     case Kind::git: return gits;
+    case Kind::pch: return pchs;
   }
   return nullptr;
 }

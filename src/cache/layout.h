@@ -9,7 +9,7 @@
 
 namespace opforge::cache {
 
-enum class Kind { toolkit, env, tree, git };
+enum class Kind { toolkit, env, tree, git, pch };
 
 struct Folder {
   Kind kind;
@@ -25,6 +25,8 @@ inline constexpr Folder kFolders[] = {
     {Kind::tree, "trees", "tree",
      "command builds' scratch copies of a source tree (kept after a failure or a kill, for the next build to resume)"},
     {Kind::git, "git", "git", "bare clones of [source] git repositories, with a checkout per commit"},
+    {Kind::pch, "pch", "pch",
+     "precompiled torch headers of command builds' host compiles, one per compiler, flags and torch ([build] pch)"},
 };
 
 inline constexpr std::string_view folder_name(Kind k) {

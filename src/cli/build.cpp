@@ -28,6 +28,7 @@ struct BuildFlags {
   std::string build_dir;
   std::string dist_dir;
   bool release = false;
+  bool no_pch = false;
   std::string release_of;
   std::string cell;
   int cell_index = -1;
@@ -42,6 +43,7 @@ Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& f
   if (flags.jobs) options.plan.jobs = flags.jobs;
   if (!flags.python.empty()) options.plan.python = flags.python;
   options.plan.release = flags.release;
+  options.plan.no_pch = flags.no_pch;
   if (!flags.release_of.empty()) {
     auto rec = OPFORGE_TRY(record::load(m.fs, flags.release_of));
     options.plan.release_commit = OPFORGE_TRY(record::source_commit(flags.release_of, rec));
@@ -153,6 +155,7 @@ void print_outcome(const pipeline::Outcome& outcome) {
   else if (outcome.cache) std::cout << compile::describe_cache_stats(*outcome.cache) << "\n";
   if (!outcome.resume_said.empty()) std::cout << outcome.resume_said << "\n";
   if (!outcome.memory_said.empty()) std::cout << outcome.memory_said << "\n";
+  if (!outcome.pch_said.empty()) std::cout << outcome.pch_said << "\n";
   if (!outcome.torch_said.empty()) std::cout << outcome.torch_said << "\n";
   if (!outcome.sccache_said.empty()) std::cout << outcome.sccache_said << "\n";
   if (outcome.sccache && outcome.steps_run) std::cout << compile::describe_sccache_stats(*outcome.sccache) << "\n";
@@ -235,6 +238,7 @@ Result<std::optional<Status>> build_in_root(probe::Machine m, const BuildFlags& 
                                                                               {"--glibc", flags.glibc}})
     if (!value.empty()) inv.args.insert(inv.args.end(), {flag, value});
   if (flags.release) inv.args.push_back("--release");
+  if (flags.no_pch) inv.args.push_back("--no-pch");
   if (flags.cell_index >= 0) inv.args.insert(inv.args.end(), {"--cell-index", std::to_string(flags.cell_index)});
   auto prepared = OPFORGE_TRY(root::prepare(m, inv));
   std::cout << root::describe_line(prepared.info) << "\n" << std::flush;
@@ -292,6 +296,8 @@ Registrar reg{
        app.add_option("--build-dir", flags->build_dir, "build folder (default from the recipe)");
        app.add_option("--dist-dir", flags->dist_dir, "where the wheel goes (default from the recipe)");
        app.add_flag("--release", flags->release, "refuse a dirty source tree or a moving git rev (a branch)");
+       app.add_flag("--no-pch", flags->no_pch,
+                    "no precompiled torch header for the host compiles of a command build ([build] pch = false)");
        app.add_option("--release-of", flags->release_of,
                       "rebuild the release a build record describes: --release, and the source must "
                       "resolve to the record's commit (a branch rev is then accepted)");

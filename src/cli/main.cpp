@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "cli/command.h"
+#include "compile/pch.h"
 #include "opforge/version.h"
 #include "util/strings.h"
 
@@ -39,6 +40,10 @@ namespace {
 
 int run_main(int argc, char** argv) {
   using namespace opforge;
+  // A command build's host wrappers hand each C++ compile to this binary (compile/pch.h); not a
+  // command for people, so it bypasses the command table and its parsing.
+  if (argc >= 2 && std::string_view(argv[1]) == compile::pch::kCommand)
+    return compile::pch::host_compile(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{"opforge: prebuild CUDA/C++ ops into reproducible binary wheels"};
   app.set_version_flag("--version", std::string("opforge ") + kVersion + " (commit " + kCommit + ")");
   app.require_subcommand(1);

@@ -5,6 +5,7 @@
 #include "compile/command_backend.h"
 #include "compile/native.h"
 #include "compile/sccache.h"
+#include "compiler/host.h"
 #include "devices/nodes.h"
 #include "plan/json.h"
 #include "plan/plan.h"
@@ -121,6 +122,21 @@ void print_text(const plan::Plan& p) {
             << "jobs          " << p.jobs << (p.jobs_reason.empty() ? "" : " (" + p.jobs_reason + ")") << "\n"
             << "cache         " << recipe::cache_kind(p.cache).name << "\n";
   if (auto v = view_scheduler(p)) std::cout << "  scheduler   " << v->said << "\n";
+  if (p.recipe.build.backend == recipe::Backend::command) {
+    std::cout << "pch           " << p.pch_why << "\n";
+    if (p.pch && p.host) {
+      const std::string cxx = compiler::invocation(*p.host).cxx.string();
+      const std::string entry = "<cache>/pch/<key>";
+      std::cout << "  made once   " << cxx << " <FLAGS> -g0 -x c++-header " << entry << "/extension.h -o " << entry
+                << "/extension.h.gch\n"
+                << "  each file   " << cxx << " <FLAGS> -c FILE -o OBJ -include " << entry
+                << "/extension.h -Winvalid-pch -g0\n"
+                << "              (FLAGS: the compile's own less -c/-o/the file, -M*, -W*, -g*, link options,\n"
+                << "              -DTORCH_EXTENSION_NAME and the project's include folders; <key>: the compiler,\n"
+                << "              FLAGS and torch. Without it when the file defines a macro torch's headers read\n"
+                << "              before including them, or when the compile with it fails.)\n";
+    }
+  }
   std::cout << "build dir     " << p.build_dir.string() << "\n"
             << "dist dir      " << p.dist_dir.string() << "\n"
             << "glibc floor   "
@@ -157,6 +173,7 @@ Result<std::optional<Status>> plan_in_root(const Args& args) {
   if (args.json) inv.args.push_back("--json");
   if (!args.python.empty()) inv.args.insert(inv.args.end(), {"--python", args.python});
   if (args.jobs) inv.args.insert(inv.args.end(), {"-j", std::to_string(args.jobs)});
+  if (args.no_pch) inv.args.push_back("--no-pch");
   auto prepared = OPFORGE_TRY(root::prepare(m, inv));
   if (!args.json) std::cout << root::describe_line(prepared.info) << "\n\n" << std::flush;
   int code = OPFORGE_TRY(root::run(m, prepared.sandbox, prepared.jail, [](std::string_view line) {
@@ -177,6 +194,7 @@ Registrar plan_command{{
         bool json = false;
         std::string python;
         unsigned jobs = 0;
+        bool no_pch = false;
         std::vector<std::string> nodes;
         std::string root;
       };
@@ -185,6 +203,7 @@ Registrar plan_command{{
           ->required();
       app.add_flag("--json", args->json, "print JSON");
       app.add_option("--python", args->python, "the Python whose torch decides the CUDA version");
+      app.add_flag("--no-pch", args->no_pch, "plan without a precompiled torch header (as build --no-pch)");
       add_jobs_option(app, args->jobs, "parallel jobs");
       app.add_option("--nodes", args->nodes,
                      "`opforge doctor --json` reports of the cluster's nodes: their GPU kinds make the arch list");
@@ -196,6 +215,7 @@ Registrar plan_command{{
         plan::Options opts;
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;
+        opts.no_pch = args->no_pch;
         opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own) {
           return plan::inspect_source(m, r, own, false);
         };
@@ -222,6 +242,7 @@ Registrar plan_command{{
         if (args->json) {
           auto j = plan::to_json(p);
           j["cache"] = recipe::cache_kind(p.cache).name;
+          j["pch"] = {{"on", p.pch}, {"why", p.pch_why}};
           if (auto v = view_scheduler(p))
             j["scheduler"] = {
                 {"url", v->url}, {"state", v->state}, {"servers", v->servers}, {"cpus", v->cpus}, {"said", v->said}};

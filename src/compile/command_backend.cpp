@@ -423,6 +423,8 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (!tree.resumed) (void)m.fs.remove(arch_log);
   OPFORGE_CHECK(write_network_watch(m.fs, watch));
   add_watch_environment(out.env, watch, wrapper.empty() ? fs::path() : arch_log);
+  const fs::path pch_log = plan.build_dir / "pch.log";
+  (void)m.fs.remove(pch_log);
   StepCount steps;
   steps.total = 1;  // the command
   if (plan.source.catalogue == plan::Catalogue::op_builder && build_ext_command(plan.recipe.build.command))
@@ -444,6 +446,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     out.sccache = sccache->stats();
   }
   out.ninja_steps = compare_ninja_logs(ninja_before, read_ninja_logs(m.fs, tree.root));
+  if (plan.pch) out.pch = pch::summarize(m.fs.read_file(pch_log).value_or(""));
   if (on_line && tree.resumed)
     on_line("opforge: resumed: " + std::to_string(out.ninja_steps.reused) + " of " +
             std::to_string(out.ninja_steps.reused + out.ninja_steps.compiled) + " compile steps reused, " +

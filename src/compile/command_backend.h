@@ -13,6 +13,7 @@
 #include "compile/environment.h"
 #include "compile/ninja_log.h"
 #include "compile/op_steps.h"
+#include "compile/pch.h"
 #include "compile/progress.h"
 #include "compile/sccache.h"
 #include "compile/scratch.h"
@@ -57,6 +58,8 @@ struct CommandOutput {
   /// and the Requires-Dist it was given for it ("torch==2.15.*", "torch>=2.15"; empty: none).
   wheel::TorchLinkage torch_link;
   std::string torch_requirement;
+  /// Precompiled torch headers ([build] pch): what the host compiles did with them (pch.log).
+  std::optional<pch::Summary> pch;
   /// Why a stable-ABI requirement says that release ("torch_from_blob: torch 2.11 and later").
   std::string torch_floor_why;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compile/compiler_cache.h"
+#include "compile/pch.h"
 #include "compiler/host.h"
 #include "settings/settings.h"
 #include "util/strings.h"
@@ -95,6 +96,10 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
     env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();
   if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
   set_compiler_cache(env, plan, tree);
+  if (plan.pch && host) {
+    env[std::string(pch::kTreeVariable)] = tree.string();
+    env[std::string(pch::kLogVariable)] = (plan.build_dir / "pch.log").string();
+  }
   return env;
 }
 

@@ -4,6 +4,8 @@
 #include <set>
 #include <tuple>
 
+#include "cache/layout.h"
+#include "compile/pch.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "ops/ops.h"
@@ -350,18 +352,34 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   // The scripts run the compilers by absolute path: their own folder is first on PATH.
   if (!via.cc.is_absolute() || !via.cxx.is_absolute()) return std::nullopt;
   const bool clang = plan.host->compiler.family == compiler::Family::clang;
-  auto script = [&launcher](const fs::path& real) {
+  // Precompiled torch headers: the C++ compilers' compiles go through opforge itself (pch.h),
+  // which adds -g0 as these scripts do.
+  fs::path self;
+  if (plan.pch)
+    if (auto exe = fs.canonical("/proc/self/exe")) self = *exe;
+  auto script = [&launcher, &self, &cache_dir](const fs::path& real, bool cxx) {
     const std::string exe = strings::shell_quote(real.string());
-    const std::string compile = launcher.empty() ? exe : strings::shell_quote(launcher) + " " + exe;
+    std::string compile = launcher.empty() ? exe : strings::shell_quote(launcher) + " " + exe;
+    std::string tail = " \"$@\" -g0";
+    const bool pch = cxx && !self.empty();
+    if (pch) {
+      compile = strings::shell_quote(self.string()) + " " + std::string(pch::kCommand) + " --compiler " + exe +
+                " --pch-dir " + strings::shell_quote(cache::folder(cache_dir, cache::Kind::pch).string()) +
+                (launcher.empty() ? std::string() : " --launcher " + strings::shell_quote(launcher)) + " --";
+      tail = " \"$@\"";
+    }
     return std::string("#!/bin/sh\n") + "# Written by opforge: " + real.string() +
            " without debug information when it compiles.\n"
            "# opforge strips the wheel's libraries, so what -g adds is thrown away; -g0 comes last\n"
            "# to override any -g, and the generated code is the same either way.\n" +
            (launcher.empty() ? std::string() : "# Each compile runs through " + launcher + ".\n") +
+           (pch ? "# Each compile runs through opforge, which starts a file that includes torch/extension.h\n"
+                  "# from a precompiled copy of that header ([build] pch).\n"
+                : "") +
            "for a do\n"
            "  case $a in -c) exec " +
-           compile +
-           " \"$@\" -g0 ;; esac\n"
+           compile + tail +
+           " ;; esac\n"
            "done\n"
            "exec " +
            exe + " \"$@\"\n";
@@ -370,7 +388,7 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   std::string key;
   for (const auto& [name, real] : std::vector<std::pair<std::string, fs::path>>{
            {clang ? "clang" : "gcc", via.cc}, {clang ? "clang++" : "g++", via.cxx}, {"cc", via.cc}, {"c++", via.cxx}}) {
-    w.files.emplace_back(name, script(real));
+    w.files.emplace_back(name, script(real, name == "g++" || name == "c++" || name == "clang++"));
     key += name + "\n" + w.files.back().second + compiler::stamp(fs, real) + "\n";
   }
   w.dir = cache_dir / "host" / sha256_hex(key).substr(0, 16);

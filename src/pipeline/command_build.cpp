@@ -84,6 +84,18 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
                             std::to_string(steps.reused + steps.compiled) + " compile steps reused from the tree an " +
                             "interrupted build left, " + std::to_string(steps.compiled) + " compiled";
   }
+  rec.inputs["pch"] = {{"on", plan.pch}, {"why", plan.pch_why}};
+  if (out.pch) {
+    rec.inputs["pch"]["made"] = out.pch->made;
+    rec.inputs["pch"]["used"] = out.pch->used;
+    rec.inputs["pch"]["without"] =
+        out.pch->fallback + out.pch->not_used + out.pch->skipped + out.pch->busy + out.pch->first;
+    rec.inputs["pch"]["notes"] = out.pch->notes;
+    if (out.pch->any()) {
+      outcome.pch_said = compile::pch::summary_line(*out.pch);
+      for (const auto& n : out.pch->notes) outcome.pch_said += "\n  " + n;
+    }
+  }
   if (out.torch_link.abi != wheel::TorchAbi::none) {
     rec.inputs["torch_linkage"] = {{"abi", wheel::torch_abi_name(out.torch_link.abi)},
                                    {"evidence", out.torch_link.evidence},

@@ -59,6 +59,7 @@ struct Outcome {
   /// Command builds: their compile steps' peak memory ("memory: 10 compile steps, 2 at once; the
   /// heaviest selective_scan_bwd_bf16_complex.cu 2.1 GiB (301 s), …"); empty when none was seen.
   std::string memory_said;
+  std::string pch_said;  ///< precompiled torch headers: made, used, compiled without (command builds)
 };
 
 /// The GPU targets the plan compiles: "sm_XY" for each arch, "compute_XY" for +PTX.

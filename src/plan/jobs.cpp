@@ -135,7 +135,7 @@ void store_compile_peaks(probe::FileSystem& fs, const fs::path& cache_dir,
 
 MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> available_kib,
                              const std::vector<ops::Decision>& ops, const std::map<std::string, std::uint64_t>& peaks,
-                             std::string_view limited_by, std::string_view steps_key) {
+                             std::string_view limited_by, std::string_view steps_key, std::uint64_t reserve_kib) {
   cores = std::max(1u, cores);
   MemoryJobs out{cores, std::to_string(cores) + (cores == 1 ? " core" : " cores")};
   if (!available_kib) {
@@ -163,10 +163,13 @@ MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> availa
     }
   if (peak == 0) return out;  // nothing is compiled, or nothing known of a project's own steps
   what = recorded ? " per compile (recorded)" : nvcc ? " per nvcc compile" : " per C++ compile";
-  const std::uint64_t fit = std::max<std::uint64_t>(1, *available_kib / peak);
+  const std::uint64_t usable = *available_kib > reserve_kib ? *available_kib - reserve_kib : 0;
+  const std::uint64_t fit = std::max<std::uint64_t>(1, usable / peak);
   out.jobs = static_cast<unsigned>(std::min<std::uint64_t>(cores, fit));
   out.why += "; " + gib(*available_kib) + " available" +
-             (limited_by.empty() ? std::string() : " (" + std::string(limited_by) + ")") + " / " + gib(peak) + what;
+             (limited_by.empty() ? std::string() : " (" + std::string(limited_by) + ")") +
+             (reserve_kib ? " less " + gib(reserve_kib) + " for making the precompiled torch header" : std::string()) +
+             " / " + gib(peak) + what;
   return out;
 }
 

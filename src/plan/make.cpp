@@ -45,6 +45,28 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
   return {};
 }
 
+/// Precompiled torch headers (compile/pch.h): on for a command build with torch and gcc, where a
+/// host compile that includes torch/extension.h can start from one.
+void decide_pch(const Options& opts, Plan& plan) {
+  const bool command = plan.recipe.build.backend == recipe::Backend::command;
+  if (!plan.recipe.build.pch || opts.no_pch)
+    plan.pch_why = opts.no_pch ? "off (--no-pch)" : "off ([build] pch = false, the default)";
+  else if (!command) plan.pch_why = "off: a native build (opforge's ops compile without torch's headers)";
+  else if (!plan.cuda.torch || !plan.cuda.torch->torch_version) plan.pch_why = "off: no torch in the project's Python";
+  else if (!plan.host) plan.pch_why = "off: no host compiler chosen (no CUDA toolkit)";
+  else if (plan.host->compiler.family != compiler::Family::gcc)
+    plan.pch_why = "off: the host compiler is clang (gcc's .gch only)";
+  else if (plan.cache == recipe::Cache::sccache)
+    plan.pch_why = "off: with sccache (it preprocesses every compile in full and sends it whole to build servers)";
+  else {
+    plan.pch = true;
+    plan.pch_why = "on: " + std::string("torch/extension.h") +
+                   " precompiled once per compiler, flags and torch (in the cache's pch/), for each C++ compile that "
+                   "includes it";
+  }
+  if (command) plan.notes.push_back("precompiled torch header: " + plan.pch_why);
+}
+
 }  // namespace
 
 fs::path cache_dir(probe::Machine m, const Options&) { return settings::cache_dir(m.env); }
@@ -76,7 +98,8 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
   OPFORGE_CHECK(find_python_include(m, plan));
   const bool any_cuda = carries_cuda(plan, chain);
-  plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason);
+  decide_pch(opts, plan);
+  plan.jobs = choose_jobs(m, plan.recipe, opts, overrides.max_jobs, plan.ops, plan.notes, plan.jobs_reason, plan.pch);
   plan.jobs_auto = !opts.jobs && !overrides.max_jobs && !plan.recipe.build.jobs;
   if (const auto n = std::count_if(plan.ops.begin(), plan.ops.end(), [](const auto& d) { return d.builds(); });
       command && plan.source.catalogue == Catalogue::op_builder && n > 1 && plan.jobs > 1 &&

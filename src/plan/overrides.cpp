@@ -43,7 +43,8 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
 }
 
 unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& opts, std::optional<unsigned> max_jobs,
-                     const std::vector<ops::Decision>& decisions, std::vector<std::string>& notes, std::string& why) {
+                     const std::vector<ops::Decision>& decisions, std::vector<std::string>& notes, std::string& why,
+                     bool pch) {
   unsigned jobs = 0;
   std::string from;
   if (opts.jobs) {
@@ -61,7 +62,8 @@ unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& o
     auto fit =
         memory_aware_jobs(m.env.cpu_count(), available ? std::optional(available->kib) : std::nullopt, decisions,
                           load_compile_peaks(m.fs, cache_dir(m, opts)), cgroup ? available->from : std::string(),
-                          r.build.backend == recipe::Backend::command ? steps_peak_key(r.package.name) : std::string());
+                          r.build.backend == recipe::Backend::command ? steps_peak_key(r.package.name) : std::string(),
+                          pch ? kPchMakeKib : 0);
     jobs = fit.jobs;
     from = fit.why;
   }

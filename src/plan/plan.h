@@ -63,7 +63,11 @@ struct Plan {
   /// jobs came from the cores and memory (no -j, MAX_JOBS or [build] jobs): a build whose compile
   /// steps go to build servers runs as many as they have CPUs (compile::distributed_jobs).
   bool jobs_auto = false;
-  recipe::Cache cache = recipe::Cache::none;          ///< the compiler cache: --cache, else [build] cache
+  recipe::Cache cache = recipe::Cache::none;  ///< the compiler cache: --cache, else [build] cache
+  /// Precompiled torch headers for the host compiles (compile/pch.h): [build] pch and --no-pch,
+  /// where they can be used; pch_why says why on or off.
+  bool pch = false;
+  std::string pch_why;
   std::int64_t source_date_epoch = wheel::kMinEpoch;  ///< clamped to it
   std::string wheel_version;                          ///< "0.1.0+cu13.g8cd046f"
   fs::path build_dir;                                 ///< absolute
@@ -124,6 +128,7 @@ struct Options {
   std::optional<unsigned> jobs;               ///< -j N (beats MAX_JOBS and the recipe)
   std::optional<std::string> python;          ///< --python: the interpreter whose torch decides CUDA
   std::optional<recipe::Cache> cache;         ///< --cache (beats the recipe's [build] cache, none included)
+  bool no_pch = false;                        ///< --no-pch (beats [build] pch)
   /// --nodes: the arch list the node reports' GPUs make. It decides exactly as TORCH_CUDA_ARCH_LIST
   /// set to it would (which it beats), and the plan says it came from the node reports.
   std::optional<std::string> node_arch_list;

@@ -39,8 +39,10 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
 
 /// Parallel jobs: -j, else MAX_JOBS, else the recipe's [build] jobs, else ("auto") as many as
 /// both the cores and the available memory hold at the ops' expected peak per compile.
+/// `pch`: precompiled torch headers are on (their making's memory is kept aside).
 unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& opts, std::optional<unsigned> max_jobs,
-                     const std::vector<ops::Decision>& decisions, std::vector<std::string>& notes, std::string& why);
+                     const std::vector<ops::Decision>& decisions, std::vector<std::string>& notes, std::string& why,
+                     bool pch = false);
 
 /// SOURCE_DATE_EPOCH: the environment's, else the commit time, else 1980-01-01; never before
 /// 1980-01-01 (a zip entry cannot hold an older time).

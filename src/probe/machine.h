@@ -74,6 +74,12 @@ class FileSystem {
   /// Writes to a temporary file beside `path`, then renames: never half-written.
   virtual Status write_file_atomic(const fs::path& path, std::string_view content, unsigned mode = 0644) = 0;
   virtual Status create_directories(const fs::path& path) = 0;
+  /// Appends `text` to `path` (created if missing) in one write, so that lines several processes
+  /// append at once never interleave (a log). Fakes read and rewrite.
+  virtual Status append_file(const fs::path& path, std::string_view text) {
+    auto old = read_file(path);
+    return write_file_atomic(path, (old ? *old : std::string()) + std::string(text));
+  }
   /// Creates (or atomically replaces, when `path` is already a symlink) a symlink to `target`.
   virtual Status create_symlink(const fs::path& target, const fs::path& path) = 0;
   virtual Status rename(const fs::path& from, const fs::path& to) = 0;

@@ -194,6 +194,17 @@ class RealFileSystem final : public FileSystem {
     }
     return rename_into_place(tmp, path, "cannot rename into");
   }
+  Status append_file(const fs::path& path, std::string_view text) override {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return opforge::unexpected(io_error("cannot append to", path, errno));
+    ssize_t n;
+    do n = ::write(fd, text.data(), text.size());
+    while (n < 0 && errno == EINTR);
+    const int err = n < 0 ? errno : 0;
+    ::close(fd);
+    if (n < 0) return opforge::unexpected(io_error("cannot append to", path, err));
+    return {};
+  }
   Status create_directories(const fs::path& path) override {
     std::error_code ec;
     fs::create_directories(path, ec);

@@ -411,6 +411,7 @@ struct Parser {
     if (auto* n = t.get("build_dir")) out.build.build_dir = OPFORGE_TRY(r.string(*n, "build.build_dir"));
     if (auto* n = t.get("dist_dir")) out.build.dist_dir = OPFORGE_TRY(r.string(*n, "build.dist_dir"));
     if (auto* n = t.get("release")) out.build.release = OPFORGE_TRY(r.boolean(*n, "build.release"));
+    if (auto* n = t.get("pch")) out.build.pch = OPFORGE_TRY(r.boolean(*n, "build.pch"));
     if (auto* n = t.get("cpu_target")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.cpu_target"));
       if (!target::find_cpu_target(v)) {

@@ -125,6 +125,14 @@ constexpr Setting kTable[] = {
     {env, "OPFORGE_IN_ROOT", "set by opforge for its own run inside a root: that run enters no root again", "unset",
      false, "settings::in_root (cli/build.cpp, cli/plan.cpp); settings::enclosing_root (pipeline/record_inputs.cpp)",
      Inside::set},
+    {env, "OPFORGE_PCH_LOG",
+     "set by opforge for a command build with [build] pch: the file its host compiles log what they did with the "
+     "precompiled torch header into",
+     "unset", false, "settings::pch_log (compile/pch.cpp)", Inside::set},
+    {env, "OPFORGE_PCH_TREE",
+     "set by opforge for a command build with [build] pch: the scratch tree, whose include folders are the "
+     "project's own",
+     "unset", false, "settings::pch_tree (compile/pch.cpp)", Inside::set},
     {env, "OPFORGE_TEST_STOP_AT", "tests only: a point where opforge kills itself (records-and-wheels.md)", "unset",
      false, "probe/real_machine.cpp", Inside::passed},
     {env, "OPFORGE_TEST_PAUSE_AT", "tests only: a point where opforge stops itself", "unset", false,
@@ -164,6 +172,8 @@ constexpr Setting kTable[] = {
     {key, "build.build_dir", "folder", "\"build/opforge\"", false, "plan/make.cpp"},
     {key, "build.dist_dir", "folder", "\"dist\"", false, "plan/make.cpp"},
     {key, "build.release", "bool", "false", false, "plan/source_stage.cpp"},
+    {key, "build.pch", "bool: precompiled torch headers for a command build's host compiles", "false", false,
+     "compile/pch.cpp"},
     {key, "build.cpu_target", "a CPU target name", "unset", true, "compiler/cpu_target.cpp"},
     {key, "build.cpu_dispatch", "array of wheel path globs", "[]", false, "pipeline/cpu_target_check.cpp"},
     {key, "build.env", "table: variable → string (command builds)", "{}", true, "compile/environment.cpp"},
@@ -331,6 +341,17 @@ std::vector<std::pair<std::string, std::optional<std::string>>> python_variables
 }
 
 std::optional<std::string> visible_devices(const probe::Environment& env) { return env.get("CUDA_VISIBLE_DEVICES"); }
+
+std::optional<std::filesystem::path> pch_log(const probe::Environment& env) {
+  auto v = env.get("OPFORGE_PCH_LOG");
+  if (!v || v->empty()) return std::nullopt;
+  return std::filesystem::path(*v);
+}
+
+std::filesystem::path pch_tree(const probe::Environment& env) {
+  auto v = env.get("OPFORGE_PCH_TREE");
+  return v ? std::filesystem::path(*v) : std::filesystem::path();
+}
 
 std::optional<std::string> scheduler_token(const probe::Environment& env) {
   auto v = env.get("OPFORGE_SCHEDULER_TOKEN");

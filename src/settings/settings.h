@@ -131,6 +131,12 @@ std::vector<std::pair<std::string, std::optional<std::string>>> python_variables
 /// CUDA_VISIBLE_DEVICES as set (nullopt when unset): the GPUs nvidia-smi's list is cut to.
 std::optional<std::string> visible_devices(const probe::Environment& env);
 
+/// OPFORGE_PCH_LOG (set by a command build for its host compiles, compile/pch.h): the log file;
+/// nullopt when unset or empty.
+std::optional<std::filesystem::path> pch_log(const probe::Environment& env);
+/// OPFORGE_PCH_TREE: the build's scratch tree; empty when unset.
+std::filesystem::path pch_tree(const probe::Environment& env);
+
 /// OPFORGE_SCHEDULER_TOKEN: the sccache-dist scheduler's client token; nullopt when unset or empty.
 std::optional<std::string> scheduler_token(const probe::Environment& env);
 

@@ -1,0 +1,618 @@
+#include "compile/pch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "cache/layout.h"
+#include "compiler/host.h"
+#include "settings/settings.h"
+#include "util/hash.h"
+#include "util/strings.h"
+
+namespace opforge::compile::pch {
+
+namespace {
+
+/// Options whose value is the next argument (gcc's and clang's spelling).
+bool takes_value(std::string_view a) {
+  static const std::set<std::string_view> k = {
+      "-o",        "-MF",      "-MT",         "-MQ",      "-I",         "-isystem", "-iquote", "-idirafter",
+      "-include",  "-imacros", "-x",          "-D",       "-U",         "-L",       "-l",      "-Xlinker",
+      "-Xpreprocessor", "-Xassembler", "-iprefix", "-iwithprefix", "-isysroot", "-aux-info", "-arch", "--param",
+      "-include-pch", "-Xclang", "-target", "-z"};
+  return k.contains(a);
+}
+
+bool is_cxx_source(std::string_view name) {
+  for (std::string_view s : {".cpp", ".cc", ".cxx", ".c++", ".cp", ".CPP", ".C"})
+    if (name.size() > s.size() && name.ends_with(s)) return true;
+  return false;
+}
+
+/// Whether `dir` is `tree` or inside it (lexically).
+bool inside(const fs::path& dir, const fs::path& tree) {
+  if (tree.empty()) return false;
+  const auto d = dir.lexically_normal(), t = tree.lexically_normal();
+  auto [a, b] = std::mismatch(t.begin(), t.end(), d.begin(), d.end());
+  return a == t.end() || (std::next(a) == t.end() && a->empty());
+}
+
+std::string file_stamp(const probe::FileSystem& fs, const fs::path& p) {
+  auto st = fs.stamp(p);
+  return st ? std::to_string(st->size) + ":" + std::to_string(st->mtime_ns) : "none";
+}
+
+/// `#include <x>` / `#include "x"` → {x, quoted}; nullopt for anything else (a macro include).
+std::optional<std::pair<std::string, bool>> include_target(std::string_view rest) {
+  rest = strings::trim(rest);
+  if (rest.size() < 3) return std::nullopt;
+  const char open = rest[0];
+  const char close = open == '<' ? '>' : open == '"' ? '"' : 0;
+  if (!close) return std::nullopt;
+  const auto end = rest.find(close, 1);
+  if (end == std::string_view::npos) return std::nullopt;
+  return std::make_pair(std::string(rest.substr(1, end - 1)), open == '"');
+}
+
+/// The logical lines of a C/C++ text: comments blanked, continuations joined.
+std::vector<std::string> logical_lines(std::string_view text) {
+  std::vector<std::string> out;
+  std::string line;
+  bool block = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (block) {
+      if (c == '*' && i + 1 < text.size() && text[i + 1] == '/') {
+        block = false;
+        ++i;
+        line += ' ';
+      } else if (c == '\n') {
+        out.push_back(std::move(line));
+        line.clear();
+      }
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      block = true;
+      ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      out.push_back(std::move(line));
+      line.clear();
+      continue;
+    }
+    if (c == '"' || c == '\'') {  // a literal: copied whole, so that "//" inside it is no comment
+      line += c;
+      for (++i; i < text.size() && text[i] != c && text[i] != '\n'; ++i) {
+        line += text[i];
+        if (text[i] == '\\' && i + 1 < text.size()) line += text[++i];
+      }
+      if (i < text.size() && text[i] == c) line += c;
+      else if (i < text.size()) --i;
+      continue;
+    }
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;
+      continue;
+    }
+    if (c == '\n') {
+      out.push_back(std::move(line));
+      line.clear();
+      continue;
+    }
+    line += c;
+  }
+  if (!line.empty()) out.push_back(std::move(line));
+  return out;
+}
+
+/// A directive's name and the rest: "# include <x>" → {"include", "<x>"}.
+std::optional<std::pair<std::string, std::string>> directive(std::string_view line) {
+  line = strings::trim(line);
+  if (line.empty() || line[0] != '#') return std::nullopt;
+  line = strings::trim(line.substr(1));
+  std::size_t n = 0;
+  while (n < line.size() && (std::isalnum(static_cast<unsigned char>(line[n])) || line[n] == '_')) ++n;
+  return std::make_pair(std::string(line.substr(0, n)), std::string(strings::trim(line.substr(n))));
+}
+
+std::string macro_name(std::string_view rest) {
+  std::size_t n = 0;
+  while (n < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[n])) || rest[n] == '_')) ++n;
+  return std::string(rest.substr(0, n));
+}
+
+struct Scanner {
+  const probe::FileSystem& fs;
+  const std::vector<fs::path>& dirs;
+  SourceScan out;
+  std::vector<bool> conditionals;  ///< open #if blocks, true for an include guard
+  std::set<std::string> visited;
+  std::string other_first;  ///< the first header included that is neither torch/extension.h nor the project's
+  int files = 0;
+
+  std::optional<fs::path> resolve(const std::string& name, bool quoted, const fs::path& from) const {
+    if (quoted && fs.resolved_type(from.parent_path() / name) == probe::FileType::regular) return from.parent_path() / name;
+    for (const auto& d : dirs)
+      if (fs.resolved_type(d / name) == probe::FileType::regular) return d / name;
+    return std::nullopt;
+  }
+
+  /// true once the header is reached (or the scan must stop: out.why_not).
+  bool file(const fs::path& path, int depth) {
+    if (depth > 16 || ++files > 400) {
+      out.why_not = "its includes nest too deep to follow";
+      return true;
+    }
+    auto text = fs.read_regular_file(path, 8u << 20);
+    if (!text) return false;
+    const auto lines = logical_lines(*text);
+    // An include guard (#ifndef G / #define G as the first two directives) is no conditional.
+    std::string guard;
+    int directives = 0;
+    for (const auto& line : lines) {
+      auto d = directive(line);
+      if (!d) continue;
+      ++directives;
+      const auto& [name, rest] = *d;
+      if (directives == 1 && name == "ifndef") guard = macro_name(rest);
+      if (directives == 2 && !guard.empty() && !(name == "define" && macro_name(rest) == guard)) guard.clear();
+      if (name == "include") {
+        auto target = include_target(rest);
+        if (!target) continue;
+        if (target->first == kHeader) {
+          if (!other_first.empty()) {
+            out.why_not = "includes " + other_first + " before " + std::string(kHeader) +
+                          " (forced first, it would reorder the declarations)";
+            return true;
+          }
+          if (std::count(conditionals.begin(), conditionals.end(), false) > 0) {
+            out.why_not = path.filename().string() + " includes " + std::string(kHeader) + " inside an #if";
+            return true;
+          }
+          out.reaches_header = true;
+          return true;
+        }
+        // A project header is followed; any other header before torch/extension.h would come after
+        // it once that is forced first, and gcc then orders declarations, instantiations and even
+        // register allocation differently (measured: DeepSpeed's ops whose files include
+        // c10/cuda/CUDAStream.h or <memory> first compiled to other bytes).
+        auto found = resolve(target->first, target->second, path);
+        if (!found) {  // noted; whether the file reaches torch/extension.h at all is still to see
+          if (other_first.empty())
+            other_first = target->second ? "\"" + target->first + "\"" : "<" + target->first + ">";
+          continue;
+        }
+        if (!visited.insert(found->lexically_normal().string()).second) continue;
+        if (this->file(*found, depth + 1)) return true;
+      } else if (name == "if" || name == "ifdef" || name == "ifndef") {
+        conditionals.push_back(directives == 1 && name == "ifndef");
+      } else if (name == "endif") {
+        if (!conditionals.empty()) conditionals.pop_back();
+      } else if (name == "define" || name == "undef") {
+        const std::string m = macro_name(rest);
+        if (directives == 2 && m == guard) continue;
+        out.defined.insert(m);
+      }
+    }
+    return false;
+  }
+};
+
+/// The first line of a compiler's complaint, for the log.
+std::string first_error(std::string_view out) {
+  for (auto line : strings::split(out, '\n'))
+    if (line.find("error") != std::string_view::npos) return strings::cut(strings::trim(line), 200);
+  return strings::cut(strings::trim(out), 200);
+}
+
+/// Output without gcc's -Winvalid-pch lines (ours, not the project's); `reason` gets the first.
+std::string drop_pch_warnings(std::string_view out, std::string& reason) {
+  std::string kept;
+  for (auto line : strings::split(out, '\n')) {
+    if (line.find("[-Winvalid-pch]") != std::string_view::npos || line.find(".gch: not used because") != std::string_view::npos ||
+        line.find("not a valid precompiled header") != std::string_view::npos) {
+      if (reason.empty()) reason = strings::cut(strings::trim(line), 200);
+      continue;
+    }
+    kept += std::string(line) + "\n";
+  }
+  return kept;
+}
+
+}  // namespace
+
+CompileLine parse(const std::vector<std::string>& args) {
+  CompileLine c;
+  c.args = args;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const std::string next = i + 1 < args.size() ? args[i + 1] : std::string();
+    if (takes_value(a)) {
+      if (a == "-o") c.output = next;
+      else if (a == "-MF") c.depfile = next;
+      else if (a == "-I" || a == "-isystem" || a == "-iquote" || a == "-idirafter") c.include_dirs.push_back(next);
+      else if (a == "-x") c.language.push_back(next);
+      else if (a == "-include" || a == "-imacros" || a == "-include-pch") c.other_mode = true;
+      ++i;
+      continue;
+    }
+    if (a == "-c") c.compile = true;
+    else if (a == "-MD") c.deps = CompileLine::Deps::all;
+    else if (a == "-MMD") c.deps = CompileLine::Deps::user;
+    else if (a == "-E" || a == "-S" || a == "-M" || a == "-MM" || a == "-fsyntax-only" || a.starts_with("-save-temps") ||
+             a == "-fpch-preprocess" || a == "-")
+      c.other_mode = true;
+    else if (a.starts_with("-I")) c.include_dirs.push_back(a.substr(2));
+    else if (a.starts_with("-x")) c.language.push_back(a.substr(2));
+    else if (a.starts_with("-o") && a.size() > 2) c.output = a.substr(2);
+    else if (!a.starts_with("-")) c.sources.push_back(a);
+  }
+  return c;
+}
+
+std::string not_eligible(const CompileLine& c) {
+  if (!c.compile) return "not a compile (-c)";
+  if (c.other_mode) return "a preprocess, assembly or forced-include command line";
+  if (c.sources.size() != 1) return "not one source file";
+  for (const auto& l : c.language)
+    if (l != "c++") return "not C++ (-x " + l + ")";
+  if (c.language.empty() && !is_cxx_source(c.sources[0])) return "not a C++ source";
+  if (c.deps != CompileLine::Deps::none && c.depfile.empty()) return "-MD without -MF";
+  return {};
+}
+
+std::vector<std::string> header_args(const CompileLine& c, const fs::path& tree) {
+  std::vector<std::string> out;
+  const auto& a = c.args;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string& x = a[i];
+    const std::string next = i + 1 < a.size() ? a[i + 1] : std::string();
+    if (x == "-o" || x == "-MF" || x == "-MT" || x == "-MQ" || x == "-L" || x == "-l" || x == "-Xlinker") {
+      ++i;
+      continue;
+    }
+    if (x == "-I" || x == "-isystem" || x == "-iquote" || x == "-idirafter") {
+      if (!(inside(next, tree) || (!tree.empty() && fs::path(next).is_relative()))) {
+        out.push_back(x);
+        out.push_back(next);
+      }
+      ++i;
+      continue;
+    }
+    if (x.starts_with("-I") && (inside(x.substr(2), tree) || (!tree.empty() && fs::path(x.substr(2)).is_relative())))
+      continue;
+    if (x == "-D" && next.starts_with("TORCH_EXTENSION_NAME=")) {
+      ++i;
+      continue;
+    }
+    if (takes_value(x)) {
+      out.push_back(x);
+      out.push_back(next);
+      ++i;
+      continue;
+    }
+    if (x == "-c" || x == "-MD" || x == "-MMD" || x == "-MP" || x == "-shared" || x.starts_with("-DTORCH_EXTENSION_NAME=") ||
+        x.starts_with("-l") || x.starts_with("-L") || x.starts_with("-Wl,") || x.starts_with("-g") ||
+        (x.starts_with("-W") && !x.starts_with("-Wp,")) || (x.starts_with("-o") && x.size() > 2))
+      continue;
+    if (!x.starts_with("-") && std::find(c.sources.begin(), c.sources.end(), x) != c.sources.end()) continue;
+    out.push_back(x);
+  }
+  return out;
+}
+
+fs::path torch_include_dir(const probe::FileSystem& fs, const CompileLine& c, const fs::path& cwd) {
+  for (const auto& d : c.include_dirs) {
+    const fs::path dir = fs::path(d).is_absolute() ? fs::path(d) : cwd / d;
+    if (fs.resolved_type(dir / kHeader) == probe::FileType::regular) return dir;
+  }
+  return {};
+}
+
+std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, const std::vector<std::string>& args,
+                      const fs::path& torch_dir) {
+  std::string k = "opforge-pch/1\n" + compiler.string() + "\n" + compiler::stamp(fs, compiler) + "\n";
+  for (const auto& a : args) k += a + "\n";
+  k += torch_dir.string() + "\n";
+  auto version = fs.read_regular_file(torch_dir.parent_path() / "version.py", 1u << 20);
+  k += version ? sha256_hex(*version) : std::string("no version.py");
+  k += "\n" + file_stamp(fs, torch_dir / kHeader) + "\n" + file_stamp(fs, torch_dir / "ATen/ATen.h") + "\n";
+  return sha256_hex(k).substr(0, 16);
+}
+
+SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs) {
+  Scanner s{fs, dirs, {}, {}, {}, 0};
+  s.visited.insert(source.lexically_normal().string());
+  s.file(source, 0);
+  if (!s.out.reaches_header && s.out.why_not.empty())
+    s.out.why_not = "does not include " + std::string(kHeader) + " (in its own text or the project's headers)";
+  return s.out;
+}
+
+std::set<std::string> consulted_macros(std::string_view dU) {
+  std::set<std::string> out;
+  for (auto line : strings::split(dU, '\n')) {
+    if (line.starts_with("#define ")) out.insert(macro_name(line.substr(8)));
+    else if (line.starts_with("#undef ")) out.insert(macro_name(line.substr(7)));
+  }
+  out.erase("");
+  return out;
+}
+
+std::string merge_depfile(std::string_view compile_deps, std::string_view header_deps, std::string_view drop) {
+  // The header's prerequisites: everything after its rule's first ':' up to the rule's end.
+  std::size_t colon = header_deps.find(": ");
+  if (colon == std::string_view::npos) return std::string(compile_deps);
+  std::string_view rest = header_deps.substr(colon + 2);
+  std::size_t end = 0;
+  while (end < rest.size() && !(rest[end] == '\n' && (end == 0 || rest[end - 1] != '\\'))) ++end;
+  std::string extra;
+  {
+    // Its prerequisites one by one (a backslash-newline is a separator; "\ " an escaped space).
+    std::string word;
+    std::vector<std::string> words;
+    const std::string_view text = rest.substr(0, end);
+    for (std::size_t i = 0; i <= text.size(); ++i) {
+      const char ch = i < text.size() ? text[i] : ' ';
+      if (ch == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
+        word += ch;
+        word += text[++i];
+      } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\\') {
+        if (!word.empty() && word != drop) words.push_back(word);
+        word.clear();
+      } else {
+        word += ch;
+      }
+    }
+    extra = strings::join(words, " \\\n ");
+  }
+  // The compile's first rule ends at the first newline not escaped by a backslash.
+  std::size_t stop = 0;
+  while (stop < compile_deps.size() && !(compile_deps[stop] == '\n' && (stop == 0 || compile_deps[stop - 1] != '\\')))
+    ++stop;
+  std::string head(strings::trim(compile_deps.substr(0, stop)));
+  std::string out = head + (extra.empty() ? "" : " \\\n " + extra) + "\n";
+  if (stop < compile_deps.size()) out += std::string(compile_deps.substr(stop + 1));
+  return out;
+}
+
+Summary summarize(std::string_view log) {
+  Summary s;
+  std::set<std::string> notes;
+  for (auto line : strings::split(log, '\n')) {
+    auto f = strings::split(line, '\t');
+    if (f.size() < 2) continue;
+    const std::string& what = f[0];
+    const std::string src = fs::path(f[1]).filename().string();
+    const std::string detail = f.size() > 2 ? f[2] : std::string();
+    if (what == "made") {
+      ++s.made;
+      try {
+        s.make_seconds += std::stod(detail);
+        if (f.size() > 3) s.gch_bytes += std::stoull(f[3]);
+      } catch (...) {}
+    } else if (what == "used") ++s.used;
+    else if (what == "not-used") {
+      ++s.not_used;
+      notes.insert(src + ": gcc did not use it (" + detail + ")");
+    } else if (what == "fallback") {
+      ++s.fallback;
+      notes.insert(src + ": failed with it, compiled again without it (" + detail + ")");
+    } else if (what == "skipped") {
+      ++s.skipped;
+      notes.insert(src + ": " + detail);
+    } else if (what == "busy") ++s.busy;
+    else if (what == "plain") ++s.plain;
+    else if (what == "first") ++s.first;
+  }
+  s.notes.assign(notes.begin(), notes.end());
+  return s;
+}
+
+std::string summary_line(const Summary& s) {
+  const unsigned total = s.used + s.not_used + s.fallback + s.skipped + s.busy + s.first;
+  char size[32];
+  std::snprintf(size, sizeof size, "%.0f MiB", static_cast<double>(s.gch_bytes) / (1024.0 * 1024.0));
+  std::string out = "precompiled torch header: ";
+  out += s.made ? std::to_string(s.made) + " made (" + std::to_string(static_cast<long>(s.make_seconds + 0.5)) + " s, " +
+                      size + ")"
+                : std::string("reused from the cache");
+  out += ", used by " + std::to_string(s.used) + " of " + std::to_string(total) + " C++ compiles that include " +
+         std::string(kHeader);
+  if (s.first)
+    out += "; " + std::to_string(s.first) + " compiled without it before a second compile of the same flags needed it";
+  if (s.busy) out += "; " + std::to_string(s.busy) + " compiled without it while it was being made";
+  if (s.fallback + s.not_used + s.skipped)
+    out += "; " + std::to_string(s.fallback + s.not_used + s.skipped) + " without it (below)";
+  return out;
+}
+
+int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
+  fs::path compiler, pch_dir;
+  std::string launcher;
+  std::vector<std::string> args;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--") {
+      args.assign(argv.begin() + static_cast<long>(i) + 1, argv.end());
+      break;
+    }
+    if (i + 1 >= argv.size()) break;
+    if (argv[i] == "--compiler") compiler = argv[++i];
+    else if (argv[i] == "--pch-dir") pch_dir = argv[++i];
+    else if (argv[i] == "--launcher") launcher = argv[++i];
+  }
+  if (compiler.empty()) {
+    std::cerr << "opforge: " << kCommand << ": --compiler PATH -- ARGS... expected (the host wrappers run this)\n";
+    return 2;
+  }
+  const auto cwd = m.fs.canonical(".").value_or(fs::path("."));
+  auto command = [&](std::vector<std::string> extra) {
+    probe::Command c;
+    if (!launcher.empty()) c.argv.push_back(launcher);
+    c.argv.push_back(compiler.string());
+    c.argv.insert(c.argv.end(), args.begin(), args.end());
+    c.argv.insert(c.argv.end(), extra.begin(), extra.end());
+    c.argv.push_back("-g0");
+    return c;
+  };
+  const auto log_path = settings::pch_log(m.env);
+  const CompileLine line = parse(args);
+  const std::string source = line.sources.empty() ? std::string() : line.sources[0];
+  auto log = [&](std::string_view what, std::string_view detail, std::string_view more = {}) {
+    if (!log_path) return;
+    std::string l = std::string(what) + "\t" + source + "\t" + std::string(detail);
+    if (!more.empty()) l += "\t" + std::string(more);
+    for (auto& ch : l)
+      if (ch == '\n') ch = ' ';
+    (void)m.fs.append_file(*log_path, l + "\n");
+  };
+  auto plain = [&]() {
+    auto c = command({});
+    c.output = probe::Output::inherit;
+    auto r = m.proc.run(c);
+    if (!r) {
+      std::cerr << "opforge: cannot run " << compiler.string() << ": " << r.error().render() << "\n";
+      return 127;
+    }
+    return r->signal ? 128 + r->signal : r->exit_code;
+  };
+  if (pch_dir.empty() || !not_eligible(line).empty()) return plain();
+  const fs::path torch_dir = torch_include_dir(m.fs, line, cwd);
+  if (torch_dir.empty()) return plain();
+  const fs::path tree = settings::pch_tree(m.env);
+  std::vector<fs::path> project_dirs;
+  for (const auto& d : line.include_dirs) {
+    const fs::path dir = fs::path(d).is_absolute() ? fs::path(d) : cwd / d;
+    if (tree.empty() || inside(dir, tree)) project_dirs.push_back(dir);
+  }
+  const fs::path src_path = fs::path(source).is_absolute() ? fs::path(source) : cwd / source;
+  const SourceScan found = scan(m.fs, src_path, project_dirs);
+  if (!found.reaches_header) {
+    if (found.why_not.starts_with("does not include")) {
+      log("plain", "");
+      return plain();
+    }
+    log("skipped", found.why_not);
+    return plain();
+  }
+  // A project folder that holds a name torch's headers include would be shadowed by the header
+  // made without it.
+  for (const auto& d : tree.empty() ? std::vector<fs::path>{} : project_dirs)
+    for (const char* top : {"torch", "ATen", "c10", "caffe2", "pybind11", "Python.h"})
+      if (m.fs.type_of(d / top) != probe::FileType::none && d != torch_dir) {
+        log("skipped", "the project's include folder " + d.string() + " holds " + top + ", which torch's headers include");
+        return plain();
+      }
+
+  const auto key_args = header_args(line, tree);
+  const fs::path entry = pch_dir / entry_key(m.fs, compiler, key_args, torch_dir);
+  const fs::path header = entry / "extension.h", done = entry / "done", failed = entry / "failed";
+  if (m.fs.type_of(failed) == probe::FileType::regular) {
+    log("skipped", "the header could not be made for these flags (" + entry.string() + "/failed)");
+    return plain();
+  }
+  if (m.fs.type_of(done) != probe::FileType::regular) {
+    // Made when a second compile of the same flags needs it (a one-file extension never pays the
+    // making, about 1.5 plain compiles); the others go on without it meanwhile.
+    (void)m.fs.create_directories(pch_dir);
+    const fs::path wanted = pch_dir / ("." + entry.filename().string() + ".wanted");
+    if (m.fs.type_of(wanted) != probe::FileType::regular) {
+      (void)m.fs.write_file_atomic(wanted, source + "\n");
+      log("first", "");
+      return plain();
+    }
+    auto lock = m.fs.try_lock(cache::entry_lock(entry));
+    if (!lock || !*lock) {
+      log("busy", "");
+      return plain();
+    }
+    if (m.fs.type_of(done) != probe::FileType::regular) {
+      const auto t0 = std::chrono::steady_clock::now();
+      (void)m.fs.remove_all(entry);
+      auto made = [&]() -> Status {
+        OPFORGE_CHECK(m.fs.create_directories(entry));
+        OPFORGE_CHECK(m.fs.write_file_atomic(header, "// Written by opforge: the header precompiled beside it.\n#include <" +
+                                                         std::string(kHeader) + ">\n"));
+        auto run = [&](std::vector<std::string> tail) -> Status {
+          probe::Command c;
+          c.argv.push_back(compiler.string());
+          c.argv.insert(c.argv.end(), key_args.begin(), key_args.end());
+          c.argv.insert(c.argv.end(), tail.begin(), tail.end());
+          c.cwd = cwd;
+          auto r = m.proc.run(c);
+          if (!r) return opforge::unexpected(r.error());
+          if (!r->ok()) return failure(first_error(r->err + r->out));
+          return {};
+        };
+        OPFORGE_CHECK(run({"-g0", "-x", "c++-header", header.string(), "-o", (entry / "extension.h.gch").string(), "-MD",
+                           "-MF", (entry / "deps.all").string()}));
+        // The macros it consults (and the user headers it reads, for -MMD compiles).
+        OPFORGE_CHECK(run({"-g0", "-x", "c++-header", "-E", "-dU", header.string(), "-o", (entry / "dU.i").string(),
+                           "-MMD", "-MF", (entry / "deps.user").string()}));
+        auto dU = m.fs.read_file(entry / "dU.i");
+        if (!dU) return opforge::unexpected(dU.error());
+        std::string consulted;
+        for (const auto& name : consulted_macros(*dU)) consulted += name + "\n";
+        (void)m.fs.remove(entry / "dU.i");
+        OPFORGE_CHECK(m.fs.write_file_atomic(entry / "consulted", consulted));
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const auto gch = m.fs.stamp(entry / "extension.h.gch");
+        OPFORGE_CHECK(m.fs.write_file_atomic(entry / cache::kLastUse, ""));
+        OPFORGE_CHECK(probe::record_size(m.fs, entry, probe::tree_bytes(m.fs, entry)));
+        OPFORGE_CHECK(m.fs.write_file_atomic(done, std::to_string(secs) + "\t" + std::to_string(gch ? gch->size : 0) + "\n"));
+        return {};
+      }();
+      if (!made) {
+        (void)m.fs.write_file_atomic(failed, made.error().message + "\n");
+        log("skipped", "the header could not be made: " + made.error().message);
+        return plain();
+      }
+      (void)m.fs.remove(wanted);
+      auto stats = m.fs.read_file(done);
+      auto f = strings::split(strings::trim(stats ? *stats : std::string()), '\t');
+      // Logged now: the compile that made it may still not use it (a macro it defines first).
+      log("made", f.empty() ? "0" : f[0], f.size() > 1 ? f[1] : "0");
+    }
+  }
+  // Held shared while compiling with it, so that `opforge cache prune` waits.
+  auto shared = m.fs.try_lock_shared(cache::entry_lock(entry));
+  if (!shared || !*shared) return plain();
+  (void)m.fs.write_file_atomic(entry / cache::kLastUse, "");
+  if (auto consulted = m.fs.read_file(entry / "consulted")) {
+    std::set<std::string> names;
+    for (auto l : strings::split(*consulted, '\n')) names.insert(std::string(l));
+    for (const auto& d : found.defined)
+      if (names.contains(d)) {
+        log("skipped", "defines " + d + " before " + std::string(kHeader) + ", which torch's headers read");
+        return plain();
+      }
+  }
+  auto c = command({"-include", header.string(), "-Winvalid-pch"});
+  auto r = m.proc.run(c);
+  if (!r) return plain();
+  std::string reason;
+  const std::string out = drop_pch_warnings(r->out, reason), err = drop_pch_warnings(r->err, reason);
+  if (!r->ok()) {
+    log("fallback", first_error(r->err + r->out));
+    std::cerr << "opforge: " << source << ": the compile with the precompiled torch header failed; compiling it without\n";
+    return plain();
+  }
+  std::cout << out << std::flush;
+  std::cerr << err << std::flush;
+  if (!reason.empty()) log("not-used", reason);
+  else log("used", "");
+  if (line.deps != CompileLine::Deps::none && !line.depfile.empty()) {
+    const fs::path depfile = fs::path(line.depfile).is_absolute() ? fs::path(line.depfile) : cwd / line.depfile;
+    auto mine = m.fs.read_file(depfile);
+    auto theirs = m.fs.read_file(entry / (line.deps == CompileLine::Deps::all ? "deps.all" : "deps.user"));
+    if (mine && theirs) (void)m.fs.write_file_atomic(depfile, merge_depfile(*mine, *theirs, header.string()));
+  }
+  return 0;
+}
+
+}  // namespace opforge::compile::pch

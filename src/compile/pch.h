@@ -1,0 +1,123 @@
+#pragma once
+/// Precompiled torch headers for the host compiles of a command build ([build] pch).
+///
+/// Nearly every C++ file of a torch extension starts with `#include <torch/extension.h>`, tens of
+/// thousands of lines that gcc parses again for every file (about half of such a file's compile).
+/// The host wrappers (wrappers.h) hand each C++ compile (`-c`) to `opforge __host-compile`
+/// (host_compile below), which
+///   - keeps a compile as it is unless its source reaches `#include <torch/extension.h>` through
+///     its own text and the project's quoted headers before any other include (a generated
+///     `.cudafe1.cpp` of nvcc's host pass never does); a file that includes `<memory>` or
+///     `c10/cuda/CUDAStream.h` first compiles to other bytes with the header forced first;
+///   - makes, once per (compiler, its flags less the per-file ones, torch), a precompiled header of
+///     torch/extension.h in the cache (`<cache>/pch/<key>/`), under the entry's lock, while other
+///     compiles go on without it;
+///   - compiles with `-include <entry>/extension.h -Winvalid-pch`: gcc uses the `.gch` beside it when
+///     its own checks pass (the same compiler, the macros it consulted defined alike, the same
+///     -m/-f options), else reads the header as text; the file's own later include of the header is
+///     skipped by torch's `#pragma once`;
+///   - refuses a file that defines or undefines, before that include, a macro torch's headers
+///     consult under these flags (`g++ -E -dU` of the header, kept with the entry): forcing the
+///     header first would then change what it means;
+///   - compiles again without it when a compile with it fails, and says so;
+///   - puts the headers the precompiled one stands for into the compile's -MD/-MMD file, so that
+///     ninja and ccache's depend mode see every header as before.
+/// The object files are the same bytes as without it (GCC reads the same declarations, and the
+/// build's -g0 leaves no debug information that would name the .gch).
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "probe/machine.h"
+#include "util/error.h"
+
+namespace opforge::compile::pch {
+
+namespace fs = std::filesystem;
+
+/// The header precompiled, as sources include it.
+inline constexpr std::string_view kHeader = "torch/extension.h";
+/// The internal command the host wrappers run (hidden from `opforge help`).
+inline constexpr std::string_view kCommand = "__host-compile";
+/// Where each compile's outcome goes, one line each, for the build's summary and record.
+inline constexpr std::string_view kLogVariable = "OPFORGE_PCH_LOG";
+/// The scratch tree of the build: include folders inside it are the project's own.
+inline constexpr std::string_view kTreeVariable = "OPFORGE_PCH_TREE";
+
+/// A compile command line as the host wrapper got it (the arguments after the compiler).
+struct CompileLine {
+  std::vector<std::string> args;
+  std::vector<std::string> sources;  ///< operands that are not options' values
+  std::string output;                ///< -o
+  std::string depfile;               ///< -MF
+  enum class Deps { none, all, user } deps = Deps::none;  ///< -MD / -MMD
+  std::vector<std::string> include_dirs;                  ///< -I, -iquote, -isystem, -idirafter, in order
+  std::vector<std::string> language;                      ///< -x values
+  bool compile = false;                                   ///< -c
+  bool other_mode = false;  ///< -E, -S, -M, -MM, -fsyntax-only, -save-temps, -include, a PCH of its own
+};
+CompileLine parse(const std::vector<std::string>& args);
+
+/// Why a compile is kept as it is ("" when it may use a precompiled header).
+std::string not_eligible(const CompileLine& c);
+
+/// The arguments the header is made with and keyed by: the compile's own less the per-file ones
+/// (-c, -o, the source, -MD/-MMD/-MF/-MT/-MQ/-MP), the warnings (-W…, not -Wp,), link options
+/// (-l, -L, -shared, -Wl,), -DTORCH_EXTENSION_NAME (one name per extension, never read by torch's
+/// headers) and the include folders inside `tree` (the project's own; `tree` empty: none).
+std::vector<std::string> header_args(const CompileLine& c, const fs::path& tree);
+
+/// The folder among the compile's include folders that holds torch/extension.h; empty when none.
+fs::path torch_include_dir(const probe::FileSystem& fs, const CompileLine& c, const fs::path& cwd);
+
+/// The key of the entry: the compiler (path and stamp), header_args, the torch headers (the
+/// folder, its version.py and the header's stamps) and this scheme's version.
+std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, const std::vector<std::string>& args,
+                      const fs::path& torch_dir);
+
+/// What a source does before it reaches the header.
+struct SourceScan {
+  bool reaches_header = false;        ///< through its text and quoted headers found in `dirs`
+  std::set<std::string> defined;      ///< macros #define'd or #undef'd before that
+  std::string why_not;                ///< set when it does not reach it where a forced include may stand in
+};
+/// Reads the source and the quoted headers it includes (found beside the including file, then in
+/// `dirs`), depth-first and in order, up to the first `#include <torch/extension.h>`. That include
+/// must not sit inside a conditional (an include guard aside), and no other header may come before
+/// it: forced first, the header would reorder the declarations, and gcc's code with them.
+SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs);
+
+/// Macro names a `-E -dU` output defines or undefines (the ones the header consulted).
+std::set<std::string> consulted_macros(std::string_view dU);
+
+/// The compile's dependency file with the precompiled header's dependencies added (its target
+/// kept): `header_deps` is the made header's own -MD/-MMD file, less `drop` (the one-line header
+/// in the cache entry: made during some build's compile, it would look "too new" to ccache, which
+/// then stores nothing; it changes only with the entry's key anyway).
+std::string merge_depfile(std::string_view compile_deps, std::string_view header_deps, std::string_view drop = {});
+
+/// The outcome a compile logs, one line: "<what>\t<source>\t<detail>"; what is made (before its
+/// own outcome: the compile that made it logs a second line), used,
+/// not-used (gcc refused the .gch), fallback (failed with it, compiled again), skipped (a reason
+/// it was not tried), busy (another compile was making it), first (the first compile of its flags:
+/// the header is made only when a second one needs it, so a one-file extension never pays for it).
+struct Summary {
+  unsigned made = 0, used = 0, not_used = 0, fallback = 0, skipped = 0, busy = 0, plain = 0, first = 0;
+  double make_seconds = 0;
+  std::uint64_t gch_bytes = 0;
+  std::vector<std::string> notes;  ///< fallbacks and refusals, one line each (source: why)
+  bool any() const { return made + used + not_used + fallback + skipped + busy + first > 0; }
+};
+Summary summarize(std::string_view log);
+/// "precompiled torch header: 1 made (35 s, 759 MiB), used by 14 of 15 C++ compiles that include it; …"
+std::string summary_line(const Summary& s);
+
+/// `opforge __host-compile --compiler PATH --pch-dir DIR [--launcher PROGRAM] -- ARGS…`: runs one
+/// host compile as above and returns its exit status (the compiler's). `-g0` comes last, as the
+/// plain host wrappers add it.
+int host_compile(probe::Machine m, const std::vector<std::string>& argv);
+
+}  // namespace opforge::compile::pch

@@ -1,0 +1,202 @@
+// Precompiled torch headers (compile/pch.h): which compiles may use one, what the header is keyed
+// and made with, which sources reach torch/extension.h and what they define first, the dependency
+// file, the log's summary, and a compile that fails with it and is compiled again without.
+#include <gtest/gtest.h>
+
+#include "cache/layout.h"
+#include "compile/pch.h"
+#include "probe/fake_machine.h"
+
+using namespace opforge;
+namespace pch = opforge::compile::pch;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A compile as torch's BuildExtension writes it into build.ninja (torch 2.15, a project include
+// folder inside the scratch tree).
+const std::string kTree = "/cache/trees/abc";
+const std::string kTorch = "/venv/lib/python3.11/site-packages/torch/include";
+std::vector<std::string> torch_compile(std::string source = "/cache/trees/abc/csrc/a.cpp") {
+  return {"-MMD", "-MF", "/cache/trees/abc/build/a.o.d", "-DTORCH_API_INCLUDE_EXTENSION_H", "-I" + kTree + "/csrc/include",
+          "-I" + kTorch, "-I" + kTorch + "/torch/csrc/api/include", "-I/usr/include/python3.11", "-c", source, "-o",
+          "/cache/trees/abc/build/a.o", "-O3", "-Wall", "-g", "-fPIC", "-std=c++20", "-DTORCH_EXTENSION_NAME=_C",
+          "-D_GLIBCXX_USE_CXX11_ABI=1", "-ffile-prefix-map=/cache/trees/abc=."};
+}
+
+}  // namespace
+
+TEST(CompilePch, ParsesTheCompileLine) {
+  const auto c = pch::parse(torch_compile());
+  EXPECT_TRUE(c.compile);
+  EXPECT_EQ(c.sources, std::vector<std::string>{"/cache/trees/abc/csrc/a.cpp"});
+  EXPECT_EQ(c.output, "/cache/trees/abc/build/a.o");
+  EXPECT_EQ(c.depfile, "/cache/trees/abc/build/a.o.d");
+  EXPECT_EQ(c.deps, pch::CompileLine::Deps::user);
+  EXPECT_EQ(c.include_dirs.size(), 4u);
+  EXPECT_EQ(pch::not_eligible(c), "");
+}
+
+TEST(CompilePch, OnlyOneCxxSourceCompiledToAnObject) {
+  auto with = [](std::vector<std::string> extra) {
+    auto a = torch_compile();
+    a.insert(a.end(), extra.begin(), extra.end());
+    return pch::not_eligible(pch::parse(a));
+  };
+  EXPECT_EQ(pch::not_eligible(pch::parse({"a.o", "b.o", "-shared", "-o", "x.so"})), "not a compile (-c)");
+  EXPECT_EQ(with({"-E"}), "a preprocess, assembly or forced-include command line");
+  EXPECT_EQ(with({"-include", "mine.h"}), "a preprocess, assembly or forced-include command line");
+  EXPECT_EQ(with({"/cache/trees/abc/csrc/b.cpp"}), "not one source file");
+  EXPECT_EQ(pch::not_eligible(pch::parse({"-c", "x.c", "-o", "x.o"})), "not a C++ source");
+  EXPECT_EQ(pch::not_eligible(pch::parse({"-x", "cu", "-c", "x.cpp"})), "not C++ (-x cu)");
+  // nvcc's host pass: a generated .cudafe1.cpp (-x c++), never including the header itself.
+  EXPECT_EQ(pch::not_eligible(pch::parse({"-x", "c++", "-c", "/tmp/tmpxft_1.cudafe1.cpp", "-o", "a.o"})), "");
+  EXPECT_EQ(pch::not_eligible(pch::parse({"-MD", "-c", "x.cpp", "-o", "x.o"})), "-MD without -MF");
+}
+
+TEST(CompilePch, TheHeaderIsMadeWithTheCompilesFlagsLessThePerFileOnes) {
+  const auto args = pch::header_args(pch::parse(torch_compile()), kTree);
+  const std::vector<std::string> want = {"-DTORCH_API_INCLUDE_EXTENSION_H",
+                                         "-I" + kTorch,
+                                         "-I" + kTorch + "/torch/csrc/api/include",
+                                         "-I/usr/include/python3.11",
+                                         "-O3",
+                                         "-fPIC",
+                                         "-std=c++20",
+                                         "-D_GLIBCXX_USE_CXX11_ABI=1",
+                                         "-ffile-prefix-map=/cache/trees/abc=."};
+  EXPECT_EQ(args, want);
+  // Two extensions of one build (another name, other project folders, another file) share it.
+  auto other = torch_compile("/cache/trees/abc/csrc/b.cpp");
+  other[4] = "-I/cache/trees/abc/other/include";
+  other[17] = "-DTORCH_EXTENSION_NAME=_other";
+  EXPECT_EQ(pch::header_args(pch::parse(other), kTree), want);
+  // A define, an optimisation level or a CPU option is another header.
+  auto native = torch_compile();
+  native.push_back("-march=native");
+  EXPECT_NE(pch::header_args(pch::parse(native), kTree), want);
+}
+
+TEST(CompilePch, TheKeyFollowsTheCompilerItsFlagsAndTorch) {
+  probe::FakeMachine fm;
+  fm.fs.add_file("/usr/bin/g++", "gcc 12", 0755);
+  fm.fs.add_file(kTorch + "/torch/extension.h", "#pragma once\n");
+  fm.fs.add_file("/venv/lib/python3.11/site-packages/torch/version.py", "__version__ = '2.15.0+cu132'\n");
+  const auto args = pch::header_args(pch::parse(torch_compile()), kTree);
+  const auto key = pch::entry_key(fm.fs, "/usr/bin/g++", args, kTorch);
+  EXPECT_EQ(key.size(), 16u);
+  EXPECT_EQ(pch::entry_key(fm.fs, "/usr/bin/g++", args, kTorch), key);
+  auto more = args;
+  more.push_back("-DVARIANT=2");
+  EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++", more, kTorch), key);
+  EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++-12", args, kTorch), key);
+  fm.fs.add_file("/venv/lib/python3.11/site-packages/torch/version.py", "__version__ = '2.14.0+cu130'\n");
+  EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++", args, kTorch), key);
+}
+
+TEST(CompilePch, ASourceReachesTheHeaderThroughTheProjectsHeaders) {
+  probe::FakeMachine fm;
+  fm.fs.add_file("/t/csrc/include/ops.h",
+                 "#ifndef OPS_H\n#define OPS_H\n#define NOMINMAX  // Windows\n#include <torch/extension.h>\n"
+                 "#include <cstdio>\n#endif\n");
+  fm.fs.add_file("/t/csrc/a.cpp", "// a\n#include \"ops.h\"\nint f();\n");
+  fm.fs.add_file("/t/csrc/b.cpp", "/* #include <torch/extension.h> */\nint g();\n");
+  fm.fs.add_file("/t/csrc/e.cpp", "#include <c10/cuda/CUDAStream.h>\n#include <torch/extension.h>\n");
+  fm.fs.add_file("/t/csrc/c.cpp", "#ifdef WITH_TORCH\n#include <torch/extension.h>\n#endif\n");
+  fm.fs.add_file("/t/csrc/d.cpp",
+                 "#define PYBIND11_DETAILED_ERROR_MESSAGES \\\n  1\n#undef NDEBUG\n#include \"torch/extension.h\"\n");
+  const std::vector<fs::path> dirs = {"/t/csrc/include"};
+  auto a = pch::scan(fm.fs, "/t/csrc/a.cpp", dirs);
+  EXPECT_TRUE(a.reaches_header);
+  EXPECT_EQ(a.defined, (std::set<std::string>{"NOMINMAX"}));  // the guard is no definition
+  auto b = pch::scan(fm.fs, "/t/csrc/b.cpp", dirs);
+  EXPECT_FALSE(b.reaches_header);
+  EXPECT_EQ(b.why_not, "does not include torch/extension.h (in its own text or the project's headers)");
+  auto e = pch::scan(fm.fs, "/t/csrc/e.cpp", dirs);
+  EXPECT_FALSE(e.reaches_header);
+  EXPECT_EQ(e.why_not, "includes <c10/cuda/CUDAStream.h> before torch/extension.h (forced first, it would reorder the "
+                       "declarations)");
+  auto c = pch::scan(fm.fs, "/t/csrc/c.cpp", dirs);
+  EXPECT_FALSE(c.reaches_header);
+  EXPECT_EQ(c.why_not, "c.cpp includes torch/extension.h inside an #if");
+  auto d = pch::scan(fm.fs, "/t/csrc/d.cpp", dirs);
+  EXPECT_TRUE(d.reaches_header);
+  EXPECT_EQ(d.defined, (std::set<std::string>{"NDEBUG", "PYBIND11_DETAILED_ERROR_MESSAGES"}));
+}
+
+TEST(CompilePch, ConsultedMacrosComeFromTheHeadersDashDU) {
+  const std::string dU = "# 1 \"x.h\"\n#define NDEBUG 1\n#undef _GLIBCXX_ASSERTIONS\nint x;\n#define F(a) a\n";
+  EXPECT_EQ(pch::consulted_macros(dU), (std::set<std::string>{"F", "NDEBUG", "_GLIBCXX_ASSERTIONS"}));
+}
+
+TEST(CompilePch, TheDependencyFileGetsTheHeadersDependencies) {
+  const std::string mine = "a.o: /t/a.cpp\n";
+  const std::string header = "/c/pch/k/extension.h.gch: /c/pch/k/extension.h \\\n /torch/extension.h \\\n /torch/all.h\n";
+  EXPECT_EQ(pch::merge_depfile(mine, header), "a.o: /t/a.cpp \\\n /c/pch/k/extension.h \\\n /torch/extension.h \\\n /torch/all.h\n");
+  // The one-line header in the cache entry is left out (ccache would find it "too new" once).
+  EXPECT_EQ(pch::merge_depfile(mine, header, "/c/pch/k/extension.h"),
+            "a.o: /t/a.cpp \\\n /torch/extension.h \\\n /torch/all.h\n");
+  // -MP's phony rules stay after the first rule.
+  EXPECT_EQ(pch::merge_depfile("a.o: /t/a.cpp \\\n /t/a.h\n/t/a.h:\n", "x.gch: /x.h\n"),
+            "a.o: /t/a.cpp \\\n /t/a.h \\\n /x.h\n/t/a.h:\n");
+}
+
+TEST(CompilePch, TheSummarySaysWhatEachCompileDid) {
+  const auto s = pch::summarize(
+      "made\t/t/csrc/module.cpp\t35.6\t794200868\nused\t/t/csrc/module.cpp\t\nused\t/t/csrc/add.cpp\t\n"
+      "busy\t/t/csrc/b.cpp\t\n"
+      "skipped\t/t/csrc/detailed.cpp\tdefines X before torch/extension.h, which torch's headers read\n"
+      "plain\t/t/csrc/plain.cpp\t\nfallback\t/t/csrc/f.cpp\terror: boom\nfirst\t/t/csrc/g.cpp\t\n");
+  EXPECT_EQ(s.made, 1u);
+  EXPECT_EQ(s.used, 2u);
+  EXPECT_EQ(pch::summary_line(s),
+            "precompiled torch header: 1 made (36 s, 757 MiB), used by 2 of 6 C++ compiles that include "
+            "torch/extension.h; 1 compiled without it before a second compile of the same flags needed it; 1 compiled "
+            "without it while it was being made; 2 without it (below)");
+  EXPECT_EQ(s.notes, (std::vector<std::string>{"detailed.cpp: defines X before torch/extension.h, which torch's headers read",
+                                               "f.cpp: failed with it, compiled again without it (error: boom)"}));
+  EXPECT_FALSE(pch::summarize("").any());
+}
+
+TEST(CompilePch, ACompileThatFailsWithItIsCompiledAgainWithout) {
+  probe::FakeMachine fm;
+  const std::string gxx = "/usr/bin/g++";
+  fm.fs.add_file(gxx, "gcc 12", 0755);
+  fm.fs.add_file(kTorch + "/torch/extension.h", "#pragma once\n");
+  fm.fs.add_file("/venv/lib/python3.11/site-packages/torch/version.py", "__version__ = '2.15.0'\n");
+  fm.fs.add_file(kTree + "/csrc/a.cpp", "#include <torch/extension.h>\n");
+  fm.fs.add_file(kTree + "/build/a.o.d", "a.o: a.cpp\n");
+  const auto args = torch_compile();
+  const auto key = pch::entry_key(fm.fs, gxx, pch::header_args(pch::parse(args), kTree), kTorch);
+  const fs::path entry = fs::path("/cache/pch") / key;
+  fm.fs.add_file(entry / "done", "35.0\t100\n");
+  fm.fs.add_file(entry / "consulted", "NDEBUG\n");
+  fm.fs.add_file(entry / "deps.user", "x.gch: /torch/extension.h\n");
+  fm.fs.add_file("/build/command.log", "");
+  fm.env.set(std::string(pch::kLogVariable), "/build/pch.log");
+  fm.env.set(std::string(pch::kTreeVariable), kTree);
+  probe::ProcessResult ok;
+  ok.exit_code = 0;
+  probe::ProcessResult bad;
+  bad.exit_code = 1;
+  bad.err = "a.cpp:1: error: something only the header's early parse upsets\n";
+  fm.proc.on({gxx}, ok);
+  auto with_pch = std::vector<std::string>{gxx};
+  with_pch.insert(with_pch.end(), args.begin(), args.end());
+  with_pch.push_back("-include");
+  fm.proc.on(with_pch, bad);
+  std::vector<std::string> argv = {"--compiler", gxx, "--pch-dir", "/cache/pch", "--"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  EXPECT_EQ(pch::host_compile(fm.machine(), argv), 0);
+  ASSERT_EQ(fm.proc.calls().size(), 2u);
+  EXPECT_EQ(fm.proc.calls()[0].argv.back(), "-g0");
+  EXPECT_EQ(fm.proc.calls()[0].argv[fm.proc.calls()[0].argv.size() - 4], "-include");
+  EXPECT_EQ(fm.proc.calls()[1].argv.back(), "-g0");
+  EXPECT_EQ(std::count(fm.proc.calls()[1].argv.begin(), fm.proc.calls()[1].argv.end(), "-include"), 0);
+  EXPECT_EQ(*fm.fs.read_file("/build/pch.log"),
+            "fallback\t" + kTree + "/csrc/a.cpp\ta.cpp:1: error: something only the header's early parse upsets\n");
+  // Used: the dependency file gains the header's.
+  fm.proc.on(with_pch, ok);
+  EXPECT_EQ(pch::host_compile(fm.machine(), argv), 0);
+  EXPECT_EQ(*fm.fs.read_file(kTree + "/build/a.o.d"), "a.o: a.cpp \\\n /torch/extension.h\n");
+}
