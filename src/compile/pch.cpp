@@ -326,7 +326,7 @@ std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, con
 }
 
 SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs) {
-  Scanner s{fs, dirs, {}, {}, {}, 0};
+  Scanner s{fs, dirs, {}, {}, {}, {}, 0};
   s.visited.insert(source.lexically_normal().string());
   s.file(source, 0);
   if (!s.out.reaches_header && s.out.why_not.empty())
