@@ -18,10 +18,26 @@ namespace {
 const std::string kTree = "/cache/trees/abc";
 const std::string kTorch = "/venv/lib/python3.11/site-packages/torch/include";
 std::vector<std::string> torch_compile(std::string source = "/cache/trees/abc/csrc/a.cpp") {
-  return {"-MMD", "-MF", "/cache/trees/abc/build/a.o.d", "-DTORCH_API_INCLUDE_EXTENSION_H", "-I" + kTree + "/csrc/include",
-          "-I" + kTorch, "-I" + kTorch + "/torch/csrc/api/include", "-I/usr/include/python3.11", "-c", source, "-o",
-          "/cache/trees/abc/build/a.o", "-O3", "-Wall", "-g", "-fPIC", "-std=c++20", "-DTORCH_EXTENSION_NAME=_C",
-          "-D_GLIBCXX_USE_CXX11_ABI=1", "-ffile-prefix-map=/cache/trees/abc=."};
+  return {"-MMD",
+          "-MF",
+          "/cache/trees/abc/build/a.o.d",
+          "-DTORCH_API_INCLUDE_EXTENSION_H",
+          "-I" + kTree + "/csrc/include",
+          "-I" + kTorch,
+          "-I" + kTorch + "/torch/csrc/api/include",
+          "-I/usr/include/python3.11",
+          "-c",
+          source,
+          "-o",
+          "/cache/trees/abc/build/a.o",
+          "-O3",
+          "-Wall",
+          "-g",
+          "-fPIC",
+          "-std=c++20",
+          "-DTORCH_EXTENSION_NAME=_C",
+          "-D_GLIBCXX_USE_CXX11_ABI=1",
+          "-ffile-prefix-map=/cache/trees/abc=."};
 }
 
 }  // namespace
@@ -114,8 +130,12 @@ TEST(CompilePch, ASourceReachesTheHeaderThroughTheProjectsHeaders) {
   EXPECT_EQ(b.why_not, "does not include torch/extension.h (in its own text or the project's headers)");
   auto e = pch::scan(fm.fs, "/t/csrc/e.cpp", dirs);
   EXPECT_FALSE(e.reaches_header);
-  EXPECT_EQ(e.why_not, "includes <c10/cuda/CUDAStream.h> before torch/extension.h (forced first, it would reorder the "
-                       "declarations)");
+  EXPECT_EQ(e.why_not,
+            "includes <c10/cuda/CUDAStream.h> before torch/extension.h (forced first, it would reorder the "
+            "declarations)");
+  fm.fs.add_file("/t/csrc/f.cpp", "#include <vector>\nint h();\n");  // other headers, never torch's: plain
+  EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/f.cpp", dirs).why_not,
+            "does not include torch/extension.h (in its own text or the project's headers)");
   auto c = pch::scan(fm.fs, "/t/csrc/c.cpp", dirs);
   EXPECT_FALSE(c.reaches_header);
   EXPECT_EQ(c.why_not, "c.cpp includes torch/extension.h inside an #if");
@@ -131,8 +151,10 @@ TEST(CompilePch, ConsultedMacrosComeFromTheHeadersDashDU) {
 
 TEST(CompilePch, TheDependencyFileGetsTheHeadersDependencies) {
   const std::string mine = "a.o: /t/a.cpp\n";
-  const std::string header = "/c/pch/k/extension.h.gch: /c/pch/k/extension.h \\\n /torch/extension.h \\\n /torch/all.h\n";
-  EXPECT_EQ(pch::merge_depfile(mine, header), "a.o: /t/a.cpp \\\n /c/pch/k/extension.h \\\n /torch/extension.h \\\n /torch/all.h\n");
+  const std::string header =
+      "/c/pch/k/extension.h.gch: /c/pch/k/extension.h \\\n /torch/extension.h \\\n /torch/all.h\n";
+  EXPECT_EQ(pch::merge_depfile(mine, header),
+            "a.o: /t/a.cpp \\\n /c/pch/k/extension.h \\\n /torch/extension.h \\\n /torch/all.h\n");
   // The one-line header in the cache entry is left out (ccache would find it "too new" once).
   EXPECT_EQ(pch::merge_depfile(mine, header, "/c/pch/k/extension.h"),
             "a.o: /t/a.cpp \\\n /torch/extension.h \\\n /torch/all.h\n");
@@ -153,8 +175,9 @@ TEST(CompilePch, TheSummarySaysWhatEachCompileDid) {
             "precompiled torch header: 1 made (36 s, 757 MiB), used by 2 of 6 C++ compiles that include "
             "torch/extension.h; 1 compiled without it before a second compile of the same flags needed it; 1 compiled "
             "without it while it was being made; 2 without it (below)");
-  EXPECT_EQ(s.notes, (std::vector<std::string>{"detailed.cpp: defines X before torch/extension.h, which torch's headers read",
-                                               "f.cpp: failed with it, compiled again without it (error: boom)"}));
+  EXPECT_EQ(s.notes,
+            (std::vector<std::string>{"detailed.cpp: defines X before torch/extension.h, which torch's headers read",
+                                      "f.cpp: failed with it, compiled again without it (error: boom)"}));
   EXPECT_FALSE(pch::summarize("").any());
 }
 

@@ -17,11 +17,34 @@ namespace {
 
 /// Options whose value is the next argument (gcc's and clang's spelling).
 bool takes_value(std::string_view a) {
-  static const std::set<std::string_view> k = {
-      "-o",        "-MF",      "-MT",         "-MQ",      "-I",         "-isystem", "-iquote", "-idirafter",
-      "-include",  "-imacros", "-x",          "-D",       "-U",         "-L",       "-l",      "-Xlinker",
-      "-Xpreprocessor", "-Xassembler", "-iprefix", "-iwithprefix", "-isysroot", "-aux-info", "-arch", "--param",
-      "-include-pch", "-Xclang", "-target", "-z"};
+  static const std::set<std::string_view> k = {"-o",
+                                               "-MF",
+                                               "-MT",
+                                               "-MQ",
+                                               "-I",
+                                               "-isystem",
+                                               "-iquote",
+                                               "-idirafter",
+                                               "-include",
+                                               "-imacros",
+                                               "-x",
+                                               "-D",
+                                               "-U",
+                                               "-L",
+                                               "-l",
+                                               "-Xlinker",
+                                               "-Xpreprocessor",
+                                               "-Xassembler",
+                                               "-iprefix",
+                                               "-iwithprefix",
+                                               "-isysroot",
+                                               "-aux-info",
+                                               "-arch",
+                                               "--param",
+                                               "-include-pch",
+                                               "-Xclang",
+                                               "-target",
+                                               "-z"};
   return k.contains(a);
 }
 
@@ -136,7 +159,8 @@ struct Scanner {
   int files = 0;
 
   std::optional<fs::path> resolve(const std::string& name, bool quoted, const fs::path& from) const {
-    if (quoted && fs.resolved_type(from.parent_path() / name) == probe::FileType::regular) return from.parent_path() / name;
+    if (quoted && fs.resolved_type(from.parent_path() / name) == probe::FileType::regular)
+      return from.parent_path() / name;
     for (const auto& d : dirs)
       if (fs.resolved_type(d / name) == probe::FileType::regular) return d / name;
     return std::nullopt;
@@ -214,7 +238,8 @@ std::string first_error(std::string_view out) {
 std::string drop_pch_warnings(std::string_view out, std::string& reason) {
   std::string kept;
   for (auto line : strings::split(out, '\n')) {
-    if (line.find("[-Winvalid-pch]") != std::string_view::npos || line.find(".gch: not used because") != std::string_view::npos ||
+    if (line.find("[-Winvalid-pch]") != std::string_view::npos ||
+        line.find(".gch: not used because") != std::string_view::npos ||
         line.find("not a valid precompiled header") != std::string_view::npos) {
       if (reason.empty()) reason = strings::cut(strings::trim(line), 200);
       continue;
@@ -244,8 +269,8 @@ CompileLine parse(const std::vector<std::string>& args) {
     if (a == "-c") c.compile = true;
     else if (a == "-MD") c.deps = CompileLine::Deps::all;
     else if (a == "-MMD") c.deps = CompileLine::Deps::user;
-    else if (a == "-E" || a == "-S" || a == "-M" || a == "-MM" || a == "-fsyntax-only" || a.starts_with("-save-temps") ||
-             a == "-fpch-preprocess" || a == "-")
+    else if (a == "-E" || a == "-S" || a == "-M" || a == "-MM" || a == "-fsyntax-only" ||
+             a.starts_with("-save-temps") || a == "-fpch-preprocess" || a == "-")
       c.other_mode = true;
     else if (a.starts_with("-I")) c.include_dirs.push_back(a.substr(2));
     else if (a.starts_with("-x")) c.language.push_back(a.substr(2));
@@ -296,9 +321,10 @@ std::vector<std::string> header_args(const CompileLine& c, const fs::path& tree)
       ++i;
       continue;
     }
-    if (x == "-c" || x == "-MD" || x == "-MMD" || x == "-MP" || x == "-shared" || x.starts_with("-DTORCH_EXTENSION_NAME=") ||
-        x.starts_with("-l") || x.starts_with("-L") || x.starts_with("-Wl,") || x.starts_with("-g") ||
-        (x.starts_with("-W") && !x.starts_with("-Wp,")) || (x.starts_with("-o") && x.size() > 2))
+    if (x == "-c" || x == "-MD" || x == "-MMD" || x == "-MP" || x == "-shared" ||
+        x.starts_with("-DTORCH_EXTENSION_NAME=") || x.starts_with("-l") || x.starts_with("-L") ||
+        x.starts_with("-Wl,") || x.starts_with("-g") || (x.starts_with("-W") && !x.starts_with("-Wp,")) ||
+        (x.starts_with("-o") && x.size() > 2))
       continue;
     if (!x.starts_with("-") && std::find(c.sources.begin(), c.sources.end(), x) != c.sources.end()) continue;
     out.push_back(x);
@@ -419,8 +445,8 @@ std::string summary_line(const Summary& s) {
   char size[32];
   std::snprintf(size, sizeof size, "%.0f MiB", static_cast<double>(s.gch_bytes) / (1024.0 * 1024.0));
   std::string out = "precompiled torch header: ";
-  out += s.made ? std::to_string(s.made) + " made (" + std::to_string(static_cast<long>(s.make_seconds + 0.5)) + " s, " +
-                      size + ")"
+  out += s.made ? std::to_string(s.made) + " made (" + std::to_string(static_cast<long>(s.make_seconds + 0.5)) +
+                      " s, " + size + ")"
                 : std::string("reused from the cache");
   out += ", used by " + std::to_string(s.used) + " of " + std::to_string(total) + " C++ compiles that include " +
          std::string(kHeader);
@@ -505,7 +531,8 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
   for (const auto& d : tree.empty() ? std::vector<fs::path>{} : project_dirs)
     for (const char* top : {"torch", "ATen", "c10", "caffe2", "pybind11", "Python.h"})
       if (m.fs.type_of(d / top) != probe::FileType::none && d != torch_dir) {
-        log("skipped", "the project's include folder " + d.string() + " holds " + top + ", which torch's headers include");
+        log("skipped",
+            "the project's include folder " + d.string() + " holds " + top + ", which torch's headers include");
         return plain();
       }
 
@@ -536,8 +563,9 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
       (void)m.fs.remove_all(entry);
       auto made = [&]() -> Status {
         OPFORGE_CHECK(m.fs.create_directories(entry));
-        OPFORGE_CHECK(m.fs.write_file_atomic(header, "// Written by opforge: the header precompiled beside it.\n#include <" +
-                                                         std::string(kHeader) + ">\n"));
+        OPFORGE_CHECK(m.fs.write_file_atomic(
+            header,
+            "// Written by opforge: the header precompiled beside it.\n#include <" + std::string(kHeader) + ">\n"));
         auto run = [&](std::vector<std::string> tail) -> Status {
           probe::Command c;
           c.argv.push_back(compiler.string());
@@ -549,8 +577,8 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
           if (!r->ok()) return failure(first_error(r->err + r->out));
           return {};
         };
-        OPFORGE_CHECK(run({"-g0", "-x", "c++-header", header.string(), "-o", (entry / "extension.h.gch").string(), "-MD",
-                           "-MF", (entry / "deps.all").string()}));
+        OPFORGE_CHECK(run({"-g0", "-x", "c++-header", header.string(), "-o", (entry / "extension.h.gch").string(),
+                           "-MD", "-MF", (entry / "deps.all").string()}));
         // The macros it consults (and the user headers it reads, for -MMD compiles).
         OPFORGE_CHECK(run({"-g0", "-x", "c++-header", "-E", "-dU", header.string(), "-o", (entry / "dU.i").string(),
                            "-MMD", "-MF", (entry / "deps.user").string()}));
@@ -564,7 +592,8 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
         const auto gch = m.fs.stamp(entry / "extension.h.gch");
         OPFORGE_CHECK(m.fs.write_file_atomic(entry / cache::kLastUse, ""));
         OPFORGE_CHECK(probe::record_size(m.fs, entry, probe::tree_bytes(m.fs, entry)));
-        OPFORGE_CHECK(m.fs.write_file_atomic(done, std::to_string(secs) + "\t" + std::to_string(gch ? gch->size : 0) + "\n"));
+        OPFORGE_CHECK(
+            m.fs.write_file_atomic(done, std::to_string(secs) + "\t" + std::to_string(gch ? gch->size : 0) + "\n"));
         return {};
       }();
       if (!made) {
@@ -599,7 +628,8 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
   const std::string out = drop_pch_warnings(r->out, reason), err = drop_pch_warnings(r->err, reason);
   if (!r->ok()) {
     log("fallback", first_error(r->err + r->out));
-    std::cerr << "opforge: " << source << ": the compile with the precompiled torch header failed; compiling it without\n";
+    std::cerr << "opforge: " << source
+              << ": the compile with the precompiled torch header failed; compiling it without\n";
     return plain();
   }
   std::cout << out << std::flush;

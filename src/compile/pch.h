@@ -50,9 +50,9 @@ inline constexpr std::string_view kTreeVariable = "OPFORGE_PCH_TREE";
 /// A compile command line as the host wrapper got it (the arguments after the compiler).
 struct CompileLine {
   std::vector<std::string> args;
-  std::vector<std::string> sources;  ///< operands that are not options' values
-  std::string output;                ///< -o
-  std::string depfile;               ///< -MF
+  std::vector<std::string> sources;                       ///< operands that are not options' values
+  std::string output;                                     ///< -o
+  std::string depfile;                                    ///< -MF
   enum class Deps { none, all, user } deps = Deps::none;  ///< -MD / -MMD
   std::vector<std::string> include_dirs;                  ///< -I, -iquote, -isystem, -idirafter, in order
   std::vector<std::string> language;                      ///< -x values
@@ -80,9 +80,9 @@ std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, con
 
 /// What a source does before it reaches the header.
 struct SourceScan {
-  bool reaches_header = false;        ///< through its text and quoted headers found in `dirs`
-  std::set<std::string> defined;      ///< macros #define'd or #undef'd before that
-  std::string why_not;                ///< set when it does not reach it where a forced include may stand in
+  bool reaches_header = false;    ///< through its text and quoted headers found in `dirs`
+  std::set<std::string> defined;  ///< macros #define'd or #undef'd before that
+  std::string why_not;            ///< set when it does not reach it where a forced include may stand in
 };
 /// Reads the source and the quoted headers it includes (found beside the including file, then in
 /// `dirs`), depth-first and in order, up to the first `#include <torch/extension.h>`. That include
