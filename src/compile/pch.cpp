@@ -152,10 +152,12 @@ std::string macro_name(std::string_view rest) {
 struct Scanner {
   const probe::FileSystem& fs;
   const std::vector<fs::path>& dirs;
-  SourceScan out;
-  std::vector<bool> conditionals;  ///< open #if blocks, true for an include guard
-  std::set<std::string> visited;
-  std::string other_first;  ///< the first header included that is neither torch/extension.h nor the project's
+  // Every member after the two references has its own initialiser: the scanner is made as
+  // Scanner{fs, dirs}, so a member added later cannot be handed a stray positional value.
+  SourceScan out{};
+  std::vector<bool> conditionals{};  ///< open #if blocks, true for an include guard
+  std::set<std::string> visited{};
+  std::string other_first{};  ///< the first header included that is neither torch/extension.h nor the project's
   int files = 0;
 
   std::optional<fs::path> resolve(const std::string& name, bool quoted, const fs::path& from) const {
@@ -352,7 +354,7 @@ std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, con
 }
 
 SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs) {
-  Scanner s{fs, dirs, {}, {}, {}, {}, 0};
+  Scanner s{fs, dirs};
   s.visited.insert(source.lexically_normal().string());
   s.file(source, 0);
   if (!s.out.reaches_header && s.out.why_not.empty())
