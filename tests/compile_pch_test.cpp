@@ -106,6 +106,10 @@ TEST(CompilePch, TheKeyFollowsTheCompilerItsFlagsAndTorch) {
   more.push_back("-DVARIANT=2");
   EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++", more, kTorch), key);
   EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++-12", args, kTorch), key);
+  // What the source reads before torch's header is part of it.
+  EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++", args, kTorch, {"#include <stdio.h>"}), key);
+  EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++", args, kTorch, {"#include <stdio.h>"}),
+            pch::entry_key(fm.fs, "/usr/bin/g++", args, kTorch, {"#define NOMINMAX", "#include <stdio.h>"}));
   fm.fs.add_file("/venv/lib/python3.11/site-packages/torch/version.py", "__version__ = '2.14.0+cu130'\n");
   EXPECT_NE(pch::entry_key(fm.fs, "/usr/bin/g++", args, kTorch), key);
 }
@@ -113,40 +117,76 @@ TEST(CompilePch, TheKeyFollowsTheCompilerItsFlagsAndTorch) {
 TEST(CompilePch, ASourceReachesTheHeaderThroughTheProjectsHeaders) {
   probe::FakeMachine fm;
   fm.fs.add_file("/t/csrc/include/ops.h",
-                 "#ifndef OPS_H\n#define OPS_H\n#define NOMINMAX  // Windows\n#include <torch/extension.h>\n"
-                 "#include <cstdio>\n#endif\n");
+                 "#ifndef OPS_H\n#define OPS_H\n#define NOMINMAX  // Windows\n#include <stdio.h>\n"
+                 "#include <torch/extension.h>\n#include <cstdio>\n#endif\n");
   fm.fs.add_file("/t/csrc/a.cpp", "// a\n#include \"ops.h\"\nint f();\n");
   fm.fs.add_file("/t/csrc/b.cpp", "/* #include <torch/extension.h> */\nint g();\n");
-  fm.fs.add_file("/t/csrc/e.cpp", "#include <c10/cuda/CUDAStream.h>\n#include <torch/extension.h>\n");
+  fm.fs.add_file("/t/csrc/e.cpp",
+                 "#pragma once\n#include <c10/cuda/CUDAStream.h>\n#pragma GCC diagnostic ignored \"-Wunused\"\n"
+                 "#include <torch/extension.h>\n");
   fm.fs.add_file("/t/csrc/c.cpp", "#ifdef WITH_TORCH\n#include <torch/extension.h>\n#endif\n");
   fm.fs.add_file("/t/csrc/d.cpp",
                  "#define PYBIND11_DETAILED_ERROR_MESSAGES \\\n  1\n#undef NDEBUG\n#include \"torch/extension.h\"\n");
   const std::vector<fs::path> dirs = {"/t/csrc/include"};
   auto a = pch::scan(fm.fs, "/t/csrc/a.cpp", dirs);
   EXPECT_TRUE(a.reaches_header);
-  EXPECT_EQ(a.defined, (std::set<std::string>{"NOMINMAX"}));  // the guard is no definition
+  // The guard is left out; the project header's own lines are followed, in order.
+  EXPECT_EQ(a.prefix, (std::vector<std::string>{"#define NOMINMAX", "#include <stdio.h>"}));
+  EXPECT_EQ(a.macros, (std::set<std::string>{"NOMINMAX"}));
   auto b = pch::scan(fm.fs, "/t/csrc/b.cpp", dirs);
   EXPECT_FALSE(b.reaches_header);
   EXPECT_EQ(b.why_not, "does not include torch/extension.h (in its own text or the project's headers)");
   auto e = pch::scan(fm.fs, "/t/csrc/e.cpp", dirs);
-  EXPECT_FALSE(e.reaches_header);
-  EXPECT_EQ(e.why_not,
-            "includes <c10/cuda/CUDAStream.h> before torch/extension.h (forced first, it would reorder the "
-            "declarations)");
+  EXPECT_TRUE(e.reaches_header);
+  EXPECT_EQ(e.prefix, (std::vector<std::string>{"#include <c10/cuda/CUDAStream.h>",
+                                                "#pragma GCC diagnostic ignored \"-Wunused\""}));
   fm.fs.add_file("/t/csrc/f.cpp", "#include <vector>\nint h();\n");  // other headers, never torch's: plain
   EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/f.cpp", dirs).why_not,
             "does not include torch/extension.h (in its own text or the project's headers)");
   auto c = pch::scan(fm.fs, "/t/csrc/c.cpp", dirs);
   EXPECT_FALSE(c.reaches_header);
-  EXPECT_EQ(c.why_not, "c.cpp includes torch/extension.h inside an #if");
+  EXPECT_EQ(c.why_not, "includes torch/extension.h inside an #if");
   auto d = pch::scan(fm.fs, "/t/csrc/d.cpp", dirs);
   EXPECT_TRUE(d.reaches_header);
-  EXPECT_EQ(d.defined, (std::set<std::string>{"NDEBUG", "PYBIND11_DETAILED_ERROR_MESSAGES"}));
+  EXPECT_EQ(d.prefix, (std::vector<std::string>{"#define PYBIND11_DETAILED_ERROR_MESSAGES   1", "#undef NDEBUG"}));
+  EXPECT_EQ(d.macros, (std::set<std::string>{"NDEBUG", "PYBIND11_DETAILED_ERROR_MESSAGES"}));
+  EXPECT_EQ(pch::header_text(d.prefix),
+            "// Written by opforge: the header precompiled beside it, with what the sources read before it.\n"
+            "#define PYBIND11_DETAILED_ERROR_MESSAGES   1\n#undef NDEBUG\n#include <torch/extension.h>\n");
+  EXPECT_EQ(pch::header_text({}),
+            "// Written by opforge: the header precompiled beside it.\n#include <torch/extension.h>\n");
 }
 
-TEST(CompilePch, ConsultedMacrosComeFromTheHeadersDashDU) {
-  const std::string dU = "# 1 \"x.h\"\n#define NDEBUG 1\n#undef _GLIBCXX_ASSERTIONS\nint x;\n#define F(a) a\n";
-  EXPECT_EQ(pch::consulted_macros(dU), (std::set<std::string>{"F", "NDEBUG", "_GLIBCXX_ASSERTIONS"}));
+TEST(CompilePch, WhatAHeaderCannotHoldBeforeTheIncludeRefusesTheFile) {
+  probe::FakeMachine fm;
+  fm.fs.add_file("/t/csrc/include/types.h", "#pragma once\n#include <cstdint>\ntypedef int my_int;\n");
+  fm.fs.add_file("/t/csrc/code.cpp", "#include <vector>\nstatic int counter;\n#include <torch/extension.h>\n");
+  fm.fs.add_file("/t/csrc/typed.cpp", "#include \"types.h\"\n#include <torch/extension.h>\n");
+  fm.fs.add_file("/t/csrc/ifdef.cpp", "#ifdef __AVX__\n#include <immintrin.h>\n#endif\n#include <torch/extension.h>\n");
+  fm.fs.add_file("/t/csrc/macro.cpp", "#define H <vector>\n#include H\n#include <torch/extension.h>\n");
+  const std::vector<fs::path> dirs = {"/t/csrc/include"};
+  EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/code.cpp", dirs).why_not, "has code before torch/extension.h");
+  EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/typed.cpp", dirs).why_not, "has code before torch/extension.h (in types.h)");
+  EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/ifdef.cpp", dirs).why_not, "has an #ifdef before torch/extension.h");
+  EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/macro.cpp", dirs).why_not,
+            "includes a header named by a macro before torch/extension.h");
+  // Code after the include is the file's business.
+  fm.fs.add_file("/t/csrc/after.cpp", "#include <torch/extension.h>\nstatic int counter;\n#ifdef X\n#endif\n");
+  EXPECT_TRUE(pch::scan(fm.fs, "/t/csrc/after.cpp", dirs).reaches_header);
+}
+
+TEST(CompilePch, AMacroTorchsHeadersChangeRefusesTheHeader) {
+  const std::string prefix_dM = "#define __STDC__ 1\n#define NOMINMAX \n#define LIMIT 4\n";
+  EXPECT_EQ(pch::macro_definitions(prefix_dM).at("LIMIT"), "#define LIMIT 4");
+  // Left alone by torch's headers: the same.
+  EXPECT_EQ(pch::macro_clash(prefix_dM, prefix_dM + "#define AT_CUDA_ENABLED 0\n", {"NOMINMAX", "LIMIT"}), "");
+  // Redefined, or undefined, by them: the file's own line, read again after, would set it back.
+  EXPECT_EQ(pch::macro_clash(prefix_dM, "#define NOMINMAX \n#define LIMIT 8\n", {"NOMINMAX", "LIMIT"}),
+            "torch's headers change LIMIT, which the sources set before including them (#define LIMIT 4, then "
+            "#define LIMIT 8): their own line, read again after the header, would undo that");
+  EXPECT_NE(pch::macro_clash(prefix_dM, "#define LIMIT 4\n", {"NOMINMAX"}), "");
+  // An #undef the headers then define.
+  EXPECT_NE(pch::macro_clash("", "#define NDEBUG 1\n", {"NDEBUG"}), "");
 }
 
 TEST(CompilePch, TheDependencyFileGetsTheHeadersDependencies) {
@@ -167,17 +207,16 @@ TEST(CompilePch, TheSummarySaysWhatEachCompileDid) {
   const auto s = pch::summarize(
       "made\t/t/csrc/module.cpp\t35.6\t794200868\nused\t/t/csrc/module.cpp\t\nused\t/t/csrc/add.cpp\t\n"
       "busy\t/t/csrc/b.cpp\t\n"
-      "skipped\t/t/csrc/detailed.cpp\tdefines X before torch/extension.h, which torch's headers read\n"
+      "skipped\t/t/csrc/detailed.cpp\thas code before torch/extension.h\n"
       "plain\t/t/csrc/plain.cpp\t\nfallback\t/t/csrc/f.cpp\terror: boom\nfirst\t/t/csrc/g.cpp\t\n");
   EXPECT_EQ(s.made, 1u);
   EXPECT_EQ(s.used, 2u);
   EXPECT_EQ(pch::summary_line(s),
             "precompiled torch header: 1 made (36 s, 757 MiB), used by 2 of 6 C++ compiles that include "
-            "torch/extension.h; 1 compiled without it before a second compile of the same flags needed it; 1 compiled "
-            "without it while it was being made; 2 without it (below)");
-  EXPECT_EQ(s.notes,
-            (std::vector<std::string>{"detailed.cpp: defines X before torch/extension.h, which torch's headers read",
-                                      "f.cpp: failed with it, compiled again without it (error: boom)"}));
+            "torch/extension.h; 1 compiled without it before a second compile needed the same one; 1 compiled without "
+            "it while it was being made; 2 without it (below)");
+  EXPECT_EQ(s.notes, (std::vector<std::string>{"detailed.cpp: has code before torch/extension.h",
+                                               "f.cpp: failed with it, compiled again without it (error: boom)"}));
   EXPECT_FALSE(pch::summarize("").any());
 }
 
@@ -193,7 +232,6 @@ TEST(CompilePch, ACompileThatFailsWithItIsCompiledAgainWithout) {
   const auto key = pch::entry_key(fm.fs, gxx, pch::header_args(pch::parse(args), kTree), kTorch);
   const fs::path entry = fs::path("/cache/pch") / key;
   fm.fs.add_file(entry / "done", "35.0\t100\n");
-  fm.fs.add_file(entry / "consulted", "NDEBUG\n");
   fm.fs.add_file(entry / "deps.user", "x.gch: /torch/extension.h\n");
   fm.fs.add_file("/build/command.log", "");
   fm.env.set(std::string(pch::kLogVariable), "/build/pch.log");

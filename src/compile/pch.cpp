@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "cache/layout.h"
 #include "compiler/host.h"
@@ -157,7 +158,7 @@ struct Scanner {
   SourceScan out{};
   std::vector<bool> conditionals{};  ///< open #if blocks, true for an include guard
   std::set<std::string> visited{};
-  std::string other_first{};  ///< the first header included that is neither torch/extension.h nor the project's
+  std::string refused{};  ///< the first thing before torch/extension.h a header made of directives cannot hold
   int files = 0;
 
   std::optional<fs::path> resolve(const std::string& name, bool quoted, const fs::path& from) const {
@@ -166,6 +167,10 @@ struct Scanner {
     for (const auto& d : dirs)
       if (fs.resolved_type(d / name) == probe::FileType::regular) return d / name;
     return std::nullopt;
+  }
+
+  void refuse(std::string why) {
+    if (refused.empty()) refused = std::move(why);
   }
 
   /// true once the header is reached (or the scan must stop: out.why_not).
@@ -177,52 +182,69 @@ struct Scanner {
     auto text = fs.read_regular_file(path, 8u << 20);
     if (!text) return false;
     const auto lines = logical_lines(*text);
+    // Where a refusal comes from: the source itself, or "(in types.h)".
+    const std::string in = depth == 0 ? std::string() : " (in " + path.filename().string() + ")";
+    const std::string before = " before " + std::string(kHeader) + in;
     // An include guard (#ifndef G / #define G as the first two directives) is no conditional.
     std::string guard;
     int directives = 0;
     for (const auto& line : lines) {
       auto d = directive(line);
-      if (!d) continue;
+      if (!d) {
+        // Code before the header would follow it once the header is forced first.
+        if (!strings::trim(line).empty()) refuse("has code" + before);
+        continue;
+      }
       ++directives;
       const auto& [name, rest] = *d;
       if (directives == 1 && name == "ifndef") guard = macro_name(rest);
       if (directives == 2 && !guard.empty() && !(name == "define" && macro_name(rest) == guard)) guard.clear();
       if (name == "include") {
         auto target = include_target(rest);
-        if (!target) continue;
+        if (!target) {
+          refuse("includes a header named by a macro" + before);
+          continue;
+        }
         if (target->first == kHeader) {
-          if (!other_first.empty()) {
-            out.why_not = "includes " + other_first + " before " + std::string(kHeader) +
-                          " (forced first, it would reorder the declarations)";
+          if (std::count(conditionals.begin(), conditionals.end(), false) > 0) {
+            out.why_not = "includes " + std::string(kHeader) + " inside an #if" + in;
             return true;
           }
-          if (std::count(conditionals.begin(), conditionals.end(), false) > 0) {
-            out.why_not = path.filename().string() + " includes " + std::string(kHeader) + " inside an #if";
+          if (!refused.empty()) {
+            out.why_not = refused;
             return true;
           }
           out.reaches_header = true;
           return true;
         }
-        // A project header is followed; any other header before torch/extension.h would come after
-        // it once that is forced first, and gcc then orders declarations, instantiations and even
-        // register allocation differently (measured: DeepSpeed's ops whose files include
-        // c10/cuda/CUDAStream.h or <memory> first compiled to other bytes).
+        // A project header is followed (its directives become the prefix's); any other header goes
+        // into the prefix as it is written, in order, so that the made header reads exactly what
+        // the file reads before torch/extension.h.
         auto found = resolve(target->first, target->second, path);
-        if (!found) {  // noted; whether the file reaches torch/extension.h at all is still to see
-          if (other_first.empty())
-            other_first = target->second ? "\"" + target->first + "\"" : "<" + target->first + ">";
+        if (!found) {
+          out.prefix.push_back("#include " +
+                               (target->second ? "\"" + target->first + "\"" : "<" + target->first + ">"));
           continue;
         }
         if (!visited.insert(found->lexically_normal().string()).second) continue;
         if (this->file(*found, depth + 1)) return true;
       } else if (name == "if" || name == "ifdef" || name == "ifndef") {
-        conditionals.push_back(directives == 1 && name == "ifndef");
+        const bool is_guard = directives == 1 && name == "ifndef";
+        if (!is_guard) refuse("has an #" + name + before);
+        conditionals.push_back(is_guard);
+      } else if (name == "elif" || name == "else") {
+        refuse("has an #" + name + before);
       } else if (name == "endif") {
         if (!conditionals.empty()) conditionals.pop_back();
       } else if (name == "define" || name == "undef") {
         const std::string m = macro_name(rest);
         if (directives == 2 && m == guard) continue;
-        out.defined.insert(m);
+        out.prefix.push_back("#" + name + " " + rest);
+        out.macros.insert(m);
+      } else if (name == "pragma") {
+        if (strings::trim(rest) != "once") out.prefix.push_back("#pragma " + rest);
+      } else if (!name.empty()) {  // #error, #warning, #line, #ident, ...: not carried into a header
+        refuse("has an #" + name + before);
       }
     }
     return false;
@@ -343,8 +365,9 @@ fs::path torch_include_dir(const probe::FileSystem& fs, const CompileLine& c, co
 }
 
 std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, const std::vector<std::string>& args,
-                      const fs::path& torch_dir) {
-  std::string k = "opforge-pch/1\n" + compiler.string() + "\n" + compiler::stamp(fs, compiler) + "\n";
+                      const fs::path& torch_dir, const std::vector<std::string>& prefix) {
+  std::string k = "opforge-pch/2\n" + compiler.string() + "\n" + compiler::stamp(fs, compiler) + "\n";
+  for (const auto& l : prefix) k += "prefix " + l + "\n";
   for (const auto& a : args) k += a + "\n";
   k += torch_dir.string() + "\n";
   auto version = fs.read_regular_file(torch_dir.parent_path() / "version.py", 1u << 20);
@@ -362,14 +385,34 @@ SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::
   return s.out;
 }
 
-std::set<std::string> consulted_macros(std::string_view dU) {
-  std::set<std::string> out;
-  for (auto line : strings::split(dU, '\n')) {
-    if (line.starts_with("#define ")) out.insert(macro_name(line.substr(8)));
-    else if (line.starts_with("#undef ")) out.insert(macro_name(line.substr(7)));
-  }
-  out.erase("");
+std::string header_text(const std::vector<std::string>& prefix) {
+  std::string out = "// Written by opforge: the header precompiled beside it";
+  out += prefix.empty() ? ".\n" : ", with what the sources read before it.\n";
+  for (const auto& l : prefix) out += l + "\n";
+  return out + "#include <" + std::string(kHeader) + ">\n";
+}
+
+std::map<std::string, std::string> macro_definitions(std::string_view dM) {
+  std::map<std::string, std::string> out;
+  for (auto line : strings::split(dM, '\n'))
+    if (line.starts_with("#define ")) {
+      auto name = macro_name(line.substr(8));
+      if (!name.empty()) out[name] = std::string(line);
+    }
   return out;
+}
+
+std::string macro_clash(std::string_view prefix_dM, std::string_view header_dM, const std::set<std::string>& macros) {
+  const auto before = macro_definitions(prefix_dM), after = macro_definitions(header_dM);
+  for (const auto& m : macros) {
+    auto b = before.find(m), a = after.find(m);
+    const std::string was = b == before.end() ? "undefined" : b->second,
+                      is = a == after.end() ? "undefined" : a->second;
+    if (was != is)
+      return "torch's headers change " + m + ", which the sources set before including them (" + was + ", then " + is +
+             "): their own line, read again after the header, would undo that";
+  }
+  return {};
 }
 
 std::string merge_depfile(std::string_view compile_deps, std::string_view header_deps, std::string_view drop) {
@@ -453,7 +496,7 @@ std::string summary_line(const Summary& s) {
   out += ", used by " + std::to_string(s.used) + " of " + std::to_string(total) + " C++ compiles that include " +
          std::string(kHeader);
   if (s.first)
-    out += "; " + std::to_string(s.first) + " compiled without it before a second compile of the same flags needed it";
+    out += "; " + std::to_string(s.first) + " compiled without it before a second compile needed the same one";
   if (s.busy) out += "; " + std::to_string(s.busy) + " compiled without it while it was being made";
   if (s.fallback + s.not_used + s.skipped)
     out += "; " + std::to_string(s.fallback + s.not_used + s.skipped) + " without it (below)";
@@ -539,10 +582,11 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
       }
 
   const auto key_args = header_args(line, tree);
-  const fs::path entry = pch_dir / entry_key(m.fs, compiler, key_args, torch_dir);
+  const fs::path entry = pch_dir / entry_key(m.fs, compiler, key_args, torch_dir, found.prefix);
   const fs::path header = entry / "extension.h", done = entry / "done", failed = entry / "failed";
   if (m.fs.type_of(failed) == probe::FileType::regular) {
-    log("skipped", "the header could not be made for these flags (" + entry.string() + "/failed)");
+    auto why = m.fs.read_file(failed);
+    log("skipped", "the header could not be made: " + std::string(strings::trim(why ? *why : std::string())));
     return plain();
   }
   if (m.fs.type_of(done) != probe::FileType::regular) {
@@ -565,9 +609,7 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
       (void)m.fs.remove_all(entry);
       auto made = [&]() -> Status {
         OPFORGE_CHECK(m.fs.create_directories(entry));
-        OPFORGE_CHECK(m.fs.write_file_atomic(
-            header,
-            "// Written by opforge: the header precompiled beside it.\n#include <" + std::string(kHeader) + ">\n"));
+        OPFORGE_CHECK(m.fs.write_file_atomic(header, header_text(found.prefix)));
         auto run = [&](std::vector<std::string> tail) -> Status {
           probe::Command c;
           c.argv.push_back(compiler.string());
@@ -581,15 +623,23 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
         };
         OPFORGE_CHECK(run({"-g0", "-x", "c++-header", header.string(), "-o", (entry / "extension.h.gch").string(),
                            "-MD", "-MF", (entry / "deps.all").string()}));
-        // The macros it consults (and the user headers it reads, for -MMD compiles).
-        OPFORGE_CHECK(run({"-g0", "-x", "c++-header", "-E", "-dU", header.string(), "-o", (entry / "dU.i").string(),
-                           "-MMD", "-MF", (entry / "deps.user").string()}));
-        auto dU = m.fs.read_file(entry / "dU.i");
-        if (!dU) return opforge::unexpected(dU.error());
-        std::string consulted;
-        for (const auto& name : consulted_macros(*dU)) consulted += name + "\n";
-        (void)m.fs.remove(entry / "dU.i");
-        OPFORGE_CHECK(m.fs.write_file_atomic(entry / "consulted", consulted));
+        // The macros it leaves defined (and the user headers it reads, for -MMD compiles).
+        OPFORGE_CHECK(run({"-g0", "-x", "c++-header", "-E", "-dM", header.string(), "-o",
+                           (entry / "header.dM").string(), "-MMD", "-MF", (entry / "deps.user").string()}));
+        if (!found.macros.empty()) {
+          // The file's own lines before the include run again after the forced header: a macro of
+          // theirs that torch's headers then change would be set back.
+          const fs::path alone = entry / "prefix.h";
+          OPFORGE_CHECK(m.fs.write_file_atomic(alone, strings::join(found.prefix, "\n") + "\n"));
+          OPFORGE_CHECK(run({"-x", "c++-header", "-E", "-dM", alone.string(), "-o", (entry / "prefix.dM").string()}));
+          auto before = m.fs.read_file(entry / "prefix.dM");
+          auto after = m.fs.read_file(entry / "header.dM");
+          if (!before) return opforge::unexpected(before.error());
+          if (!after) return opforge::unexpected(after.error());
+          if (auto clash = macro_clash(*before, *after, found.macros); !clash.empty()) return failure(clash);
+        }
+        (void)m.fs.remove(entry / "header.dM");
+        (void)m.fs.remove(entry / "prefix.dM");
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const auto gch = m.fs.stamp(entry / "extension.h.gch");
         OPFORGE_CHECK(m.fs.write_file_atomic(entry / cache::kLastUse, ""));
@@ -614,15 +664,6 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
   auto shared = m.fs.try_lock_shared(cache::entry_lock(entry));
   if (!shared || !*shared) return plain();
   (void)m.fs.write_file_atomic(entry / cache::kLastUse, "");
-  if (auto consulted = m.fs.read_file(entry / "consulted")) {
-    std::set<std::string> names;
-    for (auto l : strings::split(*consulted, '\n')) names.insert(std::string(l));
-    for (const auto& d : found.defined)
-      if (names.contains(d)) {
-        log("skipped", "defines " + d + " before " + std::string(kHeader) + ", which torch's headers read");
-        return plain();
-      }
-  }
   auto c = command({"-include", header.string(), "-Winvalid-pch"});
   auto r = m.proc.run(c);
   if (!r) return plain();

@@ -6,25 +6,27 @@
 /// The host wrappers (wrappers.h) hand each C++ compile (`-c`) to `opforge __host-compile`
 /// (host_compile below), which
 ///   - keeps a compile as it is unless its source reaches `#include <torch/extension.h>` through
-///     its own text and the project's quoted headers before any other include (a generated
-///     `.cudafe1.cpp` of nvcc's host pass never does); a file that includes `<memory>` or
-///     `c10/cuda/CUDAStream.h` first compiles to other bytes with the header forced first;
-///   - makes, once per (compiler, its flags less the per-file ones, torch), a precompiled header of
-///     torch/extension.h in the cache (`<cache>/pch/<key>/`), under the entry's lock, while other
-///     compiles go on without it;
+///     its own text and the project's quoted headers with only directives before it (a generated
+///     `.cudafe1.cpp` of nvcc's host pass never does);
+///   - makes, once per (compiler, its flags less the per-file ones, torch, the directives before
+///     the include), a precompiled header of those directives and torch/extension.h, in that
+///     order, in the cache (`<cache>/pch/<key>/`), under the entry's lock, while other compiles go
+///     on without it: a file that includes `<stdio.h>` or `c10/cuda/CUDAStream.h` first gets a
+///     header that does too (forced in front of them, torch's header reorders the declarations,
+///     and gcc's code with them: measured on DeepSpeed's ops);
 ///   - compiles with `-include <entry>/extension.h -Winvalid-pch`: gcc uses the `.gch` beside it when
 ///     its own checks pass (the same compiler, the macros it consulted defined alike, the same
-///     -m/-f options), else reads the header as text; the file's own later include of the header is
-///     skipped by torch's `#pragma once`;
-///   - refuses a file that defines or undefines, before that include, a macro torch's headers
-///     consult under these flags (`g++ -E -dU` of the header, kept with the entry): forcing the
-///     header first would then change what it means;
+///     -m/-f options), else reads the header as text; the file's own directives then run again,
+///     its includes skipped by their guards and its #defines repeating themselves;
+///   - refuses a header whose macros torch's headers change (macro_clash): the file's own #define
+///     or #undef, read again after the header, would set them back;
 ///   - compiles again without it when a compile with it fails, and says so;
 ///   - puts the headers the precompiled one stands for into the compile's -MD/-MMD file, so that
 ///     ninja and ccache's depend mode see every header as before.
 /// The object files are the same bytes as without it (GCC reads the same declarations, and the
 /// build's -g0 leaves no debug information that would name the .gch).
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -73,25 +75,36 @@ std::vector<std::string> header_args(const CompileLine& c, const fs::path& tree)
 /// The folder among the compile's include folders that holds torch/extension.h; empty when none.
 fs::path torch_include_dir(const probe::FileSystem& fs, const CompileLine& c, const fs::path& cwd);
 
-/// The key of the entry: the compiler (path and stamp), header_args, the torch headers (the
-/// folder, its version.py and the header's stamps) and this scheme's version.
+/// The key of the entry: the compiler (path and stamp), header_args, the source's prefix (scan),
+/// the torch headers (the folder, its version.py and the header's stamps) and this scheme's version.
 std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, const std::vector<std::string>& args,
-                      const fs::path& torch_dir);
+                      const fs::path& torch_dir, const std::vector<std::string>& prefix = {});
 
-/// What a source does before it reaches the header.
+/// What a source reads before it reaches the header.
 struct SourceScan {
-  bool reaches_header = false;    ///< through its text and quoted headers found in `dirs`
-  std::set<std::string> defined;  ///< macros #define'd or #undef'd before that
-  std::string why_not;            ///< set when it does not reach it where a forced include may stand in
+  bool reaches_header = false;      ///< through its text and quoted headers found in `dirs`
+  std::vector<std::string> prefix;  ///< the directives before it, in order (the project's headers followed)
+  std::set<std::string> macros;     ///< macros the prefix #defines or #undefs
+  std::string why_not;              ///< set when it does not reach it where a forced include may stand in
 };
 /// Reads the source and the quoted headers it includes (found beside the including file, then in
-/// `dirs`), depth-first and in order, up to the first `#include <torch/extension.h>`. That include
-/// must not sit inside a conditional (an include guard aside), and no other header may come before
-/// it: forced first, the header would reorder the declarations, and gcc's code with them.
+/// `dirs`), depth-first and in order, up to the first `#include <torch/extension.h>`. What comes
+/// before it must be directives a header can hold: other includes, #define, #undef and #pragma
+/// (kept in `prefix`, in order; include guards and `#pragma once` left out). Code, an #if (an
+/// include guard aside) or an include named by a macro before it refuses the file: forced first,
+/// the header would reorder the declarations, and gcc's code with them.
 SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs);
 
-/// Macro names a `-E -dU` output defines or undefines (the ones the header consulted).
-std::set<std::string> consulted_macros(std::string_view dU);
+/// The header made for a prefix: its lines, then `#include <torch/extension.h>`.
+std::string header_text(const std::vector<std::string>& prefix);
+
+/// `#define` lines of a `-E -dM` output, by macro name.
+std::map<std::string, std::string> macro_definitions(std::string_view dM);
+/// The file's own lines before the include run again after the forced header (its includes are
+/// skipped by their guards, its #defines repeat themselves): that is the same only when torch's
+/// headers leave every macro the prefix sets as the prefix left it. `prefix_dM`, `header_dM`: the
+/// `-E -dM` of the prefix alone and of the made header. "" when they agree, else why not.
+std::string macro_clash(std::string_view prefix_dM, std::string_view header_dM, const std::set<std::string>& macros);
 
 /// The compile's dependency file with the precompiled header's dependencies added (its target
 /// kept): `header_deps` is the made header's own -MD/-MMD file, less `drop` (the one-line header

@@ -60,9 +60,11 @@ void decide_pch(const Options& opts, Plan& plan) {
     plan.pch_why = "off: with sccache (it preprocesses every compile in full and sends it whole to build servers)";
   else {
     plan.pch = true;
-    plan.pch_why = "on: " + std::string("torch/extension.h") +
-                   " precompiled once per compiler, flags and torch (in the cache's pch/), for each C++ compile that "
-                   "includes it";
+    plan.pch_why =
+        "on: " + std::string("torch/extension.h") +
+        " precompiled once per compiler, flags, torch and what a file reads before it (in the cache's pch/), for "
+        "each C++ compile that "
+        "includes it";
   }
   if (command) plan.notes.push_back("precompiled torch header: " + plan.pch_why);
 }
