@@ -155,8 +155,7 @@ load1=$(load)
   echo "load average (1/5/15 min) before: $load0, after: $load1"
   for side in $sides; do
     echo "opforge's per-op table ($([ "$side" = of ] && echo "precompiled torch headers on, the default" || echo "--no-pch")):"
-    sed -n '/^ops:$/,/^wheel:/p' "$work/$side.log" | sed '$d'
-    grep "^precompiled torch header" -A12 "$work/$side.log" | grep -v "^wheel:\|^sha256:\|^tags:\|^glibc:\|^record:\|^torch:" || true
+    sed -n '/^ops:$/,/^wheel:/p' "$work/$side.log" | sed '$d'   # the precompiled torch header's lines too
   done
   echo "ops built: $built"
   for side in $sides; do

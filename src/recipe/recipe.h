@@ -105,9 +105,10 @@ struct Recipe {
     /// [build.env]: the project's own build switches, set for the build (recorded; `verify` replays
     /// them with the recipe).
     std::map<std::string, std::string> env;
-    /// Command builds: torch/extension.h precompiled once per compiler, flags and torch, and used by
-    /// every host compile that includes it first (compile/pch.h). Off by default: it pays only for
-    /// projects whose files start with that include (DeepSpeed's mostly do not).
+    /// Command builds: torch/extension.h precompiled once per compiler, flags, torch and the
+    /// directives a file reads before it, and used by every host compile that reads the same
+    /// (compile/pch.h). Off by default: it pays for projects with several files per such header
+    /// (DeepSpeed's 18 ops: 4% of the CPU time, for 5.9 GiB of headers).
     bool pch = false;
     /// Not from the TOML: the commit a build record names (`build --release-of`, `verify`); the
     /// source must resolve to it, and a branch rev is then accepted.
