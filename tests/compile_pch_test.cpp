@@ -170,6 +170,13 @@ TEST(CompilePch, WhatAHeaderCannotHoldBeforeTheIncludeRefusesTheFile) {
   EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/ifdef.cpp", dirs).why_not, "has an #ifdef before torch/extension.h");
   EXPECT_EQ(pch::scan(fm.fs, "/t/csrc/macro.cpp", dirs).why_not,
             "includes a header named by a macro before torch/extension.h");
+  // Hostile shapes: headers that include each other, a stray #endif, a header that is a folder.
+  fm.fs.add_file("/t/csrc/include/a.h", "#pragma once\n#include \"b.h\"\n#endif\n#include <torch/extension.h>\n");
+  fm.fs.add_file("/t/csrc/include/b.h", "#pragma once\n#include \"a.h\"\n#include <cstdint>\n");
+  fm.fs.add_file("/t/csrc/cycle.cpp", "#include \"a.h\"\n");
+  auto cycle = pch::scan(fm.fs, "/t/csrc/cycle.cpp", dirs);
+  EXPECT_TRUE(cycle.reaches_header);
+  EXPECT_EQ(cycle.prefix, (std::vector<std::string>{"#include <cstdint>"}));
   // Code after the include is the file's business.
   fm.fs.add_file("/t/csrc/after.cpp", "#include <torch/extension.h>\nstatic int counter;\n#ifdef X\n#endif\n");
   EXPECT_TRUE(pch::scan(fm.fs, "/t/csrc/after.cpp", dirs).reaches_header);
