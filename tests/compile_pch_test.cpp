@@ -220,7 +220,7 @@ TEST(CompilePch, TheSummarySaysWhatEachCompileDid) {
   EXPECT_EQ(s.used, 2u);
   EXPECT_EQ(pch::summary_line(s),
             "precompiled torch header: 1 made (36 s, 757 MiB), used by 2 of 6 C++ compiles that include "
-            "torch/extension.h; 1 compiled without it before a second compile needed the same one; 1 compiled without "
+            "torch/extension.h; 1 compiled without it before 3 compiles needed the same one; 1 compiled without "
             "it while it was being made; 2 without it (below)");
   EXPECT_EQ(s.notes, (std::vector<std::string>{"detailed.cpp: has code before torch/extension.h",
                                                "f.cpp: failed with it, compiled again without it (error: boom)"}));
@@ -267,4 +267,157 @@ TEST(CompilePch, ACompileThatFailsWithItIsCompiledAgainWithout) {
   fm.proc.on(with_pch, ok);
   EXPECT_EQ(pch::host_compile(fm.machine(), argv), 0);
   EXPECT_EQ(*fm.fs.read_file(kTree + "/build/a.o.d"), "a.o: a.cpp \\\n /torch/extension.h\n");
+}
+
+TEST(CompilePch, TheProjectsOwnMacrosLeaveTheKey) {
+  EXPECT_TRUE(pch::read_by_headers("NDEBUG"));
+  EXPECT_TRUE(pch::read_by_headers("_GLIBCXX_USE_CXX11_ABI"));
+  EXPECT_TRUE(pch::read_by_headers("__AVX512__"));
+  EXPECT_TRUE(pch::read_by_headers("TORCH_API_INCLUDE_EXTENSION_H"));
+  EXPECT_TRUE(pch::read_by_headers("USE_C10D_NCCL"));
+  EXPECT_FALSE(pch::read_by_headers("BF16_AVAILABLE"));
+  EXPECT_FALSE(pch::read_by_headers("VERSION_GE_1_1"));
+  // DeepSpeed's fused_adam adds -DVERSION_GE_1_1 … to the flags its other CUDA ops share.
+  const std::vector<std::string> args = {"-O3",
+                                         "-DVERSION_GE_1_1",
+                                         "-D",
+                                         "VERSION_GE_1_3=1",
+                                         "-DNDEBUG",
+                                         "-UQUIET",
+                                         "-D__AVX512__",
+                                         "-DBF16_AVAILABLE",
+                                         "-DTORCH_API_INCLUDE_EXTENSION_H"};
+  EXPECT_EQ(pch::without_project_macros(args, {}),
+            (std::vector<std::string>{"-O3", "-DNDEBUG", "-D__AVX512__", "-DTORCH_API_INCLUDE_EXTENSION_H"}));
+  // One gcc named as read by the header stays.
+  EXPECT_EQ(pch::without_project_macros(args, {"BF16_AVAILABLE", "VERSION_GE_1_3"}),
+            (std::vector<std::string>{"-O3", "-D", "VERSION_GE_1_3=1", "-DNDEBUG", "-D__AVX512__", "-DBF16_AVAILABLE",
+                                      "-DTORCH_API_INCLUDE_EXTENSION_H"}));
+  // gcc 12's reasons (captured): the macro, or none.
+  EXPECT_EQ(pch::macro_in_reason("cc1plus: warning: /c/pch/k/extension.h.gch: not used because `NDEBUG' is defined "
+                                 "[-Winvalid-pch]"),
+            "NDEBUG");
+  EXPECT_EQ(pch::macro_in_reason("/c/pch/k/extension.h.gch: not used because `FOO' not defined"), "FOO");
+  EXPECT_EQ(pch::macro_in_reason("/c/pch/k/extension.h.gch: not a valid precompiled header file"), "");
+  EXPECT_EQ(pch::macro_in_reason("/c/pch/k/extension.h.gch: not used because `-mavx2' not used"), "");
+}
+
+TEST(CompilePch, AnExtensionsBuildNinjaNamesItsOtherFiles) {
+  // As torch 2.15's BuildExtension writes it (cpp_extension._write_ninja_file), a space escaped.
+  const std::string ninja =
+      "ninja_required_version = 1.3\ncxx = c++\nnvcc = /usr/local/cuda/bin/nvcc\n\n"
+      "cflags = -DTORCH_EXTENSION_NAME=_C -I/t/csrc/include -O3\npost_cflags = -std=c++17\n\n"
+      "rule compile\n  command = $cxx -MMD -MF $out.d $cflags -c $in -o $out $post_cflags\n  depfile = $out.d\n"
+      "  deps = gcc\n\nrule cuda_compile\n  depfile = $out.d\n  deps = gcc\n  command = $nvcc $cuda_cflags -c $in "
+      "-o $out $cuda_post_cflags\n\n\n\n"
+      "build /t/build/temp/csrc/a.o: compile /t/csrc/a.cpp\n"
+      "build /t/build/temp/csrc/my$ b.o: compile /t/csrc/my$ b.cpp\n"
+      "build /t/build/temp/csrc/k.o: cuda_compile /t/csrc/k.cu\n"
+      "build /t/build/temp/csrc/c.o: compile $\n    /t/csrc/c.cpp\n\n";
+  EXPECT_EQ(pch::sibling_sources(ninja, "/t/csrc/a.cpp"),
+            (std::vector<std::string>{"/t/csrc/a.cpp", "/t/csrc/my b.cpp", "/t/csrc/c.cpp"}));
+  EXPECT_EQ(pch::sibling_sources(ninja, "/t/csrc/./c.cpp").size(), 3u);
+  EXPECT_TRUE(pch::sibling_sources(ninja, "/other/a.cpp").empty());  // another extension's file
+  EXPECT_TRUE(pch::sibling_sources("", "/t/csrc/a.cpp").empty());
+  // CMake's: one rule, flags per file; only those with the same flags count.
+  const std::string cmake =
+      "rule CXX_COMPILER__ops_Release\n  command = $LAUNCHER g++ $DEFINES $INCLUDES $FLAGS -o $out -c $in\n\n"
+      "build a.o: CXX_COMPILER__ops_Release /s/a.cpp\n  DEFINES = -DX\n  DEP_FILE = a.o.d\n  FLAGS = -O3\n"
+      "build b.o: CXX_COMPILER__ops_Release /s/b.cpp\n  DEFINES = -DX\n  DEP_FILE = b.o.d\n  FLAGS = -O3\n"
+      "build c.o: CXX_COMPILER__ops_Release /s/c.cpp\n  DEFINES = -DX\n  DEP_FILE = c.o.d\n  FLAGS = -O0\n";
+  EXPECT_EQ(pch::sibling_sources(cmake, "/s/a.cpp"), (std::vector<std::string>{"/s/a.cpp", "/s/b.cpp"}));
+}
+
+namespace {
+
+/// A machine with g++, torch's header and three files that read nothing before it, one that reads
+/// <vector> first; every compile succeeds.
+struct MakeCase {
+  probe::FakeMachine fm;
+  const std::string gxx = "/usr/bin/g++";
+  MakeCase() {
+    fm.fs.add_file(gxx, "gcc 12", 0755);
+    fm.fs.add_file(kTorch + "/torch/extension.h", "#pragma once\n");
+    fm.fs.add_file("/venv/lib/python3.11/site-packages/torch/version.py", "__version__ = '2.15.0'\n");
+    for (std::string f : {"a", "b", "c"})
+      fm.fs.add_file(kTree + "/csrc/" + f + ".cpp", "#include <torch/extension.h>\n");
+    fm.fs.add_file(kTree + "/csrc/v.cpp", "#include <vector>\n#include <torch/extension.h>\n");
+    fm.fs.add_file("/build/pch.log", "");
+    fm.fs.add_directory(kTree + "/build");
+    fm.fs.add_symlink(".", kTree + "/build");  // the compile's folder, where ninja runs
+    fm.env.set(std::string(pch::kLogVariable), "/build/pch.log");
+    fm.env.set(std::string(pch::kTreeVariable), kTree);
+    probe::ProcessResult ok;
+    ok.exit_code = 0;
+    fm.proc.on({gxx}, ok);
+  }
+  void ninja(const std::vector<std::string>& files) {
+    std::string text = "rule compile\n  command = $cxx -c $in -o $out\n";
+    for (const auto& f : files) text += "build " + kTree + "/build/" + f + ".o: compile " + kTree + "/csrc/" + f + "\n";
+    fm.fs.add_file(kTree + "/build/build.ninja", text);
+  }
+  int compile(const std::string& file) {
+    std::vector<std::string> argv = {"--compiler", gxx, "--pch-dir", "/cache/pch", "--"};
+    const auto args = torch_compile(kTree + "/csrc/" + file);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return pch::host_compile(fm.machine(), argv);
+  }
+  std::string log() { return *fm.fs.read_file("/build/pch.log"); }
+};
+
+}  // namespace
+
+TEST(CompilePch, AHeaderIsMadeOnceThreeCompilesAreKnownToNeedIt) {
+  // The extension's build.ninja lists three files that read the same first: the first makes it.
+  MakeCase three;
+  three.ninja({"a.cpp", "b.cpp", "v.cpp", "c.cpp"});
+  EXPECT_EQ(three.compile("a.cpp"), 0);
+  EXPECT_TRUE(three.log().starts_with("made\t" + kTree + "/csrc/a.cpp\t")) << three.log();
+  EXPECT_TRUE(three.log().ends_with("used\t" + kTree + "/csrc/a.cpp\t\n")) << three.log();
+  // v.cpp, alone with <vector> first, and any file when the extension has two: without it, and
+  // remembered (by its path in the tree) for the next extension with the same flags.
+  EXPECT_EQ(three.compile("v.cpp"), 0);
+  EXPECT_TRUE(three.log().ends_with("first\t" + kTree + "/csrc/v.cpp\t\n")) << three.log();
+  MakeCase two;
+  two.ninja({"a.cpp", "b.cpp"});
+  EXPECT_EQ(two.compile("a.cpp"), 0);
+  EXPECT_EQ(two.compile("a.cpp"), 0);  // again (a rebuild): still one
+  EXPECT_EQ(two.log(), "first\t" + kTree + "/csrc/a.cpp\t\nfirst\t" + kTree + "/csrc/a.cpp\t\n");
+  std::string wanted;
+  const auto names = two.fm.fs.list_directory("/cache/pch");
+  ASSERT_TRUE(names);
+  for (const auto& n : *names)
+    if (n.ends_with(".wanted")) wanted = *two.fm.fs.read_file("/cache/pch/" + n);
+  EXPECT_EQ(wanted, "csrc/a.cpp\n");
+  // A third file of another extension with the same flags: made.
+  two.ninja({"c.cpp"});
+  EXPECT_EQ(two.compile("b.cpp"), 0);  // b.cpp is not in this build.ninja: a and b known, b counts once
+  EXPECT_TRUE(two.log().ends_with("first\t" + kTree + "/csrc/b.cpp\t\n")) << two.log();
+  EXPECT_EQ(two.compile("c.cpp"), 0);
+  EXPECT_NE(two.log().find("made\t" + kTree + "/csrc/c.cpp\t"), std::string::npos) << two.log();
+}
+
+TEST(CompilePch, AMacroGccSaysTheHeaderReadGoesIntoTheKey) {
+  MakeCase c;
+  c.ninja({"a.cpp", "b.cpp", "c.cpp"});
+  auto args = torch_compile(kTree + "/csrc/b.cpp");
+  args.push_back("-DPROJECT_LEVEL=2");  // the project's, as far as the names go
+  std::vector<std::string> with_pch = {c.gxx};
+  with_pch.insert(with_pch.end(), args.begin(), args.end());
+  with_pch.push_back("-include");
+  probe::ProcessResult refused;
+  refused.exit_code = 0;
+  refused.err =
+      "cc1plus: warning: /cache/pch/k/extension.h.gch: not used because `PROJECT_LEVEL' is defined "
+      "[-Winvalid-pch]\n";
+  c.fm.proc.on(with_pch, refused);
+  std::vector<std::string> argv = {"--compiler", c.gxx, "--pch-dir", "/cache/pch", "--"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  EXPECT_EQ(pch::host_compile(c.fm.machine(), argv), 0);
+  EXPECT_NE(c.log().find("not-used\t" + kTree + "/csrc/b.cpp\tcc1plus: warning:"), std::string::npos) << c.log();
+  EXPECT_EQ(*c.fm.fs.read_file("/cache/pch/.consulted"), "PROJECT_LEVEL\n");
+  // The next compile with it keys another header (made with the macro).
+  const auto before = c.fm.fs.list_directory("/cache/pch")->size();
+  EXPECT_EQ(pch::host_compile(c.fm.machine(), argv), 0);
+  EXPECT_GT(c.fm.fs.list_directory("/cache/pch")->size(), before);
 }

@@ -356,6 +356,128 @@ std::vector<std::string> header_args(const CompileLine& c, const fs::path& tree)
   return out;
 }
 
+bool read_by_headers(std::string_view macro) {
+  if (macro.empty() || macro[0] == '_' || macro == "NDEBUG") return true;
+  // Prefixes of the macros torch/extension.h and what it includes read (torch, c10, ATen, caffe2,
+  // pybind11, Python, CUDA and its libraries, the C++ libraries torch bundles), by their headers.
+  for (std::string_view p :
+       {"TORCH_", "C10_",     "AT_",    "CAFFE2_", "PYBIND11_", "Py",    "USE_",    "CUDA",   "CU",
+        "NV",     "THRUST_",  "HIP",    "ROCM",    "FMT_",      "GLOG_", "GFLAGS_", "EIGEN_", "OMP_",
+        "ONNX_",  "CPUINFO_", "SLEEF_", "STRICT_", "BUILD_",    "NO_",   "WITH_",   "HAS_",   "ENABLE_"})
+    if (macro.starts_with(p)) return true;
+  return false;
+}
+
+std::vector<std::string> without_project_macros(const std::vector<std::string>& args,
+                                                const std::set<std::string>& consulted) {
+  auto keep = [&](std::string_view def) {
+    const std::string name = macro_name(def);
+    return read_by_headers(name) || consulted.contains(name);
+  };
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if ((a == "-D" || a == "-U") && i + 1 < args.size()) {
+      if (keep(args[i + 1])) {
+        out.push_back(a);
+        out.push_back(args[i + 1]);
+      }
+      ++i;
+      continue;
+    }
+    if ((a.starts_with("-D") || a.starts_with("-U")) && a.size() > 2 && !keep(std::string_view(a).substr(2))) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string macro_in_reason(std::string_view reason) {
+  const auto open = reason.find("because `");
+  if (open == std::string_view::npos) return {};
+  const auto start = open + 9, end = reason.find('\'', start);
+  if (end == std::string_view::npos) return {};
+  const std::string name(reason.substr(start, end - start));
+  return !name.empty() && macro_name(name) == name ? name : std::string();
+}
+
+std::vector<std::string> sibling_sources(std::string_view build_ninja, std::string_view source) {
+  // Ninja's lines: "$\n" continues one; "$ ", "$:" and "$$" escape a space, a colon and a dollar.
+  struct Build {
+    std::string rule;
+    std::vector<std::string> inputs;
+    std::string vars;  ///< its own variables (CMake's FLAGS, DEFINES…), less per-file ones (…DEP…, …DIR…, …FILE…)
+  };
+  std::vector<Build> builds;
+  std::string line;
+  auto statement = [&](const std::string& l) {
+    if ((l.starts_with(" ") || l.starts_with("\t")) && !builds.empty()) {
+      const auto eq = l.find('=');
+      const std::string name(strings::trim(std::string_view(l).substr(0, eq == std::string::npos ? 0 : eq)));
+      if (!name.empty() && name.find("DEP") == std::string::npos && name.find("DIR") == std::string::npos &&
+          name.find("FILE") == std::string::npos)
+        builds.back().vars += std::string(strings::trim(l)) + "\n";
+      return;
+    }
+    if (!l.starts_with("build ")) {
+      if (!strings::trim(l).empty()) builds.emplace_back();  // a rule, a pool: ends the last build's variables
+      return;
+    }
+    std::vector<std::string> words;
+    std::string w;
+    bool any = false;
+    auto flush = [&]() {
+      if (any) words.push_back(w);
+      w.clear();
+      any = false;
+    };
+    for (std::size_t i = 6; i < l.size(); ++i) {
+      const char c = l[i];
+      if (c == '$' && i + 1 < l.size()) {
+        w += l[++i];
+        any = true;
+      } else if (c == ' ' || c == '\t') {
+        flush();
+      } else if (c == ':') {  // unescaped: the end of the outputs
+        flush();
+        words.push_back(":");
+      } else {
+        w += c;
+        any = true;
+      }
+    }
+    flush();
+    auto colon = std::find(words.begin(), words.end(), ":");
+    if (colon == words.end() || std::next(colon) == words.end()) return;
+    Build b;
+    b.rule = *std::next(colon);
+    for (auto it = std::next(colon, 2); it != words.end() && *it != "|" && *it != "||"; ++it) b.inputs.push_back(*it);
+    builds.push_back(std::move(b));
+  };
+  for (auto raw : strings::split(build_ninja, '\n')) {
+    std::size_t dollars = 0;
+    while (dollars < raw.size() && raw[raw.size() - 1 - dollars] == '$') ++dollars;
+    if (dollars % 2 == 1) {
+      line += std::string(raw.substr(0, raw.size() - 1));
+      continue;
+    }
+    line += std::string(raw);
+    statement(line);
+    line.clear();
+  }
+  statement(line);
+  const std::string mine = fs::path(source).lexically_normal().string();
+  const Build* own = nullptr;
+  for (const auto& b : builds)
+    for (const auto& in : b.inputs)
+      if (fs::path(in).lexically_normal().string() == mine) own = &b;
+  if (!own) return {};
+  std::vector<std::string> out;
+  for (const auto& b : builds)
+    if (b.rule == own->rule && b.vars == own->vars && b.inputs.size() == 1 && is_cxx_source(b.inputs[0]))
+      out.push_back(b.inputs[0]);
+  return out;
+}
+
 fs::path torch_include_dir(const probe::FileSystem& fs, const CompileLine& c, const fs::path& cwd) {
   for (const auto& d : c.include_dirs) {
     const fs::path dir = fs::path(d).is_absolute() ? fs::path(d) : cwd / d;
@@ -366,7 +488,7 @@ fs::path torch_include_dir(const probe::FileSystem& fs, const CompileLine& c, co
 
 std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, const std::vector<std::string>& args,
                       const fs::path& torch_dir, const std::vector<std::string>& prefix) {
-  std::string k = "opforge-pch/2\n" + compiler.string() + "\n" + compiler::stamp(fs, compiler) + "\n";
+  std::string k = "opforge-pch/3\n" + compiler.string() + "\n" + compiler::stamp(fs, compiler) + "\n";
   for (const auto& l : prefix) k += "prefix " + l + "\n";
   for (const auto& a : args) k += a + "\n";
   k += torch_dir.string() + "\n";
@@ -496,7 +618,8 @@ std::string summary_line(const Summary& s) {
   out += ", used by " + std::to_string(s.used) + " of " + std::to_string(total) + " C++ compiles that include " +
          std::string(kHeader);
   if (s.first)
-    out += "; " + std::to_string(s.first) + " compiled without it before a second compile needed the same one";
+    out += "; " + std::to_string(s.first) + " compiled without it before " + std::to_string(kMakeAt) +
+           " compiles needed the same one";
   if (s.busy) out += "; " + std::to_string(s.busy) + " compiled without it while it was being made";
   if (s.fallback + s.not_used + s.skipped)
     out += "; " + std::to_string(s.fallback + s.not_used + s.skipped) + " without it (below)";
@@ -581,7 +704,13 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
         return plain();
       }
 
-  const auto key_args = header_args(line, tree);
+  // Macros gcc has named as read by a header made without them (see without_project_macros).
+  const fs::path consulted_file = pch_dir / ".consulted";
+  std::set<std::string> consulted;
+  if (auto text = m.fs.read_regular_file(consulted_file, 1u << 20))
+    for (auto l : strings::split(*text, '\n'))
+      if (!strings::trim(l).empty()) consulted.insert(std::string(strings::trim(l)));
+  const auto key_args = without_project_macros(header_args(line, tree), consulted);
   const fs::path entry = pch_dir / entry_key(m.fs, compiler, key_args, torch_dir, found.prefix);
   const fs::path header = entry / "extension.h", done = entry / "done", failed = entry / "failed";
   if (m.fs.type_of(failed) == probe::FileType::regular) {
@@ -589,13 +718,34 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
     log("skipped", "the header could not be made: " + std::string(strings::trim(why ? *why : std::string())));
     return plain();
   }
+  // Sources by their path in the scratch tree: a second build of the same project counts once.
+  auto named = [&](const fs::path& p) {
+    return !tree.empty() && inside(p, tree) ? p.lexically_normal().lexically_relative(tree.lexically_normal()).string()
+                                            : p.lexically_normal().string();
+  };
+  const fs::path wanted = pch_dir / ("." + entry.filename().string() + ".wanted");
   if (m.fs.type_of(done) != probe::FileType::regular) {
-    // Made when a second compile of the same flags needs it (a one-file extension never pays the
-    // making, about 1.5 plain compiles); the others go on without it meanwhile.
+    // Made once kMakeAt compiles are known to need it: those that wanted it before, and this
+    // extension's files that read the same before torch's header; until then a compile goes on
+    // without it, as do the others while it is being made.
     (void)m.fs.create_directories(pch_dir);
-    const fs::path wanted = pch_dir / ("." + entry.filename().string() + ".wanted");
-    if (m.fs.type_of(wanted) != probe::FileType::regular) {
-      (void)m.fs.write_file_atomic(wanted, source + "\n");
+    std::set<std::string> known;
+    auto before = m.fs.read_regular_file(wanted, 1u << 20);
+    for (auto l : strings::split(before ? *before : std::string(), '\n'))
+      if (!l.empty()) known.insert(std::string(l));
+    const std::string me = named(src_path);
+    const bool recorded = known.contains(me);
+    known.insert(me);
+    if (known.size() < kMakeAt)
+      if (auto ninja = m.fs.read_regular_file(cwd / "build.ninja", 8u << 20))
+        for (const auto& other : sibling_sources(*ninja, source)) {
+          const fs::path p = fs::path(other).is_absolute() ? fs::path(other) : cwd / other;
+          if (known.contains(named(p))) continue;
+          const SourceScan theirs = scan(m.fs, p, project_dirs);
+          if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
+        }
+    if (known.size() < kMakeAt) {
+      if (!recorded) (void)m.fs.append_file(wanted, me + "\n");
       log("first", "");
       return plain();
     }
@@ -677,8 +827,16 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
   }
   std::cout << out << std::flush;
   std::cerr << err << std::flush;
-  if (!reason.empty()) log("not-used", reason);
-  else log("used", "");
+  if (!reason.empty()) {
+    log("not-used", reason);
+    // A macro the header read, left out of its key as the project's: in the key from now on.
+    if (auto name = macro_in_reason(reason); !name.empty() && !consulted.contains(name)) {
+      auto text = m.fs.read_regular_file(consulted_file, 1u << 20);
+      (void)m.fs.write_file_atomic(consulted_file, (text ? *text : std::string()) + name + "\n");
+    }
+  } else {
+    log("used", "");
+  }
   if (line.deps != CompileLine::Deps::none && !line.depfile.empty()) {
     const fs::path depfile = fs::path(line.depfile).is_absolute() ? fs::path(line.depfile) : cwd / line.depfile;
     auto mine = m.fs.read_file(depfile);

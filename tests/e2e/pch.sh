@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Precompiled torch headers ([build] pch) on a torch C++ extension of four files
+# Precompiled torch headers ([build] pch) on a torch C++ extension of nine files
 # (tests/fixtures/pch_extension), torch 2.15, one compile at a time (-j 1: the counts are exact):
 #   - built with --no-pch, then with it in another folder: the same wheel bytes;
-#   - with it: a header per flags and what the files read before torch/extension.h: the first
-#     file of each compiles without it, the second makes it (<cache>/pch/<key>) and uses it (module.cpp,
-#     which reaches torch's header through the project's ops.h, after add.cpp; vector_too.cpp after
-#     vector_first.cpp, whose header holds <vector> first; ninja compiles them in that order at -j 1); detailed.cpp, alone with its
-#     #define first, never pays for one; code_first.cpp (a declaration before the include) compiles
-#     without it and the summary says so; the file without torch is left alone (the -MMD files are
-#     the unit tests' and ccache's below: the scratch tree is gone after a build);
-#   - a changed define (CFLAGS) makes a second header; with --cache ccache the compiles go through
-#     it, and a second folder of the same build hits ccache for every compile, the same bytes again;
+#   - with it: a header per flags and what the files read before torch/extension.h, made by the
+#     first file of each (in ninja's order) once the extension's build.ninja names three files that need it
+#     (<cache>/pch/<key>), and used by all three: module.cpp (through the project's ops.h), add.cpp
+#     and scale.cpp; vector_first.cpp, vector_too.cpp and vector_three.cpp, whose header holds
+#     <vector> first. detailed.cpp, alone with its #define first, never pays for one; code_first.cpp
+#     (a declaration before the include) compiles without it and the summary says so; the file
+#     without torch is left alone (the -MMD files are the unit tests' and ccache's below: the
+#     scratch tree is gone after a build);
+#   - defines torch's headers may read (CFLAGS: a TORCH_ name) make new headers, the project's own
+#     (PCHDEMO_VARIANT) do not split them; with --cache ccache the compiles go through it, and a
+#     second folder of the same build hits ccache for every compile, the same bytes again;
 #   - the record keeps whether it was on; `plan` shows it.
 # usage: pch.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -54,7 +56,7 @@ grep -q "^precompiled torch header" "$work/off.log" && fail "off: a precompiled 
 export EXTRA="pch = true"
 on=$(build on)
 [ "$(sha "$on")" = "$(sha "$off")" ] || fail "the wheel differs with the precompiled header"
-grep -q "^precompiled torch header: 2 made ([0-9]* s, [0-9]* MiB), used by 2 of 6 C++ compiles that include torch/extension.h; 3 compiled without it before a second compile needed the same one; 1 without it (below)$" \
+grep -q "^precompiled torch header: 2 made ([0-9]* s, [0-9]* MiB), used by 6 of 8 C++ compiles that include torch/extension.h; 1 compiled without it before 3 compiles needed the same one; 1 without it (below)$" \
   "$work/on.log" || { grep -n -A3 "^precompiled" "$work/on.log"; fail "on: the summary line"; }
 grep -q "^  code_first.cpp: has code before torch/extension.h$" \
   "$work/on.log" || { grep -n -A3 "^precompiled" "$work/on.log"; fail "on: the file with code first"; }
@@ -63,15 +65,17 @@ entries=$(ls "$work/cache/pch" | grep -v '^\.')
 for e in $entries; do [ -s "$work/cache/pch/$e/extension.h.gch" ] || fail "on: $e has no .gch"; done
 grep -lx "#include <vector>" "$work"/cache/pch/*/extension.h >/dev/null || fail "on: no header holds <vector> first"
 log=$work/on/build/opforge/pch.log
-[ "$(cut -f1 "$log" | sort | tr '\n' ' ')" = "first first first made made plain skipped used used " ] &&
-  [ "$(cut -f1,2 "$log" | sed 's|\t.*/|\t|' | grep -c '^used	\(module\|vector_too\).cpp$')" = 2 ] ||
+[ "$(cut -f1 "$log" | sort | tr '\n' ' ')" = "first made made plain skipped used used used used used used " ] &&
+  [ "$(cut -f1,2 "$log" | sed 's|\t.*/|\t|' | grep -c '^made	\(module\|add\|scale\).cpp$')" = 1 ] &&
+  [ "$(cut -f1,2 "$log" | sed 's|\t.*/|\t|' | grep -c '^made	vector_\(first\|too\|three\).cpp$')" = 1 ] ||
   { cat "$log"; fail "on: what each compile did"; }
-python3 -c 'import json,sys; p=json.load(open(sys.argv[1] + ".opforge-record.json"))["inputs"]["pch"]; assert p["on"] and p["made"] == 2 and p["used"] == 2 and p["without"] == 4, p' \
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1] + ".opforge-record.json"))["inputs"]["pch"]; assert p["on"] and p["made"] == 2 and p["used"] == 6 and p["without"] == 2, p' \
   "$on" || fail "on: the record"
 
-# A changed define (the caller's CFLAGS, which setuptools adds to every compile): a new header;
-# through ccache, and a second folder hits it for every compile.
-export CFLAGS="-DPCHDEMO_VARIANT=2"
+# Changed defines (the caller's CFLAGS, which setuptools adds to every compile): one whose name
+# torch's headers may read makes new headers, the project's own is left out of their key; through
+# ccache, and a second folder hits it for every compile.
+export CFLAGS="-DPCHDEMO_VARIANT=2 -DTORCH_PCHDEMO_LEVEL=1"
 first=$(build ccache1 --cache ccache)
 grep -q "^precompiled torch header: 2 made" "$work/ccache1.log" || { grep -n "^precompiled" "$work/ccache1.log"; fail "ccache1: no new header for a new define"; }
 [ "$(ls "$work/cache/pch" | grep -cv '^\.')" = 4 ] || fail "ccache1: a changed define did not make new headers"
@@ -80,7 +84,7 @@ second=$(build ccache2 --cache ccache)
 stats=$(ccache --print-stats)
 hits=$(echo "$stats" | awk -F'\t' '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {n += $2} END {print n + 0}')
 misses=$(echo "$stats" | awk -F'\t' '$1 == "cache_miss" {print $2}')
-[ "$hits" -ge 7 ] && [ "${misses:-0}" = 0 ] || { echo "$stats"; fail "ccache2: $hits hits, ${misses:-?} misses (expected every compile to hit)"; }
+[ "$hits" -ge 9 ] && [ "${misses:-0}" = 0 ] || { echo "$stats"; fail "ccache2: $hits hits, ${misses:-?} misses (expected every compile to hit)"; }
 [ "$(sha "$first")" = "$(sha "$off")" ] && [ "$(sha "$second")" = "$(sha "$off")" ] || fail "ccache: the wheel differs"
 
 # plan shows it, and how the header is made and used.
@@ -88,4 +92,4 @@ misses=$(echo "$stats" | awk -F'\t' '$1 == "cache_miss" {print $2}')
 grep -q "^pch           on: torch/extension.h precompiled once per compiler, flags, torch and what a file reads before it" "$work/plan.txt" &&
   grep -q "^  each file   .* -include .*/pch/<key>/extension.h -Winvalid-pch -g0$" "$work/plan.txt" ||
   { grep -n -A4 "^pch" "$work/plan.txt"; fail "plan: the pch lines"; }
-echo "OK: precompiled torch header: the same wheel, two headers (one holding <vector> first), each made once and used, one file refused for its code, a new define new headers, ccache hits in a second folder"
+echo "OK: precompiled torch header: the same wheel, two headers (one holding <vector> first), each made once three files need it and used by them, one file refused for its code, a define torch may read new headers, ccache hits in a second folder"
