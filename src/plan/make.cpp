@@ -50,7 +50,7 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
 void decide_pch(const Options& opts, Plan& plan) {
   const bool command = plan.recipe.build.backend == recipe::Backend::command;
   if (!plan.recipe.build.pch || opts.no_pch)
-    plan.pch_why = opts.no_pch ? "off (--no-pch)" : "off ([build] pch = false, the default)";
+    plan.pch_why = opts.no_pch ? "off (--no-pch)" : "off ([build] pch = false)";
   else if (!command) plan.pch_why = "off: a native build (opforge's ops compile without torch's headers)";
   else if (!plan.cuda.torch || !plan.cuda.torch->torch_version) plan.pch_why = "off: no torch in the project's Python";
   else if (!plan.host) plan.pch_why = "off: no host compiler chosen (no CUDA toolkit)";

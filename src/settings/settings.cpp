@@ -172,7 +172,7 @@ constexpr Setting kTable[] = {
     {key, "build.build_dir", "folder", "\"build/opforge\"", false, "plan/make.cpp"},
     {key, "build.dist_dir", "folder", "\"dist\"", false, "plan/make.cpp"},
     {key, "build.release", "bool", "false", false, "plan/source_stage.cpp"},
-    {key, "build.pch", "bool: precompiled torch headers for a command build's host compiles", "false", false,
+    {key, "build.pch", "bool: precompiled torch headers for a command build's host compiles", "true", false,
      "compile/pch.cpp"},
     {key, "build.cpu_target", "a CPU target name", "unset", true, "compiler/cpu_target.cpp"},
     {key, "build.cpu_dispatch", "array of wheel path globs", "[]", false, "pipeline/cpu_target_check.cpp"},
