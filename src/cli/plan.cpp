@@ -132,9 +132,11 @@ void print_text(const plan::Plan& p) {
                 << "  each file   " << cxx << " <FLAGS> -c FILE -o OBJ -include " << entry
                 << "/extension.h -Winvalid-pch -g0\n"
                 << "              (FLAGS: the compile's own less -c/-o/the file, -M*, -W*, -g*, link options,\n"
-                << "              -DTORCH_EXTENSION_NAME and the project's include folders; <key>: the compiler,\n"
-                << "              FLAGS and torch. Without it when the file defines a macro torch's headers read\n"
-                << "              before including them, or when the compile with it fails.)\n";
+                << "              -DTORCH_EXTENSION_NAME, the project's include folders and its own macros;\n"
+                << "              <key>: the compiler, FLAGS, torch and what a file reads before torch/extension.h,\n"
+                << "              which the header holds first. Made once three compiles need the same one.\n"
+                << "              Without it when a file has code, an #if or a macro-named include before the\n"
+                << "              include, or when the compile with it fails.)\n";
     }
   }
   std::cout << "build dir     " << p.build_dir.string() << "\n"
