@@ -225,6 +225,13 @@ TEST(CompilePch, TheSummarySaysWhatEachCompileDid) {
   EXPECT_EQ(s.notes, (std::vector<std::string>{"detailed.cpp: has code before torch/extension.h",
                                                "f.cpp: failed with it, compiled again without it (error: boom)"}));
   EXPECT_FALSE(pch::summarize("").any());
+  // One file (causal-conv1d's): nothing made, nothing reused.
+  EXPECT_EQ(pch::summary_line(pch::summarize("first\t/t/csrc/conv.cpp\t\n")),
+            "precompiled torch header: none made, used by 0 of 1 C++ compiles that include torch/extension.h; 1 "
+            "compiled without it before 3 compiles needed the same one");
+  EXPECT_EQ(pch::summary_line(pch::summarize("used\t/t/csrc/a.cpp\t\n")),
+            "precompiled torch header: reused from the cache, used by 1 of 1 C++ compiles that include "
+            "torch/extension.h");
 }
 
 TEST(CompilePch, ACompileThatFailsWithItIsCompiledAgainWithout) {

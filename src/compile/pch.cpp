@@ -614,7 +614,8 @@ std::string summary_line(const Summary& s) {
   std::string out = "precompiled torch header: ";
   out += s.made ? std::to_string(s.made) + " made (" + std::to_string(static_cast<long>(s.make_seconds + 0.5)) +
                       " s, " + size + ")"
-                : std::string("reused from the cache");
+         : s.used + s.not_used + s.fallback ? std::string("reused from the cache")
+                                            : std::string("none made");
   out += ", used by " + std::to_string(s.used) + " of " + std::to_string(total) + " C++ compiles that include " +
          std::string(kHeader);
   if (s.first)
