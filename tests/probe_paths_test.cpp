@@ -48,3 +48,23 @@ TEST(ProbePaths, InstalledDataDirIsBesideTheExecutable) {
 
 }  // namespace
 }  // namespace opforge::probe
+
+TEST(ProbePaths, TheCommandThatRunsThisOpforgeAgain) {
+  opforge::probe::FakeMachine fm;
+  fm.fs.add_file("/usr/local/bin/opforge", "", 0755);
+  fm.fs.add_symlink("/proc/self/exe", "/usr/local/bin/opforge");
+  EXPECT_EQ(opforge::probe::self_command(fm.fs), (std::vector<std::string>{"/usr/local/bin/opforge"}));
+  // Inside a root the host's loader runs it (root.cpp's self_argv): the loader, its options, the program.
+  opforge::probe::FakeMachine root;
+  root.fs.add_file("/.opforge/host-lib/ld-linux-x86-64.so.2", "", 0755);
+  root.fs.add_symlink("/proc/self/exe", "/.opforge/host-lib/ld-linux-x86-64.so.2");
+  root.fs.add_file("/proc/self/cmdline", std::string("/.opforge/host-lib/ld-linux-x86-64.so.2\0--library-path\0"
+                                                     "/.opforge/host-lib\0/.opforge/bin/opforge\0build\0r.toml\0",
+                                                     100));
+  EXPECT_EQ(opforge::probe::self_command(root.fs),
+            (std::vector<std::string>{"/.opforge/host-lib/ld-linux-x86-64.so.2", "--library-path", "/.opforge/host-lib",
+                                      "/.opforge/bin/opforge"}));
+  // A command line that never names the program: nothing to run.
+  root.fs.add_file("/proc/self/cmdline", std::string("/.opforge/host-lib/ld-linux-x86-64.so.2\0--library-path\0", 55));
+  EXPECT_TRUE(opforge::probe::self_command(root.fs).empty());
+}

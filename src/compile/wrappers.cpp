@@ -356,19 +356,7 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   // which adds -g0 as these scripts do.
   std::string self;
   if (plan.pch)
-    if (auto exe = fs.canonical("/proc/self/exe")) {
-      self = strings::shell_quote(exe->string());
-      // Inside a root (--root) the host's loader runs the host's opforge (root.cpp's self_argv:
-      // <dir>/host-lib/ld-linux…, --library-path <dir>/host-lib, <dir>/bin/opforge), so
-      // /proc/self/exe is the loader: the compiles run opforge the same way.
-      if (exe->filename().string().starts_with("ld-")) {
-        const fs::path opforge = exe->parent_path().parent_path() / "bin" / "opforge";
-        self = fs.type_of(opforge) == probe::FileType::regular
-                   ? self + " --library-path " + strings::shell_quote(exe->parent_path().string()) + " " +
-                         strings::shell_quote(opforge.string())
-                   : std::string();
-      }
-    }
+    for (const auto& a : probe::self_command(fs)) self += (self.empty() ? "" : " ") + strings::shell_quote(a);
   auto script = [&launcher, &self, &cache_dir](const fs::path& real, bool cxx) {
     const std::string exe = strings::shell_quote(real.string());
     std::string compile = launcher.empty() ? exe : strings::shell_quote(launcher) + " " + exe;

@@ -185,6 +185,12 @@ void stop_here_for_tests(const Environment& env, std::string_view point);
 /// installed share/opforge folder.
 fs::path data_dir(const FileSystem& fs);
 
+/// The command that runs this opforge again, for scripts it writes: /proc/self/exe, or, when the
+/// dynamic loader runs it (`ld-linux-x86-64.so.2 --library-path DIR …/opforge`, as inside a root:
+/// root.cpp's self_argv), the loader, its options and the program from /proc/self/cmdline. Empty
+/// when neither can be read.
+std::vector<std::string> self_command(const FileSystem& fs);
+
 /// opforge's cache folder (probe results, git clones, compiler wrappers): $OPFORGE_CACHE_DIR, else
 /// $XDG_CACHE_HOME/opforge, else $HOME/.cache/opforge (relative values ignored); empty when none.
 fs::path default_cache_dir(const Environment& env);

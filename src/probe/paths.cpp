@@ -23,6 +23,33 @@ fs::path data_dir(const FileSystem& fs) {
   return fs::path(OPFORGE_DATA_DIR);
 }
 
+std::vector<std::string> self_command(const FileSystem& fs) {
+  auto exe = fs.canonical("/proc/self/exe");
+  if (!exe) return {};
+  if (!exe->filename().string().starts_with("ld-")) return {exe->string()};
+  // Run by the loader: its argv is the loader, its options (those of ld.so(8) that take a value
+  // have it next), then the program.
+  auto cmdline = fs.read_file("/proc/self/cmdline");
+  if (!cmdline) return {};
+  std::vector<std::string> argv;
+  for (auto a : strings::split(*cmdline, '\0')) argv.emplace_back(a);
+  std::vector<std::string> out = {exe->string()};
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--library-path" || a == "--preload" || a == "--argv0" || a == "--inhibit-rpath" || a == "--audit") {
+      if (i + 1 >= argv.size()) return {};
+      out.push_back(a);
+      out.push_back(argv[++i]);
+    } else if (a.starts_with("--")) {
+      out.push_back(a);
+    } else {
+      out.push_back(a);
+      return out;
+    }
+  }
+  return {};
+}
+
 fs::path default_cache_dir(const Environment& env) {
   // Only absolute folders: a relative HOME or XDG_CACHE_HOME (the XDG spec says to ignore those)
   // would put the cache inside the working folder, often the source tree, making it dirty.
