@@ -404,6 +404,45 @@ TEST(CompilePch, AHeaderIsMadeOnceThreeCompilesAreKnownToNeedIt) {
   EXPECT_NE(two.log().find("made\t" + kTree + "/csrc/c.cpp\t"), std::string::npos) << two.log();
 }
 
+TEST(CompilePch, ABuildsPlanNamesTheOtherExtensionsFilesAlike) {
+  // DeepSpeed-like: two ops whose C++ files compile alike (a project macro of its own aside), a
+  // CPU op with flags of its own, an op without C++ files.
+  const std::vector<pch::PlannedExtension> planned = {
+      {"_C", {"-I" + kTree + "/csrc/include", "-O3"}, {"csrc/a.cpp"}},
+      {"other_op", {"-Icsrc/include", "-O3", "-DPROJ_X=1"}, {"csrc/b.cpp", "csrc/k.cu", "csrc/v.cpp"}},
+      {"cpu_op", {"-Icsrc/include", "-O3", "-march=native"}, {"csrc/c.cpp"}},
+      {"kernels_op", {"-O3"}, {"csrc/k2.cu"}},
+  };
+  const std::string text = pch::plan_text(planned);
+  const auto alike = pch::planned_alike(text, "_C", kTree, {});
+  ASSERT_EQ(alike.size(), 3u) << text;
+  EXPECT_EQ(alike[0].source, "csrc/a.cpp");
+  EXPECT_EQ(alike[1].source, "csrc/b.cpp");
+  EXPECT_EQ(alike[2].source, "csrc/v.cpp");
+  EXPECT_TRUE(alike[0].include_dirs.empty());  // absolute: the tree's, but not to be read here
+  EXPECT_EQ(alike[1].include_dirs, std::vector<std::string>{"csrc/include"});
+  EXPECT_EQ(pch::planned_alike(text, "cpu_op", kTree, {}).size(), 1u);
+  // A macro gcc named as read by the header splits them, as it splits their keys.
+  EXPECT_EQ(pch::planned_alike(text, "_C", kTree, {"PROJ_X"}).size(), 1u);
+  EXPECT_TRUE(pch::planned_alike(text, "missing_op", kTree, {}).empty());
+  EXPECT_TRUE(pch::planned_alike("{not json", "_C", kTree, {}).empty());
+  EXPECT_TRUE(pch::planned_alike("", "", kTree, {}).empty());
+
+  // In a compile: a.cpp alone in its build.ninja knows b.cpp (v.cpp reads <vector> first, c.cpp
+  // compiles otherwise): two, so not yet; one more op alike makes three.
+  MakeCase c;
+  c.ninja({"a.cpp"});
+  c.fm.fs.add_file(kTree + "/" + std::string(pch::kPlanFile), text);
+  EXPECT_EQ(c.compile("a.cpp"), 0);
+  EXPECT_EQ(c.log(), "first\t" + kTree + "/csrc/a.cpp\t\n");
+  auto more = planned;
+  more.push_back({"more_op", {"-O3"}, {"csrc/d.cpp"}});
+  c.fm.fs.add_file(kTree + "/csrc/d.cpp", "// an op\n#include <torch/extension.h>\n");
+  c.fm.fs.add_file(kTree + "/" + std::string(pch::kPlanFile), pch::plan_text(more));
+  EXPECT_EQ(c.compile("a.cpp"), 0);
+  EXPECT_NE(c.log().find("made\t" + kTree + "/csrc/a.cpp\t"), std::string::npos) << c.log();
+}
+
 TEST(CompilePch, AMacroGccSaysTheHeaderReadGoesIntoTheKey) {
   MakeCase c;
   c.ninja({"a.cpp", "b.cpp", "c.cpp"});

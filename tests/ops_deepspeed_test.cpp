@@ -219,6 +219,11 @@ TEST(OpsDeepspeed, TheProbeConstructsEachCompatibleOpsExtensionAndNamesWhatIsMis
   // The constructed extensions' sources, as setup.py will compile them.
   EXPECT_FALSE((*v)["good_cuda"].sources.empty());
   EXPECT_TRUE(kernels.sources.empty());
+  // Its name as TORCH_EXTENSION_NAME and its C++ files' flags (an include folder of the tree by
+  // its path in the tree: the build compiles a copy).
+  EXPECT_EQ((*v)["good_cpu"].extension, "good_cpu_op");
+  EXPECT_EQ((*v)["good_cpu"].host_args, (std::vector<std::string>{"-Icsrc/good_cpu", "-O2", "-std=c++17"}));
+  EXPECT_EQ((*v)["good_cuda"].host_args, (std::vector<std::string>{"-O2", "-std=c++17"}));
 }
 
 TEST(OpsDeepspeed, ABuiltOpTakesTheSourcesOfItsConstructedExtension) {
@@ -235,6 +240,8 @@ TEST(OpsDeepspeed, ABuiltOpTakesTheSourcesOfItsConstructedExtension) {
   ctx.compatibility = [&](const std::vector<ops::Manifest>&) -> Result<std::map<std::string, ops::Compatibility>> {
     ops::Compatibility c{true, ""};
     c.sources = {"csrc/core/a.cu", "csrc/core/b.cpp"};
+    c.extension = "core_op";
+    c.host_args = {"-Icsrc/includes", "-O3"};
     return std::map<std::string, ops::Compatibility>{{"core", c}};
   };
   probe::FakeEnvironment env(std::map<std::string, std::string>{{"DS_BUILD_OPS", "1"}});
@@ -242,6 +249,8 @@ TEST(OpsDeepspeed, ABuiltOpTakesTheSourcesOfItsConstructedExtension) {
   ASSERT_TRUE(d) << d.error().render();
   ASSERT_TRUE((*d)[0].builds());
   EXPECT_EQ((*d)[0].manifest.sources, (std::vector<ops::fs::path>{"csrc/core/a.cu", "csrc/core/b.cpp"}));
+  EXPECT_EQ((*d)[0].manifest.extension_name, "core_op");
+  EXPECT_EQ((*d)[0].manifest.host_args, (std::vector<std::string>{"-Icsrc/includes", "-O3"}));
 }
 
 TEST(OpsDeepspeed, AnOpWhoseExtensionCannotBeConstructedIsSkippedOrUnsatisfied) {

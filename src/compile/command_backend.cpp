@@ -432,6 +432,17 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
         static_cast<int>(std::count_if(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); }));
   if (plan.source.catalogue == plan::Catalogue::op_builder)
     if (auto build_ext = build_ext_command(plan.recipe.build.command)) {
+      if (plan.pch) {
+        // Every op's C++ files and flags, known before the first compiles (pch::kPlanFile).
+        std::vector<pch::PlannedExtension> planned;
+        for (const auto& d : plan.ops)
+          if (d.builds() && !d.manifest.extension_name.empty()) {
+            pch::PlannedExtension e{d.manifest.extension_name, d.manifest.host_args, {}};
+            for (const auto& s : d.manifest.sources) e.sources.push_back(s.string());
+            planned.push_back(std::move(e));
+          }
+        OPFORGE_CHECK(m.fs.write_file_atomic(tree.root / pch::kPlanFile, pch::plan_text(planned)));
+      }
       OPFORGE_CHECK(build_op_by_op(m, plan, *build_ext, out, scratch.keep, on_line, on_step, steps, sccache.get()));
       // torch's BuildExtension with ninja sets build_ext.force and recompiles every extension in
       // its own build_temp, where the ops (compiled in their own temp folders) left nothing.

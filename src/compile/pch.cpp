@@ -10,6 +10,8 @@
 #include "compiler/host.h"
 #include "settings/settings.h"
 #include "util/hash.h"
+#include "util/json.h"
+#include "util/json_read.h"
 #include "util/strings.h"
 
 namespace opforge::compile::pch {
@@ -478,6 +480,62 @@ std::vector<std::string> sibling_sources(std::string_view build_ninja, std::stri
   return out;
 }
 
+namespace {
+
+/// The value of the compile's -DTORCH_EXTENSION_NAME ("" without one).
+std::string extension_name(const CompileLine& c) {
+  constexpr std::string_view define = "TORCH_EXTENSION_NAME=";
+  for (std::size_t i = 0; i < c.args.size(); ++i) {
+    std::string_view a = c.args[i];
+    if (a == "-D" && i + 1 < c.args.size()) a = c.args[++i];
+    else if (a.starts_with("-D")) a.remove_prefix(2);
+    else continue;
+    if (a.starts_with(define)) return std::string(a.substr(define.size()));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string plan_text(const std::vector<PlannedExtension>& extensions) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& e : extensions) all.push_back({{"name", e.name}, {"args", e.args}, {"sources", e.sources}});
+  return util::json_dump(nlohmann::json{{"extensions", all}}, 1) + "\n";
+}
+
+std::vector<PlannedSource> planned_alike(std::string_view plan, std::string_view extension, const fs::path& tree,
+                                         const std::set<std::string>& consulted) {
+  const auto doc = util::json_parse(plan);
+  if (!doc.is_object() || !doc.contains("extensions") || !doc["extensions"].is_array()) return {};
+  struct Entry {
+    std::vector<std::string> key, dirs, sources;
+  };
+  std::vector<Entry> all;
+  std::optional<std::size_t> mine;
+  for (const auto& e : doc["extensions"]) {
+    if (!e.is_object()) continue;
+    Entry entry;
+    const auto args = util::json_read::texts(e, "args");
+    const CompileLine line = parse(args);
+    entry.key = without_project_macros(header_args(line, tree), consulted);
+    for (const auto& d : line.include_dirs)
+      if (fs::path(d).is_relative()) entry.dirs.push_back(d);
+    for (const auto& s : util::json_read::texts(e, "sources"))
+      if (is_cxx_source(s)) entry.sources.push_back(s);
+    if (!extension.empty() && util::json_read::text_or(e, "name") == extension) mine = all.size();
+    all.push_back(std::move(entry));
+  }
+  if (!mine) return {};
+  const auto& key = all[*mine].key;
+  std::vector<PlannedSource> out;
+  std::set<std::string> seen;
+  for (const auto& e : all)
+    if (e.key == key)
+      for (const auto& s : e.sources)
+        if (seen.insert(s).second) out.push_back({s, e.dirs});
+  return out;
+}
+
 fs::path torch_include_dir(const probe::FileSystem& fs, const CompileLine& c, const fs::path& cwd) {
   for (const auto& d : c.include_dirs) {
     const fs::path dir = fs::path(d).is_absolute() ? fs::path(d) : cwd / d;
@@ -744,6 +802,19 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
           if (known.contains(named(p))) continue;
           const SourceScan theirs = scan(m.fs, p, project_dirs);
           if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
+        }
+    // The other extensions of a build that planned them (a DeepSpeed op's first file would
+    // otherwise not know that later ops' files share its header).
+    if (known.size() < kMakeAt && !tree.empty())
+      if (auto plan = m.fs.read_regular_file(tree / kPlanFile, 4u << 20))
+        for (const auto& other : planned_alike(*plan, extension_name(line), tree, consulted)) {
+          const fs::path p = tree / other.source;
+          if (known.contains(named(p))) continue;
+          std::vector<fs::path> dirs;
+          for (const auto& d : other.include_dirs) dirs.push_back(tree / d);
+          const SourceScan theirs = scan(m.fs, p, dirs);
+          if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
+          if (known.size() >= kMakeAt) break;
         }
     if (known.size() < kMakeAt) {
       if (!recorded) (void)m.fs.append_file(wanted, me + "\n");

@@ -96,11 +96,35 @@ std::string macro_in_reason(std::string_view reason);
 /// compiled by rule `compile` with the same flags); empty when it does not compile `source`.
 std::vector<std::string> sibling_sources(std::string_view build_ninja, std::string_view source);
 
+/// One extension of the build as opforge knows it before compiling (a DeepSpeed op's constructed
+/// extension): its TORCH_EXTENSION_NAME, the flags its C++ files get besides torch's (include
+/// folders tree-relative inside the tree, then its cxx args) and its sources (tree-relative).
+struct PlannedExtension {
+  std::string name;
+  std::vector<std::string> args;
+  std::vector<std::string> sources;
+};
+/// The file a build that knows its extensions writes in the scratch tree before compiling, so that
+/// the first file of a set shared across extensions already knows the others.
+inline constexpr std::string_view kPlanFile = ".opforge-pch-plan.json";
+std::string plan_text(const std::vector<PlannedExtension>& extensions);
+/// The C++ sources (tree-relative), each with its extension's include folders, of the planned
+/// extensions whose flags give the same key as `extension`'s (header_args of their args with the
+/// tree's folders left out, less the project's own macros): `extension`'s own among them. Empty
+/// when the plan does not name `extension` or cannot be read.
+struct PlannedSource {
+  std::string source;
+  std::vector<std::string> include_dirs;
+};
+std::vector<PlannedSource> planned_alike(std::string_view plan, std::string_view extension, const fs::path& tree,
+                                         const std::set<std::string>& consulted);
+
 /// How many compiles must be known to need a header before it is made: making it costs about one
 /// plain compile more than compiling without it, and each later compile saves about half of one
 /// (torch 2.15, g++ 12, -O3: 34.6 s to make, 11.1 s to compile with it, 22.8 s without), so it
 /// breaks even on the third. Known: the compiles of earlier builds and extensions that wanted it
-/// (`.<key>.wanted`) and this extension's files with the same directives first (its build.ninja).
+/// (`.<key>.wanted`), this extension's files with the same directives first (its build.ninja) and,
+/// in a build that planned its extensions (kPlanFile), the other extensions' files alike.
 inline constexpr std::size_t kMakeAt = 3;
 
 /// The folder among the compile's include folders that holds torch/extension.h; empty when none.

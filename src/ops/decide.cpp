@@ -242,6 +242,8 @@ Status settle(probe::Machine m, Decision& d, Want want, const std::map<std::stri
     if (auto it = verdicts.find(op.name); it != verdicts.end() && !it->second.sources.empty()) {
       d.manifest.sources.clear();
       for (auto& f : it->second.sources) d.manifest.sources.emplace_back(f);
+      d.manifest.extension_name = it->second.extension;
+      d.manifest.host_args = it->second.host_args;
     }
     d.reason = verdicts.contains(op.name) ? "compatible (is_compatible())" : "compatible";
     if (!op.probes.empty()) {

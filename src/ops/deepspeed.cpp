@@ -100,6 +100,8 @@ Result<std::map<std::string, Compatibility>> parse_deepspeed_compatibility(std::
     c.fix = jr::text_or(v, "fix");
     c.module = jr::text_or(v, "module");
     c.sources = jr::texts(v, "sources");
+    c.extension = jr::text_or(v, "extension");
+    c.host_args = jr::texts(v, "host_args");
     out[spec] = std::move(c);
   }
   return out;

@@ -39,6 +39,8 @@ struct Compatibility {
   /// The sources of the extension builder() constructed (relative to the tree), when it could be:
   /// exact where the builder computes them at run time.
   std::vector<std::string> sources{};
+  std::string extension{};               ///< its TORCH_EXTENSION_NAME ("cpu_adam_op")
+  std::vector<std::string> host_args{};  ///< -I<folder> (tree-relative inside it), then its cxx args
 };
 
 struct CompatibilityQuery {

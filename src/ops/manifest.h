@@ -67,6 +67,12 @@ struct Manifest {
   std::string library_name;  ///< file name of the shared library, e.g. "libopforge_overflow.so"
   /// DeepSpeed builders: "op_builder.fused_adam:FusedAdamBuilder" (module:class); empty for op.toml.
   std::string builder_class;
+  /// DeepSpeed builders whose extension was constructed: the name torch defines as
+  /// TORCH_EXTENSION_NAME and the flags its C++ files compile with besides torch's (include
+  /// folders, tree-relative inside the tree, then extra_compile_args' cxx). Tells the precompiled
+  /// header which ops' files compile alike before they do.
+  std::string extension_name{};
+  std::vector<std::string> host_args{};
   std::optional<PythonExtension> python_extension;
 };
 

@@ -226,6 +226,27 @@ def failure(cls: str, call: str, error: BaseException, root: str) -> dict[str, A
     return answer
 
 
+def in_tree(path: str, root: str) -> str:
+    """A path under the tree relative to it (the build compiles a copy elsewhere), others as given."""
+    full = os.path.abspath(path)
+    return os.path.relpath(full, root) if full == root or full.startswith(root + os.sep) else path
+
+
+def extension_answer(ext: Any, root: str) -> dict[str, Any]:
+    """What a constructed extension tells of its compiles: its sources, the name torch's
+    BuildExtension defines as TORCH_EXTENSION_NAME (the last part of the module name), and the
+    flags its C++ files get besides torch's own (its include folders, then extra_compile_args'
+    cxx), so that opforge knows before the build which ops' files compile alike."""
+    extra = getattr(ext, "extra_compile_args", None) or []
+    cxx = extra.get("cxx", []) if isinstance(extra, dict) else extra
+    return {
+        "sources": [in_tree(str(s), root) for s in getattr(ext, "sources", [])],
+        "extension": str(getattr(ext, "name", "")).split(".")[-1],
+        "host_args": ["-I" + in_tree(str(d), root) for d in getattr(ext, "include_dirs", []) or []]
+        + [str(a) for a in cxx],
+    }
+
+
 def ask(root: str, spec: str) -> dict[str, Any]:
     """One builder: is_compatible(verbose=True), then (when compatible) builder() as setup.py calls it."""
     module, cls = spec.split(":")
@@ -241,7 +262,7 @@ def ask(root: str, spec: str) -> dict[str, Any]:
         if answer["ok"]:
             try:
                 ext = builder.builder()
-                answer["sources"] = [str(s) for s in getattr(ext, "sources", [])]
+                answer.update(extension_answer(ext, root))
             except BaseException as e:  # setup.py would die here: the op cannot be built
                 answer = failure(cls, "builder()", e, root)
     printed = [line.strip() for line in text.getvalue().splitlines() if "WARNING" in line or "ERROR" in line]
