@@ -435,7 +435,14 @@ TEST(CompilePch, ABuildsPlanNamesTheOtherExtensionsFilesAlike) {
   c.fm.fs.add_file(kTree + "/" + std::string(pch::kPlanFile), text);
   EXPECT_EQ(c.compile("a.cpp"), 0);
   EXPECT_EQ(c.log(), "first\t" + kTree + "/csrc/a.cpp\t\n");
+  // Files outside the tree are never read, whatever the plan says.
   auto more = planned;
+  more.push_back({"outside_op", {"-O3"}, {"/etc/e.cpp", "../../other/f.cpp"}});
+  c.fm.fs.add_file("/etc/e.cpp", "#include <torch/extension.h>\n");
+  c.fm.fs.add_file("/cache/other/f.cpp", "#include <torch/extension.h>\n");
+  c.fm.fs.add_file(kTree + "/" + std::string(pch::kPlanFile), pch::plan_text(more));
+  EXPECT_EQ(c.compile("a.cpp"), 0);
+  EXPECT_EQ(c.log(), "first\t" + kTree + "/csrc/a.cpp\t\nfirst\t" + kTree + "/csrc/a.cpp\t\n");
   more.push_back({"more_op", {"-O3"}, {"csrc/d.cpp"}});
   c.fm.fs.add_file(kTree + "/csrc/d.cpp", "// an op\n#include <torch/extension.h>\n");
   c.fm.fs.add_file(kTree + "/" + std::string(pch::kPlanFile), pch::plan_text(more));

@@ -795,25 +795,27 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
     const std::string me = named(src_path);
     const bool recorded = known.contains(me);
     known.insert(me);
+    // Another file counts when it reads the same directives before the header.
+    auto count = [&](const fs::path& p, const std::vector<fs::path>& dirs) {
+      if (known.contains(named(p))) return;
+      const SourceScan theirs = scan(m.fs, p, dirs);
+      if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
+    };
     if (known.size() < kMakeAt)
       if (auto ninja = m.fs.read_regular_file(cwd / "build.ninja", 8u << 20))
-        for (const auto& other : sibling_sources(*ninja, source)) {
-          const fs::path p = fs::path(other).is_absolute() ? fs::path(other) : cwd / other;
-          if (known.contains(named(p))) continue;
-          const SourceScan theirs = scan(m.fs, p, project_dirs);
-          if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
-        }
+        for (const auto& other : sibling_sources(*ninja, source))
+          count(fs::path(other).is_absolute() ? fs::path(other) : cwd / other, project_dirs);
     // The other extensions of a build that planned them (a DeepSpeed op's first file would
-    // otherwise not know that later ops' files share its header).
+    // otherwise not know that later ops' files share its header); only files inside the tree.
     if (known.size() < kMakeAt && !tree.empty())
       if (auto plan = m.fs.read_regular_file(tree / kPlanFile, 4u << 20))
         for (const auto& other : planned_alike(*plan, extension_name(line), tree, consulted)) {
           const fs::path p = tree / other.source;
-          if (known.contains(named(p))) continue;
+          if (!inside(p, tree)) continue;
           std::vector<fs::path> dirs;
-          for (const auto& d : other.include_dirs) dirs.push_back(tree / d);
-          const SourceScan theirs = scan(m.fs, p, dirs);
-          if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
+          for (const auto& d : other.include_dirs)
+            if (inside(tree / d, tree)) dirs.push_back(tree / d);
+          count(p, dirs);
           if (known.size() >= kMakeAt) break;
         }
     if (known.size() < kMakeAt) {
