@@ -468,6 +468,8 @@ TEST(CompileCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLib
   fs::create_directories(top);
   plan::Plan p = base_plan(top / "src", top);
   p.host = *host;
+  const bool gcc = host->compiler.family == compiler::Family::gcc;
+  p.gcc_gc_heap_kib = 1048576;  // [build] gcc_gc_heap_mib's default: the objects stay the same
   auto w = compile::host_wrappers(m.fs, top / "cache", p);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->dir.parent_path(), top / "cache" / "host");
@@ -487,6 +489,11 @@ TEST(CompileCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLib
     run({cxx.string(), "-g", "-O2", "-fPIC", "-c", "op.cpp", "-o", tag + ".o"});
     run({cxx.string(), "-shared", "-Wl,--build-id=none", tag + ".o", "-o", "lib" + tag + ".so"});
   }
+  if (gcc) {  // the option reaches gcc's compiler proper (-### prints its commands)
+    auto v = m.proc.run({.argv = {w->cxx.string(), "-###", "-c", "op.cpp", "-o", "x.o"}, .cwd = top});
+    ASSERT_TRUE(v);
+    EXPECT_NE((v->out + v->err).find("--param=ggc-min-heapsize=1048576"), std::string::npos) << v->err;
+  }
   EXPECT_EQ(section_names(top / "wrapped.o").find(".debug_info"), std::string::npos);
   EXPECT_NE(section_names(top / "direct.o").find(".debug_info"), std::string::npos);  // -g did reach gcc
   run({"strip", "--strip-unneeded", "libwrapped.so", "libdirect.so"});
@@ -504,6 +511,45 @@ TEST(CompileCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLib
   EXPECT_EQ(env["CXX"], w->cxx.string());
   EXPECT_EQ(env["PATH"], w->dir.string() + ":/usr/local/cuda/bin:/usr/bin");
   EXPECT_EQ(env["NVCC_PREPEND_FLAGS"], "-ccbin " + w->dir.string());
+  fs::remove_all(top);
+}
+
+TEST(CompileCommandBackend, HostWrappersLetGccCollectItsGarbageLaterAndClangAlone) {
+  fs::path top = fs::temp_directory_path() / ("opforge-hostgc-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top / "bin");
+  for (const char* n : {"gcc", "g++"}) {
+    std::ofstream(top / "bin" / n) << "#!/bin/sh\n";
+    fs::permissions(top / "bin" / n, fs::perms::owner_all);
+  }
+  auto m = probe::real_machine();
+  plan::Plan p = base_plan(top / "src", top);
+  compiler::HostChoice host;
+  host.compiler.cc = top / "bin" / "gcc";
+  host.compiler.cxx = top / "bin" / "g++";
+  host.compiler.family = compiler::Family::gcc;
+  p.host = host;
+  auto script = [&](std::string_view name) {
+    auto w = compile::host_wrappers(m.fs, top / "cache", p);
+    for (const auto& [n, text] : w->files)
+      if (n == name) return std::make_pair(w->dir, text);
+    return std::make_pair(fs::path(), std::string());
+  };
+  const auto [plain_dir, plain] = script("g++");
+  EXPECT_EQ(plain.find("ggc-min-heapsize"), std::string::npos);
+  p.gcc_gc_heap_kib = 1048576;
+  const auto [gc_dir, gc] = script("g++");
+  EXPECT_NE(gc.find(" \"$@\" --param=ggc-min-heapsize=1048576 -g0 ;;"), std::string::npos) << gc;  // -g0 last
+  EXPECT_NE(script("gcc").second.find("--param=ggc-min-heapsize=1048576 -g0"), std::string::npos);
+  EXPECT_NE(gc_dir, plain_dir);  // a new setting: new wrappers, new ccache keys
+  // With precompiled headers the option is among the compile's own arguments, so the header is
+  // made with it too.
+  p.pch = true;
+  const auto [pch_dir, pch] = script("g++");
+  EXPECT_NE(pch.find(" -- \"$@\" --param=ggc-min-heapsize=1048576 ;;"), std::string::npos) << pch;
+  p.pch = false;
+  p.host->compiler.family = compiler::Family::clang;  // clang has no such collector
+  EXPECT_EQ(script("clang++").second.find("ggc-min-heapsize"), std::string::npos);
   fs::remove_all(top);
 }
 

@@ -104,6 +104,21 @@ TEST(RecipeParse, ErrorRendersLineAndCaret) {
             "         ^");
 }
 
+TEST(RecipeParse, GccGcHeapIsMibFromZeroUp) {
+  EXPECT_EQ(parse_file("/x/r.toml", "")->build.gcc_gc_heap_mib, 1024u);
+  EXPECT_EQ(parse_file("/x/r.toml", "[build]\ngcc_gc_heap_mib = 0\n")->build.gcc_gc_heap_mib, 0u);
+  EXPECT_EQ(parse_file("/x/r.toml", "[build]\ngcc_gc_heap_mib = 2048\n")->build.gcc_gc_heap_mib, 2048u);
+  for (const char* bad : {"-1", "65537", "\"1GiB\"", "1.5"}) {
+    auto r = parse_file("r.toml", std::string("[build]\ngcc_gc_heap_mib = ") + bad + "\n");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
+    EXPECT_EQ(r.error().where.line, 2);
+    EXPECT_NE(r.error().render().find("build.gcc_gc_heap_mib must be an integer from 0 to 65536 (MiB)"),
+              std::string::npos)
+        << r.error().render();
+  }
+}
+
 TEST(RecipeParse, ArrayArchEntryErrorPointsInsideThatString) {
   auto r = parse_file("r.toml", "[arch]\nlist = [\"8.0\", \"sm_90\"]\n");
   ASSERT_FALSE(r);

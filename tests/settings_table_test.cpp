@@ -60,8 +60,8 @@ TEST(SettingsTable, TheRecipeParserAcceptsExactlyTheTablesKeys) {
   EXPECT_EQ(recipe_keys("arch"), (std::vector<std::string>{"list", "fallback", "enforce"}));
   EXPECT_EQ(recipe_keys("build"),
             (std::vector<std::string>{"backend", "command", "wheel_glob", "jobs", "cache", "remote", "scheduler",
-                                      "scheduler_token_file", "build_dir", "dist_dir", "release", "pch", "cpu_target",
-                                      "cpu_dispatch", "env"}));
+                                      "scheduler_token_file", "build_dir", "dist_dir", "release", "pch",
+                                      "gcc_gc_heap_mib", "cpu_target", "cpu_dispatch", "env"}));
   EXPECT_EQ(recipe_keys("nothing"), std::vector<std::string>{});
 }
 

@@ -124,6 +124,7 @@ void print_text(const plan::Plan& p) {
   if (auto v = view_scheduler(p)) std::cout << "  scheduler   " << v->said << "\n";
   if (p.recipe.build.backend == recipe::Backend::command) {
     std::cout << "pch           " << p.pch_why << "\n";
+    if (!p.gcc_gc_why.empty()) std::cout << "gcc gc        " << p.gcc_gc_why << "\n";
     if (p.pch && p.host) {
       const std::string cxx = compiler::invocation(*p.host).cxx.string();
       const std::string entry = "<cache>/pch/<key>";
@@ -245,6 +246,7 @@ Registrar plan_command{{
           auto j = plan::to_json(p);
           j["cache"] = recipe::cache_kind(p.cache).name;
           j["pch"] = {{"on", p.pch}, {"why", p.pch_why}};
+          j["gcc_gc"] = {{"heap_kib", p.gcc_gc_heap_kib}, {"why", p.gcc_gc_why}};
           if (auto v = view_scheduler(p))
             j["scheduler"] = {
                 {"url", v->url}, {"state", v->state}, {"servers", v->servers}, {"cpus", v->cpus}, {"said", v->said}};

@@ -357,21 +357,29 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   std::string self;
   if (plan.pch)
     for (const auto& a : probe::self_command(fs)) self += (self.empty() ? "" : " ") + strings::shell_quote(a);
-  auto script = [&launcher, &self, &cache_dir](const fs::path& real, bool cxx) {
+  // gcc collects its garbage later ([build] gcc_gc_heap_mib): in every compile's arguments, so that
+  // a precompiled header is made with it too, and in the scripts' text (their folder's key).
+  const std::string gc = !clang && plan.gcc_gc_heap_kib
+                             ? " " + std::string(kGccGcParam) + std::to_string(plan.gcc_gc_heap_kib)
+                             : std::string();
+  auto script = [&launcher, &self, &cache_dir, &gc](const fs::path& real, bool cxx) {
     const std::string exe = strings::shell_quote(real.string());
     std::string compile = launcher.empty() ? exe : strings::shell_quote(launcher) + " " + exe;
-    std::string tail = " \"$@\" -g0";
+    std::string tail = " \"$@\"" + gc + " -g0";
     const bool pch = cxx && !self.empty();
     if (pch) {
       compile = self + " " + std::string(pch::kCommand) + " --compiler " + exe + " --pch-dir " +
                 strings::shell_quote(cache::folder(cache_dir, cache::Kind::pch).string()) +
                 (launcher.empty() ? std::string() : " --launcher " + strings::shell_quote(launcher)) + " --";
-      tail = " \"$@\"";
+      tail = " \"$@\"" + gc;
     }
     return std::string("#!/bin/sh\n") + "# Written by opforge: " + real.string() +
            " without debug information when it compiles.\n"
            "# opforge strips the wheel's libraries, so what -g adds is thrown away; -g0 comes last\n"
            "# to override any -g, and the generated code is the same either way.\n" +
+           (gc.empty() ? std::string()
+                       : "# gcc collects its garbage once its heap passes" + gc +
+                             " KiB: less CPU,\n# the same objects ([build] gcc_gc_heap_mib).\n") +
            (launcher.empty() ? std::string() : "# Each compile runs through " + launcher + ".\n") +
            (pch ? "# Each compile runs through opforge, which starts a file that includes torch/extension.h\n"
                   "# from a precompiled copy of that header ([build] pch).\n"

@@ -84,6 +84,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
                             std::to_string(steps.reused + steps.compiled) + " compile steps reused from the tree an " +
                             "interrupted build left, " + std::to_string(steps.compiled) + " compiled";
   }
+  rec.inputs["gcc_gc"] = {{"heap_kib", plan.gcc_gc_heap_kib}, {"why", plan.gcc_gc_why}};
   rec.inputs["pch"] = {{"on", plan.pch}, {"why", plan.pch_why}};
   if (out.pch) {
     rec.inputs["pch"]["made"] = out.pch->made;

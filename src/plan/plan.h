@@ -68,6 +68,10 @@ struct Plan {
   /// where they can be used; pch_why says why on or off.
   bool pch = false;
   std::string pch_why;
+  /// gcc's --param=ggc-min-heapsize (KiB) on every host compile of a command build ([build]
+  /// gcc_gc_heap_mib; 0: none, gcc's default); gcc_gc_why says why.
+  std::uint64_t gcc_gc_heap_kib = 0;
+  std::string gcc_gc_why;
   std::int64_t source_date_epoch = wheel::kMinEpoch;  ///< clamped to it
   std::string wheel_version;                          ///< "0.1.0+cu13.g8cd046f"
   fs::path build_dir;                                 ///< absolute

@@ -412,6 +412,16 @@ struct Parser {
     if (auto* n = t.get("dist_dir")) out.build.dist_dir = OPFORGE_TRY(r.string(*n, "build.dist_dir"));
     if (auto* n = t.get("release")) out.build.release = OPFORGE_TRY(r.boolean(*n, "build.release"));
     if (auto* n = t.get("pch")) out.build.pch = OPFORGE_TRY(r.boolean(*n, "build.pch"));
+    if (auto* n = t.get("gcc_gc_heap_mib")) {
+      auto* i = n->as_integer();
+      if (!i || i->get() < 0 || i->get() > Recipe::kMaxGccGcHeapMib)
+        return opforge::unexpected(r.error_at(
+            *n,
+            "build.gcc_gc_heap_mib must be an integer from 0 to " + std::to_string(Recipe::kMaxGccGcHeapMib) + " (MiB)",
+            "1024 (the default) lets gcc's heap grow to 1 GiB before it collects; 0 keeps gcc's own "
+            "default"));
+      out.build.gcc_gc_heap_mib = static_cast<unsigned>(i->get());
+    }
     if (auto* n = t.get("cpu_target")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.cpu_target"));
       if (!target::find_cpu_target(v)) {

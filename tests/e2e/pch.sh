@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Precompiled torch headers ([build] pch) on a torch C++ extension of nine files
 # (tests/fixtures/pch_extension), torch 2.15, one compile at a time (-j 1: the counts are exact):
-#   - built with --no-pch, then with it in another folder: the same wheel bytes;
+#   - built with --no-pch and gcc_gc_heap_mib = 0, then with both (gcc collecting its garbage
+#     after 1 GiB) in another folder: the same wheel bytes;
 #   - with it: a header per flags and what the files read before torch/extension.h, made by the
 #     first file of each (in ninja's order) once the extension's build.ninja names three files that need it
 #     (<cache>/pch/<key>), and used by all three: module.cpp (through the project's ops.h), add.cpp
@@ -49,13 +50,19 @@ TOML
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 pch_of() { python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1] + ".opforge-record.json"))["inputs"]["pch"], sort_keys=True))' "$1"; }
 
-off=$(EXTRA="pch = true" build off --no-pch)
+# Without: no precompiled header and gcc's own garbage-collection threshold ([build]
+# gcc_gc_heap_mib = 0); with: both (1 GiB, the default). The same bytes for the two together.
+off=$(EXTRA=$'pch = true\ngcc_gc_heap_mib = 0' build off --no-pch)
 grep -q "^precompiled torch header" "$work/off.log" && fail "off: a precompiled header line with --no-pch"
 [ "$(pch_of "$off")" = '{"on": false, "why": "off (--no-pch)"}' ] || fail "off: the record's pch is $(pch_of "$off")"
+gc_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + ".opforge-record.json"))["inputs"]["gcc_gc"]["heap_kib"])' "$1"; }
+[ "$(gc_of "$off")" = 0 ] || fail "off: the record's gcc_gc heap is $(gc_of "$off")"
 
 export EXTRA="pch = true"
 on=$(build on)
-[ "$(sha "$on")" = "$(sha "$off")" ] || fail "the wheel differs with the precompiled header"
+[ "$(sha "$on")" = "$(sha "$off")" ] || fail "the wheel differs with the precompiled header and gcc's later collection"
+[ "$(gc_of "$on")" = 1048576 ] || fail "on: the record's gcc_gc heap is $(gc_of "$on")"
+grep -q -- "--param=ggc-min-heapsize=1048576" "$work"/cache/host/*/g++ || fail "on: the host wrappers do not pass gcc's heap size"
 grep -q "^precompiled torch header: 2 made ([0-9]* s, [0-9]* MiB), used by 6 of 8 C++ compiles that include torch/extension.h; 1 compiled without it before 3 compiles needed the same one; 1 without it (below)$" \
   "$work/on.log" || { grep -n -A3 "^precompiled" "$work/on.log"; fail "on: the summary line"; }
 grep -q "^  code_first.cpp: has code before torch/extension.h$" \
@@ -90,6 +97,7 @@ misses=$(echo "$stats" | awk -F'\t' '$1 == "cache_miss" {print $2}')
 # plan shows it, and how the header is made and used.
 (cd "$work/on" && "$opforge" plan opforge.toml) >"$work/plan.txt" 2>&1 || { cat "$work/plan.txt"; fail "plan"; }
 grep -q "^pch           on: torch/extension.h precompiled once per compiler, flags, torch and what a file reads before it" "$work/plan.txt" &&
-  grep -q "^  each file   .* -include .*/pch/<key>/extension.h -Winvalid-pch -g0$" "$work/plan.txt" ||
+  grep -q "^  each file   .* -include .*/pch/<key>/extension.h -Winvalid-pch -g0$" "$work/plan.txt" &&
+  grep -q "^gcc gc        collects once its heap passes 1024 MiB (--param=ggc-min-heapsize=1048576 on every host compile" "$work/plan.txt" ||
   { grep -n -A4 "^pch" "$work/plan.txt"; fail "plan: the pch lines"; }
 echo "OK: precompiled torch header: the same wheel, two headers (one holding <vector> first), each made once three files need it and used by them, one file refused for its code, a define torch may read new headers, ccache hits in a second folder"
