@@ -514,21 +514,31 @@ TEST(CompileCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLib
   fs::remove_all(top);
 }
 
-TEST(CompileCommandBackend, HostWrappersLetGccCollectItsGarbageLaterAndClangAlone) {
-  fs::path top = fs::temp_directory_path() / ("opforge-hostgc-" + std::to_string(::getpid()));
+namespace {
+
+/// A plan whose host compiler is a pair of empty gcc and g++ scripts in `top`/bin (made afresh).
+plan::Plan fake_gcc_plan(const fs::path& top) {
   fs::remove_all(top);
   fs::create_directories(top / "bin");
   for (const char* n : {"gcc", "g++"}) {
     std::ofstream(top / "bin" / n) << "#!/bin/sh\n";
     fs::permissions(top / "bin" / n, fs::perms::owner_all);
   }
-  auto m = probe::real_machine();
   plan::Plan p = base_plan(top / "src", top);
   compiler::HostChoice host;
   host.compiler.cc = top / "bin" / "gcc";
   host.compiler.cxx = top / "bin" / "g++";
   host.compiler.family = compiler::Family::gcc;
   p.host = host;
+  return p;
+}
+
+}  // namespace
+
+TEST(CompileCommandBackend, HostWrappersLetGccCollectItsGarbageLaterAndClangAlone) {
+  fs::path top = fs::temp_directory_path() / ("opforge-hostgc-" + std::to_string(::getpid()));
+  auto m = probe::real_machine();
+  plan::Plan p = fake_gcc_plan(top);
   auto script = [&](std::string_view name) {
     auto w = compile::host_wrappers(m.fs, top / "cache", p);
     for (const auto& [n, text] : w->files)
@@ -555,18 +565,8 @@ TEST(CompileCommandBackend, HostWrappersLetGccCollectItsGarbageLaterAndClangAlon
 
 TEST(CompileCommandBackend, HostWrappersFollowTheRealCompilersStamp) {
   fs::path top = fs::temp_directory_path() / ("opforge-hoststamp-" + std::to_string(::getpid()));
-  fs::remove_all(top);
-  fs::create_directories(top / "bin");
-  for (const char* n : {"gcc", "g++"}) {
-    std::ofstream(top / "bin" / n) << "#!/bin/sh\n";
-    fs::permissions(top / "bin" / n, fs::perms::owner_all);
-  }
   auto m = probe::real_machine();
-  plan::Plan p = base_plan(top / "src", top);
-  compiler::HostChoice host;
-  host.compiler.cc = top / "bin" / "gcc";
-  host.compiler.cxx = top / "bin" / "g++";
-  p.host = host;
+  plan::Plan p = fake_gcc_plan(top);
   auto before = compile::host_wrappers(m.fs, top / "cache", p);
   fs::last_write_time(top / "bin" / "g++", fs::last_write_time(top / "bin" / "g++") + std::chrono::hours(1));
   auto after = compile::host_wrappers(m.fs, top / "cache", p);
