@@ -117,7 +117,7 @@ struct Recipe {
     /// Command builds with gcc: every host compile gets --param=ggc-min-heapsize=<this, in KiB>, so
     /// that gcc collects its garbage once its heap passes this size instead of gcc's default (at
     /// most 128 MiB). A torch extension's compile holds 1.4-2.2 GiB, and gcc otherwise walks it
-    /// again and again: 15-23% of each compile's CPU time (measured on DeepSpeed's files, the same
+    /// again and again: 11-22% of each compile's CPU time (bench/host/gcc_gc.sh on DeepSpeed's files, the same
     /// objects). 0: gcc's own default.
     unsigned gcc_gc_heap_mib = kDefaultGccGcHeapMib;
     /// Not from the TOML: the commit a build record names (`build --release-of`, `verify`); the
