@@ -108,6 +108,12 @@ Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w);
 /// chose no toolkit: what `opforge plan` and `opforge env` name.
 std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan);
 
+/// gcc's option for the heap size (KiB) below which it does not collect its garbage: the host
+/// wrappers add it, with plan.gcc_gc_heap_kib, to every gcc compile ([build] gcc_gc_heap_mib, whose
+/// comment and docs/recipe.md give the measurements). It changes when gcc frees memory, never what
+/// it compiles.
+inline constexpr std::string_view kGccGcParam = "--param=ggc-min-heapsize=";
+
 /// The host compilers a command build runs (CC, CXX, nvcc's -ccbin, first on PATH): scripts that
 /// run the plan's compilers (compiler::invocation: the shim, the cpu_target wrappers or the
 /// compiler itself) with `-g0` after every argument of a compile (`-c`). opforge strips every library
@@ -115,14 +121,6 @@ std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Pl
 /// projects ask for (`-g`; DeepSpeed's builders add their own) is thrown away: it costs about a
 /// third of each torch extension's compile time, and GCC and clang never let -g change the code
 /// they generate, so the stripped libraries are the same bytes with or without it.
-/// gcc's option for the heap size (KiB) below which it does not collect its garbage; the host
-/// wrappers add it, with plan.gcc_gc_heap_kib, to every gcc compile ([build] gcc_gc_heap_mib).
-/// gcc's default is at most 128 MiB, and a torch extension's compile holds 1.4-2.2 GiB, so gcc
-/// walks its heap many times: with 1 GiB, DeepSpeed's z3.cpp takes 17.5 s instead of 20.6 s, an
-/// aio file at -O0 10.9 s instead of 14.1 s, the same object files (md5) either way (g++ 12,
-/// torch 2.15). It changes when memory is freed, never what is compiled.
-inline constexpr std::string_view kGccGcParam = "--param=ggc-min-heapsize=";
-
 struct HostWrappers {
   /// <cache_dir>/host/<16 hex of a sha256 over the scripts and the real compilers' size and mtime>:
   /// a compiler upgraded in place gets new wrappers, and ccache (which checks the compiler's mtime)
