@@ -9,7 +9,7 @@ find_program(OPFORGE_GCC11 gcc-11)
 if(OPFORGE_GXX11 AND OPFORGE_GCC11)
   add_test(NAME source_build.gcc11
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/source_build/build.sh ${CMAKE_SOURCE_DIR}
-                   ${CMAKE_BINARY_DIR}/source_build/gcc11 ${OPFORGE_GCC11} ${OPFORGE_GXX11} all)
+                   ${CMAKE_BINARY_DIR}/source_build/gcc11 ${OPFORGE_GCC11} ${OPFORGE_GXX11} opforge --check-the-rest)
   set_tests_properties(source_build.gcc11 PROPERTIES TIMEOUT 1800 PROCESSORS 2 COST 600)
 else()
   add_test(NAME source_build.gcc11 COMMAND ${CMAKE_COMMAND} -E echo "SKIP: g++-11 is not installed (scripts/deps installs it)")

@@ -12,6 +12,10 @@ cache="${OPFORGE_DIST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/opforge/dist}"
 zig_version=0.17.0
 multiarch=/usr/lib/x86_64-linux-gnu
 mkdir -p "$cache"
+# One maker at a time: scripts/test starts this beside its build, and install.dist may reach it
+# before that one is done (it waits here, then finds everything made).
+exec 9>"$cache/.lock"
+flock 9
 
 # Every compile is -O2 (cmake/zig-toolchain.cmake too): zig builds its libc++ and glibc stubs once
 # per optimisation level, minutes each.
