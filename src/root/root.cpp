@@ -269,7 +269,7 @@ Result<Self> find_self(probe::Machine m) {
   Self self;
   self.exe = OPFORGE_TRY(m.fs.canonical("/proc/self/exe"));
   self.data_dir = probe::data_dir(m.fs);
-  auto bytes = OPFORGE_TRY(m.fs.read_file(self.exe));
+  auto bytes = OPFORGE_TRY(m.fs.read_file(self.exe, wheel::Limits{}.entry_bytes));
   auto elf = OPFORGE_TRY(wheel::read_elf(bytes));
   self.is_static = elf.needed.empty();
   if (self.is_static) return self;
