@@ -74,7 +74,9 @@ TEST(UtilJson, NestingPastTheBoundIsRefusedBeforeAnyTreeIsBuilt) {
 
 TEST(UtilStrings, MessagesShowBytesThatAreNotUtf8Escaped) {
   EXPECT_EQ(strings::printable("/tmp/x_\xff\n"), "/tmp/x_\\xff\\x0a");
-  EXPECT_EQ(strings::escape_non_utf8("caf\xc3\xa9 \xff\nnext"), "caf\xc3\xa9 \\xff\nnext");
+  EXPECT_EQ(strings::printable_lines("caf\xc3\xa9 \xff\nnext"), "caf\xc3\xa9 \\xff\nnext");
+  // A terminal sequence a file held is shown, not sent: ESC and CR escaped, line breaks and tabs kept.
+  EXPECT_EQ(strings::printable_lines("a\x1b]0;pwned\x07\r\tb\nc"), "a\\x1b]0;pwned\\x07\\x0d\tb\nc");
 }
 
 }  // namespace
