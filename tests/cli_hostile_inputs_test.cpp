@@ -77,6 +77,10 @@ std::vector<Case> cases() {
        "r.toml:1:1: invalid TOML: file is 1500"},
       {"deep_dotted_key", dotted, "", "", "plan r.toml", 2, "invalid TOML: key with more than 64 dotted parts"},
       {"deep_nested_arrays", nested, "", "", "plan r.toml", 2, "invalid TOML: "},
+      {"scheduler_url_unclosed_ipv6", "[build]\ncache = \"sccache\"\nscheduler = \"http://[::1\"\n", "", "",
+       "plan r.toml", 2,
+       "r.toml:6:13: build.scheduler \"http://[::1\" is not a URL sccache can use: its IPv6 address has no closing "
+       "']'"},
       {"ops_dir_escapes", "", "", "", "plan r2.toml", 2, "r2.toml:3:11: source.ops_dir leads outside the source tree"},
       {"jobs_negative", "[build]\njobs = -3\n", "", "", "plan r.toml", 2,
        "r.toml:5:8: build.jobs must be \"auto\" or a positive integer"},

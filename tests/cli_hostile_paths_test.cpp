@@ -36,6 +36,29 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
+// The op with a [[probe]] (libm), which plan compiles once and remembers in probes.json.
+const std::string kProbedOp =
+    "printf 'name = \"plain\"\\nkind = \"cpu\"\\nsources = [\"a.cpp\"]\\n[[probe]]\\nname = \"libm\"\\ncode = "
+    "\"return 0;\"\\nlibraries = [\"m\"]\\n' > src/ops/hostile/op.toml";
+// A command build whose command fails keeps its tree, stamped for resuming; then `for s in` its
+// stamps (the row says what becomes of each).
+const std::string kKeptTree =
+    "printf '[source]\\npath = \"src\"\\n[build]\\nbackend = \"command\"\\ncommand = [\"false\"]\\n' > c.toml && "
+    "{ $OPFORGE build c.toml >/dev/null 2>&1 || true; } && ls cache/trees/*/.opforge-resume >/dev/null && for s in "
+    "cache/trees/*/.opforge-resume";
+// The tree was copied afresh: its stamp is a file again.
+const std::string kStampMadeAgain =
+    "for s in cache/trees/*/.opforge-resume; do [ -f \"$s\" ] && ! [ -L \"$s\" ] || exit 1; done";
+
+/// A shell command printing `before`, 50,000 '[', a string holding the escape \udce9 (a form opforge
+/// writes), 50,000 ']' and `after`: 100 KB of JSON nested deeper than any walk over it survives.
+std::string deep_json(const std::string& before, const std::string& after) {
+  return std::string(
+             "python3 -c 'import sys; sys.stdout.write(sys.argv[1] + \"[\" * 50000 + chr(34) + chr(92) + "
+             "\"udce9\" + chr(34) + \"]\" * 50000 + sys.argv[2])' '") +
+         before + "' '" + after + "'";  // no single quote in either
+}
+
 // A CUDA_HOME beside the real one, without version.json (so nvcc --version is asked), whose
 // bin/nvcc answers --version as the shell text that follows, and compiles as the real nvcc.
 std::string fake_toolkit(const std::string& version_answer) {
@@ -114,6 +137,34 @@ std::vector<Case> cases() {
       {"odd_nvcc_output_doctor", kOddNvcc, "", "CUDA_HOME=$PWD/tk", "doctor --json", -1, "", true},
       {"nvcc_never_answers", kSilentNvcc, "", "CUDA_HOME=$PWD/tk", "plan r.toml", 2,
        "bin/nvcc --version did not answer within 10 s", false, 40, "! pgrep -f opforge-test-silent-nvcc"},
+      // --- files opforge keeps: a FIFO or a device where a cache file or a stamp belongs is said,
+      // ignored and made again, at once (a FIFO hung plan and build; /dev/zero ran out of memory)
+      {"compile_peaks_fifo", "mkdir -p cache && mkfifo cache/compile-peaks.json", "", "", "plan r.toml", 0,
+       "/cache/compile-peaks.json: is a FIFO, not a regular file: ignored and made again", false, 30},
+      {"compile_peaks_dev_zero", "mkdir -p cache && ln -s /dev/zero cache/compile-peaks.json", "", "", "plan r.toml", 0,
+       "/cache/compile-peaks.json: is a character device, not a regular file: ignored and made again", false, 30},
+      {"compile_peaks_fifo_build", "mkdir -p cache && mkfifo cache/compile-peaks.json", "", "", "build r.toml -j1", 0,
+       "/cache/compile-peaks.json: is a FIFO, not a regular file: ignored and made again", false, 120,
+       "ls dist/*.whl >/dev/null && ! [ -p cache/compile-peaks.json ]"},
+      {"versions_cache_fifo", "mkdir -p cache && mkfifo cache/versions.json", "", "", "plan r.toml", 0,
+       "/cache/versions.json: is a FIFO, not a regular file: ignored and made again", false, 30,
+       "[ -f cache/versions.json ] && ! [ -p cache/versions.json ]"},
+      {"probes_cache_dev_zero", kProbedOp + " && mkdir -p cache && ln -s /dev/zero cache/probes.json", "", "",
+       "plan r.toml", 0, "/cache/probes.json: is a character device, not a regular file: ignored and made again", false,
+       30, "[ -f cache/probes.json ] && ! [ -L cache/probes.json ]"},
+      {"resume_stamp_fifo", kKeptTree + "; do rm \"$s\"; mkfifo \"$s\"; done", "", "", "build c.toml", 1,
+       ".opforge-resume: is a FIFO, not a regular file, so the stamp is ignored and made again; copied afresh", false,
+       60, kStampMadeAgain},
+      {"resume_stamp_dev_zero", kKeptTree + "; do rm \"$s\"; ln -s /dev/zero \"$s\"; done", "", "", "build c.toml", 1,
+       ".opforge-resume: is a character device, not a regular file, so the stamp is ignored and made again", false, 60,
+       kStampMadeAgain},
+      {"versions_cache_deep_json", "mkdir -p cache && " + deep_json("{\"k\": ", "}") + " > cache/versions.json", "", "",
+       "plan r.toml", 0,
+       "/cache/versions.json: not JSON opforge reads: arrays and objects nested more than 256 levels deep: ignored "
+       "and made again",
+       false, 30, "python3 -c 'import json; json.load(open(\"cache/versions.json\"))'"},
+      {"node_report_deep_json", deep_json("{\"gpus\": ", "}") + " > deep.json", "", "", "plan r.toml --nodes deep.json",
+       2, "deep.json: not JSON opforge reads: arrays and objects nested more than 256 levels deep", false, 30},
       // --- links: out of the tree, loops, dangling
       {"source_link_out_of_tree",
        "echo 'extern \"C\" int outside() { return 2; }' > outside.cpp && ln -s ../../../outside.cpp "

@@ -203,6 +203,22 @@ std::string good_wheel() {
   return opforge::wheel::pack(spec).value().bytes;
 }
 
+/// A wheel to check and a node report (the H200 node's `doctor --json`) whose node.format is
+/// `format`; "" leaves the report as it is, `whole` replaces it.
+std::function<void(const fs::path&)> wheel_and_report(std::string format, std::string whole = "") {
+  return [format, whole](const fs::path& dir) {
+    spit(dir / "w-1.0-py3-none-any.whl", good_wheel());
+    std::string text = slurp(fs::path(OPFORGE_TEST_DATA) / "nodes/doctor_h200.json");
+    const auto at = text.find("\"format\": 1,");
+    ASSERT_NE(at, std::string::npos);
+    if (!format.empty()) text.replace(at, 12, "\"format\": " + format + ",");
+    spit(dir / "n.json", whole.empty() ? text : whole);
+  };
+}
+
+/// 50,000 nested arrays around a \udce9 escape (a form opforge writes): 100 KB.
+std::string deep_json() { return std::string(50000, '[') + "\"\\udce9\"" + std::string(50000, ']'); }
+
 // ------------------------------------------------------------------------------ the table
 
 struct Case {
@@ -231,6 +247,8 @@ const Case kCases[] = {
     {"record_format_number", record_file(record_json("{}", "\"w.whl\"", "1")), "verify r.json", 2,
      "r.json: not an opforge build record (no \"format\""},
     {"record_format_garbage", record_file(record_json("{}", "\"w.whl\"", "\"opforge-build-record/1x\"")),
+     "verify r.json", 2, "r.json: not an opforge build record (no \"format\""},
+    {"record_format_leading_zero", record_file(record_json("{}", "\"w.whl\"", "\"opforge-build-record/01\"")),
      "verify r.json", 2, "r.json: not an opforge build record (no \"format\""},
     {"record_newer_version", record_file(record_json("{}", "\"w.whl\"", "\"opforge-build-record/7\"")), "verify r.json",
      2,
@@ -329,6 +347,25 @@ const Case kCases[] = {
      "inspect w-1.0-py3-none-any.whl", 2, "the archive has 100001 entries, more than the limit of 100000"},
     {"wheel_by_content", text_file("w.bin", good_wheel()), "verify w.bin", 1,
      "w.bin: the wheel does not verify:\n  file name 'w.bin' is not NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl"},
+    // ---- node reports: a format is checked, never guessed (each was read as "no format" and passed)
+    {"nodes_format_sound", wheel_and_report(""), "verify w-1.0-py3-none-any.whl --nodes n.json", 0, "",
+     "on 1 node: 1 ok, 0 fail"},
+    {"nodes_format_float", wheel_and_report("2.0"), "verify w-1.0-py3-none-any.whl --nodes n.json", 1, "",
+     "node.format 2.0 is not an integer, expected the integer 1"},
+    {"nodes_format_string", wheel_and_report("\"2\""), "verify w-1.0-py3-none-any.whl --nodes n.json", 1, "",
+     "node.format \"2\" is a string, expected the integer 1"},
+    {"nodes_format_2_to_the_63", wheel_and_report("9223372036854775808"),
+     "verify w-1.0-py3-none-any.whl --nodes n.json", 1, "",
+     "node.format 9223372036854775808 is newer than this opforge reads (1)"},
+    {"nodes_report_deep", wheel_and_report("", deep_json()), "verify w-1.0-py3-none-any.whl --nodes n.json", 1, "",
+     "not JSON opforge reads: arrays and objects nested more than 256 levels deep"},
+    {"nodes_report_fifo",
+     [](const fs::path& dir) {
+       spit(dir / "w-1.0-py3-none-any.whl", good_wheel());
+       ASSERT_EQ(::mkfifo((dir / "n.json").c_str(), 0644), 0);
+     },
+     "verify w-1.0-py3-none-any.whl --nodes n.json", 2,
+     "cannot read the node report n.json: n.json: is a FIFO, not a regular file"},
     // ---- flags
     {"verify_no_target", nullptr, "verify", 2, "target is required"},
     {"verify_unknown_flag", nullptr, "verify --allow-runs r.json", 2, "--allow-runs"},

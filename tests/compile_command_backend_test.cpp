@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -676,6 +677,36 @@ TEST(CompileCommandBackend, AKeptTreeOfTheSameContentAndKeyIsResumedAnyOtherCopi
   EXPECT_FALSE(plain->resumed);
   EXPECT_EQ(fs.type_of(plain->root / "build"), probe::FileType::none);
   EXPECT_EQ(fs.type_of(plain->root / compile::kResumeStamp), probe::FileType::none);
+}
+
+TEST(CompileCommandBackend, AFifoOrDevZeroInPlaceOfTheResumeStampIsIgnoredAndMadeAgain) {
+  // On the real file system: a FIFO where the stamp belongs hung the build (open waited for a
+  // writer), /dev/zero behind a link ran it out of memory. Both are said, and the tree is copied
+  // afresh with a stamp of its own.
+  auto m = probe::real_machine();
+  auto dir = m.fs.make_temp_directory("opforge-stamp-");
+  ASSERT_TRUE(dir);
+  ASSERT_TRUE(m.fs.create_directories(*dir / "src"));
+  ASSERT_TRUE(m.fs.write_file_atomic(*dir / "src/setup.py", "setup()\n", 0644));
+  const compile::ScratchResume resume{[](const fs::path&) { return std::string("k"); }};
+  for (const std::string kind : {"fifo", "dev-zero"}) {
+    auto first = compile::make_scratch_tree(m, *dir / "src", *dir / "cache", {}, resume);
+    ASSERT_TRUE(first) << first.error().render();
+    const fs::path stamp = first->root / compile::kResumeStamp;
+    ASSERT_TRUE(m.fs.remove(stamp));
+    if (kind == "fifo") ASSERT_EQ(::mkfifo(stamp.c_str(), 0644), 0);
+    else fs::create_symlink("/dev/zero", stamp);
+    first->lock.reset();
+    auto again = compile::make_scratch_tree(m, *dir / "src", *dir / "cache", {}, resume);
+    ASSERT_TRUE(again) << again.error().render();
+    EXPECT_FALSE(again->resumed);
+    EXPECT_EQ(again->not_why, stamp.string() + (kind == "fifo" ? ": is a FIFO" : ": is a character device") +
+                                  ", not a regular file, so the stamp is ignored and made again")
+        << kind;
+    EXPECT_EQ(m.fs.type_of(stamp), probe::FileType::regular) << kind;
+    again->lock.reset();
+  }
+  ASSERT_TRUE(m.fs.remove_all(*dir));
 }
 
 TEST(CompileCommandBackend, TheResumeKeyFollowsWhatDecidesTheCompilesNotTheJobCount) {

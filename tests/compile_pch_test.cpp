@@ -157,6 +157,27 @@ TEST(CompilePch, ASourceReachesTheHeaderThroughTheProjectsHeaders) {
             "// Written by opforge: the header precompiled beside it.\n#include <torch/extension.h>\n");
 }
 
+TEST(CompilePch, IncludesThatIncludeEachOtherOrNestDeepEndTheScan) {
+  // The scan follows a project's headers by recursion: its depth comes from the input, so it is
+  // bounded (16 levels, 400 files) and a header already seen is not read again.
+  probe::FakeMachine fm;
+  fm.fs.add_file("/t/csrc/include/a.h", "#pragma once\n#include \"b.h\"\n");
+  fm.fs.add_file("/t/csrc/include/b.h", "#pragma once\n#include \"a.h\"\n#include <torch/extension.h>\n");
+  fm.fs.add_file("/t/csrc/cycle.cpp", "#include \"a.h\"\nint f();\n");
+  const std::vector<fs::path> dirs = {"/t/csrc/include"};
+  auto cycle = pch::scan(fm.fs, "/t/csrc/cycle.cpp", dirs);
+  EXPECT_TRUE(cycle.reaches_header);
+  fm.fs.add_file("/t/csrc/self.cpp", "#include \"self.cpp\"\nint g();\n");
+  EXPECT_FALSE(pch::scan(fm.fs, "/t/csrc/self.cpp", dirs).reaches_header);
+  // 5,000 headers, each including the next.
+  for (int i = 0; i < 5000; ++i)
+    fm.fs.add_file("/t/csrc/include/h" + std::to_string(i) + ".h", "#include \"h" + std::to_string(i + 1) + ".h\"\n");
+  fm.fs.add_file("/t/csrc/deep.cpp", "#include \"h0.h\"\n");
+  auto deep = pch::scan(fm.fs, "/t/csrc/deep.cpp", dirs);
+  EXPECT_FALSE(deep.reaches_header);
+  EXPECT_EQ(deep.why_not, "its includes nest too deep to follow");
+}
+
 TEST(CompilePch, WhatAHeaderCannotHoldBeforeTheIncludeRefusesTheFile) {
   probe::FakeMachine fm;
   fm.fs.add_file("/t/csrc/include/types.h", "#pragma once\n#include <cstdint>\ntypedef int my_int;\n");

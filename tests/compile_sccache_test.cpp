@@ -122,6 +122,49 @@ TEST(CompileSccache, TheRecipeNamesItsCacheAndScheduler) {
   ASSERT_FALSE(url);
   EXPECT_EQ(url.error().message,
             "build.scheduler must be an sccache-dist scheduler's URL (http://host:10600), not \"s:10600\"");
+  // A URL sccache would only choke on when the build starts is refused where the recipe is read.
+  auto bad_url = [](const std::string& value) {
+    auto r = recipe::parse_file("/p/r.toml", "[build]\ncache = \"sccache\"\nscheduler = \"" + value + "\"\n");
+    EXPECT_FALSE(r) << value;
+    if (r) return std::string();
+    EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
+    EXPECT_EQ(r.error().where.line, 3);
+    EXPECT_EQ(r.error().hint,
+              "write http://HOST:PORT or http://[IPv6]:PORT, e.g. http://sched:10600 or http://[::1]:10600");
+    return r.error().message;
+  };
+  EXPECT_EQ(bad_url("http://[::1"),
+            "build.scheduler \"http://[::1\" is not a URL sccache can use: its IPv6 address has no closing ']'");
+  EXPECT_EQ(bad_url("http://[::1]x"),
+            "build.scheduler \"http://[::1]x\" is not a URL sccache can use: only ':PORT' "
+            "may follow the IPv6 address's ']'");
+  EXPECT_EQ(bad_url("http://[zz]:1"),
+            "build.scheduler \"http://[zz]:1\" is not a URL sccache can use: '[zz]' is not an IPv6 address");
+  EXPECT_EQ(bad_url("http://"), "build.scheduler \"http://\" is not a URL sccache can use: it names no host");
+  EXPECT_EQ(bad_url("http://:10600"),
+            "build.scheduler \"http://:10600\" is not a URL sccache can use: it names no host");
+  EXPECT_EQ(bad_url("http://s:0"),
+            "build.scheduler \"http://s:0\" is not a URL sccache can use: port '0' is not a number from 1 to 65535");
+  EXPECT_EQ(bad_url("http://s:99999"),
+            "build.scheduler \"http://s:99999\" is not a URL sccache can use: port "
+            "'99999' is not a number from 1 to 65535");
+  EXPECT_EQ(bad_url("http://s:"),
+            "build.scheduler \"http://s:\" is not a URL sccache can use: port '' is not a number from 1 to 65535");
+  EXPECT_EQ(bad_url("http://s s:1"),
+            "build.scheduler \"http://s s:1\" is not a URL sccache can use: it holds a space or a control character");
+  EXPECT_EQ(bad_url("http://u@s:1"),
+            "build.scheduler \"http://u@s:1\" is not a URL sccache can use: it names a "
+            "user (USER@HOST); the token goes in scheduler_token_file or "
+            "OPFORGE_SCHEDULER_TOKEN");
+  EXPECT_EQ(bad_url("http://s%41:1"),
+            "build.scheduler \"http://s%41:1\" is not a URL sccache can use: host 's%41' "
+            "holds a character a host name cannot");
+  for (const char* good : {"http://[::1]:10600", "https://[fe80::1]", "http://sched.example.org:10600/",
+                           "http://10.0.0.1:10600/path?q#f", "https://sched_1"}) {
+    auto r =
+        recipe::parse_file("/p/r.toml", std::string("[build]\ncache = \"sccache\"\nscheduler = \"") + good + "\"\n");
+    EXPECT_TRUE(r) << good << ": " << (r ? "" : r.error().render());
+  }
   auto lone = recipe::parse_file("/p/r.toml", "[build]\nscheduler = \"http://s:10600\"\n");
   ASSERT_FALSE(lone);
   EXPECT_EQ(lone.error().message, "build.scheduler is sccache-dist's, for cache = \"sccache\"");

@@ -24,7 +24,6 @@ class RootedFileSystem final : public probe::FileSystem {
   probe::FileType type_of(const sfs::path& p) const override { return real_.type_of(in(p)); }
   probe::FileType resolved_type(const sfs::path& p) const override { return real_.resolved_type(in(p)); }
   bool is_executable(const sfs::path& p) const override { return real_.is_executable(in(p)); }
-  Result<std::string> read_file(const sfs::path& p) const override { return real_.read_file(in(p)); }
   Result<std::vector<std::string>> list_directory(const sfs::path& p) const override {
     return real_.list_directory(in(p));
   }
@@ -41,6 +40,11 @@ class RootedFileSystem final : public probe::FileSystem {
   Status remove(const sfs::path&) override { return failure("read-only"); }
   Status remove_all(const sfs::path&) override { return failure("read-only"); }
   Result<sfs::path> make_temp_directory(std::string_view) override { return failure("read-only"); }
+
+ protected:
+  Result<std::string> read_bounded(const sfs::path& p, std::uint64_t max) const override {
+    return real_.read_file(in(p), max);
+  }
 
  private:
   sfs::path root_;

@@ -54,7 +54,19 @@ TEST(DevicesNodes, BadReportsAreBadInputNamingTheFile) {
   EXPECT_EQ(missing.error().kind, ErrorKind::bad_input);
   auto not_json = devices::parse_node_report("x.json", "{\"gpus\": [");
   ASSERT_FALSE(not_json);
-  EXPECT_EQ(not_json.error().message, "x.json: not a JSON object");
+  EXPECT_TRUE(not_json.error().message.starts_with("x.json: not JSON: parse error at line 1, column 11"))
+      << not_json.error().message;
+  EXPECT_EQ(devices::parse_node_report("x.json", "[1, 2]").error().message, "x.json: not a JSON object");
+  // 50,000 levels with a \udce9 escape: refused before any tree is built (the walk crashed).
+  std::string deep = "{\"gpus\": ";
+  for (int i = 0; i < 50000; ++i) deep += "[";
+  deep += "\"\\udce9\"";
+  for (int i = 0; i < 50000; ++i) deep += "]";
+  auto too_deep = devices::parse_node_report("x.json", deep + "}");
+  ASSERT_FALSE(too_deep);
+  EXPECT_EQ(too_deep.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(too_deep.error().message,
+            "x.json: not JSON opforge reads: arrays and objects nested more than 256 levels deep");
   EXPECT_FALSE(devices::merge_nodes(m.fs, {}));
 }
 

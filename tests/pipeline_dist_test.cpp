@@ -34,7 +34,6 @@ class ForwardingFileSystem : public probe::FileSystem {
   FileType type_of(const fs::path& p) const override { return fs_.type_of(p); }
   FileType resolved_type(const fs::path& p) const override { return fs_.resolved_type(p); }
   bool is_executable(const fs::path& p) const override { return fs_.is_executable(p); }
-  Result<std::string> read_file(const fs::path& p) const override { return fs_.read_file(p); }
   Result<std::vector<std::string>> list_directory(const fs::path& p) const override { return fs_.list_directory(p); }
   Result<fs::path> read_symlink(const fs::path& p) const override { return fs_.read_symlink(p); }
   Result<fs::path> canonical(const fs::path& p) const override { return fs_.canonical(p); }
@@ -48,6 +47,11 @@ class ForwardingFileSystem : public probe::FileSystem {
   Status remove(const fs::path& p) override { return fs_.remove(p); }
   Status remove_all(const fs::path& p) override { return fs_.remove_all(p); }
   Result<fs::path> make_temp_directory(std::string_view prefix) override { return fs_.make_temp_directory(prefix); }
+
+ protected:
+  Result<std::string> read_bounded(const fs::path& p, std::uint64_t max) const override {
+    return fs_.read_file(p, max);
+  }
 
  private:
   probe::FakeFileSystem& fs_;

@@ -1,8 +1,17 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 
+#include "plan/jobs.h"
 #include "probe/fake_machine.h"
+#include "probe/json_cache.h"
 
 namespace opforge::probe {
 namespace {
@@ -43,6 +52,117 @@ TEST(ProbeRealFileSystem, AtomicWriteLeavesNoTemporary) {
   EXPECT_EQ(*m.fs.read_file(*dir / "a.txt"), "hello");
   EXPECT_EQ(*m.fs.list_directory(*dir), std::vector<std::string>{"a.txt"});
   ASSERT_TRUE(m.fs.remove_all(*dir));
+}
+
+TEST(ProbeRealFileSystem, ReadsOnlyRegularFilesWithinTheirBound) {
+  // The one way opforge reads a file: a FIFO (no writer: open would wait forever), /dev/zero
+  // behind a link (never ends), a folder and a file over the bound are refused at once, by name.
+  auto m = real_machine();
+  auto dir = m.fs.make_temp_directory("opforge-test-");
+  ASSERT_TRUE(dir);
+  ASSERT_EQ(::mkfifo((*dir / "fifo").c_str(), 0644), 0);
+  std::filesystem::create_symlink("/dev/zero", *dir / "zero");
+  std::filesystem::create_directory(*dir / "folder");
+  ASSERT_TRUE(m.fs.write_file_atomic(*dir / "ten", "0123456789", 0644));
+  ASSERT_TRUE(m.fs.create_symlink("ten", *dir / "link"));
+  auto message = [&](const std::string& name, std::uint64_t bound = FileSystem::kReadLimit) {
+    auto r = m.fs.read_file(*dir / name, bound);
+    EXPECT_FALSE(r) << name;
+    EXPECT_EQ(r ? ErrorKind::failed : r.error().kind, ErrorKind::bad_input) << name;
+    return r ? std::string() : r.error().message;
+  };
+  const std::string d = dir->string() + "/";
+  EXPECT_EQ(message("fifo"), d + "fifo: is a FIFO, not a regular file");
+  EXPECT_EQ(message("zero"), d + "zero: is a character device, not a regular file");
+  EXPECT_EQ(message("folder"), d + "folder: is a directory, not a regular file");
+  EXPECT_EQ(message("gone"), d + "gone: no such file");
+  EXPECT_EQ(message("ten", 9), d + "ten: is 10 bytes, more than the limit of 9");
+  EXPECT_EQ(*m.fs.read_file(*dir / "link", 10), "0123456789");  // a link to a regular file is read
+  ASSERT_TRUE(m.fs.remove_all(*dir));
+}
+
+TEST(ProbeReadKeptFile, AnUnusableCacheFileIsSaidOnceAndIsAMiss) {
+  FakeFileSystem fs;
+  fs.add_special("/cache/compile-peaks.json");
+  fs.add_file("/cache/big.json", std::string(100, 'x'));
+  fs.add_file("/cache/ok.json", "{}");
+  EXPECT_EQ(read_kept_file(fs, "/cache/missing.json"), std::nullopt);
+  EXPECT_EQ(read_kept_file(fs, "/cache/ok.json"), "{}");
+  EXPECT_EQ(read_kept_file(fs, "/cache/compile-peaks.json"), std::nullopt);
+  EXPECT_EQ(read_kept_file(fs, "/cache/big.json", 10), std::nullopt);
+  EXPECT_EQ(fs.notices(), (std::vector<std::string>{
+                              "/cache/compile-peaks.json: is not a regular file: ignored and made again",
+                              "/cache/big.json: is 100 bytes, more than the limit of 10: ignored and made again"}));
+  // The job count's peaks: none, and a build's peaks replace the FIFO with a file.
+  EXPECT_TRUE(plan::load_compile_peaks(fs, "/cache").empty());
+  plan::store_compile_peaks(fs, "/cache", {{"op", 100}});
+  EXPECT_EQ(fs.type_of("/cache/compile-peaks.json"), FileType::regular);
+  EXPECT_EQ(plan::load_compile_peaks(fs, "/cache"), (std::map<std::string, std::uint64_t>{{"op", 100}}));
+}
+
+TEST(ProbeJsonCache, ADeepOrDamagedCacheIsSaidAndWrittenAfresh) {
+  // 50,000 levels with a \udce9 escape (a form opforge writes) crashed the reader's walk.
+  FakeFileSystem fs;
+  std::string deep = "{\"k\": ";
+  for (int i = 0; i < 50000; ++i) deep += "[";
+  deep += "\"\\udce9\"";
+  for (int i = 0; i < 50000; ++i) deep += "]";
+  deep += "}";
+  fs.add_file("/cache/probes.json", deep);
+  JsonCache cache(fs, "/cache/probes.json");
+  EXPECT_EQ(cache.find("k"), nullptr);
+  ASSERT_EQ(fs.notices().size(), 1u);
+  EXPECT_EQ(fs.notices()[0],
+            "/cache/probes.json: not JSON opforge reads: arrays and objects nested more than 256 levels deep: "
+            "ignored and made again");
+  cache.store("k", {{"v", 1}});
+  EXPECT_EQ(*fs.read_file("/cache/probes.json"), "{\n \"k\": {\n  \"v\": 1\n }\n}");
+  fs.add_special("/cache/python.json");
+  JsonCache fifo(fs, "/cache/python.json");
+  EXPECT_EQ(fifo.find("k"), nullptr);
+  EXPECT_EQ(fs.notices().back(), "/cache/python.json: is not a regular file: ignored and made again");
+}
+
+/// Every `.cpp`/`.h` under src/ but the shipped kernels (libraries of their own), as {path relative
+/// to src/, text}.
+std::vector<std::pair<std::string, std::string>> sources() {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::filesystem::path src = std::filesystem::path(OPFORGE_SOURCE_DIR) / "src";
+  for (auto& e : std::filesystem::recursive_directory_iterator(src)) {
+    const auto rel = e.path().lexically_relative(src).generic_string();
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h") || rel.starts_with("kernels/")) continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    out.emplace_back(rel, text.str());
+  }
+  return out;
+}
+
+TEST(SourceGuards, NoRawFileReadsOutsideProbe) {
+  // One bounded way to read a file, FileSystem::read_file: a raw read (a stream, fopen, open/read,
+  // mmap, libzip opening a path) would block on a FIFO and read /dev/zero until memory ran out.
+  // Only the probe implementation itself reads raw: the real file system, and the process runner
+  // (its pipes, and /proc in a forked child that may not allocate).
+  const std::regex raw(
+      R"((std::(i|o)?fstream|\bifstream\b|\bfopen\s*\(|\bfread\s*\(|(^|[^A-Za-z0-9_>.])::(open|openat|read|pread)\s*\(|\bmmap\s*\(|\bzip_open\s*\())");
+  for (const char* line :
+       {"std::ifstream in(path);", "  ssize_t n = ::read(fd, buf, 9);", "FILE* f = fopen(p, \"r\");"})
+    EXPECT_TRUE(std::regex_search(std::string(line), raw)) << line;
+  for (const char* line : {"ElfImage::open(bytes)", "m.fs.read_file(p)", "zip_fopen_index(za, i, 0)"})
+    EXPECT_FALSE(std::regex_search(std::string(line), raw)) << line;
+  const std::set<std::string> allowed = {"probe/real_machine.cpp", "probe/real_process.cpp"};
+  std::vector<std::string> readers;
+  int scanned = 0;
+  for (auto& [path, text] : sources()) {
+    ++scanned;
+    if (allowed.count(path)) continue;
+    for (std::sregex_iterator it(text.begin(), text.end(), raw), end; it != end; ++it)
+      readers.push_back(path + ": " + it->str());
+  }
+  EXPECT_GT(scanned, 100);
+  EXPECT_EQ(readers, std::vector<std::string>{});
 }
 
 TEST(ProbeFakeFileSystem, FollowsSymlinks) {

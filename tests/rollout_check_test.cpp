@@ -213,5 +213,51 @@ TEST(RolloutNodeFacts, HostileFieldsAreUnknownNeverAPass) {
   }
   auto facts = rollout::parse_node_facts("h.json", R"({"node": {"format": 2}})");
   EXPECT_EQ(facts.unreadable,
-            "written by a newer opforge (node format 2; this one reads 1): check it with that opforge");
+            "node.format 2 is newer than this opforge reads (1): check it with the opforge that wrote it");
+}
+
+TEST(RolloutNodeFacts, AFormatThatIsNotThePlainIntegerIsRefusedByWhatWasFound) {
+  // Read as "no format" before, these rows passed: a report's format is checked, never guessed.
+  const std::pair<const char*, const char*> cases[] = {
+      {"2.0", "node.format 2.0 is not an integer, expected the integer 1"},
+      {"1.0", "node.format 1.0 is not an integer, expected the integer 1"},
+      {"\"2\"", "node.format \"2\" is a string, expected the integer 1"},
+      {"\"1\"", "node.format \"1\" is a string, expected the integer 1"},
+      {"9223372036854775808", "node.format 9223372036854775808 is newer than this opforge reads (1)"},
+      {"-1", "node.format -1 is not a format opforge writes, expected the integer 1"},
+      {"null", "node.format null is null, expected the integer 1"},
+  };
+  for (const auto& [format, why] : cases) {
+    std::string text = report();
+    const auto at = text.find("\"format\": 1");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 11, std::string("\"format\": ") + format);
+    auto facts = rollout::parse_node_facts("n.json", text);
+    EXPECT_TRUE(facts.unreadable.starts_with(why)) << format << ": " << facts.unreadable;
+    auto row = rollout::check_node(gpu_wheel({image(sass, 90)}), facts);
+    EXPECT_NE(row.verdict, rollout::Verdict::ok) << format;
+  }
+  std::string no_format = report();
+  no_format.replace(no_format.find("\"format\": 1, "), 13, "");
+  EXPECT_EQ(rollout::parse_node_facts("n.json", no_format).unreadable,
+            "node.format is missing, expected the integer 1: give the output of `opforge doctor --json`");
+  // The report itself, for the record: format 1 passes.
+  EXPECT_EQ(rollout::check_node(gpu_wheel({image(sass, 90)}), rollout::parse_node_facts("n.json", report())).verdict,
+            rollout::Verdict::ok);
+}
+
+TEST(RolloutNodeFacts, ADeepReportIsUnreadableNotACrash) {
+  // 50,000 levels with a \udce9 escape, in "node" and as the whole report.
+  std::string deep;
+  for (int i = 0; i < 50000; ++i) deep += "[";
+  deep += "\"\\udce9\"";
+  for (int i = 0; i < 50000; ++i) deep += "]";
+  for (const std::string& text : {deep, "{\"node\": " + deep + "}", R"({"gpus": {"devices": )" + deep + "}}"}) {
+    auto nodes = rollout::parse_node_reports("n.json", text);
+    ASSERT_EQ(nodes.size(), 1u);
+    EXPECT_EQ(nodes[0].unreadable,
+              "not JSON opforge reads: arrays and objects nested more than 256 levels deep (give the output of "
+              "`opforge doctor --json`)");
+    EXPECT_NE(rollout::check_node(gpu_wheel({image(sass, 90)}), nodes[0]).verdict, rollout::Verdict::ok);
+  }
 }

@@ -105,6 +105,25 @@ TEST(RootSandbox, AMissingToolNamesThePackageOfTheRootsDistribution) {
   EXPECT_EQ(install_hint(info, "python3-dev"), "dnf install python3-devel");
 }
 
+TEST(RootSandbox, ARootsPrettyNameIsShownNotSentToTheTerminal) {
+  // A root's os-release is a file anyone who made the root wrote: its terminal sequences (a title
+  // change, colours, a bell) are shown as \xNN in the line opforge prints and in its errors.
+  auto info = parse_describe(
+      "os=Debian \x1b]0;pwned\x07\x1b[2J GNU/Linux\r\nglibc=glibc 2.31\x1b[31m\ngcc_version=10\x1b[0m\n"
+      "tool.gcc=/usr/bin/gcc\n");
+  info.root = "/r";
+  EXPECT_EQ(info.os, "Debian \\x1b]0;pwned\\x07\\x1b[2J GNU/Linux");
+  EXPECT_EQ(info.glibc, "2.31\\x1b[31m");
+  EXPECT_EQ(info.gcc_version, "10\\x1b[0m");
+  EXPECT_EQ(describe_line(info).find('\x1b'), std::string::npos) << describe_line(info);
+  auto st = check_tools(info, true);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().render().find('\x1b'), std::string::npos);
+  // Any error's message is shown the same way, wherever its text came from.
+  const Error e{ErrorKind::failed, "a\x1b[31mb\nc\td", {}, {}};
+  EXPECT_EQ(e.render(), "a\\x1b[31mb\nc\td");
+}
+
 TEST(RootSandbox, TheSandboxIsBubblewrapElseChrootElseUnsatisfied) {
   probe::FakeMachine fm;
   fm.env.set("PATH", "/usr/bin");

@@ -44,6 +44,30 @@ TEST(JsonRead, AValueOfAnotherTypeIsAbsent) {
   EXPECT_EQ(jr::text(Json("s"), "s"), std::nullopt);
 }
 
+TEST(JsonRead, AFormatIsAPlainIntegerOrRefusedByWhatWasFound) {
+  auto why = [](const char* text) {
+    auto f = jr::format_number(Json::parse(text), "format", 1);
+    return f ? "ok " + std::to_string(*f) : f.error().message;
+  };
+  EXPECT_EQ(why(R"({"format": 1})"), "ok 1");
+  EXPECT_EQ(why(R"({"format": "2"})"), "format \"2\" is a string, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": "1"})"), "format \"1\" is a string, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": 2.0})"), "format 2.0 is not an integer, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": 1.0})"), "format 1.0 is not an integer, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": 9223372036854775808})"),
+            "format 9223372036854775808 is newer than this opforge reads (1)");
+  EXPECT_EQ(why(R"({"format": 18446744073709551615})"),
+            "format 18446744073709551615 is newer than this opforge reads (1)");
+  EXPECT_EQ(why(R"({"format": 2})"), "format 2 is newer than this opforge reads (1)");
+  EXPECT_EQ(why(R"({"format": 0})"), "format 0 is not a format opforge writes, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": -9223372036854775808})"),
+            "format -9223372036854775808 is not a format opforge writes, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": true})"), "format true is a boolean, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": null})"), "format null is null, expected the integer 1");
+  EXPECT_EQ(why(R"({"format": [1]})"), "format [1] is an array, expected the integer 1");
+  EXPECT_EQ(why(R"({})"), "format is missing, expected the integer 1");
+}
+
 TEST(JsonRead, TheProbesAnswersWithWrongTypesReadAsEmpty) {
   auto cat = ops::parse_deepspeed_catalogue(
       "/ds", R"({"ops": [{"name": "a", "build_var": null, "class": 5, "kind": [], "sources": "x.cpp"}, {"name": 3}]})");

@@ -38,9 +38,45 @@ TEST(UtilJson, ParseErrorsAreDiscardedNotThrown) {
   EXPECT_TRUE(json_parse("\"\\udc").is_discarded());
 }
 
+/// `levels` nested arrays (or objects {"a": ...}) around a string with a \udce9 escape.
+std::string nested(int levels, bool objects = false) {
+  std::string s;
+  for (int i = 0; i < levels; ++i) s += objects ? "{\"a\":" : "[";
+  s += "\"\\udce9\"";
+  for (int i = 0; i < levels; ++i) s += objects ? "}" : "]";
+  return s;
+}
+
+TEST(UtilJson, NestingPastTheBoundIsRefusedBeforeAnyTreeIsBuilt) {
+  // 50,000 levels in 100 KB with an escape opforge writes: the walk over the tree crashed (SIGSEGV).
+  for (bool objects : {false, true}) {
+    const auto deep = nested(50000, objects);
+    EXPECT_TRUE(json_parse(deep).is_discarded());
+    auto checked = json_parse_checked(deep);
+    ASSERT_FALSE(checked);
+    EXPECT_EQ(checked.error().kind, ErrorKind::bad_input);
+    EXPECT_EQ(checked.error().message, "not JSON opforge reads: arrays and objects nested more than 256 levels deep");
+    EXPECT_TRUE(json_parse(nested(kJsonMaxDepth + 1, objects)).is_discarded());
+    // At the bound: read, the escape back to its byte.
+    auto ok = json_parse(nested(kJsonMaxDepth, objects));
+    ASSERT_FALSE(ok.is_discarded());
+    const Json* v = &ok;
+    while (!v->is_string()) v = objects ? &(*v)["a"] : &(*v)[0];
+    EXPECT_EQ(v->get<std::string>(), "\xe9");
+  }
+  // Brackets inside strings are text, not nesting.
+  EXPECT_EQ(json_parse("{\"a\": \"" + std::string(1000, '[') + "\\\"\"}")["a"], std::string(1000, '[') + "\"");
+  auto syntax = json_parse_checked("{\"a\": ");
+  ASSERT_FALSE(syntax);
+  EXPECT_TRUE(syntax.error().message.starts_with("not JSON: parse error at line 1, column 7"))
+      << syntax.error().message;
+}
+
 TEST(UtilStrings, MessagesShowBytesThatAreNotUtf8Escaped) {
   EXPECT_EQ(strings::printable("/tmp/x_\xff\n"), "/tmp/x_\\xff\\x0a");
-  EXPECT_EQ(strings::escape_non_utf8("caf\xc3\xa9 \xff\nnext"), "caf\xc3\xa9 \\xff\nnext");
+  EXPECT_EQ(strings::printable_lines("caf\xc3\xa9 \xff\nnext"), "caf\xc3\xa9 \\xff\nnext");
+  // A terminal sequence a file held is shown, not sent: ESC and CR escaped, line breaks and tabs kept.
+  EXPECT_EQ(strings::printable_lines("a\x1b]0;pwned\x07\r\tb\nc"), "a\\x1b]0;pwned\\x07\\x0d\tb\nc");
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ Status verify_nodes(const std::string& path, const std::vector<std::string>& rep
   auto needs = OPFORGE_TRY(rollout::read_wheel_needs(m.fs, path));
   std::vector<rollout::NodeRow> rows;
   for (const auto& report : reports) {
-    auto text = m.fs.read_regular_file(report, 16ull << 20);
+    auto text = m.fs.read_file(report, 16ull << 20);
     if (!text)
       return bad_input("cannot read the node report " + report + ": " + text.error().message,
                        "run `opforge doctor --json > NODE.json` on each node and pass those files");
@@ -105,7 +105,7 @@ Status verify_nodes(const std::string& path, const std::vector<std::string>& rep
 bool is_wheel(const probe::FileSystem& fs, const std::string& path) {
   if (strings::to_lower(fs::path(path).extension().string()) == ".whl") return true;
   if (fs.resolved_type(path) != probe::FileType::regular) return false;
-  auto head = fs.read_regular_file(path, record::kMaxBytes);
+  auto head = fs.read_file(path, record::kMaxBytes);
   return head && head->starts_with("PK\x03\x04");
 }
 

@@ -471,7 +471,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   out.raw_wheel = OPFORGE_TRY(made_wheel(m.fs, tree.root, plan.recipe.build.wheel_glob, out.log));
   std::vector<std::string> installed;
   {
-    auto raw = OPFORGE_TRY(m.fs.read_file(out.raw_wheel));
+    auto raw = OPFORGE_TRY(m.fs.read_file(out.raw_wheel, wheel::Limits{}.archive_bytes));
     torch_requirement_of(m.fs, plan, raw, out);
   }
   auto written = OPFORGE_TRY(

@@ -181,7 +181,7 @@ struct Scanner {
       out.why_not = "its includes nest too deep to follow";
       return true;
     }
-    auto text = fs.read_regular_file(path, 8u << 20);
+    auto text = fs.read_file(path, 8u << 20);
     if (!text) return false;
     const auto lines = logical_lines(*text);
     // Where a refusal comes from: the source itself, or "(in types.h)".
@@ -550,7 +550,7 @@ std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, con
   for (const auto& l : prefix) k += "prefix " + l + "\n";
   for (const auto& a : args) k += a + "\n";
   k += torch_dir.string() + "\n";
-  auto version = fs.read_regular_file(torch_dir.parent_path() / "version.py", 1u << 20);
+  auto version = fs.read_file(torch_dir.parent_path() / "version.py", 1u << 20);
   k += version ? sha256_hex(*version) : std::string("no version.py");
   k += "\n" + file_stamp(fs, torch_dir / kHeader) + "\n" + file_stamp(fs, torch_dir / "ATen/ATen.h") + "\n";
   return sha256_hex(k).substr(0, 16);
@@ -766,7 +766,7 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
   // Macros gcc has named as read by a header made without them (see without_project_macros).
   const fs::path consulted_file = pch_dir / ".consulted";
   std::set<std::string> consulted;
-  if (auto text = m.fs.read_regular_file(consulted_file, 1u << 20))
+  if (auto text = m.fs.read_file(consulted_file, 1u << 20))
     for (auto l : strings::split(*text, '\n'))
       if (!strings::trim(l).empty()) consulted.insert(std::string(strings::trim(l)));
   const auto key_args = without_project_macros(header_args(line, tree), consulted);
@@ -789,7 +789,7 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
     // without it, as do the others while it is being made.
     (void)m.fs.create_directories(pch_dir);
     std::set<std::string> known;
-    auto before = m.fs.read_regular_file(wanted, 1u << 20);
+    auto before = m.fs.read_file(wanted, 1u << 20);
     for (auto l : strings::split(before ? *before : std::string(), '\n'))
       if (!l.empty()) known.insert(std::string(l));
     const std::string me = named(src_path);
@@ -802,13 +802,13 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
       if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
     };
     if (known.size() < kMakeAt)
-      if (auto ninja = m.fs.read_regular_file(cwd / "build.ninja", 8u << 20))
+      if (auto ninja = m.fs.read_file(cwd / "build.ninja", 8u << 20))
         for (const auto& other : sibling_sources(*ninja, source))
           count(fs::path(other).is_absolute() ? fs::path(other) : cwd / other, project_dirs);
     // The other extensions of a build that planned them (a DeepSpeed op's first file would
     // otherwise not know that later ops' files share its header); only files inside the tree.
     if (known.size() < kMakeAt && !tree.empty())
-      if (auto plan = m.fs.read_regular_file(tree / kPlanFile, 4u << 20))
+      if (auto plan = m.fs.read_file(tree / kPlanFile, 4u << 20))
         for (const auto& other : planned_alike(*plan, extension_name(line), tree, consulted)) {
           const fs::path p = tree / other.source;
           if (!inside(p, tree)) continue;
@@ -905,7 +905,7 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
     log("not-used", reason);
     // A macro the header read, left out of its key as the project's: in the key from now on.
     if (auto name = macro_in_reason(reason); !name.empty() && !consulted.contains(name)) {
-      auto text = m.fs.read_regular_file(consulted_file, 1u << 20);
+      auto text = m.fs.read_file(consulted_file, 1u << 20);
       (void)m.fs.write_file_atomic(consulted_file, (text ? *text : std::string()) + name + "\n");
     }
   } else {

@@ -114,7 +114,7 @@ Result<SccacheSetup> sccache_setup(probe::Machine m, const std::string& schedule
   if (auto t = settings::scheduler_token(m.env)) {
     out.token = *t;
   } else if (!token_file.empty()) {
-    auto text = m.fs.read_regular_file(token_file, 64 * 1024);
+    auto text = m.fs.read_file(token_file, 64 * 1024);
     if (!text)
       return bad_input(
           "[build] scheduler_token_file " + token_file.string() + " cannot be read: " + text.error().message,

@@ -82,7 +82,7 @@ Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel,
         return bad_input("the source tree holds more than " + std::to_string(kMaxBytes >> 30) + " GiB of files (at '" +
                              strings::cut(p.string()) + "'), more than a build copies",
                          "keep large data out of the source tree, or build with [build] backend = \"native\"");
-      out.push_back({r, type, OPFORGE_TRY(m.fs.read_file(p)), m.fs.is_executable(p) ? 0755u : 0644u});
+      out.push_back({r, type, OPFORGE_TRY(m.fs.read_file(p, kMaxBytes)), m.fs.is_executable(p) ? 0755u : 0644u});
     }
   }
   return {};
@@ -97,9 +97,16 @@ std::string stamp_text(const std::string& content_hash, const std::string& key) 
 Status resume_kept_tree(probe::Machine m, ScratchTree& out, const std::vector<TreeEntry>& entries,
                         const std::string& stamp) {
   if (m.fs.type_of(out.root) != probe::FileType::directory) return {};
-  auto kept = m.fs.read_file(out.root / kResumeStamp);
-  if (!kept) {
+  // A stamp is one short line: a FIFO, a device or a folder in its place is said, and the tree
+  // is copied afresh (its stamp written again).
+  const fs::path stamp_file = out.root / kResumeStamp;
+  if (m.fs.type_of(stamp_file) == probe::FileType::none) {
     out.not_why = "it has no complete copy of the source (" + std::string(kResumeStamp) + " is missing)";
+    return {};
+  }
+  auto kept = m.fs.read_file(stamp_file, 64 * 1024);
+  if (!kept) {
+    out.not_why = kept.error().message + ", so the stamp is ignored and made again";
     return {};
   }
   if (*kept != stamp) {

@@ -25,7 +25,7 @@ struct Made {
 std::map<std::string, Made> read_manifest(const probe::FileSystem& fs, const fs::path& dir) {
   std::map<std::string, Made> out;
   // A list is a few lines; a FIFO or a device in its place would never end.
-  auto text = fs.read_regular_file(dir / kManifest, 64 * 1024);
+  auto text = fs.read_file(dir / kManifest, 64 * 1024);
   if (!text) return out;
   for (auto line : strings::split(*text, '\n')) {
     auto f = strings::split(line, '\t');

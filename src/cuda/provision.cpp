@@ -136,7 +136,7 @@ Status install_into(probe::Machine m, Provision& p, const fs::path& tmp,
   for (auto& file : OPFORGE_TRY(m.fs.list_directory(wheels))) {
     auto nv = wheel_name_version(file);
     if (!nv) continue;
-    auto bytes = OPFORGE_TRY(m.fs.read_file(wheels / file));
+    auto bytes = OPFORGE_TRY(m.fs.read_file(wheels / file, wheel::Limits{}.archive_bytes));
     p.packages.push_back({nv->first, nv->second, file, sha256_hex(bytes)});
   }
   auto in = OPFORGE_TRY(

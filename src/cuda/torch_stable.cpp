@@ -93,7 +93,7 @@ StableAbi read_stable_abi(const probe::FileSystem& fs, const std::filesystem::pa
       for (const auto& n : names) files.push_back(dir / n);
     }
   for (const auto& f : files)
-    if (auto text = fs.read_regular_file(f, 16ull << 20)) parse_stable_header(*text, abi);
+    if (auto text = fs.read_file(f, 16ull << 20)) parse_stable_header(*text, abi);
   return abi;
 }
 

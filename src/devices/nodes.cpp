@@ -34,8 +34,12 @@ std::string generation(int major, int minor) {
 }  // namespace
 
 Result<NodeReport> parse_node_report(const fs::path& file, std::string_view json_text) {
-  json j = util::json_parse(json_text);
-  if (j.is_discarded() || !j.is_object())
+  auto parsed = util::json_parse_checked(json_text);
+  if (!parsed)
+    return bad_input(file.string() + ": " + parsed.error().message,
+                     "give the output of `opforge doctor --json` from each node");
+  json j = std::move(*parsed);
+  if (!j.is_object())
     return bad_input(file.string() + ": not a JSON object",
                      "give the output of `opforge doctor --json` from each node");
   NodeReport node;

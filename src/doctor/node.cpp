@@ -21,7 +21,7 @@ constexpr std::array<std::string_view, 4> kLibDirs = {"/lib/x86_64-linux-gnu", "
 
 std::vector<std::string> defined_versions(probe::Machine m, std::string_view soname) {
   for (auto dir : kLibDirs) {
-    auto bytes = m.fs.read_regular_file(std::filesystem::path(dir) / soname, 64ull << 20);
+    auto bytes = m.fs.read_file(std::filesystem::path(dir) / soname, 64ull << 20);
     if (!bytes) continue;
     auto info = wheel::read_elf(*bytes);
     if (info) return info->defined_versions;

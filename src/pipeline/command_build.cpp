@@ -36,7 +36,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
                           compile::heaviest_steps(out.step_peaks, 3);
   }
   outcome.op_steps = out.op_steps;
-  auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel));
+  auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel, wheel::Limits{}.archive_bytes));
   OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
   outcome.project_arch = out.project_arch;
   outcome.compiled_arch = wheel_gpu_targets(bytes);

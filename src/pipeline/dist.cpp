@@ -18,12 +18,12 @@ fs::path hidden(const fs::path& file, std::string_view suffix) {
 
 /// True when `record_file` (opforge's own staging name) describes the wheel `wheel` as it is now.
 bool describes(probe::Machine m, const fs::path& record_file, const fs::path& wheel) {
-  auto text = m.fs.read_regular_file(record_file, record::kMaxBytes);
+  auto text = m.fs.read_file(record_file, record::kMaxBytes);
   if (!text) return false;
   auto rec = record::parse(record_file, *text);
   if (!rec || rec->wheel != wheel.filename().string()) return false;
   auto it = rec->outputs.find(rec->wheel);
-  auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
+  auto bytes = m.fs.read_file(wheel, wheel::Limits{}.archive_bytes);
   return it != rec->outputs.end() && bytes && sha256_hex(*bytes) == it->second;
 }
 
@@ -35,11 +35,11 @@ std::optional<std::pair<fs::path, record::Record>> find_reusable(probe::Machine 
   auto wheel = dist / name;
   auto record_path = record::path_for(wheel);
   if (m.fs.type_of(record_path) != probe::FileType::regular) return std::nullopt;
-  auto text = m.fs.read_regular_file(record_path, record::kMaxBytes);
+  auto text = m.fs.read_file(record_path, record::kMaxBytes);
   if (!text) return std::nullopt;
   auto rec = record::parse(record_path, *text);
   if (!rec || rec->wheel != name || rec->fingerprint != fingerprint) return std::nullopt;
-  auto bytes = m.fs.read_regular_file(wheel, wheel::Limits{}.archive_bytes);
+  auto bytes = m.fs.read_file(wheel, wheel::Limits{}.archive_bytes);
   auto recorded = rec->outputs.find(name);
   if (!bytes || recorded == rec->outputs.end() || sha256_hex(*bytes) != recorded->second) return std::nullopt;
   return std::make_pair(wheel, *rec);

@@ -6,6 +6,7 @@
 #include "pipeline/stages.h"
 #include "plan/jobs.h"
 #include "util/strings.h"
+#include "wheel/wheel.h"
 
 namespace opforge::pipeline {
 
@@ -26,7 +27,7 @@ Result<Outcome> commit_or_reuse(probe::Machine m, Outcome outcome, const wheel::
     outcome.wheel_sha256 = outcome.record.outputs[outcome.record.wheel];
     outcome.record_path = record::path_for(outcome.wheel);
     outcome.tags = tags_of(outcome.wheel);
-    if (auto bytes = m.fs.read_file(outcome.wheel)) outcome.needs = needs_of(*bytes);
+    if (auto bytes = m.fs.read_file(outcome.wheel, wheel::Limits{}.archive_bytes)) outcome.needs = needs_of(*bytes);
     outcome.reused = true;
     return outcome;
   }

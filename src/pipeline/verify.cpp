@@ -56,7 +56,7 @@ Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, con
   if (rec.recipe_sha256.empty()) return bad_input(path + ": the record holds no recipe hash (inputs.recipe.sha256)");
   RebuildCheck out;
   out.recipe = rec.recipe_path;
-  auto text = m.fs.read_regular_file(rec.recipe_path, kMaxRecipeBytes);
+  auto text = m.fs.read_file(rec.recipe_path, kMaxRecipeBytes);
   if (!text)
     return bad_input(path + ": the recipe the record names cannot be read: " + text.error().message,
                      "verify rebuilds from the recipe the record names; restore it there");

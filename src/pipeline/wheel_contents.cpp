@@ -8,6 +8,7 @@
 #include "pipeline/stages.h"
 #include "util/hash.h"
 #include "util/strings.h"
+#include "wheel/wheel.h"
 
 namespace opforge::pipeline {
 
@@ -85,11 +86,11 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
   info.source_commit = plan.source.commit;
   bool any_cuda = false;
   for (auto& o : ran.outputs) {
-    auto bytes = OPFORGE_TRY(m.fs.read_file(o.library));
+    auto bytes = OPFORGE_TRY(m.fs.read_file(o.library, wheel::Limits{}.entry_bytes));
     files.push_back({"opforge_ops/_lib/" + o.library.filename().string(), bytes, 0755});
     hashes[o.library.filename().string()] = sha256_hex(bytes);
     if (!o.extension.empty()) {
-      auto ext = OPFORGE_TRY(m.fs.read_file(o.extension));
+      auto ext = OPFORGE_TRY(m.fs.read_file(o.extension, wheel::Limits{}.entry_bytes));
       files.push_back({"opforge_ops/_lib/" + o.extension.filename().string(), ext, 0755});
       hashes[o.extension.filename().string()] = sha256_hex(ext);
     }

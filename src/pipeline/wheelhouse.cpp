@@ -133,7 +133,7 @@ Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, cons
       auto report = OPFORGE_TRY(wheel::verify(m.fs, in.from));
       for (auto& p : report.problems) problems.push_back(in.from.string() + ": " + p);
       if (!report.ok()) continue;
-      in.bytes = OPFORGE_TRY(m.fs.read_file(in.from));
+      in.bytes = OPFORGE_TRY(m.fs.read_file(in.from, wheel::Limits{}.archive_bytes));
       in.sha256 = sha256_hex(in.bytes);
       if (auto rec_text = m.fs.read_file(record::path_for(in.from))) {
         auto rec = record::load(m.fs, record::path_for(in.from));
@@ -168,7 +168,7 @@ Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, cons
   for (std::size_t i = 0; i < incoming.size(); ++i) {
     const auto& in = incoming[i];
     if (m.fs.type_of(out / in.name) == probe::FileType::none) continue;
-    auto have = m.fs.read_file(out / in.name);
+    auto have = m.fs.read_file(out / in.name, wheel::Limits{}.archive_bytes);
     if (have && sha256_hex(*have) == in.sha256) there[i] = true;
     else problems.push_back(in.from.string() + ": " + (out / in.name).string() + " is a different wheel of that name");
   }

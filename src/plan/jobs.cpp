@@ -113,11 +113,16 @@ std::optional<std::uint64_t> available_memory_kib(const probe::FileSystem& fs) {
 std::map<std::string, std::uint64_t> load_compile_peaks(const probe::FileSystem& fs, const fs::path& cache_dir) {
   std::map<std::string, std::uint64_t> out;
   if (cache_dir.empty()) return out;
-  auto text = fs.read_file(cache_dir / "compile-peaks.json");
+  const fs::path file = cache_dir / "compile-peaks.json";
+  // Only a hint for the job count: anything but a JSON object is said once and written afresh.
+  auto text = probe::read_kept_file(fs, file);
   if (!text) return out;
-  auto j = util::json_parse(*text);
-  if (!j.is_object()) return out;
-  for (auto& [op, v] : j.items())
+  auto j = util::json_parse_checked(*text);
+  if (!j || !j->is_object()) {
+    fs.report_ignored(file, file.string() + ": " + (j ? "not a JSON object" : j.error().message));
+    return out;
+  }
+  for (auto& [op, v] : j->items())
     if (auto kib = util::json_read::count(v)) out[op] = *kib;
   return out;
 }

@@ -36,6 +36,11 @@ void FakeFileSystem::add_symlink(const fs::path& path, const fs::path& target) {
   nodes_[norm(path)] = Node{FileType::symlink, target.string(), 0777};
 }
 
+void FakeFileSystem::add_special(const fs::path& path) {
+  add_directory(fs::path(norm(path)).parent_path());
+  nodes_[norm(path)] = Node{FileType::other, {}, 0644};
+}
+
 std::optional<std::string> FakeFileSystem::resolve(const fs::path& path, int depth) const {
   if (depth > 40) return std::nullopt;
   // Resolve symlinks component by component, like the kernel does.
@@ -80,12 +85,22 @@ bool FakeFileSystem::is_executable(const fs::path& path) const {
   return it != nodes_.end() && it->second.type == FileType::regular && (it->second.mode & 0111);
 }
 
-Result<std::string> FakeFileSystem::read_file(const fs::path& path) const {
+Result<std::string> FakeFileSystem::read_bounded(const fs::path& path, std::uint64_t max_bytes) const {
+  // The real one's contract and messages: regular files only, within the bound.
   auto r = resolve(path);
-  if (!r) return opforge::unexpected(missing(path));
-  auto it = nodes_.find(*r);
-  if (it == nodes_.end() || it->second.type != FileType::regular) return opforge::unexpected(missing(path));
+  auto it = r ? nodes_.find(*r) : nodes_.end();
+  if (it == nodes_.end()) return bad_input(path.string() + ": no such file");
+  if (it->second.type == FileType::directory) return bad_input(path.string() + ": is a directory, not a regular file");
+  if (it->second.type != FileType::regular) return bad_input(path.string() + ": is not a regular file");
+  if (it->second.content.size() > max_bytes)
+    return bad_input(path.string() + ": is " + std::to_string(it->second.content.size()) +
+                     " bytes, more than the limit of " + std::to_string(max_bytes));
   return it->second.content;
+}
+
+void FakeFileSystem::report_ignored(const fs::path& path, const std::string& why) const {
+  (void)path;
+  notices_.push_back(why + ": ignored and made again");
 }
 
 Result<std::vector<std::string>> FakeFileSystem::list_directory(const fs::path& path) const {

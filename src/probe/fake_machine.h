@@ -22,6 +22,8 @@ class FakeFileSystem final : public FileSystem {
   void add_file(const fs::path& path, std::string content, unsigned mode = 0644);
   void add_directory(const fs::path& path);
   void add_symlink(const fs::path& path, const fs::path& target);
+  /// Adds what is neither a file, a folder nor a link (a FIFO, a device): FileType::other.
+  void add_special(const fs::path& path);
   const std::map<std::string, Node>& nodes() const { return nodes_; }
   /// The modification time stamp() reports for an existing node.
   void set_mtime(const fs::path& path, std::int64_t ns);
@@ -29,11 +31,13 @@ class FakeFileSystem final : public FileSystem {
   void hold_lock(const fs::path& path) { held_.insert(path.lexically_normal().string()); }
   /// Paths written, symlinked or removed, in order ("write P", "symlink P -> T", "remove P", ...).
   const std::vector<std::string>& log() const { return log_; }
+  /// What report_ignored was told, in order ("PATH: is not a regular file: ignored and made again").
+  const std::vector<std::string>& notices() const { return notices_; }
 
   FileType type_of(const fs::path& path) const override;
   FileType resolved_type(const fs::path& path) const override;
   bool is_executable(const fs::path& path) const override;
-  Result<std::string> read_file(const fs::path& path) const override;
+  void report_ignored(const fs::path& path, const std::string& why) const override;
   Result<std::vector<std::string>> list_directory(const fs::path& path) const override;
   Result<fs::path> read_symlink(const fs::path& path) const override;
   Result<fs::path> canonical(const fs::path& path) const override;
@@ -48,7 +52,11 @@ class FakeFileSystem final : public FileSystem {
   Result<LockAttempt> try_lock(const fs::path& path) override;
   Result<LockAttempt> try_lock_shared(const fs::path& path) override { return try_lock(path); }
 
+ protected:
+  Result<std::string> read_bounded(const fs::path& path, std::uint64_t max_bytes) const override;
+
  private:
+  mutable std::vector<std::string> notices_;
   std::set<std::string> held_;
   std::map<std::string, std::int64_t> mtimes_;  ///< set_mtime(); else the content's hash stands in
   std::optional<std::string> resolve(const fs::path& path, int depth = 0) const;

@@ -6,9 +6,11 @@ namespace opforge::probe {
 
 JsonCache::JsonCache(FileSystem& files, fs::path file) : fs_(files), file_(std::move(file)) {
   if (file_.empty()) return;
-  if (auto text = fs_.read_file(file_)) {
-    doc_ = util::json_parse(*text);
-    if (!doc_.is_object()) doc_ = nlohmann::json::object();
+  // A FIFO, a device or a damaged text in its place: said once, and the next store writes afresh.
+  if (auto text = read_kept_file(fs_, file_)) {
+    auto doc = util::json_parse_checked(*text);
+    if (doc && doc->is_object()) doc_ = std::move(*doc);
+    else fs_.report_ignored(file_, file_.string() + ": " + (doc ? "not a JSON object" : doc.error().message));
   }
 }
 

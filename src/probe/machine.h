@@ -40,7 +40,6 @@ class FileSystem {
   /// Type after following symlinks; none when missing or dangling.
   virtual FileType resolved_type(const fs::path& path) const = 0;
   virtual bool is_executable(const fs::path& path) const = 0;
-  virtual Result<std::string> read_file(const fs::path& path) const = 0;
   /// Names (not paths) of the entries of a directory, sorted.
   virtual Result<std::vector<std::string>> list_directory(const fs::path& path) const = 0;
   virtual Result<fs::path> read_symlink(const fs::path& path) const = 0;
@@ -50,27 +49,18 @@ class FileSystem {
   /// `path` made absolute against the working directory, as std::filesystem::absolute (no symlink
   /// resolved, nothing need exist). The default suits fakes, whose working directory is "/".
   virtual fs::path absolute(const fs::path& path) const { return path.is_absolute() ? path : fs::path("/") / path; }
-  /// Reads a file a user named, which may be anything: bad_input ("PATH: no such file", "PATH: is a
-  /// FIFO, not a regular file", "PATH: is N bytes, more than the limit of M") unless, after
-  /// following symlinks, it is a regular file of at most `max_bytes`. Never blocks on a FIFO and
-  /// never reads a device. The default suits fakes; the real one checks the opened descriptor.
-  virtual Result<std::string> read_regular_file(const fs::path& path, std::uint64_t max_bytes) const {
-    switch (resolved_type(path)) {
-      case FileType::none: return bad_input(path.string() + ": no such file");
-      case FileType::directory: return bad_input(path.string() + ": is a directory, not a regular file");
-      case FileType::regular: break;
-      default: return bad_input(path.string() + ": is not a regular file");
-    }
-    auto st = stamp(path);
-    if (st && st->size > max_bytes)
-      return bad_input(path.string() + ": is " + std::to_string(st->size) + " bytes, more than the limit of " +
-                       std::to_string(max_bytes));
-    auto text = read_file(path);
-    if (text && text->size() > max_bytes)
-      return bad_input(path.string() + ": is more than the limit of " + std::to_string(max_bytes) + " bytes");
-    return text;
+  /// read_file's default bound: far above any cache file, stamp, report, recipe or /proc file.
+  static constexpr std::uint64_t kReadLimit = 64ull << 20;
+  /// The one way opforge reads a file (SourceGuards.NoRawFileReadsOutsideProbe finds any other):
+  /// a cache file, a tree it keeps, a recipe's folder, a report or a record may be anything, so
+  /// the text only when `path`, after following symlinks, is a regular file of at most
+  /// `max_bytes`. Never blocks on a FIFO and never reads a device (/dev/zero never ends). Errors
+  /// name the file and why: bad_input "PATH: no such file", "PATH: is a FIFO, not a regular file",
+  /// "PATH: is N bytes, more than the limit of M"; failed "cannot read PATH: <errno text>"
+  /// otherwise (permission, I/O). Wheels, ELF files and toolkit wheels pass a larger bound.
+  Result<std::string> read_file(const fs::path& path, std::uint64_t max_bytes = kReadLimit) const {
+    return read_bounded(path, max_bytes);
   }
-
   /// Writes to a temporary file beside `path`, then renames: never half-written.
   virtual Status write_file_atomic(const fs::path& path, std::string_view content, unsigned mode = 0644) = 0;
   virtual Status create_directories(const fs::path& path) = 0;
@@ -102,7 +92,24 @@ class FileSystem {
     (void)path;
     return LockAttempt(std::make_shared<int>(0));
   }
+  /// Says once per file that a file opforge keeps (a cache file, a tree's stamp) could not be used
+  /// and is made again (read_kept_file); the real machine writes "opforge: warning: ..." to
+  /// stderr, fakes keep the lines (FakeFileSystem::notices).
+  virtual void report_ignored(const fs::path& path, const std::string& why) const;
+
+ protected:
+  /// read_file's implementation: the real one checks the descriptor it opened (fstat), so that
+  /// nothing can swap the file between a check and the read.
+  virtual Result<std::string> read_bounded(const fs::path& path, std::uint64_t max_bytes) const = 0;
 };
+
+/// Reads a file opforge keeps for itself (cache files such as probes.json or compile-peaks.json, a
+/// scratch tree's resume stamp): its text; nullopt when it is missing, or when it is not a regular
+/// file within `max_bytes` or cannot be read, which fs.report_ignored says ("PATH: is a FIFO, not
+/// a regular file: ignored and made again"). Such a file only saves time: its caller makes it
+/// again, and it never fails a command.
+std::optional<std::string> read_kept_file(const FileSystem& fs, const fs::path& path,
+                                          std::uint64_t max_bytes = FileSystem::kReadLimit);
 
 enum class Output {
   capture,  ///< collect stdout and stderr into the result

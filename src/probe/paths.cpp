@@ -87,7 +87,7 @@ Status record_size(FileSystem& fs, const fs::path& entry, std::uint64_t bytes) {
 }
 
 std::optional<std::uint64_t> recorded_size(const FileSystem& fs, const fs::path& entry) {
-  auto text = fs.read_file(size_file(entry));
+  auto text = fs.read_file(size_file(entry), 4096);  // a number and a line break
   if (!text || text->size() > 32) return std::nullopt;
   std::string_view t = *text;
   if (t.ends_with('\n')) t.remove_suffix(1);

@@ -4,13 +4,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <limits>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "probe/machine.h"
@@ -100,18 +97,18 @@ class RealFileSystem final : public FileSystem {
   bool is_executable(const fs::path& path) const override {
     return resolved_type(path) == FileType::regular && ::access(path.c_str(), X_OK) == 0;
   }
-  Result<std::string> read_file(const fs::path& path) const override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return opforge::unexpected(io_error("cannot read", path, errno));
-    return read_to_end(fd, path, std::numeric_limits<std::uint64_t>::max());
-  }
-  Result<std::string> read_regular_file(const fs::path& path, std::uint64_t max_bytes) const override {
+
+ protected:
+  Result<std::string> read_bounded(const fs::path& path, std::uint64_t max_bytes) const override {
     // O_NONBLOCK: opening a FIFO with no writer would wait forever; the type check below refuses
     // it (and devices such as /dev/zero, which never end) on the descriptor actually opened.
+    // Symlinks are followed (a cache folder or a tree may be linked), and the descriptor is what
+    // is checked: the file a link leads to is the one whose type and size decide.
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
       int err = errno;
       if (err == ENOENT || err == ENOTDIR) return bad_input(path.string() + ": no such file");
+      if (err == ELOOP) return bad_input(path.string() + ": is a symbolic link loop, not a regular file");
       return opforge::unexpected(io_error("cannot read", path, err));
     }
     struct stat st {};
@@ -135,8 +132,13 @@ class RealFileSystem final : public FileSystem {
       return bad_input(path.string() + ": is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
                        std::to_string(max_bytes));
     }
+    // A regular file read with O_NONBLOCK reads as usual; clear it anyway for files on
+    // filesystems that honour it (FUSE).
+    if (int flags = ::fcntl(fd, F_GETFL); flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     return read_to_end(fd, path, max_bytes, static_cast<std::size_t>(st.st_size));
   }
+
+ public:
   Result<std::vector<std::string>> list_directory(const fs::path& path) const override {
     std::error_code ec;
     std::vector<std::string> names;

@@ -6,6 +6,7 @@
 #include "recipe/recipe.h"
 #include "recipe/toml_reader.h"
 #include "target/arch.h"
+#include "util/numbers.h"
 #include "util/pep440.h"
 #include "util/scan.h"
 #include "util/strings.h"
@@ -19,6 +20,48 @@ namespace {
 
 const std::vector<std::string> kSections = {"package", "source", "cuda",   "compiler", "arch",
                                             "ops",     "build",  "matrix", "wheel"};
+
+/// Why `url` (http:// or https://) cannot be an sccache-dist scheduler's address; empty when it
+/// can. sccache reads it only once a build starts, so "http://[::1" failed there as a scheduler
+/// that "does not answer": the URL is checked where the recipe is read.
+std::string scheduler_url_problem(std::string_view url) {
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return "it holds a space or a control character";
+  std::string_view rest = url.substr(url.find("://") + 3);
+  std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (authority.find('@') != std::string_view::npos)
+    return "it names a user (USER@HOST); the token goes in scheduler_token_file or OPFORGE_SCHEDULER_TOKEN";
+  std::string_view host = authority, port;
+  bool has_port = false;
+  if (authority.starts_with('[')) {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return "its IPv6 address has no closing ']'";
+    host = authority.substr(1, close - 1);
+    if (host.find(':') == std::string_view::npos ||
+        host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos)
+      return "'[" + strings::cut(host, 60) + "]' is not an IPv6 address";
+    const auto after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return "only ':PORT' may follow the IPv6 address's ']'";
+    has_port = !after.empty();
+    if (has_port) port = after.substr(1);
+  } else {
+    const auto colon = authority.find(':');
+    host = authority.substr(0, colon);
+    has_port = colon != std::string_view::npos;
+    if (has_port) port = authority.substr(colon + 1);
+    if (host.empty()) return "it names no host";
+    if (host.find_first_of("[]") != std::string_view::npos)
+      return "an IPv6 address goes in brackets with nothing around them ([::1])";
+    auto host_char = [](char c) { return scan::is_alnum(c) || c == '.' || c == '-' || c == '_'; };
+    if (!std::ranges::all_of(host, host_char))
+      return "host '" + strings::cut(host, 60) + "' holds a character a host name cannot";
+  }
+  if (has_port) {
+    auto p = numbers::parse_int<int>(port);
+    if (!p || *p < 1 || *p > 65535) return "port '" + strings::cut(port, 20) + "' is not a number from 1 to 65535";
+  }
+  return {};
+}
 
 /// `[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`: a distribution name.
 /// Names and versions go into the wheel's file name: past 256 characters none is a real one.
@@ -399,6 +442,10 @@ struct Parser {
         return opforge::unexpected(
             r.error_at(*n, "build.scheduler must be an sccache-dist scheduler's URL (http://host:10600), not \"" +
                                strings::cut(out.build.scheduler) + "\""));
+      if (auto why = scheduler_url_problem(out.build.scheduler); !why.empty())
+        return opforge::unexpected(r.error_at(
+            *n, "build.scheduler \"" + strings::cut(out.build.scheduler) + "\" is not a URL sccache can use: " + why,
+            "write http://HOST:PORT or http://[IPv6]:PORT, e.g. http://sched:10600 or http://[::1]:10600"));
     }
     if (auto* n = t.get("scheduler_token_file")) {
       fs::path f = OPFORGE_TRY(r.string(*n, "build.scheduler_token_file"));

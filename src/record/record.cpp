@@ -114,7 +114,8 @@ Result<int> format_version(const fs::path& file, const nlohmann::json& j) {
   f.remove_prefix(kFormatPrefix.size());
   int version = 0;
   auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), version);
-  if (ec != std::errc() || end != f.data() + f.size() || version < 1) return not_ours();
+  // The digits opforge writes, exactly: "01" or "1.0" is not read as 1.
+  if (ec != std::errc() || end != f.data() + f.size() || version < 1 || std::to_string(version) != f) return not_ours();
   if (version > kFormatVersion)
     return bad_input(file.string() + ": build record format version " + std::to_string(version) +
                          " is newer than this opforge reads (version " + std::to_string(kFormatVersion) + ")",
@@ -191,7 +192,7 @@ Result<Record> load(const probe::FileSystem& fs, const fs::path& file) {
   if (fs.type_of(file) == probe::FileType::none)  // a path the user typed: bad input
     return bad_input(file.string() + ": no such build record",
                      "pass the .opforge-record.json written beside a wheel in the dist folder");
-  auto text = OPFORGE_TRY(fs.read_regular_file(file, kMaxBytes));
+  auto text = OPFORGE_TRY(fs.read_file(file, kMaxBytes));
   return parse(file, text);
 }
 

@@ -31,18 +31,25 @@ NodeFacts parse_node_facts(const fs::path& report, std::string_view text) {
   NodeFacts n;
   n.report = report;
   n.name = report.filename().string();
-  const json j = util::json_parse(text);
-  if (j.is_discarded() || !j.is_object()) {
+  auto parsed = util::json_parse_checked(text);
+  if (!parsed) {
+    n.unreadable = parsed.error().message + " (give the output of `opforge doctor --json`)";
+    return n;
+  }
+  const json& j = *parsed;
+  if (!j.is_object()) {
     n.unreadable = "not a JSON object (give the output of `opforge doctor --json`)";
     return n;
   }
   const json* node = jr::object(j, "node");
   if (node) {
     if (auto host = jr::text(*node, "host"); host && !host->empty()) n.name = strings::cut(*host, 64);
-    auto format = jr::integer(*node, "format");
-    if (format && *format > doctor::kNodeFormat) {
-      n.unreadable = "written by a newer opforge (node format " + std::to_string(*format) + "; this one reads " +
-                     std::to_string(doctor::kNodeFormat) + "): check it with that opforge";
+    // Checked, never guessed: a format that is not the plain integer this opforge writes (2.0, "2",
+    // 2^63) is a report it cannot vouch for, and its row must not pass.
+    if (auto format = jr::format_number(*node, "format", doctor::kNodeFormat); !format) {
+      n.unreadable = "node." + format.error().message + ": " +
+                     (format.error().hint.empty() ? "give the output of `opforge doctor --json`"
+                                                  : "check it with the opforge that wrote it");
       return n;
     }
   }

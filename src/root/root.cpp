@@ -165,15 +165,16 @@ Info parse_describe(std::string_view output) {
     auto eq = line.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = line.substr(0, eq), value(strings::trim(line.substr(eq + 1)));
-    if (key == "os") info.os = value;
-    else if (key == "os_id") info.os_id = value;
+    // What a root's files say is shown as text: a PRETTY_NAME with terminal sequences is escaped.
+    if (key == "os") info.os = strings::cut(value, 100);
+    else if (key == "os_id") info.os_id = strings::cut(value, 100);
     else if (key == "glibc" && value.starts_with("glibc ")) {
-      info.glibc = value.substr(6);
+      info.glibc = strings::cut(value.substr(6), 40);
       auto parts = strings::split(info.glibc, '.');
       if (parts.size() >= 2) info.glibc_minor = std::atoi(parts[1].c_str());
     } else if (key.starts_with("tool.") && !value.empty()) info.tools[key.substr(5)] = value;
-    else if (key == "gcc_version") info.gcc_version = value;
-    else if (key == "python_version") info.python_version = value;
+    else if (key == "gcc_version") info.gcc_version = strings::cut(value, 60);
+    else if (key == "python_version") info.python_version = strings::cut(value, 60);
     else if (key == "python_include") info.python_include = value;
   }
   return info;
@@ -269,7 +270,7 @@ Result<Self> find_self(probe::Machine m) {
   Self self;
   self.exe = OPFORGE_TRY(m.fs.canonical("/proc/self/exe"));
   self.data_dir = probe::data_dir(m.fs);
-  auto bytes = OPFORGE_TRY(m.fs.read_file(self.exe));
+  auto bytes = OPFORGE_TRY(m.fs.read_file(self.exe, wheel::Limits{}.entry_bytes));
   auto elf = OPFORGE_TRY(wheel::read_elf(bytes));
   self.is_static = elf.needed.empty();
   if (self.is_static) return self;

@@ -12,7 +12,8 @@ namespace {
 /// they are quoted (strings::cut); this is the net for the ones that are not.
 std::string cut_lines(std::string_view text) {
   constexpr std::size_t kLine = 4096;
-  if (text.size() <= kLine) return strings::escape_non_utf8(text);
+  // A value a file held (a root's PRETTY_NAME, a report's field) may carry terminal sequences.
+  if (text.size() <= kLine) return strings::printable_lines(text);
   std::string out;
   for (auto& line : strings::split(text, '\n')) {
     if (!out.empty()) out += '\n';

@@ -135,7 +135,33 @@ std::string json_dump(const Json& value, int indent) {
   return out;
 }
 
-Json json_parse(std::string_view text) {
+namespace {
+
+/// The deepest nesting of arrays and objects in `text`, counted outside strings, stopping once past
+/// kJsonMaxDepth: a scan without recursion, before the parser builds anything.
+bool nested_too_deep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if ((c == '[' || c == '{') && ++depth > kJsonMaxDepth) return true;
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<Json> json_parse_checked(std::string_view text) {
+  if (nested_too_deep(text))
+    return bad_input("not JSON opforge reads: arrays and objects nested more than " + std::to_string(kJsonMaxDepth) +
+                     " levels deep");
   // \udcNN (N: 80..ff) becomes the escape of its stand-in, \udbff\udfNN, which the library reads.
   std::string in;
   in.reserve(text.size());
@@ -160,9 +186,23 @@ Json json_parse(std::string_view text) {
     in += text[i];
     if (i + 1 < text.size()) in += text[++i];
   }
-  Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!escapes || j.is_discarded()) return j;
+  Json j;
+  try {
+    j = Json::parse(in);
+  } catch (const Json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 3: ..." without the tag.
+    std::string what = e.what();
+    if (auto close = what.find("] "); what.starts_with("[json.exception") && close != std::string::npos)
+      what.erase(0, close + 2);
+    return bad_input("not JSON: " + strings::cut(what, 200));
+  }
+  if (!escapes) return j;
   return map_strings(j, [](const std::string& s) { return from_stand_ins(s); });
+}
+
+Json json_parse(std::string_view text) {
+  auto j = json_parse_checked(text);
+  return j ? std::move(*j) : Json(Json::value_t::discarded);
 }
 
 }  // namespace opforge::util

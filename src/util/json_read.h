@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/error.h"
+
 namespace opforge::util::json_read {
 
 using Json = nlohmann::json;
@@ -31,6 +33,14 @@ std::optional<double> number(const Json& object, std::string_view key);
 
 /// A value itself (an array's entry, an item's value) when it is an integer >= 0.
 std::optional<std::uint64_t> count(const Json& value);
+
+/// A versioned document's format number, `object[key]`, checked and never guessed: the number
+/// when it is a plain JSON integer from 1 to `newest`; otherwise bad_input naming what was found:
+/// `format "2" is a string, expected the integer 1`, `format 2.0 is not an integer, expected the
+/// integer 1`, `format is missing, expected the integer 1`, `format 0 is not a format opforge writes,
+/// expected the integer 1`, or (its hint: a newer opforge) `format 3 is newer than this opforge
+/// reads (1)`.
+Result<int> format_number(const Json& object, std::string_view key, int newest);
 
 /// text(), or `fallback` when absent.
 std::string text_or(const Json& object, std::string_view key, std::string fallback = {});

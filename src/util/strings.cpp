@@ -127,7 +127,8 @@ void hex_byte(std::string& out, unsigned char u) {
   out += hex[u & 15];
 }
 
-std::string escaped(std::string_view text, bool controls) {
+/// `controls`: control characters as \xNN too; `lines`: but line breaks and tabs.
+std::string escaped(std::string_view text, bool controls, bool lines = false) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
@@ -137,7 +138,8 @@ std::string escaped(std::string_view text, bool controls) {
       hex_byte(out, static_cast<unsigned char>(text[i++]));
       continue;
     }
-    if (controls && n == 1 && (cp < 0x20 || cp == 0x7F)) hex_byte(out, static_cast<unsigned char>(cp));
+    if (controls && n == 1 && (cp < 0x20 || cp == 0x7F) && !(lines && (cp == '\n' || cp == '\t')))
+      hex_byte(out, static_cast<unsigned char>(cp));
     else out.append(text.substr(i, n));
     i += n;
   }
@@ -148,7 +150,7 @@ std::string escaped(std::string_view text, bool controls) {
 
 std::string printable(std::string_view text) { return escaped(text, true); }
 
-std::string escape_non_utf8(std::string_view text) { return escaped(text, false); }
+std::string printable_lines(std::string_view text) { return escaped(text, true, true); }
 
 std::string cut(std::string_view value, std::size_t keep) {
   if (value.size() <= keep) return printable(value);

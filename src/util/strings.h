@@ -22,8 +22,9 @@ std::string to_lower(std::string_view text);
 /// written as \xNN: a value shown in a message stays on its line, sends nothing to the terminal,
 /// and is text.
 std::string printable(std::string_view text);
-/// Only the bytes that are not UTF-8 written as \xNN (line breaks kept): for whole messages.
-std::string escape_non_utf8(std::string_view text);
+/// printable() for whole messages: line breaks and tabs kept, every other control character (ESC
+/// of a terminal sequence a file held) and each byte that is not UTF-8 written as \xNN.
+std::string printable_lines(std::string_view text);
 /// The length of the valid UTF-8 character at text[i] (RFC 3629: no overlong forms, no
 /// surrogates, at most U+10FFFF), with its code point in `cp`; 0 when none starts there.
 std::size_t utf8_char(std::string_view text, std::size_t i, char32_t& cp);

@@ -18,7 +18,7 @@ Status walk(const probe::FileSystem& fs, const fs::path& dir, const std::string&
       OPFORGE_CHECK(walk(fs, path, inner, out, depth + 1));
     } else if (type == probe::FileType::regular) {
       if (name.ends_with(".pyc")) continue;
-      auto content = OPFORGE_TRY(fs.read_file(path));
+      auto content = OPFORGE_TRY(fs.read_file(path, Limits{}.entry_bytes));
       out.push_back({inner, std::move(content), fs.is_executable(path) ? 0755u : 0644u});
     } else {
       return bad_input(path.string() + " is neither a file nor a folder (dangling symlink?)",

@@ -82,7 +82,7 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
     if (n.starts_with(".") || fs.type_of(dist / n) != probe::FileType::regular) continue;
     auto project = wheel_project(n);
     if (project.empty()) continue;
-    auto bytes = OPFORGE_TRY(fs.read_file(dist / n));
+    auto bytes = OPFORGE_TRY(fs.read_file(dist / n, Limits{}.archive_bytes));
     projects[project].push_back({n, sha256_hex(bytes)});
   }
   const fs::path simple = dist / "simple";

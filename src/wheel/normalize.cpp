@@ -88,7 +88,7 @@ Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel
     cleanup();
     return failure("strip --strip-unneeded failed on " + path_in_wheel + ": " + res->err, "is binutils installed?");
   }
-  auto out = m.fs.read_file(tmp);
+  auto out = m.fs.read_file(tmp, Limits{}.entry_bytes);
   cleanup();
   return out;
 }
@@ -151,7 +151,7 @@ struct Renamer {
 
 Result<Written> normalize(probe::Machine m, const fs::path& wheel, const fs::path& dist_dir,
                           const NormalizeOptions& options) {
-  auto bytes = OPFORGE_TRY(m.fs.read_file(wheel));
+  auto bytes = OPFORGE_TRY(m.fs.read_file(wheel, Limits{}.archive_bytes));
   auto entries = read_archive(bytes);
   if (!entries) return bad_input(wheel.string() + ": " + entries.error().message);
   const std::string dist_info = OPFORGE_TRY(dist_info_folder(*entries, wheel));

@@ -182,7 +182,7 @@ namespace {
 
 /// The wheel file's bytes, or bad_input naming it: missing, not a regular file, too large.
 Result<std::string> read_wheel(const probe::FileSystem& fs, const fs::path& path) {
-  auto bytes = fs.read_regular_file(path, Limits{}.archive_bytes);
+  auto bytes = fs.read_file(path, Limits{}.archive_bytes);
   if (!bytes) {
     auto e = bytes.error();
     if (e.kind == ErrorKind::bad_input && e.hint.empty()) e.hint = "pass a .whl file";
