@@ -36,7 +36,7 @@ TEST(ProbeLinks, ALinkOutIsFoundOnThePathAndInTheTree) {
   fs::create_directories(t.dir / "tree/pkg");
   fs::create_directories(t.dir / "elsewhere");
   test_util::spit(t.dir / "elsewhere/secret.txt", "secret");
-  fs::create_symlink("pkg", t.dir / "tree/inside");                          // stays in
+  fs::create_symlink("pkg", t.dir / "tree/inside");                        // stays in
   fs::create_symlink(t.dir / "tree/pkg", t.dir / "tree/absolute-inside");  // stays in, absolute
   EXPECT_FALSE(probe::link_out_in_tree(m.fs, t.dir / "tree"));
   fs::create_symlink("../../elsewhere", t.dir / "tree/pkg/out");
@@ -146,7 +146,9 @@ TEST(ProbeLinks, PruningRemovesAnEntryWithoutFollowingItsLinks) {
   fs::create_directories(t.dir / "elsewhere");
   test_util::spit(t.dir / "elsewhere/keep.txt", "keep\n");
   fs::create_symlink(t.dir / "elsewhere", entry / "pkg");
-  auto report = cache::prune(m.fs, t.dir / "cache", cache::PruneOptions{.older_than = std::chrono::seconds(0), .max_bytes = {}, .now_ns = std::int64_t{1} << 62});
+  auto report = cache::prune(
+      m.fs, t.dir / "cache",
+      cache::PruneOptions{.older_than = std::chrono::seconds(0), .max_bytes = {}, .now_ns = std::int64_t{1} << 62});
   ASSERT_TRUE(report) << report.error().render();
   EXPECT_FALSE(fs::exists(entry));
   EXPECT_EQ(test_util::slurp(t.dir / "elsewhere/keep.txt"), "keep\n");
