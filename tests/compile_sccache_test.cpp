@@ -94,7 +94,7 @@ TEST(CompileSccache, TheTokenLivesInAPrivateFileTheSessionRemoves) {
     EXPECT_FALSE((*s)->env().contains("SCCACHE_CONF"));
     EXPECT_EQ(fm.fs.read_file("/tmp/s/client.toml").value(),
               "[dist]\nscheduler_url = \"http://s:10600\"\ntoolchains = []\nrewrite_includes_only = "
-              "true\n\n[dist.auth]\ntype = \"token\"\ntoken = "
+              "true\ncache_dir = \"/tmp/s/dist-cache\"\n\n[dist.auth]\ntype = \"token\"\ntoken = "
               "\"s3\\\"cret\"\n");
     // No variable and no argument carries the token: only the file does.
     for (const auto& call : fm.proc.calls()) {

@@ -360,6 +360,8 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
     if (plan.host) setup.compiler = plan.host->compiler.cc;
     setup.error_log = plan.build_dir / "sccache-server.log";  // kept: a message may name it
+    // The toolchains sccache packs for build servers: in opforge's cache, not in HOME.
+    if (const auto cache = settings::cache_dir(m.env); !cache.empty()) setup.dist_cache = cache / "sccache-dist";
     sccache = OPFORGE_TRY(start_sccache(m, std::move(setup)));
     if (sccache->distributed() && plan.jobs_auto)
       plan.jobs = distributed_jobs(plan.jobs, sccache->scheduler().cpus, plan::available_memory_kib(m.fs));

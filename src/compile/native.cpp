@@ -73,6 +73,8 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
     auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
     if (plan.host) setup.compiler = plan.host->compiler.cc;
     setup.error_log = plan.build_dir / "sccache-server.log";  // kept: a message may name it
+    // The toolchains sccache packs for build servers: in opforge's cache, not in HOME.
+    if (const auto cache = settings::cache_dir(m.env); !cache.empty()) setup.dist_cache = cache / "sccache-dist";
     session = OPFORGE_TRY(start_sccache(m, std::move(setup)));
     for (auto& [k, v] : session->env()) graph.env[k] = v;
     // Each compile through the launcher that hands it only the variables a compile needs (`plan`

@@ -276,8 +276,9 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
     // code) GCC then places a function's closing line elsewhere and drops or adds a nop.
     const std::string conf =
         "[dist]\nscheduler_url = " + toml_string(setup.scheduler) +
-        "\ntoolchains = []\nrewrite_includes_only = true\n\n[dist.auth]\ntype = \"token\"\ntoken = " +
-        toml_string(setup.token) + "\n";
+        "\ntoolchains = []\nrewrite_includes_only = true\ncache_dir = " +
+        toml_string((setup.dist_cache.empty() ? setup.work / "dist-cache" : setup.dist_cache).string()) +
+        "\n\n[dist.auth]\ntype = \"token\"\ntoken = " + toml_string(setup.token) + "\n";
     OPFORGE_CHECK(m.fs.write_file_atomic(setup.work / "client.toml", conf, 0600));
     s->server_conf_ = setup.work / "client.toml";
   }

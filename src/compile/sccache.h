@@ -60,6 +60,9 @@ struct SccacheSetup {
   /// outlives the session, so that a message may name it. Empty: in `work`, removed with it, and
   /// then never named.
   std::filesystem::path error_log{};
+  /// Where sccache packs the toolchains it sends to build servers ([dist] cache_dir): opforge's
+  /// cache folder's, so that nothing lands in HOME. Empty: in `work`.
+  std::filesystem::path dist_cache{};
   /// Whether start_sccache compiles a test file on the servers; false: it only asks the scheduler
   /// (`opforge plan` and `doctor`, which compile nothing).
   bool test_compile = true;
