@@ -46,23 +46,27 @@ sample_start() {  # sample_start NAME: every process's command line, as anyone t
 }
 sample_check() {  # sample_check NAME: the sandboxes seen hold no secret and only a compile's variables
   touch "$out/$1.stop"; wait "$sampler_pid" 2>/dev/null || true
+  sampler_pid=
   local sandboxes names extra
-  sandboxes=$(grep -c -- '--setenv' "$out/$1.ps" || true)
+  # This cluster's sandboxes (the machine may run others): bwrap with a server's build folder bound.
+  grep -F -- "--bind $out/cluster/server105" "$out/$1.ps" >"$out/$1.sandboxes.ps" || true
+  sandboxes=$(grep -c -- '--setenv' "$out/$1.sandboxes.ps" || true)
   [ "$sandboxes" -gt 0 ] || fail "$1: no build server's sandbox was seen (ps sampled too slowly?)"
-  # (This script's own greps, which name the token, are left out.)
+  # The values on any command line (this script's own greps, which name the token, left out).
   grep -v '^grep ' "$out/$1.ps" >"$out/$1.others.ps" || true
   grep -qF "$token" "$out/$1.others.ps" && fail "$1: a process's command line holds the client token"
-  grep -q 'OPFORGE_SCHEDULER_TOKEN\|OPFORGE_TEST_CANARY' "$out/$1.others.ps" &&
-    fail "$1: a build server's sandbox holds a variable no compile needs: $(grep -o -- '--setenv OPFORGE_[A-Z_]*' "$out/$1.ps" | sort -u | tr '\n' ' ')"
   grep -qF "$OPFORGE_TEST_CANARY" "$out/$1.others.ps" && fail "$1: the canary's value reached a command line"
+  grep -q 'OPFORGE_SCHEDULER_TOKEN\|OPFORGE_TEST_CANARY' "$out/$1.sandboxes.ps" &&
+    fail "$1: a build server's sandbox holds a variable no compile needs: $(grep -o -- '--setenv OPFORGE_[A-Z_]*' "$out/$1.sandboxes.ps" | sort -u | tr '\n' ' ')"
   # Every variable a sandbox got is one the settings table lets a compile have (docs/cluster.md),
   # or one of nvcc's own that its --dryrun sets for its steps (nvcc.profile's), or sccache's own
   # markers for them.
-  names=$(grep -o -- '--setenv [A-Za-z_][A-Za-z0-9_]*' "$out/$1.ps" | awk '{print $2}' | sort -u)
+  names=$(grep -o -- '--setenv [A-Za-z_][A-Za-z0-9_]*' "$out/$1.sandboxes.ps" | awk '{print $2}' | sort -u)
   extra=$(printf '%s\n' $names | grep -vxE 'PATH|LD_LIBRARY_PATH|TMPDIR|LANG|LC_ALL|LC_CTYPE|LC_MESSAGES|SOURCE_DATE_EPOCH|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|LIBRARY_PATH|NVCC_PREPEND_FLAGS|NVCC_APPEND_FLAGS|SCCACHE_SERVER_UDS|SCCACHE_CONF' |
     grep -vxE 'TOP|NVVMIR_LIBRARY_DIR|INCLUDES|SYSTEM_INCLUDES|LIBRARIES|CUDAFE_FLAGS|PTXAS_FLAGS|CICC_PATH|_HERE_|_THERE_|_TARGET_SIZE_|_TARGET_DIR_|_SPACE_|_CUDART_|_NVVM_BRANCH_' |
     grep -vxE 'SCCACHE_DIRECT|__SCCACHE_THIS_IS_A_CUDA_COMPILATION__' || true)
   [ -z "$extra" ] || fail "$1: the build servers got variables a compile does not need: $extra"
+  rm -f "$out/$1.ps" "$out/$1.others.ps"  # large; the sandboxes' lines are kept
   echo "$1: $sandboxes sandbox command lines sampled, their variables: $(echo $names)"
 }
 build() {  # build NAME [TOKEN]: a build through the cluster, into NAME/
