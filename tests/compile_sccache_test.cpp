@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "compile/sccache.h"
+#include "compile/wrappers.h"
 #include "probe/fake_machine.h"
 #include "recipe/recipe.h"
 #include "test_util.h"
@@ -88,10 +89,12 @@ TEST(CompileSccache, TheTokenLivesInAPrivateFileTheSessionRemoves) {
     EXPECT_TRUE((*s)->distributed());
     EXPECT_EQ((*s)->said(), "sccache: 2 build servers, 4 CPUs at http://s:10600: compile steps go there");
     EXPECT_EQ((*s)->env().at("SCCACHE_SERVER_UDS"), "/tmp/s/server.sock");
-    EXPECT_EQ((*s)->env().at("SCCACHE_CONF"), "/tmp/s/client.toml");
+    // The configuration (with the token) is the server's alone: the build's commands, and so its
+    // compiles, are never handed it.
+    EXPECT_FALSE((*s)->env().contains("SCCACHE_CONF"));
     EXPECT_EQ(fm.fs.read_file("/tmp/s/client.toml").value(),
               "[dist]\nscheduler_url = \"http://s:10600\"\ntoolchains = []\nrewrite_includes_only = "
-              "true\n\n[dist.auth]\ntype = \"token\"\ntoken = "
+              "true\ncache_dir = \"/tmp/s/dist-cache\"\n\n[dist.auth]\ntype = \"token\"\ntoken = "
               "\"s3\\\"cret\"\n");
     // No variable and no argument carries the token: only the file does.
     for (const auto& call : fm.proc.calls()) {
@@ -103,8 +106,108 @@ TEST(CompileSccache, TheTokenLivesInAPrivateFileTheSessionRemoves) {
     const auto wrapped = (*s)->wrap({"ninja", "-C", "b"});
     EXPECT_EQ(std::vector<std::string>(wrapped.end() - 3, wrapped.end()),
               (std::vector<std::string>{"ninja", "-C", "b"}));
+    EXPECT_EQ(wrapped[7], "/tmp/s/client.toml");  // the server's configuration: an argument only its start reads
+    // The test compile ran through the launcher that hands it only a compile's variables.
+    bool launched = false;
+    for (const auto& call : fm.proc.calls())
+      for (const auto& a : call.argv) launched |= a.find("\"$3\" \"$1\" -c") != std::string::npos;
+    EXPECT_TRUE(launched);
   }
   EXPECT_EQ(fm.fs.type_of("/tmp/s"), probe::FileType::none);
+}
+
+TEST(CompileSccache, SccachesOwnConfigurationNamingASchedulerIsSaidAsWhereCompilesRun) {
+  // No [build] scheduler, but SCCACHE_CONF names one: the summary says the servers, as the counters
+  // will.
+  probe::FakeMachine fm;
+  fm.fs.add_directory("/tmp/s");
+  fm.proc.on(
+      {"/bin/sh", "-c"},
+      probe::ProcessResult{.exit_code = 0, .out = test_util::data("sccache/dist-status-2-servers-0.16.0.json") + "\n"});
+  auto s = start_sccache(fm.machine(), SccacheSetup{.work = "/tmp/s"});
+  ASSERT_TRUE(s) << s.error().render();
+  EXPECT_TRUE((*s)->distributed());
+  EXPECT_EQ((*s)->said(),
+            "sccache: 2 build servers, 4 CPUs at http://127.0.0.1:10600/ (sccache's own configuration; no [build] "
+            "scheduler): compile steps go there");
+  probe::FakeMachine down;
+  down.fs.add_directory("/tmp/s");
+  down.proc.on({"/bin/sh", "-c"},
+               probe::ProcessResult{.exit_code = 0,
+                                    .out = test_util::data("sccache/dist-status-scheduler-down-0.16.0.json") + "\n"});
+  auto d = start_sccache(down.machine(), SccacheSetup{.work = "/tmp/s"});
+  ASSERT_TRUE(d) << d.error().render();
+  EXPECT_FALSE((*d)->distributed());
+  EXPECT_TRUE((*d)->said().starts_with("sccache: the scheduler cannot be reached (")) << (*d)->said();
+  EXPECT_TRUE((*d)->said().ends_with(" (sccache's own configuration; no [build] scheduler): every step compiles here"))
+      << (*d)->said();
+  // Without a scheduler anywhere sccache says "Disabled".
+  probe::FakeMachine none;
+  none.fs.add_directory("/tmp/s");
+  none.proc.on({"/bin/sh", "-c"}, probe::ProcessResult{.exit_code = 0, .out = "\"Disabled\"\n"});
+  auto n = start_sccache(none.machine(), SccacheSetup{.work = "/tmp/s"});
+  ASSERT_TRUE(n) << n.error().render();
+  EXPECT_EQ((*n)->said(), "sccache: compiling here (no [build] scheduler)");
+}
+
+TEST(CompileSccache, AServerThatDoesNotStartIsToldInSccachesOwnWords) {
+  // The server's start fails (exit 97 of the script) with `said` in the start log.
+  auto start = [](const std::string& said, const std::filesystem::path& error_log) {
+    probe::FakeMachine fm;
+    fm.fs.add_directory("/tmp/s");
+    fm.fs.add_file("/tmp/s/start.log", said);
+    fm.proc.on({"/bin/sh", "-c"},
+               probe::ProcessResult{.exit_code = 97, .err = "opforge: sccache's server did not start"});
+    auto s = start_sccache(fm.machine(), SccacheSetup{.work = "/tmp/s", .error_log = error_log});
+    EXPECT_FALSE(s);
+    return s ? Error{} : s.error();
+  };
+  // SCCACHE_CONF that sccache cannot load: its words and a hint about the file, exit 2; not "install".
+  auto bad = start(
+      "sccache: error: Failed to load config file\nsccache: caused by: Failed to load toml config file from "
+      "/home/u/bad.toml\n",
+      "/b/sccache-server.log");
+  EXPECT_EQ(bad.kind, ErrorKind::bad_input);
+  EXPECT_EQ(bad.message,
+            "sccache's server did not start: sccache says:\nsccache: error: Failed to load config file\nsccache: "
+            "caused by: Failed to load toml config file from /home/u/bad.toml");
+  EXPECT_EQ(bad.hint,
+            "fix the configuration sccache reads (SCCACHE_CONF, else ~/.config/sccache/config), or unset "
+            "SCCACHE_CONF to build without it");
+  // Other words: said, with the server's log where it is kept (the build folder), never the private
+  // folder's, which is gone once the message is read.
+  auto other = start("sccache: error: Address in use\n", "/b/sccache-server.log");
+  EXPECT_EQ(other.kind, ErrorKind::unsatisfied);
+  EXPECT_EQ(other.message,
+            "sccache's server did not start (its log: /b/sccache-server.log): sccache says:\nsccache: error: "
+            "Address in use");
+  auto quiet = start("", {});
+  EXPECT_EQ(quiet.message, "sccache's server did not start");
+}
+
+TEST(CompileSccache, TheLauncherHandsACompileOnlyTheVariablesItNeeds) {
+  // `env` in sccache's place prints what a compile (and so a build server) gets.
+  const auto dir = test_util::temp_dir("launcher");
+  const auto launcher = compile_launcher(dir, "env");
+  auto m = probe::real_machine();
+  ASSERT_TRUE(write_compile_launcher(m.fs, launcher));
+  EXPECT_EQ(launcher.path.parent_path().parent_path(), dir / "launch");
+  auto ran = m.proc.run(probe::Command{
+      .argv = {launcher.path.string()},
+      .env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"},
+                                                {"HOME", "/root"},
+                                                {"OPFORGE_SCHEDULER_TOKEN", "t0ken"},
+                                                {"OPFORGE_TEST_CANARY", "canary"},
+                                                {"CI", "true"},
+                                                {"SCCACHE_CONF", "/home/u/with-a-token.toml"},
+                                                {"SCCACHE_SERVER_UDS", "/tmp/s/serve.sock"},
+                                                {"NVCC_APPEND_FLAGS", "-O3 -Xcompiler=-ffile-prefix-map=/t=."},
+                                                {"SOURCE_DATE_EPOCH", "1700000000"}}});
+  ASSERT_TRUE(ran) << ran.error().render();
+  EXPECT_EQ(ran->out,
+            "SOURCE_DATE_EPOCH=1700000000\nNVCC_APPEND_FLAGS=-O3 -Xcompiler=-ffile-prefix-map=/t=.\n"
+            "SCCACHE_SERVER_UDS=/tmp/s/serve.sock\nPATH=/usr/bin:/bin\nSCCACHE_CONF=/dev/null\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CompileSccache, TheRecipeNamesItsCacheAndScheduler) {

@@ -303,5 +303,45 @@ TEST(SettingsRules, BuildSwitchesAreTheDsBuildVariablesButTheVersionString) {
   EXPECT_EQ(build_switches(env), (std::map<std::string, std::string>{{"DS_BUILD_AIO", ""}, {"DS_BUILD_OPS", "1"}}));
 }
 
+TEST(SettingsChildren, TheTokenReachesNoChildButOpforgeAndACompileGetsOnlyItsRows) {
+  probe::FakeEnvironment env({{"OPFORGE_SCHEDULER_TOKEN", "t0ken"},
+                              {"OPFORGE_TEST_CANARY", "canary"},
+                              {"HOME", "/root"},
+                              {"AWS_SECRET_ACCESS_KEY", "aws"},
+                              {"CI", "true"},
+                              {"PATH", "/usr/bin"},
+                              {"LANG", "C.UTF-8"},
+                              {"LC_ALL", "C"},
+                              {"LC_NUMERIC", "de_DE"},
+                              {"TMPDIR", "/tmp"},
+                              {"SOURCE_DATE_EPOCH", "1700000000"},
+                              {"CPATH", "/opt/inc"},
+                              {"NVCC_APPEND_FLAGS", "-O3"},
+                              {"SCCACHE_SERVER_UDS", "/tmp/s/serve.sock"},
+                              {"SCCACHE_CONF", "/home/u/sccache.toml"},
+                              {"SCCACHE_REDIS", "redis://:password@host"},
+                              {"CUDA_HOME", "/usr/local/cuda"}});
+  // A project's command, ninja, a probe: everything but opforge's secret.
+  auto command = child_environment(env, Child::command);
+  EXPECT_FALSE(command.contains("OPFORGE_SCHEDULER_TOKEN"));
+  EXPECT_EQ(command.size(), env.all().size() - 1);
+  EXPECT_EQ(everything(env), command);
+  // Another opforge (inside a root) reads the token itself.
+  EXPECT_EQ(child_environment(env, Child::opforge).at("OPFORGE_SCHEDULER_TOKEN"), "t0ken");
+  // A compile that may run on a build server: the table's compile rows, nothing else of the machine.
+  EXPECT_EQ(child_environment(env, Child::compile),
+            (std::map<std::string, std::string>{{"CPATH", "/opt/inc"},
+                                                {"LANG", "C.UTF-8"},
+                                                {"LC_ALL", "C"},
+                                                {"NVCC_APPEND_FLAGS", "-O3"},
+                                                {"PATH", "/usr/bin"},
+                                                {"SCCACHE_SERVER_UDS", "/tmp/s/serve.sock"},
+                                                {"SOURCE_DATE_EPOCH", "1700000000"},
+                                                {"TMPDIR", "/tmp"}}));
+  EXPECT_EQ(secret_variables(), std::vector<std::string>{"OPFORGE_SCHEDULER_TOKEN"});
+  // Each compile row is one name (the launcher script names them one by one), never a family.
+  for (const auto& name : compile_variables()) EXPECT_EQ(name.find('*'), std::string::npos) << name;
+}
+
 }  // namespace
 }  // namespace opforge::settings

@@ -7,6 +7,8 @@
 #include "cli/command.h"
 #include "compile/pch.h"
 #include "opforge/version.h"
+#include "probe/overlay_environment.h"
+#include "settings/settings.h"
 #include "util/strings.h"
 
 namespace opforge::cli {
@@ -40,6 +42,8 @@ namespace {
 
 int run_main(int argc, char** argv) {
   using namespace opforge;
+  // opforge's secrets (the scheduler's token) reach no child that takes the environment implicitly.
+  probe::keep_from_children(settings::secret_variables());
   // A command build's host wrappers hand each C++ compile to this binary (compile/pch.h); not a
   // command for people, so it bypasses the command table and its parsing.
   if (argc >= 2 && std::string_view(argv[1]) == compile::pch::kCommand)

@@ -67,7 +67,7 @@ Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& p
                                       const HostWrappers* host) {
   if (!plan.cuda.chosen) return fs::path();
   auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc),
-                        enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host),
+                        enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host, cache_dir),
                         nvcc_takes_stable_names(plan));
   OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
   return w.path;
@@ -359,6 +359,9 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (plan.cache == recipe::Cache::sccache) {
     auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
     if (plan.host) setup.compiler = plan.host->compiler.cc;
+    setup.error_log = plan.build_dir / "sccache-server.log";  // kept: a message may name it
+    // The toolchains sccache packs for build servers: in opforge's cache, not in HOME.
+    if (const auto cache = settings::cache_dir(m.env); !cache.empty()) setup.dist_cache = cache / "sccache-dist";
     sccache = OPFORGE_TRY(start_sccache(m, std::move(setup)));
     if (sccache->distributed() && plan.jobs_auto)
       plan.jobs = distributed_jobs(plan.jobs, sccache->scheduler().cpus, plan::available_memory_kib(m.fs));
@@ -373,7 +376,10 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir));
   const fs::path cache_dir = settings::cache_dir(m.env);
   if (plan.host) OPFORGE_CHECK(compiler::check_shim(m.fs, *plan.host));
-  auto host = host_wrappers(m.fs, cache_dir, plan, wrapper_launcher(plan));
+  // sccache: each compile through a launcher that hands it only the variables a compile needs.
+  if (const auto program = wrapper_launcher(plan); !program.empty() && !cache_dir.empty())
+    OPFORGE_CHECK(write_compile_launcher(m.fs, compile_launcher(cache_dir, program)));
+  auto host = host_wrappers(m.fs, cache_dir, plan, wrapper_launch(plan, cache_dir));
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir, host ? &*host : nullptr));
   const auto watch = network_watch(cache_dir);

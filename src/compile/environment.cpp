@@ -132,6 +132,8 @@ std::map<std::string, std::string> planned_exports(probe::Machine m, const plan:
 Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan) {
   if (auto nvcc = default_nvcc_wrapper(m, plan)) OPFORGE_CHECK(write_nvcc_wrapper(m.fs, *nvcc));
   if (auto host = default_host_wrappers(m, plan)) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
+  if (const auto program = wrapper_launcher(plan); !program.empty() && !settings::cache_dir(m.env).empty())
+    OPFORGE_CHECK(write_compile_launcher(m.fs, compile_launcher(settings::cache_dir(m.env), program)));
   if (const fs::path cache_dir = settings::cache_dir(m.env);
       plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty())
     OPFORGE_CHECK(write_network_watch(m.fs, network_watch(cache_dir)));

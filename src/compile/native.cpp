@@ -6,6 +6,7 @@
 
 #include "compile/compiler_cache.h"
 #include "compile/op_steps.h"
+#include "compile/wrappers.h"
 #include "compiler/host.h"
 #include "plan/jobs.h"
 #include "probe/json_cache.h"
@@ -71,8 +72,19 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   if (plan.cache == recipe::Cache::sccache) {
     auto setup = OPFORGE_TRY(sccache_setup(m, plan.recipe.build.scheduler, plan.recipe.build.scheduler_token_file));
     if (plan.host) setup.compiler = plan.host->compiler.cc;
+    setup.error_log = plan.build_dir / "sccache-server.log";  // kept: a message may name it
+    // The toolchains sccache packs for build servers: in opforge's cache, not in HOME.
+    if (const auto cache = settings::cache_dir(m.env); !cache.empty()) setup.dist_cache = cache / "sccache-dist";
     session = OPFORGE_TRY(start_sccache(m, std::move(setup)));
     for (auto& [k, v] : session->env()) graph.env[k] = v;
+    // Each compile through the launcher that hands it only the variables a compile needs (`plan`
+    // prints the program itself): its steps may run on a build server.
+    const fs::path cache_dir = settings::cache_dir(m.env);
+    const auto program = wrapper_launcher(plan);
+    const auto launcher = compile_launcher(cache_dir.empty() ? plan.build_dir : cache_dir, program);
+    OPFORGE_CHECK(write_compile_launcher(m.fs, launcher));
+    for (auto& step : graph.steps)
+      if (!step.argv.empty() && step.argv.front() == program) step.argv.front() = launcher.path.string();
   }
   OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "lib"));
   for (auto& o : graph.outputs) OPFORGE_CHECK(m.fs.create_directories(plan.build_dir / "obj" / o.op));

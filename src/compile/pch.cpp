@@ -8,6 +8,7 @@
 
 #include "cache/layout.h"
 #include "compiler/host.h"
+#include "probe/links.h"
 #include "settings/settings.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -163,11 +164,18 @@ struct Scanner {
   std::string refused{};  ///< the first thing before torch/extension.h a header made of directives cannot hold
   int files = 0;
 
+  fs::path tree{};  ///< the build's tree: a header reached through a link out of it is not read
+
+  /// A project header the scan may read: a file, not reached through a link out of the tree (that
+  /// one goes into the prefix as written, as any header from elsewhere).
+  bool readable(const fs::path& p) const {
+    return fs.resolved_type(p) == probe::FileType::regular && (tree.empty() || !probe::link_out_on_path(fs, tree, p));
+  }
+
   std::optional<fs::path> resolve(const std::string& name, bool quoted, const fs::path& from) const {
-    if (quoted && fs.resolved_type(from.parent_path() / name) == probe::FileType::regular)
-      return from.parent_path() / name;
+    if (quoted && readable(from.parent_path() / name)) return from.parent_path() / name;
     for (const auto& d : dirs)
-      if (fs.resolved_type(d / name) == probe::FileType::regular) return d / name;
+      if (readable(d / name)) return d / name;
     return std::nullopt;
   }
 
@@ -556,9 +564,16 @@ std::string entry_key(const probe::FileSystem& fs, const fs::path& compiler, con
   return sha256_hex(k).substr(0, 16);
 }
 
-SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs) {
+SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs,
+                const fs::path& tree) {
   Scanner s{fs, dirs};
+  s.tree = tree;
   s.visited.insert(source.lexically_normal().string());
+  if (!tree.empty() && probe::is_within(source, tree))
+    if (auto link = probe::link_out_on_path(fs, tree, source)) {
+      s.out.why_not = "is reached through " + link->link.string() + ", a link out of the build tree";
+      return s.out;
+    }
   s.file(source, 0);
   if (!s.out.reaches_header && s.out.why_not.empty())
     s.out.why_not = "does not include " + std::string(kHeader) + " (in its own text or the project's headers)";
@@ -744,7 +759,7 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
     if (tree.empty() || inside(dir, tree)) project_dirs.push_back(dir);
   }
   const fs::path src_path = fs::path(source).is_absolute() ? fs::path(source) : cwd / source;
-  const SourceScan found = scan(m.fs, src_path, project_dirs);
+  const SourceScan found = scan(m.fs, src_path, project_dirs, tree);
   if (!found.reaches_header) {
     if (found.why_not.starts_with("does not include")) {
       log("plain", "");
@@ -798,7 +813,7 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
     // Another file counts when it reads the same directives before the header.
     auto count = [&](const fs::path& p, const std::vector<fs::path>& dirs) {
       if (known.contains(named(p))) return;
-      const SourceScan theirs = scan(m.fs, p, dirs);
+      const SourceScan theirs = scan(m.fs, p, dirs, tree);
       if (theirs.reaches_header && theirs.prefix == found.prefix) known.insert(named(p));
     };
     if (known.size() < kMakeAt)

@@ -149,7 +149,10 @@ struct SourceScan {
 /// (kept in `prefix`, in order; include guards and `#pragma once` left out). Code, an #if (an
 /// include guard aside) or an include named by a macro before it refuses the file: forced first,
 /// the header would reorder the declarations, and gcc's code with them.
-SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs);
+/// With `tree` (the build's), nothing is read through a link out of it: a source reached so is not
+/// scanned, a header so goes into the prefix as written.
+SourceScan scan(const probe::FileSystem& fs, const fs::path& source, const std::vector<fs::path>& dirs,
+                const fs::path& tree = {});
 
 /// The header made for a prefix: its lines, then `#include <torch/extension.h>`.
 std::string header_text(const std::vector<std::string>& prefix);

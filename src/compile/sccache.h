@@ -51,11 +51,18 @@ SchedulerStatus parse_dist_status(std::string_view json);
 /// The distribution a build asks for: the scheduler's URL and its client token (never printed,
 /// recorded or logged: it lives only in a private file for the build's sccache, removed after).
 struct SccacheSetup {
-  std::string scheduler;  ///< empty: compile here (or as the user's SCCACHE_CONF says)
-  std::string token;
+  std::string scheduler{};  ///< empty: compile here (or as the user's SCCACHE_CONF says)
+  std::string token{};
   std::filesystem::path sccache = "sccache";  ///< the program
   std::filesystem::path compiler = "gcc";     ///< the C compiler of the test compile on the servers
-  std::filesystem::path work;                 ///< a private folder for the session's files
+  std::filesystem::path work{};               ///< a private folder for the session's files
+  /// Where sccache's server writes its errors (SCCACHE_ERROR_LOG): the build folder's, which
+  /// outlives the session, so that a message may name it. Empty: in `work`, removed with it, and
+  /// then never named.
+  std::filesystem::path error_log{};
+  /// Where sccache packs the toolchains it sends to build servers ([dist] cache_dir): opforge's
+  /// cache folder's, so that nothing lands in HOME. Empty: in `work`.
+  std::filesystem::path dist_cache{};
   /// Whether start_sccache compiles a test file on the servers; false: it only asks the scheduler
   /// (`opforge plan` and `doctor`, which compile nothing).
   bool test_compile = true;
@@ -76,7 +83,9 @@ class SccacheSession {
   ~SccacheSession();  ///< removes the private folder, and the token's file with it
   SccacheSession(const SccacheSession&) = delete;
   SccacheSession& operator=(const SccacheSession&) = delete;
-  /// The variables every compile of the build gets: the server's socket, its config, its log.
+  /// The variables the build's commands get: the server's socket, its log. Never its
+  /// configuration, which holds the scheduler's token: only the server is given that
+  /// (server_conf_), and a compile's sccache reads none (compile_launcher).
   const std::map<std::string, std::string>& env() const { return env_; }
   /// What the build does ("sccache: 2 build servers, 4 CPUs at http://...: compile steps go
   /// there"; or why every step compiles here).
@@ -103,9 +112,12 @@ class SccacheSession {
 
  private:
   friend Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheSetup setup);
+  /// Why the server did not start: sccache's own words (start.log) with a hint that fits them.
+  opforge::unexpected<Error> not_started(bool missing) const;
   probe::Machine m_;
   SccacheSetup setup_;
   std::map<std::string, std::string> env_;
+  std::filesystem::path server_conf_;  ///< the server's configuration, 0600 (empty: the user's own)
   std::string said_;
   bool distributed_ = false;
   SchedulerStatus status_;

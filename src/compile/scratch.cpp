@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cache/layout.h"
+#include "probe/links.h"
 #include "util/hash.h"
 #include "util/strings.h"
 
@@ -111,6 +112,13 @@ Status resume_kept_tree(probe::Machine m, ScratchTree& out, const std::vector<Tr
   }
   if (*kept != stamp) {
     out.not_why = "it was made for other compile commands (compilers, flags, environment or toolkit changed)";
+    return {};
+  }
+  // A folder of the tree replaced by a link to one elsewhere (or any link out): the resumed build
+  // would write through it, and its wheel pack what lies there. Copied afresh, the link named.
+  if (auto link = probe::link_out_in_tree(m.fs, out.root)) {
+    out.not_why =
+        "'" + link->link.string() + "' is a symbolic link to '" + link->target.string() + "', out of the build tree";
     return {};
   }
   for (auto& e : entries) {

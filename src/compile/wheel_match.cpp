@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include "probe/links.h"
+
 namespace opforge::compile {
 
 namespace fs = std::filesystem;
@@ -34,6 +36,13 @@ Result<fs::path> made_wheel(const probe::FileSystem& fs, const fs::path& tree, c
     return failure("the build command made several wheels matching \"" + glob + "\":" + names,
                    "narrow [build] wheel_glob to one of them");
   }
+  // A wheel found through a link out of the tree (its dist/ or the file itself) is not this
+  // build's: packing it would put files from elsewhere into the wheel.
+  if (probe::is_within(fresh.front(), tree))
+    if (auto link = probe::link_out_on_path(fs, tree, fresh.front()))
+      return failure("the wheel " + fresh.front().string() + " is reached through '" + link->link.string() +
+                         "', a symbolic link to '" + link->target.string() + "' out of the build tree",
+                     "a build writes its wheel inside its own tree: remove the link");
   return fresh.front();
 }
 

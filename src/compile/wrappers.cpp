@@ -414,13 +414,40 @@ Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
   return compiler::write_script(fs, w.path, w.text);
 }
 
+CompileLauncher compile_launcher(const fs::path& cache_dir, const std::string& program) {
+  CompileLauncher l;
+  std::string keep;
+  for (const auto& name : settings::compile_variables()) keep += " ${" + name + "+\"" + name + "=$" + name + "\"}";
+  l.text =
+      "#!/bin/sh\n"
+      "# Written by opforge: " +
+      program +
+      " with only the variables a compile needs (the settings table's compile rows):\n"
+      "# sccache sends a compile's environment with it to the build server that runs it. It reads\n"
+      "# no configuration (SCCACHE_CONF=/dev/null): its client server has that.\n"
+      "exec env -i" +
+      keep + " SCCACHE_CONF=/dev/null " + strings::shell_quote(program) + " \"$@\"\n";
+  l.path = cache_dir / "launch" / sha256_hex(l.text).substr(0, 16) / fs::path(program).filename();
+  return l;
+}
+
+Status write_compile_launcher(probe::FileSystem& fs, const CompileLauncher& l) {
+  return compiler::write_script(fs, l.path, l.text);
+}
+
 std::string wrapper_launcher(const plan::Plan& plan) {
   return plan.cache == recipe::Cache::sccache ? std::string(recipe::cache_kind(plan.cache).program) : std::string();
 }
 
-CompilerLaunch nvcc_launch(const plan::Plan& plan, const HostWrappers* host) {
+std::string wrapper_launch(const plan::Plan& plan, const fs::path& cache_dir) {
+  const std::string program = wrapper_launcher(plan);
+  if (program.empty() || cache_dir.empty()) return {};
+  return compile_launcher(cache_dir, program).path.string();
+}
+
+CompilerLaunch nvcc_launch(const plan::Plan& plan, const HostWrappers* host, const fs::path& cache_dir) {
   CompilerLaunch out;
-  out.program = wrapper_launcher(plan);
+  out.program = wrapper_launch(plan, cache_dir);
   if (out.program.empty()) return out;
   // The compiler the host wrappers run, or the plan's own; none: nvcc's default (gcc on PATH).
   if (plan.host) out.ccbin = compiler::invocation(*plan.host).cxx;
@@ -434,12 +461,13 @@ std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Pl
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
   const auto host = default_host_wrappers(m, plan);
   return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
-                      enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host ? &*host : nullptr),
-                      nvcc_takes_stable_names(plan));
+                      enforced_gencode(plan), nvcc_takes_random_seed(plan),
+                      nvcc_launch(plan, host ? &*host : nullptr, cache_dir), nvcc_takes_stable_names(plan));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {
-  return host_wrappers(m.fs, settings::cache_dir(m.env), plan, wrapper_launcher(plan));
+  const fs::path cache_dir = settings::cache_dir(m.env);
+  return host_wrappers(m.fs, cache_dir, plan, wrapper_launch(plan, cache_dir));
 }
 
 }  // namespace opforge::compile

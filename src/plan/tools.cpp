@@ -39,7 +39,9 @@ std::vector<Tool> needed_tools(const Plan& plan) {
   const bool any_op = std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.builds(); });
   if (plan.recipe.build.backend == recipe::Backend::command) {
     if (!plan.recipe.build.command.empty()) add(plan.recipe.build.command.front(), "[build] command");
-    if (plan.cache == recipe::Cache::ccache) add("ccache", "--cache ccache");
+    // Either cache: a command build runs it (ccache through torch, sccache through opforge's wrappers).
+    if (const auto& k = recipe::cache_kind(plan.cache); !k.program.empty())
+      add(std::string(k.program), "--cache " + std::string(k.name));
     return out;
   }
   if (!any_op) return out;

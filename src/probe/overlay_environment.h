@@ -9,6 +9,13 @@
 
 namespace opforge::probe {
 
+/// Names that a child given the machine's environment implicitly (a Command without its own env,
+/// EnvironmentRunner) never gets: opforge's secrets (settings::secret_variables, which the CLI
+/// hands over at start; probe/ cannot read the settings table, which sits above it).
+void keep_from_children(std::vector<std::string> names);
+/// `env` without those names.
+std::map<std::string, std::string> without_kept(std::map<std::string, std::string> env);
+
 class OverlayEnvironment final : public Environment {
  public:
   /// `hidden(name)` true: the variable reads as unset unless `set` gives it a value.
@@ -41,7 +48,7 @@ class EnvironmentRunner final : public ProcessRunner {
   Result<ProcessResult> run(const Command& command) override {
     if (command.env) return inner_.run(command);
     Command with = command;
-    with.env = env_.all();
+    with.env = without_kept(env_.all());
     return inner_.run(with);
   }
 

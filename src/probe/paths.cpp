@@ -1,6 +1,8 @@
+#include "probe/links.h"
 #include "probe/machine.h"
 #include "util/strings.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace opforge::probe {
@@ -62,6 +64,70 @@ fs::path default_cache_dir(const Environment& env) {
   if (auto v = absolute("XDG_CACHE_HOME")) return *v / "opforge";
   if (auto v = absolute("HOME")) return *v / ".cache" / "opforge";
   return {};
+}
+
+bool is_within(const fs::path& path, const fs::path& tree) {
+  if (tree.empty()) return false;
+  const auto p = path.lexically_normal(), t = tree.lexically_normal();
+  auto [a, b] = std::mismatch(t.begin(), t.end(), p.begin(), p.end());
+  return a == t.end() || (std::next(a) == t.end() && a->empty());
+}
+
+namespace {
+
+/// `link` (a symbolic link) when it leads out of `root` (canonical): its target resolved when it
+/// can be (a chain of links, a folder link above), else lexically from where the link sits.
+std::optional<LinkOut> leads_out(const FileSystem& fs, const fs::path& root, const fs::path& link) {
+  fs::path target;
+  if (auto real = fs.canonical(link)) {
+    target = *real;
+  } else if (auto written = fs.read_symlink(link)) {
+    target = written->is_absolute() ? *written : (link.parent_path() / *written).lexically_normal();
+  } else {
+    return std::nullopt;
+  }
+  if (is_within(target, root)) return std::nullopt;
+  return LinkOut{link, target};
+}
+
+std::optional<LinkOut> walk_links(const FileSystem& fs, const fs::path& root, const fs::path& dir, int depth) {
+  if (depth > 256) return std::nullopt;  // deeper than any tree: nothing of it is followed anyway
+  auto names = fs.list_directory(dir);
+  if (!names) return std::nullopt;
+  for (const auto& n : *names) {
+    const fs::path p = dir / n;
+    switch (fs.type_of(p)) {
+      case FileType::symlink:
+        if (auto out = leads_out(fs, root, p)) return out;
+        break;
+      case FileType::directory:
+        if (auto out = walk_links(fs, root, p, depth + 1)) return out;
+        break;
+      default: break;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<LinkOut> link_out_on_path(const FileSystem& fs, const fs::path& root_in, const fs::path& path) {
+  const fs::path root = fs.canonical(root_in).value_or(root_in.lexically_normal());
+  const fs::path rel = path.lexically_normal().lexically_relative(root_in.lexically_normal());
+  if (rel.empty() || *rel.begin() == "..") return std::nullopt;
+  fs::path at = root_in;
+  for (const auto& part : rel) {
+    if (part == ".") continue;
+    at /= part;
+    if (fs.type_of(at) == FileType::symlink)
+      if (auto out = leads_out(fs, root, at)) return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<LinkOut> link_out_in_tree(const FileSystem& fs, const fs::path& root_in) {
+  const fs::path root = fs.canonical(root_in).value_or(root_in.lexically_normal());
+  return walk_links(fs, root, root_in, 0);
 }
 
 std::uint64_t tree_bytes(const FileSystem& fs, const fs::path& path) {

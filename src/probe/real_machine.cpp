@@ -321,6 +321,20 @@ class RealDynamicLoader final : public DynamicLoader {
 
 }  // namespace
 
+namespace {
+std::vector<std::string>& kept_names() {
+  static std::vector<std::string> names;
+  return names;
+}
+}  // namespace
+
+void keep_from_children(std::vector<std::string> names) { kept_names() = std::move(names); }
+
+std::map<std::string, std::string> without_kept(std::map<std::string, std::string> env) {
+  for (const auto& n : kept_names()) env.erase(n);
+  return env;
+}
+
 Machine real_machine() {
   static RealFileSystem fs;
   static auto proc = make_real_process_runner(fs);

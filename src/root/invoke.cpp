@@ -179,8 +179,9 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
            {"OPFORGE_CACHE_DIR", cache.string()},
            {std::string(kInRootVariable), inv.root.string()}};
   // What the settings table says passes (every variable that changes the wheel, a project's own
-  // switches); the rest names the host's own state, or opforge sets it above.
-  for (const auto& [k, v] : settings::everything(m.env))
+  // switches, the scheduler's token: the opforge inside reads it); the rest names the host's own
+  // state, or opforge sets it above.
+  for (const auto& [k, v] : settings::child_environment(m.env, settings::Child::opforge))
     if (settings::inside_root(k) == settings::Inside::passed) j.env[k] = v;
   OPFORGE_CHECK(check_honoured(m, j));
 

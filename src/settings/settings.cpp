@@ -43,7 +43,7 @@ constexpr Setting kTable[] = {
      "DeepSpeed's builders (a command build)", Inside::passed, true},
     {env, "SOURCE_DATE_EPOCH", "seconds since 1970, >= 0; clamped up to 315532800 (1980-01-01, the oldest zip time)",
      "the source commit's time, else 1980-01-01", true,
-     "settings::source_date_epoch (plan/overrides.cpp: the wheel's timestamps)", Inside::passed},
+     "settings::source_date_epoch (plan/overrides.cpp: the wheel's timestamps)", Inside::passed, false, Reach::compile},
     {env, "MAX_JOBS", "a positive integer (`-j N` beats it); above 4096 capped at 4096 with a note", "[build] jobs",
      true, "settings::max_jobs (plan/overrides.cpp: jobs)", Inside::passed},
     {env, "CFLAGS", "compiler flags, split on spaces for the probes; a command build gets them after Python's", "unset",
@@ -53,31 +53,40 @@ constexpr Setting kTable[] = {
     {env, "LDFLAGS", "linker flags, as CFLAGS", "unset", true,
      "settings::user_compiler_flags (ops/decide.cpp: probes); a command build", Inside::passed, true},
     {env, "NVCC_APPEND_FLAGS", "nvcc's own: flags after every nvcc command line (opforge adds its own after them)",
-     "unset", true, "nvcc", Inside::passed, true},
+     "unset", true, "nvcc", Inside::passed, true, Reach::compile},
     {env, "NVCC_PREPEND_FLAGS", "nvcc's own: flags before every nvcc command line (opforge adds -ccbin when unset)",
-     "unset", true, "nvcc; compile/environment.cpp adds -ccbin", Inside::passed, true},
+     "unset", true, "nvcc; compile/environment.cpp adds -ccbin", Inside::passed, true, Reach::compile},
     {env, "CC", "and CXX: the C and C++ compilers a setup.py uses", "the recipe's host compiler", false,
      "setuptools and DeepSpeed's builders (a command build)", Inside::passed, true},
     {env, "CXX", "as CC", "the recipe's host compiler", false, "setuptools and DeepSpeed's builders (a command build)",
      Inside::passed, true},
     {env, "LIBRARY_PATH", "and CPATH: the compilers' own search folders", "unset", false,
-     "gcc; DeepSpeed's builders (async_io's libaio probe)", Inside::passed, true},
-    {env, "CPATH", "as LIBRARY_PATH", "unset", false, "gcc; DeepSpeed's builders", Inside::passed, true},
+     "gcc; DeepSpeed's builders (async_io's libaio probe)", Inside::passed, true, Reach::compile},
+    {env, "CPATH", "as LIBRARY_PATH", "unset", false, "gcc; DeepSpeed's builders", Inside::passed, true,
+     Reach::compile},
+    {env, "C_INCLUDE_PATH", "and CPLUS_INCLUDE_PATH: gcc's own include folders", "unset", false, "gcc", Inside::passed,
+     false, Reach::compile},
+    {env, "CPLUS_INCLUDE_PATH", "as C_INCLUDE_PATH", "unset", false, "gcc", Inside::passed, false, Reach::compile},
     {env, "CCACHE_*", "ccache's own settings", "unset", false, "ccache ([build] cache = \"ccache\")", Inside::passed},
     {env, "SCCACHE_*",
-     "sccache's own settings (SCCACHE_CONF: your sccache configuration, used as it is when the "
-     "recipe names no scheduler); opforge sets SCCACHE_SERVER_PORT for the client server of each build",
+     "sccache's own settings, for its client server (SCCACHE_CONF: your sccache configuration, used as it is "
+     "when the recipe names no scheduler)",
      "unset", false, "sccache ([build] cache = \"sccache\")", Inside::passed},
+    {env, "SCCACHE_SERVER_UDS",
+     "set by opforge: the socket of each build's own sccache client server, which a compile's sccache talks to",
+     "unset", false, "sccache ([build] cache = \"sccache\")", Inside::host, false, Reach::compile},
     {env, "OPFORGE_SCHEDULER_TOKEN",
      "the sccache-dist scheduler's client token ([build] scheduler); never printed "
      "or recorded",
-     "[build] scheduler_token_file", false, "settings::scheduler_token (compile/sccache.cpp)", Inside::passed},
+     "[build] scheduler_token_file", false, "settings::scheduler_token (compile/sccache.cpp)", Inside::passed, false,
+     Reach::opforge},
     {env, "CONDA_PREFIX", "a conda environment that may hold a toolkit", "unset", false,
      "settings::conda_prefix (cuda/discover.cpp)", Inside::host},
     {env, "PATH", "where tools (nvcc, compilers, ninja, ccache, python3) are looked up; every child's", "inherited",
-     false, "settings::path (cuda/, compiler/, ops/, plan/, root/, doctor/); probe/ (every child)", Inside::set, true},
+     false, "settings::path (cuda/, compiler/, ops/, plan/, root/, doctor/); probe/ (every child)", Inside::set, true,
+     Reach::compile},
     {env, "LD_LIBRARY_PATH", "the loader's folders: the chosen toolkit's lib folder is put first for a build", "unset",
-     false, "settings::library_path (cuda/resolve.cpp)", Inside::host, true},
+     false, "settings::library_path (cuda/resolve.cpp)", Inside::host, true, Reach::compile},
     {env, "LD_*", "any other LD_ variable (LD_PRELOAD, ...): the host's loader", "unset", false, "the loader",
      Inside::host},
     {env, "OPFORGE_CACHE_DIR", "an absolute folder", "`$XDG_CACHE_HOME/opforge`, else `~/.cache/opforge`", false,
@@ -103,9 +112,16 @@ constexpr Setting kTable[] = {
     {env, "NO_COLOR", "no colour (opforge prints none; passed to the tools it runs)", "unset", false,
      "the tools opforge runs", Inside::passed},
     {env, "LANG", "and LC_*: the locale", "inherited; `C.UTF-8` inside a root", false, "the tools opforge runs",
-     Inside::set},
+     Inside::set, false, Reach::compile},
+    {env, "LC_ALL", "as LANG (the compilers' messages and input charset)", "inherited; unset inside a root", false,
+     "the tools opforge runs", Inside::host, false, Reach::compile},
+    {env, "LC_CTYPE", "as LC_ALL", "inherited; unset inside a root", false, "the tools opforge runs", Inside::host,
+     false, Reach::compile},
+    {env, "LC_MESSAGES", "as LC_ALL", "inherited; unset inside a root", false, "the tools opforge runs", Inside::host,
+     false, Reach::compile},
     {env, "LC_*", "as LANG", "inherited; unset inside a root", false, "the tools opforge runs", Inside::host},
-    {env, "TMPDIR", "where temporary folders are made", "/tmp", false, "probe/real_machine.cpp", Inside::host},
+    {env, "TMPDIR", "where temporary folders are made", "/tmp", false, "probe/real_machine.cpp", Inside::host, false,
+     Reach::compile},
     {env, "SHELL", "and PWD, OLDPWD, SHLVL, `_`, DISPLAY, SSH_*, DBUS_*: the host's session", "inherited", false,
      "none", Inside::host},
     {env, "PWD", "the host's session", "inherited", false, "none", Inside::host},
@@ -247,12 +263,14 @@ std::string wheel_variables_line() {
 
 std::string markdown_variables() {
   std::string out =
-      "| variable | read as | unset | changes the wheel | inside a root | read by |\n|---|---|---|---|---|---|\n";
+      "| variable | read as | unset | changes the wheel | inside a root | children | read by |\n"
+      "|---|---|---|---|---|---|---|\n";
   for (const auto& s : kTable) {
     if (s.source != Source::environment) continue;
     out += "| `" + std::string(s.name) + "` | " + std::string(s.rule) + " | " + std::string(s.fallback) + " | " +
            (s.changes_wheel ? "yes: recorded, replayed by `verify`" : "no") + " | " +
-           std::string(inside_name(s.inside)) + " | " + std::string(s.readers) + " |\n";
+           std::string(inside_name(s.inside)) + " | " + std::string(reach_name(s.reach)) + " | " +
+           std::string(s.readers) + " |\n";
   }
   return out;
 }
@@ -430,6 +448,43 @@ std::map<std::string, std::string> build_switches(const probe::Environment& env)
   return out;
 }
 
-std::map<std::string, std::string> everything(const probe::Environment& env) { return env.all(); }
+std::string_view reach_name(Reach r) {
+  switch (r) {
+    case Reach::child: return "every child but a compile";
+    case Reach::compile: return "every child, a compile too";
+    case Reach::opforge: return "none (opforge's own)";
+  }
+  return "";
+}
+
+std::map<std::string, std::string> child_environment(const probe::Environment& env, Child who) {
+  auto out = env.all();
+  const auto reach = [](const std::string& name) {
+    const Setting* s = find_variable(name);
+    return s ? s->reach : Reach::child;
+  };
+  if (who == Child::command) std::erase_if(out, [&](auto& kv) { return reach(kv.first) == Reach::opforge; });
+  // A compile's list is the table's, never the machine's: what it does not name stays here.
+  if (who == Child::compile) std::erase_if(out, [&](auto& kv) { return reach(kv.first) != Reach::compile; });
+  return out;
+}
+
+std::map<std::string, std::string> everything(const probe::Environment& env) {
+  return child_environment(env, Child::command);
+}
+
+std::vector<std::string> compile_variables() {
+  std::vector<std::string> out;
+  for (const auto& s : kTable)
+    if (s.source == Source::environment && s.reach == Reach::compile) out.emplace_back(s.name);
+  return out;
+}
+
+std::vector<std::string> secret_variables() {
+  std::vector<std::string> out;
+  for (const auto& s : kTable)
+    if (s.source == Source::environment && s.reach == Reach::opforge) out.emplace_back(s.name);
+  return out;
+}
 
 }  // namespace opforge::settings

@@ -29,6 +29,14 @@ enum class Inside {
 };
 std::string_view inside_name(Inside i);
 
+/// Which of the children opforge starts get an environment variable (child_environment).
+enum class Reach {
+  child,    ///< every child but a compile (a variable the table does not name too)
+  compile,  ///< every child, a compile included: sccache sends a compile's environment to a build server
+  opforge,  ///< opforge alone, never a child but another opforge (inside a root): a secret
+};
+std::string_view reach_name(Reach r);
+
 struct Setting {
   Source source;
   std::string_view name;      ///< "MAX_JOBS", "DS_BUILD_*" (a family); "build.jobs" for a recipe key
@@ -40,6 +48,7 @@ struct Setting {
   std::string_view readers;
   Inside inside = Inside::passed;  ///< environment variables: what a build inside a root gets
   bool deepspeed = false;          ///< DeepSpeed's builders read it in is_compatible()
+  Reach reach = Reach::child;      ///< environment variables: which children get it
 };
 
 /// The table: environment variables first, then recipe keys in the recipe's order.
@@ -169,8 +178,23 @@ Inside inside_root(std::string_view name);
 /// DeepSpeed's version suffix, not an op switch, and is left out).
 std::map<std::string, std::string> build_switches(const probe::Environment& env);
 
-/// The whole environment, for a child that is handed it as it is (a command build, ninja, a
-/// probe). The only way code outside settings/ and probe/ sees variables it does not ask for by name.
+/// The child an environment is made for (child_environment).
+enum class Child {
+  opforge,  ///< another opforge (inside a root): everything, its secrets included
+  command,  ///< a project's command, ninja, a probe, sccache's server: everything but opforge's secrets
+  compile,  ///< a compile that may run on a build server: only the variables the table marks `compile`
+};
+/// The one builder of a child's environment, driven by the table's Reach column. The only way code
+/// outside settings/ and probe/ sees variables it does not ask for by name.
+std::map<std::string, std::string> child_environment(const probe::Environment& env, Child who);
+/// child_environment(env, Child::command): the whole environment but opforge's secrets, for a child
+/// that is handed it as it is (a command build, ninja, a probe).
 std::map<std::string, std::string> everything(const probe::Environment& env);
+/// The names a compile gets (the rows marked Reach::compile; each an exact name, not a family), in
+/// the table's order: what compile::compile_launcher passes on.
+std::vector<std::string> compile_variables();
+/// The names no child but another opforge gets (Reach::opforge): what probe::keep_from_children
+/// is given, for the children that take the machine's environment implicitly.
+std::vector<std::string> secret_variables();
 
 }  // namespace opforge::settings

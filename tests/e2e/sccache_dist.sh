@@ -7,7 +7,12 @@
 # (the scheduler still counts them), servers that refuse the toolchain upload, the scheduler
 # stopped, a scheduler with no server: each
 # build finishes here, says why in one line, and gives the same bytes. The client token appears
-# in no output, record, log or wheel; no sccache process is left behind.
+# in no output, record, log or wheel; no sccache process is left behind. Secrets go only where
+# they are needed: a command build whose setup.py prints its environment prints no token, no file
+# any build wrote holds it, and the build servers' sandboxes (their `bwrap --setenv` command lines,
+# sampled with ps during the builds) carry neither the token nor any variable a compile does not
+# need (a canary planted in the build machine's environment). sccache's own words reach the user:
+# a configuration it cannot load, and a scheduler named only by SCCACHE_CONF.
 set -euo pipefail
 opforge="$1" src="$2" out="$3" tools="$4"
 . "$src/tests/e2e/lib.sh"
@@ -20,8 +25,8 @@ export PATH="$tools/bin:$PATH" SCCACHE_DIST="$tools/bin/sccache-dist"
 export SCHED_PORT=10690
 cluster="$src/tests/cluster/sccache_dist.sh"
 rm -rf "$out" && mkdir -p "$out"
-fake_pid=
-trap '"$cluster" stop "$out/cluster" >/dev/null 2>&1 || true; [ -z "$fake_pid" ] || kill "$fake_pid" 2>/dev/null || true' EXIT
+fake_pid= sampler_pid=
+trap '"$cluster" stop "$out/cluster" >/dev/null 2>&1 || true; [ -z "$fake_pid" ] || kill "$fake_pid" 2>/dev/null || true; [ -z "$sampler_pid" ] || kill "$sampler_pid" 2>/dev/null || true' EXIT
 cd "$out"
 "$cluster" recipe recipe.toml "$src" "http://127.0.0.1:$SCHED_PORT"
 export SOURCE_DATE_EPOCH=1700000000
@@ -32,6 +37,38 @@ want_sha=$(sha256sum "$want" | cut -d' ' -f1)
 
 "$cluster" start "$out/cluster" 2
 token=$(cat "$out/cluster/token")
+# Planted in the build machine's environment: no compile needs it, so no build server may see it.
+export OPFORGE_TEST_CANARY="canary-$$-opforge"
+sample_start() {  # sample_start NAME: every process's command line, as anyone there sees it, into NAME.ps
+  rm -f "$out/$1.ps" "$out/$1.stop"
+  ( while [ ! -e "$out/$1.stop" ]; do ps -eo args >>"$out/$1.ps" 2>/dev/null; sleep 0.05; done ) &
+  sampler_pid=$!
+}
+sample_check() {  # sample_check NAME: the sandboxes seen hold no secret and only a compile's variables
+  touch "$out/$1.stop"; wait "$sampler_pid" 2>/dev/null || true
+  sampler_pid=
+  local sandboxes names extra
+  # This cluster's sandboxes (the machine may run others): bwrap with a server's build folder bound.
+  grep -F -- "--bind $out/cluster/server105" "$out/$1.ps" >"$out/$1.sandboxes.ps" || true
+  sandboxes=$(grep -c -- '--setenv' "$out/$1.sandboxes.ps" || true)
+  [ "$sandboxes" -gt 0 ] || fail "$1: no build server's sandbox was seen (ps sampled too slowly?)"
+  # The values on any command line (this script's own greps, which name the token, left out).
+  grep -v '^grep ' "$out/$1.ps" >"$out/$1.others.ps" || true
+  grep -qF "$token" "$out/$1.others.ps" && fail "$1: a process's command line holds the client token"
+  grep -qF "$OPFORGE_TEST_CANARY" "$out/$1.others.ps" && fail "$1: the canary's value reached a command line"
+  grep -q 'OPFORGE_SCHEDULER_TOKEN\|OPFORGE_TEST_CANARY' "$out/$1.sandboxes.ps" &&
+    fail "$1: a build server's sandbox holds a variable no compile needs: $(grep -o -- '--setenv OPFORGE_[A-Z_]*' "$out/$1.sandboxes.ps" | sort -u | tr '\n' ' ')"
+  # Every variable a sandbox got is one the settings table lets a compile have (docs/cluster.md),
+  # or one of nvcc's own that its --dryrun sets for its steps (nvcc.profile's), or sccache's own
+  # markers for them.
+  names=$(grep -o -- '--setenv [A-Za-z_][A-Za-z0-9_]*' "$out/$1.sandboxes.ps" | awk '{print $2}' | sort -u)
+  extra=$(printf '%s\n' $names | grep -vxE 'PATH|LD_LIBRARY_PATH|TMPDIR|LANG|LC_ALL|LC_CTYPE|LC_MESSAGES|SOURCE_DATE_EPOCH|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|LIBRARY_PATH|NVCC_PREPEND_FLAGS|NVCC_APPEND_FLAGS|SCCACHE_SERVER_UDS|SCCACHE_CONF' |
+    grep -vxE 'TOP|NVVMIR_LIBRARY_DIR|INCLUDES|SYSTEM_INCLUDES|LIBRARIES|CUDAFE_FLAGS|PTXAS_FLAGS|CICC_PATH|_HERE_|_THERE_|_TARGET_SIZE_|_TARGET_DIR_|_SPACE_|_CUDART_|_NVVM_BRANCH_' |
+    grep -vxE 'SCCACHE_DIRECT|__SCCACHE_THIS_IS_A_CUDA_COMPILATION__' || true)
+  [ -z "$extra" ] || fail "$1: the build servers got variables a compile does not need: $extra"
+  rm -f "$out/$1.ps" "$out/$1.others.ps"  # large; the sandboxes' lines are kept
+  echo "$1: $sandboxes sandbox command lines sampled, their variables: $(echo $names)"
+}
 build() {  # build NAME [TOKEN]: a build through the cluster, into NAME/
   local t=${2:-$token}
   OPFORGE_SCHEDULER_TOKEN="$t" SCCACHE_DIR="$out/$1/sccache" timeout 900 "$opforge" build recipe.toml \
@@ -50,7 +87,9 @@ OPFORGE_SCHEDULER_TOKEN="$token" "$opforge" doctor --recipe recipe.toml --json >
 /usr/bin/python3 -c 'import json,sys; s=json.load(open("doctor.json"))["scheduler"]; assert (s["state"], s["servers"], s["cpus"]) == ("connected", 2, 4), s' ||
   fail "doctor does not show the scheduler's servers"
 grep -qF "$token" plan.txt doctor.json && fail "plan or doctor printed the client token"
+sample_start remote
 build remote
+sample_check remote
 # Four CPUs: four compiles at once, where this machine alone runs two.
 grep -q "^sccache: 2 build servers, 4 CPUs at http://127.0.0.1:$SCHED_PORT: compile steps go there, 4 compiles at once (the servers' CPUs; -j N to choose)$" remote.txt ||
   fail "remote: the scheduler's servers are not named"
@@ -62,6 +101,64 @@ steps = json.load(open(sys.argv[1]))["inputs"]["compile_steps"]["sccache"]
 assert sum(steps["build_servers"].values()) > 0, steps
 print("remote: record:", steps)
 PY
+
+# A command build whose setup.py prints its whole environment, through the cluster, its C
+# extension compiled on a build server through opforge's host wrappers. The token is in none of
+# the files the build wrote (build folder, dist, record, logs, cache, sccache's own folder) and in
+# no sandbox; setup.py saw the canary (so it printed what it had), and HOME stays as it was.
+mkdir -p envdump/home
+cp -r "$src/tests/fixtures/setuptools_project" envdump/src
+sed -i 's/^import subprocess$/import subprocess\nfor _k, _v in sorted(os.environ.items()):\n    print(f"{_k}={_v}", flush=True)/' envdump/src/setup.py
+grep -q '^for _k, _v in sorted' envdump/src/setup.py || fail "envdump: setup.py was not rewritten"
+# A file that takes a moment to compile, so that its sandbox is there to be seen.
+/usr/bin/python3 -c 'print("\n".join("int opforge_big_%d(int x) { return x * %d + %d; }" % (i, i, i) for i in range(6000)))' >envdump/src/csrc/big.c
+sed -i 's|\["csrc/host.c"\]|["csrc/host.c", "csrc/big.c"]|' envdump/src/setup.py
+cat >envdump/src/opforge.toml <<TOML
+[package]
+name = "demo-ops"
+version = "0.3.0"
+local_version = "none"
+[source]
+path = "."
+[build]
+backend = "command"
+command = ["/usr/bin/python3", "setup.py", "bdist_wheel"]
+cache = "sccache"
+scheduler = "http://127.0.0.1:$SCHED_PORT"
+TOML
+sample_start envdump
+(cd envdump/src && HOME="$out/envdump/home" OPFORGE_SCHEDULER_TOKEN="$token" OPFORGE_CACHE_DIR="$out/envdump/cache" \
+  SCCACHE_DIR="$out/envdump/sccache" timeout 900 "$opforge" build opforge.toml --build-dir "$out/envdump/b" \
+  --dist-dir "$out/envdump/d") >envdump.txt 2>&1 || { tail -30 envdump.txt; fail "envdump: the build failed"; }
+sample_check envdump
+grep -q "^OPFORGE_TEST_CANARY=$OPFORGE_TEST_CANARY$" envdump/b/command.log || fail "envdump: setup.py did not print its environment"
+grep -q '^OPFORGE_SCHEDULER_TOKEN=' envdump/b/command.log && fail "envdump: the build command was given OPFORGE_SCHEDULER_TOKEN"
+grep -rlF "$token" envdump.txt "$out/envdump" && fail "envdump: the client token was written out (files above)"
+grep -Eq "^sccache: [0-9]+ compile steps: [1-9][0-9]* on 127.0.0.1:1050[12]" envdump.txt ||
+  { grep "^sccache" envdump.txt; fail "envdump: no step compiled remotely"; }
+[ -z "$(ls -A envdump/home)" ] || fail "envdump: the build wrote into HOME: $(ls -A envdump/home)"
+echo "envdump: no token in $(find "$out/envdump" -type f | wc -l) files; setup.py printed $(grep -c = envdump/b/command.log) variables"
+
+# sccache's own words: a configuration it cannot load is exit 2 with what sccache says; and a
+# scheduler named only by SCCACHE_CONF is what the summary names, as the counters do.
+printf 'this is [not toml\n' >bad-sccache.toml
+sed '/^scheduler = /d' recipe.toml >own.toml
+set +e
+SCCACHE_CONF="$out/bad-sccache.toml" SCCACHE_DIR="$out/badconf/sccache" "$opforge" build own.toml \
+  --build-dir "$out/badconf/b" --dist-dir "$out/badconf/d" >badconf.txt 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { cat badconf.txt; fail "badconf: exit $rc, not 2"; }
+grep -q "Failed to load config file" badconf.txt || { cat badconf.txt; fail "badconf: sccache's words are missing"; }
+grep -q "hint: fix the configuration sccache reads" badconf.txt || { cat badconf.txt; fail "badconf: the hint does not fit"; }
+grep -q "install sccache" badconf.txt && fail "badconf: blames a missing sccache"
+printf '[dist]\nscheduler_url = "http://127.0.0.1:%s"\ntoolchains = []\nrewrite_includes_only = true\n[dist.auth]\ntype = "token"\ntoken = "%s"\n' \
+  "$SCHED_PORT" "$token" >own-sccache.toml
+SCCACHE_CONF="$out/own-sccache.toml" SCCACHE_DIR="$out/ownconf/sccache" timeout 900 "$opforge" build own.toml \
+  --build-dir "$out/ownconf/b" --dist-dir "$out/ownconf/d" >ownconf.txt 2>&1 || { cat ownconf.txt; fail "ownconf: the build failed"; }
+grep "^sccache: " ownconf.txt | sed "s/^/ownconf: /"
+grep -q "^sccache: 2 build servers, 4 CPUs at http://127.0.0.1:$SCHED_PORT/ (sccache's own configuration; no \[build\] scheduler): compile steps go there" ownconf.txt ||
+  fail "ownconf: the summary does not say the build servers SCCACHE_CONF names"
 
 # A torch extension through the command backend (torch's BuildExtension and ninja, opforge's nvcc
 # and host wrappers): a setup.py with its own architectures (replaced by the plan's) and no -O for
