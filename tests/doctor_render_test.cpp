@@ -77,11 +77,11 @@ TEST(DoctorRender, TheRecipesScheduler) {
   auto r = a_machine();
   r.sccache = doctor::ToolReport{.path = "/opt/tools/bin/sccache", .version = "sccache 0.16.0"};
   r.scheduler =
-      compile::SchedulerView{.url = "http://10.0.0.1:10600",
-                             .state = "connected",
-                             .servers = 16,
-                             .cpus = 512,
-                             .said = "16 build servers, 512 CPUs at http://10.0.0.1:10600: compile steps go there"};
+      doctor::SchedulerAnswer{.url = "http://10.0.0.1:10600",
+                              .state = "connected",
+                              .servers = 16,
+                              .cpus = 512,
+                              .said = "16 build servers, 512 CPUs at http://10.0.0.1:10600: compile steps go there"};
   const auto j = to_json(r);
   EXPECT_EQ(j["scheduler"]["servers"], 16);
   EXPECT_EQ(j["scheduler"]["state"], "connected");

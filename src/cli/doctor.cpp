@@ -3,6 +3,7 @@
 
 #include "cache/cache.h"
 #include "cli/command.h"
+#include "compile/sccache.h"
 #include "cuda/provision.h"
 #include "doctor/render.h"
 #include "settings/settings.h"
@@ -26,7 +27,12 @@ Registrar doctor_command{{
       app.add_option("--recipe", args->recipe, "decide ops for this recipe (default: the bundled one)");
       return [args]() -> Status {
         auto m = probe::real_machine();
-        auto j = doctor::to_json(doctor::examine(m, args->python, args->recipe));
+        // The scheduler is asked through an sccache session of compile/'s (doctor/ sits above it).
+        auto ask = [m](const std::string& url, const std::filesystem::path& token_file) {
+          auto v = compile::ask_scheduler(m, url, token_file);
+          return doctor::SchedulerAnswer{v.url, v.state, v.servers, v.cpus, v.said};
+        };
+        auto j = doctor::to_json(doctor::examine(m, args->python, args->recipe, ask));
         // What opforge keeps in its cache folder: provisioned toolkits, and the entries' size.
         const auto cache_dir = settings::cache_dir(m.env);
         j["provisioned_toolkits"] = nlohmann::json::array();

@@ -75,7 +75,7 @@ void examine_kernel(probe::Machine m, Report& out) {
 
 /// The ops the recipe (or the bundled default one) would build, with why; a recipe or manifest
 /// error goes to ops_error (a missing default recipe is no error).
-void examine_ops(probe::Machine m, const fs::path& recipe, bool have_toolkit, Report& out) {
+void examine_ops(probe::Machine m, const fs::path& recipe, bool have_toolkit, const AskScheduler& ask, Report& out) {
   const fs::path path = recipe.empty() ? probe::data_dir(m.fs) / "recipes/default.toml" : recipe;
   auto rec = recipe::load(m, path);
   if (!rec) {
@@ -94,8 +94,8 @@ void examine_ops(probe::Machine m, const fs::path& recipe, bool have_toolkit, Re
   auto decisions = ops::decide(m, *manifests, *rec, ctx);
   if (!decisions) out.ops_error = decisions.error().render();
   else out.ops = std::move(*decisions);
-  if (rec->build.cache == recipe::Cache::sccache && !rec->build.scheduler.empty())
-    out.scheduler = compile::ask_scheduler(m, rec->build.scheduler, rec->build.scheduler_token_file);
+  if (ask && rec->build.cache == recipe::Cache::sccache && !rec->build.scheduler.empty())
+    out.scheduler = ask(rec->build.scheduler, rec->build.scheduler_token_file);
 }
 
 std::optional<std::string> find_libaio(probe::Machine m) {
@@ -110,7 +110,7 @@ std::optional<std::string> find_libaio(probe::Machine m) {
 
 }  // namespace
 
-Report examine(probe::Machine m, const std::string& python, const fs::path& recipe) {
+Report examine(probe::Machine m, const std::string& python, const fs::path& recipe, const AskScheduler& ask) {
   Report out;
   out.python = python;
   out.torch = cuda::read_torch(m, python);
@@ -124,7 +124,7 @@ Report examine(probe::Machine m, const std::string& python, const fs::path& reci
   out.sccache = find_tool(m, "sccache");
   examine_kernel(m, out);
   out.node = read_node(m);
-  examine_ops(m, recipe, res && res->chosen, out);
+  examine_ops(m, recipe, res && res->chosen, ask, out);
   out.libaio = find_libaio(m);
   return out;
 }

@@ -4,11 +4,11 @@
 /// scheduler), the kernel, and the ops a recipe would build. Resolution only; the CLI renders it (text or JSON). Writes
 /// nothing.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "compile/sccache.h"
 #include "compiler/host.h"
 #include "compiler/resolve.h"
 #include "cuda/toolkit.h"
@@ -35,6 +35,16 @@ struct ToolReport {
   std::string version;
 };
 
+/// What the recipe's sccache-dist scheduler answers now (`sccache --dist-status`).
+struct SchedulerAnswer {
+  std::string url;
+  std::string state = "unknown";  ///< "connected", "not connected", "disabled", "unknown"
+  int servers = 0, cpus = 0;
+  std::string said;  ///< "2 build servers, 4 CPUs at URL: compile steps go there", or why not
+};
+/// Asks the scheduler at `url` with the token of `token_file` (or the environment's).
+using AskScheduler = std::function<SchedulerAnswer(const std::string& url, const fs::path& token_file)>;
+
 struct Report {
   std::string python;                         ///< the interpreter asked about torch
   std::optional<cuda::TorchInfo> torch;       ///< nullopt: the interpreter could not run
@@ -45,7 +55,7 @@ struct Report {
   std::vector<devices::Gpu> gpus;
   std::optional<ToolReport> ninja, ccache, sccache;
   /// The recipe's [build] scheduler (cache = "sccache"), as it answers now.
-  std::optional<compile::SchedulerView> scheduler;
+  std::optional<SchedulerAnswer> scheduler;
   std::optional<std::string> kernel;     ///< /proc/sys/kernel/osrelease
   NodeInfo node;                         ///< what a wheel installed here will find (verify --nodes)
   std::vector<ops::Decision> ops;        ///< the recipe's (or the bundled one's) op decisions
@@ -55,7 +65,8 @@ struct Report {
 };
 
 /// Looks at the machine `m` with `python`'s torch; decides the ops of `recipe` (empty: the bundled
-/// default recipe, whose absence is no error).
-Report examine(probe::Machine m, const std::string& python, const fs::path& recipe);
+/// default recipe, whose absence is no error). A recipe's scheduler is asked through `ask`, when
+/// given (the CLI hands in compile/'s, which starts an sccache session: a stage below doctor/).
+Report examine(probe::Machine m, const std::string& python, const fs::path& recipe, const AskScheduler& ask = {});
 
 }  // namespace opforge::doctor
