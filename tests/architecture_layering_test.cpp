@@ -99,7 +99,8 @@ TEST(ArchitectureLayering, IncludesPointDownTheLayers) {
     }
   }
   EXPECT_GT(checked, 100);
-  EXPECT_EQ(upward, std::vector<std::string>{}) << "docs/architecture.md's \"Layering\" block says who may include whom";
+  EXPECT_EQ(upward, std::vector<std::string>{})
+      << "docs/architecture.md's \"Layering\" block says who may include whom";
 }
 
 TEST(ArchitectureLayering, TheReaderUnderstandsThePageForm) {
