@@ -11,6 +11,7 @@
 #include "util/json.h"
 #include "util/strings.h"
 #include "wheel/internal.h"
+#include "wheel/variant.h"
 
 namespace opforge::wheel {
 
@@ -135,6 +136,7 @@ std::string wheel_project(std::string_view filename) {
 Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
   std::map<std::string, std::vector<IndexFile>> projects;
   std::set<std::string> wheels;
+  std::map<std::pair<std::string, std::string>, std::vector<Variant>> variants;  // (project, name-version)
   const auto listed = OPFORGE_TRY(fs.list_directory(dist));
   for (auto& n : listed) {
     // Hidden names are opforge's staged files (a commit in progress), never served.
@@ -143,6 +145,13 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
     if (project.empty()) continue;
     auto bytes = OPFORGE_TRY(fs.read_file(dist / n, Limits{}.archive_bytes));
     IndexFile file{n, sha256_hex(bytes), {}, bytes.size()};
+    // A variant wheel's variant.json joins its version's variants.json; one that does not describe
+    // the wheel's own label (verify says so) is left out of it.
+    if (auto name = parse_wheel_filename(n); name && !name->variant.empty())
+      if (auto text = wheel_variant_json(bytes))
+        if (auto listed_variants = parse_variants(*text);
+            listed_variants && listed_variants->size() == 1 && listed_variants->front().label == name->variant)
+          variants[{project, name->name + "-" + name->version}].push_back(listed_variants->front());
     if (auto metadata = wheel_metadata(bytes)) {
       OPFORGE_CHECK(fs.write_file_atomic(dist / (n + std::string(kMetadataSuffix)), *metadata));
       file.metadata_sha256 = sha256_hex(*metadata);
@@ -154,6 +163,20 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
   for (auto& n : listed)
     if (!n.starts_with(".") && n.ends_with(".whl" + std::string(kMetadataSuffix)) &&
         !wheels.contains(n.substr(0, n.size() - kMetadataSuffix.size())) &&
+        fs.type_of(dist / n) == probe::FileType::regular)
+      OPFORGE_CHECK(fs.remove_all(dist / n));
+  // {name}-{version}-variants.json per version with variant wheels, listed on its project's page.
+  std::set<std::string> variant_files;
+  for (auto& [key, list] : variants) {
+    const std::string n = key.second + std::string(kVariantsIndexSuffix), text = variants_index_json(list);
+    OPFORGE_CHECK(fs.write_file_atomic(dist / n, text));
+    variant_files.insert(n);
+    projects[key.first].push_back({n, sha256_hex(text), {}, text.size()});
+  }
+  // One whose version has no variant wheel left goes (only NAME-VERSION-variants.json names).
+  for (auto& n : listed)
+    if (!n.starts_with(".") && n.ends_with(kVariantsIndexSuffix) && !variant_files.contains(n) &&
+        strings::split(n.substr(0, n.size() - kVariantsIndexSuffix.size()), '-').size() == 2 &&
         fs.type_of(dist / n) == probe::FileType::regular)
       OPFORGE_CHECK(fs.remove_all(dist / n));
   const fs::path simple = dist / "simple";
