@@ -199,6 +199,37 @@ TEST(WheelVariant, IndexListsTheVariantsOfEachVersion) {
   EXPECT_EQ(w.fs.type_of("/dist/tiny_scale-0.1.0-variants.json"), probe::FileType::none);
 }
 
+// verify of a wheelhouse: the variants.json files must say what the wheels' variant.json files say,
+// naming the wheel and the property.
+TEST(WheelVariant, AnIndexThatDisagreesIsNamed) {
+  auto plain = plain_wheel();
+  auto a = make_variant({{"nvidia", "sm_arch", "90_real"}});
+  auto va = *make_variant_wheel(plain.filename, plain.bytes, a, 1700000000);
+  probe::FakeMachine w;
+  w.fs.add_file("/dist/" + plain.filename, plain.bytes);
+  w.fs.add_file("/dist/" + va.filename, va.bytes);
+  auto none = check_variants_index(w.fs, "/dist");
+  ASSERT_TRUE(none);
+  ASSERT_EQ(none->size(), 1u);
+  EXPECT_NE(none->front().find("tiny_scale-0.1.0-variants.json is missing"), std::string::npos) << none->front();
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(*check_variants_index(w.fs, "/dist"), std::vector<std::string>{});
+  Variant lying = a;
+  lying.properties = {{"nvidia", "sm_arch", "80_real"}};
+  w.fs.add_file("/dist/tiny_scale-0.1.0-variants.json", variants_index_json({lying}));
+  auto problems = check_variants_index(w.fs, "/dist");
+  ASSERT_TRUE(problems);
+  EXPECT_EQ(*problems,
+            (std::vector<std::string>{va.filename +
+                                          ": its variant.json says 'nvidia :: sm_arch :: 90_real', "
+                                          "tiny_scale-0.1.0-variants.json does not (variant '" +
+                                          a.label + "')",
+                                      va.filename +
+                                          ": tiny_scale-0.1.0-variants.json says 'nvidia :: sm_arch :: 80_real', its "
+                                          "variant.json does not (variant '" +
+                                          a.label + "')"}));
+}
+
 // variantlib 0.2.2 (the draft's reference, pinned in scripts/deps) reads what opforge writes: the
 // variant.json of each variant wheel, its label, and the index's variants.json byte for byte
 // (tests/wheel_tools/check_variants.py).

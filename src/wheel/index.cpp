@@ -195,4 +195,52 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
   return fs.write_file_atomic(simple / "index.html", simple_root_page(names));
 }
 
+Result<std::vector<std::string>> check_variants_index(const probe::FileSystem& fs, const fs::path& dist) {
+  std::vector<std::string> problems;
+  std::map<std::string, std::optional<std::vector<Variant>>> files;  // name-version → what its file lists
+  for (auto& n : OPFORGE_TRY(fs.list_directory(dist))) {
+    auto name = parse_wheel_filename(n);
+    if (n.starts_with(".") || !name || name->variant.empty() || fs.type_of(dist / n) != probe::FileType::regular)
+      continue;
+    auto bytes = OPFORGE_TRY(fs.read_file(dist / n, Limits{}.archive_bytes));
+    auto text = wheel_variant_json(bytes);
+    auto own = text ? parse_variants(*text) : Result<std::vector<Variant>>(bad_input("missing"));
+    if (!own || own->size() != 1) {
+      problems.push_back(n + ": its " + std::string(kVariantDistInfoFile) + " is " +
+                         (own ? "not one variant" : own.error().message));
+      continue;
+    }
+    const Variant& mine = own->front();
+    const std::string index = name->name + "-" + name->version + std::string(kVariantsIndexSuffix);
+    if (!files.contains(index)) {
+      auto listed = fs.read_file(dist / index);
+      if (!listed) files[index] = std::nullopt;
+      else if (auto parsed = parse_variants(*listed)) files[index] = *parsed;
+      else {
+        problems.push_back(index + ": " + parsed.error().message);
+        files[index] = std::vector<Variant>{};
+      }
+    }
+    const auto& listed = files[index];
+    if (!listed) {
+      problems.push_back(n + ": variant '" + mine.label + "', but " + index + " is missing");
+      continue;
+    }
+    auto it = std::find_if(listed->begin(), listed->end(), [&](const Variant& v) { return v.label == mine.label; });
+    if (it == listed->end()) {
+      problems.push_back(n + ": " + index + " does not list its variant '" + mine.label + "'");
+      continue;
+    }
+    for (const auto& p : mine.properties)
+      if (std::find(it->properties.begin(), it->properties.end(), p) == it->properties.end())
+        problems.push_back(n + ": its variant.json says '" + p.str() + "', " + index + " does not (variant '" +
+                           mine.label + "')");
+    for (const auto& p : it->properties)
+      if (std::find(mine.properties.begin(), mine.properties.end(), p) == mine.properties.end())
+        problems.push_back(n + ": " + index + " says '" + p.str() + "', its variant.json does not (variant '" +
+                           mine.label + "')");
+  }
+  return problems;
+}
+
 }  // namespace opforge::wheel

@@ -61,4 +61,10 @@ std::string wheel_project(std::string_view filename);
 /// left, and .metadata files whose wheel is gone, are removed. The caller holds the dist/ lock.
 Status write_simple_index(probe::FileSystem& fs, const fs::path& dist);
 
+/// Where the index's `{name}-{version}-variants.json` files disagree with the variant wheels in
+/// `dist` (what each wheel's variant.json says): one line per wheel and property, empty when they
+/// agree. A variant wheel its version's file does not list, or lists with other properties, and
+/// a file that is missing or unreadable are problems.
+Result<std::vector<std::string>> check_variants_index(const probe::FileSystem& fs, const fs::path& dist);
+
 }  // namespace opforge::wheel
