@@ -110,6 +110,15 @@ bool is_wheel(const probe::FileSystem& fs, const std::string& path) {
   return head && head->starts_with("PK\x03\x04");
 }
 
+/// A wheelhouse: a folder named simple, or one holding simple/ (an index opforge wrote). Any other
+/// folder goes on to the record reader, which refuses it by name.
+bool is_wheelhouse(const probe::FileSystem& fs, const std::string& path) {
+  if (fs.resolved_type(path) != probe::FileType::directory) return false;
+  const fs::path p = fs::path(path).lexically_normal();
+  const fs::path last = p.filename().empty() ? p.parent_path().filename() : p.filename();
+  return last == "simple" || fs.resolved_type(p / "simple") == probe::FileType::directory;
+}
+
 /// `verify DIST`: the index's variants.json files against the variant wheels beside them.
 Status verify_index(const std::string& path, bool json) {
   auto m = probe::real_machine();
@@ -208,7 +217,7 @@ Registrar reg{
            return verify_nodes(*target, *nodes, *json);
          }
          const Verbosity v = *quiet ? Verbosity::quiet : *verbose ? Verbosity::verbose : Verbosity::normal;
-         if (m.fs.resolved_type(*target) == probe::FileType::directory) return verify_index(*target, *json);
+         if (is_wheelhouse(m.fs, *target)) return verify_index(*target, *json);
          return is_wheel(m.fs, *target) ? verify_wheel(*target, *json)
                                         : verify_record(*target, *allow_run, v, *json, *root);
        };
