@@ -166,6 +166,12 @@ void print_outcome(const pipeline::Outcome& outcome) {
   if (!outcome.platform_reason.empty()) std::cout << "        (not manylinux: " << outcome.platform_reason << ")\n";
   print_platform(outcome);
   std::cout << "record: " << outcome.record_path.string() << "\n";
+  if (!outcome.variant_wheel.empty())
+    std::cout << "variant: " << outcome.variant_wheel.string() << "\n"
+              << "         " << strings::join(outcome.variant_properties, ", ") << "\n";
+  else if (outcome.plan.recipe.wheel.variants)
+    std::cout << "variant: none: the wheel's binaries say nothing a variant carries (no GPU code, no torch C++ ABI)\n";
+  for (const auto& note : outcome.variant_notes) std::cout << "         " << note << "\n";
 }
 
 /// `opforge build default`: the bundled recipe, built into the working folder (recipe/bundled.h).

@@ -12,6 +12,7 @@
 #include "record/record.h"
 #include "rollout/rollout.h"
 #include "util/strings.h"
+#include "wheel/index.h"
 #include "wheel/wheel.h"
 
 namespace opforge::cli {
@@ -109,6 +110,32 @@ bool is_wheel(const probe::FileSystem& fs, const std::string& path) {
   return head && head->starts_with("PK\x03\x04");
 }
 
+/// A wheelhouse: a folder named simple, or one holding simple/ (an index opforge wrote). Any other
+/// folder goes on to the record reader, which refuses it by name.
+bool is_wheelhouse(const probe::FileSystem& fs, const std::string& path) {
+  if (fs.resolved_type(path) != probe::FileType::directory) return false;
+  const fs::path p = fs::path(path).lexically_normal();
+  const fs::path last = p.filename().empty() ? p.parent_path().filename() : p.filename();
+  return last == "simple" || fs.resolved_type(p / "simple") == probe::FileType::directory;
+}
+
+/// `verify DIST`: the index's variants.json files against the variant wheels beside them.
+Status verify_index(const std::string& path, bool json) {
+  auto m = probe::real_machine();
+  fs::path dist = path;
+  if (dist.filename() == "simple" || (dist.filename().empty() && dist.parent_path().filename() == "simple"))
+    dist = dist.filename().empty() ? dist.parent_path().parent_path() : dist.parent_path();
+  auto problems = OPFORGE_TRY(wheel::check_variants_index(m.fs, dist));
+  if (json) std::cout << nlohmann::json{{"target", path}, {"kind", "index"}, {"problems", problems}}.dump(2) << "\n";
+  if (problems.empty()) {
+    if (!json)
+      std::cout << path << ": ok (every variant wheel's variant.json is what its version's variants.json lists)\n";
+    return {};
+  }
+  return failure(path + ": the index's variants.json disagrees with its wheels:\n  " + strings::join(problems, "\n  "),
+                 "rewrite the index from the wheels (`opforge index DIR DIR`) or rebuild the wheels named");
+}
+
 /// Rebuilds from a build record into a temporary folder and compares every output's hash.
 Status verify_record(const std::string& path, bool allow_run, Verbosity verbosity, bool json, const std::string& root) {
   auto m = probe::real_machine();
@@ -166,7 +193,10 @@ Registrar reg{
        auto json = std::make_shared<bool>(false);
        auto root = std::make_shared<std::string>();
        auto nodes = std::make_shared<std::vector<std::string>>();
-       app.add_option("target", *target, "a .whl, or a .opforge-record.json")->required();
+       app.add_option("target", *target,
+                      "a .whl, a .opforge-record.json, or a wheelhouse folder (its variants.json files against its "
+                      "variant wheels)")
+           ->required();
        app.add_option("--root", *root,
                       "a record built inside a root: where that root is now (default: the folder the record names)");
        app.add_flag("--allow-run", *allow_run,
@@ -187,6 +217,7 @@ Registrar reg{
            return verify_nodes(*target, *nodes, *json);
          }
          const Verbosity v = *quiet ? Verbosity::quiet : *verbose ? Verbosity::verbose : Verbosity::normal;
+         if (is_wheelhouse(m.fs, *target)) return verify_index(*target, *json);
          return is_wheel(m.fs, *target) ? verify_wheel(*target, *json)
                                         : verify_record(*target, *allow_run, v, *json, *root);
        };

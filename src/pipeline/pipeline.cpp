@@ -90,6 +90,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
                      ? OPFORGE_TRY(build_with_command(m, std::move(outcome), recipe_file, recipe_text, options))
                      : OPFORGE_TRY(build_native(m, std::move(outcome), recipe_file, recipe_text, options));
   auto dist_lock = OPFORGE_TRY(lock_dist(m, done.plan.dist_dir, options.on_line));
+  if (done.plan.recipe.wheel.variants) OPFORGE_CHECK(write_variant(m, done));
   OPFORGE_CHECK(
       land(m.fs, done.plan.dist_dir, summary_row(done, options.cell, std::chrono::steady_clock::now() - start)));
   return done;

@@ -60,6 +60,11 @@ struct Outcome {
   /// heaviest selective_scan_bwd_bf16_complex.cu 2.1 GiB (301 s), …"); empty when none was seen.
   std::string memory_said;
   std::string pch_said;  ///< precompiled torch headers: made, used, compiled without (command builds)
+  /// [wheel] variants: the variant wheel written beside the wheel (empty: none, the binaries said
+  /// nothing a variant could carry), its properties and what they could not say.
+  fs::path variant_wheel;
+  std::vector<std::string> variant_properties;
+  std::vector<std::string> variant_notes;
 };
 
 /// The GPU targets the plan compiles: "sm_XY" for each arch, "compute_XY" for +PTX.

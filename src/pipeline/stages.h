@@ -58,6 +58,13 @@ Status check_cpu_target(const plan::Plan& plan, const std::vector<std::pair<std:
 /// build folder (never in dist/) to be inspected.
 Status check_command_wheel(const plan::Plan& plan, std::string_view bytes, const fs::path& wheel);
 
+// variants.cpp
+
+/// [wheel] variants: the variant wheel of `done.wheel` (wheel::make_variant_wheel) written into
+/// dist/ beside it, and other variants of that same wheel name removed (they describe bytes that
+/// are gone); fills done's variant_* fields. The caller holds dist/'s lock.
+Status write_variant(probe::Machine m, Outcome& done);
+
 // wheel_contents.cpp
 
 /// What a finished wheel needs of the system; nullopt when it holds no ELF file (or cannot be read,

@@ -389,6 +389,7 @@ struct Parser {
       remember("wheel.root", *n);
     }
     if (auto* n = t.get("torch_pin")) out.wheel.torch_pin = OPFORGE_TRY(r.boolean(*n, "wheel.torch_pin"));
+    if (auto* n = t.get("variants")) out.wheel.variants = OPFORGE_TRY(r.boolean(*n, "wheel.variants"));
     return {};
   }
 

@@ -136,6 +136,9 @@ struct Recipe {
     /// Requires-Dist on torch from how the wheel's libraries link it (wheel::torch_linkage):
     /// torch==X.Y.* for torch's C++ ABI, torch>=X.Y for its stable C ABI only.
     bool torch_pin = true;
+    /// Each wheel also as a variant wheel (wheel/variant.h): variant.json and its label, the
+    /// properties read from its binaries; the plain wheel stays beside it as the fallback.
+    bool variants = false;
   } wheel;
 
   /// [matrix]: one build per torch version (× Python interpreter), each in its own environment.

@@ -201,6 +201,10 @@ constexpr Setting kTable[] = {
     {key, "wheel.root", "a root filesystem's folder", "unset: the host", true, "root/root.cpp"},
     {key, "wheel.torch_pin", "bool: Requires-Dist on torch from how the wheel's libraries link it", "true", true,
      "compile/command_backend.cpp"},
+    {key, "wheel.variants",
+     "bool: each wheel also as a variant wheel (PEP 825 draft: variant.json, the label in its name) and the index's "
+     "variants.json, the properties read from the binaries",
+     "false", false, "pipeline/variants.cpp"},
     {key, "matrix.torch", "array of torch releases", "unset", true, "plan/matrix.cpp"},
     {key, "matrix.python", "array of interpreters", "[cuda] python", true, "plan/matrix.cpp"},
     {key, "matrix.requirements", "array of pip requirements", "[]", true, "plan/matrix.cpp"},

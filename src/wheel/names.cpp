@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cctype>
 
 #include "util/pep440.h"
@@ -34,11 +35,20 @@ std::string project_name(std::string_view name) { return fold_name(name, '-'); }
 std::optional<WheelFileName> parse_wheel_filename(std::string_view filename) {
   if (!filename.ends_with(".whl") || filename.find('/') != std::string_view::npos) return std::nullopt;
   auto parts = strings::split(filename.substr(0, filename.size() - 4), '-');
-  if (parts.size() != 5 && parts.size() != 6) return std::nullopt;
+  if (parts.size() < 5 || parts.size() > 7) return std::nullopt;
   for (const auto& p : parts)
     if (p.empty()) return std::nullopt;
-  const std::size_t n = parts.size();
-  return WheelFileName{parts[0], parts[1], n == 6 ? parts[2] : "", parts[n - 3], parts[n - 2], parts[n - 1]};
+  auto digit = [](const std::string& p) { return std::isdigit(static_cast<unsigned char>(p[0])) != 0; };
+  const bool build = parts.size() == 7 || (parts.size() == 6 && digit(parts[2]));
+  const bool label = parts.size() == 7 || (parts.size() == 6 && !digit(parts[2]));
+  const std::size_t py = build ? 3 : 2;
+  if (digit(parts[py])) return std::nullopt;
+  if (label && (!std::all_of(parts.back().begin(), parts.back().end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+      })))
+    return std::nullopt;
+  return WheelFileName{parts[0],      parts[1],      build ? parts[2] : "",    parts[py],
+                       parts[py + 1], parts[py + 2], label ? parts.back() : ""};
 }
 
 namespace {

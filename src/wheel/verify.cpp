@@ -4,6 +4,7 @@
 
 #include "util/strings.h"
 #include "wheel/internal.h"
+#include "wheel/variant.h"
 #include "wheel/wheel.h"
 
 namespace opforge::wheel {
@@ -95,6 +96,22 @@ void check_metadata(const std::string& dist_info, const Entry& metadata, const W
 }
 
 /// WHEEL's tags against the file name's, and its Wheel-Version.
+/// A variant wheel's variant.json describes one variant, the label its file name carries.
+void check_variant(const std::string& dist_info, const Index& ix, const std::string& label, Problems& problems) {
+  const std::string path = dist_info + "/" + std::string(kVariantDistInfoFile);
+  auto it = ix.by_path.find(path);
+  if (it == ix.by_path.end()) {
+    problems.push_back(path + ": missing (the file name carries variant label '" + label + "')");
+    return;
+  }
+  auto variants = parse_variants(it->second->content);
+  if (!variants) problems.push_back(path + ": " + variants.error().message);
+  else if (variants->size() != 1)
+    problems.push_back(path + ": lists " + std::to_string(variants->size()) + " variants, expected exactly one");
+  else if (variants->front().label != label)
+    problems.push_back(path + ": labels its variant '" + variants->front().label + "', the file name '" + label + "'");
+}
+
 void check_wheel_file(const std::string& dist_info, const Entry& wheel, const WheelFileName& fname,
                       Problems& problems) {
   auto tags = header_values(wheel.content, "Tag");
@@ -175,6 +192,7 @@ Report verify_entries(std::string_view filename, const std::vector<Entry>& entri
   if (metadata && fname) check_metadata(dist_info, *metadata, *fname, problems);
   if (wheel && fname) check_wheel_file(dist_info, *wheel, *fname, problems);
   if (record) r.files_checked = check_record(dist_info, *record, ix, problems);
+  if (fname && !fname->variant.empty()) check_variant(dist_info, ix, fname->variant, problems);
   return r;
 }
 

@@ -35,13 +35,18 @@ std::string normalize_name(std::string_view name);
 /// "opforge-ops"): the index's and pip's form.
 std::string project_name(std::string_view name);
 
-/// The parts of a wheel's file name, PEP 427: NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl.
+/// The parts of a wheel's file name, PEP 427: NAME-VERSION(-BUILD)-PY-ABI-PLATFORM.whl, and a
+/// variant wheel's label after them (PEP 825's draft, wheel/variant.h): ...-PLATFORM-LABEL.whl.
 struct WheelFileName {
   std::string name, version, build, python, abi, platform;
+  std::string variant{};  ///< the variant label; empty for a plain wheel
   /// "cp311-cp311-linux_x86_64"
   std::string tags() const { return python + "-" + abi + "-" + platform; }
 };
-/// nullopt when `filename` (no folder) is not a wheel's: no `.whl`, not 5 or 6 parts, an empty part.
+/// nullopt when `filename` (no folder) is not a wheel's: no `.whl`, not 5 to 7 parts, an empty
+/// part, a python tag that starts with a digit. A build tag starts with a digit and a python tag
+/// never does, so six parts are a build tag when the third starts with one and a variant label
+/// ([0-9a-z._]+) otherwise (as variantlib reads them).
 std::optional<WheelFileName> parse_wheel_filename(std::string_view filename);
 
 /// Checks a version for a wheel: a PEP 440 public version (`N(.N)*` with optional

@@ -1,0 +1,44 @@
+// [wheel] variants: the finished wheel written again as a variant wheel beside it in dist/.
+#include "pipeline/stages.h"
+#include "wheel/variant.h"
+
+namespace opforge::pipeline {
+
+Status write_variant(probe::Machine m, Outcome& done) {
+  const plan::Plan& plan = done.plan;
+  const fs::path dist = done.wheel.parent_path();
+  const std::string filename = done.wheel.filename().string();
+  auto bytes = OPFORGE_TRY(m.fs.read_file(done.wheel, wheel::Limits{}.archive_bytes));
+  auto entries = wheel::read_archive(bytes, wheel::Keep::dist_info_and_elf);
+  if (!entries) return failure(done.wheel.string() + ": " + entries.error().message);
+  std::map<std::string, wheel::ElfInfo> elfs;
+  for (const auto& e : *entries)
+    if (wheel::is_elf(e.content))
+      if (auto info = wheel::read_elf(e.content)) elfs.emplace(e.path, std::move(*info));
+  // What the build knows beyond the binaries: the toolkit it compiled with and the torch it built
+  // against (the same torch the Requires-Dist pin names).
+  wheel::VariantFacts facts;
+  if (plan.cuda.chosen) facts.cuda_version = plan.cuda.chosen->version.str();
+  if (plan.cuda.torch && plan.cuda.torch->torch_version) facts.torch_version = *plan.cuda.torch->torch_version;
+  auto decision = wheel::variant_properties(elfs, facts);
+  done.variant_notes = decision.notes;
+
+  // Variants of this wheel name made before describe bytes that are gone.
+  const std::string stem = filename.substr(0, filename.size() - 4) + "-";
+  auto variant = wheel::make_variant(decision.properties);
+  const std::string keep = decision.properties.empty() ? std::string() : stem + variant.label + ".whl";
+  for (auto& n : OPFORGE_TRY(m.fs.list_directory(dist))) {
+    if (n == keep || !n.starts_with(stem) || !n.ends_with(".whl")) continue;
+    auto parsed = wheel::parse_wheel_filename(n);
+    if (parsed && !parsed->variant.empty() && n == stem + parsed->variant + ".whl")
+      OPFORGE_CHECK(m.fs.remove_all(dist / n));
+  }
+  if (decision.properties.empty()) return {};
+  auto packed = OPFORGE_TRY(wheel::make_variant_wheel(filename, bytes, variant, plan.source_date_epoch));
+  OPFORGE_CHECK(m.fs.write_file_atomic(dist / packed.filename, packed.bytes, 0644));
+  done.variant_wheel = dist / packed.filename;
+  for (const auto& p : variant.properties) done.variant_properties.push_back(p.str());
+  return {};
+}
+
+}  // namespace opforge::pipeline

@@ -1,0 +1,291 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "probe/fake_machine.h"
+#include "test_util.h"
+#include "util/hash.h"
+#include "util/strings.h"
+#include "wheel/index.h"
+#include "wheel/internal.h"
+#include "wheel/variant.h"
+#include "wheel/wheel.h"
+#include "wheel_test_util.h"
+
+namespace opforge::wheel {
+namespace {
+
+using test_util::data;
+
+FatbinImage image(FatbinImage::Kind kind, int arch, char suffix = 0) {
+  FatbinImage i;
+  i.kind = kind;
+  i.arch = arch;
+  i.suffix = suffix;
+  return i;
+}
+
+constexpr auto elf = FatbinImage::Kind::elf;
+constexpr auto ptx = FatbinImage::Kind::ptx;
+
+ElfInfo cuda_lib(std::vector<FatbinImage> fatbin, bool torch_cxx = true) {
+  ElfInfo info;
+  info.fatbin = std::move(fatbin);
+  if (torch_cxx) info.unversioned_undefined = {"_ZN2at6native5emptyEv"};
+  return info;
+}
+
+std::vector<std::string> strs(const std::vector<VariantProperty>& ps) {
+  std::vector<std::string> out;
+  for (auto& p : ps) out.push_back(p.str());
+  return out;
+}
+
+// The properties come from the binaries: a cubin is <arch>_real, plain PTX <arch>_virtual, the
+// toolkit the lower bound, torch's C++ ABI the torch release.
+TEST(WheelVariant, PropertiesFromTheBinaries) {
+  auto d = variant_properties(
+      {{"x/_lib/a.so", cuda_lib({image(elf, 80), image(elf, 90), image(ptx, 90)})}, {"x/__init__.so", ElfInfo{}}},
+      {"13.0.88", "2.15.0+cu130"});
+  EXPECT_EQ(strs(d.properties),
+            (std::vector<std::string>{"abi_dependency :: torch :: 2.15", "nvidia :: cuda_version_lower_bound :: 13.0",
+                                      "nvidia :: sm_arch :: 80_real", "nvidia :: sm_arch :: 90_real",
+                                      "nvidia :: sm_arch :: 90_virtual"}));
+  EXPECT_TRUE(d.notes.empty());
+  // Its label is variantlib's: sha256 of the sorted properties, 8 hex digits.
+  EXPECT_EQ(make_variant(d.properties).label, "fc8700fe");
+}
+
+TEST(WheelVariant, WhatTheSchemaCannotSayIsNoted) {
+  auto d = variant_properties({{"a.so", cuda_lib({image(elf, 90, 'a'), image(ptx, 90, 'a'), image(elf, 80)}, false)},
+                               {"b.so", cuda_lib({image(elf, 90, 'a'), image(elf, 100, 'f')}, false)}},
+                              {"13.0", ""});
+  EXPECT_EQ(strs(d.properties),
+            (std::vector<std::string>{"nvidia :: cuda_version_lower_bound :: 13.0", "nvidia :: sm_arch :: 90_real"}));
+  auto joined = strings::join(d.notes, "\n");
+  EXPECT_NE(joined.find("sm_90a: written as 90_real"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("compute_90a: not written"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("sm_100f: written as 100_real"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("80_real: not written: not every CUDA library"), std::string::npos) << joined;
+
+  // The stable C ABI alone names no release; no GPU code and no torch: nothing to say.
+  ElfInfo stable;
+  stable.unversioned_undefined = {"aoti_torch_empty_strided"};
+  auto s = variant_properties({{"s.so", stable}}, {"13.0", "2.15.0"});
+  EXPECT_TRUE(s.properties.empty());
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_NE(s.notes[0].find("stable C ABI"), std::string::npos);
+  EXPECT_TRUE(variant_properties({{"p.so", ElfInfo{}}}, {"13.0", "2.15.0"}).properties.empty());
+}
+
+// variant.json is byte for byte what variantlib 0.2.2 writes for the same variant
+// (tests/data/variants/variant.json: its make_variant_dist_info output).
+TEST(WheelVariant, DistInfoJsonIsVariantlibs) {
+  auto v = make_variant({{"nvidia", "sm_arch", "90_virtual"},
+                         {"nvidia", "sm_arch", "80_real"},
+                         {"abi_dependency", "torch", "2.15"},
+                         {"nvidia", "sm_arch", "90_real"},
+                         {"nvidia", "cuda_version_lower_bound", "13.0"}});
+  EXPECT_EQ(variant_dist_info_json(v), data("variants/variant.json"));
+  auto back = parse_variants(data("variants/variant.json"));
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ(back->front(), v);
+  // The index's file merges variants, sorted by label, each once.
+  auto w = make_variant({{"nvidia", "sm_arch", "100_real"}});
+  auto index = parse_variants(variants_index_json({w, v, w}));
+  ASSERT_TRUE(index);
+  ASSERT_EQ(index->size(), 2u);
+  EXPECT_EQ((*index)[0].label < (*index)[1].label, true);
+}
+
+TEST(WheelVariant, BadJsonIsNamed) {
+  EXPECT_FALSE(parse_variants("nope"));
+  EXPECT_FALSE(parse_variants("{}"));
+  auto bad_ns = parse_variants(R"({"providers": {}, "variants": {"abc": {"nvidia": {"sm_arch": ["90_real"]}}}})");
+  ASSERT_FALSE(bad_ns);
+  EXPECT_NE(bad_ns.error().message.find("no provider declares"), std::string::npos);
+  auto bad_value = parse_variants(R"({"providers": {"n": {}}, "variants": {"abc": {"n": {"f": ["A"]}}}})");
+  ASSERT_FALSE(bad_value);
+  EXPECT_NE(bad_value.error().message.find("'n :: f :: A'"), std::string::npos);
+  EXPECT_FALSE(parse_variants(R"({"providers": {}, "variants": {"Bad-Label": {}}})"));
+}
+
+TEST(WheelVariant, FileNamesCarryTheLabel) {
+  auto v = parse_wheel_filename("x-1.0-py3-none-linux_x86_64-fc8700fe.whl");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->variant, "fc8700fe");
+  EXPECT_EQ(v->build, "");
+  EXPECT_EQ(v->tags(), "py3-none-linux_x86_64");
+  auto b = parse_wheel_filename("x-1.0-1-py3-none-any-0abc.whl");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->build, "1");
+  EXPECT_EQ(b->variant, "0abc");
+  auto plain = parse_wheel_filename("x-1.0-1-py3-none-any.whl");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->variant, "");
+  EXPECT_FALSE(parse_wheel_filename("x-1.0-py3-none-any-Bad.whl"));
+}
+
+Packed plain_wheel() {
+  Spec s;
+  s.name = "tiny-scale";
+  s.version = "0.1.0";
+  s.summary = "tiny";
+  s.description = "tiny\n";
+  s.source_date_epoch = 1700000000;
+  s.files = {{"tiny_scale/__init__.py", "X = 1\n", 0644}, {"tiny_scale/run.sh", "#!/bin/sh\n", 0755}};
+  auto p = pack(s);
+  EXPECT_TRUE(p) << p.error().message;
+  return *p;
+}
+
+// The variant wheel is the plain one plus variant.json, its label in the name; it verifies, the
+// same inputs give the same bytes, and a wrong label is a problem verify names.
+TEST(WheelVariant, VariantWheelFromThePlainOne) {
+  auto plain = plain_wheel();
+  auto v = make_variant({{"nvidia", "sm_arch", "90_real"}});
+  auto made = make_variant_wheel(plain.filename, plain.bytes, v, 1700000000);
+  ASSERT_TRUE(made) << made.error().message;
+  EXPECT_EQ(made->filename, "tiny_scale-0.1.0-py3-none-any-" + v.label + ".whl");
+  EXPECT_TRUE(verify_bytes(made->filename, made->bytes).ok())
+      << strings::join(verify_bytes(made->filename, made->bytes).problems, "\n");
+  EXPECT_EQ(wheel_variant_json(made->bytes), variant_dist_info_json(v));
+  EXPECT_EQ(wheel_metadata(made->bytes), wheel_metadata(plain.bytes));
+  auto again = make_variant_wheel(plain.filename, plain.bytes, v, 1700000000);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->bytes, made->bytes);
+  auto entries = read_archive(made->bytes);
+  ASSERT_TRUE(entries);
+  for (auto& e : *entries)
+    if (e.path == "tiny_scale/run.sh") {
+      EXPECT_EQ(e.mode & 0777, 0755u);
+    }
+
+  auto wrong = verify_bytes("tiny_scale-0.1.0-py3-none-any-abcd.whl", made->bytes);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(strings::join(wrong.problems, "\n").find("labels its variant '" + v.label + "', the file name 'abcd'"),
+            std::string::npos);
+  auto missing = verify_bytes("tiny_scale-0.1.0-py3-none-any-abcd.whl", plain.bytes);
+  EXPECT_NE(strings::join(missing.problems, "\n").find("variant.json: missing"), std::string::npos);
+  EXPECT_FALSE(make_variant_wheel(made->filename, made->bytes, v, 1700000000));
+}
+
+// The index serves {name}-{version}-variants.json, listed on the project's pages, and drops it with
+// the last variant wheel of that version.
+TEST(WheelVariant, IndexListsTheVariantsOfEachVersion) {
+  auto plain = plain_wheel();
+  auto a = make_variant({{"nvidia", "sm_arch", "90_real"}}), b = make_variant({{"nvidia", "sm_arch", "80_real"}});
+  auto va = *make_variant_wheel(plain.filename, plain.bytes, a, 1700000000);
+  auto vb = *make_variant_wheel(plain.filename, plain.bytes, b, 1700000000);
+  probe::FakeMachine w;
+  w.fs.add_file("/dist/" + plain.filename, plain.bytes);
+  w.fs.add_file("/dist/" + va.filename, va.bytes);
+  w.fs.add_file("/dist/" + vb.filename, vb.bytes);
+  w.fs.add_file("/dist/tiny_scale-0.0.9-variants.json", "stale");
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  auto json = w.fs.read_file("/dist/tiny_scale-0.1.0-variants.json");
+  ASSERT_TRUE(json);
+  EXPECT_EQ(*json, variants_index_json({a, b}));
+  EXPECT_EQ(w.fs.type_of("/dist/tiny_scale-0.0.9-variants.json"), probe::FileType::none);
+  auto page = *w.fs.read_file("/dist/simple/tiny-scale/index.html");
+  EXPECT_NE(page.find("tiny_scale-0.1.0-variants.json#sha256=" + sha256_hex(*json)), std::string::npos) << page;
+  EXPECT_NE(page.find(va.filename), std::string::npos);
+
+  ASSERT_TRUE(w.fs.remove_all("/dist/" + va.filename));
+  ASSERT_TRUE(w.fs.remove_all("/dist/" + vb.filename));
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(w.fs.type_of("/dist/tiny_scale-0.1.0-variants.json"), probe::FileType::none);
+}
+
+// verify of a wheelhouse: the variants.json files must say what the wheels' variant.json files say,
+// naming the wheel and the property.
+TEST(WheelVariant, AnIndexThatDisagreesIsNamed) {
+  auto plain = plain_wheel();
+  auto a = make_variant({{"nvidia", "sm_arch", "90_real"}});
+  auto va = *make_variant_wheel(plain.filename, plain.bytes, a, 1700000000);
+  probe::FakeMachine w;
+  w.fs.add_file("/dist/" + plain.filename, plain.bytes);
+  w.fs.add_file("/dist/" + va.filename, va.bytes);
+  auto none = check_variants_index(w.fs, "/dist");
+  ASSERT_TRUE(none);
+  ASSERT_EQ(none->size(), 1u);
+  EXPECT_NE(none->front().find("tiny_scale-0.1.0-variants.json is missing"), std::string::npos) << none->front();
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(*check_variants_index(w.fs, "/dist"), std::vector<std::string>{});
+  Variant lying = a;
+  lying.properties = {{"nvidia", "sm_arch", "80_real"}};
+  w.fs.add_file("/dist/tiny_scale-0.1.0-variants.json", variants_index_json({lying}));
+  auto problems = check_variants_index(w.fs, "/dist");
+  ASSERT_TRUE(problems);
+  EXPECT_EQ(*problems,
+            (std::vector<std::string>{va.filename +
+                                          ": its variant.json says 'nvidia :: sm_arch :: 90_real', "
+                                          "tiny_scale-0.1.0-variants.json does not (variant '" +
+                                          a.label + "')",
+                                      va.filename +
+                                          ": tiny_scale-0.1.0-variants.json says 'nvidia :: sm_arch :: 80_real', its "
+                                          "variant.json does not (variant '" +
+                                          a.label + "')"}));
+}
+
+// variantlib 0.2.2 (the draft's reference, pinned in scripts/deps) reads what opforge writes: the
+// variant.json of each variant wheel, its label, and the index's variants.json byte for byte
+// (tests/wheel_tools/check_variants.py).
+TEST(WheelVariant, VariantlibAgrees) {
+  const std::filesystem::path source = OPFORGE_SOURCE_DIR;
+  const auto python = source / ".venv-tools" / "bin" / "python";
+  const auto dir = std::filesystem::path(OPFORGE_BUILD_DIR) / "wheel_variants";
+  std::filesystem::remove_all(dir);
+  auto m = probe::real_machine();
+  auto plain = plain_wheel();
+  ASSERT_TRUE(m.fs.create_directories(dir / "dist"));
+  ASSERT_TRUE(m.fs.write_file_atomic(dir / "dist" / plain.filename, plain.bytes));
+  for (auto props : {std::vector<VariantProperty>{{"nvidia", "sm_arch", "90_real"},
+                                                  {"nvidia", "sm_arch", "90_virtual"},
+                                                  {"nvidia", "cuda_version_lower_bound", "13.0"},
+                                                  {"abi_dependency", "torch", "2.15"}},
+                     std::vector<VariantProperty>{{"abi_dependency", "torch", "2.15"}},
+                     std::vector<VariantProperty>{{"abi_dependency", "torch", "2.14"}}}) {
+    auto made = make_variant_wheel(plain.filename, plain.bytes, make_variant(props), 1700000000);
+    ASSERT_TRUE(made) << made.error().message;
+    ASSERT_TRUE(m.fs.write_file_atomic(dir / "dist" / made->filename, made->bytes));
+  }
+  ASSERT_TRUE(write_simple_index(m.fs, dir / "dist"));
+  // The files stay for a look (or a run by hand with another Python) when variantlib is missing.
+  if (std::system((python.string() + " -c 'import variantlib' >/dev/null 2>&1").c_str()) != 0)
+    OPFORGE_SKIP_UNLESS_CI(python.string() + " has no variantlib: run scripts/deps");
+  const std::string cmd = python.string() + " " + (source / "tests/wheel_tools/check_variants.py").string() + " " +
+                          (dir / "dist").string() + " > " + (dir / "log.txt").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << testing::slurp(dir / "log.txt");
+}
+
+// pip (no variant support) installs from the same index: it reads the wheel's METADATA from the
+// .metadata file the page names (PEP 658, from a file:// index too) and takes the plain wheel.
+TEST(WheelVariant, PipTakesThePlainWheelAndReadsItsMetadataFile) {
+  const std::filesystem::path source = OPFORGE_SOURCE_DIR;
+  const auto pip = source / ".venv-tools" / "bin" / "pip";
+  if (!std::filesystem::exists(pip)) OPFORGE_SKIP_UNLESS_CI(pip.string() + " is missing: run scripts/deps");
+  const auto dir = std::filesystem::path(OPFORGE_BUILD_DIR) / "wheel_variants_pip";
+  std::filesystem::remove_all(dir);
+  auto m = probe::real_machine();
+  auto plain = plain_wheel();
+  auto made = make_variant_wheel(plain.filename, plain.bytes, make_variant({{"nvidia", "sm_arch", "90_real"}}), 1);
+  ASSERT_TRUE(made);
+  ASSERT_TRUE(m.fs.create_directories(dir / "dist"));
+  ASSERT_TRUE(m.fs.write_file_atomic(dir / "dist" / plain.filename, plain.bytes));
+  ASSERT_TRUE(m.fs.write_file_atomic(dir / "dist" / made->filename, made->bytes));
+  ASSERT_TRUE(write_simple_index(m.fs, dir / "dist"));
+  const std::string cmd = pip.string() + " download -v --no-deps --no-cache-dir --disable-pip-version-check " +
+                          "--index-url file://" + (dir / "dist/simple").string() + " tiny-scale==0.1.0 -d " +
+                          (dir / "got").string() + " > " + (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::slurp(dir / "log.txt");
+  const auto log = testing::slurp(dir / "log.txt");
+  EXPECT_NE(log.find(plain.filename + ".metadata"), std::string::npos) << log;
+  EXPECT_TRUE(std::filesystem::exists(dir / "got" / plain.filename)) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir / "got" / made->filename)) << log;
+}
+
+}  // namespace
+}  // namespace opforge::wheel
