@@ -19,7 +19,12 @@ out=$(realpath -m "$out")
   echo "note: the working tree has local changes; the clone is HEAD's ($(git -C "$root_dir" rev-parse --short HEAD))" >&2
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/opforge-cold.XXXXXX")
-[ "${OPFORGE_COLD_KEEP:-0}" = 1 ] || trap 'rm -rf "$tmp"' EXIT
+# mktemp's 0700 would keep install.root_build's second build (as the user nobody) from the clone's
+# opforge, as no checkout in a world-readable folder does.
+chmod 755 "$tmp"
+log_kept="${TMPDIR:-/tmp}/opforge-cold-$(date -u +%Y%m%dT%H%M%S).log"
+# The run's log outlives the folder (a failed test's output is in it).
+[ "${OPFORGE_COLD_KEEP:-0}" = 1 ] || trap 'cp "$tmp/run.log" "$log_kept" 2>/dev/null; rm -rf "$tmp"' EXIT
 git clone -q --no-local "$root_dir" "$tmp/clone"
 mkdir -p "$tmp/home" "$tmp/tmp"
 # Git's identity and safe directories stay the user's (tests commit into fixtures' repositories).
@@ -28,7 +33,7 @@ cpu_log="$tmp/test-cpu.tsv"
 : >"$cpu_log"
 
 commit=$(git -C "$tmp/clone" rev-parse --short HEAD)
-echo "cold run of $commit in $tmp (log: $tmp/run.log)"
+echo "cold run of $commit in $tmp (log: $tmp/run.log, kept afterwards as $log_kept)"
 start=$(date +%s.%N)
 set +e
 # A pyenv python on PATH finds its versions through PYENV_ROOT, which defaults to ~/.pyenv.
