@@ -94,10 +94,10 @@ expect torch214 1 'torch: the wheel requires torch==2\.15\.\*, the node has 2\.1
 expect py312 1 'python: Python 3\.12, the wheel is for cp311 only$'
 expect no_torch 0 'no torch on the node: pip installs torch==2\.15\.\* with the wheel'
 expect older 1 '^  older\.json +unknown +driver, platform, python: the report has no "node" part \(an older opforge wrote it\)'
-expect newer 1 '^  newer +unknown +report: written by a newer opforge \(node format 99; this one reads 1\)'
+expect newer 1 '^  newer +unknown +report: node\.format 99 is newer than this opforge reads \(1\): check it with the opforge that wrote it'
 expect hostile 1 '^  hostile +unknown +gpu: .*GPU entry 0: "index" must be a GPU number'
 grep -q "driver: node.driver is missing or not an object" out/hostile.txt || fail "hostile: the driver row"
-expect damaged 1 '^  damaged\.json +unknown +report: not a JSON object'
+expect damaged 1 '^  damaged\.json +unknown +report: not JSON: parse error at line 1, column 10'
 
 # The node check's --json report (tests/data/nodes/nodecheck_h100_a100.json, captured): one row per
 # host. As captured it predates the runtime facts (unknown); edited with them and a driver, gpu01
