@@ -12,6 +12,7 @@
 #include "plan/jobs.h"
 #include "probe/fake_machine.h"
 #include "probe/json_cache.h"
+#include "test_util.h"
 
 namespace opforge::probe {
 namespace {
@@ -123,23 +124,6 @@ TEST(ProbeJsonCache, ADeepOrDamagedCacheIsSaidAndWrittenAfresh) {
   EXPECT_EQ(fs.notices().back(), "/cache/python.json: is not a regular file: ignored and made again");
 }
 
-/// Every `.cpp`/`.h` under src/ but the shipped kernels (libraries of their own), as {path relative
-/// to src/, text}.
-std::vector<std::pair<std::string, std::string>> sources() {
-  std::vector<std::pair<std::string, std::string>> out;
-  const std::filesystem::path src = std::filesystem::path(OPFORGE_SOURCE_DIR) / "src";
-  for (auto& e : std::filesystem::recursive_directory_iterator(src)) {
-    const auto rel = e.path().lexically_relative(src).generic_string();
-    const auto ext = e.path().extension();
-    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h") || rel.starts_with("kernels/")) continue;
-    std::ifstream in(e.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    out.emplace_back(rel, text.str());
-  }
-  return out;
-}
-
 TEST(SourceGuards, NoRawFileReadsOutsideProbe) {
   // One bounded way to read a file, FileSystem::read_file: a raw read (a stream, fopen, open/read,
   // mmap, libzip opening a path) would block on a FIFO and read /dev/zero until memory ran out.
@@ -155,7 +139,7 @@ TEST(SourceGuards, NoRawFileReadsOutsideProbe) {
   const std::set<std::string> allowed = {"probe/real_machine.cpp", "probe/real_process.cpp"};
   std::vector<std::string> readers;
   int scanned = 0;
-  for (auto& [path, text] : sources()) {
+  for (auto& [path, text] : test_util::core_sources()) {
     ++scanned;
     if (allowed.count(path)) continue;
     for (std::sregex_iterator it(text.begin(), text.end(), raw), end; it != end; ++it)

@@ -11,6 +11,7 @@
 #include "probe/fake_machine.h"
 #include "record/record.h"
 #include "settings/settings.h"
+#include "test_util.h"
 
 namespace opforge::settings {
 namespace {
@@ -175,20 +176,6 @@ TEST(SettingsRules, TheNewReadersKeepTheirRules) {
   EXPECT_TRUE(in_root(env));
 }
 
-/// Every `.cpp`/`.h` under src/ but the shipped kernels (their libraries read their own run-time
-/// variables, documented with them), as {path relative to src/, text}.
-std::vector<std::pair<std::string, std::string>> sources() {
-  std::vector<std::pair<std::string, std::string>> out;
-  const std::filesystem::path src = std::filesystem::path(OPFORGE_SOURCE_DIR) / "src";
-  for (auto& e : std::filesystem::recursive_directory_iterator(src)) {
-    const auto rel = e.path().lexically_relative(src).generic_string();
-    const auto ext = e.path().extension();
-    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h") || rel.starts_with("kernels/")) continue;
-    out.emplace_back(rel, read_text(e.path().string()));
-  }
-  return out;
-}
-
 TEST(SettingsTable, NoCodeOutsideSettingsReadsAVariable) {
   // One reader per setting: stages ask settings/ (or hand a whole environment to a child). Only
   // probe/, below settings/, reads for itself: the real machine's TMPDIR and test hooks, and the
@@ -197,7 +184,7 @@ TEST(SettingsTable, NoCodeOutsideSettingsReadsAVariable) {
   // everything hands the whole environment to a child.
   const std::regex read(R"((env\.get|getenv|env\.all|env\)\.all)\s*\()");
   std::vector<std::string> readers;
-  for (auto& [path, text] : sources()) {
+  for (auto& [path, text] : test_util::core_sources()) {
     if (path.starts_with("settings/") || path.starts_with("probe/")) continue;
     for (std::sregex_iterator it(text.begin(), text.end(), read), end; it != end; ++it)
       readers.push_back(path + " at offset " + std::to_string(it->position()));
@@ -210,7 +197,7 @@ TEST(SettingsTable, EveryVariableReadHasARow) {
   const std::regex named(R"((?:env\.get|getenv)\(\s*"([A-Z_][A-Z0-9_]*)\")");
   std::vector<std::string> missing;
   int seen = 0;
-  for (auto& [path, text] : sources()) {
+  for (auto& [path, text] : test_util::core_sources()) {
     if (!path.starts_with("settings/") && !path.starts_with("probe/")) continue;
     for (std::sregex_iterator it(text.begin(), text.end(), named), end; it != end; ++it, ++seen)
       if (!find_variable((*it)[1].str())) missing.push_back(path + ": " + (*it)[1].str());
@@ -227,7 +214,7 @@ TEST(SettingsTable, EveryVariableReadHasARow) {
 TEST(SettingsTable, TheReadByColumnMatchesTheCode) {
   // A row read through a settings function names it (`settings::fn (a/b.cpp, ...)`): the function
   // is declared, the files listed call it, and every file that calls it is listed in a row of it.
-  const auto files = sources();
+  const auto files = test_util::core_sources();
   auto text_of = [&](const std::string& rel) -> const std::string* {
     for (auto& [path, text] : files)
       if (path == rel) return &text;

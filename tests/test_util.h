@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace opforge::test_util {
 
@@ -37,6 +39,20 @@ inline std::string data(const std::string& rel) { return slurp(std::filesystem::
 inline bool in_ci() {
   const char* ci = std::getenv("CI");
   return ci && std::string(ci) == "true";
+}
+
+/// Every `.cpp`/`.h` of the core under src/ (not the shipped kernels, libraries of their own), as
+/// {path relative to src/, text}: what the source guards (settings readers, file readers, layering) scan.
+inline std::vector<std::pair<std::string, std::string>> core_sources() {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::filesystem::path src = std::filesystem::path(OPFORGE_SOURCE_DIR) / "src";
+  for (auto& e : std::filesystem::recursive_directory_iterator(src)) {
+    const auto rel = e.path().lexically_relative(src).generic_string();
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h") || rel.starts_with("kernels/")) continue;
+    out.emplace_back(rel, slurp(e.path()));
+  }
+  return out;
 }
 
 }  // namespace opforge::test_util
