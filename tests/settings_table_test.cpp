@@ -62,7 +62,7 @@ TEST(SettingsTable, TheRecipeParserAcceptsExactlyTheTablesKeys) {
   EXPECT_EQ(recipe_keys("build"),
             (std::vector<std::string>{"backend", "command", "wheel_glob", "jobs", "cache", "remote", "scheduler",
                                       "scheduler_token_file", "build_dir", "dist_dir", "release", "pch",
-                                      "gcc_gc_heap_mib", "cpu_target", "cpu_dispatch", "env"}));
+                                      "gcc_gc_heap_mib", "platform", "cpu_target", "cpu_dispatch", "env"}));
   EXPECT_EQ(recipe_keys("nothing"), std::vector<std::string>{});
 }
 

@@ -32,8 +32,9 @@ struct BuildFlags {
   std::string release_of;
   std::string cell;
   int cell_index = -1;
-  std::string glibc;  ///< --glibc
-  std::string root;   ///< --root
+  std::string glibc;     ///< --glibc
+  std::string root;      ///< --root
+  std::string platform;  ///< --platform
   bool quiet = false;
   bool verbose = false;
 };
@@ -44,6 +45,7 @@ Result<pipeline::Options> pipeline_options(probe::Machine m, const BuildFlags& f
   if (!flags.python.empty()) options.plan.python = flags.python;
   options.plan.release = flags.release;
   options.plan.no_pch = flags.no_pch;
+  if (!flags.platform.empty()) options.plan.platform = flags.platform;
   if (!flags.release_of.empty()) {
     auto rec = OPFORGE_TRY(record::load(m.fs, flags.release_of));
     options.plan.release_commit = OPFORGE_TRY(record::source_commit(flags.release_of, rec));
@@ -241,7 +243,8 @@ Result<std::optional<Status>> build_in_root(probe::Machine m, const BuildFlags& 
                                                                               {"--python", flags.python},
                                                                               {"--release-of", flags.release_of},
                                                                               {"--cell", flags.cell},
-                                                                              {"--glibc", flags.glibc}})
+                                                                              {"--glibc", flags.glibc},
+                                                                              {"--platform", flags.platform}})
     if (!value.empty()) inv.args.insert(inv.args.end(), {flag, value});
   if (flags.release) inv.args.push_back("--release");
   if (flags.no_pch) inv.args.push_back("--no-pch");
@@ -317,6 +320,9 @@ Registrar reg{
        app.add_option("--root", flags->root,
                       "build inside this root filesystem of an older distribution (beats [wheel] root; "
                       "bubblewrap, or chroot as root)");
+       app.add_option("--platform", flags->platform,
+                      "the machine the wheel is for: x86_64 or aarch64 (beats [build] platform); another "
+                      "machine's is cross-compiled here");
        auto* quiet = app.add_flag("-q,--quiet", flags->quiet, "print no progress: errors and the result only");
        app.add_flag("-v,--verbose", flags->verbose, "also print every line the build prints")->excludes(quiet);
        return [flags] { return run_build(*flags); };

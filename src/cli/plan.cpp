@@ -25,6 +25,10 @@ namespace {
 const char* kScratchPlaceholder = "<cache>/trees/<content hash>";
 
 void print_toolchain(const plan::Plan& p) {
+  std::cout << "platform      " << p.platform->name
+            << (p.cross() ? " (cross-built on this " + std::string(target::host_platform().name) + " machine)"
+                          : std::string(" (this machine)"))
+            << "\n";
   std::cout << "CUDA toolkit  "
             << (p.cuda.chosen ? p.cuda.chosen->version.str() + " at " + p.cuda.chosen->root.string() : "none") << "\n";
   for (auto& c : p.cuda.candidates)
@@ -43,6 +47,13 @@ void print_toolchain(const plan::Plan& p) {
                                          : "`opforge build` installs " + v.requirement + " (" + v.requirement_source +
                                                ") with " + v.python + " -m pip")
               << "\n";
+  }
+  if (p.cuda_target) {
+    const auto& t = *p.cuda_target;
+    std::cout << "  runtime     " << t.platform << " " << t.requirement << " in " << t.dir.string() << ": "
+              << (t.present || t.fetched ? "cached, nothing to fetch"
+                                         : "`opforge build` fetches it with " + t.python + " -m pip")
+              << " (release from " << t.release_source << ")\n";
   }
   std::cout << "host compiler ";
   if (p.host) {
@@ -177,6 +188,7 @@ Result<std::optional<Status>> plan_in_root(const Args& args) {
   if (!args.python.empty()) inv.args.insert(inv.args.end(), {"--python", args.python});
   if (args.jobs) inv.args.insert(inv.args.end(), {"-j", std::to_string(args.jobs)});
   if (args.no_pch) inv.args.push_back("--no-pch");
+  if (!args.platform.empty()) inv.args.insert(inv.args.end(), {"--platform", args.platform});
   auto prepared = OPFORGE_TRY(root::prepare(m, inv));
   if (!args.json) std::cout << root::describe_line(prepared.info) << "\n\n" << std::flush;
   int code = OPFORGE_TRY(root::run(m, prepared.sandbox, prepared.jail, [](std::string_view line) {
@@ -200,6 +212,7 @@ Registrar plan_command{{
         bool no_pch = false;
         std::vector<std::string> nodes;
         std::string root;
+        std::string platform;
       };
       auto args = std::make_shared<Args>();
       app.add_option("recipe", args->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")
@@ -210,6 +223,8 @@ Registrar plan_command{{
       add_jobs_option(app, args->jobs, "parallel jobs");
       app.add_option("--nodes", args->nodes,
                      "`opforge doctor --json` reports of the cluster's nodes: their GPU kinds make the arch list");
+      app.add_option("--platform", args->platform,
+                     "the machine the wheel is for: x86_64 or aarch64 (beats [build] platform)");
       app.add_option("--root", args->root,
                      "plan the build inside this root filesystem (beats [wheel] root): the root's glibc, compilers "
                      "and Python, then the plan opforge makes there");
@@ -219,6 +234,7 @@ Registrar plan_command{{
         if (!args->python.empty()) opts.python = args->python;
         if (args->jobs) opts.jobs = args->jobs;
         opts.no_pch = args->no_pch;
+        if (!args->platform.empty()) opts.platform = args->platform;
         opts.inspect_source = [](probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own) {
           return plan::inspect_source(m, r, own, false);
         };

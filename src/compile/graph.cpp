@@ -39,6 +39,17 @@ struct Toolset {
   const cuda::Toolkit* tk;
   std::vector<std::string> prefix_maps;
   unsigned nvcc_threads = 1;
+
+  /// -I of the CUDA headers a CUDA op's sources read: a cross-build's target runtime first (its
+  /// cuda_runtime.h), then the toolkit's (crt/ and CCCL, which go with this nvcc).
+  std::vector<std::string> cuda_includes() const {
+    std::vector<std::string> out;
+    if (plan.cuda_target) out.push_back("-I" + plan.cuda_target->include_dir.string());
+    if (tk) out.push_back("-I" + tk->include_dir.string());
+    return out;
+  }
+  /// Where libcudart_static.a is: the target runtime's for a cross-build, else the toolkit's.
+  fs::path cudart_dir() const { return plan.cuda_target ? plan.cuda_target->lib_dir : tk->lib_dir; }
 };
 
 /// Compiles one source of `op` into its object under `obj_dir`.
@@ -83,6 +94,9 @@ Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::p
     if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
     for (auto& arch : plan.arch.arches)
       for (auto& g : arch.gencode()) step.argv.push_back(g);
+    // A cross-build's nvcc reads targets/<machine>/include, which an x86-64 toolkit lacks.
+    if (plan.cuda_target)
+      for (auto& i : t.cuda_includes()) step.argv.push_back(i);
     for (auto& f : op.nvcc_flags) step.argv.push_back(f);
   } else {
     step.rule = *lang == Lang::c ? "cc" : "cxx";
@@ -93,7 +107,8 @@ Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::p
     step.argv.push_back("-frandom-seed=" + seed);
     for (auto& m : t.prefix_maps) step.argv.push_back(m);
     for (auto& f : op.cxx_flags) step.argv.push_back(f);
-    if (op.kind == ops::Kind::cuda && t.tk) step.argv.push_back("-I" + t.tk->include_dir.string());
+    if (op.kind == ops::Kind::cuda && t.tk)
+      for (auto& i : t.cuda_includes()) step.argv.push_back(i);
   }
   for (auto& f : includes) step.argv.push_back(f);
   if (auto it = op.source_flags.find(source.generic_string()); it != op.source_flags.end())
@@ -114,7 +129,7 @@ Step link_step(const Toolset& t, const ops::Manifest& op, const std::string& lib
   link.argv.insert(link.argv.end(), {"-Wl,--build-id=none", "-Wl,-soname," + lib_name, "-Wl,-z,noexecstack"});
   for (auto& f : op.ldflags) link.argv.push_back(f);
   if (op.kind == ops::Kind::cuda) {
-    link.argv.push_back("-L" + t.tk->lib_dir.string());
+    link.argv.push_back("-L" + t.cudart_dir().string());
     link.argv.push_back("-lcudart_static");
     for (auto l : {"-ldl", "-lrt", "-lpthread"}) link.argv.push_back(l);
   }
@@ -125,11 +140,11 @@ Step link_step(const Toolset& t, const ops::Manifest& op, const std::string& lib
 }
 
 /// The .symtab keeps a tmpxft_<pid> file symbol from nvcc: strip it for identical bytes.
-Step strip_step(const std::string& lib_name, const fs::path& unstripped, const fs::path& library) {
+Step strip_step(const Toolset& t, const std::string& lib_name, const fs::path& unstripped, const fs::path& library) {
   Step strip;
   strip.rule = "strip";
   strip.description = "strip " + lib_name;
-  strip.argv = {"strip", "--strip-unneeded", "-o", library.string(), unstripped.string()};
+  strip.argv = {plan::strip_program(t.plan), "--strip-unneeded", "-o", library.string(), unstripped.string()};
   strip.inputs = {unstripped};
   strip.output = library;
   return strip;
@@ -164,7 +179,7 @@ Result<fs::path> extension_steps(const Toolset& t, const ops::Manifest& op, cons
   link.output = unstripped;
   steps.push_back(std::move(link));
   fs::path library = build / "lib" / file;
-  steps.push_back(strip_step(file, unstripped, library));
+  steps.push_back(strip_step(t, file, unstripped, library));
   return library;
 }
 
@@ -227,7 +242,7 @@ Result<Graph> describe(const plan::Plan& plan) {
       graph.steps.push_back(std::move(step));
     }
     graph.steps.push_back(link_step(tools, op, lib_name, objects, unstripped));
-    graph.steps.push_back(strip_step(lib_name, unstripped, library));
+    graph.steps.push_back(strip_step(tools, lib_name, unstripped, library));
     if (op.python_extension && !plan.python_include.empty())
       outputs.extension = OPFORGE_TRY(extension_steps(tools, op, build, includes, graph.steps));
     graph.outputs.push_back(std::move(outputs));

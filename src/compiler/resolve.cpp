@@ -111,9 +111,12 @@ std::optional<Version> ask_version(probe::Machine m, const fs::path& exe, Family
   return parse_version(strings::trim(r->out));
 }
 
-std::string cxx_name(const std::string& cc, Family fam) {
-  if (fam == Family::gcc) return "g++" + cc.substr(3);
-  return "clang++" + cc.substr(5);
+/// gcc[-N] → g++[-N], clang[-N] → clang++[-N]; with a cross prefix, aarch64-linux-gnu-gcc[-N] →
+/// aarch64-linux-gnu-g++[-N].
+std::string cxx_name(const std::string& cc, Family fam, std::string_view prefix = {}) {
+  const std::string rest = cc.substr(prefix.size());
+  if (fam == Family::gcc) return std::string(prefix) + "g++" + rest.substr(3);
+  return std::string(prefix) + "clang++" + rest.substr(5);
 }
 
 /// `name` as `<base>` or `<base>-<suffix>` with `base` one of `bases` and the suffix digits
@@ -150,9 +153,13 @@ std::string describe(const Compiler& c) {
 
 }  // namespace
 
-std::vector<Compiler> find_installed(probe::Machine m) {
+std::vector<Compiler> find_installed(probe::Machine m, const target::Platform* cross) {
   std::vector<Compiler> out;
   auto path = settings::path(m.env);
+  // A cross-build's compilers are Debian's <triple>-gcc[-N] (gcc only: a clang cross-compiles
+  // with --target, which nvcc's -ccbin cannot pass).
+  const std::string prefix = cross ? std::string(cross->triple) + "-" : std::string();
+  const std::string gcc = prefix + "gcc";
   std::set<std::string> seen_names, seen_real;
   std::vector<std::pair<fs::path, Family>> found;
   for (auto& dir : strings::split(path, ':')) {
@@ -160,24 +167,22 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     auto names = m.fs.list_directory(fs::path(dir));
     if (!names) continue;
     for (auto& n : *names) {
-      auto parts = versioned_name(n, {"gcc", "clang"});
+      auto parts = cross ? versioned_name(n, {gcc}) : versioned_name(n, {"gcc", "clang"});
       if (!parts || seen_names.count(n)) continue;
       seen_names.insert(n);
       fs::path cc = fs::path(dir) / n;
       if (!m.fs.is_executable(cc)) continue;
-      found.push_back({cc, parts->first == "gcc" ? Family::gcc : Family::clang});
+      found.push_back({cc, parts->first == gcc ? Family::gcc : Family::clang});
     }
   }
   // Plain names first so that the default keeps its plain name after deduplication.
-  std::stable_sort(found.begin(), found.end(), [](auto& a, auto& b) {
-    return a.first.filename().string().find('-') == std::string::npos &&
-           b.first.filename().string().find('-') != std::string::npos;
-  });
+  auto plain = [&](const fs::path& p) { return p.filename().string().find('-', prefix.size()) == std::string::npos; };
+  std::stable_sort(found.begin(), found.end(), [&](auto& a, auto& b) { return plain(a.first) && !plain(b.first); });
   for (auto& [cc, fam] : found) {
     auto canon = m.fs.canonical(cc);
     std::string real = canon ? canon->string() : cc.string();
     if (!seen_real.insert(real).second) continue;
-    auto cxx = probe::find_on_path(m.fs, cxx_name(cc.filename().string(), fam), path);
+    auto cxx = probe::find_on_path(m.fs, cxx_name(cc.filename().string(), fam, prefix), path);
     if (!cxx) continue;
     // Every compiler is asked (remembered per binary, so clang's ~70 ms start is paid once): a
     // report says clang 19.1.7, not 19.0.0. Debian's /usr/lib/llvm-N/ names the major, all the
@@ -185,7 +190,7 @@ std::vector<Compiler> find_installed(probe::Machine m) {
     std::optional<Version> v = ask_version(m, cc, fam);
     if (auto n = llvm_major(real); !v && fam == Family::clang && n) v = Version{*n, 0, 0};
     if (!v) continue;
-    Compiler c{fam, cc, *cxx, *v, fam == Family::gcc && cc.filename() == "gcc"};
+    Compiler c{fam, cc, *cxx, *v, fam == Family::gcc && cc.filename() == gcc};
     out.push_back(c);
   }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) {
@@ -365,6 +370,40 @@ Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std:
   }
   hc.reason = describe(c) + " as asked; " + text.limits;
   return note_wrapper(m, tk, std::move(hc));
+}
+
+Result<HostChoice> resolve_cross(probe::Machine m, const cuda::Toolkit* tk, const target::Platform& platform,
+                                 const std::string& host_in, bool allow_unsupported, const fs::path& shim_dir) {
+  const std::string prefix = std::string(platform.triple) + "-";
+  const std::string install = "install Debian's " + std::string(platform.cross_gxx_package) + " (apt-get install " +
+                              std::string(platform.cross_gxx_package) + ")";
+  HostChoice hc;
+  hc.installed = find_installed(m, &platform);
+  std::string host(strings::trim(host_in));
+  if (!host.empty() && host != "auto") {
+    auto it = std::find_if(hc.installed.begin(), hc.installed.end(), [&](const Compiler& c) {
+      return c.cxx.filename() == host || c.cc.filename() == host || c.cxx == fs::path(host) || c.cc == fs::path(host);
+    });
+    if (it == hc.installed.end())
+      return unsatisfied("[compiler] host '" + host + "' is no " + std::string(platform.name) +
+                             " cross compiler on PATH (they are named " + prefix + "g++[-N])",
+                         install + ", or write \"auto\"");
+    hc.installed = {*it};
+    hc.installed.front().is_default = true;
+  }
+  if (hc.installed.empty())
+    return unsatisfied("a build for " + std::string(platform.name) + " needs a cross compiler (" + prefix +
+                           "g++), and none is on PATH",
+                       install);
+  if (!tk) {
+    hc.compiler = hc.installed.front();
+    hc.reason = describe(hc.compiler) + ", the " + std::string(platform.name) + " cross compiler (no CUDA toolkit)";
+    return hc;
+  }
+  hc.limits = limits_for(m, *tk);
+  hc = OPFORGE_TRY(choose_auto(std::move(hc), *tk, allow_unsupported, shim_dir));
+  hc.reason = "cross-compiling for " + std::string(platform.name) + ": " + hc.reason;
+  return hc;
 }
 
 std::vector<std::string> parse_compiler_wrapper(std::string_view script) {

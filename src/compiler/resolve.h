@@ -9,6 +9,7 @@
 #include "compiler/host.h"
 #include "cuda/toolkit.h"
 #include "probe/machine.h"
+#include "target/platform.h"
 #include "util/error.h"
 
 namespace opforge::compiler {
@@ -23,8 +24,9 @@ Limits table_limits(const Version& cuda);
 /// Whether `c` is within `limits`.
 bool accepted(const Compiler& c, const Limits& limits);
 
-/// gcc/g++, gcc-N/g++-N, clang/clang++, clang-N on PATH (deduplicated by real file, default first).
-std::vector<Compiler> find_installed(probe::Machine m);
+/// gcc/g++, gcc-N/g++-N, clang/clang++, clang-N on PATH (deduplicated by real file, default first);
+/// with `cross`, that platform's cross compilers instead (<triple>-gcc[-N] and their g++).
+std::vector<Compiler> find_installed(probe::Machine m, const target::Platform* cross = nullptr);
 
 /// Parse crt/host_config.h of the toolkit; toolchains/ table only as fallback.
 Limits limits_for(probe::Machine m, const cuda::Toolkit& tk);
@@ -56,6 +58,13 @@ std::string wrapper_text(const ToolkitWrapper& w);
 /// (e.g. `apt-get install g++-11`); allow_unsupported escapes. Writes nothing.
 Result<HostChoice> resolve(probe::Machine m, const cuda::Toolkit& tk, const std::string& host, bool allow_unsupported,
                            const fs::path& shim_dir);
+
+/// A cross-build's host compiler: `platform`'s cross g++ that `tk`'s nvcc accepts, by the same
+/// rules as resolve() ("auto": the plain <triple>-g++ if accepted, else the newest accepted
+/// <triple>-g++-N through a shim); without a toolkit, the plain one. unsatisfied (exit 3) naming
+/// Debian's package when none is installed.
+Result<HostChoice> resolve_cross(probe::Machine m, const cuda::Toolkit* tk, const target::Platform& platform,
+                                 const std::string& host, bool allow_unsupported, const fs::path& shim_dir);
 
 /// `name` is a compiler's file name: gcc, g++, cc, c++, clang or clang++, alone or with a version
 /// suffix (gcc-12, clang++-19, gcc-12.2).

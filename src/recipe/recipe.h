@@ -104,6 +104,10 @@ struct Recipe {
     /// The CPU the wheel's code must run on ("x86-64-v3", "skylake-avx512"; target/x86.h lists
     /// them); empty: the project's own -march flags are kept and nothing is checked.
     std::string cpu_target;
+    /// The machine the wheel's code is for ("x86_64", "aarch64"; target/platform.h), as the table
+    /// spells it whatever alias the recipe wrote; empty: the machine opforge runs on. Another
+    /// machine's is a cross-build (plan/cross.cpp).
+    std::string platform;
     /// Globs of wheel paths whose code above cpu_target is chosen at run time (not checked).
     std::vector<std::string> cpu_dispatch;
     /// [build.env]: the project's own build switches, set for the build (recorded; `verify` replays

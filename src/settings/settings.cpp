@@ -193,6 +193,8 @@ constexpr Setting kTable[] = {
     {key, "build.gcc_gc_heap_mib",
      "integer 0-65536: the heap (MiB) a command build's gcc host compiles grow to before they collect", "1024", false,
      "compile/wrappers.cpp"},
+    {key, "build.platform", "\"x86_64\" or \"aarch64\" (also \"amd64\", \"arm64\")", "unset: this machine's", true,
+     "plan/cross.cpp"},
     {key, "build.cpu_target", "a CPU target name", "unset", true, "compiler/cpu_target.cpp"},
     {key, "build.cpu_dispatch", "array of wheel path globs", "[]", false, "pipeline/cpu_target_check.cpp"},
     {key, "build.env", "table: variable → string (command builds)", "{}", true, "compile/environment.cpp"},

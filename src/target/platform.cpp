@@ -8,10 +8,28 @@ namespace opforge::target {
 namespace {
 
 constexpr Platform kPlatforms[] = {
-    {"x86_64", {"amd64", "x86-64"}, 62, "x86_64-linux-gnu", "amd64", "g++-x86-64-linux-gnu", "x86_64-linux",
-     "manylinux2014_x86_64", 17, "qemu-x86_64-static"},
-    {"aarch64", {"arm64", ""}, 183, "aarch64-linux-gnu", "arm64", "g++-aarch64-linux-gnu", "aarch64-linux",
-     "manylinux2014_aarch64", 17, "qemu-aarch64-static"},
+    {"x86_64",
+     {"amd64", "x86-64"},
+     62,
+     "x86-64",
+     "x86_64-linux-gnu",
+     "amd64",
+     "g++-x86-64-linux-gnu",
+     "x86_64-linux",
+     "manylinux2014_x86_64",
+     5,
+     "qemu-x86_64-static"},
+    {"aarch64",
+     {"arm64", ""},
+     183,
+     "AArch64",
+     "aarch64-linux-gnu",
+     "arm64",
+     "g++-aarch64-linux-gnu",
+     "aarch64-linux",
+     "manylinux2014_aarch64",
+     17,
+     "qemu-aarch64-static"},
 };
 
 }  // namespace

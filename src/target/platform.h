@@ -14,7 +14,8 @@ struct Platform {
   std::string_view name;
   /// Other spellings users write (Debian's "amd64"/"arm64", "x86-64").
   std::string_view aliases[2];
-  std::uint16_t elf_machine;  ///< e_machine of its ELF files: EM_X86_64 (62), EM_AARCH64 (183)
+  std::uint16_t elf_machine;   ///< e_machine of its ELF files: EM_X86_64 (62), EM_AARCH64 (183)
+  std::string_view code_name;  ///< how people name its code: "x86-64", "AArch64"
   /// Debian's multiarch triple, which is also its cross compilers' prefix ("aarch64-linux-gnu-g++").
   std::string_view triple;
   std::string_view debian_arch;  ///< "amd64", "arm64" (debootstrap --arch, dpkg)
@@ -25,7 +26,8 @@ struct Platform {
   std::string_view nvcc_target_dir;
   /// NVIDIA's PyPI wheels for it carry this platform tag (pip download --platform).
   std::string_view pypi_platform;
-  /// The oldest glibc manylinux defines for it (manylinux2014: 2.17 on both).
+  /// The oldest glibc a manylinux tag names for it: 2.5 (manylinux1) on x86_64, 2.17
+  /// (manylinux2014) on aarch64, which had none before.
   int manylinux_floor_minor;
   std::string_view qemu;  ///< Debian's qemu-user-static emulator of it ("qemu-aarch64-static")
 };

@@ -154,6 +154,9 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
     return bad_input(std::string("cannot read ELF section names: ") + elf_errmsg(-1));
 
   ElfInfo info;
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf, &ehdr)) return bad_input(std::string("cannot read the ELF header: ") + elf_errmsg(-1));
+  info.machine = ehdr.e_machine;
   std::map<unsigned, std::string> by_index;
   Elf_Scn* dynsym = nullptr;
   Elf_Scn* versym = nullptr;

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "util/hash.h"
+#include "util/strings.h"
 #include "wheel/internal.h"
 #include "wheel/wheel.h"
 
@@ -44,6 +45,9 @@ Result<Naming> name_wheel(const Spec& spec, const std::vector<std::string>& requ
   Naming n;
   n.dist = normalize_name(spec.name) + "-" + spec.version;
   n.platform = platform_tag(elfs, requirements);
+  if (!n.platform.mixed.empty())
+    return bad_input("the wheel would mix machines: " + strings::join(n.platform.mixed, "; "),
+                     "build each platform into a wheel of its own (`--platform`, or a [matrix] platform axis)");
   if (spec.glibc_floor) OPFORGE_CHECK(check_floor(elfs, spec.glibc_floor, requirements));
   if (spec.tags.empty()) {
     std::vector<std::string> paths;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "target/platform.h"
 #include "util/strings.h"
 #include "wheel/internal.h"
 #include "wheel/wheel.h"
@@ -177,6 +178,19 @@ bool fits(const std::vector<Need>& needs, const PolicyRow& row) {
   return std::all_of(needs.begin(), needs.end(), [&](const Need& n) { return allows(row, n.version); });
 }
 
+/// The one platform of `elfs`' machines, or nullptr with `mixed` saying which files are which.
+const target::Platform* one_machine(const std::map<std::string, ElfInfo>& elfs, std::vector<std::string>& mixed) {
+  std::map<std::uint16_t, std::vector<std::string>> by_machine;
+  for (const auto& [path, info] : elfs) by_machine[info.machine].push_back(path);
+  const target::Platform* only = by_machine.size() == 1 ? target::platform_of_elf(by_machine.begin()->first) : nullptr;
+  if (only) return only;
+  for (const auto& [machine, paths] : by_machine) {
+    std::vector<std::string> shown(paths.begin(), paths.begin() + std::min<std::size_t>(3, paths.size()));
+    mixed.push_back(machine_text(machine) + ": " + strings::join(shown, ", ") + (paths.size() > 3 ? ", ..." : ""));
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::vector<std::string> required_names(std::string_view metadata) {
@@ -204,7 +218,16 @@ PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs,
     d.reasons.push_back("the wheel holds no ELF file");
     return d;
   }
-  d.platform = "linux_x86_64";
+  const target::Platform* machine = one_machine(elfs, d.mixed);
+  if (!machine) {
+    d.platform = "mixed";
+    d.reasons.push_back("its ELF files are not all code of one platform opforge builds for (" +
+                        strings::join(d.mixed, "; ") + ")");
+    return d;
+  }
+  d.machine = std::string(machine->name);
+  const std::string suffix = "_" + d.machine;
+  d.platform = "linux" + suffix;
   const auto needs = needs_of(elfs, requirements);
   if (int glibc = system_needs(elfs, requirements).glibc_minor) d.glibc_minor = glibc;
   else d.glibc_minor = 0;
@@ -213,15 +236,16 @@ PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs,
   // The oldest policy that allows every need. Tags name only the policies the ecosystem defines
   // (auditwheel's list), so that `auditwheel show` agrees; past the table, the glibc minor itself.
   const auto& rows = policy().rows;
+  // A machine's first manylinux is its floor (aarch64 had none before manylinux2014, glibc 2.17).
   for (const auto& row : rows)
-    if (fits(needs, row)) {
-      d.platform = row.tag + "_x86_64";
+    if (row.tag_minor >= machine->manylinux_floor_minor && fits(needs, row)) {
+      d.platform = row.tag + suffix;
       return d;
     }
   PolicyRow newest = rows.back();
   newest.glibc_minor = std::max(newest.glibc_minor, *d.glibc_minor);
   if (fits(needs, newest)) {
-    d.platform = "manylinux_2_" + std::to_string(*d.glibc_minor) + "_x86_64";
+    d.platform = "manylinux_2_" + std::to_string(*d.glibc_minor) + suffix;
     return d;
   }
   std::set<std::string> seen;
@@ -229,6 +253,12 @@ PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs,
     if (!allows(newest, n.version) && seen.insert(n.file + n.version).second)
       d.reasons.push_back(n.file + " needs " + n.version + ", newer than any manylinux policy allows");
   return d;
+}
+
+std::string machine_text(std::uint16_t e_machine) {
+  if (const auto* p = target::platform_of_elf(e_machine))
+    return std::string(p->code_name) + " code (" + std::string(p->name) + ")";
+  return "e_machine " + std::to_string(e_machine) + " (a machine opforge builds for no wheel)";
 }
 
 std::string SystemNeeds::str() const {

@@ -76,6 +76,9 @@ struct FatbinImage {
 };
 
 struct ElfInfo {
+  /// e_machine: which platform's code it holds (target::platform_of_elf; 62 x86-64, 183 AArch64).
+  /// read_elf sets it; a value made by hand is x86-64's.
+  std::uint16_t machine = 62;
   std::string soname;               ///< DT_SONAME, may be empty
   std::vector<std::string> needed;  ///< DT_NEEDED, in file order
   /// .gnu.version_d: the version names the library defines ("GLIBC_2.36", "GLIBCXX_3.4.30"), what
@@ -123,7 +126,12 @@ Result<std::vector<FatbinImage>> parse_fatbin(std::string_view section);
 // ---------------------------------------------------------------------------------------------
 
 struct PlatformDecision {
-  std::string platform;              ///< "manylinux_2_34_x86_64", "linux_x86_64", or "any" (no ELF)
+  std::string platform;  ///< "manylinux_2_34_x86_64", "linux_x86_64", or "any" (no ELF)
+  /// The machine of the ELF files ("x86_64", "aarch64"); empty with no ELF, or when `mixed`.
+  std::string machine;
+  /// Files of more than one machine (or of one opforge builds for no platform), one line per
+  /// machine: such a wheel runs nowhere whole, and pack refuses it.
+  std::vector<std::string> mixed;
   std::optional<int> glibc_minor;    ///< highest GLIBC_2.X needed by any ELF
   std::vector<std::string> reasons;  ///< why not manylinux (empty when manylinux), one per cause
   /// Libraries left out of the decision because a requirement of the wheel brings them, one line
@@ -138,6 +146,9 @@ struct PlatformDecision {
 /// "torch") are left out, as torchvision's wheels are tagged.
 PlatformDecision platform_tag(const std::map<std::string, ElfInfo>& elfs,
                               const std::vector<std::string>& requirements = {});
+
+/// "AArch64 (aarch64)" / "e_machine 40": how messages name an ELF file's machine.
+std::string machine_text(std::uint16_t e_machine);
 
 /// The newest versions of the system's C and C++ runtimes some ELF files need.
 struct SystemNeeds {

@@ -138,7 +138,8 @@ class Transfer {
     if (int rc = check_file_size()) return rc;
     if (size_ == 0) return 0;
     if (int rc = set_up()) return rc;
-    if (int rc = pump()) return rc;
+    if (int rc = ctx_.ctx ? pump() : copy_in_order()) return rc;
+    if (used_direct) *used_direct = direct_;
     return finish();
   }
 
@@ -194,12 +195,49 @@ class Transfer {
     }
     if (int rc = lib_.setup(depth_, &ctx_.ctx); rc < 0) {
       ctx_.ctx = nullptr;
+      // A kernel without native AIO (CONFIG_AIO off, gVisor, QEMU's user-mode emulation, where
+      // aarch64 wheels are checked on x86-64): the same bytes through pread/pwrite, said in the note.
+      if (rc == -ENOSYS) return plain_io_instead();
       return error(rc, "io_setup(" + std::to_string(depth_) + ") failed: " + errno_text(-rc) +
                            (rc == -EAGAIN ? "; raise /proc/sys/fs/aio-max-nr or lower queue_depth" : ""));
     }
     slots_.resize(depth_);
     for (int i = depth_ - 1; i >= 0; --i) free_slots_.push_back(&slots_[i]);
     events_.resize(depth_);
+    return 0;
+  }
+
+  /// After io_setup's ENOSYS: the file reopened without O_DIRECT (whose alignment rules only
+  /// the AIO path keeps), for copy_in_order.
+  int plain_io_instead() {
+    g_note = std::string(path_) + ": this kernel has no native AIO (io_setup: " + errno_text(ENOSYS) +
+             "); used pread/pwrite, one block at a time";
+    if (!direct_) return 0;
+    ::close(fd_.fd);
+    fd_.fd = -1;
+    direct_ = false;
+    if (int err = open_with(0))
+      return fail(-err, fn_ + ": cannot reopen " + path_ + " without O_DIRECT: " + errno_text(err));
+    return 0;
+  }
+
+  /// The transfer with pread/pwrite, block by block (partial transfers continued).
+  int copy_in_order() {
+    for (std::uint64_t at = 0; at < size_;) {
+      const std::size_t want = static_cast<std::size_t>(std::min(block_, size_ - at));
+      const ssize_t got = dir_ == Dir::read ? ::pread(fd_.fd, buf_ + at, want, static_cast<off_t>(at))
+                                            : ::pwrite(fd_.fd, buf_ + at, want, static_cast<off_t>(at));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        const int err = errno;
+        return error(-err,
+                     std::string(verb(dir_)) + " at offset " + std::to_string(at) + " failed: " + errno_text(err));
+      }
+      if (got == 0)
+        return fail(-EIO, fn_ + ": short " + verb(dir_) + ": " + path_ + ": " + std::to_string(at) +
+                              " bytes transferred, " + std::to_string(size_) + " expected (file changed underneath?)");
+      at += static_cast<std::uint64_t>(got);
+    }
     return 0;
   }
 

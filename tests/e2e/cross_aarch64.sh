@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The default recipe cross-built for aarch64 on this x86-64 machine (--platform aarch64): from two
+# copies of the repository in two folders, the same wheel bytes; a linux aarch64 platform tag;
+# every library AArch64 code; and the bundled ops computing right when run as aarch64 code under
+# emulation (qemu-aarch64-static with Debian's arm64 cross libraries: tests/e2e/cross_check.c).
+# Bad input: an unknown platform is exit 2 naming the known ones. SKIP (77) without the cross g++
+# or qemu-user-static outside CI (scripts/deps installs both).
+set -euo pipefail
+opforge=$1 src=$2 work=$3
+. "$src/tests/e2e/lib.sh"
+rm -rf "$work"; mkdir -p "$work"
+for tool in aarch64-linux-gnu-g++ qemu-aarch64-static; do
+  command -v "$tool" >/dev/null && continue
+  [ "${CI:-}" = "true" ] && fail "$tool is missing: run scripts/deps"
+  echo "SKIP: $tool is missing (scripts/deps installs it)"; exit 77
+done
+
+out=$("$opforge" plan "$src/recipes/default.toml" --platform sparc 2>&1) && fail "--platform sparc was accepted"
+code=$?
+[ "$code" = 2 ] || fail "--platform sparc: exit $code, expected 2: $out"
+grep -q '"aarch64"' <<<"$out" || fail "--platform sparc does not list the known platforms: $out"
+echo "PASS: --platform sparc is exit 2 naming the known platforms"
+
+copy_tree "$src" "$work/a/src"
+copy_tree "$src" "$work/second-place/another-src"
+export TORCH_CUDA_ARCH_LIST="9.0"
+# One cache for both: the aarch64 CUDA runtime is fetched once (the cache is not part of the bytes).
+export OPFORGE_CACHE_DIR="$work/cache"
+for side in "a/src" "second-place/another-src"; do
+  mkdir -p "$work/$side.tmp"
+  TMPDIR="$work/$side.tmp" "$opforge" build "$work/$side/recipes/default.toml" --platform aarch64 \
+    --build-dir "$work/$side.build" --dist-dir "$work/$side.dist" > "$work/$side.log" 2>&1 ||
+    { cat "$work/$side.log"; fail "cross-build in $side"; }
+done
+a=$(only_wheel "$work/a/src.dist"); b=$(only_wheel "$work/second-place/another-src.dist")
+echo "wheel: $(basename "$a")"
+case "$(basename "$a")" in
+  *-cp38-abi3-manylinux_2_*_aarch64.whl) ;;
+  *) fail "not a manylinux aarch64 wheel: $a" ;;
+esac
+[ "$(basename "$a")" = "$(basename "$b")" ] || fail "names differ: $a $b"
+ha=$(sha256sum "$a" | cut -d' ' -f1); hb=$(sha256sum "$b" | cut -d' ' -f1)
+[ "$ha" = "$hb" ] || { cmp -l "$a" "$b" | head; fail "the two aarch64 wheels differ"; }
+echo "PASS: identical aarch64 wheels from two folders ($ha)"
+
+mkdir -p "$work/unpacked"
+(cd "$work/unpacked" && unzip -q "$a")
+libs=$(find "$work/unpacked" -name '*.so')
+[ "$(wc -l <<<"$libs")" -ge 5 ] || fail "expected the four op libraries and the hook extension: $libs"
+for f in $libs; do
+  machine=$(readelf -h "$f" | sed -n 's/^ *Machine: *//p')
+  [ "$machine" = "AArch64" ] || fail "$f is $machine code"
+done
+echo "PASS: every library in the wheel is AArch64 code ($(wc -l <<<"$libs") files)"
+# The device code is the same sm_90 cubin an x86-64 build holds: nvcc compiled it.
+"$opforge" inspect "$a" > "$work/inspect.txt" || { cat "$work/inspect.txt"; fail "inspect"; }
+grep -q "sm_90" "$work/inspect.txt" || { cat "$work/inspect.txt"; fail "inspect does not show sm_90 code"; }
+grep -q "aarch64" "$work/inspect.txt" || { cat "$work/inspect.txt"; fail "inspect does not name aarch64"; }
+echo "PASS: inspect reads the aarch64 wheel: sm_90 code, aarch64 tag"
+
+lib=$(dirname "$(find "$work/unpacked" -name libopforge_utils.so)")
+aarch64-linux-gnu-gcc -O1 -o "$work/cross_check" "$src/tests/e2e/cross_check.c" -ldl -lm
+qemu-aarch64-static -L /usr/aarch64-linux-gnu "$work/cross_check" "$lib" "$work/aio.bin" ||
+  fail "the aarch64 libraries do not compute right under emulation"
