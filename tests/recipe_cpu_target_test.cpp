@@ -28,7 +28,8 @@ TEST(RecipeCpuTarget, UnknownValueIsBadInputWithTheAcceptedList) {
             "  cpu_target = \"x86-64-v5\"\n"
             "               ^"
             "\n  hint: accepted values: x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, broadwell, skylake, "
-            "skylake-avx512, cascadelake, icelake-server, znver2, znver3 (leave the key out to keep the "
+            "skylake-avx512, cascadelake, icelake-server, znver2, znver3, armv8-a, armv8.2-a, armv8.4-a, armv9-a, "
+            "neoverse-n1, neoverse-v1, neoverse-v2 (leave the key out to keep the "
             "project's own flags)");
 }
 

@@ -45,7 +45,7 @@ std::string run_output(const std::string& cmd) {
 std::set<std::string> gcc_families(const std::string& flags) {
   auto macros = run_output("gcc " + flags + " -dM -E -x c /dev/null 2>/dev/null");
   std::set<std::string> out;
-  for (const auto& f : isa_families())
+  for (const auto& f : isa_families("x86_64"))
     if (macros.find("#define " + std::string(f.gcc_macro) + " ") != std::string::npos) out.emplace(f.name);
   return out;
 }
@@ -203,19 +203,19 @@ TEST(WheelIsa, AesIsOutsideTheLevels) {
 }
 
 TEST(WheelIsa, OtherMachinesAreNotAnalysed) {
-  auto obj = compile("arm", kScalar, "");
+  auto obj = compile("riscv", kScalar, "");
   ASSERT_GT(obj.size(), 20u);
-  obj[18] = static_cast<char>(183);  // e_machine = EM_AARCH64 (little-endian u16 at offset 18)
+  obj[18] = static_cast<char>(243);  // e_machine = EM_RISCV (little-endian u16 at offset 18)
   obj[19] = 0;
   auto use = read_isa(obj);
   ASSERT_TRUE(use);
   EXPECT_FALSE(use->analysed);
-  EXPECT_EQ(use->summary(), "not analysed (aarch64 code)");
+  EXPECT_EQ(use->summary(), "not analysed (code of no machine opforge builds for (e_machine 243))");
   EXPECT_FALSE(read_isa("not an elf"));
 }
 
 TEST(WheelIsa, TargetsAllowWhatGccEnablesForThem) {
-  for (const auto& name : cpu_target_names()) {
+  for (const auto& name : cpu_target_names("x86_64")) {
     auto t = find_cpu_target(name);
     ASSERT_TRUE(t) << name;
     EXPECT_EQ(t->families, gcc_families("-march=" + name)) << name;

@@ -17,8 +17,10 @@ std::string simd_macro_for(std::string_view macro, const target::CpuTarget& targ
 }
 
 std::string wrapper_script(const fs::path& real, const target::CpuTarget& target) {
-  // gcc accepts no psABI level as -mtune: a level keeps the generic tuning.
-  const std::string tune = target.is_level() ? "generic" : target.name;
+  // gcc accepts no psABI level or architecture as -mtune: a level keeps the generic tuning.
+  const std::string tune = target.tune.empty() ? "generic" : target.tune;
+  const std::string arch = target.arch.empty() ? target.name : target.arch;
+  const target::CpuMachine* machine = target::cpu_machine(target.platform);
   std::string s;
   s += "#!/bin/sh\n";
   s += "# Written by opforge (recipe [build] cpu_target = \"" + target.name + "\"): runs " + real.string() + "\n";
@@ -29,8 +31,14 @@ std::string wrapper_script(const fs::path& real, const target::CpuTarget& target
   s += "  shift\n";
   s += "  n=$((n - 1))\n";
   s += "  case $a in\n";
-  s += "    -march=native) a=-march=" + target.name + " ;;\n";
-  s += "    -mtune=native|-mcpu=native) a=-mtune=" + tune + " ;;\n";
+  s += "    -march=native) a=-march=" + arch + " ;;\n";
+  if (machine && machine->mcpu_sets_arch) {
+    // AArch64's -mcpu=native is -march=native -mtune=native: both pinned, in two arguments.
+    s += "    -mtune=native) a=-mtune=" + tune + " ;;\n";
+    s += "    -mcpu=native) set -- \"$@\" -march=" + arch + "; a=-mtune=" + tune + " ;;\n";
+  } else {
+    s += "    -mtune=native|-mcpu=native) a=-mtune=" + tune + " ;;\n";
+  }
   for (std::string macro : {"__AVX512__", "__AVX256__"}) {
     std::string to = simd_macro_for(macro, target);
     if (to != macro) s += "    -D" + macro + ") a=-D" + to + " ;;\n";

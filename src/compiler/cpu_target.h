@@ -21,8 +21,11 @@ namespace opforge::compiler {
 std::string simd_macro_for(std::string_view macro, const target::CpuTarget& target);
 
 /// The text of a POSIX sh wrapper that execs `real` with, in its arguments, `-march=native`
-/// replaced by `-march=<target>`, `-mtune=native` and `-mcpu=native` (on x86 a -mtune alias) by
-/// `-mtune=generic` (or the named CPU), and `-D__AVX512__` / `-D__AVX256__` by simd_macro_for().
+/// replaced by `-march=<target's arch>`, `-mtune=native` by `-mtune=<target's tune>` (generic for
+/// a level), `-mcpu=native` by the same -mtune on x86 (where -mcpu is a -mtune alias) and by both
+/// -march and -mtune on AArch64 (where -mcpu sets both; gcc 12 has no -mcpu=neoverse-v2, so a named
+/// CPU's arch is its architecture with extensions), and `-D__AVX512__` / `-D__AVX256__` by
+/// simd_macro_for().
 /// Pure: the same inputs give the same bytes (no time, no build folder in it).
 std::string wrapper_script(const fs::path& real, const target::CpuTarget& target);
 

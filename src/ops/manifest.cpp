@@ -3,6 +3,7 @@
 
 #include "ops/ops.h"
 #include "recipe/toml_reader.h"
+#include "target/platform.h"
 #include "util/scan.h"
 #include "util/strings.h"
 
@@ -134,24 +135,32 @@ Result<std::string> parse_build_var(const TomlReader& r, const toml::table& doc,
   return var;
 }
 
-Result<std::vector<fs::path>> parse_sources(const TomlReader& r, const toml::table& doc, const fs::path& path,
-                                            Kind kind, const fs::path& op_in_root) {
-  auto* sources = doc.get("sources");
-  if (!sources) return missing(path, "op.toml has no 'sources'", "list the op's .cpp/.cu files");
-  const auto* items = sources->as_array();
+/// The files of a `sources` array (top level or a machine's), each checked: inside the tree, a
+/// C, C++ or CUDA file, CUDA only in a CUDA op.
+Result<std::vector<fs::path>> source_list(const TomlReader& r, const toml::node& sources, std::string_view key,
+                                          Kind kind, const fs::path& op_in_root) {
+  const auto* items = sources.as_array();
   std::vector<fs::path> out;
   std::size_t index = 0;
-  for (auto& s : OPFORGE_TRY(r.string_array(*sources, "sources"))) {
+  for (auto& s : OPFORGE_TRY(r.string_array(sources, key))) {
     OPFORGE_CHECK(check_inside(r, *items->get(index++), s, "source", op_in_root));
     fs::path p = fs::path(s).lexically_normal();
     auto ext = p.extension().string();
     if (ext != ".cpp" && ext != ".cc" && ext != ".c" && ext != ".cu")
-      return opforge::unexpected(r.error_at(*sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
+      return opforge::unexpected(r.error_at(sources, "source '" + strings::cut(s) + "' is not .cpp, .cc, .c or .cu"));
     if (ext == ".cu" && kind == Kind::cpu)
       return opforge::unexpected(
-          r.error_at(*sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"", "set kind = \"cuda\""));
+          r.error_at(sources, "source '" + strings::cut(s) + "' is CUDA but kind is \"cpu\"", "set kind = \"cuda\""));
     out.push_back(p);
   }
+  return out;
+}
+
+Result<std::vector<fs::path>> parse_sources(const TomlReader& r, const toml::table& doc, const fs::path& path,
+                                            Kind kind, const fs::path& op_in_root) {
+  auto* sources = doc.get("sources");
+  if (!sources) return missing(path, "op.toml has no 'sources'", "list the op's .cpp/.cu files");
+  auto out = OPFORGE_TRY(source_list(r, *sources, "sources", kind, op_in_root));
   if (out.empty()) return opforge::unexpected(r.error_at(*sources, "sources is empty"));
   return out;
 }
@@ -199,20 +208,71 @@ Status check_cxx_flags(const TomlReader& r, const toml::table& doc, const std::v
   return {};
 }
 
+/// A `[source_flags]` table (top level or a machine's): each key must be one of `sources`.
+Result<std::map<std::string, std::vector<std::string>>> source_flag_table(const TomlReader& r, const toml::node& node,
+                                                                          std::string_view key,
+                                                                          const std::vector<fs::path>& sources) {
+  std::map<std::string, std::vector<std::string>> out;
+  const toml::table* t = OPFORGE_TRY(r.table(node, key));
+  for (auto&& [name, v] : *t) {
+    std::string file = fs::path(std::string(name.str())).lexically_normal().generic_string();
+    if (std::find(sources.begin(), sources.end(), fs::path(file)) == sources.end())
+      return opforge::unexpected(
+          Error{ErrorKind::bad_input,
+                std::string(key) + " names '" + strings::cut(name.str()) + "', which is not in sources",
+                {},
+                r.at(name.source())});
+    out[file] = OPFORGE_TRY(r.string_array(v, key));
+  }
+  return out;
+}
+
 Result<std::map<std::string, std::vector<std::string>>> parse_source_flags(const TomlReader& r, const toml::table& doc,
                                                                            const std::vector<fs::path>& sources) {
-  std::map<std::string, std::vector<std::string>> out;
   auto* n = doc.get("source_flags");
+  if (!n) return std::map<std::string, std::vector<std::string>>{};
+  return source_flag_table(r, *n, "source_flags", sources);
+}
+
+/// One `[machine.<platform>]`: its own sources (none of them also common) and flags for its
+/// sources or the common ones.
+Result<MachineSources> parse_machine(const TomlReader& r, const toml::node& node, const std::string& platform,
+                                     const Manifest& m, const fs::path& op_in_root) {
+  const std::string where = "machine." + platform;
+  const toml::table* t = OPFORGE_TRY(r.table(node, where));
+  OPFORGE_CHECK(r.check_keys(*t, {"sources", "source_flags"}, "[" + where + "]"));
+  MachineSources out;
+  if (auto* n = t->get("sources")) {
+    out.sources = OPFORGE_TRY(source_list(r, *n, where + ".sources", m.kind, op_in_root));
+    for (const auto& s : out.sources)
+      if (std::find(m.sources.begin(), m.sources.end(), s) != m.sources.end())
+        return opforge::unexpected(r.error_at(
+            *n, where + ".sources names '" + strings::cut(s.string()) + "', which is already in the common sources",
+            "list a file either for every machine or for its own"));
+  }
+  if (auto* n = t->get("source_flags")) {
+    std::vector<fs::path> known = m.sources;
+    known.insert(known.end(), out.sources.begin(), out.sources.end());
+    out.source_flags = OPFORGE_TRY(source_flag_table(r, *n, where + ".source_flags", known));
+  }
+  return out;
+}
+
+/// `[machine.x86_64]`, `[machine.aarch64]`: keyed by target::Platform::name, nothing else.
+Result<std::map<std::string, MachineSources>> parse_machines(const TomlReader& r, const toml::table& doc,
+                                                             const Manifest& m, const fs::path& op_in_root) {
+  std::map<std::string, MachineSources> out;
+  auto* n = doc.get("machine");
   if (!n) return out;
-  const toml::table* t = OPFORGE_TRY(r.table(*n, "source_flags"));
+  const toml::table* t = OPFORGE_TRY(r.table(*n, "machine"));
   for (auto&& [key, v] : *t) {
-    std::string file = fs::path(std::string(key.str())).lexically_normal().generic_string();
-    if (std::find(sources.begin(), sources.end(), fs::path(file)) == sources.end())
+    std::string platform(key.str());
+    const target::Platform* p = target::find_platform(platform);
+    if (!p || p->name != platform)
       return opforge::unexpected(Error{ErrorKind::bad_input,
-                                       "source_flags names '" + strings::cut(key.str()) + "', which is not in sources",
-                                       {},
-                                       r.at(key.source())});
-    out[file] = OPFORGE_TRY(r.string_array(v, "source_flags"));
+                                       "[machine." + strings::cut(platform) + "] names no machine opforge builds for",
+                                       "the machines are " + target::platform_names(), r.at(key.source())});
+    out[platform] = OPFORGE_TRY(parse_machine(r, v, platform, m, op_in_root));
   }
   return out;
 }
@@ -280,15 +340,29 @@ std::string PythonExtension::limited_api_macro() const {
   return buf;
 }
 
+Manifest for_platform(const Manifest& op, std::string_view platform) {
+  Manifest out = op;
+  out.machines.clear();
+  auto own = op.machines.find(std::string(platform));
+  if (own == op.machines.end()) return out;
+  out.sources.insert(out.sources.end(), own->second.sources.begin(), own->second.sources.end());
+  for (const auto& [file, flags] : own->second.source_flags) {
+    auto& to = out.source_flags[file];
+    to.insert(to.end(), flags.begin(), flags.end());
+  }
+  return out;
+}
+
 Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, const fs::path& root) {
   TomlReader r(path, text);
   toml::table doc = OPFORGE_TRY(r.parse());
   OPFORGE_CHECK(check_strings(r, doc, "op.toml"));
   const fs::path op_in_root = OPFORGE_TRY(op_folder_in_root(path, root));
-  OPFORGE_CHECK(r.check_keys(doc,
-                             {"name", "kind", "description", "build_var", "sources", "include_dirs", "cxx_flags",
-                              "nvcc_flags", "ldflags", "libraries", "source_flags", "probe", "python_extension"},
-                             "op.toml"));
+  OPFORGE_CHECK(
+      r.check_keys(doc,
+                   {"name", "kind", "description", "build_var", "sources", "include_dirs", "cxx_flags", "nvcc_flags",
+                    "ldflags", "libraries", "source_flags", "probe", "python_extension", "machine"},
+                   "op.toml"));
   Manifest m;
   m.dir = path.parent_path();
   m.name = OPFORGE_TRY(parse_name(r, doc, path));
@@ -303,6 +377,7 @@ Result<Manifest> parse_manifest(const fs::path& path, std::string_view text, con
   m.libraries = OPFORGE_TRY(optional_strings(r, doc, "libraries"));
   OPFORGE_CHECK(check_cxx_flags(r, doc, m.cxx_flags));
   m.source_flags = OPFORGE_TRY(parse_source_flags(r, doc, m.sources));
+  m.machines = OPFORGE_TRY(parse_machines(r, doc, m, op_in_root));
   m.probes = OPFORGE_TRY(parse_probes(r, doc));
   m.library_name = "libopforge_" + m.name + ".so";
   m.python_extension = OPFORGE_TRY(parse_python_extension(r, doc, op_in_root));
@@ -333,6 +408,8 @@ Status check_resolved_inside(probe::Machine m, const Manifest& op, const fs::pat
   };
   OPFORGE_CHECK(check("the op folder", "."));
   for (auto& s : op.sources) OPFORGE_CHECK(check("source", s));
+  for (const auto& [platform, own] : op.machines)
+    for (auto& s : own.sources) OPFORGE_CHECK(check("source", s));
   for (auto& d : op.include_dirs) OPFORGE_CHECK(check("include folder", d));
   if (op.python_extension)
     for (auto& s : op.python_extension->sources) OPFORGE_CHECK(check("python_extension source", s));

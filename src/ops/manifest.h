@@ -50,6 +50,14 @@ struct PythonExtension {
   std::string limited_api_macro() const;
 };
 
+/// What one machine adds to an op (op.toml `[machine.<platform>]`): the files only its compiler
+/// builds (x86-64's AVX files, AArch64's SVE file) and their flags, which another machine's compiler
+/// would reject (-mavx2 on aarch64-linux-gnu-g++).
+struct MachineSources {
+  std::vector<fs::path> sources;                                 ///< relative to the op's folder
+  std::map<std::string, std::vector<std::string>> source_flags;  ///< file → extra flags
+};
+
 struct Manifest {
   std::string name;  ///< "overflow"
   Kind kind = Kind::cpu;
@@ -74,7 +82,16 @@ struct Manifest {
   std::string extension_name{};
   std::vector<std::string> host_args{};
   std::optional<PythonExtension> python_extension;
+  /// Per machine (target::Platform::name → its sources and flags); for_platform merges one in.
+  std::map<std::string, MachineSources> machines{};
 };
+
+/// `op` as a build for `platform` ("x86_64", "aarch64") compiles it: the common sources, then the
+/// machine's own; each file's common flags, then the machine's. The other machines' files are left
+/// out and `machines` is emptied, so the result is what every later stage (the compile graph, the
+/// cpu_target check's allowance) reads, and applying it twice changes nothing. A manifest without
+/// `[machine.*]` comes back as it is. Pure.
+Manifest for_platform(const Manifest& op, std::string_view platform);
 
 /// What becomes of an op: one vocabulary for plan --json's `status`, doctor, the plan's notes, the
 /// build's summary and the build record's op_summary. A plan says `build`; a finished build says

@@ -26,7 +26,8 @@ WheelNeeds wheel_needs(const wheel::Inspection& in, const std::string& record_cu
   for (const auto& f : in.files) {
     if (!f.elf) continue;
     elfs.emplace(f.path, *f.elf);
-    if (f.isa && f.isa->analysed) out.cpu_level = std::max(out.cpu_level, f.isa->level);
+    // cpu_level is an x86-64 psABI level: another machine's code has none to compare with a node's.
+    if (f.isa && f.isa->analysed && f.isa->platform == "x86_64") out.cpu_level = std::max(out.cpu_level, f.isa->level);
     if (!f.elf->fatbin.empty()) out.gpu_libraries.push_back({f.path, f.elf->fatbin});
   }
   out.system = wheel::system_needs(elfs, in.requirements);

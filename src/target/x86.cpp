@@ -59,26 +59,11 @@ constexpr std::array<IsaFamily, 45> kFamilies{{
 
 }  // namespace
 
-const IsaFamily* find_family(std::string_view name) {
-  for (const auto& f : kFamilies)
-    if (f.name == name) return &f;
-  return nullptr;
-}
+const IsaFamily* find_family(std::string_view name) { return find_family("x86_64", name); }
 
 namespace {
 
-std::set<std::string> families_up_to(int level) {
-  std::set<std::string> out;
-  for (const auto& f : kFamilies)
-    if (f.level >= 2 && f.level <= level) out.emplace(f.name);
-  return out;
-}
-
-struct NamedCpu {
-  std::string_view name;
-  int level;
-  std::vector<std::string_view> extra;  // families beyond the level
-};
+constexpr std::string_view kLevels[] = {"x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
 
 // gcc 12's -march names whose families make a level plus extras (gcc -march=NAME -dM -E).
 const std::vector<NamedCpu>& named_cpus() {
@@ -114,32 +99,14 @@ const std::vector<NamedCpu>& named_cpus() {
   return cpus;
 }
 
-}  // namespace
-
-std::span<const IsaFamily> isa_families() { return kFamilies; }
-
-std::string level_name(int level) { return level <= 1 ? "x86-64" : "x86-64-v" + std::to_string(level); }
-
-std::vector<std::string> cpu_target_names() {
-  std::vector<std::string> out;
-  for (int level = 1; level <= 4; ++level) out.push_back(level_name(level));
-  for (const auto& cpu : named_cpus()) out.emplace_back(cpu.name);
-  return out;
-}
-
-std::optional<CpuTarget> find_cpu_target(std::string_view name) {
-  for (int level = 1; level <= 4; ++level)
-    if (name == level_name(level)) return CpuTarget{std::string(name), level, families_up_to(level)};
-  for (const auto& cpu : named_cpus()) {
-    if (cpu.name != name) continue;
-    CpuTarget t{std::string(name), cpu.level, families_up_to(cpu.level)};
-    for (auto f : cpu.extra) t.families.emplace(f);
-    return t;
-  }
+/// An x86-64 target by name (levels and named CPUs), for -march=NAME among the flags.
+std::optional<CpuTarget> find_x86_target(std::string_view name) {
+  auto t = find_cpu_target(name);
+  if (t && t->platform == "x86_64") return t;
   return std::nullopt;
 }
 
-std::set<std::string> families_of_flags(const std::vector<std::string>& flags) {
+std::set<std::string> x86_families_of_flags(const std::vector<std::string>& flags) {
   // gcc's implications (gcc/common/config/i386/i386-common.cc, OPTION_MASK_ISA_*_SET): each
   // SSE/AVX level implies the ones below it; AVX-512 subsets imply AVX-512F.
   using L = std::vector<std::string>;
@@ -173,7 +140,7 @@ std::set<std::string> families_of_flags(const std::vector<std::string>& flags) {
   std::set<std::string> out;
   for (const auto& flag : flags) {
     if (flag.starts_with("-march=")) {
-      if (auto t = find_cpu_target(std::string_view(flag).substr(7)))
+      if (auto t = find_x86_target(std::string_view(flag).substr(7)))
         out.insert(t->families.begin(), t->families.end());
       continue;
     }
@@ -193,5 +160,16 @@ std::set<std::string> families_of_flags(const std::vector<std::string>& flags) {
   }
   return out;
 }
+
+}  // namespace
+
+const CpuMachine& x86_machine() {
+  static const CpuMachine machine{"x86_64", kFamilies, kLevels, named_cpus(), x86_families_of_flags, false};
+  return machine;
+}
+
+std::span<const IsaFamily> isa_families() { return kFamilies; }
+
+std::string level_name(int level) { return level <= 1 ? "x86-64" : "x86-64-v" + std::to_string(level); }
 
 }  // namespace opforge::target

@@ -1,5 +1,6 @@
-// Instruction-set use of ELF code. Which extension an instruction belongs to comes from Zydis (its
-// ISA sets are Intel XED's); the families and levels are target/x86.h's.
+// Instruction-set use of ELF code. Which extension an x86-64 instruction belongs to comes from
+// Zydis (its ISA sets are Intel XED's); an AArch64 one's from its encoding (wheel/isa_aarch64.h).
+// The families and levels are the machine's CpuMachine table's (target/x86.cpp, target/arm.cpp).
 #include "wheel/isa.h"
 
 #include <Zydis/Zydis.h>
@@ -11,9 +12,11 @@
 #include <map>
 #include <tuple>
 
+#include "target/platform.h"
 #include "target/x86.h"
 #include "util/strings.h"
 #include "wheel/elf_image.h"
+#include "wheel/isa_aarch64.h"
 
 namespace opforge::wheel {
 namespace {
@@ -128,15 +131,15 @@ const std::vector<std::string>& families_cached(ZydisISASet set) {
   return table[set];
 }
 
-int level_of(std::string_view family) {
-  const target::IsaFamily* f = target::find_family(family);
+int level_of(std::string_view platform, std::string_view family) {
+  const target::IsaFamily* f = target::find_family(platform, family);
   return f ? f->level : 0;
 }
 
 // Sort key: by level (level-0 families last), then by the table's order, then by name.
-std::tuple<int, std::size_t, std::string> order_key(const std::string& family) {
-  int level = level_of(family);
-  const auto families = target::isa_families();
+std::tuple<int, std::size_t, std::string> order_key(std::string_view platform, const std::string& family) {
+  int level = level_of(platform, family);
+  const auto families = target::isa_families(platform);
   std::size_t index = families.size();
   for (std::size_t i = 0; i < families.size(); ++i)
     if (families[i].name == family) index = i;
@@ -198,8 +201,10 @@ struct CodeScan {
   std::map<std::string, FamilyUse> found_dispatched;
   IsaUse& use;
   Elf* elf = nullptr;
-  std::vector<const FunctionSymbol*> clones{};  ///< symbols that are multiversioning clones
-  std::string section_dispatch{};               ///< the section being read is dispatched: why
+  /// Functions that run only after a CPU check, and why: multiversioning clones, libgcc's
+  /// AArch64 outline atomics.
+  std::vector<std::pair<const FunctionSymbol*, std::string>> dispatched_functions{};
+  std::string section_dispatch{};  ///< the section being read is dispatched: why
 
   /// `relocatable`: a .o, whose addresses are offsets in their section.
   void section(Elf_Scn* scn, bool relocatable) {
@@ -213,6 +218,29 @@ struct CodeScan {
     const auto* code = static_cast<const std::uint8_t*>(data->d_buf);
     const std::size_t size = data->d_size, index = elf_ndxscn(scn);
     const std::uint64_t base = relocatable ? 0 : shdr.sh_addr;
+    if (use.platform == "aarch64") return aarch64_words(code, size, base, index);
+    x86_64_instructions(code, size, base, index);
+  }
+
+  /// A64: fixed little-endian 32-bit words, each classified by its encoding.
+  void aarch64_words(const std::uint8_t* code, std::size_t size, std::uint64_t base, std::size_t index) {
+    for (std::size_t off = 0; off + 4 <= size; off += 4) {
+      const std::uint32_t w = std::uint32_t(code[off]) | std::uint32_t(code[off + 1]) << 8 |
+                              std::uint32_t(code[off + 2]) << 16 | std::uint32_t(code[off + 3]) << 24;
+      if (aarch64_unallocated(w)) {
+        use.undecodable += 4;
+        continue;
+      }
+      ++use.instructions;
+      const std::string_view family = aarch64_family(w);
+      if (family.empty()) continue;
+      char text[24];
+      std::snprintf(text, sizeof text, ".inst 0x%08x", static_cast<unsigned>(w));
+      count(std::string(family), text, base + off, index);
+    }
+  }
+
+  void x86_64_instructions(const std::uint8_t* code, std::size_t size, std::uint64_t base, std::size_t index) {
     ZydisDecodedInstruction ins;
     for (std::size_t off = 0; off < size;) {
       if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, nullptr, code + off, size - off, &ins))) {
@@ -225,7 +253,8 @@ struct CodeScan {
       // x86-64 code (__builtin_ctz). XGETBV is feature detection (libgcc's __builtin_cpu_supports
       // runs it only after cpuid reports OSXSAVE). Neither says what CPU the code needs.
       if (ins.mnemonic != ZYDIS_MNEMONIC_TZCNT && ins.mnemonic != ZYDIS_MNEMONIC_XGETBV)
-        for (auto& family : families_cached(ins.meta.isa_set)) count(family, ins, base + off, index);
+        for (auto& family : families_cached(ins.meta.isa_set))
+          count(family, ZydisMnemonicGetString(ins.mnemonic), base + off, index);
       off += ins.length;
     }
   }
@@ -233,28 +262,36 @@ struct CodeScan {
   /// Why the code at `address` runs only where the CPU has what it uses; empty: it runs everywhere.
   std::string dispatch_of(std::uint64_t address, std::size_t section_index) const {
     if (!section_dispatch.empty()) return section_dispatch;
-    for (const FunctionSymbol* s : clones)
-      if (s->section == section_index && address >= s->value && address < s->value + s->size)
-        return "multiversioning clone " + s->name;
+    for (const auto& [s, why] : dispatched_functions)
+      if (s->section == section_index && address >= s->value && address < s->value + s->size) return why;
     return {};
   }
 
-  void count(const std::string& family, const ZydisDecodedInstruction& ins, std::uint64_t address,
-             std::size_t section_index) {
+  void count(const std::string& family, const char* mnemonic, std::uint64_t address, std::size_t section_index) {
     std::string dispatch = dispatch_of(address, section_index);
     auto [it, fresh] = (dispatch.empty() ? found : found_dispatched).try_emplace(family);
     FamilyUse& f = it->second;
     ++f.count;
     if (!fresh) return;
     f.family = family;
-    f.level = level_of(family);
+    f.level = level_of(use.platform, family);
     f.first_address = address;
-    f.first_mnemonic = ZydisMnemonicGetString(ins.mnemonic);
+    f.first_mnemonic = mnemonic;
     f.dispatch = std::move(dispatch);
     for (const auto& s : symbols)
       if (s.section == section_index && address >= s.value && address < s.value + s.size) f.first_symbol = s.name;
   }
 };
+
+/// Why `symbol` runs only after a CPU check on `platform`; empty when it may run anywhere.
+std::string dispatch_of_symbol(std::string_view platform, const std::string& symbol) {
+  if (platform == "x86_64" && is_dispatch_clone(symbol)) return "multiversioning clone " + symbol;
+  // libgcc's -moutline-atomics helpers (gcc 10 on, the default): each runs its LSE instruction
+  // only when __aarch64_have_lse_atomics says the CPU has LSE, and the armv8-a sequence otherwise.
+  if (platform == "aarch64" && symbol.starts_with("__aarch64_") && symbol != "__aarch64_have_lse_atomics")
+    return "libgcc outline atomic " + symbol;
+  return {};
+}
 
 }  // namespace
 
@@ -269,13 +306,15 @@ bool is_dispatch_clone(std::string_view symbol) {
   return first != "default" && feature_word(first);
 }
 
+std::string IsaUse::level_name() const { return target::level_name(platform, level); }
+
 std::string IsaUse::summary() const {
   if (!analysed) return "not analysed (" + why + ")";
   std::vector<std::string> outside, dispatched_names;
   for (const auto& f : families)
     if (f.level == 0) outside.push_back(f.family);
   for (const auto& f : dispatched) dispatched_names.push_back(f.family);
-  std::string out = target::level_name(level);
+  std::string out = level_name();
   if (!outside.empty()) out += " + " + strings::join(outside, ", ");
   if (!dispatched_names.empty()) out += "; dispatched at run time: " + strings::join(dispatched_names, ", ");
   return out;
@@ -286,15 +325,17 @@ Result<IsaUse> read_isa(std::string_view bytes) {
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(image->get(), &ehdr)) return bad_input(std::string("cannot read ELF: ") + elf_errmsg(-1));
   IsaUse use;
-  if (ehdr.e_machine != EM_X86_64) {
-    use.why = ehdr.e_machine == EM_AARCH64 ? "aarch64 code"
-                                           : "not x86-64 code (e_machine " + std::to_string(ehdr.e_machine) + ")";
+  const target::Platform* platform = target::platform_of_elf(ehdr.e_machine);
+  if (!platform || !target::cpu_machine(platform->name)) {
+    use.why = "code of no machine opforge builds for (e_machine " + std::to_string(ehdr.e_machine) + ")";
     return use;
   }
+  use.platform = std::string(platform->name);
   use.analysed = true;
   CodeScan scan{OPFORGE_TRY(x86_64_decoder()), function_symbols(image->get()), {}, {}, use, image->get()};
   for (const auto& s : scan.symbols)
-    if (is_dispatch_clone(s.name)) scan.clones.push_back(&s);
+    if (auto why = dispatch_of_symbol(use.platform, s.name); !why.empty())
+      scan.dispatched_functions.emplace_back(&s, std::move(why));
   for (Elf_Scn* scn = elf_nextscn(image->get(), nullptr); scn; scn = elf_nextscn(image->get(), scn))
     scan.section(scn, ehdr.e_type == ET_REL);
   for (auto& [name, f] : scan.found) {
@@ -302,8 +343,8 @@ Result<IsaUse> read_isa(std::string_view bytes) {
     use.families.push_back(std::move(f));
   }
   for (auto& [name, f] : scan.found_dispatched) use.dispatched.push_back(std::move(f));
-  const auto by_order = [](const FamilyUse& a, const FamilyUse& b) {
-    return order_key(a.family) < order_key(b.family);
+  const auto by_order = [&](const FamilyUse& a, const FamilyUse& b) {
+    return order_key(use.platform, a.family) < order_key(use.platform, b.family);
   };
   std::sort(use.families.begin(), use.families.end(), by_order);
   std::sort(use.dispatched.begin(), use.dispatched.end(), by_order);
@@ -337,6 +378,11 @@ Result<std::vector<IsaCheck>> check_cpu_target(const std::vector<std::pair<std::
       continue;
     auto use = read_isa(bytes);
     if (!use) return bad_input(path + ": " + use.error().message);
+    if (use->analysed && use->platform != target.platform)
+      return bad_input(
+          path + ": " + use->platform + " code, but cpu_target \"" + target.name + "\" is a CPU of " + target.platform,
+          "pin a cpu_target of the machine the wheel is built for (" +
+              strings::join(target::cpu_target_names(use->platform), ", ") + ")");
     IsaCheck c{path, std::move(*use), {}, {}, {}};
     IsaAllowance allowed = allowance ? allowance(path) : IsaAllowance{};
     for (auto& f : above_target(c.use, target)) {

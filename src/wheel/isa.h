@@ -1,6 +1,7 @@
 #pragma once
-/// x86-64 instruction-set use: which extensions the executable code of an ELF file uses (decoded
-/// with Zydis, section by section), and its check against a CPU target (target/x86.h).
+/// Instruction-set use: which extensions the executable code of an ELF file uses (x86-64 decoded
+/// with Zydis, AArch64 classified word by word, section by section), and its check against a CPU
+/// target (target/cpu.h) of the same machine.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -39,11 +40,14 @@ bool is_dispatched_section(std::string_view section_name);
 bool is_dispatch_clone(std::string_view symbol);
 
 struct IsaUse {
-  /// false when the file is not x86-64 code (nothing decoded; `why` says what it is).
+  /// false when the file is code of no machine opforge reads (nothing decoded; `why` says what).
   bool analysed = false;
   std::string why;
-  /// Highest level the code that runs on every CPU needs (1 = baseline): code reached only
-  /// through run-time dispatch (`dispatched`) does not count.
+  /// The machine the code is for (target::Platform::name): its levels and families are the ones
+  /// of target::cpu_machine(platform).
+  std::string platform = "x86_64";
+  /// Highest level of `platform` the code that runs on every CPU needs (1 = baseline): code
+  /// reached only through run-time dispatch (`dispatched`) does not count.
   int level = 1;
   std::vector<FamilyUse> families;  ///< beyond the baseline: by level, then name; level-0 last
   /// Families used only by dispatched code (same order); a CPU without them never runs it.
@@ -51,8 +55,10 @@ struct IsaUse {
   std::uint64_t instructions = 0;  ///< decoded in executable sections
   std::uint64_t undecodable = 0;   ///< bytes skipped (data or padding inside code)
   /// "x86-64-v3", with " + AES, PCLMULQDQ" for families in no level, and "; dispatched at run
-  /// time: AVX2, AVX-512F" when some code is.
+  /// time: AVX2, AVX-512F" when some code is ("armv8-a; dispatched at run time: SVE").
   std::string summary() const;
+  /// The name of `level` on `platform`: "x86-64-v3", "armv9-a".
+  std::string level_name() const;
 };
 
 /// Decodes every executable (SHF_EXECINSTR) section of an ELF file. bad_input when not ELF.
@@ -79,7 +85,8 @@ struct IsaCheck {
 };
 
 /// Checks every ELF among `files` (wheel path → bytes) against `target`; `allowance(path)` says
-/// what a file may use beyond it. Files that are not ELF are skipped; bad_input for a broken ELF.
+/// what a file may use beyond it. Files that are not ELF are skipped; bad_input for a broken ELF
+/// and for code of another machine than the target's.
 Result<std::vector<IsaCheck>> check_cpu_target(const std::vector<std::pair<std::string, std::string_view>>& files,
                                                const target::CpuTarget& target,
                                                const std::function<IsaAllowance(const std::string&)>& allowance);

@@ -1,6 +1,5 @@
-// opforge_cpu_adam_*: the C ABI, argument checks and the runtime SIMD dispatch.
-#include <cpuid.h>
-
+// opforge_cpu_adam_*: the C ABI, argument checks and the runtime SIMD dispatch over this
+// machine's paths (machine_paths: adam_x86.cpp or adam_arm.cpp).
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -18,6 +17,7 @@ namespace {
 
 using opforge_cpu_adam::Args;
 using opforge_cpu_adam::Half;
+using opforge_cpu_adam::Path;
 
 thread_local std::string g_error;
 
@@ -26,36 +26,35 @@ int fail(int code, std::string message) {
   return code;
 }
 
-/// F16C from CPUID leaf 1 itself: gcc before 11 has no "f16c" for __builtin_cpu_supports.
-bool has_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+/// The machine's path for `level`; nullptr for the scalar level and for another machine's.
+const Path* path_of(int level) {
+  std::size_t count = 0;
+  const Path* paths = opforge_cpu_adam::machine_paths(count);
+  for (std::size_t i = 0; i < count; ++i)
+    if (paths[i].level == level) return &paths[i];
+  return nullptr;
 }
 
 bool cpu_has(int level) {
-  __builtin_cpu_init();
-  switch (level) {
-    case OPFORGE_CPU_ADAM_SCALAR: return true;
-    case OPFORGE_CPU_ADAM_AVX2:
-      // __builtin_cpu_supports also checks that the OS saves the wide registers (XCR0).
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
-    case OPFORGE_CPU_ADAM_AVX512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    default: return false;
-  }
+  if (level == OPFORGE_CPU_ADAM_SCALAR) return true;
+  const Path* p = path_of(level);
+  return p && p->supported();
 }
 
 int best_level() {
-  for (int l = OPFORGE_CPU_ADAM_AVX512; l > OPFORGE_CPU_ADAM_SCALAR; --l)
-    if (cpu_has(l)) return l;
+  std::size_t count = 0;
+  const Path* paths = opforge_cpu_adam::machine_paths(count);
+  for (std::size_t i = 0; i < count; ++i)
+    if (paths[i].supported()) return paths[i].level;
   return OPFORGE_CPU_ADAM_SCALAR;
 }
 
+constexpr int kLastLevel = OPFORGE_CPU_ADAM_SVE;
+
 int parse_level(const char* s) {
-  if (!std::strcmp(s, "scalar") || !std::strcmp(s, "none")) return OPFORGE_CPU_ADAM_SCALAR;
-  if (!std::strcmp(s, "avx2")) return OPFORGE_CPU_ADAM_AVX2;
-  if (!std::strcmp(s, "avx512")) return OPFORGE_CPU_ADAM_AVX512;
+  if (!std::strcmp(s, "none")) return OPFORGE_CPU_ADAM_SCALAR;
+  for (int l = OPFORGE_CPU_ADAM_SCALAR; l <= kLastLevel; ++l)
+    if (!std::strcmp(s, opforge_cpu_adam_simd_name(l))) return l;
   return -1;
 }
 
@@ -86,6 +85,8 @@ OPFORGE_EXPORT const char* opforge_cpu_adam_simd_name(int level) {
     case OPFORGE_CPU_ADAM_SCALAR: return "scalar";
     case OPFORGE_CPU_ADAM_AVX2: return "avx2";
     case OPFORGE_CPU_ADAM_AVX512: return "avx512";
+    case OPFORGE_CPU_ADAM_NEON: return "neon";
+    case OPFORGE_CPU_ADAM_SVE: return "sve";
     default: return nullptr;
   }
 }
@@ -98,7 +99,7 @@ OPFORGE_EXPORT int opforge_cpu_adam_set_simd_level(int level) {
   const char* name = opforge_cpu_adam_simd_name(level);
   if (!name)
     return fail(-EINVAL, "opforge_cpu_adam_set_simd_level: unknown level " + std::to_string(level) +
-                             " (0 scalar, 1 avx2, 2 avx512)");
+                             " (0 scalar, 1 avx2, 2 avx512, 3 neon, 4 sve)");
   if (!cpu_has(level))
     return fail(-ENOTSUP, std::string("opforge_cpu_adam_set_simd_level: this CPU does not support ") + name);
   g_level.store(level, std::memory_order_relaxed);
@@ -144,12 +145,8 @@ OPFORGE_EXPORT int opforge_cpu_adam_step(float* params, const float* grads, floa
   a.step_size = static_cast<float>(double(lr) / bc1);
   a.sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
 
-  auto kernel = opforge_cpu_adam::step_scalar;
-  switch (current_level()) {
-    case OPFORGE_CPU_ADAM_AVX512: kernel = opforge_cpu_adam::step_avx512; break;
-    case OPFORGE_CPU_ADAM_AVX2: kernel = opforge_cpu_adam::step_avx2; break;
-    default: break;
-  }
+  const Path* path = path_of(current_level());
+  opforge_cpu_adam::Kernel kernel = path ? path->kernel : opforge_cpu_adam::step_scalar;
   // Below ~64k elements a step takes microseconds: threads would cost more than they save.
   if (n < (uint64_t{1} << 16)) threads = 1;
   opforge_kernels::parallel_for(static_cast<std::size_t>(n), 64, threads,

@@ -13,6 +13,8 @@ enum {
   OPFORGE_CPU_ADAM_SCALAR = 0,  ///< plain C++, compiled without vectorisation
   OPFORGE_CPU_ADAM_AVX2 = 1,    ///< AVX2 + FMA + F16C, 8 floats a vector
   OPFORGE_CPU_ADAM_AVX512 = 2,  ///< AVX-512 F/BW/DQ/VL, 16 floats a vector
+  OPFORGE_CPU_ADAM_NEON = 3,    ///< AArch64 Advanced SIMD (every AArch64 CPU), 4 floats a vector
+  OPFORGE_CPU_ADAM_SVE = 4,     ///< AArch64 SVE, as many floats a vector as the CPU's length holds
 };
 
 enum {
@@ -26,13 +28,15 @@ int opforge_cpu_adam_abi_version(void);
 const char* opforge_cpu_adam_last_error(void);
 
 /// The SIMD level steps use now: the best the running CPU supports, or what
-/// OPFORGE_CPU_ADAM_SIMD (scalar|avx2|avx512) or opforge_cpu_adam_set_simd_level asked for.
+/// OPFORGE_CPU_ADAM_SIMD (scalar|avx2|avx512 on x86-64, scalar|neon|sve on AArch64) or
+/// opforge_cpu_adam_set_simd_level asked for.
 int opforge_cpu_adam_simd_level(void);
-/// "scalar", "avx2" or "avx512"; NULL for an unknown level.
+/// "scalar", "avx2", "avx512", "neon" or "sve"; NULL for an unknown level.
 const char* opforge_cpu_adam_simd_name(int level);
 /// The best level the running CPU supports.
 int opforge_cpu_adam_best_simd_level(void);
-/// Forces a level (tests, benchmarks); -ENOTSUP when this CPU lacks it, -EINVAL when unknown.
+/// Forces a level (tests, benchmarks); -ENOTSUP when this CPU (or machine) lacks it, -EINVAL when
+/// unknown.
 int opforge_cpu_adam_set_simd_level(int level);
 
 /// One step over n elements: step is the 1-based step number (for bias correction); flags from

@@ -1,6 +1,6 @@
 """Adam/AdamW steps on the CPU: fp32 parameters, gradients and moments updated in place by the
-native library, vectorised with the best SIMD level of the running CPU (AVX-512, AVX2+FMA or
-scalar, chosen at run time; ``simd_level()`` says which, ``OPFORGE_CPU_ADAM_SIMD`` forces one) and
+native library, vectorised with the best SIMD level of the running CPU (AVX-512 or AVX2+FMA on
+x86-64, SVE or NEON on aarch64, else scalar, chosen at run time; ``simd_level()`` says which, ``OPFORGE_CPU_ADAM_SIMD`` forces one) and
 spread over the usable cores.
 
 - ``CPUAdam``: a ``torch.optim.Optimizer`` over torch CPU tensors (torch is imported only when the
@@ -21,7 +21,7 @@ from ._buffers import Buffer, host_buffer, is_numpy_array, is_torch_tensor
 __all__ = ['CPUAdam', 'adam_step', 'simd_level', 'set_simd_level', 'best_simd_level', 'SIMD_LEVELS']  # noqa: F822
 
 ABI_VERSION = 1
-SIMD_LEVELS = ('scalar', 'avx2', 'avx512')
+SIMD_LEVELS = ('scalar', 'avx2', 'avx512', 'neon', 'sve')  # the C enum's order
 _ADAMW, _NO_BIAS_CORRECTION, _HALF_FP16, _HALF_BF16 = 1, 2, 4, 8
 
 _log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def _simd_name(lib: ctypes.CDLL, level: int) -> str:
 
 
 def simd_level() -> str:
-    """The SIMD level steps use: 'avx512', 'avx2' or 'scalar'."""
+    """The SIMD level steps use: 'avx512', 'avx2', 'sve', 'neon' or 'scalar'."""
     lib = _library()
     return _simd_name(lib, lib.opforge_cpu_adam_simd_level())
 
