@@ -22,7 +22,7 @@ nlohmann::json isa_json(const wheel::IsaUse& u) {
     j["why"] = u.why;
     return j;
   }
-  j["level"] = target::level_name(u.level);
+  j["level"] = u.level_name();
   j["summary"] = u.summary();
   j["instructions"] = u.instructions;
   j["undecodable_bytes"] = u.undecodable;
@@ -31,7 +31,7 @@ nlohmann::json isa_json(const wheel::IsaUse& u) {
     j[key] = nlohmann::json::array();
     for (const auto& f : *list) {
       nlohmann::json fj{{"family", f.family},
-                        {"level", f.level ? nlohmann::json(target::level_name(f.level)) : nlohmann::json()},
+                        {"level", f.level ? nlohmann::json(target::level_name(u.platform, f.level)) : nlohmann::json()},
                         {"count", f.count},
                         {"first_address", f.first_address},
                         {"first_mnemonic", f.first_mnemonic},
@@ -43,24 +43,26 @@ nlohmann::json isa_json(const wheel::IsaUse& u) {
   return j;
 }
 
-/// Highest level any analysed file needs (1 = x86-64; 0 when no file was analysed).
-int wheel_level(const wheel::Inspection& in) {
-  int level = 0;
+/// The level of the most demanding analysed file, named as its machine names it ("x86-64-v3",
+/// "armv8-a"); empty when no file was analysed.
+std::string wheel_level(const wheel::Inspection& in) {
+  const wheel::IsaUse* top = nullptr;
   for (const auto& f : in.files)
-    if (f.isa && f.isa->analysed) level = std::max(level, f.isa->level);
-  return level;
+    if (f.isa && f.isa->analysed && (!top || f.isa->level > top->level)) top = &*f.isa;
+  return top ? top->level_name() : std::string();
 }
 
-/// The families any file uses only behind a run-time CPU check, in the table's order.
+/// The families any file uses only behind a run-time CPU check, in its machine's table order.
 std::vector<std::string> wheel_dispatched(const wheel::Inspection& in) {
   std::vector<std::string> out;
-  for (const auto& t : target::isa_families())
-    for (const auto& f : in.files)
-      if (f.isa && std::any_of(f.isa->dispatched.begin(), f.isa->dispatched.end(),
-                               [&](const wheel::FamilyUse& u) { return u.family == t.name; })) {
+  for (const auto& f : in.files) {
+    if (!f.isa) continue;
+    for (const auto& t : target::isa_families(f.isa->platform))
+      if (std::find(out.begin(), out.end(), t.name) == out.end() &&
+          std::any_of(f.isa->dispatched.begin(), f.isa->dispatched.end(),
+                      [&](const wheel::FamilyUse& u) { return u.family == t.name; }))
         out.push_back(std::string(t.name));
-        break;
-      }
+  }
   return out;
 }
 
@@ -78,8 +80,8 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["requirements"] = in.requirements;
   j["valid"] = in.report.ok();
   j["problems"] = in.report.problems;
-  int level = wheel_level(in);
-  j["cpu_level"] = level ? nlohmann::json(target::level_name(level)) : nlohmann::json();
+  const std::string level = wheel_level(in);
+  j["cpu_level"] = level.empty() ? nlohmann::json() : nlohmann::json(level);
   j["cpu_dispatched"] = wheel_dispatched(in);
   j["files"] = nlohmann::json::array();
   for (const auto& f : in.files) {
@@ -143,8 +145,8 @@ std::string text(const wheel::Inspection& in) {
       if (f.elf) elfs.emplace(f.path, *f.elf);
     if (!elfs.empty()) out += "  needs: " + runs_on(wheel::system_needs(elfs, in.requirements)) + "\n";
   }
-  if (int level = wheel_level(in)) {
-    out += "  cpu code needs: " + target::level_name(level) + " (the highest of its files)\n";
+  if (const std::string level = wheel_level(in); !level.empty()) {
+    out += "  cpu code needs: " + level + " (the highest of its files)\n";
     if (auto d = wheel_dispatched(in); !d.empty())
       out += "  dispatched at run time: " + strings::join(d, ", ") +
              " (used only after a CPU check; a CPU without them runs the other code)\n";
@@ -214,8 +216,14 @@ const Registrar kInspect{Registration{
         else std::cout << text(in);
         if (!target) return {};
         std::vector<wheel::IsaCheck> checks;
-        for (const auto& f : in.files)
+        for (const auto& f : in.files) {
+          if (f.isa && f.isa->analysed && f.isa->platform != target->platform)
+            return failure(f.path + " is " + f.isa->platform + " code, and " + target->name + " is an " +
+                               target->platform + " CPU: the wheel cannot run there at all",
+                           "give a CPU target of " + f.isa->platform + ": " +
+                               strings::join(target::cpu_target_names(f.isa->platform), ", "));
           if (f.isa) checks.push_back({f.path, *f.isa, wheel::above_target(*f.isa, *target), {}, {}});
+        }
         return wheel::require_cpu_target(checks, *target);
       };
     }}};

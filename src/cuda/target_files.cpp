@@ -50,8 +50,9 @@ Json manifest_json(const TargetFiles& t) {
   Json pk = Json::array();
   for (auto& k : t.packages)
     pk.push_back({{"name", k.name}, {"version", k.version}, {"file", k.file}, {"sha256", k.sha256}});
-  return {{"platform", t.platform},   {"release", t.release}, {"requirement", t.requirement},
-          {"release_source", t.release_source}, {"python", t.python}, {"packages", pk}};
+  return {{"platform", t.platform},       {"release", t.release},
+          {"requirement", t.requirement}, {"release_source", t.release_source},
+          {"python", t.python},           {"packages", pk}};
 }
 
 bool complete(const probe::FileSystem& fs, const TargetFiles& t) {
@@ -77,8 +78,9 @@ Status install_into(probe::Machine m, const Version& cuda, const target::Platfor
                     const fs::path& tmp, const std::function<void(std::string_view)>& on_line) {
   const fs::path wheels = tmp / "wheels";
   if (on_line) on_line("fetching the " + t.platform + " CUDA runtime from PyPI: " + t.requirement);
-  std::vector<std::string> dl{"download", "--disable-pip-version-check", "--no-input", "--only-binary=:all:",
-                              "--no-deps", "--dest", wheels.string()};
+  std::vector<std::string> dl{
+      "download",     "--disable-pip-version-check", "--no-input", "--only-binary=:all:", "--no-deps", "--dest",
+      wheels.string()};
   for (auto& a : platform_args(p)) dl.push_back(a);
   dl.push_back(t.requirement);
   auto got = OPFORGE_TRY(pip(m, t.python, dl));
@@ -93,9 +95,12 @@ Status install_into(probe::Machine m, const Version& cuda, const target::Platfor
     auto bytes = OPFORGE_TRY(m.fs.read_file(wheels / file, wheel::Limits{}.archive_bytes));
     t.packages.push_back({wheel::project_name(parts->name), parts->version, file, sha256_hex(bytes)});
   }
-  std::vector<std::string> in{"install", "--disable-pip-version-check", "--no-input",  "--no-index",
-                              "--find-links", wheels.string(), "--no-deps",          "--only-binary=:all:",
-                              "--target", (tmp / "site").string(), "--no-compile"};
+  std::vector<std::string> in{"install",      "--disable-pip-version-check",
+                              "--no-input",   "--no-index",
+                              "--find-links", wheels.string(),
+                              "--no-deps",    "--only-binary=:all:",
+                              "--target",     (tmp / "site").string(),
+                              "--no-compile"};
   for (auto& a : platform_args(p)) in.push_back(a);
   in.push_back(t.requirement);
   auto done = OPFORGE_TRY(pip(m, t.python, in));

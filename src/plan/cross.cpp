@@ -22,11 +22,11 @@ Status choose_platform(const Options& opts, Plan& plan) {
                        (opts.platform ? "--platform" : "[build] platform") + "), cross-built on this " +
                        std::string(target::host_platform().name) + " machine");
   if (plan.recipe.build.backend == recipe::Backend::command)
-    return unsatisfied("a cross-build for " + std::string(plan.platform->name) +
-                           " of a project's own build command is not supported yet: only the native backend "
-                           "(op.toml ops) cross-builds",
-                       "build the wheel on a " + std::string(plan.platform->name) +
-                           " machine, or leave [build] platform out");
+    return unsatisfied(
+        "a cross-build for " + std::string(plan.platform->name) +
+            " of a project's own build command is not supported yet: only the native backend "
+            "(op.toml ops) cross-builds",
+        "build the wheel on a " + std::string(plan.platform->name) + " machine, or leave [build] platform out");
   if (plan.recipe.wheel.root)
     return bad_input("[wheel] root and a cross-build for " + std::string(plan.platform->name) +
                      " cannot be combined: a root is a distribution of this machine's");
@@ -53,9 +53,9 @@ Status provision_cross_runtime(probe::Machine m, const Options& opts, Plan& plan
   });
   if (!cuda_op) return {};
   const fs::path cache = cache_dir(m, opts);
-  auto files = opts.fetch_toolkit ? cuda::provision_target_files(m, *chain.tk, *plan.platform, cache, plan.python,
-                                                                 opts.on_progress)
-                                  : cuda::describe_target_files(m, *chain.tk, *plan.platform, cache, plan.python);
+  auto files = opts.fetch_toolkit
+                   ? cuda::provision_target_files(m, *chain.tk, *plan.platform, cache, plan.python, opts.on_progress)
+                   : cuda::describe_target_files(m, *chain.tk, *plan.platform, cache, plan.python);
   if (!files) return opforge::unexpected(files.error());
   plan.cuda_target = std::move(*files);
   const auto& t = *plan.cuda_target;

@@ -103,9 +103,10 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   plan.compile_timeout = OPFORGE_TRY(settings::compile_timeout(m.env, plan.compile_timeout));
   OPFORGE_CHECK(place_source(m, opts, plan));
   const bool command = plan.recipe.build.backend == recipe::Backend::command;
-  const OpCatalogue catalogue =
-      OPFORGE_TRY(load_catalogue(m, plan.recipe, plan.source, plan.python, command, plan.notes));
   OPFORGE_CHECK(choose_platform(opts, plan));
+  OpCatalogue catalogue = OPFORGE_TRY(load_catalogue(m, plan.recipe, plan.source, plan.python, command, plan.notes));
+  // Each op as the target machine builds it: its [machine.<name>] sources and flags merged in.
+  for (auto& op : catalogue.manifests) op = ops::for_platform(op, plan.platform->name);
   Toolchain chain = OPFORGE_TRY(resolve_toolkit(m, opts, plan));
   if (plan.cross()) OPFORGE_CHECK(resolve_cross_host(m, plan, chain));
   if (chain.tk) {

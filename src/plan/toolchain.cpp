@@ -119,6 +119,13 @@ Status pin_cpu_target(probe::Machine m, const Options& opts, Plan& plan) {
   if (r.build.cpu_target.empty()) return {};
   auto target = target::find_cpu_target(r.build.cpu_target);
   if (!target) return bad_input("unknown [build] cpu_target \"" + r.build.cpu_target + "\"");
+  // A CPU of another machine than the wheel's: nothing it allows could run there.
+  if (target->platform != plan.platform->name)
+    return bad_input("[build] cpu_target \"" + target->name + "\" is an " + target->platform +
+                         " CPU, and the wheel is for " + std::string(plan.platform->name),
+                     "for " + std::string(plan.platform->name) + " write one of " +
+                         strings::join(target::cpu_target_names(plan.platform->name), ", ") +
+                         ", or set [build] platform (--platform) to " + target->platform);
   if (!plan.host) plan.host = OPFORGE_TRY(compiler::host_without_toolkit(m, r.compiler.host));
   const fs::path cache = cache_dir(m, opts);
   fs::path dir = compiler::wrapper_dir(m.fs, cache.empty() ? plan.build_dir : cache, plan.host->compiler, *target);

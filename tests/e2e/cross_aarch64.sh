@@ -23,6 +23,14 @@ echo "PASS: --platform sparc is exit 2 naming the known platforms"
 
 copy_tree "$src" "$work/a/src"
 copy_tree "$src" "$work/second-place/another-src"
+# An aarch64 recipe pinned to an x86-64 CPU is bad input (exit 2), naming aarch64's targets.
+sed -e 's/^backend = "native"/backend = "native"\nplatform = "arm64"\ncpu_target = "x86-64-v3"/' \
+  "$work/a/src/recipes/default.toml" > "$work/a/src/recipes/pinned.toml"
+out=$("$opforge" plan "$work/a/src/recipes/pinned.toml" 2>&1) && fail "an aarch64 recipe took cpu_target x86-64-v3"
+code=$?
+[ "$code" = 2 ] || fail "x86-64 cpu_target for aarch64: exit $code, expected 2: $out"
+grep -q 'neoverse-v2' <<<"$out" || fail "the error does not list aarch64's CPU targets: $out"
+echo "PASS: an aarch64 recipe with cpu_target x86-64-v3 is exit 2 naming aarch64's targets"
 export TORCH_CUDA_ARCH_LIST="9.0"
 # One cache for both: the aarch64 CUDA runtime is fetched once (the cache is not part of the bytes).
 export OPFORGE_CACHE_DIR="$work/cache"
@@ -58,7 +66,24 @@ grep -q "sm_90" "$work/inspect.txt" || { cat "$work/inspect.txt"; fail "inspect 
 grep -q "aarch64" "$work/inspect.txt" || { cat "$work/inspect.txt"; fail "inspect does not name aarch64"; }
 echo "PASS: inspect reads the aarch64 wheel: sm_90 code, aarch64 tag"
 
+# Pinned to the aarch64 baseline: the ISA check reads AArch64 code, and cpu_adam's SVE path (in
+# the section of code chosen at run time) does not break armv8-a.
+sed -e 's/^backend = "native"/backend = "native"\nplatform = "aarch64"\ncpu_target = "armv8-a"/' \
+  "$work/a/src/recipes/default.toml" > "$work/a/src/recipes/baseline.toml"
+"$opforge" build "$work/a/src/recipes/baseline.toml" --build-dir "$work/baseline.build" \
+  --dist-dir "$work/baseline.dist" > "$work/baseline.log" 2>&1 || { cat "$work/baseline.log"; fail "armv8-a build"; }
+w=$(only_wheel "$work/baseline.dist")
+"$opforge" inspect --cpu-target armv8-a "$w" > "$work/baseline.txt" || { cat "$work/baseline.txt"; fail "inspect --cpu-target armv8-a"; }
+grep -q "cpu code needs: armv8-a" "$work/baseline.txt" || { cat "$work/baseline.txt"; fail "inspect names no armv8-a level"; }
+grep -q "dispatched at run time: SVE" "$work/baseline.txt" || { cat "$work/baseline.txt"; fail "cpu_adam's SVE path is not seen"; }
+"$opforge" inspect --cpu-target x86-64-v3 "$w" > "$work/wrong.txt" 2>&1 && fail "an x86-64 target passed an aarch64 wheel"
+echo "PASS: cpu_target armv8-a holds for the aarch64 wheel (SVE only in dispatched code)"
+
 lib=$(dirname "$(find "$work/unpacked" -name libopforge_utils.so)")
 aarch64-linux-gnu-gcc -O1 -o "$work/cross_check" "$src/tests/e2e/cross_check.c" -ldl -lm
-qemu-aarch64-static -L /usr/aarch64-linux-gnu "$work/cross_check" "$lib" "$work/aio.bin" ||
-  fail "the aarch64 libraries do not compute right under emulation"
+# QEMU's default CPU ("max") has SVE, so cpu_adam takes its SVE path; a Cortex-A72 has NEON only.
+for cpu in max cortex-a72; do
+  echo "-- emulated CPU: $cpu"
+  QEMU_CPU=$cpu qemu-aarch64-static -L /usr/aarch64-linux-gnu "$work/cross_check" "$lib" "$work/aio.bin" ||
+    fail "the aarch64 libraries do not compute right under emulation ($cpu)"
+done
