@@ -142,6 +142,21 @@ TEST(RolloutPick, SmArchOfOtherGpusAndWhatIsNotKnown) {
                                       "86_virtual", "80_virtual"}));
   EXPECT_EQ(v[9], "75_virtual");
   EXPECT_EQ(std::find(v.begin(), v.end(), "90_virtual"), v.end());
+  // Two GPU kinds: the newest's values, then the other's; a wheel with code for both is picked, one
+  // with code for the newer alone is refused by the gpu check (it does not run on the A100).
+  auto mixed = node("m", "x86_64", "9.0");
+  mixed.gpus->push_back({1, "A100", 8, 0, ""});
+  const auto mixed_props = rollout::supported_properties(mixed);
+  const auto& mv = mixed_props.features[1].values;
+  EXPECT_EQ(std::vector<std::string>(mv.begin(), mv.begin() + 3),
+            (std::vector<std::string>{"90_real", "90_virtual", "89_virtual"}));
+  EXPECT_NE(std::find(mv.begin(), mv.end(), "80_real"), mv.end());
+  auto both = index_wheel("1.0", {image(sass, 80), image(sass, 90)}, {cuda13, sm("80_real"), sm("90_real")});
+  auto only90 = index_wheel("1.0", {image(sass, 90)}, {cuda13, sm("90_real")});
+  auto mp = rollout::pick_for_node({only90, both}, mixed);
+  EXPECT_EQ(mp.projects[0].order, std::vector<std::string>{both.filename});
+  ASSERT_EQ(mp.projects[0].rejected.size(), 1u);
+  EXPECT_EQ(reasons(mp.projects[0].rejected[0]), "gpu: GPU 1 (A100, 8.0): x/_C.so holds no code it can run (sm_90)");
   // The driver branch stands for the CUDA it supports when the report lacks the driver API's answer.
   auto old = rollout::supported_properties(node("o", "x86_64", "9.0", R"({"version": "535.104.05"})"));
   EXPECT_EQ(old.features[0].values.front(), "12.2");

@@ -170,18 +170,19 @@ SupportedProperties supported_properties(const NodeFacts& n) {
                                    ")"));
   }
   if (cuda && n.gpus && !n.gpus->empty()) {
-    // A value every GPU runs, in the order of the newest GPU's list (the plugin asks the newest).
+    // The newest GPU's values first (the plugin asks only the newest), then what the others add:
+    // a variant names several architectures and is supported when one of them is, so an
+    // intersection would refuse an sm_80 + sm_90 wheel on a node with both GPUs. That a wheel runs
+    // on every GPU is the gpu check's to say.
     auto gpus = *n.gpus;
     std::sort(gpus.begin(), gpus.end(), [](auto& a, auto& b) {
       return std::pair{a.major, a.minor} > std::pair{b.major, b.minor};
     });
-    std::vector<std::string> values = sm_values(gpus.front().major, gpus.front().minor);
-    for (const auto& g : gpus) {
-      const auto own = sm_values(g.major, g.minor);
-      std::erase_if(values, [&](const std::string& v) { return std::find(own.begin(), own.end(), v) == own.end(); });
-    }
-    if (!values.empty()) out.features.push_back({"nvidia", "sm_arch", values});
-    else out.notes.push_back("nvidia :: sm_arch: no architecture runs on every GPU of the node");
+    std::vector<std::string> values;
+    for (const auto& g : gpus)
+      for (auto& v : sm_values(g.major, g.minor))
+        if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(std::move(v));
+    out.features.push_back({"nvidia", "sm_arch", values});
   } else if (cuda) {
     out.notes.push_back(
         "nvidia :: sm_arch: " +

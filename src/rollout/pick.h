@@ -32,10 +32,11 @@ struct SupportedFeature {
 /// features), each feature's values best first:
 ///   nvidia :: cuda_version_lower_bound  the driver's CUDA X.Y, then X, then every older X.Y and
 ///                                       X down to 11 (as nvidia-variant-provider orders them)
-///   nvidia :: sm_arch                   SASS that runs on every GPU: the GPU's own NN_real, then
-///                                       its major's lower minors; then PTX the GPUs can JIT: their
-///                                       own NN_virtual, then older ones, newest first (the plugin
-///                                       lists only the major's N0_virtual of these)
+///   nvidia :: sm_arch                   SASS that runs on the GPU: its own NN_real, then its
+///                                       major's lower minors; then PTX it can JIT: its own
+///                                       NN_virtual, then older ones, newest first (the plugin lists
+///                                       only the major's N0_virtual of these). Several GPU kinds:
+///                                       the newest's values, then what the others add
 ///   abi_dependency :: torch             the node's torch as X, X.Y, X.Y.Z (as variantlib's
 ///                                       resolver makes them from an installed torch)
 /// A feature the report does not tell is left out, so no variant naming it is supported; `notes`
