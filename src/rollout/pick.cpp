@@ -302,8 +302,8 @@ NodePick pick_for_node(const std::vector<IndexWheel>& wheels, const NodeFacts& n
   }
   for (auto& [name, p] : projects) {
     auto& list = fits[name];
-    std::stable_sort(list.begin(), list.end(),
-                     [&](const IndexWheel* a, const IndexWheel* b) { return before(*a, *b, out.properties); });
+    std::sort(list.begin(), list.end(),
+              [&](const IndexWheel* a, const IndexWheel* b) { return before(*a, *b, out.properties); });
     for (const IndexWheel* w : list) p.order.push_back(w->filename);
     out.projects.push_back(std::move(p));
   }
