@@ -113,5 +113,33 @@ TEST(CliDoctor, TorchLocationIsWherePythonImportsItFrom) {
   fs::remove_all(top);
 }
 
+// --variant-properties: the static providers of a variants.json, from the same report --json
+// gives: torch's X, X.Y, X.Y.Z; nvidia's only where a driver answered.
+TEST(CliDoctor, VariantPropertiesAreTheReportsFacts) {
+  auto m = probe::real_machine();
+  auto report =
+      m.proc.run(probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--json", "--python", "/usr/bin/python3"}});
+  auto props = m.proc.run(
+      probe::Command{.argv = {OPFORGE_BINARY, "doctor", "--variant-properties", "--python", "/usr/bin/python3"}});
+  ASSERT_TRUE(report && props);
+  ASSERT_EQ(props->exit_code, 0) << props->err;
+  const auto j = nlohmann::json::parse(report->out), p = nlohmann::json::parse(props->out);
+  ASSERT_TRUE(p["providers"].is_object()) << props->out;
+  if (j["torch"].contains("version")) {
+    const std::string v = j["torch"]["version"];
+    const auto values = p["providers"]["abi_dependency"]["static-properties"]["torch"];
+    ASSERT_EQ(values.size(), 3u) << props->out;
+    EXPECT_TRUE(v.starts_with(values[2].get<std::string>())) << v;
+    EXPECT_EQ(values[0], v.substr(0, v.find('.')));
+  } else {
+    EXPECT_FALSE(p["providers"].contains("abi_dependency"));
+    EXPECT_NE(props->err.find("opforge: note: abi_dependency :: torch: "), std::string::npos) << props->err;
+  }
+  if (j["node"]["driver"].is_object() && j["node"]["driver"]["cuda"].is_string())
+    EXPECT_EQ(p["providers"]["nvidia"]["static-properties"]["cuda_version_lower_bound"][0],
+              j["node"]["driver"]["cuda"]);
+  else EXPECT_FALSE(p["providers"].contains("nvidia")) << props->out;
+}
+
 }  // namespace
 }  // namespace opforge

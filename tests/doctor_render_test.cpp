@@ -119,7 +119,7 @@ TEST(DoctorRender, TextOfAFullReport) {
             "ccache: not found\n"
             "sccache: not found\n"
             "kernel: 6.1.0-27-amd64\n"
-            "node gpu01: glibc 2.36, libstdc++ GLIBCXX_3.4.30, x86-64-v4, NVIDIA driver 580.65.06 (CUDA 13.0)\n"
+            "node gpu01: x86_64, glibc 2.36, libstdc++ GLIBCXX_3.4.30, x86-64-v4, NVIDIA driver 580.65.06 (CUDA 13.0)\n"
             "\n"
             "Ops:\n"
             "  aio: skipped (recipe: auto) libaio not found: apt-get install libaio-dev\n"

@@ -125,7 +125,8 @@ TEST(RolloutCheck, AnH100NodeRunsSm90) {
   EXPECT_EQ(row.verdict, rollout::Verdict::ok);
   EXPECT_EQ(check_of(row, "gpu").detail, "GPU 0 (GPU, 9.0): sm_90");
   EXPECT_EQ(check_of(row, "driver").detail, "driver 580.65.06 ≥ 580 for CUDA 13.0 (the build record)");
-  EXPECT_EQ(check_of(row, "platform").detail, "x86_64, glibc 2.36, libstdc++ GLIBCXX_3.4.30");
+  EXPECT_EQ(check_of(row, "machine").detail, "x86_64");
+  EXPECT_EQ(check_of(row, "platform").detail, "glibc 2.36, libstdc++ GLIBCXX_3.4.30");
 }
 
 TEST(RolloutCheck, GpuCodeRules) {
@@ -260,4 +261,47 @@ TEST(RolloutNodeFacts, ADeepReportIsUnreadableNotACrash) {
               "`opforge doctor --json`)");
     EXPECT_NE(rollout::check_node(gpu_wheel({image(sass, 90)}), nodes[0]).verdict, rollout::Verdict::ok);
   }
+}
+
+// The machine row: the wheel's platform tags against the node's `uname -m`, both ways; a report
+// without the field says unknown, as other absent facts do.
+TEST(RolloutCheck, MachineRowBothWaysAndAbsent) {
+  auto on = [](const rollout::WheelNeeds& w, const std::string& text) {
+    return check_of(rollout::check_node(w, rollout::parse_node_facts("n.json", text)), "machine");
+  };
+  auto grace = report();
+  grace.replace(grace.find("\"x86_64\""), 8, "\"aarch64\"");
+  auto x86 = on(gpu_wheel({image(sass, 90)}), grace);
+  EXPECT_EQ(x86.verdict, rollout::Verdict::fails);
+  EXPECT_EQ(x86.detail, "wheel is for x86_64, node is aarch64");
+  auto arm_wheel = gpu_wheel({image(sass, 90)});
+  arm_wheel.platforms = {"manylinux_2_34_aarch64"};
+  arm_wheel.cpu_level = 0;
+  auto arm = on(arm_wheel, report());
+  EXPECT_EQ(arm.verdict, rollout::Verdict::fails);
+  EXPECT_EQ(arm.detail, "wheel is for aarch64, node is x86_64");
+  auto row = rollout::check_node(arm_wheel, rollout::parse_node_facts("n.json", grace));
+  EXPECT_EQ(check_of(row, "machine").detail, "aarch64");
+  EXPECT_EQ(check_of(row, "platform").detail, "glibc 2.36, libstdc++ GLIBCXX_3.4.30");
+  EXPECT_EQ(check_of(row, "cpu").detail, "no x86-64 code");
+  // A wheel tagged for both machines fits both; Debian's spelling of the node's machine is read.
+  arm_wheel.platforms = {"manylinux_2_34_x86_64", "manylinux_2_34_aarch64"};
+  EXPECT_EQ(on(arm_wheel, grace).verdict, rollout::Verdict::ok);
+  auto amd64 = report();
+  amd64.replace(amd64.find("\"x86_64\""), 8, "\"amd64\"");
+  EXPECT_EQ(on(gpu_wheel({image(sass, 90)}), amd64).detail, "x86_64");
+  // No machine in the report (an older format 1 writer): unknown, and the row is never ok.
+  auto none = report();
+  none.replace(none.find("\"machine\": \"x86_64\", "), 21, "");
+  auto unknown = on(gpu_wheel({image(sass, 90)}), none);
+  EXPECT_EQ(unknown.verdict, rollout::Verdict::unknown);
+  EXPECT_EQ(unknown.detail, "node.machine is missing or not a string");
+  // The platform row still reads glibc when the machine is not known.
+  auto nrow = rollout::check_node(gpu_wheel({image(sass, 90)}), rollout::parse_node_facts("n.json", none));
+  EXPECT_EQ(check_of(nrow, "platform").verdict, rollout::Verdict::ok);
+  EXPECT_EQ(nrow.verdict, rollout::Verdict::unknown);
+  // A pure wheel runs on any machine.
+  auto pure = gpu_wheel({});
+  pure.platforms = {"any"};
+  EXPECT_EQ(on(pure, grace).verdict, rollout::Verdict::ok);
 }

@@ -6,6 +6,7 @@
 #include "compile/sccache.h"
 #include "cuda/provision.h"
 #include "doctor/render.h"
+#include "rollout/pick.h"
 #include "settings/settings.h"
 #include "util/json.h"
 
@@ -20,11 +21,15 @@ Registrar doctor_command{{
         bool json = false;
         std::string python = "python3";
         std::string recipe;
+        bool variant_properties = false;
       };
       auto args = std::make_shared<Args>();
       app.add_flag("--json", args->json, "print JSON");
       app.add_option("--python", args->python, "the Python whose torch is read (default python3)");
       app.add_option("--recipe", args->recipe, "decide ops for this recipe (default: the bundled one)");
+      app.add_flag("--variant-properties", args->variant_properties,
+                   "print only the variant properties this node supports, as static providers of a "
+                   "variants.json (docs/variants.md)");
       return [args]() -> Status {
         auto m = probe::real_machine();
         // The scheduler is asked through an sccache session of compile/'s (doctor/ sits above it).
@@ -33,6 +38,15 @@ Registrar doctor_command{{
           return doctor::SchedulerAnswer{v.url, v.state, v.servers, v.cpus, v.said};
         };
         auto j = doctor::to_json(doctor::examine(m, args->python, args->recipe, ask));
+        if (args->variant_properties) {
+          // Read back as `verify --nodes` and `pick` read the report: the same facts, one reader.
+          const auto facts = rollout::parse_node_facts("(this node)", util::json_dump(j));
+          const auto supported = rollout::supported_properties(facts);
+          std::cout << util::json_dump(rollout::static_providers_json(supported), 2) << "\n";
+          // What the node supports nothing of, and why: not part of the file a resolver reads.
+          for (const auto& note : supported.notes) std::cerr << "opforge: note: " << note << "\n";
+          return {};
+        }
         // What opforge keeps in its cache folder: provisioned toolkits, and the entries' size.
         const auto cache_dir = settings::cache_dir(m.env);
         j["provisioned_toolkits"] = nlohmann::json::array();

@@ -1,10 +1,10 @@
 #include "doctor/node.h"
 
 #include <algorithm>
-#include <array>
 #include <set>
 
 #include "devices/resolve.h"
+#include "target/platform.h"
 #include "util/numbers.h"
 #include "util/scan.h"
 #include "util/strings.h"
@@ -14,14 +14,17 @@
 namespace opforge::doctor {
 namespace {
 
-/// Where distributions keep the system's C and C++ runtimes (Debian/Ubuntu multiarch, then the
-/// RHEL/SUSE lib64 folders): the ones a wheel's libraries load unless an environment brings its own.
-constexpr std::array<std::string_view, 4> kLibDirs = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
-                                                      "/usr/lib64"};
+/// Where distributions keep the system's C and C++ runtimes (Debian/Ubuntu multiarch of this
+/// machine, then the RHEL/SUSE lib64 folders): the ones a wheel's libraries load unless an
+/// environment brings its own.
+std::vector<std::filesystem::path> lib_dirs() {
+  const std::string triple(target::host_platform().triple);
+  return {"/lib/" + triple, "/usr/lib/" + triple, "/lib64", "/usr/lib64"};
+}
 
 std::vector<std::string> defined_versions(probe::Machine m, std::string_view soname) {
-  for (auto dir : kLibDirs) {
-    auto bytes = m.fs.read_file(std::filesystem::path(dir) / soname, 64ull << 20);
+  for (const auto& dir : lib_dirs()) {
+    auto bytes = m.fs.read_file(dir / soname, 64ull << 20);
     if (!bytes) continue;
     auto info = wheel::read_elf(*bytes);
     if (info) return info->defined_versions;
@@ -91,11 +94,9 @@ NodeInfo read_node(probe::Machine m) {
       n.host = std::string(strings::trim(*text));
       break;
     }
-#if defined(__x86_64__)
-  n.machine = "x86_64";
-#elif defined(__aarch64__)
-  n.machine = "aarch64";
-#endif
+  // The machine this opforge was built for is the one it runs on (under qemu-user too, whose
+  // `uname -m` says the same): a wheel's code must be for it.
+  n.machine = std::string(target::host_platform().name);
   auto libc = defined_versions(m, "libc.so.6");
   if (auto v = newest_version(libc, "GLIBC"); !v.empty())
     if (auto parsed = parse_version(v); parsed && parsed->major == 2) n.glibc_minor = parsed->minor;

@@ -16,7 +16,7 @@ inline constexpr int kNodeFormat = 1;
 
 struct NodeInfo {
   std::string host;                ///< /proc/sys/kernel/hostname (else /etc/hostname)
-  std::string machine;             ///< the CPU architecture opforge runs on: "x86_64"
+  std::string machine;             ///< `uname -m` of the node (target::host_platform): "x86_64", "aarch64"
   std::optional<int> glibc_minor;  ///< newest GLIBC_2.X the system's libc.so.6 defines
   std::string glibcxx;             ///< newest GLIBCXX_ of the system's libstdc++.so.6 ("3.4.30")
   std::string cxxabi;              ///< its newest CXXABI_ ("1.3.14")

@@ -182,6 +182,7 @@ std::string to_text(const json& j) {
     // One line of what a wheel installed here meets (`verify WHEEL --nodes` reads it from --json).
     const auto& n = j["node"];
     std::vector<std::string> parts;
+    if (n["machine"].is_string()) parts.push_back(s(n["machine"]));
     if (n["glibc"].is_string()) parts.push_back("glibc " + s(n["glibc"]));
     if (n["glibcxx"].is_string()) parts.push_back("libstdc++ GLIBCXX_" + s(n["glibcxx"]));
     if (n["cpu_level"].is_string()) parts.push_back(s(n["cpu_level"]));

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "rollout/rollout.h"
+#include "target/platform.h"
 #include "target/x86.h"
 #include "util/pep440.h"
 #include "util/strings.h"
@@ -69,22 +70,54 @@ std::string tag_machine(std::string_view tag) {
   return at == std::string_view::npos ? std::string() : std::string(tag.substr(at + 1));
 }
 
+/// A machine as `uname -m` spells it ("amd64" → "x86_64"); another text as it is.
+std::string machine_name(std::string_view machine) {
+  const auto* p = target::find_platform(machine);
+  return p ? std::string(p->name) : std::string(machine);
+}
+
+/// The machines the wheel's Linux platform tags are for, each once, in tag order; empty when it
+/// has none (a pure wheel, or only other systems' tags).
+std::vector<std::string> wheel_machines(const WheelNeeds& w) {
+  std::vector<std::string> out;
+  for (const auto& tag : w.platforms) {
+    if (!manylinux_floor(tag)) continue;
+    const std::string m = machine_name(tag_machine(tag));
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  }
+  return out;
+}
+
+Check machine_check(const WheelNeeds& w, const NodeFacts& n) {
+  Check c{"machine", Verdict::ok, ""};
+  const auto machines = wheel_machines(w);
+  if (machines.empty()) return c.detail = "any machine (no Linux machine in its platform tags)", c;
+  if (!n.machine)
+    return c.verdict = Verdict::unknown, c.detail = why_of(n, "machine", "the report does not say the machine"), c;
+  const std::string node = machine_name(*n.machine);
+  if (std::find(machines.begin(), machines.end(), node) != machines.end()) return c.detail = node, c;
+  c.verdict = Verdict::fails;
+  c.detail = "wheel is for " + strings::join(machines, ", ") + ", node is " + node;
+  return c;
+}
+
 Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"platform", Verdict::ok, ""};
   if (w.platforms.empty() || (w.platforms.size() == 1 && w.platforms[0] == "any")) return c.detail = "any platform", c;
-  // pip takes the wheel when one of its tags fits: the machine, and glibc ≥ a manylinux floor.
+  // pip takes the wheel when one of its tags fits: glibc ≥ a manylinux floor. The machine is its
+  // own row; here the tags for the node's machine count, or every Linux tag when none is (the
+  // machine row fails then) or the machine is not known.
+  const auto machines = wheel_machines(w);
+  const std::optional<std::string> node_machine =
+      n.machine && std::find(machines.begin(), machines.end(), machine_name(*n.machine)) != machines.end()
+          ? std::optional(machine_name(*n.machine))
+          : std::nullopt;
   std::vector<std::string> problems;
-  bool tag_fits = false;
+  std::string fitting;  // the first tag that fits
   for (const auto& tag : w.platforms) {
     auto floor = manylinux_floor(tag);
     if (!floor) continue;
-    const std::string machine = tag_machine(tag);
-    if (!n.machine)
-      return c.verdict = Verdict::unknown, c.detail = why_of(n, "machine", "the report does not say the machine"), c;
-    if (machine != *n.machine) {
-      problems.push_back(tag + " is for " + machine + ", the node is " + *n.machine);
-      continue;
-    }
+    if (node_machine && machine_name(tag_machine(tag)) != *node_machine) continue;
     if (*floor > 0) {
       if (!n.glibc_minor)
         return c.verdict = Verdict::unknown, c.detail = why_of(n, "glibc", "the report does not say the glibc"), c;
@@ -94,9 +127,9 @@ Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
         continue;
       }
     }
-    tag_fits = true;
+    if (fitting.empty()) fitting = tag;
   }
-  if (!tag_fits) {
+  if (fitting.empty()) {
     c.verdict = Verdict::fails;
     c.detail = problems.empty() ? "no Linux platform tag (" + strings::join(w.platforms, ".") + ")"
                                 : strings::join(problems, "; ");
@@ -128,7 +161,8 @@ Check platform_check(const WheelNeeds& w, const NodeFacts& n) {
     else if (name == std::string("GLIBCXX")) have.push_back("libstdc++ " + std::string(name) + "_" + *node_has);
   }
   if (!problems.empty()) return c.verdict = Verdict::fails, c.detail = strings::join(problems, "; "), c;
-  c.detail = *n.machine + (have.empty() ? "" : ", " + strings::join(have, ", "));
+  // The machine is the machine row's; this one says the runtimes (or the tag that fits).
+  c.detail = have.empty() ? fitting : strings::join(have, ", ");
   return c;
 }
 
@@ -176,14 +210,6 @@ bool runs_on(const wheel::FatbinImage& img, int major, int minor) {
   return false;
 }
 
-/// The driver's CUDA: the report's (the driver API's answer), else the driver branch's.
-std::optional<Version> driver_cuda(const NodeFacts& n) {
-  if (n.driver_cuda) return n.driver_cuda;
-  if (n.driver && !n.driver->empty())
-    if (auto v = parse_version(*n.driver)) return cuda_of_driver(*v);
-  return std::nullopt;
-}
-
 Check gpu_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"gpu", Verdict::ok, ""};
   if (w.gpu_libraries.empty()) return c.detail = "no GPU code", c;
@@ -217,7 +243,7 @@ Check gpu_check(const WheelNeeds& w, const NodeFacts& n) {
       }
       // PTX only: the driver JIT-compiles it, and only PTX no newer than it knows.
       auto needs = cuda_of_ptx_isa(ptx->ptx_isa.first, ptx->ptx_isa.second);
-      auto has = driver_cuda(n);
+      auto has = node_driver_cuda(n);
       const std::string jit =
           who + ": " + lib.path + " has only " + ptx->name() + " PTX (ISA " + mm(ptx->ptx_isa) + ")";
       if (!needs) unknowns.push_back(jit + ", which opforge cannot date");
@@ -269,13 +295,20 @@ Check driver_check(const WheelNeeds& w, const NodeFacts& n) {
     return c.verdict = Verdict::fails,
            c.detail = "driver " + *n.driver + " is older than " + *floor + ", the least " + built_with + " needs", c;
   c.detail = "driver " + *n.driver + " ≥ " + *floor + " for " + built_with;
-  if (auto cuda = driver_cuda(n); cuda && built && *cuda < *built)
+  if (auto cuda = node_driver_cuda(n); cuda && built && *cuda < *built)
     c.detail +=
         "; it supports CUDA " + cuda->str() + ": the wheel runs by minor-version compatibility (PTX it cannot JIT)";
   return c;
 }
 
 }  // namespace
+
+std::optional<Version> node_driver_cuda(const NodeFacts& n) {
+  if (n.driver_cuda) return n.driver_cuda;
+  if (n.driver && !n.driver->empty())
+    if (auto v = parse_version(*n.driver)) return cuda_of_driver(*v);
+  return std::nullopt;
+}
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
@@ -322,8 +355,9 @@ NodeRow check_node(const WheelNeeds& wheel, const NodeFacts& node) {
     row.checks.push_back({"report", Verdict::unknown, node.unreadable});
     return row;
   }
-  row.checks = {gpu_check(wheel, node), driver_check(wheel, node), platform_check(wheel, node),
-                cpu_check(wheel, node), python_check(wheel, node), torch_check(wheel, node)};
+  row.checks = {gpu_check(wheel, node),      driver_check(wheel, node), machine_check(wheel, node),
+                platform_check(wheel, node), cpu_check(wheel, node),    python_check(wheel, node),
+                torch_check(wheel, node)};
   for (const auto& c : row.checks)
     if (c.verdict == Verdict::fails) row.verdict = Verdict::fails;
     else if (c.verdict == Verdict::unknown && row.verdict == Verdict::ok) row.verdict = Verdict::unknown;

@@ -50,7 +50,7 @@ struct NodeFacts {
   std::string unreadable;  ///< the whole report cannot be used (not JSON, a newer format): why
   std::optional<std::vector<devices::Gpu>> gpus;
   std::string gpu_reader;              ///< how doctor read them ("driver API", "none (...)")
-  std::optional<std::string> machine;  ///< "x86_64"
+  std::optional<std::string> machine;  ///< `uname -m`: "x86_64", "aarch64"
   std::optional<int> glibc_minor;
   std::optional<std::string> glibcxx, cxxabi;  ///< "" when the node has no libstdc++
   std::optional<int> cpu_level;
@@ -73,7 +73,7 @@ enum class Verdict { ok, fails, unknown };
 std::string_view verdict_name(Verdict v);  ///< "ok", "fails", "unknown"
 
 struct Check {
-  std::string name;  ///< "gpu", "driver", "platform", "cpu", "python", "torch"
+  std::string name;  ///< "gpu", "driver", "machine", "platform", "cpu", "python", "torch"
   Verdict verdict = Verdict::ok;
   std::string detail;
 };
@@ -87,6 +87,10 @@ struct NodeRow {
 
 /// Every check of `wheel` against `node`.
 NodeRow check_node(const WheelNeeds& wheel, const NodeFacts& node);
+
+/// The CUDA a node's driver supports, as the checks read it: the report's (the driver API's
+/// answer), else its driver branch's (cuda_of_driver); nullopt when neither is known.
+std::optional<Version> node_driver_cuda(const NodeFacts& node);
 
 /// The NVIDIA driver a CUDA major needs (CUDA compatibility guide, minor-version compatibility):
 /// 13 → "580", 12 → "525.60.13", 11 → "450.80.02"; nullopt for others.

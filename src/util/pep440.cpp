@@ -1,6 +1,7 @@
 #include "util/pep440.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "util/scan.h"
 #include "util/strings.h"
@@ -100,6 +101,95 @@ std::optional<bool> satisfies_clause(const std::vector<int>& v, std::string_view
 }
 
 }  // namespace
+
+namespace {
+
+/// A version taken apart for ordering (PEP 440's "summary of permitted suffixes and relative ordering").
+struct Key {
+  std::vector<int> release;
+  long pre = 0;   ///< (letter rank 0..2) * 2^31 + N; kNone: none
+  long post = 0;  ///< N, or -1 for none
+  long dev = 0;   ///< N, or kNone for none
+  std::vector<std::string> local;
+};
+constexpr long kNone = std::numeric_limits<long>::max();
+
+std::optional<Key> key_of(std::string_view version) {
+  Key k;
+  const auto plus = version.find('+');
+  const std::string_view pub = version.substr(0, plus);
+  if (public_version_error(pub)) return std::nullopt;
+  if (plus != std::string_view::npos) {
+    if (local_label_error(version.substr(plus + 1))) return std::nullopt;
+    k.local = strings::split(version.substr(plus + 1), '.');
+  }
+  scan::Cursor c{pub};
+  auto number = [&c]() -> std::optional<long> {
+    auto d = c.digits();
+    if (d.empty() || d.size() > 9) return std::nullopt;
+    return std::stol(std::string(d));
+  };
+  for (;;) {
+    auto n = number();
+    if (!n) return std::nullopt;
+    k.release.push_back(static_cast<int>(*n));
+    if (!(c.rest.size() > 1 && c.rest[0] == '.' && scan::is_digit(c.rest[1]))) break;
+    c.literal(".");
+  }
+  while (!k.release.empty() && k.release.back() == 0) k.release.pop_back();
+  k.pre = kNone;
+  k.post = -1;
+  k.dev = kNone;
+  for (auto [letter, rank] : {std::pair{"rc", 2L}, {"a", 0L}, {"b", 1L}})
+    if (c.literal(letter)) {
+      auto n = number();
+      if (!n) return std::nullopt;
+      k.pre = (rank << 31) + *n;
+      break;
+    }
+  if (c.literal(".post")) {
+    auto n = number();
+    if (!n) return std::nullopt;
+    k.post = *n;
+  }
+  if (c.literal(".dev")) {
+    auto n = number();
+    if (!n) return std::nullopt;
+    k.dev = *n;
+  }
+  // A dev release of the release itself sorts before its pre-releases.
+  if (k.pre == kNone && k.post == -1 && k.dev != kNone) k.pre = -1;
+  return k;
+}
+
+template <typename T>
+int three_way(const T& a, const T& b) {
+  return a < b ? -1 : b < a ? 1 : 0;
+}
+
+/// Local labels: none first; segment by segment, a number above a word, numbers as numbers.
+int compare_local(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const bool an = scan::is_dotted_number(a[i]) && a[i].find('.') == std::string::npos && a[i].size() < 10;
+    const bool bn = scan::is_dotted_number(b[i]) && b[i].find('.') == std::string::npos && b[i].size() < 10;
+    if (an != bn) return an ? 1 : -1;
+    const int c = an ? three_way(std::stol(a[i]), std::stol(b[i])) : three_way(a[i], b[i]);
+    if (c) return c;
+  }
+  return three_way(a.size(), b.size());
+}
+
+}  // namespace
+
+std::optional<int> compare(std::string_view a, std::string_view b) {
+  auto x = key_of(a), y = key_of(b);
+  if (!x || !y) return std::nullopt;
+  if (int c = compare_releases(x->release, y->release)) return c;
+  if (int c = three_way(x->pre, y->pre)) return c;
+  if (int c = three_way(x->post, y->post)) return c;
+  if (int c = three_way(x->dev, y->dev)) return c;
+  return compare_local(x->local, y->local);
+}
 
 std::optional<bool> satisfies(std::string_view version, std::string_view specifiers) {
   auto v = release_of(version);

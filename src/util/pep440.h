@@ -32,4 +32,10 @@ std::optional<std::vector<int>> release_of(std::string_view version);
 /// count as 0). nullopt when a clause or the version cannot be read.
 std::optional<bool> satisfies(std::string_view version, std::string_view specifiers);
 
+/// How two versions in the spelling above order as PEP 440 says (what pip takes as newer):
+/// release numbers, then `.devN` < `aN` < `bN` < `rcN` < the release < `.postN`, then the local
+/// label (none first; segment by segment, numbers above words). <0, 0 or >0; nullopt when either
+/// is not such a version.
+std::optional<int> compare(std::string_view a, std::string_view b);
+
 }  // namespace opforge::pep440

@@ -70,6 +70,8 @@ node py312 'r["node"]["python"] = "3.12"'
 node no_torch 'r["torch"] = {"python": "python3", "status": "torch not installed"}'
 node older 'del r["node"]'
 node newer 'r["node"]["format"] = 99'
+node grace 'r["node"]["machine"] = "aarch64"; r["node"]["cpu_level"] = None'
+node no_machine 'del r["node"]["machine"]'
 node hostile 'r["gpus"]["devices"] = [{"index": -1, "capability": 9}]; r["node"]["glibc"] = ["2", "99"]; r["node"]["driver"] = "580"'
 printf '{"gpus": ' > nodes/damaged.json
 
@@ -80,7 +82,7 @@ expect() {  # expect NAME RC PATTERN: `verify --nodes nodes/NAME.json` exits RC,
   [ "$rc" = "$2" ] || { cat "out/$1.txt" "out/$1.err"; fail "$1: exit $rc, expected $2"; }
   sed -n '3,$p' "out/$1.txt" | grep -Eq -- "$3" || { cat "out/$1.txt"; fail "$1: the row does not match: $3"; }
 }
-expect h100 0 '^  h100 +ok +GPU 0 \(NVIDIA H100 80GB HBM3, 9\.0\): sm_90; driver 580\.65\.06 ≥ 580 for CUDA 13\.0 \(its PTX \(ISA 9\.0\)\); x86_64, glibc 2\.36; x86-64-v3 code on an x86-64-v3 CPU; Python 3\.11 \(cp311\); torch 2\.15\.0\+cu130 satisfies torch==2\.15\.\*$'
+expect h100 0 '^  h100 +ok +GPU 0 \(NVIDIA H100 80GB HBM3, 9\.0\): sm_90; driver 580\.65\.06 ≥ 580 for CUDA 13\.0 \(its PTX \(ISA 9\.0\)\); x86_64; glibc 2\.36; x86-64-v3 code on an x86-64-v3 CPU; Python 3\.11 \(cp311\); torch 2\.15\.0\+cu130 satisfies torch==2\.15\.\*$'
 expect a100 1 '^  a100 +fails +gpu: GPU 0 \(NVIDIA A100-SXM4-80GB, 8\.0\): tinygpu/_k\.cpython-311-x86_64-linux-gnu\.so holds no code it can run \(compute_90, (sm_75, )?sm_90\)$'
 expect b200 0 'ok +GPU 0 \(NVIDIA B200, 10\.0\): compute_90 \(JIT\)'
 expect b200_cuda128 1 'gpu: GPU 0 \(NVIDIA B200, 10\.0\): tinygpu/_k\.cpython-311-x86_64-linux-gnu\.so has only compute_90 PTX \(ISA 9\.0\) from CUDA 13\.0: the driver \(CUDA 12\.8\) cannot JIT it'
@@ -93,8 +95,10 @@ expect v2_cpu 1 'cpu: the code needs x86-64-v3, the CPU is x86-64-v2 \(SIGILL at
 expect torch214 1 'torch: the wheel requires torch==2\.15\.\*, the node has 2\.14\.0\+cu130 \(pip refuses it; forced in, `undefined symbol` at import\)$'
 expect py312 1 'python: Python 3\.12, the wheel is for cp311 only$'
 expect no_torch 0 'no torch on the node: pip installs torch==2\.15\.\* with the wheel'
-expect older 1 '^  older\.json +unknown +driver, platform, python: the report has no "node" part \(an older opforge wrote it\)'
+expect older 1 '^  older\.json +unknown +driver, machine, platform, python: the report has no "node" part \(an older opforge wrote it\)'
 expect newer 1 '^  newer +unknown +report: node\.format 99 is newer than this opforge reads \(1\): check it with the opforge that wrote it'
+expect grace 1 'machine: wheel is for x86_64, node is aarch64$'
+expect no_machine 1 '^  no_machine +unknown +machine: node\.machine is missing or not a string$'
 expect hostile 1 '^  hostile +unknown +gpu: .*GPU entry 0: "index" must be a GPU number'
 grep -q "driver: node.driver is missing or not an object" out/hostile.txt || fail "hostile: the driver row"
 expect damaged 1 '^  damaged\.json +unknown +report: not JSON: parse error at line 1, column 10'
@@ -136,7 +140,7 @@ done
 python3 - out/doctor_h200.json <<'PY' || fail "doctor_h200: the checks"
 import json, sys
 c = {c["check"]: c["verdict"] for c in json.load(open(sys.argv[1]))["nodes"][0]["checks"]}
-assert c == {"gpu": "ok", "driver": "ok", "platform": "ok", "cpu": "ok", "python": "fails", "torch": "fails"}, c
+assert c == {"gpu": "ok", "driver": "ok", "machine": "ok", "platform": "ok", "cpu": "ok", "python": "fails", "torch": "fails"}, c
 PY
 
 # Several nodes in one run: one row each, exit 1 with the count; --json for CI.
@@ -154,7 +158,7 @@ j = json.load(open(sys.argv[1]))
 assert j["kind"] == "nodes" and j["ok"] is False, j
 rows = {n["node"]: n for n in j["nodes"]}
 assert rows["h100"]["verdict"] == "ok" and rows["a100"]["verdict"] == "fails", rows
-assert [c["check"] for c in rows["h100"]["checks"]] == ["gpu", "driver", "platform", "cpu", "python", "torch"]
+assert [c["check"] for c in rows["h100"]["checks"]] == ["gpu", "driver", "machine", "platform", "cpu", "python", "torch"]
 assert {c["check"]: c["verdict"] for c in rows["a100"]["checks"]}["gpu"] == "fails"
 PY
 # A report that is not there: bad input (exit 2); a record instead of a wheel: the same.

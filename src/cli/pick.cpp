@@ -1,0 +1,64 @@
+// `opforge pick INDEX [--nodes REPORT…] [--json]`: the wheel each node should install, and why
+// every other wheel does not fit. Prints what rollout::pick returns.
+#include <iostream>
+
+#include "cli/command.h"
+#include "rollout/pick.h"
+#include "util/json.h"
+#include "util/strings.h"
+
+namespace opforge::cli {
+namespace {
+
+Status run_pick(const std::string& index, const std::vector<std::string>& reports, const std::string& python,
+                bool json) {
+  auto m = probe::real_machine();
+  std::vector<rollout::NodeFacts> nodes;
+  for (const auto& report : reports) {
+    auto text = m.fs.read_file(report, 16ull << 20);
+    if (!text)
+      return bad_input("cannot read the node report " + report + ": " + text.error().message,
+                       "run `opforge doctor --json > NODE.json` on each node and pass those files");
+    for (auto& node : rollout::parse_node_reports(report, *text)) {
+      // A report that cannot be read at all picks nothing: it is refused, not answered "no wheel".
+      if (!node.unreadable.empty())
+        return bad_input(report + ": " + node.unreadable, "run `opforge doctor --json` on that node again");
+      nodes.push_back(std::move(node));
+    }
+  }
+  auto wheels = OPFORGE_TRY(rollout::read_index(m.fs, index));
+  if (reports.empty()) nodes.push_back(rollout::this_node(m, python));
+  const auto picks = rollout::pick(wheels, nodes);
+  if (json) std::cout << util::json_dump(rollout::pick_json(index, picks), 2) << "\n";
+  else std::cout << rollout::pick_text(index, picks);
+  std::vector<std::string> without;
+  for (const auto& p : picks)
+    if (!p.ok())
+      for (const auto& n : p.nodes) without.push_back(n);
+  if (without.empty()) return {};
+  return failure(std::to_string(without.size()) + (without.size() == 1 ? " node gets" : " nodes get") +
+                     " no wheel from " + index + ": " + strings::join(without, ", ") +
+                     " (each wheel's reasons are above)",
+                 "build a wheel for them (`opforge plan RECIPE --nodes REPORT…` gives the arch list), or fix what "
+                 "the reasons name on the node");
+}
+
+Registrar reg{
+    {"pick", "Say which wheel of a wheelhouse each node should install, and why the others do not fit",
+     [](CLI::App& app) -> Runner {
+       auto index = std::make_shared<std::string>();
+       auto nodes = std::make_shared<std::vector<std::string>>();
+       auto python = std::make_shared<std::string>("python3");
+       auto json = std::make_shared<bool>(false);
+       app.add_option("index", *index, "the dist/ folder `opforge build` or `opforge index` wrote, or its simple/")
+           ->required();
+       app.add_option("--nodes", *nodes,
+                      "`opforge doctor --json` reports (or a node check's --json report) of the nodes; without it, "
+                      "the node this runs on");
+       app.add_option("--python", *python, "without --nodes: the Python whose torch this node has (default python3)");
+       app.add_flag("--json", *json, "print the result as JSON (errors stay on stderr, with the exit code)");
+       return [index, nodes, python, json] { return run_pick(*index, *nodes, *python, *json); };
+     }}};
+
+}  // namespace
+}  // namespace opforge::cli
