@@ -160,8 +160,10 @@ Result<fs::path> extension_steps(const Toolset& t, const ops::Manifest& op, cons
   std::vector<fs::path> objects;
   for (auto& source : ext.sources) {
     Step step = OPFORGE_TRY(compile_step(t, op, source, obj_dir, includes));
-    const std::vector<std::string> python = {"-DPy_LIMITED_API=" + ext.limited_api_macro(),
-                                             "-I" + t.plan.python_include.string()};
+    std::vector<std::string> python = {"-DPy_LIMITED_API=" + ext.limited_api_macro(),
+                                       "-I" + t.plan.python_include.string()};
+    if (!t.plan.python_arch_include.empty())
+      python.insert(python.end(), {"-idirafter", t.plan.python_arch_include.string()});
     step.argv.insert(step.argv.begin() + static_cast<std::ptrdiff_t>(step.flags_end), python.begin(), python.end());
     step.flags_end += python.size();
     objects.push_back(step.output);

@@ -100,6 +100,10 @@ struct Plan {
   /// The folder holding Python.h that ops' Python extensions compile against (the project
   /// Python's); empty when no built op has one, or no headers were found (they are then left out).
   fs::path python_include;
+  /// A cross-build with Debian's multiarch Python headers: the folder (/usr/include) that holds
+  /// the target's <triple>/python3.X/pyconfig.h, searched after the cross compiler's own
+  /// (-idirafter); empty otherwise.
+  fs::path python_arch_include;
   std::vector<std::string> notes;  ///< one line per decision worth explaining
   std::vector<std::string> warnings;
   /// The limit of each compile command (the ninja run, [build] command, an op's setup.py step):

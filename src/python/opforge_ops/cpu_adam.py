@@ -1,7 +1,7 @@
 """Adam/AdamW steps on the CPU: fp32 parameters, gradients and moments updated in place by the
 native library, vectorised with the best SIMD level of the running CPU (AVX-512 or AVX2+FMA on
-x86-64, SVE or NEON on aarch64, else scalar, chosen at run time; ``simd_level()`` says which, ``OPFORGE_CPU_ADAM_SIMD`` forces one) and
-spread over the usable cores.
+x86-64, SVE or NEON on aarch64, else scalar, chosen at run time; ``simd_level()`` says which,
+``OPFORGE_CPU_ADAM_SIMD`` forces one) and spread over the usable cores.
 
 - ``CPUAdam``: a ``torch.optim.Optimizer`` over torch CPU tensors (torch is imported only when the
   class is first used), like DeepSpeed's ``DeepSpeedCPUAdam`` — ``adamw_mode=True`` gives decoupled
