@@ -5,6 +5,7 @@
 #include <set>
 
 #include "devices/resolve.h"
+#include "target/platform.h"
 #include "util/numbers.h"
 #include "util/scan.h"
 #include "util/strings.h"
@@ -14,14 +15,17 @@
 namespace opforge::doctor {
 namespace {
 
-/// Where distributions keep the system's C and C++ runtimes (Debian/Ubuntu multiarch, then the
-/// RHEL/SUSE lib64 folders): the ones a wheel's libraries load unless an environment brings its own.
-constexpr std::array<std::string_view, 4> kLibDirs = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
-                                                      "/usr/lib64"};
+/// Where distributions keep the system's C and C++ runtimes (Debian/Ubuntu multiarch, named by the
+/// triple of the machine opforge was built for, then the RHEL/SUSE lib64 folders): the ones a
+/// wheel's libraries load unless an environment brings its own.
+std::array<std::filesystem::path, 4> lib_dirs() {
+  const std::string triple(target::host_platform().triple);
+  return {"/lib/" + triple, "/usr/lib/" + triple, "/lib64", "/usr/lib64"};
+}
 
 std::vector<std::string> defined_versions(probe::Machine m, std::string_view soname) {
-  for (auto dir : kLibDirs) {
-    auto bytes = m.fs.read_file(std::filesystem::path(dir) / soname, 64ull << 20);
+  for (const auto& dir : lib_dirs()) {
+    auto bytes = m.fs.read_file(dir / soname, 64ull << 20);
     if (!bytes) continue;
     auto info = wheel::read_elf(*bytes);
     if (info) return info->defined_versions;
@@ -102,7 +106,10 @@ NodeInfo read_node(probe::Machine m) {
   auto cxx = defined_versions(m, "libstdc++.so.6");
   n.glibcxx = newest_version(cxx, "GLIBCXX");
   n.cxxabi = newest_version(cxx, "CXXABI");
-  if (auto text = m.fs.read_file("/proc/cpuinfo")) n.cpu_level = cpu_level_of_cpuinfo(*text);
+  // An x86-64 level is an x86-64 opforge's question: under emulation (qemu-user, an arm64 root on
+  // an x86-64 machine) /proc/cpuinfo is the host's, and its flags say nothing of this machine.
+  if (target::host_platform().name == "x86_64")
+    if (auto text = m.fs.read_file("/proc/cpuinfo")) n.cpu_level = cpu_level_of_cpuinfo(*text);
   if (auto text = m.fs.read_file("/proc/driver/nvidia/version")) n.driver_version = nvidia_driver_version(*text);
   // Asked even without the /proc file (a container may not show it): the CUDA it supports bounds
   // the driver from below too.
