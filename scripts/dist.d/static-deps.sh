@@ -56,7 +56,7 @@ for t in cc c++ ar ranlib; do
   if cmp -s "$bin/$t.tmp" "$bin/$t"; then rm "$bin/$t.tmp"; else mv "$bin/$t.tmp" "$bin/$t"; fi
 done
 
-# --- the static prefix, keyed by this script and the Debian packages it takes from ----------------
+# --- the static prefix, keyed by this script, the Debian packages it takes from and the platform --
 debs=(libgit2-dev libmbedtls-dev libhttp-parser-dev libssh2-1-dev libpcre2-dev zlib1g-dev libelf-dev libssl-dev
       libzip-dev libzycore-dev libzydis-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev)
 # The packages whose static archives are taken as Debian built them (the rest are headers only).
@@ -96,7 +96,8 @@ if [ ! -f "$prefix/.complete" ]; then
     for d in "$arch_apt/debs/"*.deb; do dpkg-deb -x "$d" "$sysroot" && basename "$d" >>"$tmp/debs.txt"; done
   fi
   # Headers: only the libraries' own, never /usr/include itself (glibc's headers there are 2.36).
-  # Those of the platform's own packages (the same as the host's, but for openssl's configuration).
+  # The archives' own headers come from the platform's packages (the same files as the host's but
+  # for openssl's configuration headers, which are per machine); the header-only libraries' are the host's.
   for h in toml++ CLI nlohmann Zycore; do cp -r "/usr/include/$h" "$tmp/include/"; done
   for h in git2 git2.h gelf.h libelf.h zlib.h zconf.h openssl; do cp -r "$sysroot/usr/include/$h" "$tmp/include/"; done
   cp "$sysroot/usr/include/$triple/openssl/"* "$tmp/include/openssl/"
