@@ -107,7 +107,7 @@ set_tests_properties(install.arm64_torch PROPERTIES FIXTURES_REQUIRED root_bookw
 # `opforge --version` and `opforge doctor` run.
 set(OPFORGE_DIST_AARCH64_OUT ${CMAKE_BINARY_DIR}/install/dist-aarch64)
 add_test(NAME install.dist_aarch64 COMMAND ${OPFORGE_INSTALL}/dist_aarch64.sh ${CMAKE_SOURCE_DIR}
-                                           ${OPFORGE_DIST_AARCH64_OUT})
+                                           ${OPFORGE_DIST_AARCH64_OUT} ${CMAKE_SOURCE_DIR}/.venv-tools)
 set_tests_properties(install.dist_aarch64 PROPERTIES FIXTURES_SETUP dist_wheel_aarch64 FIXTURES_REQUIRED dist_wheel
                      TIMEOUT 3600 PROCESSORS 2 COST 1200 LABELS install)
 # A second clone gives the same aarch64 bytes too (its own clone: install.reproducible's may be busy).

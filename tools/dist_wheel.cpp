@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "probe/machine.h"
 #include "target/platform.h"
+#include "util/numbers.h"
 #include "wheel/wheel.h"
 
 namespace {
@@ -24,9 +27,10 @@ recipes, bundled ops and Python package are installed beside it in `share/opforg
 )";
 
 /// The tags of a wheel holding `binary` when it is another machine's executable than x86-64 (an
-/// aarch64 one, cross-built): the writer's platform tag names the glibc floor but spells every
-/// machine as x86_64, so the floor is kept (never below the machine's manylinux floor) and the
-/// machine is the ELF's own. Empty (the writer decides) for x86-64 and whenever it already agrees.
+/// aarch64 one, cross-built): the writer's platform tag names the policy the glibc needs fit
+/// ("manylinux_2_26" for GLIBC_2.25, as auditwheel names it) but spells every machine as x86_64, so
+/// the policy is kept (never below the machine's manylinux floor) and the machine is the ELF's own.
+/// Empty (the writer decides) for x86-64 and whenever the writer already names the machine.
 opforge::Result<std::vector<std::string>> foreign_tags(const std::string& binary) {
   using namespace opforge;
   if (binary.size() < 20) return bad_input("bin/opforge is not an ELF executable");
@@ -40,11 +44,17 @@ opforge::Result<std::vector<std::string>> foreign_tags(const std::string& binary
   auto elf = OPFORGE_TRY(wheel::read_elf(binary));
   auto decided = wheel::platform_tag({{"opforge", elf}});
   if (decided.platform.ends_with(suffix)) return std::vector<std::string>{};
-  if (!decided.reasons.empty() || !decided.glibc_minor)
-    return bad_input("bin/opforge is no manylinux executable: " +
-                     (decided.reasons.empty() ? std::string("no glibc version") : decided.reasons.front()));
-  const int minor = std::max(*decided.glibc_minor, platform->manylinux_floor_minor);
-  return std::vector<std::string>{"py3-none-manylinux_2_" + std::to_string(minor) + suffix};
+  constexpr std::string_view prefix = "manylinux_2_", x86 = "_x86_64";
+  std::optional<int> minor;
+  if (decided.reasons.empty() && decided.platform.starts_with(prefix) && decided.platform.ends_with(x86)) {
+    const auto digits = std::string_view(decided.platform).substr(prefix.size());
+    if (auto v = numbers::parse_int<int>(digits.substr(0, digits.size() - x86.size()))) minor = *v;
+  }
+  if (!minor)
+    return bad_input("bin/opforge is no manylinux executable (" + decided.platform + ")" +
+                     (decided.reasons.empty() ? std::string() : ": " + decided.reasons.front()));
+  return std::vector<std::string>{"py3-none-manylinux_2_" +
+                                  std::to_string(std::max(*minor, platform->manylinux_floor_minor)) + suffix};
 }
 
 opforge::Status run(const std::filesystem::path& prefix, const std::string& version,

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# dist_aarch64.sh SOURCE DIST_DIR: scripts/dist --platform aarch64 from an empty DIST_DIR writes
-# one wheel, opforge-<v>-py3-none-manylinux_2_<N>_aarch64.whl (N ≤ 28), whose executable is an
-# AArch64 ELF that needs nothing above GLIBC_2.28 and no libstdc++. Its x86-64 twin (install.dist)
+# dist_aarch64.sh SOURCE DIST_DIR TOOLS: scripts/dist --platform aarch64 from an empty DIST_DIR
+# writes one wheel, opforge-<v>-py3-none-manylinux_2_<N>_aarch64.whl (N ≤ 28), whose executable is
+# an AArch64 ELF that needs nothing above GLIBC_2.28 and no libstdc++, and whose tag is the one
+# `auditwheel show` (TOOLS/bin/auditwheel, from scripts/deps) finds. Its x86-64 twin (install.dist)
 # built the packer already; this builds opforge again with zig for aarch64.
 set -euo pipefail
-src="$1" dist="$2"
+src="$1" dist="$2" tools="$3"
+auditwheel="$tools/bin/auditwheel"
+[ -x "$auditwheel" ] || { echo "auditwheel missing: run scripts/deps"; exit 1; }
 rm -rf "$dist"
 start=$(date +%s)
 "$src/scripts/dist" --platform aarch64 "$dist"
@@ -31,3 +34,7 @@ newest=$(readelf -V "$exe" | grep -o 'GLIBC_2\.[0-9]*' | sort -t. -k2 -n -u | ta
 echo "newest glibc version: $newest"
 [ "${newest#GLIBC_2.}" -le 28 ] || { echo "it needs $newest, above the 2.28 floor"; exit 1; }
 [ "${newest#GLIBC_2.}" -le "$minor" ] || { echo "its tag says 2.$minor but it needs $newest"; exit 1; }
+audit=$("$auditwheel" show "$wheel" 2>&1) || { echo "$audit"; exit 1; }
+said=$(echo "$audit" | tr '\n' ' ' | sed -n 's/.*consistent with the following platform tag: *"\([^"]*\)".*/\1/p')
+echo "auditwheel show: $said"
+[ "$said" = "manylinux_2_${minor}_aarch64" ] || { echo "auditwheel says '$said', the wheel's name manylinux_2_${minor}_aarch64"; exit 1; }
