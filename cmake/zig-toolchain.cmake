@@ -1,11 +1,18 @@
 # The platform wheel's toolchain (scripts/dist): zig's clang with zig's glibc 2.28 stubs and a
 # static libc++, so that the binary needs no GLIBC_ symbol above 2.28 and no libstdc++ at all.
-# OPFORGE_ZIG_BIN names the folder with the cc, c++, ar and ranlib wrappers scripts/dist writes.
+# OPFORGE_ZIG_BIN names the folder with the cc, c++, ar and ranlib wrappers scripts/dist writes
+# (they carry zig's -target); OPFORGE_ZIG_PROCESSOR the machine they target, x86_64 or aarch64.
 set(CMAKE_SYSTEM_NAME Linux)
-set(CMAKE_SYSTEM_PROCESSOR x86_64)
 if(NOT OPFORGE_ZIG_BIN)
   set(OPFORGE_ZIG_BIN "$ENV{OPFORGE_ZIG_BIN}")
 endif()
+if(NOT OPFORGE_ZIG_PROCESSOR)
+  set(OPFORGE_ZIG_PROCESSOR "$ENV{OPFORGE_ZIG_PROCESSOR}")
+endif()
+if(NOT OPFORGE_ZIG_PROCESSOR)
+  set(OPFORGE_ZIG_PROCESSOR x86_64)
+endif()
+set(CMAKE_SYSTEM_PROCESSOR ${OPFORGE_ZIG_PROCESSOR})
 set(CMAKE_C_COMPILER ${OPFORGE_ZIG_BIN}/cc)
 set(CMAKE_CXX_COMPILER ${OPFORGE_ZIG_BIN}/c++)
 set(CMAKE_AR ${OPFORGE_ZIG_BIN}/ar CACHE FILEPATH "")

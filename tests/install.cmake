@@ -30,6 +30,18 @@ add_test(NAME roots.trixie_cuda COMMAND ${OPFORGE_INSTALL}/make_root.sh trixie-c
 set_tests_properties(roots.trixie_cuda PROPERTIES FIXTURES_SETUP root_trixie_cuda TIMEOUT 3600
                      COST 2000 LABELS "install;roots" SKIP_REGULAR_EXPRESSION "SKIP:")
 
+# Grace's userland (Debian 12 arm64) on this x86-64 machine, its programs run by qemu-user-static
+# through binfmt_misc (tests/install/binfmt.sh mounts and enables it): a root of its own, and PyPI's
+# aarch64 torch 2.15.0 in it as a second, optional fixture (5 GB with its CUDA 13 libraries), so
+# that what needs only the root does not wait for torch.
+add_test(NAME roots.bookworm_arm64 COMMAND ${OPFORGE_INSTALL}/make_root.sh bookworm-arm64)
+set_tests_properties(roots.bookworm_arm64 PROPERTIES FIXTURES_SETUP root_bookworm_arm64 TIMEOUT 1800
+                     COST 500 LABELS "install;roots" SKIP_REGULAR_EXPRESSION "SKIP:")
+add_test(NAME roots.bookworm_arm64_torch COMMAND ${OPFORGE_INSTALL}/make_root.sh bookworm-arm64-torch)
+set_tests_properties(roots.bookworm_arm64_torch PROPERTIES FIXTURES_SETUP root_bookworm_arm64_torch
+                     FIXTURES_REQUIRED root_bookworm_arm64 TIMEOUT 1800 COST 300 LABELS "install;roots"
+                     SKIP_REGULAR_EXPRESSION "SKIP:")
+
 add_test(NAME install.glibc_floor
          COMMAND ${OPFORGE_INSTALL}/glibc_floor.sh $<TARGET_FILE:opforge> ${OPFORGE_DIST_OUT}
                  ${CMAKE_SOURCE_DIR}/.venv-tools)
@@ -78,3 +90,33 @@ add_test(NAME install.trixie_cuda COMMAND ${OPFORGE_INSTALL}/trixie_cuda.sh ${OP
 set_tests_properties(install.trixie_cuda PROPERTIES FIXTURES_REQUIRED "dist_wheel;root_trixie_cuda"
                      TIMEOUT 3600 PROCESSORS 2 COST 1200 LABELS install ENVIRONMENT ROOT_RETRY=0
                      RESOURCE_LOCK root_trixie_cuda SKIP_REGULAR_EXPRESSION "SKIP:")
+
+# aarch64 (#50). The root is one: its python3 says aarch64 and a NEON program cross-compiled here
+# with aarch64-linux-gnu-g++ runs in it; PyPI's aarch64 torch imports in it (no GPU).
+add_test(NAME install.arm64_root COMMAND ${OPFORGE_INSTALL}/arm64_root_check.sh ${CMAKE_BINARY_DIR}/install/arm64_root)
+set_tests_properties(install.arm64_root PROPERTIES FIXTURES_REQUIRED root_bookworm_arm64 TIMEOUT 600
+                     LABELS install ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
+                     SKIP_REGULAR_EXPRESSION "SKIP:")
+add_test(NAME install.arm64_torch COMMAND ${OPFORGE_INSTALL}/arm64_torch_check.sh)
+set_tests_properties(install.arm64_torch PROPERTIES FIXTURES_REQUIRED root_bookworm_arm64_torch TIMEOUT 600
+                     LABELS install ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
+                     SKIP_REGULAR_EXPRESSION "SKIP:")
+# The aarch64 platform wheel (scripts/dist --platform aarch64), after the x86-64 one: build-dist/'s
+# packer is built by then and only opforge is compiled again, for aarch64 (fixture
+# dist_wheel_aarch64). Then, in the arm64 root under emulation, pip installs it, and
+# `opforge --version` and `opforge doctor` run.
+set(OPFORGE_DIST_AARCH64_OUT ${CMAKE_BINARY_DIR}/install/dist-aarch64)
+add_test(NAME install.dist_aarch64 COMMAND ${OPFORGE_INSTALL}/dist_aarch64.sh ${CMAKE_SOURCE_DIR}
+                                           ${OPFORGE_DIST_AARCH64_OUT} ${CMAKE_SOURCE_DIR}/.venv-tools)
+set_tests_properties(install.dist_aarch64 PROPERTIES FIXTURES_SETUP dist_wheel_aarch64 FIXTURES_REQUIRED dist_wheel
+                     TIMEOUT 3600 PROCESSORS 2 COST 1200 LABELS install)
+# A second clone gives the same aarch64 bytes too (its own clone: install.reproducible's may be busy).
+add_test(NAME install.reproducible_aarch64
+         COMMAND ${OPFORGE_INSTALL}/reproducible.sh ${CMAKE_SOURCE_DIR} ${OPFORGE_DIST_AARCH64_OUT}
+                 ${CMAKE_BINARY_DIR}/install/clone-aarch64 aarch64)
+set_tests_properties(install.reproducible_aarch64 PROPERTIES FIXTURES_REQUIRED dist_wheel_aarch64 TIMEOUT 3600
+                     PROCESSORS 2 COST 300 LABELS install SKIP_REGULAR_EXPRESSION "SKIP:")
+add_test(NAME install.arm64_dist COMMAND ${OPFORGE_INSTALL}/arm64_dist.sh ${OPFORGE_DIST_AARCH64_OUT})
+set_tests_properties(install.arm64_dist PROPERTIES FIXTURES_REQUIRED "dist_wheel_aarch64;root_bookworm_arm64"
+                     TIMEOUT 900 LABELS install ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
+                     SKIP_REGULAR_EXPRESSION "SKIP:")

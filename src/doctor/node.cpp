@@ -14,10 +14,10 @@
 namespace opforge::doctor {
 namespace {
 
-/// Where distributions keep the system's C and C++ runtimes (Debian/Ubuntu multiarch of this
-/// machine, then the RHEL/SUSE lib64 folders): the ones a wheel's libraries load unless an
-/// environment brings its own.
-std::vector<std::filesystem::path> lib_dirs() {
+/// Where distributions keep the system's C and C++ runtimes (Debian/Ubuntu multiarch, named by the
+/// triple of the machine opforge was built for, then the RHEL/SUSE lib64 folders): the ones a
+/// wheel's libraries load unless an environment brings its own.
+std::array<std::filesystem::path, 4> lib_dirs() {
   const std::string triple(target::host_platform().triple);
   return {"/lib/" + triple, "/usr/lib/" + triple, "/lib64", "/usr/lib64"};
 }
@@ -103,7 +103,10 @@ NodeInfo read_node(probe::Machine m) {
   auto cxx = defined_versions(m, "libstdc++.so.6");
   n.glibcxx = newest_version(cxx, "GLIBCXX");
   n.cxxabi = newest_version(cxx, "CXXABI");
-  if (auto text = m.fs.read_file("/proc/cpuinfo")) n.cpu_level = cpu_level_of_cpuinfo(*text);
+  // An x86-64 level is an x86-64 opforge's question: under emulation (qemu-user, an arm64 root on
+  // an x86-64 machine) /proc/cpuinfo is the host's, and its flags say nothing of this machine.
+  if (target::host_platform().name == "x86_64")
+    if (auto text = m.fs.read_file("/proc/cpuinfo")) n.cpu_level = cpu_level_of_cpuinfo(*text);
   if (auto text = m.fs.read_file("/proc/driver/nvidia/version")) n.driver_version = nvidia_driver_version(*text);
   // Asked even without the /proc file (a container may not show it): the CUDA it supports bounds
   // the driver from below too.

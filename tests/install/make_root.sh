@@ -9,6 +9,11 @@
 #   bullseye-dev   the same with python3-dev, ninja-build and libaio-dev: install.root_build
 #   bookworm-cuda  Debian 12 with Debian's nvidia-cuda-toolkit 11.8: install.bookworm_cuda
 #   trixie-cuda    Debian 13 with Debian's CUDA 12.4 and PyPI's torch 2.6.0: install.trixie_cuda
+#   bookworm-arm64 Debian 12 for aarch64 (Grace's userland), run under qemu-user-static:
+#                  install.arm64_root, install.dist_aarch64
+#   bookworm-arm64-torch  the same root (one folder, ROOT is the same) with PyPI's aarch64 torch
+#                  2.15.0, numpy and its CUDA 13 libraries in /opt/torch215 (TORCH_PYTHON, its python):
+#                  install.arm64_torch. Apart, so that what needs only the root skips the 5 GB.
 install_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 use_root() {
   case "$1" in
@@ -27,6 +32,13 @@ use_root() {
       # DeepSpeed's own run-time requirements too (its requirements/requirements.txt).
       torch_in_root "$ROOT" /opt/torch26 "torch==2.6.0" "setuptools<80" wheel numpy packaging hjson msgpack psutil \
         py-cpuinfo "pydantic>=2.0.0" einops tqdm nvidia-ml-py ;;
+    bookworm-arm64)
+      source "$install_dir/arm64_root.sh"
+      arm64_root bookworm-arm64 bookworm python3 python3-venv ;;
+    bookworm-arm64-torch)
+      use_root bookworm-arm64
+      arm64_torch "$ROOT" /opt/torch215 "torch==2.15.0" numpy
+      TORCH_PYTHON=/opt/torch215/bin/python ;;
     *) echo "make_root.sh: no root named $1" >&2; exit 2 ;;
   esac
 }
