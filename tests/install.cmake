@@ -120,3 +120,10 @@ add_test(NAME install.arm64_dist COMMAND ${OPFORGE_INSTALL}/arm64_dist.sh ${OPFO
 set_tests_properties(install.arm64_dist PROPERTIES FIXTURES_REQUIRED "dist_wheel_aarch64;root_bookworm_arm64"
                      TIMEOUT 900 LABELS install ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
                      SKIP_REGULAR_EXPRESSION "SKIP:")
+# The bundled ops cross-built for aarch64 (e2e.cross_aarch64's wheel) used through their Python
+# package in the arm64 root with aarch64 torch, under emulation: utils, cpu_adam against a reference
+# Adam, aio on a file, the overflow statistics and DebugUnderflowOverflow with the C hook extension.
+add_test(NAME install.arm64_ops COMMAND ${OPFORGE_INSTALL}/arm64_ops_check.sh ${CMAKE_BINARY_DIR}/e2e/cross_aarch64/a/src.dist)
+set_tests_properties(install.arm64_ops PROPERTIES FIXTURES_REQUIRED "cross_wheel_aarch64;root_bookworm_arm64_torch"
+                     TIMEOUT 900 LABELS "install;aarch64" ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
+                     SKIP_REGULAR_EXPRESSION "SKIP:")

@@ -1,6 +1,7 @@
 #include "doctor/node.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "devices/resolve.h"
