@@ -36,11 +36,26 @@ arm64_root() {
   # lock the CUDA roots hold for minutes).
   local debs="$roots/debs/$suite-arm64"
   mkdir -p "$roots" "$debs"
-  [ -f "$ROOT/.complete" ] && return 0
-  [ "${ROOT_RETRY:-1}" = 0 ] && [ -f "$roots/$name.failed" ] &&
-    skip "the $name root could not be made (see $roots/$name.log; ctest -R roots. tries again)"
   local include
   include=$(IFS=,; echo "$*")
+  # .complete holds the package list the root was made with: a root made before a package was
+  # added gets the missing ones installed in place (the torch environment in it stays).
+  if [ -f "$ROOT/.complete" ]; then
+    [ "$(cat "$ROOT/.complete")" = "$include" ] && return 0
+    (
+      flock 9
+      [ "$(cat "$ROOT/.complete")" = "$include" ] && exit 0
+      cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+      chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+        sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $*" >>"$roots/$name.log" 2>&1 ||
+        exit 3
+      rm -f "$ROOT"/var/cache/apt/archives/*.deb
+      echo "$include" > "$ROOT/.complete"
+    ) 9>"$roots/$name.lock" || skip "could not add $* to the arm64 root (see $roots/$name.log)"
+    return 0
+  fi
+  [ "${ROOT_RETRY:-1}" = 0 ] && [ -f "$roots/$name.failed" ] &&
+    skip "the $name root could not be made (see $roots/$name.log; ctest -R roots. tries again)"
   (
     flock 9
     [ -f "$ROOT/.complete" ] && exit 0
@@ -67,7 +82,7 @@ arm64_root() {
       exit 3
     }
     rm -f "$tmp"/var/cache/apt/archives/*.deb
-    touch "$tmp/.complete"
+    echo "$include" > "$tmp/.complete"
     rm -rf "$ROOT" && mv "$tmp" "$ROOT"
     rm -f "$roots/$name.failed"
   ) 9>"$roots/$name.lock" || skip "could not make the arm64 $suite root with $* (see $roots/$name.log)"

@@ -34,7 +34,8 @@ use_root() {
         py-cpuinfo "pydantic>=2.0.0" einops tqdm nvidia-ml-py ;;
     bookworm-arm64)
       source "$install_dir/arm64_root.sh"
-      arm64_root bookworm-arm64 bookworm python3 python3-venv ;;
+      # libaio1: the aio op of the cross-built wheels opens it (install.arm64_ops).
+      arm64_root bookworm-arm64 bookworm python3 python3-venv libaio1 ;;
     bookworm-arm64-torch)
       use_root bookworm-arm64
       arm64_torch "$ROOT" /opt/torch215 "torch==2.15.0" numpy
