@@ -41,7 +41,9 @@ done
 
 # The compile steps of the cross build, as ninja ran them.
 ninja -C "$work/aarch64/build" -t commands | grep -E '^/usr/bin/aarch64-linux-gnu-(g\+\+|gcc) .* -c ' > "$work/compiles.cross"
+# In the root: its own compilers, and its own Python headers (python3-dev) for the stable-ABI hook.
 sed -e 's#^/usr/bin/aarch64-linux-gnu-g++ #g++ #' -e 's#^/usr/bin/aarch64-linux-gnu-gcc #gcc #' \
+  -e 's#-I[^ ]*/include/python3\.[0-9]* #-I/usr/include/python3.11 #' \
   "$work/compiles.cross" > "$work/compiles.native"
 echo "compile steps: $(wc -l < "$work/compiles.cross")"
 
