@@ -3,6 +3,8 @@
 # ways side by side in one run, wall and CPU seconds (user + system of everything each waited for):
 #   x86_64  `opforge build default` for this machine                      (TORCH_CUDA_ARCH_LIST=9.0)
 #   cross   `opforge build default --platform aarch64`                    (the same recipe and arch)
+#   emulated build (OPFORGE_AARCH64_WHEEL=opforge's aarch64 wheel): the same recipe built inside the
+#           root by opforge itself under QEMU, nvcc included
 #   host compiles, twice: every C/C++ compile step of the cross build's build.ninja run again, two
 #           at a time, (a) here with Debian's aarch64-linux-gnu-g++ and (b) inside an arm64 Debian
 #           root under qemu-user-static with the root's own native g++: what building "natively"
@@ -69,6 +71,36 @@ cp "$work/compiles.native" "$root/tmp/compiles.native"
 timed emulated_compiles chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin \
   sh -c "xargs -P2 -d '\n' -I{} sh -c '{}' < /tmp/compiles.native"
 
+# (c) With OPFORGE_AARCH64_WHEEL (scripts/dist --platform aarch64), the whole default recipe built
+# natively in the root under QEMU by opforge's own aarch64 executable, with NVIDIA's aarch64 nvcc,
+# crt, nvvm, runtime and CCCL wheels (the x86 toolkit's releases) laid out as /opt/cuda13: what a
+# Grace node does for itself, and what cibuildwheel's way costs on this machine, nvcc included.
+if [ -n "${OPFORGE_AARCH64_WHEEL:-}" ]; then
+  tk="$root/opt/cuda13"
+  if [ ! -x "$tk/bin/nvcc" ]; then
+    rm -rf "$tk" "$work/tk-wheels" && mkdir -p "$tk/site"
+    python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_aarch64 \
+      --platform manylinux_2_17_aarch64 -d "$work/tk-wheels" nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 \
+      nvidia-nvvm==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
+    for w in "$work"/tk-wheels/*.whl; do python3 -m zipfile -e "$w" "$tk/site"; done
+    (cd "$tk" && ln -s site/nvidia/cu13/bin bin && ln -s site/nvidia/cu13/include include &&
+      ln -s site/nvidia/cu13/nvvm nvvm && mkdir lib64 && for f in site/nvidia/cu13/lib/*; do ln -s "../$f" lib64/; done &&
+      ln -s libcudart.so.13 lib64/libcudart.so && ln -s lib64 lib && chmod +x bin/* nvvm/bin/*)
+    chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+      sh -c "apt-get install -y -qq --no-install-recommends ninja-build" >/dev/null
+  fi
+  rm -rf "$root/opt/opforge" "$root/tmp/native" && mkdir -p "$root/opt/opforge/bin" "$root/tmp/native"
+  python3 -m zipfile -e "$OPFORGE_AARCH64_WHEEL" "$work/opforge-aarch64"
+  cp "$work"/opforge-aarch64/opforge-*.data/scripts/opforge "$root/opt/opforge/bin/"
+  cp -a "$work"/opforge-aarch64/opforge-*.data/data/share "$root/opt/opforge/"
+  chmod +x "$root/opt/opforge/bin/opforge"
+  mount -t proc proc "$root/proc"
+  timed emulated_build chroot "$root" /usr/bin/env -i HOME=/root TORCH_CUDA_ARCH_LIST=9.0 CUDA_HOME=/opt/cuda13 \
+    PATH=/opt/opforge/bin:/opt/cuda13/bin:/usr/bin:/bin \
+    opforge build default --build-dir /tmp/native/build --dist-dir /tmp/native/dist -q
+  umount "$root/proc"
+fi
+
 read -r _ xw xu xs < <(grep '^x86_64 ' "$work/times")
 read -r _ aw au as < <(grep '^aarch64 ' "$work/times")
 read -r _ cw cu cs < <(grep '^cross_compiles ' "$work/times")
@@ -85,5 +117,11 @@ read -r _ ew eu es < <(grep '^emulated_compiles ' "$work/times")
   awk -v w="$ew" -v c="$(echo "$eu + $es" | bc)" 'BEGIN { printf "  native g++ under QEMU   %7.1f / %7.1f\n", w, c }'
   awk -v e="$ew" -v c="$cw" -v ec="$(echo "$eu + $es" | bc)" -v cc="$(echo "$cu + $cs" | bc)" \
     'BEGIN { printf "  emulated / cross        %7.1fx wall, %5.1fx CPU (target >= 10)\n", e / c, ec / cc }'
+  if read -r _ nw nu ns < <(grep '^emulated_build ' "$work/times"); then
+    echo "the whole default recipe natively in the arm64 root under QEMU (opforge aarch64, NVIDIA's aarch64 nvcc 13.0.88)"
+    awk -v w="$nw" -v c="$(echo "$nu + $ns" | bc)" 'BEGIN { printf "  emulated build          %7.1f / %7.1f\n", w, c }'
+    awk -v n="$nw" -v a="$aw" -v nc="$(echo "$nu + $ns" | bc)" -v ac="$(echo "$au + $as" | bc)" \
+      'BEGIN { printf "  emulated / cross-build  %7.1fx wall, %5.1fx CPU (target >= 10)\n", n / a, nc / ac }'
+  fi
   echo
 } | tee -a "$out"
