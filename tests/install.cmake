@@ -127,3 +127,9 @@ add_test(NAME install.arm64_ops COMMAND ${OPFORGE_INSTALL}/arm64_ops_check.sh ${
 set_tests_properties(install.arm64_ops PROPERTIES FIXTURES_REQUIRED "cross_wheel_aarch64;root_bookworm_arm64_torch"
                      TIMEOUT 900 LABELS "install;aarch64" ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
                      SKIP_REGULAR_EXPRESSION "SKIP:")
+# A Grace node building for itself: opforge's aarch64 wheel builds the default recipe in the arm64
+# root under emulation with NVIDIA's aarch64 CUDA 13.0 wheels as its toolkit (about 110 CPU-s).
+add_test(NAME install.arm64_native_build COMMAND ${OPFORGE_INSTALL}/arm64_native_build.sh ${OPFORGE_DIST_AARCH64_OUT})
+set_tests_properties(install.arm64_native_build PROPERTIES FIXTURES_REQUIRED "dist_wheel_aarch64;root_bookworm_arm64"
+                     TIMEOUT 1200 COST 200 LABELS "install;aarch64" ENVIRONMENT ROOT_RETRY=0
+                     RESOURCE_LOCK root_bookworm_arm64 SKIP_REGULAR_EXPRESSION "SKIP:")

@@ -34,8 +34,9 @@ use_root() {
         py-cpuinfo "pydantic>=2.0.0" einops tqdm nvidia-ml-py ;;
     bookworm-arm64)
       source "$install_dir/arm64_root.sh"
-      # libaio1: the aio op of the cross-built wheels opens it (install.arm64_ops).
-      arm64_root bookworm-arm64 bookworm python3 python3-venv libaio1 ;;
+      # libaio1: the aio op of the cross-built wheels opens it (install.arm64_ops); g++,
+      # ninja-build, libaio-dev and python3-dev: opforge builds there (install.arm64_native_build).
+      arm64_root bookworm-arm64 bookworm python3 python3-venv libaio1 g++ ninja-build libaio-dev python3-dev ;;
     bookworm-arm64-torch)
       use_root bookworm-arm64
       arm64_torch "$ROOT" /opt/torch215 "torch==2.15.0" numpy
