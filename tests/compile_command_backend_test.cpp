@@ -13,6 +13,7 @@
 #include "compiler/host.h"
 #include "probe/fake_machine.h"
 #include "probe/overlay_environment.h"
+#include "target/arch.h"
 #include "test_util.h"
 #include "wheel/wheel.h"
 
@@ -138,6 +139,52 @@ TEST(CompileCommandBackend, ThePlansCacheDecidesNotTheRecipes) {
   }
 }
 
+// A CMake the project runs (directly, from setup.py, through scikit-build-core) gets the plan's
+// toolkit, nvcc wrapper, host compiler, arch list, jobs and compiler cache through its own variables.
+TEST(CompileCommandBackend, CmakeGetsThePlansToolkitArchitecturesJobsAndCache) {
+  auto p = base_plan("/src/ops", "/w");
+  p.jobs = 6;
+  cuda::Toolkit tk;
+  tk.root = "/usr/local/cuda-12.8";
+  tk.nvcc = "/usr/local/cuda-12.8/bin/nvcc";
+  p.cuda.chosen = tk;
+  p.arch.arches = target::parse_arch_list("8.0;8.6;9.0+PTX").value();
+  compiler::HostChoice host;
+  host.compiler.cc = "/usr/bin/gcc-12";
+  host.compiler.cxx = "/usr/bin/g++-12";
+  host.shim_dir = "/w/shim";
+  p.host = host;
+  auto env = compile::command_environment({{"PATH", "/bin"}, {"CMAKE_ARGS", "-DFOO=ON -GNinja"}}, p, "/t",
+                                          "/c/nvcc/0123/nvcc");
+  EXPECT_EQ(env["CUDACXX"], "/c/nvcc/0123/nvcc");  // the wrapper: the plan's arch rewrite applies
+  EXPECT_EQ(env["CUDAToolkit_ROOT"], "/usr/local/cuda-12.8");
+  EXPECT_EQ(env["CUDAHOSTCXX"], "/w/shim/g++");
+  EXPECT_EQ(env["CUDAARCHS"], "80-real;86-real;90-real;90-virtual");
+  // The caller's arguments stay, the plan's list comes last (a later -D wins).
+  EXPECT_EQ(env["CMAKE_ARGS"], "-DFOO=ON -GNinja -DCMAKE_CUDA_ARCHITECTURES=80-real;86-real;90-real;90-virtual");
+  EXPECT_EQ(env["CMAKE_BUILD_PARALLEL_LEVEL"], "6");
+  EXPECT_FALSE(env.contains("SKBUILD_CMAKE_DEFINE"));          // scikit-build-core splits it on every ';'
+  EXPECT_FALSE(env.contains("CMAKE_CUDA_COMPILER_LAUNCHER"));  // no compiler cache
+
+  p.cache = recipe::Cache::ccache;
+  p.recipe.arch.enforce = false;  // the project's own list is kept: CUDAARCHS is only a default
+  p.arch.arches = target::parse_arch_list("9.0a").value();
+  env = compile::command_environment({{"PATH", "/bin"}}, p, "/t");
+  EXPECT_EQ(env["CUDACXX"], "/usr/local/cuda-12.8/bin/nvcc");  // no wrapper: the toolkit's own
+  EXPECT_EQ(env["CUDAARCHS"], "90a-real");
+  EXPECT_FALSE(env.contains("CMAKE_ARGS"));
+  for (const char* var : {"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"})
+    EXPECT_EQ(env[var], "ccache") << var;
+
+  // No toolkit: jobs only; `opforge plan` and `opforge env` show what differs.
+  p.cuda.chosen.reset();
+  p.cache = recipe::Cache::none;
+  auto delta = compile::command_exports({{"PATH", "/bin"}}, p, "/t");
+  EXPECT_EQ(delta["CMAKE_BUILD_PARALLEL_LEVEL"], "6");
+  for (const char* var : {"CUDACXX", "CUDAToolkit_ROOT", "CUDAHOSTCXX", "CUDAARCHS", "CMAKE_ARGS"})
+    EXPECT_FALSE(delta.contains(var)) << var;
+}
+
 TEST(CompileCommandBackend, TorchRequirementIsTheMajorMinorSeries) {
   EXPECT_EQ(plan::torch_pin("2.15.0+cu132"), "torch==2.15.*");
   EXPECT_EQ(plan::torch_pin("2.6.0a0+git1234"), "torch==2.6.*");
@@ -206,15 +253,21 @@ TEST(CompileCommandBackend, NvccWrapperReplacesTheProjectsArchitectures) {
                  "--gpu-architecture=compute_89", "-code=sm_89", "--gpu-code", "sm_100", "-lineinfo", "-c", "a.cu"}),
             "-O3\n-c\na.cu\n-gencode=arch=compute_90,code=sm_90\n-gencode=arch=compute_90,code=compute_90\n");
   EXPECT_EQ(run({"--version"}), "--version\n");  // nothing asked: nothing added
+  // CMake's spellings of CMAKE_CUDA_ARCHITECTURES "75;90a-real" (and the two-argument form).
+  EXPECT_EQ(run({"--generate-code=arch=compute_75,code=[compute_75,sm_75]", "--generate-code",
+                 "arch=compute_80,code=[sm_80]", "-gencode=arch=compute_86,code=[compute_86,sm_86]", "-c", "b.cu"}),
+            "-c\nb.cu\n-gencode=arch=compute_90,code=sm_90\n-gencode=arch=compute_90,code=compute_90\n");
   auto logged = m.fs.read_file(log);
   ASSERT_TRUE(logged);
   EXPECT_EQ(*logged,
             " -gencode arch=compute_75,code=sm_75 -gencode=arch=compute_80,code=sm_80 "
             "--generate-code=arch=compute_121,code=[sm_121,compute_121] -arch=sm_86 -arch sm_87 "
-            "--gpu-architecture=compute_89 -code=sm_89 --gpu-code sm_100\n");
+            "--gpu-architecture=compute_89 -code=sm_89 --gpu-code sm_100\n"
+            " --generate-code=arch=compute_75,code=[compute_75,sm_75] --generate-code arch=compute_80,code=[sm_80] "
+            "-gencode=arch=compute_86,code=[compute_86,sm_86]\n");
   EXPECT_EQ(compile::project_arch_targets(*logged),
-            (std::vector<std::string>{"sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_100", "sm_121", "compute_86",
-                                      "compute_87", "compute_89", "compute_121"}));
+            (std::vector<std::string>{"sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_100", "sm_121", "compute_75",
+                                      "compute_86", "compute_87", "compute_89", "compute_121"}));
 
   // [arch] enforce = false: the options stay where they were, and are still logged.
   auto keep = compile::nvcc_wrapper(top / "cache", nvcc, "", {});

@@ -45,5 +45,16 @@ TEST(TargetArchList, ErrorsPointAtTheEntry) {
   EXPECT_FALSE(parse_arch_list("8.0+ptx"));
 }
 
+// CMake's spelling: SASS of each entry ("-real"), PTX only where the list says +PTX ("-virtual").
+TEST(TargetArchList, CmakeArchitectures) {
+  auto list = [](std::string_view text) { return cmake_architectures(parse_arch_list(text).value()); };
+  EXPECT_EQ(list("8.0;8.6;9.0+PTX"), "80-real;86-real;90-real;90-virtual");
+  EXPECT_EQ(list("9.0a"), "90a-real");
+  EXPECT_EQ(list("9.0"), "90-real");
+  EXPECT_EQ(list("9.0a+PTX;10.0f"), "90a-real;90a-virtual;100f-real");
+  EXPECT_EQ(list("Ampere"), "80-real;86-real;86-virtual");
+  EXPECT_EQ(cmake_architectures({}), "");
+}
+
 }  // namespace
 }  // namespace opforge::target

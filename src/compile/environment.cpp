@@ -6,6 +6,7 @@
 #include "compile/pch.h"
 #include "compiler/host.h"
 #include "settings/settings.h"
+#include "target/arch.h"
 #include "util/strings.h"
 
 namespace opforge::compile {
@@ -79,6 +80,33 @@ void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Pla
                          {.base_dir = tree, .remote = plan.recipe.build.remote, .stats_log = {}, .depend_mode = true});
 }
 
+/// What reaches a CMake the project runs (directly, from setup.py, or through scikit-build-core):
+/// CMake finds nvcc and an arch list on its own otherwise. Toolkit: CUDACXX (the nvcc wrapper, so
+/// its arch rewrite applies; the toolkit's nvcc without one), CUDAToolkit_ROOT, CUDAHOSTCXX (the
+/// C++ compiler CXX names: CMake's CMAKE_CUDA_HOST_COMPILER, whose -ccbin nvcc takes over
+/// NVCC_PREPEND_FLAGS' with a warning) and CUDAARCHS (target::cmake_architectures). With [arch]
+/// enforce, CMAKE_ARGS also gets -DCMAKE_CUDA_ARCHITECTURES=<the same>, after the caller's own
+/// value (a later -D wins, and the caller's other arguments stay): CUDAARCHS only sets a default
+/// that a CMakeLists.txt's `if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)` replaces. scikit-build-core
+/// and setup.py's CMake drivers read CMAKE_ARGS; SKBUILD_CMAKE_DEFINE is left alone, since
+/// scikit-build-core splits it on every ';', list values included. Always:
+/// CMAKE_BUILD_PARALLEL_LEVEL = the plan's jobs. With ccache: CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER
+/// = ccache (sccache needs none: the wrappers CC, CXX and CUDACXX name run it already).
+void set_cmake(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& nvcc_wrapper) {
+  env["CMAKE_BUILD_PARALLEL_LEVEL"] = std::to_string(std::max(1u, plan.jobs));
+  if (plan.cache == recipe::Cache::ccache)
+    for (const char* var : {"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"})
+      env[var] = "ccache";
+  if (!plan.cuda.chosen) return;
+  env["CUDACXX"] = (nvcc_wrapper.empty() ? plan.cuda.chosen->nvcc : nvcc_wrapper).string();
+  env["CUDAToolkit_ROOT"] = plan.cuda.chosen->root.string();
+  if (env.contains("CXX") && !env["CXX"].empty()) env["CUDAHOSTCXX"] = env["CXX"];
+  const std::string archs = target::cmake_architectures(plan.arch.arches);
+  if (archs.empty()) return;
+  env["CUDAARCHS"] = archs;
+  if (plan.recipe.arch.enforce) append_flags(env, "CMAKE_ARGS", "-DCMAKE_CUDA_ARCHITECTURES=" + archs);
+}
+
 }  // namespace
 
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
@@ -95,6 +123,7 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
   if (plan.cuda.chosen && !nvcc_wrapper.empty() && !env.contains("PYTORCH_NVCC"))
     env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();
   if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
+  set_cmake(env, plan, nvcc_wrapper);
   set_compiler_cache(env, plan, tree);
   if (plan.pch && host) {
     env[std::string(pch::kTreeVariable)] = tree.string();

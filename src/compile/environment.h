@@ -27,7 +27,9 @@ namespace opforge::compile {
 /// With a toolkit chosen and `nvcc_wrapper` given (nvcc_wrapper_path), PYTORCH_NVCC names it
 /// (behind `ccache` with [build] cache = "ccache": torch wraps only its own nvcc).
 /// With `host` given (host_wrappers), CC, CXX and -ccbin name its scripts and its folder goes
-/// first on PATH.
+/// first on PATH. A CMake the project runs gets the same toolkit, compilers, arch list, jobs and
+/// cache through CMake's own variables (CUDACXX, CUDAToolkit_ROOT, CUDAHOSTCXX, CUDAARCHS,
+/// CMAKE_ARGS, CMAKE_BUILD_PARALLEL_LEVEL, CMAKE_*_COMPILER_LAUNCHER: set_cmake's rules).
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const std::filesystem::path& tree = {},
                                                        const std::filesystem::path& nvcc_wrapper = {},

@@ -60,6 +60,33 @@ constexpr Setting kTable[] = {
      "setuptools and DeepSpeed's builders (a command build)", Inside::passed, true},
     {env, "CXX", "as CC", "the recipe's host compiler", false, "setuptools and DeepSpeed's builders (a command build)",
      Inside::passed, true},
+    // CMake's own, for a project that runs CMake (compile/environment.cpp, set_cmake).
+    {env, "CUDACXX",
+     "set by opforge for a command build with a toolkit: CMake's CUDA compiler at the first configure, the nvcc "
+     "wrapper (the toolkit's nvcc without one)",
+     "unset", false, "CMake (a command build)", Inside::set},
+    {env, "CUDAHOSTCXX", "set by opforge for a command build with a toolkit: CMake's CMAKE_CUDA_HOST_COMPILER, CXX",
+     "unset", false, "CMake (a command build)", Inside::set},
+    {env, "CUDAToolkit_ROOT", "set by opforge for a command build with a toolkit: the toolkit's root, for CMake",
+     "unset", false, "CMake's FindCUDAToolkit (a command build)", Inside::set},
+    {env, "CUDAARCHS",
+     "set by opforge for a command build with a toolkit: CMAKE_CUDA_ARCHITECTURES' default, the arch list in "
+     "CMake's spelling (`9.0+PTX`: `90-real;90-virtual`)",
+     "unset", false, "CMake (a command build)", Inside::set},
+    {env, "CMAKE_ARGS",
+     "CMake arguments: a command build with a toolkit and [arch] enforce gets "
+     "`-DCMAKE_CUDA_ARCHITECTURES=<CUDAARCHS>` after the caller's own",
+     "unset", false, "scikit-build-core and setup.py CMake drivers (a command build)", Inside::passed},
+    {env, "CMAKE_BUILD_PARALLEL_LEVEL", "set by opforge for a command build: the plan's jobs, for `cmake --build`",
+     "unset", false, "CMake (a command build)", Inside::set},
+    {env, "CMAKE_C_COMPILER_LAUNCHER",
+     "and CMAKE_CXX_COMPILER_LAUNCHER, CMAKE_CUDA_COMPILER_LAUNCHER: set by opforge to `ccache` for a command build "
+     "with [build] cache = \"ccache\"",
+     "unset", false, "CMake (a command build)", Inside::set},
+    {env, "CMAKE_CXX_COMPILER_LAUNCHER", "as CMAKE_C_COMPILER_LAUNCHER", "unset", false, "CMake (a command build)",
+     Inside::set},
+    {env, "CMAKE_CUDA_COMPILER_LAUNCHER", "as CMAKE_C_COMPILER_LAUNCHER", "unset", false, "CMake (a command build)",
+     Inside::set},
     {env, "LIBRARY_PATH", "and CPATH: the compilers' own search folders", "unset", false,
      "gcc; DeepSpeed's builders (async_io's libaio probe)", Inside::passed, true, Reach::compile},
     {env, "CPATH", "as LIBRARY_PATH", "unset", false, "gcc; DeepSpeed's builders", Inside::passed, true,

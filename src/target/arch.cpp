@@ -33,6 +33,15 @@ std::string arch_list_str(const std::vector<Arch>& arches) {
   return strings::join(parts, ";");
 }
 
+std::string cmake_architectures(const std::vector<Arch>& arches) {
+  std::vector<std::string> parts;
+  for (const auto& a : arches) {
+    parts.push_back(a.sm() + "-real");
+    if (a.ptx) parts.push_back(a.sm() + "-virtual");
+  }
+  return strings::join(parts, ";");
+}
+
 namespace {
 
 // PyTorch's named arches (torch/utils/cpp_extension.py), docs/reference.md §3.

@@ -34,4 +34,10 @@ Result<std::vector<Arch>> check_arch_list(std::string_view text);
 /// The list in the spelling parse_arch_list reads and TORCH_CUDA_ARCH_LIST takes: "8.0;9.0a+PTX".
 std::string arch_list_str(const std::vector<Arch>& arches);
 
+/// The list in CMake's CMAKE_CUDA_ARCHITECTURES (and CUDAARCHS) spelling, so a CMake project
+/// compiles exactly what TORCH_CUDA_ARCH_LIST asks of torch: each entry's GPU code as
+/// "<sm>-real" (SASS only; CMake's bare "90" would add PTX to every entry), and "+PTX" as one more
+/// "<sm>-virtual". "8.0;8.6;9.0+PTX" → "80-real;86-real;90-real;90-virtual", "9.0a" → "90a-real".
+std::string cmake_architectures(const std::vector<Arch>& arches);
+
 }  // namespace opforge::target

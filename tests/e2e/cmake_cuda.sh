@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A plain CMake CUDA project (tests/fixtures/cmake_cuda) built through the command backend with
+# [arch] list = "9.0": the plan shows the CMake variables opforge sets, and the wheel holds sm_90
+# code only, whether the project's own list gives way to CUDAARCHS/CMAKE_ARGS (its guarded list)
+# or is set after project() (TINYCMAKE_HARDCODE: the nvcc wrapper replaces CMake's
+# --generate-code options).
+# usage: cmake_cuda.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
+set -euo pipefail
+opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
+. "$src/tests/e2e/lib.sh"
+[ -x /usr/local/cuda-13.0/bin/nvcc ] || { [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"; echo "SKIP: no CUDA 13.0"; exit 77; }
+command -v cmake >/dev/null || fail "no cmake"
+rm -rf "$work" && mkdir -p "$work"
+cp -r "$src/tests/fixtures/cmake_cuda" "$work/proj"
+export OPFORGE_CACHE_DIR="$work/cache"
+unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST CUDAARCHS CUDACXX CMAKE_ARGS
+
+(cd "$work/proj" && "$opforge" plan opforge.toml) > "$work/plan.log" 2>&1 || { cat "$work/plan.log"; fail "plan"; }
+for line in "CUDAARCHS=90-real" "CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90-real" "CUDAToolkit_ROOT=/usr/local/cuda-13.0" \
+    "CMAKE_BUILD_PARALLEL_LEVEL="; do
+  grep -q "$line" "$work/plan.log" || { cat "$work/plan.log"; fail "plan does not show $line"; }
+done
+grep -q "CUDAHOSTCXX=$work/cache/host/.*/g++" "$work/plan.log" || { cat "$work/plan.log"; fail "plan: CUDAHOSTCXX is not the host wrapper"; }
+grep -q "CUDACXX=$work/cache/nvcc/.*/nvcc" "$work/plan.log" || { cat "$work/plan.log"; fail "plan: CUDACXX is not the nvcc wrapper"; }
+
+gpu_code() {  # WHEEL → the GPU targets of its libraries, one line
+  "$opforge" inspect --json "$1" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print(" ".join(sorted({i["name"] for f in j["files"] if "elf" in f for i in f["elf"]["fatbin"]})))'
+}
+for mode in guarded hardcoded; do
+  [ "$mode" = hardcoded ] && sed -i 's|^command = .*|command = ["python3", "build_wheel.py", "-DTINYCMAKE_HARDCODE=ON"]|' "$work/proj/opforge.toml"
+  rm -rf "$work/proj/dist"
+  (cd "$work/proj" && "$opforge" build opforge.toml) > "$work/build-$mode.log" 2>&1 || { tail -40 "$work/build-$mode.log"; fail "build ($mode)"; }
+  wheel=$(only_wheel "$work/proj/dist")
+  [ -n "$wheel" ] || fail "no wheel ($mode)"
+  code=$(gpu_code "$wheel")
+  [ "$code" = "sm_90" ] || { grep -n "generate-code\|gencode" "$work/build-$mode.log" | head; fail "$mode: GPU code '$code', not sm_90"; }
+done
+# The guarded list gave way before nvcc ran; the hard-coded one reached the wrapper, which replaced it.
+grep -qx "GPU code: sm_90 (the project asked for the same)" "$work/build-guarded.log" \
+  || { grep -n "GPU code" "$work/build-guarded.log"; fail "guarded: GPU code line"; }
+grep -qx "GPU code: sm_90; the project asked for sm_75 sm_80 sm_86 sm_89 sm_90 compute_75 compute_80 compute_86 compute_89 compute_90 (10), replaced by the plan's 9.0 (\[arch\] enforce = false keeps the project's)" "$work/build-hardcoded.log" \
+  || { grep -n "GPU code" "$work/build-hardcoded.log"; fail "hard-coded: GPU code line"; }
+echo "OK"
