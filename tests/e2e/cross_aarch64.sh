@@ -79,6 +79,36 @@ grep -q "dispatched at run time: SVE" "$work/baseline.txt" || { cat "$work/basel
 "$opforge" inspect --cpu-target x86-64-v3 "$w" > "$work/wrong.txt" 2>&1 && fail "an x86-64 target passed an aarch64 wheel"
 echo "PASS: cpu_target armv8-a holds for the aarch64 wheel (SVE only in dispatched code)"
 
+# One index with both platforms: the same recipe built for this machine into the same dist/, and
+# `opforge pick` gives a Grace node (aarch64, H100-class GPU) the aarch64 wheel and an x86-64 H100
+# node the x86-64 one, refusing the other by machine.
+"$opforge" build "$work/a/src/recipes/default.toml" --build-dir "$work/x86.build" --dist-dir "$work/a/src.dist" \
+  > "$work/x86.log" 2>&1 || { cat "$work/x86.log"; fail "the x86-64 build beside the aarch64 wheel"; }
+"$opforge" doctor --json > "$work/base.json"
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+for name, machine in (("grace", "aarch64"), ("h100", "x86_64")):
+    r = json.load(open(f"{work}/base.json"))
+    r["node"].update({"host": name, "glibc": "2.36", "glibcxx": "3.4.30", "cxxabi": "1.3.13", "python": "3.11",
+                      "machine": machine, "cpu_level": "x86-64-v3" if machine == "x86_64" else None,
+                      "driver": {"version": "580.65.06", "cuda": "13.0"}})
+    r["gpus"] = {"reader": "driver API", "devices": [{"index": 0, "name": "NVIDIA GH200", "capability": "9.0"}]}
+    json.dump(r, open(f"{work}/{name}.json", "w"))
+PY
+"$opforge" pick "$work/a/src.dist" --nodes "$work/grace.json" "$work/h100.json" --json > "$work/pick.json" ||
+  { cat "$work/pick.json"; fail "pick: a node got no wheel"; }
+python3 - "$work/pick.json" <<'PY'
+import json, sys
+got = {}
+for group in json.load(open(sys.argv[1]))["nodes"]:
+    for node in group["nodes"]:
+        got[node] = group["projects"][0]["wheel"]
+assert got["grace"].endswith("_aarch64.whl"), got
+assert got["h100"].endswith("_x86_64.whl"), got
+print("PASS: pick from one index with both platforms:", got)
+PY
+
 lib=$(dirname "$(find "$work/unpacked" -name libopforge_utils.so)")
 aarch64-linux-gnu-gcc -O1 -o "$work/cross_check" "$src/tests/e2e/cross_check.c" -ldl -lm
 # QEMU's default CPU ("max") has SVE, so cpu_adam takes its SVE path; a Cortex-A72 has NEON only.
