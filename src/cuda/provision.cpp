@@ -18,13 +18,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-/// The last `n` lines of a process's output, for error messages.
-std::string last_lines(const std::string& text, std::size_t n) {
-  auto lines = strings::split(strings::trim(text), '\n');
-  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
-  return strings::join(lines, "\n");
-}
-
 /// The packages pip resolves the requirement to (the cuda-toolkit meta-package pins them
 /// exactly), for messages written before pip has run.
 std::string expected_packages() {
@@ -82,12 +75,6 @@ bool read_manifest(const probe::FileSystem& fs, const fs::path& dir, Provision& 
 /// A folder that holds a finished toolkit: the manifest is written last, before the rename.
 bool complete(const probe::FileSystem& fs, const fs::path& dir) {
   return fs.resolved_type(dir / kManifest) == probe::FileType::regular && fs.is_executable(dir / "bin" / "nvcc");
-}
-
-Result<probe::ProcessResult> pip(probe::Machine m, const std::string& python, std::vector<std::string> args) {
-  std::vector<std::string> argv{python, "-m", "pip"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return m.proc.run(probe::Command{.argv = argv, .timeout = std::chrono::minutes(30)});
 }
 
 /// Relative links that make `home` (site/nvidia/cu13) a CUDA_HOME at `root`: bin, include and nvvm
@@ -164,6 +151,18 @@ Status install_into(probe::Machine m, Provision& p, const fs::path& tmp,
 }
 
 }  // namespace
+
+std::string last_lines(const std::string& text, std::size_t n) {
+  auto lines = strings::split(strings::trim(text), '\n');
+  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
+  return strings::join(lines, "\n");
+}
+
+Result<probe::ProcessResult> pip(probe::Machine m, const std::string& python, std::vector<std::string> args) {
+  std::vector<std::string> argv{python, "-m", "pip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return m.proc.run(probe::Command{.argv = argv, .timeout = std::chrono::minutes(30)});
+}
 
 std::string toolkit_requirement(std::string_view metadata, const Version& cuda) {
   const std::string base = "cuda-toolkit[" + std::string(kToolkitExtras) + "]";

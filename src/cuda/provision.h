@@ -77,6 +77,12 @@ std::string provision_json_text(const Provision& p);
 /// Every provisioned toolkit under <cache>/toolkits (for doctor and the cache listing).
 std::vector<Provision> list_provisioned(const probe::FileSystem& fs, const fs::path& cache);
 
+/// `python -m pip ARGS` (30 minutes at most): how provisioning runs pip, here and in target_files.cpp.
+Result<probe::ProcessResult> pip(probe::Machine m, const std::string& python, std::vector<std::string> args);
+
+/// The last `n` lines of a process's output, for error messages.
+std::string last_lines(const std::string& text, std::size_t n);
+
 /// The lock file that guards <cache>/toolkits/<X.Y> while it is made or used.
 fs::path provision_lock(const fs::path& cache, const Version& cuda);
 

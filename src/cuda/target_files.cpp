@@ -34,18 +34,6 @@ std::vector<std::string> platform_args(const target::Platform& p) {
   return out;
 }
 
-Result<probe::ProcessResult> pip(probe::Machine m, const std::string& python, std::vector<std::string> args) {
-  std::vector<std::string> argv{python, "-m", "pip"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return m.proc.run(probe::Command{.argv = argv, .timeout = std::chrono::minutes(30)});
-}
-
-std::string last_lines(const std::string& text, std::size_t n) {
-  auto lines = strings::split(strings::trim(text), '\n');
-  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
-  return strings::join(lines, "\n");
-}
-
 Json manifest_json(const TargetFiles& t) {
   Json pk = Json::array();
   for (auto& k : t.packages)
