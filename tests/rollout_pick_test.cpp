@@ -383,6 +383,15 @@ TEST(RolloutPick, FourNodesAgreeWithVariantlib) {
   EXPECT_EQ(by_node["a100"]["order"][1], plain_name);
   EXPECT_TRUE(by_node["old07"]["wheel"].is_null());
   EXPECT_TRUE(by_node["grace01"]["wheel"].is_null());
+  // The index plain pip is pointed at for each pick: the pick's variant's own, as a file:// URL.
+  const std::string h100_label = wheel::parse_wheel_filename(by_node["h100"]["wheel"].get<std::string>())->variant;
+  const std::string h100_url = "file://" + (dir / "dist").string() + "/variants/" + h100_label + "/simple";
+  EXPECT_EQ(by_node["h100"]["pip_index_url"], h100_url);
+  EXPECT_TRUE(by_node["old07"]["pip_index_url"].is_null());
+  EXPECT_NE(text.find("  tiny-gpu: install " + by_node["h100"]["wheel"].get<std::string>() +
+                      "\n    pip      pip install --index-url " + h100_url + " tiny-gpu\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(by_node["grace01"]["rejected"][0].dump().find("wheel is for x86_64, node is aarch64"), std::string::npos);
   // Two of the nodes alone: every node gets a wheel, exit 0.
   rc = std::system(

@@ -128,14 +128,15 @@ TEST(WheelVariant, FileNamesCarryTheLabel) {
   EXPECT_FALSE(parse_wheel_filename("x-1.0-py3-none-any-Bad.whl"));
 }
 
-Packed plain_wheel() {
+/// `init`: tiny_scale/__init__.py, which tells two builds of one file name apart.
+Packed plain_wheel(const std::string& init = "X = 1\n") {
   Spec s;
   s.name = "tiny-scale";
   s.version = "0.1.0";
   s.summary = "tiny";
   s.description = "tiny\n";
   s.source_date_epoch = 1700000000;
-  s.files = {{"tiny_scale/__init__.py", "X = 1\n", 0644}, {"tiny_scale/run.sh", "#!/bin/sh\n", 0755}};
+  s.files = {{"tiny_scale/__init__.py", init, 0644}, {"tiny_scale/run.sh", "#!/bin/sh\n", 0755}};
   auto p = pack(s);
   EXPECT_TRUE(p) << p.error().message;
   return *p;
@@ -197,6 +198,67 @@ TEST(WheelVariant, IndexListsTheVariantsOfEachVersion) {
   ASSERT_TRUE(w.fs.remove_all("/dist/" + vb.filename));
   ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
   EXPECT_EQ(w.fs.type_of("/dist/tiny_scale-0.1.0-variants.json"), probe::FileType::none);
+}
+
+// Each variant label gets an index that plain pip reads: its wheel under the plain wheel's name. A
+// variant wheel made from the plain wheel beside it is that plain wheel (a link, no copy); one
+// whose plain wheel holds another build (another cell's, merged without its own plain wheel) is
+// copied under the plain name beside its index. Same wheels, same bytes; what is gone is removed.
+TEST(WheelVariant, EachVariantHasAnIndexPipReads) {
+  auto plain = plain_wheel(), other = plain_wheel("X = 2\n");
+  ASSERT_EQ(plain.filename, other.filename);
+  auto a = make_variant({{"nvidia", "sm_arch", "80_real"}}), b = make_variant({{"nvidia", "sm_arch", "90_real"}});
+  auto va = *make_variant_wheel(plain.filename, plain.bytes, a, 1700000000);
+  auto vb = *make_variant_wheel(other.filename, other.bytes, b, 1700000000);
+  probe::FakeMachine w;
+  w.fs.add_file("/dist/" + plain.filename, plain.bytes);
+  w.fs.add_file("/dist/" + va.filename, va.bytes);
+  w.fs.add_file("/dist/" + vb.filename, vb.bytes);
+  w.fs.add_file("/dist/variants/0000dead/simple/index.html", "stale");
+  w.fs.add_file("/dist/variants/" + b.label + "/tiny_scale-0.0.9-py3-none-any.whl", "stale");
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+
+  EXPECT_EQ(variant_index_path(a.label), "variants/" + a.label + "/simple");
+  const std::string meta = sha256_hex(*wheel_metadata(plain.bytes));
+  const auto link = [&](const std::string& href, const std::string& sha) {
+    return "    <a href=\"" + href + "#sha256=" + sha + "\" data-dist-info-metadata=\"sha256=" + meta +
+           "\" data-core-metadata=\"sha256=" + meta + "\">" + plain.filename + "</a><br>\n";
+  };
+  const std::string pa = *w.fs.read_file("/dist/variants/" + a.label + "/simple/tiny-scale/index.html");
+  EXPECT_EQ(pa, simple_project_page("tiny-scale", {{plain.filename, sha256_hex(plain.bytes), meta, plain.bytes.size(),
+                                                    "../../../../" + plain.filename}}));
+  EXPECT_NE(pa.find(link("../../../../" + plain.filename, sha256_hex(plain.bytes))), std::string::npos) << pa;
+  EXPECT_EQ(w.fs.type_of("/dist/variants/" + a.label + "/" + plain.filename), probe::FileType::none);
+  EXPECT_EQ(*w.fs.read_file("/dist/variants/" + a.label + "/simple/index.html"), simple_root_page({"tiny-scale"}));
+
+  const std::string pb = *w.fs.read_file("/dist/variants/" + b.label + "/simple/tiny-scale/index.html");
+  EXPECT_NE(pb.find(link("../../" + plain.filename, sha256_hex(vb.bytes))), std::string::npos) << pb;
+  EXPECT_EQ(*w.fs.read_file("/dist/variants/" + b.label + "/" + plain.filename), vb.bytes);
+  EXPECT_EQ(*w.fs.read_file("/dist/variants/" + b.label + "/" + plain.filename + ".metadata"),
+            *wheel_metadata(vb.bytes));
+  const std::string jb = *w.fs.read_file("/dist/variants/" + b.label + "/simple/tiny-scale/index.json");
+  EXPECT_NE(jb.find("\"url\": \"../../" + plain.filename + "\""), std::string::npos) << jb;
+  EXPECT_EQ(w.fs.type_of("/dist/variants/0000dead"), probe::FileType::none);
+  EXPECT_EQ(w.fs.type_of("/dist/variants/" + b.label + "/tiny_scale-0.0.9-py3-none-any.whl"), probe::FileType::none);
+
+  const auto pages = [&] {
+    std::string all;
+    for (auto& l : {a.label, b.label})
+      for (auto& f : {"simple/index.json", "simple/tiny-scale/index.html", "simple/tiny-scale/index.json"})
+        all += *w.fs.read_file("/dist/variants/" + l + "/" + f);
+    return all + *w.fs.read_file("/dist/variants/" + b.label + "/" + plain.filename);
+  };
+  const std::string first = pages();
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(pages(), first);
+
+  ASSERT_TRUE(w.fs.remove_all("/dist/" + vb.filename));
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(w.fs.type_of("/dist/variants/" + b.label), probe::FileType::none);
+  EXPECT_EQ(w.fs.type_of("/dist/variants/" + a.label + "/simple/tiny-scale/index.html"), probe::FileType::regular);
+  ASSERT_TRUE(w.fs.remove_all("/dist/" + va.filename));
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(w.fs.type_of("/dist/variants"), probe::FileType::none);
 }
 
 // verify of a wheelhouse: the variants.json files must say what the wheels' variant.json files say,
@@ -285,6 +347,32 @@ TEST(WheelVariant, PipTakesThePlainWheelAndReadsItsMetadataFile) {
   EXPECT_NE(log.find(plain.filename + ".metadata"), std::string::npos) << log;
   EXPECT_TRUE(std::filesystem::exists(dir / "got" / plain.filename)) << log;
   EXPECT_FALSE(std::filesystem::exists(dir / "got" / made->filename)) << log;
+}
+
+// Plain pip, pointed at a variant's index, downloads that variant's bytes by the project's name
+// alone: the plain wheel itself for the variant made from it, the copy for the other.
+TEST(WheelVariant, PipInstallsEachVariantByNameFromItsIndex) {
+  const std::filesystem::path source = OPFORGE_SOURCE_DIR;
+  const auto pip = source / ".venv-tools" / "bin" / "pip";
+  if (!std::filesystem::exists(pip)) OPFORGE_SKIP_UNLESS_CI(pip.string() + " is missing: run scripts/deps");
+  const auto dir = std::filesystem::path(OPFORGE_BUILD_DIR) / "wheel_variants_pip_indexes";
+  std::filesystem::remove_all(dir);
+  auto m = probe::real_machine();
+  auto plain = plain_wheel(), other = plain_wheel("X = 2\n");
+  auto a = make_variant({{"nvidia", "sm_arch", "80_real"}}), b = make_variant({{"nvidia", "sm_arch", "90_real"}});
+  auto va = *make_variant_wheel(plain.filename, plain.bytes, a, 1700000000);
+  auto vb = *make_variant_wheel(other.filename, other.bytes, b, 1700000000);
+  ASSERT_TRUE(m.fs.create_directories(dir / "dist"));
+  for (auto* p : {&plain, &va, &vb}) ASSERT_TRUE(m.fs.write_file_atomic(dir / "dist" / p->filename, p->bytes));
+  ASSERT_TRUE(write_simple_index(m.fs, dir / "dist"));
+  for (auto [label, want] : {std::pair{a.label, &plain.bytes}, std::pair{b.label, &vb.bytes}}) {
+    const auto got = dir / ("got-" + label);
+    const std::string cmd = pip.string() + " download --no-deps --no-cache-dir --disable-pip-version-check " +
+                            "--index-url file://" + (dir / "dist" / variant_index_path(label)).string() +
+                            " tiny-scale -d " + got.string() + " > " + (dir / "log.txt").string() + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::slurp(dir / "log.txt");
+    EXPECT_EQ(testing::slurp(got / plain.filename), *want) << label << ": " << testing::slurp(dir / "log.txt");
+  }
 }
 
 }  // namespace

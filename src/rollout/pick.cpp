@@ -131,6 +131,12 @@ json check_json(const Check& c) {
   return {{"check", c.name}, {"verdict", verdict_name(c.verdict)}, {"detail", c.detail}};
 }
 
+/// The URL of an index `relative` to the folder served at `base` (none: the relative path).
+std::string pip_url(const std::string& base, const std::string& relative) {
+  if (base.empty()) return relative;
+  return (base.ends_with("/") ? base : base + "/") + relative;
+}
+
 /// One node's outcome without its names: what decides whether two nodes are shown as one.
 json outcome_json(const NodePick& p) {
   json projects = json::array();
@@ -143,6 +149,7 @@ json outcome_json(const NodePick& p) {
     }
     projects.push_back({{"project", pr.project},
                         {"wheel", pr.order.empty() ? json(nullptr) : json(pr.order.front())},
+                        {"pip_index_url", pr.pip_index.empty() ? json(nullptr) : json(pr.pip_index)},
                         {"order", pr.order},
                         {"rejected", rejected}});
   }
@@ -249,6 +256,8 @@ Result<std::vector<IndexWheel>> read_index(const probe::FileSystem& fs, const fs
       return opforge::unexpected(e);
     }
     IndexWheel w{name, wheel::project_name(parsed->name), parsed->version, std::nullopt, std::move(*needs)};
+    const std::string pip_index = parsed->variant.empty() ? "simple" : wheel::variant_index_path(parsed->variant);
+    if (fs.type_of(dist / pip_index / w.project / "index.html") == probe::FileType::regular) w.pip_index = pip_index;
     if (!parsed->variant.empty()) {
       const std::string file = parsed->name + "-" + parsed->version + std::string(wheel::kVariantsIndexSuffix);
       if (!files.contains(file)) {
@@ -305,6 +314,7 @@ NodePick pick_for_node(const std::vector<IndexWheel>& wheels, const NodeFacts& n
     std::sort(list.begin(), list.end(),
               [&](const IndexWheel* a, const IndexWheel* b) { return before(*a, *b, out.properties); });
     for (const IndexWheel* w : list) p.order.push_back(w->filename);
+    if (!list.empty()) p.pip_index = list.front()->pip_index;
     out.projects.push_back(std::move(p));
   }
   return out;
@@ -336,11 +346,14 @@ NodeFacts this_node(probe::Machine m, const std::string& python) {
   return facts;
 }
 
-json pick_json(const std::string& index, const std::vector<NodePick>& picks) {
+json pick_json(const std::string& index, const std::vector<NodePick>& picks, const std::string& base_url) {
   json nodes = json::array();
   bool ok = true;
   for (const auto& p : picks) {
     json j = outcome_json(p);
+    for (auto& project : j["projects"])
+      if (project["pip_index_url"].is_string())
+        project["pip_index_url"] = pip_url(base_url, project["pip_index_url"].get<std::string>());
     json reports = json::array();
     for (const auto& r : p.reports) reports.push_back(r.string());
     j["nodes"] = p.nodes;
@@ -351,7 +364,7 @@ json pick_json(const std::string& index, const std::vector<NodePick>& picks) {
   return {{"index", index}, {"ok", ok}, {"nodes", nodes}};
 }
 
-std::string pick_text(const std::string& index, const std::vector<NodePick>& picks) {
+std::string pick_text(const std::string& index, const std::vector<NodePick>& picks, const std::string& base_url) {
   std::size_t total = 0, served = 0;
   for (const auto& p : picks) {
     total += p.nodes.size();
@@ -364,8 +377,12 @@ std::string pick_text(const std::string& index, const std::vector<NodePick>& pic
     out += "\n" + strings::join(p.nodes, ", ") + "\n";
     for (const auto& pr : p.projects) {
       if (pr.order.empty()) out += "  " + pr.project + ": no wheel fits\n";
-      for (std::size_t i = 0; i < pr.order.size(); ++i)
+      for (std::size_t i = 0; i < pr.order.size(); ++i) {
         out += (i ? "    then     " : "  " + pr.project + ": install ") + pr.order[i] + "\n";
+        // What a plain pip is pointed at to get the pick by the project's name alone.
+        if (i == 0 && !pr.pip_index.empty())
+          out += "    pip      pip install --index-url " + pip_url(base_url, pr.pip_index) + " " + pr.project + "\n";
+      }
       for (const auto& r : pr.rejected) {
         out += "    not      " + r.wheel + (r.verdict == Verdict::unknown ? " (cannot be told)" : "") + "\n";
         for (const auto& c : r.reasons) out += "               " + c.name + ": " + c.detail + "\n";

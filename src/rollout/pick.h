@@ -61,6 +61,10 @@ struct IndexWheel {
   std::string version;                    ///< as the file name spells it
   std::optional<wheel::Variant> variant;  ///< nullopt: a plain wheel, the resolver's null variant
   WheelNeeds needs;
+  /// The index, relative to the folder, from which plain pip installs this wheel's files by the
+  /// project's name: "simple" for a plain wheel, "variants/<label>/simple" for a variant wheel
+  /// (wheel/index.h); empty when the folder has no such index (written by an older opforge).
+  std::string pip_index{};
 };
 
 /// Every wheel of `index` (a dist/ folder, or the simple/ folder in it), read as `verify WHEEL
@@ -81,6 +85,7 @@ struct Rejected {
 struct ProjectPick {
   std::string project;
   std::vector<std::string> order;  ///< the wheels that fit, best first: order[0] is the pick
+  std::string pip_index;           ///< the pick's IndexWheel::pip_index
   std::vector<Rejected> rejected;  ///< in file-name order
 };
 
@@ -104,10 +109,14 @@ std::vector<NodePick> pick(const std::vector<IndexWheel>& wheels, const std::vec
 NodeFacts this_node(probe::Machine m, const std::string& python);
 
 /// `pick --json`: {"index", "ok", "nodes": [{"nodes", "reports", "ok", "properties" (as
-/// static_providers_json), "notes", "projects": [{"project", "wheel" (null: none fits), "order",
-/// "rejected": [{"wheel", "verdict", "reasons": [{"check", "verdict", "detail"}]}]}]}]}.
-nlohmann::json pick_json(const std::string& index, const std::vector<NodePick>& picks);
+/// static_providers_json), "notes", "projects": [{"project", "wheel" (null: none fits),
+/// "pip_index_url" (null: none, or no such index), "order", "rejected": [{"wheel", "verdict",
+/// "reasons": [{"check", "verdict", "detail"}]}]}]}]}. `base_url` is where the folder is served
+/// ("https://host/wheels", "file:///abs/dist"); the pip index URL is it + "/" + pip_index (empty:
+/// pip_index alone).
+nlohmann::json pick_json(const std::string& index, const std::vector<NodePick>& picks,
+                         const std::string& base_url = {});
 /// The text `opforge pick` prints, from the same picks.
-std::string pick_text(const std::string& index, const std::vector<NodePick>& picks);
+std::string pick_text(const std::string& index, const std::vector<NodePick>& picks, const std::string& base_url = {});
 
 }  // namespace opforge::rollout

@@ -49,6 +49,112 @@ std::string url_escape(std::string_view s) {
   return out;
 }
 
+std::string href_of(const IndexFile& f) { return f.href.empty() ? "../../" + url_escape(f.filename) : f.href; }
+
+/// What decides whether two wheels carry the same files: each file's path, digest and executable
+/// bit, but for RECORD (which lists variant.json in a variant wheel) and variant.json itself.
+std::string files_key(const std::vector<Entry>& entries) {
+  std::vector<std::string> lines;
+  for (const auto& e : entries) {
+    if (e.is_directory) continue;
+    const std::string_view folder = dist_info_of(e.path);
+    if (!folder.empty()) {
+      const std::string_view leaf = std::string_view(e.path).substr(folder.size());
+      if (leaf == "/RECORD" || leaf == "/" + std::string(kVariantDistInfoFile)) continue;
+    }
+    lines.push_back(e.path + "\t" + to_hex(e.sha256) + ((e.mode & 0111) ? "\tx" : "") + (e.is_symlink ? "\tl" : ""));
+  }
+  std::sort(lines.begin(), lines.end());
+  return strings::join(lines, "\n");
+}
+
+/// The METADATA of a wheel's entries (its one .dist-info's), read with at least Keep::dist_info.
+std::optional<std::string> metadata_of(const std::vector<Entry>& entries) {
+  std::optional<std::string> found;
+  for (const auto& e : entries) {
+    const std::string_view folder = dist_info_of(e.path);
+    if (folder.empty() || e.path.size() != folder.size() + 9 || !e.path.ends_with("/METADATA")) continue;
+    if (found) return std::nullopt;  // two .dist-info folders: not a wheel pip would install
+    found = e.content;
+  }
+  return found;
+}
+
+/// Writes the pages of one index (simple/ or a variant's) for `projects`, and removes the pages of
+/// projects no longer in it.
+Status write_pages(probe::FileSystem& fs, const fs::path& simple,
+                   const std::map<std::string, std::vector<IndexFile>>& projects) {
+  OPFORGE_CHECK(fs.create_directories(simple));
+  std::vector<std::string> names;
+  for (auto& [project, files] : projects) {
+    names.push_back(project);
+    OPFORGE_CHECK(fs.create_directories(simple / project));
+    OPFORGE_CHECK(fs.write_file_atomic(simple / project / "index.html", simple_project_page(project, files)));
+    OPFORGE_CHECK(fs.write_file_atomic(simple / project / "index.json", simple_project_json(project, files)));
+  }
+  for (auto& n : OPFORGE_TRY(fs.list_directory(simple)))
+    if (!projects.contains(n) && fs.type_of(simple / n) == probe::FileType::directory)
+      OPFORGE_CHECK(fs.remove_all(simple / n));
+  OPFORGE_CHECK(fs.write_file_atomic(simple / "index.json", simple_root_json(names)));
+  return fs.write_file_atomic(simple / "index.html", simple_root_page(names));
+}
+
+/// A wheel of dist/ as the variant indexes need it.
+struct SeenWheel {
+  std::string project, label;  ///< label: a variant wheel's, when its variant.json describes it
+  IndexFile file;
+  std::string files;  ///< files_key()
+};
+
+/// <dist>/variants/<label>/: each variant wheel under its plain wheel's name, linked to that plain
+/// wheel when it carries the same files, else copied (with its .metadata) beside the label's
+/// simple/. What no wheel asks for any more is removed.
+Status write_variant_indexes(probe::FileSystem& fs, const fs::path& dist,
+                             const std::map<std::string, SeenWheel>& seen) {
+  const fs::path root = dist / kVariantIndexesDir;
+  std::map<std::string, std::map<std::string, std::vector<IndexFile>>> indexes;  // label → project → files
+  std::map<std::string, std::set<std::string>> copies;                           // label → files kept
+  for (const auto& [n, w] : seen) {
+    if (w.label.empty()) continue;
+    const std::string plain = n.substr(0, n.size() - w.label.size() - 5) + ".whl";  // "-<label>.whl"
+    IndexFile file = w.file;
+    file.filename = plain;
+    if (auto twin = seen.find(plain);
+        twin != seen.end() && twin->second.label.empty() && twin->second.files == w.files) {
+      file = twin->second.file;
+      file.href = "../../../../" + url_escape(plain);
+    } else {
+      const fs::path folder = root / w.label;
+      OPFORGE_CHECK(fs.create_directories(folder));
+      auto bytes = OPFORGE_TRY(fs.read_file(dist / n, Limits{}.archive_bytes));
+      if (sha256_hex(bytes) != w.file.sha256)
+        return failure((dist / n).string() + " changed while the index was written",
+                       "write the index again when no other build writes to " + dist.string());
+      OPFORGE_CHECK(fs.write_file_atomic(folder / plain, bytes, 0644));
+      copies[w.label].insert(plain);
+      if (auto metadata = wheel_metadata(bytes)) {
+        OPFORGE_CHECK(fs.write_file_atomic(folder / (plain + std::string(kMetadataSuffix)), *metadata));
+        copies[w.label].insert(plain + std::string(kMetadataSuffix));
+      }
+      file.href = "../../" + url_escape(plain);
+    }
+    indexes[w.label][w.project].push_back(std::move(file));
+  }
+  if (indexes.empty()) return fs.type_of(root) == probe::FileType::none ? Status{} : fs.remove_all(root);
+  for (const auto& [label, projects] : indexes)
+    OPFORGE_CHECK(write_pages(fs, dist / variant_index_path(label), projects));
+  for (auto& label : OPFORGE_TRY(fs.list_directory(root))) {
+    if (!indexes.contains(label)) {
+      OPFORGE_CHECK(fs.remove_all(root / label));
+      continue;
+    }
+    for (auto& n : OPFORGE_TRY(fs.list_directory(root / label)))
+      if (!n.starts_with(".") && n != "simple" && !copies[label].contains(n))
+        OPFORGE_CHECK(fs.remove_all(root / label / n));
+  }
+  return {};
+}
+
 std::string page(std::string_view title, const std::string& body) {
   return "<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:repository-version\" content=\"1.0\">\n"
          "    <title>" +
@@ -76,8 +182,8 @@ std::string simple_project_page(std::string_view project, std::vector<IndexFile>
     if (!f.metadata_sha256.empty())
       metadata = " data-dist-info-metadata=\"sha256=" + f.metadata_sha256 +
                  "\" data-core-metadata=\"sha256=" + f.metadata_sha256 + "\"";
-    body += "    <a href=\"../../" + url_escape(f.filename) + "#sha256=" + f.sha256 + "\"" + metadata + ">" +
-            html_escape(f.filename) + "</a><br>\n";
+    body += "    <a href=\"" + href_of(f) + "#sha256=" + f.sha256 + "\"" + metadata + ">" + html_escape(f.filename) +
+            "</a><br>\n";
   }
   return page("Links for " + std::string(project), body);
 }
@@ -96,10 +202,8 @@ std::string simple_project_json(std::string_view project, std::vector<IndexFile>
   nlohmann::json list = nlohmann::json::array();
   std::set<std::string> versions;
   for (auto& f : files) {
-    nlohmann::json file = {{"filename", f.filename},
-                           {"url", "../../" + url_escape(f.filename)},
-                           {"hashes", {{"sha256", f.sha256}}},
-                           {"size", f.size}};
+    nlohmann::json file = {
+        {"filename", f.filename}, {"url", href_of(f)}, {"hashes", {{"sha256", f.sha256}}}, {"size", f.size}};
     if (!f.metadata_sha256.empty()) {
       file["core-metadata"] = {{"sha256", f.metadata_sha256}};
       file["dist-info-metadata"] = {{"sha256", f.metadata_sha256}};
@@ -118,14 +222,11 @@ std::string simple_project_json(std::string_view project, std::vector<IndexFile>
 std::optional<std::string> wheel_metadata(std::string_view bytes) {
   auto entries = read_archive(bytes, Keep::dist_info);
   if (!entries) return std::nullopt;
-  std::optional<std::string> found;
-  for (const auto& e : *entries) {
-    const std::string_view folder = dist_info_of(e.path);
-    if (folder.empty() || e.path.size() != folder.size() + 9 || !e.path.ends_with("/METADATA")) continue;
-    if (found) return std::nullopt;  // two .dist-info folders: not a wheel pip would install
-    found = e.content;
-  }
-  return found;
+  return metadata_of(*entries);
+}
+
+std::string variant_index_path(std::string_view label) {
+  return std::string(kVariantIndexesDir) + "/" + std::string(label) + "/simple";
 }
 
 std::string wheel_project(std::string_view filename) {
@@ -137,6 +238,7 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
   std::map<std::string, std::vector<IndexFile>> projects;
   std::set<std::string> wheels;
   std::map<std::pair<std::string, std::string>, std::vector<Variant>> variants;  // (project, name-version)
+  std::map<std::string, SeenWheel> seen;  // file name → what the variant indexes need of it
   const auto listed = OPFORGE_TRY(fs.list_directory(dist));
   for (auto& n : listed) {
     // Hidden names are opforge's staged files (a commit in progress), never served.
@@ -145,18 +247,26 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
     if (project.empty()) continue;
     auto bytes = OPFORGE_TRY(fs.read_file(dist / n, Limits{}.archive_bytes));
     IndexFile file{n, sha256_hex(bytes), {}, bytes.size()};
+    auto entries = read_archive(bytes, Keep::dist_info);
+    std::string label;
     // A variant wheel's variant.json joins its version's variants.json; one that does not describe
     // the wheel's own label (verify says so) is left out of it.
-    if (auto name = parse_wheel_filename(n); name && !name->variant.empty())
-      if (auto text = wheel_variant_json(bytes))
-        if (auto listed_variants = parse_variants(*text);
-            listed_variants && listed_variants->size() == 1 && listed_variants->front().label == name->variant)
-          variants[{project, name->name + "-" + name->version}].push_back(listed_variants->front());
-    if (auto metadata = wheel_metadata(bytes)) {
+    if (auto name = parse_wheel_filename(n); entries && name && !name->variant.empty())
+      for (const auto& e : *entries)
+        if (const std::string_view folder = dist_info_of(e.path);
+            !folder.empty() &&
+            std::string_view(e.path).substr(folder.size()) == "/" + std::string(kVariantDistInfoFile))
+          if (auto listed_variants = parse_variants(e.content);
+              listed_variants && listed_variants->size() == 1 && listed_variants->front().label == name->variant) {
+            variants[{project, name->name + "-" + name->version}].push_back(listed_variants->front());
+            label = name->variant;
+          }
+    if (auto metadata = entries ? metadata_of(*entries) : std::nullopt) {
       OPFORGE_CHECK(fs.write_file_atomic(dist / (n + std::string(kMetadataSuffix)), *metadata));
       file.metadata_sha256 = sha256_hex(*metadata);
       wheels.insert(n);
     }
+    if (entries) seen[n] = {project, label, file, files_key(*entries)};
     projects[project].push_back(std::move(file));
   }
   // A .metadata file serves its wheel only: one whose wheel is gone (or unreadable) goes.
@@ -179,20 +289,8 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist) {
         strings::split(n.substr(0, n.size() - kVariantsIndexSuffix.size()), '-').size() == 2 &&
         fs.type_of(dist / n) == probe::FileType::regular)
       OPFORGE_CHECK(fs.remove_all(dist / n));
-  const fs::path simple = dist / "simple";
-  OPFORGE_CHECK(fs.create_directories(simple));
-  std::vector<std::string> names;
-  for (auto& [project, files] : projects) {
-    names.push_back(project);
-    OPFORGE_CHECK(fs.create_directories(simple / project));
-    OPFORGE_CHECK(fs.write_file_atomic(simple / project / "index.html", simple_project_page(project, files)));
-    OPFORGE_CHECK(fs.write_file_atomic(simple / project / "index.json", simple_project_json(project, files)));
-  }
-  for (auto& n : OPFORGE_TRY(fs.list_directory(simple)))
-    if (!projects.contains(n) && fs.type_of(simple / n) == probe::FileType::directory)
-      OPFORGE_CHECK(fs.remove_all(simple / n));
-  OPFORGE_CHECK(fs.write_file_atomic(simple / "index.json", simple_root_json(names)));
-  return fs.write_file_atomic(simple / "index.html", simple_root_page(names));
+  OPFORGE_CHECK(write_pages(fs, dist / "simple", projects));
+  return write_variant_indexes(fs, dist, seen);
 }
 
 Result<std::vector<std::string>> check_variants_index(const probe::FileSystem& fs, const fs::path& dist) {

@@ -7,6 +7,15 @@
 /// versions), for a server that negotiates it; and beside each wheel its METADATA
 /// (<wheel>.metadata, PEP 658), which the pages name by hash so a resolver reads it without the
 /// wheel.
+///
+/// Beside simple/, one index per variant label for installers without variant support, as
+/// PyTorch's per-CUDA index URLs are: <dist>/variants/<label>/simple/<project>/ lists, for each
+/// version, that variant's wheel under the plain wheel's file name (pip refuses a file name with
+/// a label). Its bytes are the plain wheel beside it when that wheel holds the same files (the
+/// variant wheel is the plain wheel plus variant.json), else a copy of the variant wheel under the
+/// plain name in <dist>/variants/<label>/ (a variant wheel merged without its own plain wheel, as
+/// when the published plain wheel holds another cell). `pip install --index-url
+/// file://<dist>/variants/<label>/simple NAME` then installs that variant by name alone.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -31,7 +40,15 @@ struct IndexFile {
   /// sha256 (hex) of <filename>.metadata, the wheel's METADATA (PEP 658); empty: none served.
   std::string metadata_sha256{};
   std::uint64_t size = 0;  ///< bytes (PEP 700: the JSON page's `size`)
+  /// The link from the project's page, URL-escaped; empty: "../../<filename>" (the folder above
+  /// simple/). The last path segment is always `filename`, which is what pip reads.
+  std::string href{};
 };
+
+/// The folder beside simple/ that holds the variants' own indexes: <dist>/variants/<label>/simple.
+inline constexpr std::string_view kVariantIndexesDir = "variants";
+/// A variant's index, relative to <dist>: "variants/<label>/simple".
+std::string variant_index_path(std::string_view label);
 
 /// PEP 658: a wheel's METADATA is served at the wheel's URL with this appended.
 inline constexpr std::string_view kMetadataSuffix = ".metadata";
@@ -56,9 +73,11 @@ std::optional<std::string> wheel_metadata(std::string_view bytes);
 /// when the name is not a wheel's.
 std::string wheel_project(std::string_view filename);
 
-/// Rewrites <dist>/simple from the *.whl files in `dist` (hashing each), and <wheel>.metadata
-/// beside each wheel; every file is replaced atomically, and pages of projects that have no wheel
-/// left, and .metadata files whose wheel is gone, are removed. The caller holds the dist/ lock.
+/// Rewrites <dist>/simple from the *.whl files in `dist` (hashing each), <wheel>.metadata beside
+/// each wheel, and each variant label's <dist>/variants/<label>/ (above); every file is replaced
+/// atomically, and pages of projects that have no wheel left, .metadata files whose wheel is gone,
+/// and variant indexes (and their copies) of labels no wheel has left, are removed. Same wheels,
+/// same bytes. The caller holds the dist/ lock.
 Status write_simple_index(probe::FileSystem& fs, const fs::path& dist);
 
 /// Where the index's `{name}-{version}-variants.json` files disagree with the variant wheels in

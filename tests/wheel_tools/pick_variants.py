@@ -5,7 +5,8 @@ the wheels an installer would drop for their platform tag (another machine) are 
 tag-aware installer does before it looks at variants.
 
 Usage: pick_variants.py DIST PICK.json NODE=MACHINE...
-Prints {node: {"pick": [wheels, best first], "variantlib": [wheels, best first]}}."""
+Prints {node: {"pick": [wheels, best first], "variantlib": [wheels, best first], "by_version":
+{name-version: [variantlib's wheels of that version, best first]}}}."""
 
 import json
 import os
@@ -40,13 +41,14 @@ for entry in pick["nodes"]:
     providers = entry["properties"]
     for node in entry["nodes"]:
         machine = machines[node]
-        chosen = []
+        chosen, by_version = [], {}
         for (namever, plat), labels in sorted(wheels.items()):
             if wheel_machine(plat) != machine:
                 continue
             variants_file = dist / f"{namever}-variants.json"
             if not variants_file.exists():  # plain wheels only: the null variant
                 chosen += [labels[NULL_VARIANT_LABEL]] if NULL_VARIANT_LABEL in labels else []
+                by_version.setdefault(namever, []).extend(chosen[-1:] if NULL_VARIANT_LABEL in labels else [])
                 continue
             doc = json.loads(variants_file.read_text())
             doc["default-priorities"] = providers["default-priorities"]
@@ -61,6 +63,7 @@ for entry in pick["nodes"]:
             for vdesc in get_variants_by_priority(variants_json=doc):
                 if vdesc.label in labels:
                     chosen.append(labels[vdesc.label])
+                    by_version.setdefault(namever, []).append(labels[vdesc.label])
         mine = entry["projects"][0]["order"] if entry["projects"] else []
-        out[node] = {"pick": mine, "variantlib": chosen}
+        out[node] = {"pick": mine, "variantlib": chosen, "by_version": by_version}
 print(json.dumps(out, indent=2))
