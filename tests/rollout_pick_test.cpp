@@ -291,7 +291,25 @@ TEST(RolloutPick, TheIndexIsReadBackWithItsVariants) {
     EXPECT_FALSE((*wheels)[1].variant);
     ASSERT_TRUE((*wheels)[0].variant);
     EXPECT_EQ(*(*wheels)[0].variant, v);
+    EXPECT_EQ((*wheels)[0].pip_index, "variants/" + v.label + "/simple");
+    EXPECT_EQ((*wheels)[1].pip_index, "simple");
   }
+  // Without a record beside it, a variant wheel's CUDA is its variant's lower bound.
+  const auto bounded = wheel::make_variant({sm("90_real"), {"nvidia", "cuda_version_lower_bound", "13.0"}});
+  auto with_bound = wheel::make_variant_wheel(plain->filename, plain->bytes, bounded, 1700000000);
+  ASSERT_TRUE(with_bound);
+  m.fs.add_file("/dist/" + with_bound->filename, with_bound->bytes);
+  ASSERT_TRUE(wheel::write_simple_index(m.fs, "/dist"));
+  auto read = rollout::read_index(m.fs, "/dist");
+  ASSERT_TRUE(read) << read.error().message;
+  for (const auto& w : *read)
+    if (w.filename == with_bound->filename) {
+      EXPECT_EQ(w.needs.cuda, "13.0");
+      EXPECT_EQ(w.needs.cuda_source,
+                "its variant's nvidia :: cuda_version_lower_bound :: 13.0 (the toolkit that compiled it)");
+    }
+  ASSERT_TRUE(m.fs.remove_all("/dist/" + with_bound->filename));
+  ASSERT_TRUE(wheel::write_simple_index(m.fs, "/dist"));
   m.fs.add_file("/dist/tiny_scale-0.1.0-variants.json",
                 wheel::variants_index_json({wheel::make_variant({sm("80_real")})}));
   auto unlisted = rollout::read_index(m.fs, "/dist");

@@ -64,3 +64,13 @@ add_test(NAME e2e.resume
                  ${CMAKE_BINARY_DIR}/e2e/resume)
 set_tests_properties(e2e.resume PROPERTIES TIMEOUT 900 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
                      COST 150)
+# Four variants in one index (two torch releases × two arch lists, tests/fixtures/variant_matrix:
+# one tiny kernel, no torch header): each variant's own index for plain pip, `opforge pick` for five
+# nodes against variantlib's resolver, verify refusing a variants.json that disagrees. About 9
+# CPU-seconds and 21 s on 2 busy cores (tests/cpu_time.sh, 2026-11-29: two builds of two cells,
+# four pip downloads, one pip install).
+add_test(NAME e2e.variant_matrix
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/variant_matrix.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/variant_matrix)
+set_tests_properties(e2e.variant_matrix PROPERTIES TIMEOUT 900 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 1
+                     COST 60)

@@ -276,6 +276,13 @@ Result<std::vector<IndexWheel>> read_index(const probe::FileSystem& fs, const fs
       if (!w.variant)
         return bad_input(name + ": " + file + " does not list its variant '" + parsed->variant + "'",
                          "`opforge verify " + dist.string() + "` says where the index and its wheels disagree");
+      // A variant wheel has no build record of its own; its lower bound is the toolkit that
+      // compiled it (wheel/variant.h), what the driver check needs when the wheel's files do not say.
+      for (const auto& p : w.variant->properties)
+        if (w.needs.cuda.empty() && p.ns == "nvidia" && p.feature == "cuda_version_lower_bound") {
+          w.needs.cuda = p.value;
+          w.needs.cuda_source = "its variant's " + p.str() + " (the toolkit that compiled it)";
+        }
     }
     out.push_back(std::move(w));
   }
