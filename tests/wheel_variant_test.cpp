@@ -252,6 +252,20 @@ TEST(WheelVariant, EachVariantHasAnIndexPipReads) {
   ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
   EXPECT_EQ(pages(), first);
 
+  // A label that is a path of its own ("..": [0-9a-z._]+ allows it) gets no index: nothing is
+  // written outside variants/, the plain wheel stays as it was.
+  Variant up = make_variant({{"nvidia", "sm_arch", "70_real"}});
+  up.label = "..";
+  auto vu = make_variant_wheel(other.filename, other.bytes, up, 1700000000);
+  ASSERT_TRUE(vu) << vu.error().message;
+  ASSERT_EQ(vu->filename, "tiny_scale-0.1.0-py3-none-any-...whl");
+  w.fs.add_file("/dist/" + vu->filename, vu->bytes);
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(*w.fs.read_file("/dist/" + plain.filename), plain.bytes);
+  EXPECT_EQ(pages(), first);
+  ASSERT_TRUE(w.fs.remove_all("/dist/" + vu->filename));
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+
   ASSERT_TRUE(w.fs.remove_all("/dist/" + vb.filename));
   ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
   EXPECT_EQ(w.fs.type_of("/dist/variants/" + b.label), probe::FileType::none);

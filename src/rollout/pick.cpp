@@ -257,7 +257,10 @@ Result<std::vector<IndexWheel>> read_index(const probe::FileSystem& fs, const fs
     }
     IndexWheel w{name, wheel::project_name(parsed->name), parsed->version, std::nullopt, std::move(*needs)};
     const std::string pip_index = parsed->variant.empty() ? "simple" : wheel::variant_index_path(parsed->variant);
-    if (fs.type_of(dist / pip_index / w.project / "index.html") == probe::FileType::regular) w.pip_index = pip_index;
+    // (A label "." or ".." has no index of its own: wheel/index.cpp writes none for it.)
+    if (!parsed->variant.starts_with(".") &&
+        fs.type_of(dist / pip_index / w.project / "index.html") == probe::FileType::regular)
+      w.pip_index = pip_index;
     if (!parsed->variant.empty()) {
       const std::string file = parsed->name + "-" + parsed->version + std::string(wheel::kVariantsIndexSuffix);
       if (!files.contains(file)) {

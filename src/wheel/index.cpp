@@ -115,7 +115,9 @@ Status write_variant_indexes(probe::FileSystem& fs, const fs::path& dist,
   std::map<std::string, std::map<std::string, std::vector<IndexFile>>> indexes;  // label → project → files
   std::map<std::string, std::set<std::string>> copies;                           // label → files kept
   for (const auto& [n, w] : seen) {
-    if (w.label.empty()) continue;
+    // A label is a folder name here: "." and ".." (labels the draft allows) would lead out of
+    // variants/, and hidden names are staged files; such a variant gets no index of its own.
+    if (w.label.empty() || w.label.starts_with(".")) continue;
     const std::string plain = n.substr(0, n.size() - w.label.size() - 5) + ".whl";  // "-<label>.whl"
     IndexFile file = w.file;
     file.filename = plain;
