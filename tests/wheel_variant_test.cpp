@@ -252,6 +252,26 @@ TEST(WheelVariant, EachVariantHasAnIndexPipReads) {
   ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
   EXPECT_EQ(pages(), first);
 
+  // verify: the variant indexes serve each variant wheel's files; a copy replaced by other bytes,
+  // a page that lists nothing, are named.
+  EXPECT_EQ(*check_variants_index(w.fs, "/dist"), std::vector<std::string>{});
+  const std::string copy = "/dist/variants/" + b.label + "/" + plain.filename;
+  w.fs.add_file(copy, plain.bytes);
+  EXPECT_EQ(*check_variants_index(w.fs, "/dist"),
+            std::vector<std::string>{vb.filename + ": variants/" + b.label + "/simple/tiny-scale/ lists " +
+                                     plain.filename + " with sha256 " + sha256_hex(vb.bytes) + ", " + copy + " has " +
+                                     sha256_hex(plain.bytes) + " (`opforge index /dist` writes it again)"});
+  w.fs.add_file("/dist/variants/" + a.label + "/simple/tiny-scale/index.html", simple_project_page("tiny-scale", {}));
+  auto two = check_variants_index(w.fs, "/dist");
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_NE(strings::join(*two, "\n")
+                .find(va.filename + ": variants/" + a.label + "/simple/tiny-scale/ (the index plain pip reads"),
+            std::string::npos)
+      << strings::join(*two, "\n");
+  ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
+  EXPECT_EQ(*check_variants_index(w.fs, "/dist"), std::vector<std::string>{});
+  EXPECT_EQ(pages(), first);
+
   // A label that is a path of its own ("..": [0-9a-z._]+ allows it) gets no index: nothing is
   // written outside variants/, the plain wheel stays as it was.
   Variant up = make_variant({{"nvidia", "sm_arch", "70_real"}});
@@ -286,8 +306,11 @@ TEST(WheelVariant, AnIndexThatDisagreesIsNamed) {
   w.fs.add_file("/dist/" + va.filename, va.bytes);
   auto none = check_variants_index(w.fs, "/dist");
   ASSERT_TRUE(none);
-  ASSERT_EQ(none->size(), 1u);
-  EXPECT_NE(none->front().find("tiny_scale-0.1.0-variants.json is missing"), std::string::npos) << none->front();
+  EXPECT_EQ(*none,
+            (std::vector<std::string>{
+                va.filename + ": variants/" + a.label + "/simple/tiny-scale/ (the index plain pip reads for variant '" +
+                    a.label + "') does not list " + plain.filename + " (`opforge index /dist` writes it again)",
+                va.filename + ": variant '" + a.label + "', but tiny_scale-0.1.0-variants.json is missing"}));
   ASSERT_TRUE(write_simple_index(w.fs, "/dist"));
   EXPECT_EQ(*check_variants_index(w.fs, "/dist"), std::vector<std::string>{});
   Variant lying = a;

@@ -119,7 +119,8 @@ bool is_wheelhouse(const probe::FileSystem& fs, const std::string& path) {
   return last == "simple" || fs.resolved_type(p / "simple") == probe::FileType::directory;
 }
 
-/// `verify DIST`: the index's variants.json files against the variant wheels beside them.
+/// `verify DIST`: the index's variants.json files, and each variant's index for plain pip, against
+/// the variant wheels beside them.
 Status verify_index(const std::string& path, bool json) {
   auto m = probe::real_machine();
   fs::path dist = path;
@@ -129,10 +130,12 @@ Status verify_index(const std::string& path, bool json) {
   if (json) std::cout << nlohmann::json{{"target", path}, {"kind", "index"}, {"problems", problems}}.dump(2) << "\n";
   if (problems.empty()) {
     if (!json)
-      std::cout << path << ": ok (every variant wheel's variant.json is what its version's variants.json lists)\n";
+      std::cout << path
+                << ": ok (every variant wheel's variant.json is what its version's variants.json lists, and its "
+                   "variant's index for plain pip serves its files)\n";
     return {};
   }
-  return failure(path + ": the index's variants.json disagrees with its wheels:\n  " + strings::join(problems, "\n  "),
+  return failure(path + ": the index disagrees with its variant wheels:\n  " + strings::join(problems, "\n  "),
                  "rewrite the index from the wheels (`opforge index DIR DIR`) or rebuild the wheels named");
 }
 

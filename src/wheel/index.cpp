@@ -157,6 +157,36 @@ Status write_variant_indexes(probe::FileSystem& fs, const fs::path& dist,
   return {};
 }
 
+/// What is wrong with the index plain pip reads for the variant wheel `n` (`bytes`, its variant's
+/// `label`): variants/<label>/simple/<project>/ must list the plain wheel's name, with the sha256 of
+/// the file it links to, whose files are this wheel's. nullopt when it is right.
+std::optional<std::string> plain_pip_problem(const probe::FileSystem& fs, const fs::path& dist, const std::string& n,
+                                             const std::string& label, std::string_view bytes) {
+  const std::string plain = n.substr(0, n.size() - label.size() - 5) + ".whl";
+  const std::string where = variant_index_path(label) + "/" + wheel_project(n) + "/";
+  const std::string fix = " (`opforge index " + dist.string() + "` writes it again)";
+  auto page = fs.read_file(dist / where / "index.html");
+  const std::size_t text = page ? page->find(">" + html_escape(plain) + "</a>") : std::string::npos;
+  const std::size_t open = text == std::string::npos ? text : page->rfind("<a href=\"", text);
+  const std::size_t hash = open == std::string::npos ? open : page->find("#sha256=", open);
+  if (hash == std::string::npos || hash > text)
+    return n + ": " + where + " (the index plain pip reads for variant '" + label + "') does not list " + plain + fix;
+  const std::string href = page->substr(open + 9, hash - open - 9), listed = page->substr(hash + 8, 64);
+  fs::path file;
+  if (href == "../../../../" + url_escape(plain)) file = dist / plain;
+  else if (href == "../../" + url_escape(plain)) file = dist / kVariantIndexesDir / label / plain;
+  else return n + ": " + where + " links " + plain + " to " + href + ", which is no file of the wheelhouse" + fix;
+  auto served = fs.read_file(file, Limits{}.archive_bytes);
+  if (!served) return n + ": " + where + " serves " + file.string() + ", which cannot be read" + fix;
+  if (sha256_hex(*served) != listed)
+    return n + ": " + where + " lists " + plain + " with sha256 " + listed + ", " + file.string() + " has " +
+           sha256_hex(*served) + fix;
+  auto mine = read_archive(bytes, Keep::dist_info), theirs = read_archive(*served, Keep::dist_info);
+  if (!mine || !theirs || files_key(*mine) != files_key(*theirs))
+    return n + ": " + where + " serves " + file.string() + ", whose files are not this wheel's" + fix;
+  return std::nullopt;
+}
+
 std::string page(std::string_view title, const std::string& body) {
   return "<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:repository-version\" content=\"1.0\">\n"
          "    <title>" +
@@ -311,6 +341,8 @@ Result<std::vector<std::string>> check_variants_index(const probe::FileSystem& f
       continue;
     }
     const Variant& mine = own->front();
+    if (mine.label == name->variant && !mine.label.starts_with("."))
+      if (auto problem = plain_pip_problem(fs, dist, n, mine.label, bytes)) problems.push_back(*problem);
     const std::string index = name->name + "-" + name->version + std::string(kVariantsIndexSuffix);
     if (!files.contains(index)) {
       auto listed = fs.read_file(dist / index);

@@ -83,7 +83,8 @@ Status write_simple_index(probe::FileSystem& fs, const fs::path& dist);
 /// Where the index's `{name}-{version}-variants.json` files disagree with the variant wheels in
 /// `dist` (what each wheel's variant.json says): one line per wheel and property, empty when they
 /// agree. A variant wheel its version's file does not list, or lists with other properties, and
-/// a file that is missing or unreadable are problems.
+/// a file that is missing or unreadable are problems; so is a variant wheel whose index for plain
+/// pip (variants/<label>/simple) does not list it, or serves a file that is not it.
 Result<std::vector<std::string>> check_variants_index(const probe::FileSystem& fs, const fs::path& dist);
 
 }  // namespace opforge::wheel
