@@ -45,7 +45,7 @@ std::string recipe(const std::string& name, const std::string& ops, const std::s
   return (kDir / name).string();
 }
 
-std::string opforge(const std::string& env = "") {
+std::string opforge_cmd(const std::string& env = "") {
   return "cd '" + kDir.string() + "' && env -i PATH=/usr/bin:/bin HOME=/nonexistent OPFORGE_CACHE_DIR='" +
          (kDir / "cache").string() + "' " + env + " '" + OPFORGE_BINARY + "' ";
 }
@@ -53,7 +53,7 @@ std::string opforge(const std::string& env = "") {
 }  // namespace
 
 TEST(CliDeepspeed, PlanShowsTheOpTableTheCommandAndItsEnvironment) {
-  auto r = run(opforge() + "plan " + recipe("ok.toml", "cpu_adam = true\nnever = \"auto\"\n"));
+  auto r = run(opforge_cmd() + "plan " + recipe("ok.toml", "cpu_adam = true\nnever = \"auto\"\n"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("build   cpu_adam (cpu, recipe: true): compatible (is_compatible())"), std::string::npos)
       << r.out;
@@ -69,11 +69,11 @@ TEST(CliDeepspeed, PlanShowsTheOpTableTheCommandAndItsEnvironment) {
 }
 
 TEST(CliDeepspeed, MisspeltOpIsExit2WithASuggestion) {
-  auto r = run(opforge() + "plan " + recipe("typo.toml", "fused_thin = true\n"));
+  auto r = run(opforge_cmd() + "plan " + recipe("typo.toml", "fused_thin = true\n"));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("[ops] names 'fused_thin', which is not an op; did you mean 'fused_thing'?"), std::string::npos)
       << r.out;
-  auto e = run(opforge("DS_BUILD_FUSED_THNG=1") + "plan " + recipe("typo_env.toml", ""));
+  auto e = run(opforge_cmd("DS_BUILD_FUSED_THNG=1") + "plan " + recipe("typo_env.toml", ""));
   EXPECT_EQ(e.code, 2) << e.out;
   EXPECT_NE(e.out.find("DS_BUILD_FUSED_THNG names no op; did you mean DS_BUILD_FUSED_THING?"), std::string::npos)
       << e.out;
@@ -81,7 +81,7 @@ TEST(CliDeepspeed, MisspeltOpIsExit2WithASuggestion) {
 
 TEST(CliDeepspeed, RequestedIncompatibleOpIsExit3BeforeAnythingRuns) {
   fs::remove(kDir / "ran");
-  auto r = run(opforge() + "build " + recipe("never.toml", "never = true\n"));
+  auto r = run(opforge_cmd() + "build " + recipe("never.toml", "never = true\n"));
   EXPECT_EQ(r.code, 3) << r.out;
   EXPECT_NE(r.out.find("op 'never' was requested (recipe: true) but cannot be built: NeverBuilder.is_compatible() "
                        "says no: never requires libnever-dev, which was not found"),
@@ -97,7 +97,7 @@ TEST(CliDeepspeed, UnreadableOpBuilderIsExit2) {
   fs::create_directories(tree);
   fs::copy(fs::path(OPFORGE_TEST_FIXTURES) / "fake_deepspeed", tree, fs::copy_options::recursive);
   std::ofstream(tree / "op_builder" / "bad.py") << "class BadBuilder(OpBuilder:\n";
-  auto r = run(opforge() + "plan " + recipe("broken.toml", "cpu_adam = true\n", tree.string()));
+  auto r = run(opforge_cmd() + "plan " + recipe("broken.toml", "cpu_adam = true\n", tree.string()));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("cannot read DeepSpeed's op builders in '" + (tree / "op_builder").string() + "'"),
             std::string::npos)
@@ -106,7 +106,7 @@ TEST(CliDeepspeed, UnreadableOpBuilderIsExit2) {
 }
 
 TEST(CliDeepspeed, TheGuidesVariablesSelectExactlyTheirOps) {
-  auto r = run(opforge("TORCH_CUDA_ARCH_LIST=8.6 DS_BUILD_CPU_ADAM=1 DS_BUILD_HIO=1") + "plan --json " +
+  auto r = run(opforge_cmd("TORCH_CUDA_ARCH_LIST=8.6 DS_BUILD_CPU_ADAM=1 DS_BUILD_HIO=1") + "plan --json " +
                recipe("guide.toml", "fused_thing = true\n"));
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out, nullptr, false);

@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Case {
+struct ErrorCase {
   const char* name;
   const char* recipe;  ///< written to r.toml after the fixture [source] lines (nullptr: none)
   const char* env;     ///< extra VAR=value words for env(1)
@@ -29,7 +29,7 @@ std::string fixture_source() {
   return std::string("[source]\npath = \"") + OPFORGE_TEST_FIXTURES + "\"\nops_dir = \"ops\"\n";
 }
 
-const Case kCases[] = {
+const ErrorCase kCases[] = {
     {"malformed_toml", "[package\nname = \"x\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:4:9: invalid TOML: Error while parsing table header: expected ']', saw '\\n'\n"
      "  [package\n"
@@ -201,10 +201,10 @@ CliRun run_cli(const fs::path& cwd, const std::string& env, const std::string& a
   return r;
 }
 
-class CliErrors : public ::testing::TestWithParam<Case> {};
+class CliErrors : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(CliErrors, ExactMessageAndExitCode) {
-  const Case& c = GetParam();
+  const ErrorCase& c = GetParam();
   fs::path dir = fs::path(OPFORGE_BUILD_DIR) / "cli_errors" / c.name;
   fs::remove_all(dir);
   fs::create_directories(dir);

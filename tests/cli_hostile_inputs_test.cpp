@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using opforge::test_util::slurp;
 using opforge::test_util::spit;
 
-struct Case {
+struct InputCase {
   std::string name;
   std::string recipe;   ///< after "[source] path = src, ops_dir = ops" (3 lines)
   std::string op_toml;  ///< src/ops/hostile/op.toml; empty: a plain CPU op
@@ -32,14 +32,14 @@ struct Case {
 };
 
 /// gtest prints a row by its name (not as 200 bytes of hex).
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const InputCase& c, std::ostream* os) { *os << c.name; }
 
 const std::string kPlainOp = "name = \"plain\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n";
 std::string op_with(const std::string& lines) {
   return "name = \"hostile\"\nkind = \"cpu\"\nsources = [\"a.cpp\"]\n" + lines;
 }
 
-std::vector<Case> cases() {
+std::vector<InputCase> input_cases() {
   const std::string big(500000, 'x');
   std::string dotted = "[package]\n";
   for (int i = 0; i < 100; ++i) dotted += "a.";
@@ -210,10 +210,10 @@ std::set<std::string> snapshot(const fs::path& root) {
   return out;
 }
 
-class CliHostile : public ::testing::TestWithParam<Case> {};
+class CliHostile : public ::testing::TestWithParam<InputCase> {};
 
 TEST_P(CliHostile, ExitCodeMessageAndNothingOutsideTheBuildFolder) {
-  const Case& c = GetParam();
+  const InputCase& c = GetParam();
   fs::path dir = fs::path(OPFORGE_BUILD_DIR) / "cli_hostile" / c.name;
   fs::remove_all(dir);
   fs::create_directories(dir / "src/ops/hostile");
@@ -241,9 +241,9 @@ TEST_P(CliHostile, ExitCodeMessageAndNothingOutsideTheBuildFolder) {
   EXPECT_FALSE(fs::exists(dir / "relative-home")) << "a relative HOME put a cache in the working folder";
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, CliHostile, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Table, CliHostile, ::testing::ValuesIn(input_cases()),
                          [](const auto& info) { return info.param.name; });
 
-TEST(CliHostile, TableHasAtLeast35Rows) { EXPECT_GE(cases().size(), 35u); }
+TEST(CliHostile, TableHasAtLeast35Rows) { EXPECT_GE(input_cases().size(), 35u); }
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using opforge::test_util::slurp;
 using opforge::test_util::spit;
 
-struct Case {
+struct PathCase {
   std::string name;
   std::string setup;     ///< bash, run in the world's folder first; exit 77 skips the row ("SKIP: reason" on stdout)
   std::string cwd;       ///< bash word for the folder opforge runs in, relative to the world ("." when empty)
@@ -34,7 +34,7 @@ struct Case {
   bool may_wait = false;  ///< another opforge really holds the lock (the row starts one)
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const PathCase& c, std::ostream* os) { *os << c.name; }
 
 // The op with a [[probe]] (libm), which plan compiles once and remembers in probes.json.
 const std::string kProbedOp =
@@ -101,7 +101,7 @@ const std::string kGitTree =
     "git init -q . && git add top.toml .gitignore src && "
     "git -c user.name=t -c user.email=t@t commit -qm init";
 
-std::vector<Case> cases() {
+std::vector<PathCase> path_cases() {
   return {
       // --- folders opforge cannot write: "cannot" is not "held", and nothing waits
       {"dist_read_only_mount", kReadOnlyMount, "", "", "build r.toml -j1 --dist-dir ro", 1,
@@ -231,10 +231,10 @@ std::vector<Case> cases() {
   };
 }
 
-class CliHostilePaths : public ::testing::TestWithParam<Case> {};
+class CliHostilePaths : public ::testing::TestWithParam<PathCase> {};
 
 TEST_P(CliHostilePaths, ExitCodeMessageAndBoundedTime) {
-  const Case& c = GetParam();
+  const PathCase& c = GetParam();
   fs::path dir = fs::path(OPFORGE_BUILD_DIR) / "cli_hostile_paths" / c.name;
   (void)std::system(("umount '" + dir.string() + "/ro' 2>/dev/null").c_str());
   fs::remove_all(dir);
@@ -286,7 +286,7 @@ TEST_P(CliHostilePaths, ExitCodeMessageAndBoundedTime) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, CliHostilePaths, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Table, CliHostilePaths, ::testing::ValuesIn(path_cases()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -19,9 +19,9 @@ python = ["python3.11", "/opt/py312/bin/python3"]
 requirements = ["numpy", "ninja"]
 )";
 
-struct World {
+struct MatrixWorld {
   probe::FakeMachine w;
-  World(const std::string& recipe) {
+  MatrixWorld(const std::string& recipe) {
     w.fs.add_file("/p/opforge.toml", recipe);
     probe::ProcessResult py311{0, 0, false, "/usr/bin/python3.11\n3.11\n", ""};
     probe::ProcessResult py312{0, 0, false, "/opt/py312/bin/python3.12\n3.12\n", ""};
@@ -34,7 +34,7 @@ struct World {
 };
 
 TEST(PlanMatrix, CellIdsAndOrder) {
-  World world(kMatrix);
+  MatrixWorld world(kMatrix);
   auto r = world.recipe();
   ASSERT_TRUE(r) << r.error().render();
   auto cs = cells(world.w.machine(), *r, "/cache");
@@ -55,7 +55,7 @@ TEST(PlanMatrix, CellIdsAndOrder) {
 }
 
 TEST(PlanMatrix, JsonIsAGithubActionsIncludeList) {
-  World world(kMatrix);
+  MatrixWorld world(kMatrix);
   auto r = world.recipe();
   auto cs = cells(world.w.machine(), *r, "/cache");
   ASSERT_TRUE(cs);
@@ -71,7 +71,7 @@ TEST(PlanMatrix, JsonIsAGithubActionsIncludeList) {
 }
 
 TEST(PlanMatrix, SelectByIdAndIndex) {
-  World world(kMatrix);
+  MatrixWorld world(kMatrix);
   auto r = world.recipe();
   auto cs = *cells(world.w.machine(), *r, "/cache");
   EXPECT_EQ(select(*r, cs, "torch2.15-py3.11", std::nullopt)->front().index, 2u);
@@ -89,7 +89,7 @@ TEST(PlanMatrix, SelectByIdAndIndex) {
 }
 
 TEST(PlanMatrix, MissingPythonIsBadInputAtItsLine) {
-  World world(kMatrix);
+  MatrixWorld world(kMatrix);
   world.w.proc.on({"/opt/py312/bin/python3", "-c"}, probe::ProcessResult{127, 0, false, "", "not found"});
   auto r = world.recipe();
   auto cs = cells(world.w.machine(), *r, "/cache");
@@ -100,7 +100,7 @@ TEST(PlanMatrix, MissingPythonIsBadInputAtItsLine) {
 }
 
 TEST(PlanMatrix, NamedEnvironmentReplacesTheMadeOne) {
-  World world(std::string(kMatrix) + "environments = { \"torch2.14.0-py3.11\" = \"/venvs/t214/bin/python\" }\n");
+  MatrixWorld world(std::string(kMatrix) + "environments = { \"torch2.14.0-py3.11\" = \"/venvs/t214/bin/python\" }\n");
   world.w.fs.add_file("/venvs/t214/bin/python", "", 0755);
   auto r = world.recipe();
   ASSERT_TRUE(r) << r.error().render();
@@ -109,7 +109,7 @@ TEST(PlanMatrix, NamedEnvironmentReplacesTheMadeOne) {
   EXPECT_EQ((*cs)[0].env, "/venvs/t214");
   EXPECT_TRUE((*cs)[0].user_env);
   EXPECT_TRUE((*cs)[0].ready);
-  World bad(std::string(kMatrix) + "environments = { \"torch9.9.9-py3.11\" = \"/venvs/t214/bin/python\" }\n");
+  MatrixWorld bad(std::string(kMatrix) + "environments = { \"torch9.9.9-py3.11\" = \"/venvs/t214/bin/python\" }\n");
   auto rb = bad.recipe();
   ASSERT_TRUE(rb);
   auto cb = cells(bad.w.machine(), *rb, "/cache");
@@ -118,7 +118,7 @@ TEST(PlanMatrix, NamedEnvironmentReplacesTheMadeOne) {
 }
 
 TEST(PlanMatrix, EnvironmentIsMadeOnceThenReused) {
-  World world(kMatrix);
+  MatrixWorld world(kMatrix);
   auto r = world.recipe();
   auto cs = *cells(world.w.machine(), *r, "/cache");
   Cell c = cs[0];
@@ -138,7 +138,7 @@ TEST(PlanMatrix, EnvironmentIsMadeOnceThenReused) {
 }
 
 TEST(PlanMatrix, FailedPipLeavesNoEnvironment) {
-  World world(kMatrix);
+  MatrixWorld world(kMatrix);
   auto r = world.recipe();
   auto cs = *cells(world.w.machine(), *r, "/cache");
   Cell c = cs[0];

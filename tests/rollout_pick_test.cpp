@@ -42,15 +42,15 @@ rollout::NodeFacts node(const std::string& host, const std::string& machine, con
   return rollout::parse_node_facts(host + ".json", node_report(host, machine, capability, driver, torch));
 }
 
-wheel::FatbinImage image(wheel::FatbinImage::Kind kind, int arch, std::pair<int, int> isa = {0, 0}) {
+wheel::FatbinImage fatbin(wheel::FatbinImage::Kind kind, int arch, std::pair<int, int> isa = {0, 0}) {
   wheel::FatbinImage i;
   i.kind = kind;
   i.arch = arch;
   i.ptx_isa = isa;
   return i;
 }
-constexpr auto sass = wheel::FatbinImage::Kind::elf;
-constexpr auto ptx = wheel::FatbinImage::Kind::ptx;
+constexpr auto kSass = wheel::FatbinImage::Kind::elf;
+constexpr auto kPtx = wheel::FatbinImage::Kind::ptx;
 
 /// A wheel of project x holding `images`, built with CUDA 13.0, for `machine`, as variant `props`
 /// (none: the plain wheel).
@@ -79,10 +79,10 @@ wheel::VariantProperty sm(const std::string& v) { return {"nvidia", "sm_arch", v
 
 /// The four wheels of one version: sm_80, sm_90, sm_90 PTX only, and the plain fallback holding all three.
 std::vector<rollout::IndexWheel> four_wheels() {
-  return {index_wheel("1.0", {image(sass, 80)}, {cuda13, sm("80_real")}),
-          index_wheel("1.0", {image(sass, 90)}, {cuda13, sm("90_real")}),
-          index_wheel("1.0", {image(ptx, 90, {9, 0})}, {cuda13, sm("90_virtual")}),
-          index_wheel("1.0", {image(sass, 80), image(sass, 90), image(ptx, 90, {9, 0})}, {})};
+  return {index_wheel("1.0", {fatbin(kSass, 80)}, {cuda13, sm("80_real")}),
+          index_wheel("1.0", {fatbin(kSass, 90)}, {cuda13, sm("90_real")}),
+          index_wheel("1.0", {fatbin(kPtx, 90, {9, 0})}, {cuda13, sm("90_virtual")}),
+          index_wheel("1.0", {fatbin(kSass, 80), fatbin(kSass, 90), fatbin(kPtx, 90, {9, 0})}, {})};
 }
 
 std::string reasons(const rollout::Rejected& r) {
@@ -151,8 +151,8 @@ TEST(RolloutPick, SmArchOfOtherGpusAndWhatIsNotKnown) {
   EXPECT_EQ(std::vector<std::string>(mv.begin(), mv.begin() + 3),
             (std::vector<std::string>{"90_real", "90_virtual", "89_virtual"}));
   EXPECT_NE(std::find(mv.begin(), mv.end(), "80_real"), mv.end());
-  auto both = index_wheel("1.0", {image(sass, 80), image(sass, 90)}, {cuda13, sm("80_real"), sm("90_real")});
-  auto only90 = index_wheel("1.0", {image(sass, 90)}, {cuda13, sm("90_real")});
+  auto both = index_wheel("1.0", {fatbin(kSass, 80), fatbin(kSass, 90)}, {cuda13, sm("80_real"), sm("90_real")});
+  auto only90 = index_wheel("1.0", {fatbin(kSass, 90)}, {cuda13, sm("90_real")});
   auto mp = rollout::pick_for_node({only90, both}, mixed);
   EXPECT_EQ(mp.projects[0].order, std::vector<std::string>{both.filename});
   ASSERT_EQ(mp.projects[0].rejected.size(), 1u);
@@ -208,7 +208,7 @@ TEST(RolloutPick, NoWheelForAnOldDriverOrAnotherMachine) {
   }
   // An aarch64 wheel is Grace's.
   auto both = wheels;
-  both.push_back(index_wheel("1.0", {image(sass, 90)}, {cuda13, sm("90_real")}, "aarch64"));
+  both.push_back(index_wheel("1.0", {fatbin(kSass, 90)}, {cuda13, sm("90_real")}, "aarch64"));
   both.back().filename = "x-1.0-py3-none-manylinux_2_34_aarch64-" + both.back().variant->label + ".whl";
   grace = rollout::pick_for_node(both, node("grace01", "aarch64", "9.0"));
   ASSERT_TRUE(grace.ok());
@@ -218,12 +218,12 @@ TEST(RolloutPick, NoWheelForAnOldDriverOrAnotherMachine) {
 TEST(RolloutPick, NewestVersionFirstAndTheTorchPinDecides) {
   // Two cells of a matrix: torch 2.14 and 2.15, one version each.
   auto w14 =
-      index_wheel("1.0+torch214", {image(sass, 90)}, {cuda13, sm("90_real"), {"abi_dependency", "torch", "2.14"}});
+      index_wheel("1.0+torch214", {fatbin(kSass, 90)}, {cuda13, sm("90_real"), {"abi_dependency", "torch", "2.14"}});
   w14.needs.torch = "==2.14.*";
   auto w15 =
-      index_wheel("1.0+torch215", {image(sass, 90)}, {cuda13, sm("90_real"), {"abi_dependency", "torch", "2.15"}});
+      index_wheel("1.0+torch215", {fatbin(kSass, 90)}, {cuda13, sm("90_real"), {"abi_dependency", "torch", "2.15"}});
   w15.needs.torch = "==2.15.*";
-  auto old = index_wheel("0.9", {image(sass, 90)}, {});
+  auto old = index_wheel("0.9", {fatbin(kSass, 90)}, {});
   const std::vector<rollout::IndexWheel> wheels{old, w14, w15};
   auto on14 = rollout::pick_for_node(
       wheels, node("n", "x86_64", "9.0", R"({"version": "580.65.06", "cuda": "13.0"})", R"({"version": "2.14.1"})"));

@@ -22,18 +22,9 @@ const char* kGcc = "aarch64-linux-gnu-gcc";
 
 bool have_cross_gcc() { return std::system("aarch64-linux-gnu-gcc --version >/dev/null 2>&1") == 0; }
 
-std::string run_output(const std::string& cmd) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return out;
-  char buf[4096];
-  while (auto n = std::fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
-  return out;
-}
-
 /// Compiles `source` (C, or C++ with a .cpp `file`) with the cross gcc into a shared library.
-std::string compile(const std::string& tag, const std::string& source, const std::string& flags,
-                    const std::string& file = "t.c") {
+std::string cross_compile(const std::string& tag, const std::string& source, const std::string& flags,
+                          const std::string& file = "t.c") {
   auto dir = temp_dir("isa-arm-" + tag);
   spit(dir / file, source);
   auto out = dir / "t.so";
@@ -41,14 +32,6 @@ std::string compile(const std::string& tag, const std::string& source, const std
       std::string(kGcc) + " -O2 -shared -fPIC " + flags + " -o " + out.string() + " " + (dir / file).string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) return "";
   return slurp(out);
-}
-
-std::set<std::string> gcc_families(const std::string& flags) {
-  auto macros = run_output(std::string(kGcc) + " " + flags + " -dM -E -x c /dev/null 2>/dev/null");
-  std::set<std::string> out;
-  for (const auto& f : target::isa_families("aarch64"))
-    if (macros.find("#define " + std::string(f.gcc_macro) + " ") != std::string::npos) out.emplace(f.name);
-  return out;
 }
 
 std::vector<std::string> names(const std::vector<FamilyUse>& uses) {
@@ -102,11 +85,13 @@ TEST(CpuTargetArm, TargetsAllowWhatTheCrossGccEnablesForThem) {
   for (const auto& name : target::cpu_target_names("aarch64")) {
     auto t = target::find_cpu_target(name);
     ASSERT_TRUE(t) << name;
-    EXPECT_EQ(t->families, gcc_families("-march=" + t->arch)) << name;
+    EXPECT_EQ(t->families, testing::gcc_families(kGcc, "aarch64", "-march=" + t->arch)) << name;
   }
   // gcc 12 knows these two as -mcpu (not neoverse-v2): the same families.
   for (const char* cpu : {"neoverse-n1", "neoverse-v1"})
-    EXPECT_EQ(target::find_cpu_target(cpu)->families, gcc_families(std::string("-mcpu=") + cpu)) << cpu;
+    EXPECT_EQ(target::find_cpu_target(cpu)->families,
+              testing::gcc_families(kGcc, "aarch64", std::string("-mcpu=") + cpu))
+        << cpu;
 }
 
 TEST(CpuTargetArm, FlagFamiliesMatchTheCrossGcc) {
@@ -114,7 +99,7 @@ TEST(CpuTargetArm, FlagFamiliesMatchTheCrossGcc) {
   for (std::string flag :
        {"-march=armv8.2-a+sve", "-march=armv8-a+sve2", "-march=armv8.2-a+fp16+dotprod", "-march=armv8.4-a+bf16+i8mm",
         "-march=armv9-a+nosve2", "-mcpu=neoverse-n1", "-mcpu=neoverse-v1+nosve"})
-    EXPECT_EQ(target::families_of_flags({flag}), gcc_families(flag)) << flag;
+    EXPECT_EQ(target::families_of_flags({flag}), testing::gcc_families(kGcc, "aarch64", flag)) << flag;
   EXPECT_TRUE(target::families_of_flags({"-mavx2", "-O2"}).contains("AVX2"));  // x86's still read
 }
 
@@ -140,16 +125,16 @@ TEST(WheelIsaArm, EncodingsOfEachFamily) {
 
 TEST(WheelIsaArm, NeonOnlyLibraryIsTheBaseline) {
   NEED_CROSS_GCC();
-  auto so = compile("neon",
-                    "#include <arm_neon.h>\n"
-                    "void axpy(float* y, const float* x, float a, int n) {\n"
-                    "  for (int i = 0; i + 4 <= n; i += 4)\n"
-                    "    vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a)); }\n"
-                    "void half(unsigned short* o, const float* x) {\n"
-                    "  vst1_u16(o, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x)))); }\n"
-                    "float dot(const float* a, const float* b, int n) {\n"
-                    "  float s = 0; for (int i = 0; i < n; ++i) s += a[i] * b[i]; return s; }\n",
-                    "-march=armv8-a -O3");
+  auto so = cross_compile("neon",
+                          "#include <arm_neon.h>\n"
+                          "void axpy(float* y, const float* x, float a, int n) {\n"
+                          "  for (int i = 0; i + 4 <= n; i += 4)\n"
+                          "    vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a)); }\n"
+                          "void half(unsigned short* o, const float* x) {\n"
+                          "  vst1_u16(o, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x)))); }\n"
+                          "float dot(const float* a, const float* b, int n) {\n"
+                          "  float s = 0; for (int i = 0; i < n; ++i) s += a[i] * b[i]; return s; }\n",
+                          "-march=armv8-a -O3");
   ASSERT_FALSE(so.empty());
   IsaUse use = read(so);
   EXPECT_TRUE(use.analysed);
@@ -163,12 +148,12 @@ TEST(WheelIsaArm, NeonOnlyLibraryIsTheBaseline) {
 
 TEST(WheelIsaArm, SveAboveArmv8IsReportedAndFailsTheCheck) {
   NEED_CROSS_GCC();
-  auto so = compile("sve",
-                    "#include <arm_sve.h>\n"
-                    "void scale(float* x, float k, long n) {\n"
-                    "  for (long i = 0; i < n; i += svcntw()) { svbool_t pg = svwhilelt_b32(i, n);\n"
-                    "    svst1(pg, x + i, svmul_n_f32_x(pg, svld1(pg, x + i), k)); } }\n",
-                    "-march=armv8.2-a+sve");
+  auto so = cross_compile("sve",
+                          "#include <arm_sve.h>\n"
+                          "void scale(float* x, float k, long n) {\n"
+                          "  for (long i = 0; i < n; i += svcntw()) { svbool_t pg = svwhilelt_b32(i, n);\n"
+                          "    svst1(pg, x + i, svmul_n_f32_x(pg, svld1(pg, x + i), k)); } }\n",
+                          "-march=armv8.2-a+sve");
   ASSERT_FALSE(so.empty());
   IsaUse use = read(so);
   ASSERT_FALSE(use.families.empty());
@@ -195,11 +180,11 @@ TEST(WheelIsaArm, SveAboveArmv8IsReportedAndFailsTheCheck) {
 
 TEST(WheelIsaArm, Sve2IsToldApartFromSve) {
   NEED_CROSS_GCC();
-  auto so = compile("sve2",
-                    "#include <arm_sve.h>\n"
-                    "svint64_t widen(svint32_t a, svint32_t b) { return svmullb_s64(a, b); }\n"
-                    "svuint8_t narrow(svuint16_t a, svuint16_t b) { return svaddhnb_u16(a, b); }\n",
-                    "-march=armv9-a");
+  auto so = cross_compile("sve2",
+                          "#include <arm_sve.h>\n"
+                          "svint64_t widen(svint32_t a, svint32_t b) { return svmullb_s64(a, b); }\n"
+                          "svuint8_t narrow(svuint16_t a, svuint16_t b) { return svaddhnb_u16(a, b); }\n",
+                          "-march=armv9-a");
   ASSERT_FALSE(so.empty());
   IsaUse use = read(so);
   EXPECT_EQ(names(use.families), std::vector<std::string>{"SVE2"});
@@ -228,14 +213,14 @@ TEST(WheelIsaArm, ExtensionFamiliesFromRealCode) {
        "#include <arm_neon.h>\nint32x4_t m(int32x4_t r, int8x16_t a, int8x16_t b) { return vmmlaq_s32(r, a, b); }\n"},
   };
   for (const auto& c : cases) {
-    auto so = compile(std::string("ext-") + c.family, c.code, c.flags);
+    auto so = cross_compile(std::string("ext-") + c.family, c.code, c.flags);
     ASSERT_FALSE(so.empty()) << c.family;
     IsaUse use = read(so);
     EXPECT_EQ(names(use.families), std::vector<std::string>{c.family}) << c.flags;
   }
   // Half precision converted, not computed, is armv8-a's own.
-  auto cvt = compile("fp16-cvt", "_Float16 h(float x) { return (_Float16)x; }\nfloat f(_Float16 x) { return x; }\n",
-                     "-march=armv8-a");
+  auto cvt = cross_compile(
+      "fp16-cvt", "_Float16 h(float x) { return (_Float16)x; }\nfloat f(_Float16 x) { return x; }\n", "-march=armv8-a");
   ASSERT_FALSE(cvt.empty());
   EXPECT_TRUE(read(cvt).families.empty());
 }
@@ -244,13 +229,13 @@ TEST(WheelIsaArm, ExtensionFamiliesFromRealCode) {
 // check; the dispatch section holds our own SVE kernels: both are dispatched, not the baseline.
 TEST(WheelIsaArm, OutlineAtomicsAndTheDispatchSectionAreDispatched) {
   NEED_CROSS_GCC();
-  auto so = compile("dispatch",
-                    "#include <arm_sve.h>\n"
-                    "int add(int* p) { return __atomic_fetch_add(p, 3, __ATOMIC_SEQ_CST); }\n"
-                    "__attribute__((section(\"opforge_dispatch\"))) void scale(float* x, float k, long n) {\n"
-                    "  for (long i = 0; i < n; i += svcntw()) { svbool_t pg = svwhilelt_b32(i, n);\n"
-                    "    svst1(pg, x + i, svmul_n_f32_x(pg, svld1(pg, x + i), k)); } }\n",
-                    "-march=armv8-a+sve -moutline-atomics");
+  auto so = cross_compile("dispatch",
+                          "#include <arm_sve.h>\n"
+                          "int add(int* p) { return __atomic_fetch_add(p, 3, __ATOMIC_SEQ_CST); }\n"
+                          "__attribute__((section(\"opforge_dispatch\"))) void scale(float* x, float k, long n) {\n"
+                          "  for (long i = 0; i < n; i += svcntw()) { svbool_t pg = svwhilelt_b32(i, n);\n"
+                          "    svst1(pg, x + i, svmul_n_f32_x(pg, svld1(pg, x + i), k)); } }\n",
+                          "-march=armv8-a+sve -moutline-atomics");
   ASSERT_FALSE(so.empty());
   IsaUse use = read(so);
   EXPECT_EQ(use.level, 1) << use.summary();

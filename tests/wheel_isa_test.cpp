@@ -32,24 +32,6 @@ std::string compile(const std::string& tag, const std::string& source, const std
   return slurp(out);
 }
 
-std::string run_output(const std::string& cmd) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return out;
-  char buf[4096];
-  while (auto n = std::fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
-  return out;
-}
-
-/// The families whose gcc macro `gcc <flags> -dM -E` defines.
-std::set<std::string> gcc_families(const std::string& flags) {
-  auto macros = run_output("gcc " + flags + " -dM -E -x c /dev/null 2>/dev/null");
-  std::set<std::string> out;
-  for (const auto& f : isa_families("x86_64"))
-    if (macros.find("#define " + std::string(f.gcc_macro) + " ") != std::string::npos) out.emplace(f.name);
-  return out;
-}
-
 std::vector<std::string> names(const IsaUse& use) {
   std::vector<std::string> out;
   for (auto& f : use.families) out.push_back(f.family);
@@ -218,7 +200,7 @@ TEST(WheelIsa, TargetsAllowWhatGccEnablesForThem) {
   for (const auto& name : cpu_target_names("x86_64")) {
     auto t = find_cpu_target(name);
     ASSERT_TRUE(t) << name;
-    EXPECT_EQ(t->families, gcc_families("-march=" + name)) << name;
+    EXPECT_EQ(t->families, testing::gcc_families("gcc", "x86_64", "-march=" + name)) << name;
   }
   EXPECT_FALSE(find_cpu_target("native"));
   EXPECT_FALSE(find_cpu_target("x86-64-v5"));
@@ -227,9 +209,10 @@ TEST(WheelIsa, TargetsAllowWhatGccEnablesForThem) {
 TEST(WheelIsa, FlagFamiliesMatchGccImplications) {
   for (std::string flag : {"-msse4.2", "-mavx", "-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw",
                            "-mavx512dq", "-mbmi2", "-maes"})
-    EXPECT_EQ(families_of_flags({flag}), gcc_families("-march=x86-64 " + flag)) << flag;
+    EXPECT_EQ(families_of_flags({flag}), testing::gcc_families("gcc", "x86_64", "-march=x86-64 " + flag)) << flag;
   // opforge's cpu_adam sources, as their op.toml gives them.
-  EXPECT_EQ(families_of_flags({"-mavx2", "-mfma", "-mf16c", "-O3"}), gcc_families("-march=x86-64 -mavx2 -mfma -mf16c"));
+  EXPECT_EQ(families_of_flags({"-mavx2", "-mfma", "-mf16c", "-O3"}),
+            testing::gcc_families("gcc", "x86_64", "-march=x86-64 -mavx2 -mfma -mf16c"));
 }
 
 }  // namespace opforge::wheel

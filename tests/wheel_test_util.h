@@ -1,8 +1,12 @@
 #pragma once
 // Test helpers for the wheel tests: real gcc/nvcc builds of tiny shared libraries into a temp dir.
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <set>
 #include <string>
 
+#include "target/cpu.h"
 #include "test_util.h"
 
 namespace opforge::wheel::testing {
@@ -34,6 +38,26 @@ inline bool build_nvcc_library(const std::string& nvcc, const std::filesystem::p
   std::string cmd = nvcc + " -shared -Xcompiler=-fPIC " + gencode + " -o " + (dir / "k.so").string() + " " +
                     (dir / "k.cu").string() + " 2>&1";
   return std::system(cmd.c_str()) == 0;
+}
+
+/// What `cmd` prints on stdout ("" when it cannot start).
+inline std::string command_output(const std::string& cmd) {
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return out;
+  char buf[4096];
+  while (auto n = std::fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
+  return out;
+}
+
+/// The ISA families of `machine` whose gcc macro `<gcc> <flags> -dM -E` defines.
+inline std::set<std::string> gcc_families(const std::string& gcc, const std::string& machine,
+                                          const std::string& flags) {
+  auto macros = command_output(gcc + " " + flags + " -dM -E -x c /dev/null 2>/dev/null");
+  std::set<std::string> out;
+  for (const auto& f : target::isa_families(machine))
+    if (macros.find("#define " + std::string(f.gcc_macro) + " ") != std::string::npos) out.emplace(f.name);
+  return out;
 }
 
 }  // namespace opforge::wheel::testing

@@ -294,7 +294,7 @@ Status run_build(const BuildFlags& given) {
   return print_cells(outcomes);
 }
 
-Registrar reg{
+Registrar build_command{
     {"build", "Build the recipe's ops and package them into a reproducible wheel", [](CLI::App& app) -> Runner {
        auto flags = std::make_shared<BuildFlags>();
        app.add_option("recipe", flags->recipe, "recipe file (TOML), or 'default' for the bundled default recipe")

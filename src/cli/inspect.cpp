@@ -193,7 +193,7 @@ std::string text(const wheel::Inspection& in) {
   return out;
 }
 
-const Registrar kInspect{Registration{
+const Registrar inspect_command{Registration{
     "inspect", "show a wheel's files, tags, ELF symbol versions and GPU architectures", [](CLI::App& app) -> Runner {
       auto wheel_path = std::make_shared<std::string>();
       auto json = std::make_shared<bool>(false);

@@ -52,7 +52,7 @@ Status run_pick(const std::string& index, const std::vector<std::string>& report
                  "the reasons name on the node");
 }
 
-Registrar reg{
+Registrar pick_command{
     {"pick", "Say which wheel of a wheelhouse each node should install, and why the others do not fit",
      [](CLI::App& app) -> Runner {
        auto index = std::make_shared<std::string>();

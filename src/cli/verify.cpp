@@ -186,7 +186,7 @@ Status verify_record(const std::string& path, bool allow_run, Verbosity verbosit
                  "compare the inputs in the record (toolkit, compiler, environment) with this machine's");
 }
 
-Registrar reg{
+Registrar verify_command{
     {"verify", "Check a wheel (RECORD hashes, names, tags, paths) or rebuild from a build record and compare",
      [](CLI::App& app) -> Runner {
        auto target = std::make_shared<std::string>();

@@ -30,7 +30,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Deadline = std::optional<Clock::time_point>;
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string os_error_text(int err) { return std::strerror(err); }
 
 /// The pipes of one run, -1 where a pipe is not needed; whatever is still open closes with it.
 struct Pipes {
@@ -55,13 +55,13 @@ struct Pipes {
 /// writes to, raw on output ('\n' stays '\n'), its size left 0x0 (no program elides to a width).
 Status open_terminal(Pipes& pipes) {
   int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master < 0) return failure("posix_openpt: " + errno_text(errno));
+  if (master < 0) return failure("posix_openpt: " + os_error_text(errno));
   pipes.out[0] = master;
   char name[256];
   if (::grantpt(master) != 0 || ::unlockpt(master) != 0 || ::ptsname_r(master, name, sizeof name) != 0)
-    return failure("pseudo-terminal: " + errno_text(errno));
+    return failure("pseudo-terminal: " + os_error_text(errno));
   pipes.out[1] = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (pipes.out[1] < 0) return failure("open " + std::string(name) + ": " + errno_text(errno));
+  if (pipes.out[1] < 0) return failure("open " + std::string(name) + ": " + os_error_text(errno));
   termios t{};
   if (::tcgetattr(pipes.out[1], &t) == 0) {
     t.c_oflag &= ~static_cast<tcflag_t>(OPOST);
@@ -78,14 +78,14 @@ Status open_pipes(const Command& command, Pipes& pipes) {
     Pipes::close_fd(pipes.out[1]);
   }
   if (pipes.out[0] >= 0) {
-    if (::pipe2(pipes.err, O_CLOEXEC) != 0) return failure("pipe: " + errno_text(errno));
+    if (::pipe2(pipes.err, O_CLOEXEC) != 0) return failure("pipe: " + os_error_text(errno));
   } else if (command.output != Output::inherit &&
              (::pipe2(pipes.out, O_CLOEXEC) != 0 || ::pipe2(pipes.err, O_CLOEXEC) != 0))
-    return failure("pipe: " + errno_text(errno));
+    return failure("pipe: " + os_error_text(errno));
   if (command.stdin_text) {
-    if (::pipe2(pipes.in, O_CLOEXEC) != 0) return failure("pipe: " + errno_text(errno));
+    if (::pipe2(pipes.in, O_CLOEXEC) != 0) return failure("pipe: " + os_error_text(errno));
     // Our end only: the poll loop never waits on a full pipe; the command reads as usual.
-    if (::fcntl(pipes.in[1], F_SETFL, O_NONBLOCK) != 0) return failure("fcntl: " + errno_text(errno));
+    if (::fcntl(pipes.in[1], F_SETFL, O_NONBLOCK) != 0) return failure("fcntl: " + os_error_text(errno));
   }
   return {};
 }
@@ -159,7 +159,7 @@ void redirect_standard_fds(const Command& command, Pipes& pipes) {
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives exec
   if (command.env) ::execve(args.exe.c_str(), args.argv.data(), args.envp.data());
   else ::execv(args.exe.c_str(), args.argv.data());
-  child_fail("cannot execute " + args.exe + ": " + errno_text(errno));
+  child_fail("cannot execute " + args.exe + ": " + os_error_text(errno));
 }
 
 // ---- The command's whole tree, seen from the watchdog ----
@@ -344,7 +344,7 @@ int supervise(pid_t cmd, const sigset_t& watched) {
   ::setpgid(0, 0);
   redirect_standard_fds(command, pipes);
   if (!command.cwd.empty() && ::chdir(command.cwd.c_str()) != 0)
-    child_fail("cannot enter " + command.cwd.string() + ": " + errno_text(errno));
+    child_fail("cannot enter " + command.cwd.string() + ": " + os_error_text(errno));
   // SIGTERM (opforge died) and SIGCHLD (the command ended) are taken with sigwaitinfo, so
   // neither can slip in between a check and a wait.
   sigset_t watched, previous;
@@ -359,7 +359,7 @@ int supervise(pid_t cmd, const sigset_t& watched) {
   if (::getppid() != parent) ::_exit(128 + SIGKILL);  // opforge died before prctl
   pid_t cmd = ::fork();
   if (cmd == 0) exec_command(command, args, previous);
-  if (cmd < 0) child_fail("cannot execute " + args.exe + ": fork: " + errno_text(errno));
+  if (cmd < 0) child_fail("cannot execute " + args.exe + ": fork: " + os_error_text(errno));
   // The watchdog holds no pipe ends: EOF on them means the command's side is closed.
   for (int fd = 0; fd <= 2; ++fd) ::close(fd);
   const int st = supervise(cmd, watched);
@@ -586,7 +586,7 @@ Result<int> wait_for_exit(pid_t pid, const Deadline& deadline, bool& timed_out, 
     }
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) {
-      out = failure("waitpid: " + errno_text(errno));
+      out = failure("waitpid: " + os_error_text(errno));
       break;
     }
     if (!timed_out && Clock::now() >= *deadline) {
@@ -630,7 +630,7 @@ class RealProcessRunner final : public ProcessRunner {
     OPFORGE_CHECK(open_pipes(command, pipes));
     const pid_t parent = ::getpid();
     pid_t pid = ::fork();
-    if (pid < 0) return failure("fork: " + errno_text(errno));
+    if (pid < 0) return failure("fork: " + os_error_text(errno));
     if (pid == 0) run_watchdog(command, args, pipes, parent);
     ::setpgid(pid, pid);  // also here, so that a kill of the group below cannot come first
     WatchdogSlot slot(pid);
