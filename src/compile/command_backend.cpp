@@ -391,6 +391,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     std::vector<std::string> also;
     for (auto& [k, v] : plan.exports) also.push_back(k);
     for (auto& [k, v] : plan.recipe.build.env) also.push_back(k);
+    for (auto& [k, v] : plan.recipe.arch.env) also.push_back(k);
     return resume_key(plan.recipe.build.command,
                       {plan.cuda.torch ? plan.cuda.torch->torch_version_py_sha256 : std::string(),
                        plan.cuda.chosen ? plan.cuda.chosen->nvcc.string() : std::string()},
