@@ -5,7 +5,8 @@
 # or is set after project() (TINYCMAKE_HARDCODE: the nvcc wrapper replaces CMake's
 # --generate-code options). The project's own arch variables ([arch] env, cmake_define) reach its
 # CMake in their forms, and `plan` and the record show them. Built again from another folder with
-# another cache folder (another scratch path), the wheel has the same bytes.
+# another cache folder (another scratch path), the wheel has the same bytes. The caller's
+# CMAKE_ARGS are recorded and `verify` replays them.
 # usage: cmake_cuda.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
@@ -73,4 +74,14 @@ again=$(only_wheel "$work/proj2/dist")
 [ "$(sha "$again")" = "$(sha "$work/guarded.whl")" ] || {
   mkdir -p "$work/diff/a" "$work/diff/b"; (cd "$work/diff/a" && unzip -q "$work/guarded.whl"); (cd "$work/diff/b" && unzip -q "$again")
   diff -r "$work/diff/a" "$work/diff/b" | head; fail "the wheel from a second folder differs"; }
+# The caller's CMAKE_ARGS change the wheel (a Debug build): the record keeps them, and `verify`
+# run without them rebuilds with them and gets the same bytes.
+cp -r "$src/tests/fixtures/cmake_cuda" "$work/proj3"
+(cd "$work/proj3" && CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug" "$opforge" build opforge.toml) > "$work/build-debug.log" 2>&1 \
+  || { tail -40 "$work/build-debug.log"; fail "build (CMAKE_ARGS)"; }
+[ "$(sha "$(only_wheel "$work/proj3/dist")")" != "$(sha "$work/guarded.whl")" ] || fail "CMAKE_ARGS=-DCMAKE_BUILD_TYPE=Debug changed nothing"
+record=$(ls "$work/proj3/dist/"*.opforge-record.json)
+"$opforge" verify --allow-run "$record" > "$work/verify.log" 2>&1 || { cat "$work/verify.log"; fail "verify of the CMAKE_ARGS build"; }
+grep -qF "env     CMAKE_ARGS=-DCMAKE_BUILD_TYPE=Debug  (from the record)" "$work/verify.log" \
+  && grep -q ": ok (the rebuild gave identical bytes" "$work/verify.log" || { cat "$work/verify.log"; fail "verify did not replay CMAKE_ARGS"; }
 echo "OK"
