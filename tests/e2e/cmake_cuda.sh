@@ -6,7 +6,8 @@
 # --generate-code options). The project's own arch variables ([arch] env, cmake_define) reach its
 # CMake in their forms, and `plan` and the record show them. Built again from another folder with
 # another cache folder (another scratch path), the wheel has the same bytes. The caller's
-# CMAKE_ARGS are recorded and `verify` replays them.
+# CMAKE_ARGS are recorded and `verify` replays them. A project asking for a newer CUDA fails with
+# CMake's words and a hint.
 # usage: cmake_cuda.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
@@ -84,4 +85,13 @@ record=$(ls "$work/proj3/dist/"*.opforge-record.json)
 "$opforge" verify --allow-run "$record" > "$work/verify.log" 2>&1 || { cat "$work/verify.log"; fail "verify of the CMAKE_ARGS build"; }
 grep -qF "env     CMAKE_ARGS=-DCMAKE_BUILD_TYPE=Debug  (from the record)" "$work/verify.log" \
   && grep -q ": ok (the rebuild gave identical bytes" "$work/verify.log" || { cat "$work/verify.log"; fail "verify did not replay CMAKE_ARGS"; }
+# A project that asks for a newer CUDA than the recipe's toolkit: exit 1 with CMake's own words and
+# what to change.
+cp -r "$src/tests/fixtures/cmake_cuda" "$work/proj4"
+sed -i 's|^add_library|find_package(CUDAToolkit 14.0 REQUIRED)\nadd_library|' "$work/proj4/CMakeLists.txt"
+rc=0; (cd "$work/proj4" && "$opforge" build opforge.toml) > "$work/build-newer.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat "$work/build-newer.log"; fail "a project wanting CUDA 14.0: exit $rc, not 1"; }
+grep -q 'Could NOT find CUDAToolkit: Found unsuitable version "13.0.88", but' "$work/build-newer.log" \
+  && grep -q "hint: the project asks for CUDA 14.0 and the plan's toolkit is 13.0 (/usr/local/cuda-13.0): set \[cuda\] version" "$work/build-newer.log" \
+  || { cat "$work/build-newer.log"; fail "a project wanting CUDA 14.0: CMake's message or the hint"; }
 echo "OK"
