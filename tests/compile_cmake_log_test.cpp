@@ -27,7 +27,8 @@ TEST(CompileCmakeLog, TheFirstErrorInCmakesWordsAndTheCudaItAskedFor) {
 }
 
 TEST(CompileCmakeLog, OtherErrorsAndNone) {
-  auto e = first_cmake_error("-- ok\nCMake Error at CMakeLists.txt:3 (message):\n  no Python\n\n-- Configuring incomplete\n");
+  auto e = first_cmake_error(
+      "-- ok\nCMake Error at CMakeLists.txt:3 (message):\n  no Python\n\n-- Configuring incomplete\n");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->text, "CMake Error at CMakeLists.txt:3 (message):\n  no Python");
   EXPECT_EQ(e->wants_cuda, "");

@@ -63,8 +63,8 @@ constexpr Setting kTable[] = {
     // CMake's own, for a project that runs CMake (compile/environment.cpp, set_cmake).
     {env, "CUDACXX",
      "set by opforge for a command build with a toolkit: CMake's CUDA compiler at the first configure, the nvcc "
-     "wrapper (the toolkit's nvcc without one)",
-     "unset", false, "CMake (a command build)", Inside::set},
+     "wrapper (the toolkit's nvcc without one); the caller's own gives way, with a note in the plan",
+     "unset", false, "settings::cuda_compiler (plan/exports.cpp: the note); CMake (a command build)", Inside::set},
     {env, "CUDAHOSTCXX", "set by opforge for a command build with a toolkit: CMake's CMAKE_CUDA_HOST_COMPILER, CXX",
      "unset", false, "CMake (a command build)", Inside::set},
     {env, "CUDAToolkit_ROOT", "set by opforge for a command build with a toolkit: the toolkit's root, for CMake",
@@ -386,6 +386,12 @@ std::filesystem::path cache_dir(const probe::Environment& env) { return probe::d
 std::string path(const probe::Environment& env) { return env.get("PATH").value_or(""); }
 
 std::optional<std::string> library_path(const probe::Environment& env) { return env.get("LD_LIBRARY_PATH"); }
+
+std::optional<std::string> cuda_compiler(const probe::Environment& env) {
+  auto v = env.get("CUDACXX");
+  if (!v || v->empty()) return std::nullopt;
+  return v;
+}
 
 std::optional<std::string> conda_prefix(const probe::Environment& env) {
   auto v = env.get("CONDA_PREFIX");

@@ -19,7 +19,10 @@ cp -r "$src/tests/fixtures/cmake_cuda" "$work/proj"
 export OPFORGE_CACHE_DIR="$work/cache"
 unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST CUDAARCHS CUDACXX CMAKE_ARGS
 
-(cd "$work/proj" && "$opforge" plan opforge.toml) > "$work/plan.log" 2>&1 || { cat "$work/plan.log"; fail "plan"; }
+# The caller's CUDACXX gives way to the plan's toolkit, and the plan says so.
+(cd "$work/proj" && CUDACXX=/opt/other/bin/nvcc "$opforge" plan opforge.toml) > "$work/plan.log" 2>&1 || { cat "$work/plan.log"; fail "plan"; }
+grep -qF "  CUDACXX: the environment's /opt/other/bin/nvcc gives way to the plan's toolkit (CUDA 13.0 at /usr/local/cuda-13.0, through opforge's nvcc wrapper) for the project's CMake; choose the toolkit with [cuda] version or CUDA_HOME" "$work/plan.log" \
+  || { cat "$work/plan.log"; fail "plan: no note on the caller's CUDACXX"; }
 for line in "CUDAARCHS=90-real" "CMAKE_ARGS='-DCMAKE_CUDA_ARCHITECTURES=90-real -DTINYCMAKE_CAPABILITY=90'" "CUDAToolkit_ROOT=/usr/local/cuda-13.0" \
     "CMAKE_BUILD_PARALLEL_LEVEL="; do
   grep -q "$line" "$work/plan.log" || { cat "$work/plan.log"; fail "plan does not show $line"; }
