@@ -273,7 +273,7 @@ const Case kCases[] = {
      "verify r.json", 2,
      "r.json: field 'inputs.environment.LD_PRELOAD' is not a variable opforge records (DS_*, TORCH_CUDA_ARCH_LIST, "
      "CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS, CFLAGS, CXXFLAGS, LDFLAGS, NVCC_APPEND_FLAGS, "
-     "NVCC_PREPEND_FLAGS)"},
+     "NVCC_PREPEND_FLAGS, CMAKE_ARGS, SKBUILD_*)"},
     {"record_command_number", record_file(record_json("{\"command\": [\"sh\", 1]}")), "verify r.json", 2,
      "r.json: field 'inputs.command[1]' must be a string, not a number"},
     {"record_outputs_null",

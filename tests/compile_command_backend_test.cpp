@@ -165,6 +165,27 @@ TEST(CompileCommandBackend, CmakeGetsThePlansToolkitArchitecturesJobsAndCache) {
   EXPECT_EQ(env["CMAKE_BUILD_PARALLEL_LEVEL"], "6");
   EXPECT_FALSE(env.contains("SKBUILD_CMAKE_DEFINE"));          // scikit-build-core splits it on every ';'
   EXPECT_FALSE(env.contains("CMAKE_CUDA_COMPILER_LAUNCHER"));  // no compiler cache
+  EXPECT_EQ(env["SKBUILD_BUILD_DIR"], "/t/build/skbuild");     // not a new temporary folder each time
+
+  // The project's own variables, each in its form; -D arguments after the plan's list.
+  p.recipe.arch.env = {{"NVTE_CUDA_ARCHS", "numbers"}, {"FLASHINFER_CUDA_ARCH_LIST", "dotted"}};
+  p.recipe.arch.cmake_define = {{"COMPUTE_CAPABILITY", "numbers"}};
+  env = compile::command_environment({{"PATH", "/bin"}, {"SKBUILD_BUILD_DIR", "/mine"}}, p, "/t", "/c/nvcc/0123/nvcc");
+  EXPECT_EQ(env["NVTE_CUDA_ARCHS"], "80;86;90");
+  EXPECT_EQ(env["FLASHINFER_CUDA_ARCH_LIST"], "8.0 8.6 9.0");
+  EXPECT_EQ(env["CMAKE_ARGS"],
+            "-DCMAKE_CUDA_ARCHITECTURES=80-real;86-real;90-real;90-virtual -DCOMPUTE_CAPABILITY=80;86;90");
+  EXPECT_EQ(env["SKBUILD_BUILD_DIR"], "/mine");  // the caller's own folder stays
+  // What `plan` shows: every channel, with its reader.
+  std::vector<std::string> said;
+  for (const auto& c : compile::arch_channels(p)) said.push_back(c.variable + "=" + c.value);
+  EXPECT_EQ(said, (std::vector<std::string>{"TORCH_CUDA_ARCH_LIST=8.0;8.6;9.0+PTX",
+                                            "CUDAARCHS=80-real;86-real;90-real;90-virtual",
+                                            "CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=80-real;86-real;90-real;90-virtual",
+                                            "FLASHINFER_CUDA_ARCH_LIST=8.0 8.6 9.0", "NVTE_CUDA_ARCHS=80;86;90",
+                                            "CMAKE_ARGS=-DCOMPUTE_CAPABILITY=80;86;90"}));
+  p.recipe.arch.env.clear();
+  p.recipe.arch.cmake_define.clear();
 
   p.cache = recipe::Cache::ccache;
   p.recipe.arch.enforce = false;  // the project's own list is kept: CUDAARCHS is only a default
@@ -779,6 +800,12 @@ TEST(CompileCommandBackend, TheResumeKeyFollowsWhatDecidesTheCompilesNotTheJobCo
   EXPECT_NE(with("CUDA_HOME", "/usr/local/cuda-13.1"), base);
   EXPECT_NE(with("TORCH_CUDA_ARCH_LIST", "8.0"), base);
   EXPECT_NE(with("MY_SWITCH", "0"), base);  // the recipe's [build.env]
+  // CMake's and scikit-build-core's: the arch list and the project's -D arguments, not their jobs.
+  EXPECT_EQ(with("CMAKE_BUILD_PARALLEL_LEVEL", "16"), base);
+  EXPECT_NE(with("CMAKE_ARGS", "-DCMAKE_CUDA_ARCHITECTURES=90-real"), base);
+  EXPECT_NE(with("CUDAARCHS", "90-real"), base);
+  EXPECT_NE(with("CMAKE_CUDA_COMPILER_LAUNCHER", "ccache"), base);
+  EXPECT_NE(with("SKBUILD_CMAKE_DEFINE", "GGML_CUDA=ON"), base);
   EXPECT_NE(with("PATH", "/opt/bin:/usr/bin"), base);
   EXPECT_NE(compile::resume_key(cmd, {"other torch", "nvcc"}, env, {"MY_SWITCH"}), base);
   EXPECT_NE(compile::resume_key({"python3", "setup.py", "bdist_wheel"}, {"torch", "nvcc"}, env, {"MY_SWITCH"}), base);

@@ -31,7 +31,16 @@ add_test(NAME e2e.sccache_dist
 set_tests_properties(e2e.sccache_dist PROPERTIES TIMEOUT 1800 PROCESSORS 2 COST 300 LABELS "e2e;cluster"
                      SKIP_RETURN_CODE 77 RESOURCE_LOCK sccache_dist_ports)
 # A plain CMake CUDA project (tests/fixtures/cmake_cuda): CMake reached by the plan's toolkit and
-# arch list (CUDACXX, CUDAARCHS, CMAKE_ARGS), its own list guarded or hard-coded.
+# arch list (CUDACXX, CUDAARCHS, CMAKE_ARGS), its own list guarded or hard-coded, its own arch
+# variables ([arch] env, cmake_define); a second folder and cache folder give the same wheel bytes.
 add_test(NAME e2e.cmake_cuda
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cmake_cuda.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR} ${E2E}/cmake_cuda)
 set_tests_properties(e2e.cmake_cuda PROPERTIES TIMEOUT 1800 LABELS e2e PROCESSORS 2 COST 30 SKIP_RETURN_CODE 77)
+# A scikit-build-core CUDA project (tests/fixtures/skbuild_cuda, its default list 75;80;86) built
+# with scikit-build-core from .venv-tools (scripts/deps), no build isolation: only the plan's sm_90,
+# the recipe's nvcc with another first on PATH, build/skbuild in the tree, ccache hits and the same
+# bytes from a second folder, the same bytes from a third with another cache folder.
+add_test(NAME e2e.skbuild_cuda
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/skbuild_cuda.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${E2E}/skbuild_cuda ${CMAKE_SOURCE_DIR}/.venv-tools)
+set_tests_properties(e2e.skbuild_cuda PROPERTIES TIMEOUT 1800 LABELS e2e PROCESSORS 2 COST 30 SKIP_RETURN_CODE 77)

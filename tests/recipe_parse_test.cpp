@@ -194,6 +194,71 @@ TEST(RecipeParse, BuildEnvErrors) {
   EXPECT_EQ(enforce.error().where.line, 2);
 }
 
+// A project's own arch variables: the name it reads, and the spelling (target::arch_forms).
+TEST(RecipeParse, ArchEnvAndCmakeDefine) {
+  auto r = parse_file("/x/r.toml", R"([arch]
+list = "9.0"
+env = { NVTE_CUDA_ARCHS = "numbers", FLASHINFER_CUDA_ARCH_LIST = "dotted" }
+[arch.cmake_define]
+COMPUTE_CAPABILITY = "numbers"
+[build]
+backend = "command"
+command = ["make"]
+)");
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->arch.env, (std::map<std::string, std::string>{{"FLASHINFER_CUDA_ARCH_LIST", "dotted"},
+                                                             {"NVTE_CUDA_ARCHS", "numbers"}}));
+  EXPECT_EQ(r->arch.cmake_define, (std::map<std::string, std::string>{{"COMPUTE_CAPABILITY", "numbers"}}));
+  EXPECT_EQ(r->locations.at("arch.cmake_define.COMPUTE_CAPABILITY").line, 5);
+}
+
+TEST(RecipeParse, ArchVariableErrors) {
+  const std::string tail = "[build]\nbackend = \"command\"\ncommand = [\"make\"]\n";
+  auto error = [&](const std::string& arch) {
+    auto r = parse_file("r.toml", "[arch]\n" + arch + tail);
+    return r ? std::string("parsed") : r.error().render();
+  };
+  EXPECT_EQ(error("env = { NVTE_CUDA_ARCHS = \"cmake-nodot\" }\n"),
+            "r.toml:2:27: arch.env.NVTE_CUDA_ARCHS: 'cmake-nodot' is not a form of an arch list\n"
+            "  env = { NVTE_CUDA_ARCHS = \"cmake-nodot\" }\n"
+            "                            ^\n"
+            "  hint: use one of torch (8.0;9.0a+PTX), cmake (80-real;90a-real;90a-virtual), numbers (80;90a), dotted "
+            "(8.0 9.0a); docs/external-projects.md lists known projects' forms");
+  EXPECT_EQ(error("env = { X = 90 }\n"),
+            "r.toml:2:13: arch.env.X must be a string, not an integer\n"
+            "  env = { X = 90 }\n"
+            "              ^\n"
+            "  hint: name a form: torch, cmake, numbers, dotted");
+  EXPECT_EQ(error("env = { CUDAARCHS = \"cmake\" }\n"),
+            "r.toml:2:9: arch.env: CUDAARCHS is decided by opforge\n"
+            "  env = { CUDAARCHS = \"cmake\" }\n"
+            "          ^\n"
+            "  hint: opforge sets it from [arch] list (CMake's spelling)");
+  EXPECT_EQ(error("cmake_define = { CMAKE_CUDA_ARCHITECTURES = \"cmake\" }\n"),
+            "r.toml:2:18: arch.cmake_define: CMAKE_CUDA_ARCHITECTURES is decided by opforge\n"
+            "  cmake_define = { CMAKE_CUDA_ARCHITECTURES = \"cmake\" }\n"
+            "                   ^\n"
+            "  hint: opforge passes it from [arch] list already (with [arch] enforce)");
+  EXPECT_EQ(error("cmake_define = { \"-DX\" = \"cmake\" }\n").substr(0, 63),
+            "r.toml:2:18: arch.cmake_define: '-DX' is not a variable name\n  ");
+  // Both [arch] env and [build.env] naming one variable: two owners.
+  auto both = parse_file(
+      "r.toml", "[arch]\nenv = { NVTE_CUDA_ARCHS = \"numbers\" }\n" + tail + "[build.env]\nNVTE_CUDA_ARCHS = \"90\"\n");
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error().message,
+            "build.env.NVTE_CUDA_ARCHS: NVTE_CUDA_ARCHS is also in [arch] env, which sets it to the arch list in its "
+            "form");
+  EXPECT_EQ(both.error().where.line, 7);
+  auto native = parse_file("r.toml", "[arch]\nenv = { NVTE_CUDA_ARCHS = \"numbers\" }\n");
+  ASSERT_FALSE(native);
+  EXPECT_EQ(native.error().render(),
+            "r.toml:2:9: arch.env sets a project's own arch variables for its build command\n"
+            "  env = { NVTE_CUDA_ARCHS = \"numbers\" }\n"
+            "          ^\n"
+            "  hint: use it with [build] backend = \"command\"; native ops get the arch list from opforge");
+  EXPECT_EQ(exit_code(native.error().kind), 2);
+}
+
 TEST(RecipeParse, TheDefaultRecipeParses) {
   std::ifstream in(std::string(OPFORGE_SOURCE_DIR) + "/recipes/default.toml");
   std::stringstream text;

@@ -8,9 +8,10 @@ namespace opforge::record {
 namespace {
 
 TEST(RecordVariables, TheBuildsVariablesAreRecorded) {
-  for (const char* name : {"DS_BUILD_OPS", "DS_BUILD_AIO", "DS_ACCELERATOR", "DS_ENABLE_NINJA", "DS_SKIP_CUDA_CHECK",
-                           "DS_BUILD_STRING", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "SOURCE_DATE_EPOCH",
-                           "MAX_JOBS", "CFLAGS", "CXXFLAGS", "LDFLAGS", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS"})
+  for (const char* name :
+       {"DS_BUILD_OPS", "DS_BUILD_AIO", "DS_ACCELERATOR", "DS_ENABLE_NINJA", "DS_SKIP_CUDA_CHECK", "DS_BUILD_STRING",
+        "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "SOURCE_DATE_EPOCH", "MAX_JOBS", "CFLAGS", "CXXFLAGS",
+        "LDFLAGS", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE"})
     EXPECT_TRUE(recorded_variable(name)) << name;
   for (const char* name : {"LD_PRELOAD", "PATH", "CC", "CXX", "PYTHONPATH", "HOME"})
     EXPECT_FALSE(recorded_variable(name)) << name;
@@ -40,7 +41,7 @@ TEST(RecordVariables, OthersAreRefusedByName) {
   EXPECT_EQ(back.error().message,
             "r.json: field 'inputs.environment.LD_PRELOAD' is not a variable opforge records (DS_*, "
             "TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS, CFLAGS, CXXFLAGS, LDFLAGS, "
-            "NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS)");
+            "NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS, CMAKE_ARGS, SKBUILD_*)");
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(SettingsTable, DocsListEveryRecipeKeyInItsSection) {
 }
 
 TEST(SettingsTable, TheRecipeParserAcceptsExactlyTheTablesKeys) {
-  EXPECT_EQ(recipe_keys("arch"), (std::vector<std::string>{"list", "fallback", "enforce"}));
+  EXPECT_EQ(recipe_keys("arch"), (std::vector<std::string>{"list", "fallback", "enforce", "env", "cmake_define"}));
   EXPECT_EQ(recipe_keys("build"),
             (std::vector<std::string>{"backend", "command", "wheel_glob", "jobs", "cache", "remote", "scheduler",
                                       "scheduler_token_file", "build_dir", "dist_dir", "release", "pch",
@@ -69,7 +69,11 @@ TEST(SettingsTable, TheRecipeParserAcceptsExactlyTheTablesKeys) {
 TEST(SettingsTable, TheVariablesThatChangeTheWheelAreRecordedAndNoOthers) {
   EXPECT_EQ(wheel_variables_line(),
             "DS_*, TORCH_CUDA_ARCH_LIST, CUDA_HOME, CUDA_PATH, SOURCE_DATE_EPOCH, MAX_JOBS, CFLAGS, CXXFLAGS, LDFLAGS, "
-            "NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS");
+            "NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS, CMAKE_ARGS, SKBUILD_*");
+  // The caller's CMake arguments and scikit-build-core settings are the project's input; the
+  // build folder opforge picks for scikit-build-core is not.
+  EXPECT_TRUE(record::recorded_variable("SKBUILD_CMAKE_DEFINE"));
+  EXPECT_FALSE(record::recorded_variable("SKBUILD_BUILD_DIR"));
   for (const auto& s : table()) {
     if (s.source != Source::environment || s.name.ends_with("*")) continue;
     EXPECT_EQ(record::recorded_variable(s.name), s.changes_wheel) << s.name;

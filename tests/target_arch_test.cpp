@@ -56,5 +56,23 @@ TEST(TargetArchList, CmakeArchitectures) {
   EXPECT_EQ(cmake_architectures({}), "");
 }
 
+// The spellings projects read: TORCH_CUDA_ARCH_LIST's, CMake's, bare numbers (bitsandbytes'
+// COMPUTE_CAPABILITY, TransformerEngine's NVTE_CUDA_ARCHS), flashinfer's dotted one.
+TEST(TargetArchList, Forms) {
+  auto spell = [](std::string_view form, std::string_view text) {
+    return find_arch_form(form)->spell(parse_arch_list(text).value());
+  };
+  EXPECT_EQ(spell("torch", "8.0;9.0a+PTX"), "8.0;9.0a+PTX");
+  EXPECT_EQ(spell("cmake", "8.0;9.0a+PTX"), "80-real;90a-real;90a-virtual");
+  EXPECT_EQ(spell("numbers", "8.0;9.0a+PTX"), "80;90a");
+  EXPECT_EQ(spell("numbers", "9.0"), "90");
+  EXPECT_EQ(spell("dotted", "8.0;9.0a+PTX;10.0f"), "8.0 9.0a 10.0f");
+  EXPECT_EQ(spell("dotted", "9.0"), "9.0");
+  EXPECT_EQ(find_arch_form("cmake-nodot"), nullptr);
+  EXPECT_EQ(arch_form_names(), "torch, cmake, numbers, dotted");
+  // Each row's example is its spelling of 8.0;9.0a+PTX.
+  for (const auto& f : arch_forms()) EXPECT_EQ(spell(f.name, "8.0;9.0a+PTX"), f.example) << f.name;
+}
+
 }  // namespace
 }  // namespace opforge::target

@@ -92,6 +92,14 @@ void print_ops(const plan::Plan& p) {
   if (quiet) std::cout << "  (" << quiet << " more not requested; `opforge plan --json` lists them)\n";
 }
 
+/// compile::arch_channels as `plan --json` gives them: [{variable, value, reader}].
+nlohmann::json arch_channels_json(const plan::Plan& p) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : compile::arch_channels(p))
+    out.push_back({{"variable", c.variable}, {"value", c.value}, {"reader", c.reader}});
+  return out;
+}
+
 /// The exports and what runs: the command and its full environment beyond the caller's (exactly
 /// what the build will set), or ninja's commands.
 void print_commands(const plan::Plan& p) {
@@ -99,6 +107,15 @@ void print_commands(const plan::Plan& p) {
     auto real = probe::real_machine();
     for (auto& [k, v] : compile::planned_exports(real, p, kScratchPlaceholder))
       std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+    if (const auto channels = compile::arch_channels(p); !channels.empty()) {
+      std::cout << "\narch list reaches the project through\n";
+      for (const auto& c : channels)
+        std::cout << "  " << c.variable << (c.variable == "CMAKE_ARGS" ? " += " : "=") << strings::shell_quote(c.value)
+                  << "  (" << c.reader << ")\n";
+      if (p.recipe.arch.enforce)
+        std::cout << "  nvcc wrapper: any other -gencode/-arch/--generate-code the project passes is replaced ([arch] "
+                     "enforce)\n";
+    }
     std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
               << "  " << strings::shell_join(p.recipe.build.command) << "\n"
               << "  wheel: " << p.recipe.build.wheel_glob << "\n";
@@ -270,6 +287,7 @@ Registrar plan_command{{
             j["command"] = {{"argv", p.recipe.build.command},
                             {"environment", compile::planned_exports(real, p, kScratchPlaceholder)},
                             {"arch_enforced", p.recipe.arch.enforce},
+                            {"arch_channels", arch_channels_json(p)},
                             {"build_env", p.recipe.build.env}};
           } else if (auto graph = compile::describe(p)) {
             j["commands"] = nlohmann::json::array();

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "compile/cmake_log.h"
 #include "compile/op_schedule.h"
 #include "compile/step_watch.h"
 #include "compiler/flags.h"
@@ -123,9 +124,18 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
                         ? "stopped after OPFORGE_COMPILE_TIMEOUT=" + std::to_string(plan.compile_timeout.count()) + " s"
                     : result->exit_code >= 0 ? "exit " + std::to_string(result->exit_code)
                                              : "signal " + std::to_string(result->signal);
-  return failure("the build command failed (" + how + ") in " + out.tree.string() + "; its last lines:\n" +
-                     tail_lines(result->out, 25),
-                 "full log: " + out.log.string());
+  std::string said = "the build command failed (" + how + ") in " + out.tree.string();
+  std::string hint = "full log: " + out.log.string();
+  const std::string tail = tail_lines(result->out, 25);
+  // CMake's own words first when the tail may have lost them (a project's traceback after them).
+  if (auto cmake = first_cmake_error(result->out)) {
+    if (tail.find(cmake->text) == std::string::npos) said += "; CMake stopped it:\n" + cmake->text + "\n...";
+    if (!cmake->wants_cuda.empty() && plan.cuda.chosen)
+      hint = "the project asks for CUDA " + cmake->wants_cuda + " and the plan's toolkit is " +
+             plan.cuda.chosen->version.str() + " (" + plan.cuda.chosen->root.string() +
+             "): set [cuda] version to one it accepts (`opforge doctor` lists the toolkits here)\n  " + hint;
+  }
+  return failure(said + "; its last lines:\n" + tail, hint);
 }
 
 /// The torch the wheel's libraries need (the strongest of them, each file's evidence named) and the
@@ -391,6 +401,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     std::vector<std::string> also;
     for (auto& [k, v] : plan.exports) also.push_back(k);
     for (auto& [k, v] : plan.recipe.build.env) also.push_back(k);
+    for (auto& [k, v] : plan.recipe.arch.env) also.push_back(k);
     return resume_key(plan.recipe.build.command,
                       {plan.cuda.torch ? plan.cuda.torch->torch_version_py_sha256 : std::string(),
                        plan.cuda.chosen ? plan.cuda.chosen->nvcc.string() : std::string()},

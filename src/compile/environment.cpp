@@ -84,16 +84,18 @@ void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Pla
 /// CMake finds nvcc and an arch list on its own otherwise. Toolkit: CUDACXX (the nvcc wrapper, so
 /// its arch rewrite applies; the toolkit's nvcc without one), CUDAToolkit_ROOT, CUDAHOSTCXX (the
 /// C++ compiler CXX names: CMake's CMAKE_CUDA_HOST_COMPILER, whose -ccbin nvcc takes over
-/// NVCC_PREPEND_FLAGS' with a warning) and CUDAARCHS (target::cmake_architectures). With [arch]
-/// enforce, CMAKE_ARGS also gets -DCMAKE_CUDA_ARCHITECTURES=<the same>, after the caller's own
-/// value (a later -D wins, and the caller's other arguments stay): CUDAARCHS only sets a default
-/// that a CMakeLists.txt's `if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)` replaces. scikit-build-core
-/// and setup.py's CMake drivers read CMAKE_ARGS; SKBUILD_CMAKE_DEFINE is left alone, since
-/// scikit-build-core splits it on every ';', list values included. Always:
-/// CMAKE_BUILD_PARALLEL_LEVEL = the plan's jobs. With ccache: CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER
-/// = ccache (sccache needs none: the wrappers CC, CXX and CUDACXX name run it already).
-void set_cmake(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& nvcc_wrapper) {
+/// NVCC_PREPEND_FLAGS' with a warning), then the arch list where arch_channels says. CMAKE_ARGS is
+/// appended to (a later -D wins, and the caller's other arguments stay); SKBUILD_CMAKE_DEFINE is
+/// left alone, since scikit-build-core splits it on every ';', list values included. Always:
+/// CMAKE_BUILD_PARALLEL_LEVEL = the plan's jobs, and scikit-build-core's build folder inside the
+/// tree (SKBUILD_BUILD_DIR, unless the caller set one): its default is a new temporary folder each
+/// time, whose path the objects and ccache's keys would hold. With ccache:
+/// CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER = ccache (sccache needs none: the wrappers CC, CXX and
+/// CUDACXX name run it already).
+void set_cmake(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& nvcc_wrapper,
+               const fs::path& tree) {
   env["CMAKE_BUILD_PARALLEL_LEVEL"] = std::to_string(std::max(1u, plan.jobs));
+  if (!env.contains("SKBUILD_BUILD_DIR")) env["SKBUILD_BUILD_DIR"] = (tree / kSkbuildBuildDir).string();
   if (plan.cache == recipe::Cache::ccache)
     for (const char* var : {"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"})
       env[var] = "ccache";
@@ -101,13 +103,34 @@ void set_cmake(std::map<std::string, std::string>& env, const plan::Plan& plan, 
   env["CUDACXX"] = (nvcc_wrapper.empty() ? plan.cuda.chosen->nvcc : nvcc_wrapper).string();
   env["CUDAToolkit_ROOT"] = plan.cuda.chosen->root.string();
   if (env.contains("CXX") && !env["CXX"].empty()) env["CUDAHOSTCXX"] = env["CXX"];
-  const std::string archs = target::cmake_architectures(plan.arch.arches);
-  if (archs.empty()) return;
-  env["CUDAARCHS"] = archs;
-  if (plan.recipe.arch.enforce) append_flags(env, "CMAKE_ARGS", "-DCMAKE_CUDA_ARCHITECTURES=" + archs);
+  for (const auto& c : arch_channels(plan)) {
+    if (c.variable == "TORCH_CUDA_ARCH_LIST") continue;  // plan.exports has it already
+    if (c.variable == "CMAKE_ARGS") append_flags(env, "CMAKE_ARGS", c.value);
+    else env[c.variable] = c.value;
+  }
 }
 
 }  // namespace
+
+std::vector<ArchChannel> arch_channels(const plan::Plan& plan) {
+  std::vector<ArchChannel> out;
+  if (!plan.cuda.chosen || plan.arch.arches.empty()) return out;
+  const auto& arches = plan.arch.arches;
+  out.push_back({"TORCH_CUDA_ARCH_LIST", target::arch_list_str(arches), "PyTorch's cpp_extension, and setup.py files"});
+  const std::string cmake = target::cmake_architectures(arches);
+  out.push_back({"CUDAARCHS", cmake, "CMake: CMAKE_CUDA_ARCHITECTURES' default at a build folder's first configure"});
+  if (plan.recipe.arch.enforce)
+    out.push_back({"CMAKE_ARGS", "-DCMAKE_CUDA_ARCHITECTURES=" + cmake,
+                   "scikit-build-core and setup.py CMake drivers: beats a CMakeLists.txt's default ([arch] enforce)"});
+  for (const auto& [name, form] : plan.recipe.arch.env)
+    if (const auto* f = target::find_arch_form(form))
+      out.push_back({name, f->spell(arches), "the project ([arch] env, form " + form + ")"});
+  for (const auto& [name, form] : plan.recipe.arch.cmake_define)
+    if (const auto* f = target::find_arch_form(form))
+      out.push_back({"CMAKE_ARGS", "-D" + name + "=" + f->spell(arches),
+                     "the project's CMake ([arch] cmake_define, form " + form + ")"});
+  return out;
+}
 
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const fs::path& tree_in,
@@ -123,7 +146,7 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
   if (plan.cuda.chosen && !nvcc_wrapper.empty() && !env.contains("PYTORCH_NVCC"))
     env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();
   if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
-  set_cmake(env, plan, nvcc_wrapper);
+  set_cmake(env, plan, nvcc_wrapper, tree);
   set_compiler_cache(env, plan, tree);
   if (plan.pch && host) {
     env[std::string(pch::kTreeVariable)] = tree.string();

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 // plan.h uses `fs` unqualified; give it the alias it expects.
 namespace opforge {}
@@ -13,6 +14,24 @@ namespace opforge {}
 #include "util/error.h"
 
 namespace opforge::compile {
+
+/// scikit-build-core's build folder in a command build's tree (SKBUILD_BUILD_DIR), relative to
+/// the tree: under build/, which a scratch copy leaves out of the source.
+inline constexpr const char* kSkbuildBuildDir = "build/skbuild";
+
+/// One way the plan's arch list reaches a command build's project: a variable (CMAKE_ARGS: the
+/// argument appended to it), its value, and who reads it.
+struct ArchChannel {
+  std::string variable;
+  std::string value;
+  std::string reader;
+};
+
+/// Every channel, in the order the environment gets them: TORCH_CUDA_ARCH_LIST (the plan's
+/// exports), CUDAARCHS, CMAKE_ARGS' -DCMAKE_CUDA_ARCHITECTURES ([arch] enforce), [arch] env's
+/// variables, [arch] cmake_define's -D arguments. Empty without a toolkit or an arch list.
+/// What `plan` shows, and what set_cmake sets.
+std::vector<ArchChannel> arch_channels(const plan::Plan& plan);
 
 /// The command's environment: `base` (the caller's environment), then plan.exports on top, then
 /// what makes the output reproducible and uses the plan's compiler (compiler::invocation):
@@ -29,7 +48,8 @@ namespace opforge::compile {
 /// With `host` given (host_wrappers), CC, CXX and -ccbin name its scripts and its folder goes
 /// first on PATH. A CMake the project runs gets the same toolkit, compilers, arch list, jobs and
 /// cache through CMake's own variables (CUDACXX, CUDAToolkit_ROOT, CUDAHOSTCXX, CUDAARCHS,
-/// CMAKE_ARGS, CMAKE_BUILD_PARALLEL_LEVEL, CMAKE_*_COMPILER_LAUNCHER: set_cmake's rules).
+/// CMAKE_ARGS, CMAKE_BUILD_PARALLEL_LEVEL, CMAKE_*_COMPILER_LAUNCHER, SKBUILD_BUILD_DIR:
+/// set_cmake's rules), and the project's own arch variables (arch_channels).
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const std::filesystem::path& tree = {},
                                                        const std::filesystem::path& nvcc_wrapper = {},

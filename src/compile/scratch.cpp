@@ -209,7 +209,10 @@ std::string resume_key(const std::vector<std::string>& command, const std::vecto
   static constexpr std::string_view kNames[] = {
       "PATH",    "PYTHONPATH",        "LD_LIBRARY_PATH", "CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS",
       "LDFLAGS", "SOURCE_DATE_EPOCH", "PYTHONHASHSEED"};
-  static constexpr std::string_view kPrefixes[] = {"CUDA", "NVCC_", "TORCH_", "PYTORCH_", "CCACHE_"};
+  static constexpr std::string_view kPrefixes[] = {"CUDA",    "NVCC_",  "TORCH_",  "PYTORCH_",
+                                                   "CCACHE_", "CMAKE_", "SKBUILD_"};
+  // More jobs compile the same objects.
+  static constexpr std::string_view kJobs[] = {"MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL"};
   std::string digest = "command";
   for (auto& a : command) digest += '\0' + a;
   digest += "\nversions";
@@ -220,7 +223,8 @@ std::string resume_key(const std::vector<std::string>& command, const std::vecto
                        std::find(also.begin(), also.end(), k) != also.end();
     const bool prefixed =
         std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](auto p) { return k.starts_with(p); });
-    if ((named || prefixed) && k != "MAX_JOBS") digest += k + '=' + v + '\n';
+    const bool jobs = std::find(std::begin(kJobs), std::end(kJobs), k) != std::end(kJobs);
+    if ((named || prefixed) && !jobs) digest += k + '=' + v + '\n';
   }
   return sha256_hex(digest);
 }

@@ -59,8 +59,9 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const std::filesystem::p
 
 /// The resume key of a command build: sha256 over `command`, `versions` (torch, toolkit) and the
 /// variables of `env` that decide a compile's command or its output (compilers, flags, PATH,
-/// CUDA_*, NVCC_*, TORCH_*, ccache's, and every name in `also`: the recipe's [build.env] and the
-/// plan's exports). MAX_JOBS and opforge's own log variables are left out: a build resumed with
+/// CUDA*, NVCC_*, TORCH_*, ccache's, CMake's CMAKE_*, scikit-build-core's SKBUILD_*, and every
+/// name in `also`: the recipe's [build.env], [arch] env and the plan's exports). MAX_JOBS,
+/// CMAKE_BUILD_PARALLEL_LEVEL and opforge's own log variables are left out: a build resumed with
 /// more jobs compiles the same objects.
 std::string resume_key(const std::vector<std::string>& command, const std::vector<std::string>& versions,
                        const std::map<std::string, std::string>& env, const std::vector<std::string>& also);

@@ -1,6 +1,6 @@
 /// plan::make's exports: the environment a build gets (what `opforge env` prints): the toolkit's
 /// and compiler's variables, DeepSpeed's switches, every op's build variable, MAX_JOBS and
-/// SOURCE_DATE_EPOCH.
+/// SOURCE_DATE_EPOCH; a note when the caller's CUDACXX gives way to the plan's toolkit.
 #include "compiler/host.h"
 #include "plan/stages.h"
 #include "settings/settings.h"
@@ -49,6 +49,14 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
   for (auto& d : plan.ops) ex[d.manifest.build_var] = d.builds() ? "1" : "0";
   ex["MAX_JOBS"] = std::to_string(plan.jobs);
   ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
+  // The caller's CUDACXX would pick CMake's nvcc; a command build gives CMake the plan's toolkit
+  // instead (compile/environment.cpp), so that the wheel holds what the plan says.
+  if (auto own = settings::cuda_compiler(m.env);
+      own && plan.recipe.build.backend == recipe::Backend::command && !toolkit.empty() && plan.cuda.chosen)
+    plan.notes.push_back("CUDACXX: the environment's " + *own + " gives way to the plan's toolkit (CUDA " +
+                         plan.cuda.chosen->version.str() + " at " + plan.cuda.chosen->root.string() +
+                         ", through opforge's nvcc wrapper) for the project's CMake; choose the toolkit with "
+                         "[cuda] version or CUDA_HOME");
   return ex;
 }
 

@@ -98,6 +98,11 @@ std::optional<std::string> owned_variable(std::string_view name) {
       {"PATH", "opforge puts its compiler wrappers first on PATH"},
       {"LD_PRELOAD", "a build switch must not load code into every process"},
       {"LD_LIBRARY_PATH", "a build switch must not change which libraries every process loads"},
+      {"CUDAARCHS", "opforge sets it from [arch] list (CMake's spelling)"},
+      {"CUDACXX", "opforge points CMake at the chosen toolkit's nvcc; set [cuda] version"},
+      {"CUDAHOSTCXX", "opforge sets it to the host compiler; set [compiler] host"},
+      {"CUDAToolkit_ROOT", "opforge sets it to the chosen toolkit; set [cuda] version"},
+      {"CMAKE_BUILD_PARALLEL_LEVEL", "set [build] jobs or pass -j"},
   };
   for (const auto& [n, why] : owned)
     if (n == name) return std::string(why);
@@ -270,6 +275,45 @@ struct Parser {
       out.arch.fallback = OPFORGE_TRY(r.string(*n, "arch.fallback"));
       remember("arch.fallback", *n);
       OPFORGE_CHECK(check_arch_list(r, *n, out.arch.fallback, "arch.fallback"));
+    }
+    if (auto* n = t.get("env")) OPFORGE_CHECK(arch_variables(*n, "arch.env", out.arch.env));
+    if (auto* n = t.get("cmake_define")) OPFORGE_CHECK(arch_variables(*n, "arch.cmake_define", out.arch.cmake_define));
+    return {};
+  }
+
+  /// [arch] env / cmake_define: a project's own variable → the form of the arch list it reads.
+  Status arch_variables(const toml::node& n, const std::string& key, std::map<std::string, std::string>& into) {
+    const toml::table* vars = OPFORGE_TRY(r.table(n, key));
+    const bool define = key == "arch.cmake_define";
+    for (auto&& [k, value] : *vars) {
+      std::string name(k.str());
+      if (!is_variable_name(name))
+        return opforge::unexpected(Error{ErrorKind::bad_input,
+                                         key + ": '" + strings::cut(name) + "' is not a variable name",
+                                         "use letters, digits and '_', not starting with a digit, e.g. "
+                                         "NVTE_CUDA_ARCHS = \"numbers\"",
+                                         r.at(k.source())});
+      if (define && name == "CMAKE_CUDA_ARCHITECTURES")
+        return opforge::unexpected(Error{ErrorKind::bad_input, key + ": CMAKE_CUDA_ARCHITECTURES is decided by opforge",
+                                         "opforge passes it from [arch] list already (with [arch] enforce)",
+                                         r.at(k.source())});
+      if (auto owner = define ? std::nullopt : owned_variable(name))
+        return opforge::unexpected(
+            Error{ErrorKind::bad_input, key + ": " + name + " is decided by opforge", *owner, r.at(k.source())});
+      if (!value.as_string())
+        return opforge::unexpected(r.error_at(value, key + "." + name + " must be a string, not " + type_name(value),
+                                              "name a form: " + target::arch_form_names()));
+      const std::string form = value.as_string()->get();
+      if (!target::find_arch_form(form)) {
+        std::string forms;
+        for (const auto& f : target::arch_forms())
+          forms += std::string(forms.empty() ? "" : ", ") + std::string(f.name) + " (" + std::string(f.example) + ")";
+        return opforge::unexpected(
+            r.error_at(value, key + "." + name + ": '" + strings::cut(form) + "' is not a form of an arch list",
+                       "use one of " + forms + "; docs/external-projects.md lists known projects' forms"));
+      }
+      into[name] = form;
+      out.locations[key + "." + name] = r.at(k.source());
     }
     return {};
   }
@@ -556,6 +600,23 @@ Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_v
     else if (name == "wheel") OPFORGE_CHECK(p.wheel_keys(*t));
   }
   if (!out.source.path && !out.source.git) out.source.path = out.dir.lexically_normal();
+  for (const auto* vars : {&out.arch.env, &out.arch.cmake_define})
+    if (!vars->empty() && out.build.backend != Backend::command) {
+      const std::string key = vars == &out.arch.env ? "arch.env" : "arch.cmake_define";
+      return opforge::unexpected(Error{ErrorKind::bad_input,
+                                       key + " sets a project's own arch variables for its build command",
+                                       "use it with [build] backend = \"command\"; native ops get the arch list "
+                                       "from opforge",
+                                       out.locations[key + "." + vars->begin()->first]});
+    }
+  // One owner a variable: the project's switch or the plan's arch list, not both.
+  for (const auto& [name, form] : out.arch.env)
+    if (out.build.env.contains(name))
+      return opforge::unexpected(Error{ErrorKind::bad_input,
+                                       "build.env." + name + ": " + name +
+                                           " is also in [arch] env, which sets it to "
+                                           "the arch list in its form",
+                                       "keep one of the two", out.locations["build.env." + name]});
   return out;
 }
 

@@ -77,6 +77,11 @@ struct Recipe {
     /// Command builds: the -gencode/-arch options a project passes to nvcc are replaced by this
     /// list's (the project's own list is kept, and recorded, when false).
     bool enforce = true;
+    /// Command builds: a project's own arch variables, name → form (target::ArchForm::name), each
+    /// set to the plan's list in that form: as an environment variable (`env`), or as
+    /// `-D<name>=<list>` appended to CMAKE_ARGS (`cmake_define`).
+    std::map<std::string, std::string> env;
+    std::map<std::string, std::string> cmake_define;
   } arch;
 
   /// Op name → request, in file order of appearance irrelevant (sorted by name).

@@ -63,8 +63,8 @@ constexpr Setting kTable[] = {
     // CMake's own, for a project that runs CMake (compile/environment.cpp, set_cmake).
     {env, "CUDACXX",
      "set by opforge for a command build with a toolkit: CMake's CUDA compiler at the first configure, the nvcc "
-     "wrapper (the toolkit's nvcc without one)",
-     "unset", false, "CMake (a command build)", Inside::set},
+     "wrapper (the toolkit's nvcc without one); the caller's own gives way, with a note in the plan",
+     "unset", false, "settings::cuda_compiler (plan/exports.cpp: the note); CMake (a command build)", Inside::set},
     {env, "CUDAHOSTCXX", "set by opforge for a command build with a toolkit: CMake's CMAKE_CUDA_HOST_COMPILER, CXX",
      "unset", false, "CMake (a command build)", Inside::set},
     {env, "CUDAToolkit_ROOT", "set by opforge for a command build with a toolkit: the toolkit's root, for CMake",
@@ -75,8 +75,15 @@ constexpr Setting kTable[] = {
      "unset", false, "CMake (a command build)", Inside::set},
     {env, "CMAKE_ARGS",
      "CMake arguments: a command build with a toolkit and [arch] enforce gets "
-     "`-DCMAKE_CUDA_ARCHITECTURES=<CUDAARCHS>` after the caller's own",
-     "unset", false, "scikit-build-core and setup.py CMake drivers (a command build)", Inside::passed},
+     "`-DCMAKE_CUDA_ARCHITECTURES=<CUDAARCHS>` after the caller's own, then [arch] cmake_define's",
+     "unset", true, "scikit-build-core and setup.py CMake drivers (a command build)", Inside::passed},
+    {env, "SKBUILD_*",
+     "scikit-build-core's own settings (SKBUILD_CMAKE_DEFINE, SKBUILD_CMAKE_ARGS, ...), passed as they are", "unset",
+     true, "scikit-build-core (a command build)", Inside::passed},
+    {env, "SKBUILD_BUILD_DIR",
+     "set by opforge for a command build when unset: `<tree>/build/skbuild`, a folder inside the scratch tree "
+     "instead of a temporary one whose path the objects would hold",
+     "unset", false, "scikit-build-core (a command build)", Inside::set},
     {env, "CMAKE_BUILD_PARALLEL_LEVEL", "set by opforge for a command build: the plan's jobs, for `cmake --build`",
      "unset", false, "CMake (a command build)", Inside::set},
     {env, "CMAKE_C_COMPILER_LAUNCHER",
@@ -201,6 +208,12 @@ constexpr Setting kTable[] = {
     {key, "arch.list", "\"auto\" or an arch list (string or array)", "\"auto\"", true, "devices/resolve.cpp"},
     {key, "arch.fallback", "an arch list", "\"8.0;8.6;9.0+PTX\"", true, "devices/resolve.cpp"},
     {key, "arch.enforce", "bool", "true", true, "compile/wrappers.cpp"},
+    {key, "arch.env",
+     "table: a project's environment variable → the arch list's form (`torch`, `cmake`, `numbers`, `dotted`; "
+     "command builds)",
+     "{}", true, "compile/environment.cpp"},
+    {key, "arch.cmake_define", "table: a project's CMake variable → the form; `-D<name>=<list>` in CMAKE_ARGS", "{}",
+     true, "compile/environment.cpp"},
     {key, "ops.<op>", "true, false or \"auto\"", "\"auto\"", true, "ops/decide.cpp"},
     {key, "build.backend", "\"native\" or \"command\"", "\"native\"", true, "plan/make.cpp"},
     {key, "build.command", "array of strings", "unset", true, "compile/command_backend.cpp"},
@@ -373,6 +386,12 @@ std::filesystem::path cache_dir(const probe::Environment& env) { return probe::d
 std::string path(const probe::Environment& env) { return env.get("PATH").value_or(""); }
 
 std::optional<std::string> library_path(const probe::Environment& env) { return env.get("LD_LIBRARY_PATH"); }
+
+std::optional<std::string> cuda_compiler(const probe::Environment& env) {
+  auto v = env.get("CUDACXX");
+  if (!v || v->empty()) return std::nullopt;
+  return v;
+}
 
 std::optional<std::string> conda_prefix(const probe::Environment& env) {
   auto v = env.get("CONDA_PREFIX");

@@ -124,6 +124,10 @@ std::string path(const probe::Environment& env);
 /// LD_LIBRARY_PATH; nullopt when unset.
 std::optional<std::string> library_path(const probe::Environment& env);
 
+/// CUDACXX: the caller's CUDA compiler for CMake, which a command build replaces with the plan's
+/// (plan/exports.cpp says so); nullopt when unset or empty.
+std::optional<std::string> cuda_compiler(const probe::Environment& env);
+
 /// CONDA_PREFIX: a conda environment that may hold a toolkit; nullopt when unset or empty.
 std::optional<std::string> conda_prefix(const probe::Environment& env);
 

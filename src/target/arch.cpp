@@ -1,5 +1,6 @@
 #include "target/arch.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -43,6 +44,37 @@ std::string cmake_architectures(const std::vector<Arch>& arches) {
 }
 
 namespace {
+
+/// CMake's bare numbers, ';'-separated, each once: "80;90a". CMake itself reads a bare number as
+/// SASS + PTX; bitsandbytes and TransformerEngine add -real or PTX by their own rules, so +PTX has
+/// no spelling here.
+std::string sm_numbers(const std::vector<Arch>& arches) {
+  std::vector<std::string> parts;
+  for (const auto& a : arches)
+    if (std::find(parts.begin(), parts.end(), a.sm()) == parts.end()) parts.push_back(a.sm());
+  return strings::join(parts, ";");
+}
+
+/// "X.Y" with the suffix, ' '-separated, each once: "8.0 9.0a" (flashinfer splits on one space
+/// and reads no +PTX).
+std::string dotted(const std::vector<Arch>& arches) {
+  std::vector<std::string> parts;
+  for (auto a : arches) {
+    a.ptx = false;
+    if (std::find(parts.begin(), parts.end(), a.str()) == parts.end()) parts.push_back(a.str());
+  }
+  return strings::join(parts, " ");
+}
+
+constexpr ArchForm kForms[] = {
+    {"torch", "8.0;9.0a+PTX", "TORCH_CUDA_ARCH_LIST's own spelling (PyTorch, vLLM)", arch_list_str},
+    {"cmake", "80-real;90a-real;90a-virtual",
+     "CMAKE_CUDA_ARCHITECTURES exactly: SASS as -real, +PTX as one more -virtual", cmake_architectures},
+    {"numbers", "80;90a",
+     "bare numbers, ';'-separated, no +PTX (bitsandbytes' COMPUTE_CAPABILITY, TransformerEngine's NVTE_CUDA_ARCHS)",
+     sm_numbers},
+    {"dotted", "8.0 9.0a", "X.Y, ' '-separated, no +PTX (flashinfer's FLASHINFER_CUDA_ARCH_LIST)", dotted},
+};
 
 // PyTorch's named arches (torch/utils/cpp_extension.py), docs/reference.md §3.
 const std::map<std::string, std::string>& named_arches() {
@@ -132,6 +164,20 @@ Result<std::vector<Arch>> check_arch_list(std::string_view text) {
     start += entry.size() + 1;
   }
   return parse_arch_list(text);
+}
+
+std::span<const ArchForm> arch_forms() { return kForms; }
+
+const ArchForm* find_arch_form(std::string_view name) {
+  for (const auto& f : kForms)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string arch_form_names() {
+  std::vector<std::string> names;
+  for (const auto& f : kForms) names.emplace_back(f.name);
+  return strings::join(names, ", ");
 }
 
 }  // namespace opforge::target

@@ -1,6 +1,7 @@
 #pragma once
 /// GPU architectures in TORCH_CUDA_ARCH_LIST syntax (docs/reference.md §3): pure data and its
 /// parser, below every stage that reads an arch list (recipe/, devices/).
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,5 +40,21 @@ std::string arch_list_str(const std::vector<Arch>& arches);
 /// "<sm>-real" (SASS only; CMake's bare "90" would add PTX to every entry), and "+PTX" as one more
 /// "<sm>-virtual". "8.0;8.6;9.0+PTX" → "80-real;86-real;90-real;90-virtual", "9.0a" → "90a-real".
 std::string cmake_architectures(const std::vector<Arch>& arches);
+
+/// One spelling of an arch list that a project's own variable takes (recipe [arch] env and
+/// cmake_define; docs/external-projects.md lists the projects): an axis, one row a form.
+struct ArchForm {
+  std::string_view name;     ///< the recipe's word: "torch", "cmake", "numbers", "dotted"
+  std::string_view example;  ///< "8.0;9.0a" spelt this way, for docs and errors
+  std::string_view readers;  ///< who reads this spelling, for docs and `plan`
+  std::string (*spell)(const std::vector<Arch>&);
+};
+
+/// Every form, in the order docs list them.
+std::span<const ArchForm> arch_forms();
+/// The form called `name`; nullptr when there is none.
+const ArchForm* find_arch_form(std::string_view name);
+/// "torch, cmake, numbers, dotted": the names as a line for messages.
+std::string arch_form_names();
 
 }  // namespace opforge::target
