@@ -2,7 +2,7 @@
 # Precompiled torch headers ([build] pch) on a torch C++ extension of nine files
 # (tests/fixtures/pch_extension), torch 2.15, one compile at a time (-j 1: the counts are exact):
 #   - built with --no-pch and gcc_gc_heap_mib = 0, then with both (gcc collecting its garbage
-#     after 1 GiB) in another folder: the same wheel bytes;
+#     after 1 GiB) and --cache ccache in another folder: the same wheel bytes;
 #   - with it: a header per flags and what the files read before torch/extension.h, made by the
 #     first file of each (in ninja's order) once the extension's build.ninja names three files that need it
 #     (<cache>/pch/<key>), and used by all three: module.cpp (through the project's ops.h), add.cpp
@@ -11,9 +11,10 @@
 #     (a declaration before the include) compiles without it and the summary says so; the file
 #     without torch is left alone (the -MMD files are the unit tests' and ccache's below: the
 #     scratch tree is gone after a build);
+#   - the compiles go through ccache, and a second folder of the same build hits it for every
+#     compile, the same bytes again;
 #   - defines torch's headers may read (CFLAGS: a TORCH_ name) make new headers, the project's own
-#     (PCHDEMO_VARIANT) do not split them; with --cache ccache the compiles go through it, and a
-#     second folder of the same build hits ccache for every compile, the same bytes again;
+#     (PCHDEMO_VARIANT) do not split them (three of the files: what makes one header, no more);
 #   - the record keeps whether it was on; `plan` shows it.
 # usage: pch.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -59,7 +60,7 @@ gc_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + ".opfo
 [ "$(gc_of "$off")" = 0 ] || fail "off: the record's gcc_gc heap is $(gc_of "$off")"
 
 export EXTRA="pch = true"
-on=$(build on)
+on=$(build on --cache ccache)
 [ "$(sha "$on")" = "$(sha "$off")" ] || fail "the wheel differs with the precompiled header and gcc's later collection"
 [ "$(gc_of "$on")" = 1048576 ] || fail "on: the record's gcc_gc heap is $(gc_of "$on")"
 grep -q -- "--param=ggc-min-heapsize=1048576" "$work"/cache/host/*/g++ || fail "on: the host wrappers do not pass gcc's heap size"
@@ -79,20 +80,23 @@ log=$work/on/build/opforge/pch.log
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1] + ".opforge-record.json"))["inputs"]["pch"]; assert p["on"] and p["made"] == 2 and p["used"] == 6 and p["without"] == 2, p' \
   "$on" || fail "on: the record"
 
-# Changed defines (the caller's CFLAGS, which setuptools adds to every compile): one whose name
-# torch's headers may read makes new headers, the project's own is left out of their key; through
-# ccache, and a second folder hits it for every compile.
-export CFLAGS="-DPCHDEMO_VARIANT=2 -DTORCH_PCHDEMO_LEVEL=1"
-first=$(build ccache1 --cache ccache)
-grep -q "^precompiled torch header: 2 made" "$work/ccache1.log" || { grep -n "^precompiled" "$work/ccache1.log"; fail "ccache1: no new header for a new define"; }
-[ "$(ls "$work/cache/pch" | grep -cv '^\.')" = 4 ] || fail "ccache1: a changed define did not make new headers"
+# A second folder of the same build hits ccache for every compile: the same bytes again.
 ccache -z >/dev/null
-second=$(build ccache2 --cache ccache)
+second=$(build on2 --cache ccache)
 stats=$(ccache --print-stats)
 hits=$(echo "$stats" | awk -F'\t' '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {n += $2} END {print n + 0}')
 misses=$(echo "$stats" | awk -F'\t' '$1 == "cache_miss" {print $2}')
-[ "$hits" -ge 9 ] && [ "${misses:-0}" = 0 ] || { echo "$stats"; fail "ccache2: $hits hits, ${misses:-?} misses (expected every compile to hit)"; }
-[ "$(sha "$first")" = "$(sha "$off")" ] && [ "$(sha "$second")" = "$(sha "$off")" ] || fail "ccache: the wheel differs"
+[ "$hits" -ge 9 ] && [ "${misses:-0}" = 0 ] || { echo "$stats"; fail "on2: $hits hits, ${misses:-?} misses (expected every compile to hit)"; }
+[ "$(sha "$second")" = "$(sha "$off")" ] || fail "on2: the wheel differs"
+
+# Changed defines (the caller's CFLAGS, which setuptools adds to every compile): one whose name
+# torch's headers may read makes a new header, the project's own is left out of its key. Three
+# files that read torch/extension.h first are what makes one (PCHDEMO_SOURCES: the fixture's
+# setup.py builds only those); their library is not loaded.
+CFLAGS="-DPCHDEMO_VARIANT=2 -DTORCH_PCHDEMO_LEVEL=1" PCHDEMO_SOURCES="module.cpp add.cpp scale.cpp" build defines >/dev/null
+grep -q "^precompiled torch header: 1 made" "$work/defines.log" ||
+  { grep -n "^precompiled" "$work/defines.log"; fail "defines: no new header for a new define"; }
+[ "$(ls "$work/cache/pch" | grep -cv '^\.')" = 3 ] || fail "defines: a changed define did not make a new header"
 
 # plan shows it, and how the header is made and used.
 (cd "$work/on" && "$opforge" plan opforge.toml) >"$work/plan.txt" 2>&1 || { cat "$work/plan.txt"; fail "plan"; }
@@ -100,4 +104,4 @@ grep -q "^pch           on: torch/extension.h precompiled once per compiler, fla
   grep -q "^  each file   .* -include .*/pch/<key>/extension.h -Winvalid-pch -g0$" "$work/plan.txt" &&
   grep -q "^gcc gc        collects once its heap passes 1024 MiB (--param=ggc-min-heapsize=1048576 on every host compile" "$work/plan.txt" ||
   { grep -n -A4 "^pch" "$work/plan.txt"; fail "plan: the pch lines"; }
-echo "OK: precompiled torch header: the same wheel, two headers (one holding <vector> first), each made once three files need it and used by them, one file refused for its code, a define torch may read new headers, ccache hits in a second folder"
+echo "OK: precompiled torch header: the same wheel, two headers (one holding <vector> first), each made once three files need it and used by them, one file refused for its code, ccache hits in a second folder, a define torch may read a new header"
