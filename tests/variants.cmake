@@ -36,8 +36,9 @@ set_tests_properties(e2e.torch_pin PROPERTIES TIMEOUT 1800 LABELS "e2e;variants"
                      COST 150)
 # Precompiled torch headers: the same wheel with and without, made once and used by every file that
 # reaches torch/extension.h, a file that defines a macro torch reads first refused, a new define a new
-# header, ccache hits in a second folder (tests/fixtures/pch_extension). COST: about 620 CPU-s, the
-# suite's most expensive test in the cold run of 2026-11-29: started early, not last.
+# header, ccache hits in a second folder (tests/fixtures/pch_extension). COST: about 620 CPU-s in the
+# cold run of 2026-11-29 with four full builds, about 490 with three and a three-file one; among the
+# suite's most expensive tests: started early, not last.
 add_test(NAME e2e.pch
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/pch.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/pch)
