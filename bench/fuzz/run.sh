@@ -33,7 +33,7 @@ fi
 
 run_one() {  # run_one NAME: one fuzzer's run; its table row goes to $work/NAME.row
   local name=$1 bin=$build/${1}_fuzz log=$work/$1.log start rc seconds last execs cov ft corp eps crashes
-  local fifo=$work/$1.fifo pid line status top=0 grew=0
+  local fifo=$work/$1.fifo pid line status top=0 grew=0 stopped=""
   rm -rf "${work:?}/$name" "$fifo" && mkdir -p "$work/$name" && mkfifo "$fifo"
   start=$EPOCHSECONDS
   # -error_exitcode stays the default (77): keep going to record the figures either way.
@@ -54,12 +54,14 @@ run_one() {  # run_one NAME: one fuzzer's run; its table row goes to $work/NAME.
     elif [ "$status" -le 128 ]; then
       break  # the fuzzer is done
     fi
-    if [ -n "${STALL:-}" ] && [ $((EPOCHSECONDS - start - grew)) -gt "$STALL" ]; then
-      kill -INT "$pid" 2>/dev/null
+    if [ -n "${STALL:-}" ] && [ $((EPOCHSECONDS - start - grew)) -gt "$STALL" ] && [ -z "$stopped" ]; then
+      kill -INT "$pid" 2>/dev/null && stopped=1
     fi
   done <"$fifo"
   wait "$pid"
   rc=$?
+  # libFuzzer leaves on SIGINT with 72: a stop that was asked for, not a finding.
+  [ -n "$stopped" ] && [ "$rc" -eq 72 ] && rc=0
   set -e
   rm -f "$fifo"
   seconds=$((EPOCHSECONDS - start))
