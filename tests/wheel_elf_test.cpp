@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <elf.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -104,6 +106,42 @@ TEST(WheelElf, NotElf) {
   auto r = read_elf("#!/bin/sh\n");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::bad_input);
+}
+
+// Found by the elf fuzzer: a .gnu.version_r entry whose next-entry offset points far past the
+// section made the reader's int offsets overflow (undefined behaviour). The read stops at that
+// entry and keeps what came before it.
+TEST(WheelElf, VersionNeedsPointingOutOfTheirSectionEndTheList) {
+  auto so = testing::build_so("verneed", R"(
+#include <string.h>
+#include <stdio.h>
+__attribute__((visibility("default"))) int opforge_t_copy(char* d, const char* s, unsigned long n) {
+  memcpy(d, s, n); return snprintf(d, n, "%s", s); }
+)");
+  ASSERT_GE(so.size(), sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, so.data(), sizeof eh);
+  std::size_t verneed = 0;
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, so.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+    if (sh.sh_type == SHT_GNU_verneed) verneed = sh.sh_offset;
+  }
+  ASSERT_NE(verneed, 0u);
+  Elf64_Verneed need;
+  std::memcpy(&need, so.data() + verneed, sizeof need);
+  ASSERT_GE(need.vn_cnt, 2) << "libc.so.6's entry names two versions (GLIBC_2.14 and GLIBC_2.2.5)";
+  // The first version's link to the second, and the link to the next library, past any section.
+  Elf64_Vernaux aux;
+  std::memcpy(&aux, so.data() + verneed + need.vn_aux, sizeof aux);
+  aux.vna_next = 0x7fffffff;
+  std::memcpy(so.data() + verneed + need.vn_aux, &aux, sizeof aux);
+  need.vn_next = 0xfffffff0;
+  std::memcpy(so.data() + verneed, &need, sizeof need);
+  auto info = read_elf(so);
+  ASSERT_TRUE(info) << info.error().message;
+  ASSERT_EQ(info->version_needs.size(), 1u);
+  EXPECT_EQ(info->version_needs.begin()->second.size(), 1u);  // the first version only
 }
 
 TEST(WheelFatbin, RejectsBadMagicAndOverrun) {

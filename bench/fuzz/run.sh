@@ -11,6 +11,9 @@
 #                     core per fuzzer); each still makes its own RUNS executions
 #   NO_BUILD=1        use the binaries in BUILD_DIR as they are (built on another machine)
 #   MAX_TIME=SECONDS  caps each fuzzer's run (the executions column then says how far it got)
+#   STALL=SECONDS     stops a fuzzer (SIGINT: it still prints its figures) once its coverage has
+#                     not grown for that long; the "last_new" column says when it last grew
+#                     (seconds into the run), whether or not STALL is set
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/fuzz}
@@ -30,16 +33,39 @@ fi
 
 run_one() {  # run_one NAME: one fuzzer's run; its table row goes to $work/NAME.row
   local name=$1 bin=$build/${1}_fuzz log=$work/$1.log start rc seconds last execs cov ft corp eps crashes
-  rm -rf "${work:?}/$name" && mkdir -p "$work/$name"
-  start=$(date +%s)
+  local fifo=$work/$1.fifo pid line status top=0 grew=0 stopped=""
+  rm -rf "${work:?}/$name" "$fifo" && mkdir -p "$work/$name" && mkfifo "$fifo"
+  start=$EPOCHSECONDS
   # -error_exitcode stays the default (77): keep going to record the figures either way.
   set +e
   "$bin" -runs="$runs" -seed=1 -max_len=16384 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
-    "${time_cap[@]}" -artifact_prefix="$work/$name/" "$work/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1
+    "${time_cap[@]}" -artifact_prefix="$work/$name/" "$work/$name" "tests/fuzz/corpus/$name" >"$fifo" 2>&1 &
+  pid=$!
+  # Each line stamped with the seconds into the run; woken every 10 s to check for a stall.
+  : >"$log"
+  while :; do
+    IFS= read -r -t 10 line
+    status=$?
+    if [ "$status" -eq 0 ]; then
+      printf '%d %s\n' $((EPOCHSECONDS - start)) "$line" >>"$log"
+      if [[ $line =~ cov:\ ([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt "$top" ]; then
+        top=${BASH_REMATCH[1]} grew=$((EPOCHSECONDS - start))
+      fi
+    elif [ "$status" -le 128 ]; then
+      break  # the fuzzer is done
+    fi
+    if [ -n "${STALL:-}" ] && [ $((EPOCHSECONDS - start - grew)) -gt "$STALL" ] && [ -z "$stopped" ]; then
+      kill -INT "$pid" 2>/dev/null && stopped=1
+    fi
+  done <"$fifo"
+  wait "$pid"
   rc=$?
+  # libFuzzer leaves on SIGINT with 72: a stop that was asked for, not a finding.
+  [ -n "$stopped" ] && [ "$rc" -eq 72 ] && rc=0
   set -e
-  seconds=$(( $(date +%s) - start ))
-  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  rm -f "$fifo"
+  seconds=$((EPOCHSECONDS - start))
+  last=$(grep -E '^[0-9]+ #[0-9]+' "$log" | tail -1)
   execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || true)
   cov=$(grep -oE 'cov: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo "?")
   ft=$(grep -oE 'ft: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo "?")
@@ -47,7 +73,8 @@ run_one() {  # run_one NAME: one fuzzer's run; its table row goes to $work/NAME.
   eps=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
   crashes=$(find "$work/$name" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes="rc=$rc"
-  printf '%-14s %10s %7s %7s %7s %9s %8s %s\n' "$name" "${execs:-?}" "$cov" "$ft" "$corp" "$eps" "$seconds" "$crashes" >"$work/$name.row"
+  printf '%-14s %10s %7s %7s %7s %9s %8s %8s %s\n' "$name" "${execs:-?}" "$cov" "$ft" "$corp" "$eps" "$seconds" "$grew" \
+    "$crashes" >"$work/$name.row"
 }
 
 mkdir -p "$work" "$(dirname "$out")"
@@ -65,7 +92,7 @@ tmp=$(mktemp)
   echo "# opforge fuzzing: $runs executions per fuzzer, seed corpus tests/fuzz/corpus/<name>/"
   echo "# $(date -u +%Y-%m-%dT%H:%MZ), $compiler, $(nproc) cores${PARALLEL:+, fuzzers run in parallel}"
   echo "# cov = code edges reached, ft = coverage features (libFuzzer's final counters)"
-  printf '%-14s %10s %7s %7s %7s %9s %8s %s\n' fuzzer executions cov ft corpus exec/s seconds crashes
+  printf '%-14s %10s %7s %7s %7s %9s %8s %8s %s\n' fuzzer executions cov ft corpus exec/s seconds last_new crashes
   for name in "${names[@]}"; do cat "$work/$name.row"; done
 } >"$tmp"
 mv "$tmp" "$out"

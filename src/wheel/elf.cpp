@@ -52,25 +52,28 @@ void read_version_needs(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& 
                         std::map<unsigned, std::string>& by_index) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data) return;
-  for (int offset = 0;;) {
+  // Offsets are the file's: a hostile one points past the section (the sums stay unsigned, and
+  // an entry out of it ends the list) or chains entries in a loop (never more than it can hold).
+  const std::size_t size = data->d_size;
+  for (std::size_t offset = 0, seen = 0; offset < size && seen < size; ++seen) {
     GElf_Verneed need;
-    if (!gelf_getverneed(data, offset, &need)) break;
+    if (!gelf_getverneed(data, static_cast<int>(offset), &need)) break;
     const char* file = elf_strptr(elf, shdr.sh_link, need.vn_file);
     auto& versions = info.version_needs[file ? file : "?"];
-    int aux_offset = offset + static_cast<int>(need.vn_aux);
-    for (int k = 0; k < need.vn_cnt; ++k) {
+    std::size_t aux_offset = offset + need.vn_aux;
+    for (int k = 0; k < need.vn_cnt && aux_offset < size; ++k) {
       GElf_Vernaux aux;
-      if (!gelf_getvernaux(data, aux_offset, &aux)) break;
+      if (!gelf_getvernaux(data, static_cast<int>(aux_offset), &aux)) break;
       const char* v = elf_strptr(elf, shdr.sh_link, aux.vna_name);
       if (v) {
         versions.emplace_back(v);
         by_index[aux.vna_other & 0x7fff] = v;
       }
       if (aux.vna_next == 0) break;
-      aux_offset += static_cast<int>(aux.vna_next);
+      aux_offset += aux.vna_next;
     }
     if (need.vn_next == 0) break;
-    offset += static_cast<int>(need.vn_next);
+    offset += need.vn_next;
   }
 }
 
@@ -78,12 +81,13 @@ void read_version_needs(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& 
 void read_version_definitions(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, ElfInfo& info) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data) return;
-  // A hostile file may chain definitions in a loop: never more than the section can hold.
-  for (std::size_t offset = 0, seen = 0; seen < data->d_size; ++seen) {
+  // As read_version_needs: offsets within the section, never more entries than it can hold.
+  const std::size_t size = data->d_size;
+  for (std::size_t offset = 0, seen = 0; offset < size && seen < size; ++seen) {
     GElf_Verdef def;
     if (!gelf_getverdef(data, static_cast<int>(offset), &def)) break;
     GElf_Verdaux aux;
-    if (!(def.vd_flags & VER_FLG_BASE) && def.vd_cnt > 0 &&
+    if (!(def.vd_flags & VER_FLG_BASE) && def.vd_cnt > 0 && offset + def.vd_aux < size &&
         gelf_getverdaux(data, static_cast<int>(offset + def.vd_aux), &aux))
       if (const char* v = elf_strptr(elf, shdr.sh_link, aux.vda_name)) info.defined_versions.emplace_back(v);
     if (def.vd_next == 0) break;
