@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Precompiled torch headers ([build] pch) on a torch C++ extension of nine files
-# (tests/fixtures/pch_extension), torch 2.15, one compile at a time (-j 1: the counts are exact):
+# (tests/fixtures/pch_extension), torch 2.15, one compile at a time where the header's counts are
+# checked (-j 1: they are exact), two where they are not (the build without it, the ccache hits):
 #   - built with --no-pch and gcc_gc_heap_mib = 0, then with both (gcc collecting its garbage
 #     after 1 GiB) and --cache ccache in another folder: the same wheel bytes;
 #   - with it: a header per flags and what the files read before torch/extension.h, made by the
@@ -44,7 +45,7 @@ backend = "command"
 command = ["$venv/bin/python", "setup.py", "bdist_wheel"]
 ${EXTRA:-}
 TOML
-  (cd "$work/$name" && "$opforge" build -j 1 "$@" opforge.toml) >"$work/$name.log" 2>&1 ||
+  (cd "$work/$name" && "$opforge" build -j "${JOBS:-1}" "$@" opforge.toml) >"$work/$name.log" 2>&1 ||
     { tail -30 "$work/$name.log"; fail "$name: build"; }
   only_wheel "$work/$name/dist"
 }
@@ -53,7 +54,7 @@ pch_of() { python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv
 
 # Without: no precompiled header and gcc's own garbage-collection threshold ([build]
 # gcc_gc_heap_mib = 0); with: both (1 GiB, the default). The same bytes for the two together.
-off=$(EXTRA=$'pch = true\ngcc_gc_heap_mib = 0' build off --no-pch)
+off=$(JOBS=2 EXTRA=$'pch = true\ngcc_gc_heap_mib = 0' build off --no-pch)
 grep -q "^precompiled torch header" "$work/off.log" && fail "off: a precompiled header line with --no-pch"
 [ "$(pch_of "$off")" = '{"on": false, "why": "off (--no-pch)"}' ] || fail "off: the record's pch is $(pch_of "$off")"
 gc_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + ".opforge-record.json"))["inputs"]["gcc_gc"]["heap_kib"])' "$1"; }
@@ -82,7 +83,7 @@ python3 -c 'import json,sys; p=json.load(open(sys.argv[1] + ".opforge-record.jso
 
 # A second folder of the same build hits ccache for every compile: the same bytes again.
 ccache -z >/dev/null
-second=$(build on2 --cache ccache)
+second=$(JOBS=2 build on2 --cache ccache)
 stats=$(ccache --print-stats)
 hits=$(echo "$stats" | awk -F'\t' '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {n += $2} END {print n + 0}')
 misses=$(echo "$stats" | awk -F'\t' '$1 == "cache_miss" {print $2}')
