@@ -685,8 +685,11 @@ std::string summary_line(const Summary& s) {
   char size[32];
   std::snprintf(size, sizeof size, "%.0f MiB", static_cast<double>(s.gch_bytes) / (1024.0 * 1024.0));
   std::string out = "precompiled torch header: ";
-  out += s.made ? std::to_string(s.made) + " made (" + std::to_string(static_cast<long>(s.make_seconds + 0.5)) +
-                      " s, " + size + ")"
+  // The seconds come from the build's pch log, which a child writes: a huge or NaN value is shown
+  // as 0, never cast out of long's range (undefined behaviour; found by host_compile_fuzz).
+  const double secs = s.make_seconds >= 0 && s.make_seconds < 1e9 ? s.make_seconds : 0;
+  out += s.made
+             ? std::to_string(s.made) + " made (" + std::to_string(static_cast<long>(secs + 0.5)) + " s, " + size + ")"
          : s.used + s.not_used + s.fallback ? std::string("reused from the cache")
                                             : std::string("none made");
   out += ", used by " + std::to_string(s.used) + " of " + std::to_string(total) + " C++ compiles that include " +
