@@ -69,7 +69,7 @@ Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& p
   if (!plan.cuda.chosen) return fs::path();
   auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc),
                         enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host, cache_dir),
-                        nvcc_takes_stable_names(plan));
+                        nvcc_takes_stable_names(plan), cross_rewrites(plan));
   OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
   return w.path;
 }

@@ -64,6 +64,22 @@ void add_reproducibility_flags(std::map<std::string, std::string>& env, const pl
   env["PYTHONHASHSEED"] = "0";
 }
 
+/// A cross-build of the command: setup.py runs with this machine's Python configured as the
+/// target's (Python reads _PYTHON_SYSCONFIGDATA_NAME's module for EXT_SUFFIX and the compilers'
+/// defaults; setuptools and wheel take the platform tag from _PYTHON_HOST_PLATFORM, as crossenv
+/// and cibuildwheel's cross modes do), and the target's pyconfig.h found after the cross
+/// compiler's own folders. The compilers are the plan's (set_compilers); the wrappers put the
+/// target's torch and runtime in place of this machine's (cross_rewrites).
+void set_cross(std::map<std::string, std::string>& env, const plan::Plan& plan) {
+  if (!plan.cross_command) return;
+  env["_PYTHON_SYSCONFIGDATA_NAME"] = plan.cross_command->sysconfig;
+  env["_PYTHON_HOST_PLATFORM"] = plan.cross_command->host_platform;
+  if (plan.python_arch_include.empty()) return;
+  const std::string dir = plan.python_arch_include.string();
+  for (const char* var : {"CFLAGS", "CXXFLAGS"}) append_flags(env, var, "-idirafter " + dir);
+  append_flags(env, "NVCC_APPEND_FLAGS", "-Xcompiler=-idirafter," + dir);
+}
+
 /// The plan's compiler cache (--cache, else [build] cache): torch's BuildExtension puts ccache in
 /// front of the host compiler and nvcc when ccache is on PATH and TORCH_NO_COMPILER_WRAPPER is unset.
 void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& tree) {
@@ -142,6 +158,7 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
   for (const auto& [k, v] : plan.recipe.build.env) env[k] = v;
   set_compilers(env, plan, host);
   add_reproducibility_flags(env, plan, tree);
+  set_cross(env, plan);
   const bool ccache = plan.cache == recipe::Cache::ccache;
   if (plan.cuda.chosen && !nvcc_wrapper.empty() && !env.contains("PYTORCH_NVCC"))
     env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();

@@ -88,9 +88,64 @@ std::string enforce_block(const std::vector<std::string>& gencode) {
 
 }  // namespace
 
+namespace {
+
+/// `word` in double quotes for sh, where a parameter expansion's pattern must stay literal.
+std::string dquote(std::string_view word) {
+  std::string out = "\"";
+  for (char c : word) {
+    if (c == '"' || c == '\\' || c == '$' || c == '`') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::vector<ArgRewrite> cross_rewrites(const plan::Plan& plan) {
+  std::vector<ArgRewrite> out;
+  if (!plan.cross() || !plan.cross_command) return out;
+  if (plan.target_torch && plan.cuda.torch && !plan.cuda.torch->torch_dir.empty())
+    out.push_back({plan.cuda.torch->torch_dir.lexically_normal().string(), plan.target_torch->torch_dir.string()});
+  if (plan.cuda_target && plan.cuda.chosen) {
+    // torch links $CUDA_HOME/lib64; the toolkit's own name for it may be targets/x86_64-linux/lib.
+    std::vector<fs::path> dirs{plan.cuda.chosen->lib_dir, plan.cuda.chosen->root / "lib64"};
+    for (const auto& d : dirs) {
+      const std::string from = d.lexically_normal().string();
+      if (std::none_of(out.begin(), out.end(), [&](const ArgRewrite& r) { return r.from == from; }))
+        out.push_back({from, plan.cuda_target->lib_dir.string(), false});
+    }
+  }
+  return out;
+}
+
+std::string rewrite_block(const std::vector<ArgRewrite>& rewrites) {
+  if (rewrites.empty()) return {};
+  std::string text =
+      "# The target machine's torch and CUDA runtime in place of this machine's (a cross-build).\n"
+      "n=$#\n"
+      "for a do\n"
+      "  case $a in\n";
+  for (const auto& r : rewrites) {
+    const std::string to = dquote(r.to);
+    for (const std::string opt : {"-I", "-isystem", "-L", ""}) {
+      if (opt == "-isystem" && !r.prefix) continue;
+      const std::string from = dquote(opt + r.from);
+      text += "    " + from + (r.prefix ? "|" + from + "/*" : std::string()) + ") a=" + dquote(opt) + to + "\"${a#" +
+              from + "}\" ;;\n";
+    }
+  }
+  text +=
+      "  esac\n"
+      "  set -- \"$@\" \"$a\"\n"
+      "done\n"
+      "shift $n\n";
+  return text;
+}
+
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
                          const std::vector<std::string>& gencode, bool random_seed, const CompilerLaunch& launch,
-                         bool stable_names) {
+                         bool stable_names, const std::vector<ArgRewrite>& rewrites) {
   const bool launched = !launch.program.empty();
   NvccWrapper w;
   w.gencode = gencode;
@@ -120,6 +175,7 @@ NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const 
   // A -ccbin naming the host wrappers: dropped when launched (launch.ccbin takes its place).
   const std::string host_dir = launch.host_dir.empty() ? std::string() : strings::shell_quote(launch.host_dir.string());
   const std::string drop_ccbin = host_dir.empty() ? std::string("__opforge_none__") : host_dir + "|" + host_dir + "/*";
+  w.text += rewrite_block(rewrites);
   w.text +=
       "asked= skip= out= next= seeded=" + std::string(launched ? " compile= ccbin= hasccbin=" : "") +
       std::string(gencode.empty() ? "" : " src=") + std::string(stable_names ? " named=" : "") +
@@ -362,7 +418,8 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   const std::string gc = !clang && plan.gcc_gc_heap_kib
                              ? " " + std::string(kGccGcParam) + std::to_string(plan.gcc_gc_heap_kib)
                              : std::string();
-  auto script = [&launcher, &self, &cache_dir, &gc](const fs::path& real, bool cxx) {
+  const auto rewrites = cross_rewrites(plan);
+  auto script = [&launcher, &self, &cache_dir, &gc, &rewrites](const fs::path& real, bool cxx) {
     const std::string exe = strings::shell_quote(real.string());
     std::string compile = launcher.empty() ? exe : strings::shell_quote(launcher) + " " + exe;
     std::string tail = " \"$@\"" + gc + " -g0";
@@ -384,6 +441,7 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
            (pch ? "# Each compile runs through opforge, which starts a file that includes torch/extension.h\n"
                   "# from a precompiled copy of that header ([build] pch).\n"
                 : "") +
+           rewrite_block(rewrites) +
            "for a do\n"
            "  case $a in -c) exec " +
            compile + tail +
@@ -462,7 +520,8 @@ std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Pl
   const auto host = default_host_wrappers(m, plan);
   return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
                       enforced_gencode(plan), nvcc_takes_random_seed(plan),
-                      nvcc_launch(plan, host ? &*host : nullptr, cache_dir), nvcc_takes_stable_names(plan));
+                      nvcc_launch(plan, host ? &*host : nullptr, cache_dir), nvcc_takes_stable_names(plan),
+                      cross_rewrites(plan));
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {

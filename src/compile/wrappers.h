@@ -43,6 +43,22 @@ struct CompilerLaunch {
   std::filesystem::path host_dir;  ///< the host wrappers' folder: a -ccbin into it is replaced
 };
 
+/// An argument the wrappers rewrite before the compiler sees it: a cross-build of a project's own
+/// command compiles and links against the target's torch and CUDA runtime where the project (torch's
+/// cpp_extension) names the build machine's. `from` → `to` in -I<from>, -isystem<from>, -L<from> and
+/// <from> alone (the word after -I / -isystem / -L); with `prefix`, also in <from>/... .
+struct ArgRewrite {
+  std::string from, to;
+  bool prefix = true;
+};
+
+/// A cross-build of a command: the build torch's folder → the target torch's, and the toolkit's
+/// library folder (-L, exactly) → the target runtime's. Empty for any other build.
+std::vector<ArgRewrite> cross_rewrites(const plan::Plan& plan);
+
+/// The sh text that rewrites "$@" by `rewrites` (empty for none).
+std::string rewrite_block(const std::vector<ArgRewrite>& rewrites);
+
 struct NvccWrapper {
   std::filesystem::path path;        ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
   std::string text;                  ///< the script
@@ -61,7 +77,8 @@ struct NvccWrapper {
 /// of sccache-dist sees elsewhere each time.
 NvccWrapper nvcc_wrapper(const std::filesystem::path& cache_dir, const std::filesystem::path& nvcc,
                          const std::string& stamp = {}, const std::vector<std::string>& gencode = {},
-                         bool random_seed = false, const CompilerLaunch& launch = {}, bool stable_names = false);
+                         bool random_seed = false, const CompilerLaunch& launch = {}, bool stable_names = false,
+                         const std::vector<ArgRewrite>& rewrites = {});
 
 /// Whether the plan's nvcc takes -Xcicc=--orig_src_path_name and -Xcudafe=--orig_src_path_name.
 bool nvcc_takes_stable_names(const plan::Plan& plan);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cuda/provision.h"
@@ -55,5 +56,41 @@ Result<TargetFiles> provision_target_files(probe::Machine m, const Toolkit& tk, 
 
 /// As JSON for plan --json and the build record (platform, release, requirement, folder, packages).
 std::string target_files_json_text(const TargetFiles& t);
+
+/// A cross-build's torch for the target machine, for a project's own build command (a setup.py
+/// torch extension): PyPI's torch wheel of the build's torch release, for the target's platform and
+/// the build Python's version, installed without its dependencies into the cache. The command's
+/// compilers read its headers (torch's generated config headers differ per machine: ATen/Config.h)
+/// and link its libraries in place of the build Python's own torch, which setup.py imports.
+struct TargetTorch {
+  std::string platform;     ///< "aarch64"
+  std::string version;      ///< the build torch's public release, "2.15.0" (of "2.15.0+cu132")
+  std::string python_tag;   ///< "cp311"
+  std::string requirement;  ///< "torch==2.15.0"
+  fs::path dir;             ///< <cache>/toolkits/torch-aarch64-cp311-2.15.0
+  fs::path torch_dir;       ///< dir/site/torch: include/ and lib/ for the target machine
+  std::string cuda;         ///< its torch/version.py's cuda ("13.0"); empty: CPU-only, or not there yet
+  bool present = false;     ///< the folder holds it already
+  bool fetched = false;     ///< this run installed it
+  std::string python;       ///< whose pip installs it
+  std::vector<ToolkitPackage> packages;
+  std::shared_ptr<void> hold;  ///< the folder's lock, shared, while the value lives
+};
+
+/// What provisioning would do, reading only. `torch_version` is the build Python's torch
+/// ("2.15.0+cu132"), `python_version` its Python (3, 11).
+Result<TargetTorch> describe_target_torch(probe::Machine m, const std::string& torch_version,
+                                          std::pair<int, int> python_version, const target::Platform& platform,
+                                          const fs::path& cache, const std::string& python);
+
+/// Makes sure it is in the cache (pip download + install --target --no-deps), under the folder's
+/// lock; unsatisfied (exit 3) naming the wheel when pip cannot fetch it.
+Result<TargetTorch> provision_target_torch(probe::Machine m, const std::string& torch_version,
+                                           std::pair<int, int> python_version, const target::Platform& platform,
+                                           const fs::path& cache, const std::string& python,
+                                           const std::function<void(std::string_view)>& on_line = {});
+
+/// As JSON for plan --json and the build record.
+std::string target_torch_json_text(const TargetTorch& t);
 
 }  // namespace opforge::cuda

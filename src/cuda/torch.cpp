@@ -67,6 +67,7 @@ PythonProbe parse_python_probe(std::string_view text) {
       out.version = {static_cast<int>(*major), static_cast<int>(*minor)};
   }
   out.include = jr::text_or(j, "include");
+  out.stdlib = jr::text_or(j, "stdlib");
   return out;
 }
 
@@ -80,7 +81,8 @@ constexpr const char* kProbeProgram =
     "print(json.dumps({'torch': s.origin if s else None,\n"
     "  'locations': list(s.submodule_search_locations or []) if s else [],\n"
     "  'path': sys.path, 'cflags': sysconfig.get_config_var('CFLAGS') or '',\n"
-    "  'version': list(sys.version_info[:2]), 'include': sysconfig.get_path('include') or ''}))";
+    "  'version': list(sys.version_info[:2]), 'include': sysconfig.get_path('include') or '',\n"
+    "  'stdlib': sysconfig.get_path('stdlib') or ''}))";
 
 nlohmann::json stamp_json(const probe::FileSystem& fs, const fs::path& p) {
   auto st = fs.stamp(p);

@@ -29,6 +29,8 @@ struct PythonProbe {
   std::string cflags;
   std::optional<std::pair<int, int>> version;  ///< (3, 11)
   std::string include;                         ///< sysconfig's include folder (Python.h, with python3-dev)
+  /// sysconfig's stdlib folder, where a cross-build finds the target's _sysconfigdata module
+  std::string stdlib;
 };
 PythonProbe parse_python_probe(std::string_view json);
 

@@ -21,12 +21,6 @@ Status choose_platform(const Options& opts, Plan& plan) {
   plan.notes.push_back("platform: " + std::string(plan.platform->name) + " (" +
                        (opts.platform ? "--platform" : "[build] platform") + "), cross-built on this " +
                        std::string(target::host_platform().name) + " machine");
-  if (plan.recipe.build.backend == recipe::Backend::command)
-    return unsatisfied(
-        "a cross-build for " + std::string(plan.platform->name) +
-            " of a project's own build command is not supported yet: only the native backend "
-            "(op.toml ops) cross-builds",
-        "build the wheel on a " + std::string(plan.platform->name) + " machine, or leave [build] platform out");
   if (plan.recipe.wheel.root)
     return bad_input("[wheel] root and a cross-build for " + std::string(plan.platform->name) +
                      " cannot be combined: a root is a distribution of this machine's");
@@ -46,12 +40,14 @@ Status resolve_cross_host(probe::Machine m, Plan& plan, Toolchain& chain) {
   return {};
 }
 
+/// A command build links the project's libraries with its own flags (-lcudart: the shared
+/// runtime), so it needs the target's runtime whenever a toolkit is chosen.
 Status provision_cross_runtime(probe::Machine m, const Options& opts, Plan& plan, const Toolchain& chain) {
   if (!plan.cross() || !chain.tk || !chain.unavailable.empty()) return {};
   const bool cuda_op = std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) {
     return d.builds() && ops::needs_toolkit(d.manifest.kind);
   });
-  if (!cuda_op) return {};
+  if (!cuda_op && plan.recipe.build.backend != recipe::Backend::command) return {};
   const fs::path cache = cache_dir(m, opts);
   auto files = opts.fetch_toolkit
                    ? cuda::provision_target_files(m, *chain.tk, *plan.platform, cache, plan.python, opts.on_progress)

@@ -119,6 +119,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
   OPFORGE_CHECK(provision_cross_runtime(m, opts, plan, chain));
   OPFORGE_CHECK(find_python_include(m, plan));
+  OPFORGE_CHECK(resolve_cross_command(m, opts, plan));
   const bool any_cuda = carries_cuda(plan, chain);
   decide_pch(opts, plan);
   decide_gcc_gc(plan);

@@ -92,6 +92,18 @@ struct Plan {
   /// A cross-build that compiles CUDA code: the target machine's CUDA runtime (headers and
   /// cudart), fetched into the cache (or, for `opforge plan`, what would be fetched).
   std::optional<cuda::TargetFiles> cuda_target;
+  /// A cross-build of a project's own command: the target's view of the build Python
+  /// (resolve_cross_command). setup.py runs with this machine's Python and torch; Python's
+  /// configuration, the compilers and the torch they compile and link against are the target's.
+  struct CrossCommand {
+    std::string sysconfig;      ///< _PYTHON_SYSCONFIGDATA_NAME: "_sysconfigdata__linux_aarch64-linux-gnu"
+    fs::path sysconfig_file;    ///< where the build Python finds it (its stdlib)
+    std::string host_platform;  ///< _PYTHON_HOST_PLATFORM: "linux-aarch64" (setuptools' platform tag)
+    std::string ext_suffix;     ///< what the module's EXT_SUFFIX says: ".cpython-311-aarch64-linux-gnu.so"
+  };
+  std::optional<CrossCommand> cross_command;
+  /// ... and the torch it compiles against: the build torch's release for the target machine.
+  std::optional<cuda::TargetTorch> target_torch;
   /// The wheel's code is for another machine than this one.
   bool cross() const { return platform != &target::host_platform(); }
   /// Requires-Dist values the wheel gets beyond its own ("torch==2.15.*" for a matrix cell).

@@ -138,6 +138,13 @@ Result<std::vector<ops::Decision>> decide_ops(probe::Machine m, const Options& o
 /// it); an op requested explicitly (true, DS_BUILD_<OP>=1) is built whole or not at all: unsatisfied.
 Status find_python_include(probe::Machine m, Plan& plan);
 
+/// A cross-build of a project's own command (setup.py): the build Python's configuration for the
+/// target (Debian's _sysconfigdata__linux_<triple> in its stdlib: the extension suffix, the
+/// platform tag), the target's pyconfig.h, and, with torch in the build Python, the same torch
+/// release for the target (cuda/target_files.h; `opforge plan` only says what would be fetched).
+/// Unsatisfied (exit 3) naming Debian's package for what is missing.
+Status resolve_cross_command(probe::Machine m, const Options& opts, Plan& plan);
+
 // version.cpp
 
 /// DeepSpeed's version is version.txt + DS_BUILD_STRING: set so that its __version__ is the wheel's.

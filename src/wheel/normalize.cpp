@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "target/platform.h"
 #include "util/strings.h"
 #include "wheel/internal.h"
 #include "wheel/wheel.h"
@@ -69,6 +70,22 @@ std::string set_requires(std::string_view text, const std::vector<std::string>& 
   return head + body;
 }
 
+/// The strip that reads `content`'s machine: binutils' own for this machine's ELF files, the
+/// target's (Debian's <triple>-strip, beside its cross compiler) for a cross-built wheel's.
+std::string strip_for(const std::string& content) {
+  if (content.size() >= 20 &&
+      content.compare(0, 4,
+                      "\x7f"
+                      "ELF") == 0 &&
+      content[5] == 1) {  // little-endian
+    const auto machine = static_cast<std::uint16_t>(static_cast<unsigned char>(content[18]) |
+                                                    (static_cast<unsigned char>(content[19]) << 8));
+    if (const auto* p = target::platform_of_elf(machine); p && p != &target::host_platform())
+      return std::string(p->triple) + "-strip";
+  }
+  return "strip";
+}
+
 Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel, const std::string& content) {
   auto dir = OPFORGE_TRY(m.fs.make_temp_directory("opforge-strip-"));
   fs::path tmp = dir / "lib.so";
@@ -78,7 +95,8 @@ Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel
     return opforge::unexpected(st.error());
   }
   probe::Command cmd;
-  cmd.argv = {"strip", "--strip-unneeded", tmp.string()};
+  const std::string strip = strip_for(content);
+  cmd.argv = {strip, "--strip-unneeded", tmp.string()};
   auto res = m.proc.run(cmd);
   if (!res) {
     cleanup();
@@ -86,7 +104,10 @@ Result<std::string> strip_elf(probe::Machine m, const std::string& path_in_wheel
   }
   if (!res->ok()) {
     cleanup();
-    return failure("strip --strip-unneeded failed on " + path_in_wheel + ": " + res->err, "is binutils installed?");
+    return failure(strip + " --strip-unneeded failed on " + path_in_wheel + ": " + res->err,
+                   strip == "strip"
+                       ? "is binutils installed?"
+                       : "is " + strip + " installed? (Debian: binutils-" + strip.substr(0, strip.size() - 6) + ")");
   }
   auto out = m.fs.read_file(tmp, Limits{}.entry_bytes);
   cleanup();
