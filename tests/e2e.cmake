@@ -19,6 +19,13 @@ add_test(NAME e2e.cross_aarch64
                  ${E2E}/cross_aarch64)
 set_tests_properties(e2e.cross_aarch64 PROPERTIES FIXTURES_SETUP cross_wheel_aarch64 TIMEOUT 1800
                      LABELS "e2e;aarch64" PROCESSORS 2 COST 200 SKIP_RETURN_CODE 77)
+# A setup.py torch CUDA extension cross-built for aarch64 against PyPI's aarch64 torch, compared from
+# two folders (tests/e2e/cross_extension.sh); install.arm64_extension runs it in the arm64 root.
+add_test(NAME e2e.cross_extension
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cross_extension.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${E2E}/cross_extension)
+set_tests_properties(e2e.cross_extension PROPERTIES FIXTURES_SETUP cross_extension_aarch64 TIMEOUT 1800
+                     LABELS "e2e;aarch64" PROCESSORS 2 COST 150 SKIP_RETURN_CODE 77)
 add_test(NAME e2e.verify
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/verify.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR} ${E2E}/default ${E2E}/verify)
 set_tests_properties(e2e.verify PROPERTIES FIXTURES_REQUIRED default_wheel TIMEOUT 1800 LABELS e2e PROCESSORS 2 COST 200)

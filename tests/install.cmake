@@ -127,6 +127,13 @@ add_test(NAME install.arm64_ops COMMAND ${OPFORGE_INSTALL}/arm64_ops_check.sh ${
 set_tests_properties(install.arm64_ops PROPERTIES FIXTURES_REQUIRED "cross_wheel_aarch64;root_bookworm_arm64_torch"
                      TIMEOUT 900 LABELS "install;aarch64" ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
                      SKIP_REGULAR_EXPRESSION "SKIP:")
+# A setup.py torch CUDA extension cross-built for aarch64 (e2e.cross_extension's wheel) imported
+# with the aarch64 torch in the arm64 root under emulation, its CPU path computing.
+add_test(NAME install.arm64_extension COMMAND ${OPFORGE_INSTALL}/arm64_extension_check.sh
+                                              ${CMAKE_BINARY_DIR}/e2e/cross_extension/a/ext/dist)
+set_tests_properties(install.arm64_extension PROPERTIES FIXTURES_REQUIRED "cross_extension_aarch64;root_bookworm_arm64_torch"
+                     TIMEOUT 900 LABELS "install;aarch64" ENVIRONMENT ROOT_RETRY=0 RESOURCE_LOCK root_bookworm_arm64
+                     SKIP_REGULAR_EXPRESSION "SKIP:")
 # A Grace node building for itself: opforge's aarch64 wheel builds the default recipe in the arm64
 # root under emulation with NVIDIA's aarch64 CUDA 13.0 wheels as its toolkit (about 110 CPU-s).
 add_test(NAME install.arm64_native_build COMMAND ${OPFORGE_INSTALL}/arm64_native_build.sh ${OPFORGE_DIST_AARCH64_OUT})

@@ -55,6 +55,14 @@ void print_toolchain(const plan::Plan& p) {
                                          : "`opforge build` fetches it with " + t.python + " -m pip")
               << " (release from " << t.release_source << ")\n";
   }
+  if (p.target_torch) {
+    const auto& t = *p.target_torch;
+    std::cout << "  torch       " << t.platform << " " << t.requirement << " (" << t.python_tag << ") in "
+              << t.dir.string() << ": "
+              << (t.present || t.fetched ? "cached, nothing to fetch"
+                                         : "`opforge build` fetches it with " + t.python + " -m pip")
+              << "\n";
+  }
   std::cout << "host compiler ";
   if (p.host) {
     std::cout << p.host->compiler.cxx.string() << " " << p.host->compiler.version.str(3) << " — " << p.host->reason

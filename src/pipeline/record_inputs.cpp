@@ -114,6 +114,11 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
   for (auto& [k, v] : out.env)
     if (auto it = base.find(k); it == base.end() || it->second != v) cenv[k] = v;
   in["command_environment"] = cenv;
+  // A cross-build: which torch wheel for the target its libraries were compiled and linked against.
+  if (plan.target_torch) {
+    auto t = util::json_parse(cuda::target_torch_json_text(*plan.target_torch));
+    in["target_torch"] = {{"requirement", t["requirement"]}, {"cuda", t["cuda"]}, {"packages", t["packages"]}};
+  }
   if (!plan.recipe.build.env.empty()) in["build_env"] = plan.recipe.build.env;
   return in;
 }

@@ -32,6 +32,12 @@ nlohmann::json to_json(const Plan& p) {
                    {"cross", p.cross()},
                    {"build_machine", std::string(target::host_platform().name)}};
   j["cuda_target"] = p.cuda_target ? util::json_parse(cuda::target_files_json_text(*p.cuda_target)) : json(nullptr);
+  j["target_torch"] = p.target_torch ? util::json_parse(cuda::target_torch_json_text(*p.target_torch)) : json(nullptr);
+  if (p.cross_command)
+    j["cross_command"] = {{"sysconfig", p.cross_command->sysconfig},
+                          {"sysconfig_file", p.cross_command->sysconfig_file.string()},
+                          {"host_platform", p.cross_command->host_platform},
+                          {"ext_suffix", p.cross_command->ext_suffix}};
   if (p.host)
     j["host_compiler"] = {{"cc", p.host->compiler.cc.string()},
                           {"cxx", p.host->compiler.cxx.string()},
