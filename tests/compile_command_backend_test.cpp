@@ -14,6 +14,7 @@
 #include "probe/fake_machine.h"
 #include "probe/overlay_environment.h"
 #include "target/arch.h"
+#include "target/platform.h"
 #include "test_util.h"
 #include "wheel/wheel.h"
 
@@ -244,6 +245,69 @@ TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], w.path.string());
   p.cache = recipe::Cache::ccache;  // torch wraps only its own nvcc in ccache
   EXPECT_EQ(compile::command_environment({}, p, "/t", w.path)["PYTORCH_NVCC"], "ccache " + w.path.string());
+  fs::remove_all(top);
+}
+
+// A cross-build of a command: the wrappers compile and link against the target's torch and CUDA
+// runtime where torch's cpp_extension names this machine's, in every spelling it uses (-I, -isystem
+// and its separate word, -L); a sibling folder whose name only starts the same is left alone, and
+// the toolkit's library folder is rewritten exactly (not its stubs/).
+TEST(CompileCommandBackend, CrossWrappersRewriteTheTorchAndRuntimeFolders) {
+  fs::path top = fs::temp_directory_path() / ("opforge-crosswrap-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  fs::create_directories(top);
+  const fs::path nvcc = top / "bin" / "nvcc";
+  fs::create_directories(nvcc.parent_path());
+  std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
+  fs::permissions(nvcc, fs::perms::owner_all);
+  const std::string torch = "/venv/site-packages/torch", tt = "/cache/torch-aarch64/site/torch";
+  const std::vector<compile::ArgRewrite> rw{{torch, tt}, {"/usr/local/cuda/lib64", "/cache/rt/lib", false}};
+  auto w = compile::nvcc_wrapper(top / "cache", nvcc, {}, {}, false, {}, false, rw);
+  auto m = probe::real_machine();
+  ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
+  auto r = m.proc.run({.argv = {w.path.string(), "-I" + torch + "/include", "-isystem", torch + "/include/api",
+                                "-isystem" + torch + "/include", "-L" + torch + "/lib", "-I" + torch + "vision/x",
+                                "-L/usr/local/cuda/lib64", "-L/usr/local/cuda/lib64/stubs", "a b", "-c", "x.cu"}});
+  ASSERT_TRUE(r && r->ok());
+  EXPECT_EQ(r->out, "-I" + tt + "/include\n-isystem\n" + tt + "/include/api\n-isystem" + tt + "/include\n-L" + tt +
+                        "/lib\n-I" + torch +
+                        "vision/x\n-L/cache/rt/lib\n-L/usr/local/cuda/lib64/stubs\na b\n-c\nx.cu\n");
+  EXPECT_EQ(compile::rewrite_block({}), "");
+
+  // The plan's rewrites and variables: only for a cross-built command.
+  plan::Plan p = base_plan("/src/ops", "/w");
+  EXPECT_TRUE(compile::cross_rewrites(p).empty());
+  EXPECT_FALSE(compile::command_environment({}, p, "/t").contains("_PYTHON_SYSCONFIGDATA_NAME"));
+  p.platform = target::find_platform("aarch64");
+  p.cross_command = plan::Plan::CrossCommand{.sysconfig = "_sysconfigdata__linux_aarch64-linux-gnu",
+                                             .sysconfig_file = {},
+                                             .host_platform = "linux-aarch64",
+                                             .ext_suffix = ".cpython-311-aarch64-linux-gnu.so"};
+  p.python_arch_include = "/usr/include";
+  cuda::TorchInfo ti;
+  ti.torch_dir = torch;
+  p.cuda.torch = ti;
+  cuda::TargetTorch target;
+  target.torch_dir = tt;
+  p.target_torch = target;
+  cuda::Toolkit tk;
+  tk.root = "/usr/local/cuda-13.0";
+  tk.lib_dir = "/usr/local/cuda-13.0/targets/x86_64-linux/lib";
+  p.cuda.chosen = tk;
+  cuda::TargetFiles rt;
+  rt.lib_dir = "/cache/rt/lib";
+  p.cuda_target = rt;
+  const auto got = compile::cross_rewrites(p);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].from, torch);
+  EXPECT_EQ(got[1].from, tk.lib_dir.string());
+  EXPECT_EQ(got[2].from, "/usr/local/cuda-13.0/lib64");
+  EXPECT_FALSE(got[2].prefix);
+  auto env = compile::command_environment({}, p, "/t");
+  EXPECT_EQ(env["_PYTHON_SYSCONFIGDATA_NAME"], "_sysconfigdata__linux_aarch64-linux-gnu");
+  EXPECT_EQ(env["_PYTHON_HOST_PLATFORM"], "linux-aarch64");
+  EXPECT_NE(env["CXXFLAGS"].find("-idirafter /usr/include"), std::string::npos);
+  EXPECT_NE(env["NVCC_APPEND_FLAGS"].find("-Xcompiler=-idirafter,/usr/include"), std::string::npos);
   fs::remove_all(top);
 }
 

@@ -167,6 +167,17 @@ TEST(DoctorExamine, AnEmptyMachineSaysWhatIsMissing) {
   EXPECT_EQ(text.find("GPUs: none (none"), std::string::npos) << text;
   EXPECT_NE(text.find(")\n\nlibaio: not found\nninja: not found\nccache: not found\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nOps:\n  "), std::string::npos) << text;
+  // Cross-builds: the cross compiler, strip, libaio and the emulator missing, and the packages
+  // that add them (Debian's arm64 archive first); the Python's rows need a Python that answered.
+  EXPECT_NE(text.find("\nCross-builds for aarch64 ([build] platform, --platform):\n"
+                      "  C++ compiler: missing aarch64-linux-gnu-g++ (g++-aarch64-linux-gnu)  — every cross-build for "
+                      "aarch64 (nvcc's host compiler too)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  to add what is missing: dpkg --add-architecture arm64 && apt-get update && apt-get install "
+                      "binutils-aarch64-linux-gnu g++-aarch64-linux-gnu libaio-dev:arm64 qemu-user-static\n"),
+            std::string::npos)
+      << text;
   // Every process it tried is a question, never a change: nothing was written.
   EXPECT_TRUE(fm.fs.log().empty());
 }

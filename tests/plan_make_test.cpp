@@ -5,6 +5,7 @@
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "plan/provision_stage.h"
+#include "plan/stages.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 
@@ -342,6 +343,75 @@ TEST(PlanProvision, LabelsOnlyTheCandidateCudaHomeMade) {
   label_provisioned(res, p);
   EXPECT_EQ(res.candidates[0].found_by, "pip wheel in /home/CUDA_HOME/site-packages");
   EXPECT_EQ(res.candidates[1].found_by, "provisioned from PyPI (cuda-toolkit[nvcc,cudart,cccl]==13.0.2)");
+}
+
+// A cross-built command: the build Python's configuration for the target is found in its stdlib
+// (Debian's _sysconfigdata__linux_<triple>), or the build stops (exit 3) with the package to
+// install; Debian's pyconfig.h needs the target's half too. `plan` only describes the torch for
+// the target (nothing fetched).
+TEST(PlanMake, CrossCommandFindsTheTargetsPythonConfigurationOrNamesThePackage) {
+  probe::FakeMachine fm;
+  fm.env.set("OPFORGE_CACHE_DIR", "/cache");
+  fm.fs.add_file("/usr/bin/python3", "python 3.11", 0755);
+  fm.proc.on(
+      {"python3", "-c"},
+      probe::ProcessResult{.exit_code = 0,
+                           .out = R"({"torch": null, "locations": [], "path": [], "cflags": "", "version": [3, 11],)"
+                                  R"( "include": "/usr/include/python3.11", "stdlib": "/usr/lib/python3.11"})"});
+  fm.fs.add_file("/usr/include/python3.11/Python.h", "");
+  fm.fs.add_file("/usr/include/python3.11/pyconfig.h",
+                 "#if defined(__x86_64__) && defined(__LP64__)\n#  include <x86_64-linux-gnu/python3.11/pyconfig.h>\n"
+                 "#elif defined(__aarch64__) && defined(__AARCH64EL__)\n"
+                 "#  include <aarch64-linux-gnu/python3.11/pyconfig.h>\n#endif\n");
+  Plan plan;
+  plan.python = "python3";
+  plan.recipe.build.backend = recipe::Backend::command;
+  Options opts;
+  opts.fetch_toolkit = false;
+  ASSERT_TRUE(resolve_cross_command(fm.machine(), opts, plan));  // this machine's: nothing to do
+  EXPECT_FALSE(plan.cross_command);
+  plan.platform = target::find_platform("aarch64");
+  auto missing = resolve_cross_command(fm.machine(), opts, plan);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::unsatisfied);
+  EXPECT_EQ(missing.error().message,
+            "python3 (Python 3.11) has no configuration for aarch64: "
+            "/usr/lib/python3.11/_sysconfigdata__linux_aarch64-linux-gnu.py is missing; setup.py takes the extension "
+            "suffix and the platform tag from it");
+  EXPECT_NE(missing.error().hint.find("apt-get install libpython3.11-dev:arm64"), std::string::npos);
+  fm.fs.add_file(
+      "/usr/lib/python3.11/_sysconfigdata__linux_aarch64-linux-gnu.py",
+      "build_time_vars = {'CC': 'aarch64-linux-gnu-gcc',\n"
+      " 'EXT_SUFFIX': '.cpython-311-aarch64-linux-gnu.so',\n 'HOST_GNU_TYPE': 'aarch64-unknown-linux-gnu'}\n");
+  auto headers = resolve_cross_command(fm.machine(), opts, plan);
+  ASSERT_FALSE(headers);
+  EXPECT_EQ(headers.error().message,
+            "python headers for aarch64: /usr/include/aarch64-linux-gnu/python3.11/pyconfig.h is missing (install "
+            "libpython3.11-dev:arm64, the aarch64 half of Debian's Python headers)");
+  fm.fs.add_file("/usr/include/aarch64-linux-gnu/python3.11/pyconfig.h", "");
+  ASSERT_TRUE(resolve_cross_command(fm.machine(), opts, plan));
+  ASSERT_TRUE(plan.cross_command);
+  EXPECT_EQ(plan.cross_command->sysconfig, "_sysconfigdata__linux_aarch64-linux-gnu");
+  EXPECT_EQ(plan.cross_command->ext_suffix, ".cpython-311-aarch64-linux-gnu.so");
+  EXPECT_EQ(plan.cross_command->host_platform, "linux-aarch64");
+  EXPECT_EQ(plan.python_arch_include, "/usr/include");
+  EXPECT_FALSE(plan.target_torch);  // no torch in that Python: a plain C extension needs none
+
+  // With torch 2.15.0+cu132 in the build Python: PyPI's 2.15.0 for aarch64 and cp311, described only.
+  cuda::TorchInfo torch;
+  torch.torch_version = "2.15.0+cu132";
+  torch.torch_dir = "/venv/lib/python3.11/site-packages/torch";
+  plan.cuda.torch = torch;
+  ASSERT_TRUE(resolve_cross_command(fm.machine(), opts, plan));
+  ASSERT_TRUE(plan.target_torch);
+  EXPECT_EQ(plan.target_torch->requirement, "torch==2.15.0");
+  EXPECT_EQ(plan.target_torch->dir, "/cache/toolkits/torch-aarch64-cp311-2.15.0");
+  EXPECT_EQ(plan.target_torch->torch_dir, "/cache/toolkits/torch-aarch64-cp311-2.15.0/site/torch");
+  EXPECT_FALSE(plan.target_torch->present);
+  EXPECT_EQ(plan.notes.back(),
+            "cross: torch for aarch64: torch==2.15.0 from PyPI in /cache/toolkits/torch-aarch64-cp311-2.15.0, fetched "
+            "by the build (not there yet): its headers and libraries in place of "
+            "/venv/lib/python3.11/site-packages/torch's");
 }
 
 }  // namespace

@@ -126,6 +126,7 @@ Report examine(probe::Machine m, const std::string& python, const fs::path& reci
   out.node = read_node(m);
   examine_ops(m, recipe, res && res->chosen, ask, out);
   out.libaio = find_libaio(m);
+  out.cross = examine_cross(m, python, out.torch, res && res->chosen ? &*res->chosen : nullptr);
   return out;
 }
 

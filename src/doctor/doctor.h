@@ -45,6 +45,22 @@ struct SchedulerAnswer {
 /// Asks the scheduler at `url` with the token of `token_file` (or the environment's).
 using AskScheduler = std::function<SchedulerAnswer(const std::string& url, const fs::path& token_file)>;
 
+/// One thing a cross-build for another machine needs from this one.
+struct CrossNeed {
+  std::string what;        ///< "C++ compiler", "Python configuration", "CUDA runtime", ...
+  std::string name;        ///< the program, file or requirement looked for
+  std::string found;       ///< where it is; empty: missing
+  std::string package;     ///< Debian's package that adds it (empty: the build fetches it from PyPI)
+  std::string needed_for;  ///< which builds need it
+};
+/// What a cross-build for `platform` needs, each found or not, and the command that adds what is
+/// missing (empty when nothing Debian packages is missing).
+struct CrossReport {
+  std::string platform;
+  std::vector<CrossNeed> needs;
+  std::string install;
+};
+
 struct Report {
   std::string python;                         ///< the interpreter asked about torch
   std::optional<cuda::TorchInfo> torch;       ///< nullopt: the interpreter could not run
@@ -62,7 +78,13 @@ struct Report {
   std::optional<std::string> ops_error;  ///< a recipe or manifest error (rendered)
   std::optional<std::string> libaio;     ///< the soname that loaded
   std::vector<std::string> warnings;     ///< torch/toolkit mismatch, mixed GPUs, old kernels
+  std::vector<CrossReport> cross;        ///< one per machine this one cross-builds for
 };
+
+/// What cross-builds from this machine need, per other platform (doctor/cross.cpp): `python` is
+/// the build Python (its stdlib and headers for the target), `tk` the toolkit a build would use.
+std::vector<CrossReport> examine_cross(probe::Machine m, const std::string& python,
+                                       const std::optional<cuda::TorchInfo>& torch, const cuda::Toolkit* tk);
 
 /// Looks at the machine `m` with `python`'s torch; decides the ops of `recipe` (empty: the bundled
 /// default recipe, whose absence is no error). A recipe's scheduler is asked through `ask`, when

@@ -121,6 +121,18 @@ json to_json(const Report& r) {
                             {"reason", d.reason}});
   if (r.ops_error) j["ops_error"] = *r.ops_error;
   j["libaio"] = r.libaio ? json(*r.libaio) : json(nullptr);
+  j["cross"] = json::array();
+  for (const auto& c : r.cross) {
+    json needs = json::array();
+    for (const auto& n : c.needs)
+      needs.push_back({{"what", n.what},
+                       {"name", n.name},
+                       {"found", n.found.empty() ? json(nullptr) : json(n.found)},
+                       {"package", n.package.empty() ? json(nullptr) : json(n.package)},
+                       {"for", n.needed_for}});
+    j["cross"].push_back(
+        {{"platform", c.platform}, {"needs", needs}, {"install", c.install.empty() ? json(nullptr) : json(c.install)}});
+  }
   return j;
 }
 
@@ -204,6 +216,18 @@ std::string to_text(const json& j) {
         << (unmeasured ? ", " + std::to_string(unmeasured) + " not measured yet" : std::string())
         << "; `opforge cache` lists them)\n";
   }
+  if (j.contains("cross"))
+    for (const auto& c : j["cross"]) {
+      out << "\nCross-builds for " << s(c["platform"]) << " ([build] platform, --platform):\n";
+      for (const auto& n : c["needs"])
+        out << "  " << s(n["what"]) << ": "
+            << (n["found"].is_string() ? s(n["found"])
+                                       : "missing " + s(n["name"]) +
+                                             (n["package"].is_string() ? " (" + s(n["package"]) + ")"
+                                                                       : std::string(", fetched by the build")))
+            << "  — " << s(n["for"]) << "\n";
+      if (c["install"].is_string()) out << "  to add what is missing: " << s(c["install"]) << "\n";
+    }
   out << "\nOps:\n";
   for (auto& o : j["ops"])
     out << "  " << s(o["name"]) << ": " << s(o["status"]) << " (" << s(o["requested_by"]) << ") " << s(o["reason"])

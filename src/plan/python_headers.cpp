@@ -112,7 +112,12 @@ Status resolve_cross_command(probe::Machine m, const Options& opts, Plan& plan) 
                            (probe->stdlib.empty() ? std::string("its stdlib folder is unknown")
                                                   : cc.sysconfig_file.string() + " is missing") +
                            "; setup.py takes the extension suffix and the platform tag from it",
-                       how + "; the build's Python must be Debian's, of the version the nodes run");
+                       how + (probe->stdlib.starts_with("/usr/lib/")
+                                  ? std::string()
+                                  : "; and build with Debian's own /usr/bin/python" + version +
+                                        " (or a venv made with it): a Python of another origin (pyenv, conda) reads "
+                                        "only its own stdlib, " +
+                                        probe->stdlib));
   cc.ext_suffix = sysconfig_value(*text, "EXT_SUFFIX");
   if (cc.ext_suffix.find(std::string(p.triple)) == std::string::npos)
     return unsatisfied(
