@@ -284,6 +284,7 @@ TEST(CompileCommandBackend, CrossWrappersRewriteTheTorchAndRuntimeFolders) {
                                              .host_platform = "linux-aarch64",
                                              .ext_suffix = ".cpython-311-aarch64-linux-gnu.so"};
   p.python_arch_include = "/usr/include";
+  p.cross_nvcc_includes = {"-I/cache/rt/include", "-isystem", "/usr/local/cuda-13.0/include/cccl"};
   cuda::TorchInfo ti;
   ti.torch_dir = torch;
   p.cuda.torch = ti;
@@ -308,6 +309,8 @@ TEST(CompileCommandBackend, CrossWrappersRewriteTheTorchAndRuntimeFolders) {
   EXPECT_EQ(env["_PYTHON_HOST_PLATFORM"], "linux-aarch64");
   EXPECT_NE(env["CXXFLAGS"].find("-idirafter /usr/include"), std::string::npos);
   EXPECT_NE(env["NVCC_APPEND_FLAGS"].find("-Xcompiler=-idirafter,/usr/include"), std::string::npos);
+  EXPECT_NE(env["NVCC_APPEND_FLAGS"].find("-I/cache/rt/include -isystem /usr/local/cuda-13.0/include/cccl"),
+            std::string::npos);
   fs::remove_all(top);
 }
 

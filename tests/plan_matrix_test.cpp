@@ -66,7 +66,7 @@ TEST(PlanMatrix, JsonIsAGithubActionsIncludeList) {
   ASSERT_EQ(j["include"].size(), 4u);
   EXPECT_EQ(j["include"][0],
             nlohmann::json::parse(R"({"cell": "torch2.14.0-py3.11", "index": 0, "torch": "2.14.0", "python": "3.11",
-                                      "cuda": "13.0", "toolkit_from": "installed"})"));
+                                      "platform": "x86_64", "cuda": "13.0", "toolkit_from": "installed"})"));
   EXPECT_EQ(j["include"][3]["cell"], "torch2.15-py3.12");
 }
 
@@ -150,6 +150,29 @@ TEST(PlanMatrix, FailedPipLeavesNoEnvironment) {
   EXPECT_EQ(world.w.fs.type_of(c.env), probe::FileType::none);
 }
 
+// [matrix] platform: each torch × Python cell also for each machine, innermost; a cell for another
+// machine than this one says so in its id and shares its torch and Python's environment.
+TEST(PlanMatrix, PlatformAxisCellsShareTheirEnvironment) {
+  MatrixWorld world(std::string(kMatrix) + "platform = [\"x86_64\", \"arm64\"]\n");
+  auto r = world.recipe();
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->matrix.platform, (std::vector<std::string>{"x86_64", "aarch64"}));
+  auto cs = cells(world.w.machine(), *r, "/cache");
+  ASSERT_TRUE(cs) << cs.error().render();
+  ASSERT_EQ(cs->size(), 8u);
+  EXPECT_EQ((*cs)[0].id, "torch2.14.0-py3.11");
+  EXPECT_EQ((*cs)[0].platform, "x86_64");
+  EXPECT_EQ((*cs)[1].id, "torch2.14.0-py3.11-aarch64");
+  EXPECT_EQ((*cs)[1].platform, "aarch64");
+  EXPECT_EQ((*cs)[1].env, (*cs)[0].env);
+  EXPECT_EQ((*cs)[2].id, "torch2.14.0-py3.12");
+  EXPECT_EQ((*cs)[7].id, "torch2.15-py3.12-aarch64");
+  auto one = select(*r, *cs, "torch2.15-py3.11-aarch64", std::nullopt);
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].index, 5u);
+}
+
 TEST(RecipeMatrix, BadInputPointsAtTheLine) {
   struct Case {
     std::string text;
@@ -163,6 +186,10 @@ TEST(RecipeMatrix, BadInputPointsAtTheLine) {
       {"[matrix]\npython = [\"python3\"]\n", 1, "needs torch"},
       {"[matrix]\ntorch = [\"2.15\", \"2.15\"]\n", 2, "twice"},
       {"[matrix]\ntorch = [\"2.15\"]\ncuda = \"13.2\"\n", 3, "cuda"},
+      {"[matrix]\ntorch = [\"2.15\"]\nplatform = [\"x86_64\", \"sparc\"]\n", 3,
+       "matrix.platform: unknown platform \"sparc\""},
+      {"[matrix]\ntorch = [\"2.15\"]\nplatform = [\"arm64\", \"aarch64\"]\n", 3, "lists aarch64 twice"},
+      {"[matrix]\ntorch = [\"2.15\"]\nplatform = []\n", 3, "non-empty array"},
       {"[package]\nlocal_version = \"torch{torch_maj}\"\n", 2, "unknown placeholder"},
       {"[cuda]\nversion = \"auto\"\nprovision = \"pypi\"\n", 3, "needs version = \"torch\""},
       {"[cuda]\nversion = \"torch\"\nprovision = \"conda\"\n", 3, "is not \"none\" or \"pypi\""},

@@ -43,7 +43,8 @@ Registrar matrix_command{{
         for (auto& v : views) {
           std::cout << v.cell.index << "  " << v.cell.id << "\n"
                     << "     " << v.cell.torch_requirement << ", Python " << v.cell.python_version << " ("
-                    << v.cell.python << ")\n"
+                    << v.cell.python << ")" << (v.cell.platform.empty() ? std::string() : ", for " + v.cell.platform)
+                    << "\n"
                     << "     environment " << v.cell.env.string()
                     << (v.cell.user_env ? " (named by the recipe)"
                         : v.cell.ready  ? " (made)"
@@ -54,7 +55,8 @@ Registrar matrix_command{{
         }
         // Whether a wheel uses torch's stable ABI alone is known once it is built: say what then happens.
         if (r.matrix.share_stable_abi && views.size() > 1)
-          std::cout << "a cell whose wheel uses torch's stable C ABI alone serves the later cells of its Python whose "
+          std::cout << "a cell whose wheel uses torch's stable C ABI alone serves the later cells of its Python and "
+                       "platform whose "
                        "torch its requirement admits (they load it instead of building; [matrix] share_stable_abi = "
                        "false builds every cell)\n";
         return {};

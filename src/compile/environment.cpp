@@ -74,6 +74,8 @@ void set_cross(std::map<std::string, std::string>& env, const plan::Plan& plan) 
   if (!plan.cross_command) return;
   env["_PYTHON_SYSCONFIGDATA_NAME"] = plan.cross_command->sysconfig;
   env["_PYTHON_HOST_PLATFORM"] = plan.cross_command->host_platform;
+  if (!plan.cross_nvcc_includes.empty())
+    append_flags(env, "NVCC_APPEND_FLAGS", strings::join(plan.cross_nvcc_includes, " "));
   if (plan.python_arch_include.empty()) return;
   const std::string dir = plan.python_arch_include.string();
   for (const char* var : {"CFLAGS", "CXXFLAGS"}) append_flags(env, var, "-idirafter " + dir);

@@ -51,8 +51,8 @@ std::vector<CrossReport> examine_cross(probe::Machine m, const std::string& pyth
       r.needs.push_back({"Python " + version + " configuration", sysconfig.string(), file_if_there(m, sysconfig), pkg,
                          "setup.py projects (a command build with " + python + ")" +
                              (debian ? std::string()
-                                     : "; Debian's own Python " + version +
-                                           " (/usr/bin/python" + version + ", or a venv made with it) has it")});
+                                     : "; Debian's own Python " + version + " (/usr/bin/python" + version +
+                                           ", or a venv made with it) has it")});
       const fs::path pyconfig = fs::path("/usr/include") / triple / ("python" + version) / "pyconfig.h";
       r.needs.push_back({"Python " + version + " headers", pyconfig.string(), file_if_there(m, pyconfig), pkg, why});
     }
@@ -65,8 +65,8 @@ std::vector<CrossReport> examine_cross(probe::Machine m, const std::string& pyth
                            "CUDA code (fetched from PyPI by `opforge build` into the cache)"});
     if (torch && torch->torch_version && py && py->version)
       if (auto t = cuda::describe_target_torch(m, *torch->torch_version, *py->version, p, cache, python))
-        r.needs.push_back({"torch", t->requirement + " (" + t->python_tag + ")", t->present ? t->dir.string() : "",
-                           "", "torch extensions (fetched from PyPI by `opforge build` into the cache)"});
+        r.needs.push_back({"torch", t->requirement + " (" + t->python_tag + ")", t->present ? t->dir.string() : "", "",
+                           "torch extensions (fetched from PyPI by `opforge build` into the cache)"});
     std::set<std::string> missing;
     bool foreign = false;
     for (const auto& n : r.needs)

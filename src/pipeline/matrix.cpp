@@ -5,6 +5,7 @@
 
 #include "probe/overlay_environment.h"
 #include "settings/settings.h"
+#include "target/platform.h"
 #include "util/pep440.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
@@ -89,9 +90,21 @@ Result<std::vector<plan::Cell>> matrix_cells(probe::Machine m, const fs::path& r
                        "add [matrix] torch = [...], or build without --cell");
     return std::vector<plan::Cell>{};
   }
+  if (options.plan.platform && !r.matrix.platform.empty())
+    return bad_input(
+        "--platform and the recipe's [matrix] platform cannot be combined: the matrix builds each cell "
+        "for its own platform",
+        "select cells with --cell (e.g. --cell torch2.15.0-py3.11-aarch64), or leave --platform out");
   auto all = OPFORGE_TRY(plan::cells(m, r, cache_of(m.env, options)));
   return plan::select(r, std::move(all), cell_id, cell_index);
 }
+
+namespace {
+/// A cell built for this machine (no [matrix] platform, or this one's).
+bool native_cell(const plan::Cell& cell) {
+  return cell.platform.empty() || cell.platform == target::host_platform().name;
+}
+}  // namespace
 
 std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_file, const Options& options,
                                      std::vector<plan::Cell> cells) {
@@ -114,7 +127,8 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
       OPFORGE_CHECK(plan::ensure_env(m, *r, co.cell, options.on_line));
       // A stable-ABI wheel of this Python that admits this torch serves the cell when it loads here.
       const StableWheel* serving = nullptr;
-      if (r->matrix.share_stable_abi)
+      // Served wheels are loaded here first: only cells for this machine share.
+      if (r->matrix.share_stable_abi && native_cell(cell))
         for (const auto& w : shared)
           if (w.python_version == cell.python_version &&
               pep440::satisfies(cell.torch, w.requirement.substr(5)).value_or(false))
@@ -139,6 +153,7 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
       probe::OverlayMachine cell_machine(m, {{"PATH", path}, {"VIRTUAL_ENV", co.cell.env.string()}});
       Options o = options;
       o.plan.python = co.cell.env_python.string();
+      if (!co.cell.platform.empty()) o.plan.platform = co.cell.platform;
       o.plan.pin_torch = true;
       o.cell = co.cell.id;
       o.build_dir = base / co.cell.id;
@@ -147,7 +162,7 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
     auto built = run();
     if (built) {
       co.outcome = std::move(*built);
-      if (r && r->matrix.share_stable_abi)
+      if (r && r->matrix.share_stable_abi && native_cell(cell))
         if (auto w = stable_wheel(m, co.cell, *co.outcome)) {
           load_check(m, *w, co.cell, base / cell.id / "load-check", co);
           say("cell " + cell.id + ": its wheel uses torch's stable C ABI alone (" + w->requirement +

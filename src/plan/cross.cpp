@@ -54,6 +54,9 @@ Status provision_cross_runtime(probe::Machine m, const Options& opts, Plan& plan
                    : cuda::describe_target_files(m, *chain.tk, *plan.platform, cache, plan.python);
   if (!files) return opforge::unexpected(files.error());
   plan.cuda_target = std::move(*files);
+  plan.cross_nvcc_includes = {"-I" + plan.cuda_target->include_dir.string()};
+  if (const fs::path cccl = chain.tk->include_dir / "cccl"; m.fs.resolved_type(cccl) == probe::FileType::directory)
+    plan.cross_nvcc_includes.insert(plan.cross_nvcc_includes.end(), {"-isystem", cccl.string()});
   const auto& t = *plan.cuda_target;
   plan.notes.push_back("cuda runtime for " + t.platform + ": " + t.requirement + " (release from " + t.release_source +
                        ") in " + t.dir.string() +

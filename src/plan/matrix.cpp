@@ -7,6 +7,7 @@
 #include "cache/layout.h"
 #include "cuda/provision.h"
 #include "cuda/resolve.h"
+#include "target/platform.h"
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/strings.h"
@@ -78,21 +79,26 @@ Result<std::vector<Cell>> cells(probe::Machine m, const recipe::Recipe& r, const
     facts.emplace_back(pythons[i], *f);
   }
   std::vector<Cell> out;
+  std::vector<std::string> platforms = r.matrix.platform;
+  if (platforms.empty()) platforms.emplace_back();
   for (auto& torch : r.matrix.torch)
-    for (auto& [python, f] : facts) {
-      Cell c;
-      c.id = cell_id(torch, f.version);
-      c.index = out.size();
-      c.torch = torch;
-      c.torch_requirement = torch_requirement(torch);
-      c.python = python;
-      c.python_version = f.version;
-      c.env = cache::folder(cache, cache::Kind::env) /
-              env_hash(f.real_path, f.version, c.torch_requirement, r.matrix.requirements);
-      c.env_python = c.env / "bin" / "python";
-      c.ready = m.fs.resolved_type(c.env / kEnvMarker) == probe::FileType::regular;
-      out.push_back(std::move(c));
-    }
+    for (auto& [python, f] : facts)
+      for (auto& platform : platforms) {
+        Cell c;
+        c.platform = platform;
+        c.id = cell_id(torch, f.version) +
+               (platform.empty() || platform == target::host_platform().name ? std::string() : "-" + platform);
+        c.index = out.size();
+        c.torch = torch;
+        c.torch_requirement = torch_requirement(torch);
+        c.python = python;
+        c.python_version = f.version;
+        c.env = cache::folder(cache, cache::Kind::env) /
+                env_hash(f.real_path, f.version, c.torch_requirement, r.matrix.requirements);
+        c.env_python = c.env / "bin" / "python";
+        c.ready = m.fs.resolved_type(c.env / kEnvMarker) == probe::FileType::regular;
+        out.push_back(std::move(c));
+      }
   for (auto& [id, python] : r.matrix.environments) {
     auto it = std::find_if(out.begin(), out.end(), [&](auto& c) { return c.id == id; });
     if (it == out.end()) {
@@ -244,6 +250,7 @@ std::string matrix_json(const std::vector<CellView>& views) {
                    {"index", v.cell.index},
                    {"torch", v.cell.torch},
                    {"python", v.cell.python_version},
+                   {"platform", v.cell.platform.empty() ? std::string(target::host_platform().name) : v.cell.platform},
                    {"cuda", v.cuda},
                    {"toolkit_from", v.toolkit_from}});
   return util::json_dump(nlohmann::json{{"include", inc}});

@@ -24,11 +24,14 @@ struct Cell {
   std::string torch_requirement;  ///< "torch==2.15.0" or "torch==2.15.*"
   std::string python;             ///< the interpreter the environment is made from (as written)
   std::string python_version;     ///< "3.11"
-  fs::path env;                   ///< the environment's folder
-  fs::path env_python;            ///< env/bin/python: the project's Python for this cell
-  bool user_env = false;          ///< named by [matrix] environments (never made or removed)
-  bool ready = false;             ///< the environment exists (made and complete, or named)
-  std::shared_ptr<void> hold;     ///< ensure_env(): the environment's lock, shared, while the cell builds
+  /// [matrix] platform's machine for this cell ("aarch64"); empty without that axis (the recipe's
+  /// [build] platform, or --platform, then decides).
+  std::string platform;
+  fs::path env;                ///< the environment's folder
+  fs::path env_python;         ///< env/bin/python: the project's Python for this cell
+  bool user_env = false;       ///< named by [matrix] environments (never made or removed)
+  bool ready = false;          ///< the environment exists (made and complete, or named)
+  std::shared_ptr<void> hold;  ///< ensure_env(): the environment's lock, shared, while the cell builds
 };
 
 /// The cell id of a torch version and a Python "X.Y": "torch2.15.0-py3.11".
@@ -39,7 +42,9 @@ std::string torch_requirement(std::string_view torch);
 std::string env_hash(const std::string& python_real_path, const std::string& python_version,
                      const std::string& torch_requirement, std::vector<std::string> requirements);
 
-/// The recipe's cells, in order (torch outer, Python inner). Runs each interpreter once for its
+/// The recipe's cells, in order (torch outer, Python, then platform inner: a cell for another
+/// machine than this one has "-<platform>" after its id and shares the environment of its torch and
+/// Python). Runs each interpreter once for its
 /// version. bad_input (with the recipe's file:line) for an interpreter that is not there and for
 /// an environment named for a cell that does not exist.
 Result<std::vector<Cell>> cells(probe::Machine m, const recipe::Recipe& r, const fs::path& cache);

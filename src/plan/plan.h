@@ -92,6 +92,10 @@ struct Plan {
   /// A cross-build that compiles CUDA code: the target machine's CUDA runtime (headers and
   /// cudart), fetched into the cache (or, for `opforge plan`, what would be fetched).
   std::optional<cuda::TargetFiles> cuda_target;
+  /// ... and what nvcc would add for the target itself (bin/nvcc.profile: -I
+  /// targets/<machine>/include, -isystem .../include/cccl), which an x86-64 toolkit lacks: the
+  /// target runtime's headers and this nvcc's own CCCL (cub, thrust; host-independent).
+  std::vector<std::string> cross_nvcc_includes;
   /// A cross-build of a project's own command: the target's view of the build Python
   /// (resolve_cross_command). setup.py runs with this machine's Python and torch; Python's
   /// configuration, the compilers and the torch they compile and link against are the target's.

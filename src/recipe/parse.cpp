@@ -389,6 +389,25 @@ struct Parser {
         out.locations["matrix.environments." + id] = r.at(key.source());
       }
     }
+    if (auto* n = t.get("platform")) {
+      const auto* pa = n->as_array();
+      if (!pa || pa->empty())
+        return opforge::unexpected(r.error_at(*n, "matrix.platform must be a non-empty array of platform names",
+                                              "e.g. platform = [\"x86_64\", \"aarch64\"], or leave the key out"));
+      for (std::size_t i = 0; i < pa->size(); ++i) {
+        const toml::node& item = *pa->get(i);
+        auto v = OPFORGE_TRY(r.string(item, "matrix.platform item"));
+        const auto* p = target::find_platform(v);
+        if (!p)
+          return opforge::unexpected(r.error_at(item, "matrix.platform: unknown platform \"" + strings::cut(v) + "\"",
+                                                "accepted values: " + target::platform_names()));
+        const std::string name(p->name);
+        if (std::find(out.matrix.platform.begin(), out.matrix.platform.end(), name) != out.matrix.platform.end())
+          return opforge::unexpected(r.error_at(item, "matrix.platform lists " + name + " twice"));
+        out.matrix.platform.push_back(name);
+      }
+      out.locations["matrix.platform"] = r.at(*n);
+    }
     if (auto* n = t.get("share_stable_abi"))
       out.matrix.share_stable_abi = OPFORGE_TRY(r.boolean(*n, "matrix.share_stable_abi"));
     return {};

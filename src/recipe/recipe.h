@@ -156,6 +156,9 @@ struct Recipe {
     std::vector<std::string> torch;         ///< "2.15.0" (exact) or "2.15" (any 2.15.x)
     std::vector<std::string> python;        ///< interpreters on the machine; empty: [cuda] python
     std::vector<std::string> requirements;  ///< installed beside torch in each environment
+    /// The machines each cell is built for ("x86_64", "aarch64"; canonical names); empty: the
+    /// recipe's [build] platform (or --platform) alone.
+    std::vector<std::string> platform;
     /// Cell id → the Python of an existing environment that cell uses instead of making one.
     std::map<std::string, std::string> environments;
     /// A cell whose wheel uses only torch's stable C ABI serves the later cells of its Python whose

@@ -251,6 +251,8 @@ constexpr Setting kTable[] = {
     {key, "matrix.python", "array of interpreters", "[cuda] python", true, "plan/matrix.cpp"},
     {key, "matrix.requirements", "array of pip requirements", "[]", true, "plan/matrix.cpp"},
     {key, "matrix.environments", "table: cell id → Python", "{}", true, "plan/matrix.cpp"},
+    {key, "matrix.platform", "array of platforms: each cell also for each machine", "[build] platform", true,
+     "plan/matrix.cpp"},
     {key, "matrix.share_stable_abi", "bool: a stable-ABI cell's wheel serves the later cells", "true", true,
      "pipeline/matrix.cpp"},
 };

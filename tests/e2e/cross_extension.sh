@@ -44,7 +44,28 @@ TOML
 
 copy_tree "$src/tests/fixtures/cuda_extension" "$work/a/ext"
 copy_tree "$src/tests/fixtures/cuda_extension" "$work/second-place/another-ext"
-recipe "$work/a/ext"; recipe "$work/second-place/another-ext"
+recipe "$work/a/ext"
+# The second folder builds through a [matrix] with a platform axis: a cell for this machine and one
+# for aarch64, in one dist/ (both cells use the torch environment instead of making their own).
+recipe "$work/second-place/another-ext"
+sed -i '/^platform = "aarch64"$/d' "$work/second-place/another-ext/opforge.toml"
+cat >> "$work/second-place/another-ext/opforge.toml" <<TOML
+
+[matrix]
+torch = ["2.15.0"]
+platform = ["x86_64", "aarch64"]
+
+[matrix.environments]
+"torch2.15.0-py3.11" = "$venv/bin/python"
+"torch2.15.0-py3.11-aarch64" = "$venv/bin/python"
+TOML
+"$opforge" matrix "$work/second-place/another-ext/opforge.toml" --json > "$work/matrix.json"
+python3 - "$work/matrix.json" <<'PY'
+import json, sys
+cells = [(c["cell"], c["platform"]) for c in json.load(open(sys.argv[1]))["include"]]
+assert cells == [("torch2.15.0-py3.11", "x86_64"), ("torch2.15.0-py3.11-aarch64", "aarch64")], cells
+print("PASS: [matrix] platform gives a cell per machine:", cells)
+PY
 
 "$opforge" plan "$work/a/ext/opforge.toml" > "$work/plan.txt" 2>&1 || { cat "$work/plan.txt"; fail "plan"; }
 for want in "_PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__linux_aarch64-linux-gnu" "_PYTHON_HOST_PLATFORM=linux-aarch64" \
@@ -57,7 +78,9 @@ for side in a/ext second-place/another-ext; do
   (cd "$work/$side" && "$opforge" build opforge.toml > "$work/$side.log" 2>&1) ||
     { tail -40 "$work/$side.log"; fail "cross-build in $side"; }
 done
-a=$(only_wheel "$work/a/ext/dist"); b=$(only_wheel "$work/second-place/another-ext/dist")
+a=$(only_wheel "$work/a/ext/dist"); b=$(ls "$work"/second-place/another-ext/dist/*_aarch64.whl)
+x86=$(ls "$work"/second-place/another-ext/dist/*_x86_64.whl) || fail "the matrix's x86_64 cell wrote no wheel"
+echo "PASS: one dist/ with both platforms' wheels: $(basename "$b") $(basename "$x86")"
 echo "wheel: $(basename "$a")"
 case "$(basename "$a")" in
   tinyscale-0.2.0*-cp311-cp311-manylinux_2_*_aarch64.whl) ;;
@@ -66,7 +89,7 @@ esac
 [ "$(basename "$a")" = "$(basename "$b")" ] || fail "names differ: $a $b"
 ha=$(sha256sum "$a" | cut -d' ' -f1); hb=$(sha256sum "$b" | cut -d' ' -f1)
 [ "$ha" = "$hb" ] || { cmp -l "$a" "$b" | head; fail "the two aarch64 wheels differ"; }
-echo "PASS: identical aarch64 extension wheels from two folders ($ha)"
+echo "PASS: identical aarch64 extension wheels from two folders, one built as a matrix cell ($ha)"
 
 mkdir -p "$work/unpacked" && (cd "$work/unpacked" && unzip -q "$a")
 so=$(find "$work/unpacked" -name '_C.cpython-311-aarch64-linux-gnu.so')
