@@ -9,8 +9,8 @@ add_test(NAME torch_venv.make
 set_tests_properties(torch_venv.make PROPERTIES FIXTURES_SETUP torch_venv TIMEOUT 3600 COST 5000
                      SKIP_REGULAR_EXPRESSION "SKIP:")
 # The one unit test that reads torch-venv's headers (CudaTorchStable.TheTorchEnvironmentsHeaders
-# skips without them): gtest_discover_tests adds it when ctest starts, so its property is set then,
-# by a file ctest includes after the discovered tests'.
+# skips without them), in its suite's ctest test: tests/CMakeLists.txt adds that when ctest starts,
+# so its property is set then, by a file ctest includes after the unit tests' list.
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/torch_venv_unit.cmake
-     "set_tests_properties(CudaTorchStable.TheTorchEnvironmentsHeaders PROPERTIES FIXTURES_REQUIRED torch_venv)\n")
+     "set_tests_properties(CudaTorchStable PROPERTIES FIXTURES_REQUIRED torch_venv)\n")
 set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_CURRENT_BINARY_DIR}/torch_venv_unit.cmake)
