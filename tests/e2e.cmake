@@ -35,7 +35,7 @@ set_tests_properties(e2e.verify PROPERTIES FIXTURES_REQUIRED default_wheel TIMEO
 add_test(NAME e2e.sccache_dist
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/sccache_dist.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/sccache_dist ${CMAKE_SOURCE_DIR}/.venv-tools)
-set_tests_properties(e2e.sccache_dist PROPERTIES TIMEOUT 1800 PROCESSORS 2 COST 300 LABELS "e2e;cluster"
+set_tests_properties(e2e.sccache_dist PROPERTIES FIXTURES_REQUIRED torch_venv TIMEOUT 1800 PROCESSORS 2 COST 300 LABELS "e2e;cluster"
                      SKIP_RETURN_CODE 77 RESOURCE_LOCK sccache_dist_ports)
 # A plain CMake CUDA project (tests/fixtures/cmake_cuda): CMake reached by the plan's toolkit and
 # arch list (CUDACXX, CUDAARCHS, CMAKE_ARGS), its own list guarded or hard-coded, its own arch

@@ -13,4 +13,4 @@ foreach(stem nodecheck_unit_test nodecheck_gloo_test)
     SKIP_RETURN_CODE 5)
 endforeach()
 # The gloo runs start up to 4 torch processes each: alone, so that their deadlines hold on 2 cores.
-set_tests_properties(python.nodecheck_gloo_test PROPERTIES RUN_SERIAL TRUE)
+set_tests_properties(python.nodecheck_gloo_test PROPERTIES RUN_SERIAL TRUE FIXTURES_REQUIRED "default_wheel;torch_venv")

@@ -7,7 +7,7 @@ foreach(stem test_overflow_transformers test_overflow_trainer)
                    ${CMAKE_CURRENT_SOURCE_DIR}/python/torch_venv/${stem}.py
            WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python/torch_venv)
   set_tests_properties(python_venv.${stem} PROPERTIES
-    FIXTURES_REQUIRED default_wheel
+    FIXTURES_REQUIRED "default_wheel;torch_venv"
     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/e2e/default/site;OPFORGE_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}/data;PYTHONDONTWRITEBYTECODE=1"
     TIMEOUT 900
     SKIP_RETURN_CODE 77)

@@ -6,5 +6,5 @@
 add_test(NAME e2e.slurm
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/slurm.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/e2e/slurm ${CMAKE_SOURCE_DIR}/.venv-tools)
-set_tests_properties(e2e.slurm PROPERTIES TIMEOUT 900 PROCESSORS 2 COST 120 LABELS "e2e;cluster"
+set_tests_properties(e2e.slurm PROPERTIES FIXTURES_REQUIRED torch_venv TIMEOUT 900 PROCESSORS 2 COST 120 LABELS "e2e;cluster"
                      SKIP_RETURN_CODE 77 RESOURCE_LOCK "sccache_dist_ports;slurm_ports")

@@ -12,7 +12,9 @@ src="$1" build="$2" cc="$3" cxx="$4" target="$5" rest="${6:-}"
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  export CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1
+  # Depend mode: a miss runs no preprocessor (the -MD file ninja asks for names the headers), which
+  # cost about 7% of each compile on a machine with an empty cache, as CI's is; hits still work.
+  export CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1 CCACHE_DEPEND=1
 fi
 "$cxx" --version | head -1
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
