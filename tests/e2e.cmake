@@ -24,7 +24,8 @@ set_tests_properties(e2e.cross_aarch64 PROPERTIES FIXTURES_SETUP cross_wheel_aar
 add_test(NAME e2e.cross_extension
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cross_extension.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
                  ${E2E}/cross_extension)
-set_tests_properties(e2e.cross_extension PROPERTIES FIXTURES_SETUP cross_extension_aarch64 TIMEOUT 1800
+set_tests_properties(e2e.cross_extension PROPERTIES FIXTURES_SETUP cross_extension_aarch64 FIXTURES_REQUIRED torch_venv
+                     TIMEOUT 1800
                      LABELS "e2e;aarch64" PROCESSORS 2 COST 150 SKIP_RETURN_CODE 77)
 add_test(NAME e2e.verify
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/verify.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR} ${E2E}/default ${E2E}/verify)
