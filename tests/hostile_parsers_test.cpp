@@ -129,7 +129,8 @@ TEST(TomlGuard, ValidTomlWithEveryConstructPasses) {
       "k = 1.5e3\n"
       "t = 1979-05-27 07:32:00\n"
       "u = [1979-05-27 , 1979-05-27T07:32:00Z, 1979-05-27 07:32:00.5]\n"
-      "w = 1979-05-27 # 0\n";
+      "w = 1979-05-27 # 0\n"
+      "q = [\"a\",'b',\"\"\"c\"\"\"\"\", { x.\"y\" = 'z' }]\n";
   auto bad = recipe::check_toml_text(text);
   EXPECT_FALSE(bad) << bad->line << ":" << bad->column << ": " << bad->message;
 }
@@ -158,7 +159,10 @@ TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
         Bad{"a=8?32-06-u5 0\n", 1, 14, "'8?32-06-u5' followed by a space and a lone digit"},
         Bad{"d = [1_979-05-27 1]\n", 1, 18, "'1979-05-27' followed by a space and a lone digit"},
         Bad{"d = {x=1979-05-27 7,y=1}\n", 1, 19, "'1979-05-27' followed by a space and a lone digit"},
-        Bad{"d = 1979-05-27 7", 1, 16, "'1979-05-27' followed by a space and a lone digit"}}) {
+        Bad{"d = 1979-05-27 7", 1, 16, "'1979-05-27' followed by a space and a lone digit"},
+        Bad{"a=8[79-05-27 0\n", 1, 14, "'8[79-05-27' followed by a space and a lone digit"},
+        Bad{"a=8'32-06-u5 0\n", 1, 4, "quote in the middle of a value"},
+        Bad{"a = [1, x\"\"\"y\n\"\"\"]\n", 1, 10, "quote in the middle of a value"}}) {
     auto r = recipe::check_toml_text(b.text);
     ASSERT_TRUE(r) << b.text;
     EXPECT_EQ(r->message, b.message) << b.text;

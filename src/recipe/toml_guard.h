@@ -28,8 +28,8 @@ inline constexpr std::size_t kMaxTomlBytes = 1 << 20;
 
 /// nullopt when `text` can go to TOML++: valid UTF-8, at most kMaxTomlBytes, no control
 /// characters but tab and line ends, outside strings and comments nothing but ASCII and no '`',
-/// table headers that start with a key, keys of at most 64 dotted parts, no value followed by a
-/// space and a lone digit.
+/// table headers that start with a key, keys of at most 64 dotted parts, no quote in the middle
+/// of a bare value and no value followed by a space and a lone digit.
 std::optional<TomlGuardError> check_toml_text(std::string_view text);
 
 }  // namespace opforge::recipe
