@@ -126,7 +126,11 @@ TEST(TomlGuard, ValidTomlWithEveryConstructPasses) {
       "arr = [\n  [1, 2], # nested\n  { x = 1, y.z = [3] },\n]\n"
       "[[ tables ]]\n"
       "[ 'quoted header' . \"x\" ]\r\n"
-      "k = 1.5e3\n";
+      "k = 1.5e3\n"
+      "t = 1979-05-27 07:32:00\n"
+      "u = [1979-05-27 , 1979-05-27T07:32:00Z, 1979-05-27 07:32:00.5]\n"
+      "w = 1979-05-27 # 0\n"
+      "q = [\"a\",'b',\"\"\"c\"\"\"\"\", { x.\"y\" = 'z' }]\n";
   auto bad = recipe::check_toml_text(text);
   EXPECT_FALSE(bad) << bad->line << ":" << bad->column << ": " << bad->message;
 }
@@ -151,7 +155,14 @@ TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
         Bad{"a = 1\rb = 2\n", 1, 6, "control character 0x0D in the file"},
         // Found by the fuzzers (tests/fuzz/corpus/*/regression-*):
         Bad{"name =[ }n \"", 1, 9, "'}' closes a '['"},
-        Bad{"a = \"\"\"x\\\n  \xce\x9a\"\"\"\n", 2, 3, "non-ASCII character right after a line-ending backslash"}}) {
+        Bad{"a = \"\"\"x\\\n  \xce\x9a\"\"\"\n", 2, 3, "non-ASCII character right after a line-ending backslash"},
+        Bad{"a=8?32-06-u5 0\n", 1, 14, "'8?32-06-u5' followed by a space and a lone digit"},
+        Bad{"d = [1_979-05-27 1]\n", 1, 18, "'1979-05-27' followed by a space and a lone digit"},
+        Bad{"d = {x=1979-05-27 7,y=1}\n", 1, 19, "'1979-05-27' followed by a space and a lone digit"},
+        Bad{"d = 1979-05-27 7", 1, 16, "'1979-05-27' followed by a space and a lone digit"},
+        Bad{"a=8[79-05-27 0\n", 1, 14, "'8[79-05-27' followed by a space and a lone digit"},
+        Bad{"a=8'32-06-u5 0\n", 1, 4, "quote in the middle of a value"},
+        Bad{"a = [1, x\"\"\"y\n\"\"\"]\n", 1, 10, "quote in the middle of a value"}}) {
     auto r = recipe::check_toml_text(b.text);
     ASSERT_TRUE(r) << b.text;
     EXPECT_EQ(r->message, b.message) << b.text;
@@ -163,6 +174,19 @@ TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
   EXPECT_EQ(recipe::check_toml_text(dotted + "b = 1\n")->message, "key with more than 64 dotted parts");
   EXPECT_FALSE(recipe::check_toml_text("v = [" + dotted + "]\n")) << "dots in values are not key parts";
   EXPECT_EQ(recipe::check_toml_text(std::string(recipe::kMaxTomlBytes + 1, '#'))->line, 1);
+}
+
+TEST(TomlGuard, DateThenLoneDigitIsBadInputWithFileLineAndHint) {
+  // Found by manifest_fuzz: TOML++ 3.3.0's own assertion (parser.inl:2636) in parse_value.
+  auto m = ops::parse_manifest("/src/kernels/op/op.toml", "name = \"op\"\nkind = \"cpu\"\nd = 1979-05-27 0\n", "/src");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(m.error().render(),
+            "/src/kernels/op/op.toml:3:16: invalid TOML: '1979-05-27' followed by a space and a lone digit\n"
+            "  d = 1979-05-27 0\n"
+            "                 ^\n"
+            "  hint: a date-time is written 1979-05-27 07:32:00 (or 1979-05-27T07:32:00); a date ends before the "
+            "space");
 }
 
 TEST(ManifestContainment, SiblingFoldersInsideTheTreeOnly) {

@@ -1,6 +1,7 @@
 #include "recipe/toml_guard.h"
 
 #include <cstdio>
+#include <string>
 
 namespace opforge::recipe {
 namespace {
@@ -158,6 +159,8 @@ class Guard {
   }
 
   Found in_normal(char c) {
+    if ((c == '"' || c == '\'') && (after_equals_ || depth_ > 0) && i_ > 0 && inside_bare_value(text_[i_ - 1]))
+      return error("quote in the middle of a value", "a string is quoted from its first character: \"...\" or '...'");
     if (c == '#') enter(State::comment, 1);
     else if (at("\"\"\"")) enter(State::ml_basic, 3);
     else if (at("'''")) enter(State::ml_literal, 3);
@@ -170,7 +173,40 @@ class Guard {
     else if (c == '.' && depth_ == 0 && !after_equals_ && ++key_dots_ > 64)
       return error("key with more than 64 dotted parts");
     else if (c == '[') return square_bracket();
+    else if (c == ' ' && (after_equals_ || depth_ > 0)) return space_in_value();
     return std::nullopt;
+  }
+
+  /// TOML++ reads a quote after a bare value's character (`8'32`) as part of that value, where
+  /// this guard would see a string and stop looking: never valid TOML, so refused.
+  static bool inside_bare_value(char prev) {
+    return !(prev == ' ' || prev == '\t' || prev == '\n' || prev == '\r' || prev == ',' || prev == ']' || prev == '}' ||
+             prev == '=' || prev == '[' || prev == '{' || prev == '.' || prev == '"' || prev == '\'');
+  }
+
+  /// TOML++ 3.3.0 reads a value of ten characters with '-' fifth and eighth ("1979-05-27"), a
+  /// space and a digit as the start of a date-time, and asserts in parse_value when the digit is
+  /// the last character of the value (`d = 1979-05-27 0`): an assumption in release builds. A
+  /// value followed by a space and a lone digit is never valid TOML (a time has HH:MM), so the
+  /// guard refuses it at the end of the file too, where TOML++ would report it itself.
+  Found space_in_value() {
+    const auto terminator = [](char c) {
+      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ']' || c == '}' || c == ',' || c == '#';
+    };
+    if (i_ + 1 >= text_.size() || text_[i_ + 1] < '0' || text_[i_ + 1] > '9') return std::nullopt;
+    if (i_ + 2 < text_.size() && !terminator(text_[i_ + 2])) return std::nullopt;  // more of a time, maybe
+    // The last ten characters before the space, as TOML++ counts them (underscores left out),
+    // back to a terminator only: its value may hold '=', '[' or '{' (`a=8[79-05-27 0`).
+    std::string value;
+    for (std::size_t k = i_; k > 0 && value.size() < 10; --k) {
+      const char v = text_[k - 1];
+      if (terminator(v)) break;
+      if (v != '_') value.insert(value.begin(), v);
+    }
+    if (value.size() != 10 || value[4] != '-' || value[7] != '-') return std::nullopt;
+    column_ += 1;
+    return error("'" + value + "' followed by a space and a lone digit",
+                 "a date-time is written 1979-05-27 07:32:00 (or 1979-05-27T07:32:00); a date ends before the space");
   }
 
   void open_bracket(char c) {
