@@ -94,12 +94,12 @@ Result<Step> compile_step(const Toolset& t, const ops::Manifest& op, const fs::p
     if (plan.host && plan.host->allow_unsupported) step.argv.push_back("-allow-unsupported-compiler");
     for (auto& arch : plan.arch.arches)
       for (auto& g : arch.gencode()) step.argv.push_back(g);
-    // A cross-build's nvcc reads targets/<machine>/include, which an x86-64 toolkit lacks: the
-    // target runtime's, then the toolkit's own (crt/), then its CCCL (plan::Plan::cross_nvcc_includes).
+    // A cross-build's nvcc reads targets/<machine>/include and its cccl/, which an x86-64 toolkit
+    // lacks (plan::Plan::cross_nvcc_includes), then the toolkit's own crt/ (-isystem folders come
+    // after every -I, whatever the order).
     if (plan.cuda_target) {
-      for (auto& i : t.cuda_includes()) step.argv.push_back(i);
-      for (std::size_t i = 1; i < plan.cross_nvcc_includes.size(); ++i)
-        step.argv.push_back(plan.cross_nvcc_includes[i]);
+      for (auto& i : plan.cross_nvcc_includes) step.argv.push_back(i);
+      if (t.tk) step.argv.push_back("-I" + t.tk->include_dir.string());
     }
     for (auto& f : op.nvcc_flags) step.argv.push_back(f);
   } else {
