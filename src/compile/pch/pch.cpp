@@ -1,4 +1,4 @@
-#include "compile/pch.h"
+#include "compile/pch/pch.h"
 
 #include <algorithm>
 #include <chrono>

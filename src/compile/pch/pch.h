@@ -3,7 +3,7 @@
 ///
 /// Nearly every C++ file of a torch extension starts with `#include <torch/extension.h>`, tens of
 /// thousands of lines that gcc parses again for every file (about half of such a file's compile).
-/// The host wrappers (wrappers.h) hand each C++ compile (`-c`) to `opforge __host-compile`
+/// The host wrappers (wrap/wrappers.h) hand each C++ compile (`-c`) to `opforge __host-compile`
 /// (host_compile below), which
 ///   - keeps a compile as it is unless its source reaches `#include <torch/extension.h>` through
 ///     its own text and the project's quoted headers with only directives before it (a generated
