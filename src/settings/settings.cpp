@@ -179,11 +179,11 @@ constexpr Setting kTable[] = {
     {env, "OPFORGE_PCH_LOG",
      "set by opforge for a command build with [build] pch: the file its host compiles log what they did with the "
      "precompiled torch header into",
-     "unset", false, "settings::pch_log (compile/pch/pch.cpp)", Inside::set},
+     "unset", false, "settings::pch_log (compile/pch/host_compile.cpp)", Inside::set},
     {env, "OPFORGE_PCH_TREE",
      "set by opforge for a command build with [build] pch: the scratch tree, whose include folders are the "
      "project's own",
-     "unset", false, "settings::pch_tree (compile/pch/pch.cpp)", Inside::set},
+     "unset", false, "settings::pch_tree (compile/pch/host_compile.cpp)", Inside::set},
     {env, "OPFORGE_TEST_STOP_AT", "tests only: a point where opforge kills itself (records-and-wheels.md)", "unset",
      false, "probe/real_machine.cpp", Inside::passed},
     {env, "OPFORGE_TEST_PAUSE_AT", "tests only: a point where opforge stops itself", "unset", false,
@@ -230,7 +230,7 @@ constexpr Setting kTable[] = {
     {key, "build.dist_dir", "folder", "\"dist\"", false, "plan/make.cpp"},
     {key, "build.release", "bool", "false", false, "plan/source_stage.cpp"},
     {key, "build.pch", "bool: precompiled torch headers for a command build's host compiles", "true", false,
-     "compile/pch/pch.cpp"},
+     "compile/pch/host_compile.cpp"},
     {key, "build.gcc_gc_heap_mib",
      "integer 0-65536: the heap (MiB) a command build's gcc host compiles grow to before they collect", "1024", false,
      "compile/wrap/wrappers.cpp"},

@@ -26,6 +26,11 @@
 ///     ninja and ccache's depend mode see every header as before.
 /// The object files are the same bytes as without it (GCC reads the same declarations, and the
 /// build's -g0 leaves no debug information that would name the .gch).
+///
+/// A file each in compile/pch/: the compile line (compile_line.cpp), the include scan
+/// (include_scan.cpp), which sources share a header (siblings.cpp), the store entry (entry.cpp),
+/// the log and its summary (summary.cpp) and `__host-compile` itself (host_compile.cpp); what they
+/// share and nothing else uses is in detail.h.
 #include <filesystem>
 #include <map>
 #include <optional>
