@@ -1,4 +1,4 @@
-#include "compile/cmake_log.h"
+#include "compile/command/cmake_log.h"
 
 #include <gtest/gtest.h>
 

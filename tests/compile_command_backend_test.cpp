@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "compile/command_backend.h"
+#include "compile/command/command_backend.h"
 #include "compiler/cpu_target.h"
 #include "compiler/host.h"
 #include "probe/fake_machine.h"

@@ -3,8 +3,8 @@
 // ccache stats logs captured in tests/e2e/cache_two_nodes.sh).
 #include <gtest/gtest.h>
 
-#include "compile/compiler_cache.h"
-#include "compile/native.h"
+#include "compile/cache/compiler_cache.h"
+#include "compile/native/native.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-#include "compile/op_schedule.h"
+#include "compile/command/op_schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // of a step's log (captured outputs of gcc 12, nvcc 13.0 and setuptools).
 #include <gtest/gtest.h>
 
-#include "compile/op_steps.h"
+#include "compile/command/op_steps.h"
 #include "util/strings.h"
 
 using namespace opforge;

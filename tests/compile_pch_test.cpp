@@ -1,10 +1,10 @@
-// Precompiled torch headers (compile/pch.h): which compiles may use one, what the header is keyed
+// Precompiled torch headers (compile/pch/pch.h): which compiles may use one, what the header is keyed
 // and made with, which sources reach torch/extension.h and what they define first, the dependency
 // file, the log's summary, and a compile that fails with it and is compiled again without.
 #include <gtest/gtest.h>
 
 #include "cache/layout.h"
-#include "compile/pch.h"
+#include "compile/pch/pch.h"
 #include "probe/fake_machine.h"
 
 using namespace opforge;

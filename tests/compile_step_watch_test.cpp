@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "compile/step_watch.h"
+#include "compile/watch/step_watch.h"
 #include "plan/jobs.h"
 #include "probe/fake_machine.h"
 

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "compile/native.h"
+#include "compile/native/native.h"
 #include "ops/ops.h"
 #include "probe/machine.h"
 #include "recipe/toml_guard.h"

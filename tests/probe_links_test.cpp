@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "cache/cache.h"
-#include "compile/pch.h"
-#include "compile/scratch.h"
-#include "compile/wheel_match.h"
+#include "compile/command/wheel_match.h"
+#include "compile/pch/pch.h"
+#include "compile/scratch/scratch.h"
 #include "probe/links.h"
 #include "probe/machine.h"
 #include "test_util.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.h"
-#include "compile/scratch.h"
+#include "compile/scratch/scratch.h"
 #include "cuda/provision.h"
 #include "plan/matrix.h"
 #include "util/json.h"
@@ -122,7 +122,7 @@ void gits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
   }
 }
 
-/// `<cache>/pch/<key>`: a precompiled torch header (compile/pch.h), `done` once complete.
+/// `<cache>/pch/<key>`: a precompiled torch header (compile/pch/pch.h), `done` once complete.
 void pchs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
   const fs::path dir = folder(cache, Kind::pch);
   auto names = fs.list_directory(dir);

@@ -1,7 +1,7 @@
 #pragma once
 /// The cache folder's layout, named once: each subfolder that grows (what `opforge cache` lists and
 /// `prune` removes), the lock a build holds on an entry while it uses it, and the file that records
-/// an entry's last use. The stages that make entries (cuda/provision, plan/matrix, compile/scratch,
+/// an entry's last use. The stages that make entries (cuda/provision, plan/matrix, compile/scratch/scratch,
 /// plan/source_stage) and cache/ itself all take the names from here. Header-only and dependent on
 /// nothing, so that any stage may include it.
 #include <filesystem>

@@ -3,7 +3,7 @@
 
 #include "cache/cache.h"
 #include "cli/command.h"
-#include "compile/sccache.h"
+#include "compile/cache/sccache.h"
 #include "cuda/provision.h"
 #include "doctor/render.h"
 #include "rollout/pick.h"

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "compile/command_backend.h"
+#include "compile/command/command_backend.h"
 #include "compiler/host.h"
 #include "plan/json.h"
 #include "plan/plan.h"

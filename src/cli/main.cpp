@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "cli/command.h"
-#include "compile/pch.h"
+#include "compile/pch/pch.h"
 #include "opforge/version.h"
 #include "probe/overlay_environment.h"
 #include "settings/settings.h"
@@ -44,7 +44,7 @@ int run_main(int argc, char** argv) {
   using namespace opforge;
   // opforge's secrets (the scheduler's token) reach no child that takes the environment implicitly.
   probe::keep_from_children(settings::secret_variables());
-  // A command build's host wrappers hand each C++ compile to this binary (compile/pch.h); not a
+  // A command build's host wrappers hand each C++ compile to this binary (compile/pch/pch.h); not a
   // command for people, so it bypasses the command table and its parsing.
   if (argc >= 2 && std::string_view(argv[1]) == compile::pch::kCommand)
     return compile::pch::host_compile(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));

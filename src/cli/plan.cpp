@@ -2,9 +2,9 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "compile/command_backend.h"
-#include "compile/native.h"
-#include "compile/sccache.h"
+#include "compile/cache/sccache.h"
+#include "compile/command/command_backend.h"
+#include "compile/native/native.h"
 #include "compiler/host.h"
 #include "devices/nodes.h"
 #include "plan/json.h"

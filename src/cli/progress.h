@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "compile/progress.h"
+#include "compile/watch/progress.h"
 #include "probe/machine.h"
 
 namespace opforge::cli {

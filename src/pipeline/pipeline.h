@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "compile/native.h"
-#include "compile/op_steps.h"
+#include "compile/command/op_steps.h"
+#include "compile/native/native.h"
 #include "plan/plan.h"
 #include "record/record.h"
 #include "wheel/wheel.h"

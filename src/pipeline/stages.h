@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "compile/command_backend.h"
-#include "compile/native.h"
+#include "compile/command/command_backend.h"
+#include "compile/native/native.h"
 #include "pipeline/pipeline.h"
 #include "util/json.h"
 #include "wheel/wheel.h"

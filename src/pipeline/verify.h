@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "compile/progress.h"
+#include "compile/watch/progress.h"
 #include "probe/machine.h"
 #include "record/record.h"
 

@@ -50,7 +50,7 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
   ex["MAX_JOBS"] = std::to_string(plan.jobs);
   ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
   // The caller's CUDACXX would pick CMake's nvcc; a command build gives CMake the plan's toolkit
-  // instead (compile/environment.cpp), so that the wheel holds what the plan says.
+  // instead (compile/wrap/environment.cpp), so that the wheel holds what the plan says.
   if (auto own = settings::cuda_compiler(m.env);
       own && plan.recipe.build.backend == recipe::Backend::command && !toolkit.empty() && plan.cuda.chosen)
     plan.notes.push_back("CUDACXX: the environment's " + *own + " gives way to the plan's toolkit (CUDA " +

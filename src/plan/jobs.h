@@ -67,7 +67,7 @@ MemoryJobs memory_aware_jobs(unsigned cores, std::optional<std::uint64_t> availa
                              std::string_view limited_by = {}, std::string_view steps_key = {},
                              std::uint64_t reserve_kib = 0);
 
-/// What making a precompiled torch/extension.h takes beside the compiles (compile/pch.h): one
+/// What making a precompiled torch/extension.h takes beside the compiles (compile/pch/pch.h): one
 /// compile makes it at a time, about 2.1 GiB for torch 2.15 with g++ 12, 2.4 GiB with [build]
 /// gcc_gc_heap_mib's 1 GiB (measured, ru_maxrss), rounded up.
 inline constexpr std::uint64_t kPchMakeKib = 3ull * 1024 * 1024;

@@ -45,7 +45,7 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
   return {};
 }
 
-/// Precompiled torch headers (compile/pch.h): on for a command build with torch and gcc, where a
+/// Precompiled torch headers (compile/pch/pch.h): on for a command build with torch and gcc, where a
 /// host compile that includes torch/extension.h can start from one.
 void decide_pch(const Options& opts, Plan& plan) {
   const bool command = plan.recipe.build.backend == recipe::Backend::command;

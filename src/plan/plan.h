@@ -66,7 +66,7 @@ struct Plan {
   /// steps go to build servers runs as many as they have CPUs (compile::distributed_jobs).
   bool jobs_auto = false;
   recipe::Cache cache = recipe::Cache::none;  ///< the compiler cache: --cache, else [build] cache
-  /// Precompiled torch headers for the host compiles (compile/pch.h): [build] pch and --no-pch,
+  /// Precompiled torch headers for the host compiles (compile/pch/pch.h): [build] pch and --no-pch,
   /// where they can be used; pch_why says why on or off.
   bool pch = false;
   std::string pch_why;

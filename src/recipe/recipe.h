@@ -19,7 +19,7 @@ enum class OpRequest { off, on, automatic };
 
 enum class Backend { native, command };
 /// The compiler cache in front of a build's compiles: one row each in kCaches (the axis grows:
-/// adding one is a row here and its launcher in compile/compiler_cache).
+/// adding one is a row here and its launcher in compile/cache/compiler_cache).
 enum class Cache { none, ccache, sccache };
 struct CacheKind {
   Cache cache;
@@ -120,7 +120,7 @@ struct Recipe {
     std::map<std::string, std::string> env;
     /// Command builds: torch/extension.h precompiled once per compiler, flags, torch and the
     /// directives a file reads before it, and used by every host compile that reads the same
-    /// (compile/pch.h). On by default: a header is made only once three compiles need it, where it
+    /// (compile/pch/pch.h). On by default: a header is made only once three compiles need it, where it
     /// breaks even or gains (DeepSpeed's 18 ops: 5 headers, 4% of the CPU time).
     bool pch = true;
     /// Command builds with gcc: every host compile gets --param=ggc-min-heapsize=<this, in KiB>, so

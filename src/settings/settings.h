@@ -144,7 +144,7 @@ std::vector<std::pair<std::string, std::optional<std::string>>> python_variables
 /// CUDA_VISIBLE_DEVICES as set (nullopt when unset): the GPUs nvidia-smi's list is cut to.
 std::optional<std::string> visible_devices(const probe::Environment& env);
 
-/// OPFORGE_PCH_LOG (set by a command build for its host compiles, compile/pch.h): the log file;
+/// OPFORGE_PCH_LOG (set by a command build for its host compiles, compile/pch/pch.h): the log file;
 /// nullopt when unset or empty.
 std::optional<std::filesystem::path> pch_log(const probe::Environment& env);
 /// OPFORGE_PCH_TREE: the build's scratch tree; empty when unset.

@@ -8,7 +8,7 @@
 #include <set>
 #include <string_view>
 
-#include "compile/pch.h"
+#include "compile/pch/pch.h"
 #include "parts.h"
 #include "probe/fake_machine.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "compile/pch.h"
+#include "compile/pch/pch.h"
 #include "parts.h"
 #include "probe/fake_machine.h"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "compile/ninja_log.h"
+#include "compile/watch/ninja_log.h"
 #include "parts.h"
 #include "probe/fake_machine.h"
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <string_view>
 
-#include "compile/scratch.h"
+#include "compile/scratch/scratch.h"
 #include "parts.h"
 #include "probe/fake_machine.h"
 

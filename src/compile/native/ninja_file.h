@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <string>
 
-#include "compile/graph.h"
+#include "compile/native/graph.h"
 #include "util/error.h"
 
 namespace opforge::compile {

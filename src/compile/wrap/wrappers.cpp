@@ -1,11 +1,11 @@
-#include "compile/wrappers.h"
+#include "compile/wrap/wrappers.h"
 
 #include <algorithm>
 #include <set>
 #include <tuple>
 
 #include "cache/layout.h"
-#include "compile/pch.h"
+#include "compile/pch/pch.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "ops/ops.h"
@@ -408,7 +408,7 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   // The scripts run the compilers by absolute path: their own folder is first on PATH.
   if (!via.cc.is_absolute() || !via.cxx.is_absolute()) return std::nullopt;
   const bool clang = plan.host->compiler.family == compiler::Family::clang;
-  // Precompiled torch headers: the C++ compilers' compiles go through opforge itself (pch.h),
+  // Precompiled torch headers: the C++ compilers' compiles go through opforge itself (pch/pch.h),
   // which adds -g0 as these scripts do.
   std::string self;
   if (plan.pch)

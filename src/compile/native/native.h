@@ -1,6 +1,6 @@
 #pragma once
 /// The native backend: plan → build.ninja → ninja → one stripped shared library per op. The graph
-/// (graph.h), build.ninja (ninja_file.h) and ccache's statistics (ccache_stats.h) have their own
+/// (graph.h), build.ninja (ninja_file.h) and ccache's statistics (cache/ccache_stats.h) have their own
 /// files; this one runs ninja.
 #include <filesystem>
 #include <functional>
@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "compile/ccache_stats.h"
-#include "compile/graph.h"
-#include "compile/ninja_file.h"
-#include "compile/progress.h"
-#include "compile/sccache.h"
+#include "compile/cache/ccache_stats.h"
+#include "compile/cache/sccache.h"
+#include "compile/native/graph.h"
+#include "compile/native/ninja_file.h"
+#include "compile/watch/progress.h"
 #include "plan/plan.h"
 #include "probe/machine.h"
 

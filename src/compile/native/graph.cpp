@@ -1,10 +1,10 @@
-/// The native backend's build graph (compile/graph.h): one compile per source, a link and a strip
+/// The native backend's build graph (compile/native/graph.h): one compile per source, a link and a strip
 /// per op and per Python extension, ccache in front of the compiles.
-#include "compile/graph.h"
+#include "compile/native/graph.h"
 
 #include <algorithm>
 
-#include "compile/ninja_file.h"
+#include "compile/native/ninja_file.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 

@@ -1,4 +1,4 @@
-#include "compile/step_watch.h"
+#include "compile/watch/step_watch.h"
 
 #include <algorithm>
 #include <chrono>

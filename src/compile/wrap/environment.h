@@ -8,7 +8,7 @@
 // plan.h uses `fs` unqualified; give it the alias it expects.
 namespace opforge {}
 
-#include "compile/wrappers.h"
+#include "compile/wrap/wrappers.h"
 #include "plan/plan.h"
 #include "probe/machine.h"
 #include "util/error.h"

@@ -1,6 +1,6 @@
-/// build.ninja (compile/ninja_file.h): the checks that every string of the graph can be written into
+/// build.ninja (compile/native/ninja_file.h): the checks that every string of the graph can be written into
 /// it (and through nvcc's shell), its escaping and its text.
-#include "compile/ninja_file.h"
+#include "compile/native/ninja_file.h"
 
 #include "util/strings.h"
 

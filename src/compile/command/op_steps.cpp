@@ -1,4 +1,4 @@
-#include "compile/op_steps.h"
+#include "compile/command/op_steps.h"
 
 #include "util/scan.h"
 #include "util/strings.h"

@@ -1,4 +1,4 @@
-#include "compile/wheel_match.h"
+#include "compile/command/wheel_match.h"
 
 #include <fnmatch.h>
 

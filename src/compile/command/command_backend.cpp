@@ -1,4 +1,4 @@
-#include "compile/command_backend.h"
+#include "compile/command/command_backend.h"
 
 #include "cuda/torch_stable.h"
 
@@ -10,9 +10,9 @@
 #include <set>
 #include <thread>
 
-#include "compile/cmake_log.h"
-#include "compile/op_schedule.h"
-#include "compile/step_watch.h"
+#include "compile/command/cmake_log.h"
+#include "compile/command/op_schedule.h"
+#include "compile/watch/step_watch.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "cuda/torch_stable.h"

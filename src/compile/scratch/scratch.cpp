@@ -1,4 +1,4 @@
-#include "compile/scratch.h"
+#include "compile/scratch/scratch.h"
 
 #include <algorithm>
 #include <chrono>

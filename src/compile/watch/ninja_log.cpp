@@ -1,4 +1,4 @@
-#include "compile/ninja_log.h"
+#include "compile/watch/ninja_log.h"
 
 #include "util/numbers.h"
 #include "util/strings.h"

@@ -1,4 +1,4 @@
-#include "compile/progress.h"
+#include "compile/watch/progress.h"
 
 #include <algorithm>
 #include <charconv>

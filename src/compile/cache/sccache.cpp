@@ -1,9 +1,9 @@
-#include "compile/sccache.h"
+#include "compile/cache/sccache.h"
 
 #include <chrono>
 #include <memory>
 
-#include "compile/wrappers.h"
+#include "compile/wrap/wrappers.h"
 #include "settings/settings.h"
 #include "util/json.h"
 #include "util/json_read.h"

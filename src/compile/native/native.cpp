@@ -1,12 +1,12 @@
-/// The native backend's run (compile/native.h): build.ninja written, ninja run with opforge's
+/// The native backend's run (compile/native/native.h): build.ninja written, ninja run with opforge's
 /// status format, the failed "auto" ops told apart, ccache's counters read back.
-#include "compile/native.h"
+#include "compile/native/native.h"
 
 #include <algorithm>
 
-#include "compile/compiler_cache.h"
-#include "compile/op_steps.h"
-#include "compile/wrappers.h"
+#include "compile/cache/compiler_cache.h"
+#include "compile/command/op_steps.h"
+#include "compile/wrap/wrappers.h"
 #include "compiler/host.h"
 #include "plan/jobs.h"
 #include "probe/json_cache.h"

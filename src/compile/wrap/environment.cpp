@@ -1,9 +1,9 @@
-#include "compile/environment.h"
+#include "compile/wrap/environment.h"
 
 #include <algorithm>
 
-#include "compile/compiler_cache.h"
-#include "compile/pch.h"
+#include "compile/cache/compiler_cache.h"
+#include "compile/pch/pch.h"
 #include "compiler/host.h"
 #include "settings/settings.h"
 #include "target/arch.h"

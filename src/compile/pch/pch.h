@@ -3,7 +3,7 @@
 ///
 /// Nearly every C++ file of a torch extension starts with `#include <torch/extension.h>`, tens of
 /// thousands of lines that gcc parses again for every file (about half of such a file's compile).
-/// The host wrappers (wrappers.h) hand each C++ compile (`-c`) to `opforge __host-compile`
+/// The host wrappers (wrap/wrappers.h) hand each C++ compile (`-c`) to `opforge __host-compile`
 /// (host_compile below), which
 ///   - keeps a compile as it is unless its source reaches `#include <torch/extension.h>` through
 ///     its own text and the project's quoted headers with only directives before it (a generated
@@ -26,6 +26,11 @@
 ///     ninja and ccache's depend mode see every header as before.
 /// The object files are the same bytes as without it (GCC reads the same declarations, and the
 /// build's -g0 leaves no debug information that would name the .gch).
+///
+/// A file each in compile/pch/: the compile line (compile_line.cpp), the include scan
+/// (include_scan.cpp), which sources share a header (siblings.cpp), the store entry (entry.cpp),
+/// the log and its summary (summary.cpp) and `__host-compile` itself (host_compile.cpp); what they
+/// share and nothing else uses is in detail.h.
 #include <filesystem>
 #include <map>
 #include <optional>
