@@ -2,6 +2,7 @@
 // here (tests/data/sccache/README.md), the session's variables and files, and the recipe's keys.
 #include <gtest/gtest.h>
 
+#include "compile/cache/launcher.h"
 #include "compile/cache/sccache.h"
 #include "compile/wrap/wrappers.h"
 #include "probe/fake_machine.h"

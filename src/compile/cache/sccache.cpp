@@ -3,7 +3,7 @@
 #include <chrono>
 #include <memory>
 
-#include "compile/wrap/wrappers.h"
+#include "compile/cache/launcher.h"
 #include "settings/settings.h"
 #include "util/json.h"
 #include "util/json_read.h"

@@ -1,5 +1,6 @@
 #include "compile/command/command_backend.h"
 
+#include "compile/cache/launcher.h"
 #include "cuda/torch_stable.h"
 
 #include <algorithm>

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "compile/cache/compiler_cache.h"
+#include "compile/cache/launcher.h"
 #include "compile/command/op_steps.h"
 #include "compile/wrap/wrappers.h"
 #include "compiler/host.h"

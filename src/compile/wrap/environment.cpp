@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compile/cache/compiler_cache.h"
+#include "compile/cache/launcher.h"
 #include "compile/pch/pch.h"
 #include "compiler/host.h"
 #include "settings/settings.h"

@@ -151,28 +151,6 @@ struct HostWrappers {
 std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const std::filesystem::path& cache_dir,
                                           const plan::Plan& plan, const std::string& launcher = {});
 
-/// A compile's launcher (sccache) behind a script that runs it with only the variables a compile
-/// needs: the names of settings::compile_variables (the table's Reach::compile rows), and
-/// SCCACHE_CONF=/dev/null (a compile's sccache only talks to its server, which has the
-/// configuration). sccache sends a compile's whole environment with it to a build server, whose
-/// sandbox command line (`bwrap --setenv NAME VALUE ...`) anyone on that server can read: the
-/// build machine's other variables (HOME, CI settings, cloud credentials) stay here.
-struct CompileLauncher {
-  std::filesystem::path path;  ///< <cache_dir>/launch/<16 hex of the text's sha256>/<program's name>
-  std::string text;            ///< the script
-};
-CompileLauncher compile_launcher(const std::filesystem::path& cache_dir, const std::string& program);
-/// Writes it unless the same text is there already.
-Status write_compile_launcher(probe::FileSystem& fs, const CompileLauncher& l);
-
-/// The compiler cache's program that goes in front of each compile the wrappers run: "sccache"
-/// for cache = "sccache", nothing otherwise (ccache goes in front of PYTORCH_NVCC, where torch
-/// looks for it).
-std::string wrapper_launcher(const plan::Plan& plan);
-/// What the wrappers put in front of each compile: compile_launcher's path for wrapper_launcher's
-/// program (empty: none, or no cache folder).
-std::string wrapper_launch(const plan::Plan& plan, const std::filesystem::path& cache_dir);
-
 /// The launch the nvcc wrapper of `plan` uses, given its host wrappers (nullptr: none) and the
 /// cache folder its launcher is in.
 CompilerLaunch nvcc_launch(const plan::Plan& plan, const HostWrappers* host,
