@@ -81,12 +81,13 @@ unshare --mount --propagation private -- sh -c "mount -t proc proc '$ROOT/proc' 
     /bin/bash $inroot/build.sh" || rc=$?
 [ "$rc" = 0 ] || { tail -40 "$stage/build.log"; exit 1; }
 echo "emulated $(cat "$stage/time")" >> "$work/times"
-native_whl=$(ls "$stage"/src/dist/*.whl)
+native_whl="$work/$(basename "$(ls "$stage"/src/dist/*.whl)")"
+cp "$stage"/src/dist/*.whl "$native_whl"  # kept: the stage goes with the trap
 so_of() { mkdir -p "$work/unpacked.$2" && (cd "$work/unpacked.$2" && unzip -qo "$1") &&
   find "$work/unpacked.$2" -name '_C*.so' | head -1; }
 cross_so=$(so_of "$cross_whl" cross) native_so=$(so_of "$native_whl" native)
 machines="$(readelf -h "$cross_so" | sed -n 's/^ *Machine: *//p') / $(readelf -h "$native_so" | sed -n 's/^ *Machine: *//p')"
-sm() { cuobjdump --list-elf "$1" 2>/dev/null | grep -o 'sm_[0-9a-z]*' | sort -u | tr '\n' ' '; }
+sm() { "$opforge" inspect "$1" | sed -n 's/^ *gpu code: //p' | head -1; }  # the wheel's GPU code
 
 read -r _ xw xu xs < <(grep '^x86_64 ' "$work/times")
 read -r _ aw au as < <(grep '^aarch64 ' "$work/times")
@@ -101,6 +102,6 @@ read -r _ ew eu es < <(grep '^emulated ' "$work/times")
     'BEGIN { printf "  cross / x86_64          %7.2fx wall, %5.2fx CPU (target <= 1.2)\n", a / x, ac / xc }'
   awk -v e="$ew" -v c="$aw" -v ec="$(echo "$eu + $es" | bc)" -v cc="$(echo "$au + $as" | bc)" \
     'BEGIN { printf "  emulated / cross        %7.1fx wall, %5.1fx CPU (target >= 10)\n", e / c, ec / cc }'
-  echo "  extension machine (cross / emulated): $machines; GPU code: $(sm "$cross_so")/ $(sm "$native_so")"
+  echo "  extension machine (cross / emulated): $machines; GPU code: $(sm "$cross_whl") / $(sm "$native_whl")"
   echo
 } | tee -a "$out"
