@@ -26,11 +26,7 @@ rm -rf "$work" && mkdir -p "$work"
 export OPFORGE_CACHE_DIR="$work/cache"
 unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST MAX_JOBS
 
-timed() {  # timed LABEL CMD...: appends "LABEL wall user sys" to $work/times
-  local label=$1; shift
-  /usr/bin/time -f "%e %U %S" -o "$work/time.$label" "$@"
-  echo "$label $(cat "$work/time.$label")" >> "$work/times"
-}
+. "$here/common.sh"  # timed, aarch64_toolkit
 fixture() {  # fixture DIR PLATFORM: the extension with a recipe for PLATFORM
   cp -r "$repo/tests/fixtures/cuda_extension" "$1"
   sed -e "/^\[build\]/a platform = \"$2\"" \
@@ -56,14 +52,8 @@ use_root bookworm-arm64-torch
 inroot=/tmp/opforge-bench-ext
 stage="$ROOT$inroot"
 trap 'rm -rf "$work/tk-wheels" "$stage"' EXIT
-rm -rf "$stage" && mkdir -p "$stage/cuda13/site" "$stage/pylib"
-python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_aarch64 \
-  --platform manylinux_2_17_aarch64 -d "$work/tk-wheels" nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 \
-  nvidia-nvvm==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
-for w in "$work"/tk-wheels/*.whl; do python3 -m zipfile -e "$w" "$stage/cuda13/site"; done
-(cd "$stage/cuda13" && ln -s site/nvidia/cu13/bin bin && ln -s site/nvidia/cu13/include include &&
-  ln -s site/nvidia/cu13/nvvm nvvm && mkdir lib64 && for f in site/nvidia/cu13/lib/*; do ln -s "../$f" lib64/; done &&
-  ln -s libcudart.so.13 lib64/libcudart.so && ln -s lib64 lib && chmod +x bin/* nvvm/bin/*)
+rm -rf "$stage" && mkdir -p "$stage/pylib"
+aarch64_toolkit "$stage/cuda13" "$work/tk-wheels"
 # setup.py's own needs (pure Python; the root's torch environment was made without pip).
 python3 -m pip install -q --no-compile --target "$stage/pylib" "setuptools<80" wheel
 cp -r "$repo/tests/fixtures/cuda_extension" "$stage/src"

@@ -48,11 +48,7 @@ CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
 TOML
 }
 
-timed() {  # timed LABEL CMD...: appends "LABEL wall user sys" to $work/times
-  local label=$1; shift
-  /usr/bin/time -f "%e %U %S" -o "$work/time.$label" "$@"
-  echo "$label $(cat "$work/time.$label")" >> "$work/times"
-}
+. "$here/common.sh"  # timed, aarch64_toolkit
 
 # Fetch the aarch64 torch and runtime first: a cross-build of the small test extension.
 cp -r "$repo/tests/fixtures/cuda_extension" "$work/warm"

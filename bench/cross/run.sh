@@ -24,12 +24,7 @@ work=${OPFORGE_BENCH_WORK:-/tmp/opforge-bench-cross}
 mkdir -p "$work"
 export TORCH_CUDA_ARCH_LIST=9.0 OPFORGE_CACHE_DIR="$work/cache"
 
-# timed LABEL CMD...: runs CMD, appends "LABEL wall user sys" to $work/times.
-timed() {
-  local label=$1; shift
-  /usr/bin/time -f "%e %U %S" -o "$work/time.$label" "$@"
-  echo "$label $(cat "$work/time.$label")" >> "$work/times"
-}
+. "$here/common.sh"  # timed, aarch64_toolkit
 
 rm -f "$work/times"
 # The aarch64 runtime is fetched once, before anything is timed (the cache is part of neither).
@@ -78,14 +73,8 @@ timed emulated_compiles chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin \
 if [ -n "${OPFORGE_AARCH64_WHEEL:-}" ]; then
   tk="$root/opt/cuda13"
   if [ ! -x "$tk/bin/nvcc" ]; then
-    rm -rf "$tk" "$work/tk-wheels" && mkdir -p "$tk/site"
-    python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_aarch64 \
-      --platform manylinux_2_17_aarch64 -d "$work/tk-wheels" nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 \
-      nvidia-nvvm==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
-    for w in "$work"/tk-wheels/*.whl; do python3 -m zipfile -e "$w" "$tk/site"; done
-    (cd "$tk" && ln -s site/nvidia/cu13/bin bin && ln -s site/nvidia/cu13/include include &&
-      ln -s site/nvidia/cu13/nvvm nvvm && mkdir lib64 && for f in site/nvidia/cu13/lib/*; do ln -s "../$f" lib64/; done &&
-      ln -s libcudart.so.13 lib64/libcudart.so && ln -s lib64 lib && chmod +x bin/* nvvm/bin/*)
+    rm -rf "$tk" "$work/tk-wheels"
+    aarch64_toolkit "$tk" "$work/tk-wheels"
     chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
       sh -c "apt-get install -y -qq --no-install-recommends ninja-build" >/dev/null
   fi
