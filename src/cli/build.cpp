@@ -104,7 +104,7 @@ void print_op_summary(const pipeline::Outcome& outcome) {
 
 void print_ops(const pipeline::Outcome& outcome) {
   const auto& plan = outcome.plan;
-  if (plan.source.catalogue == plan::Catalogue::op_builder && plan.recipe.build.backend == recipe::Backend::command) {
+  if (plan.source.catalogue == plan::Catalogue::op_builder && recipe::project_build(plan.recipe)) {
     print_op_summary(outcome);
     return;
   }
@@ -147,7 +147,7 @@ void print_platform(const pipeline::Outcome& outcome) {
 void print_outcome(const pipeline::Outcome& outcome) {
   for (auto& w : outcome.plan.warnings) std::cout << "warning: " << w << "\n";
   print_ops(outcome);
-  if (outcome.plan.recipe.build.backend == recipe::Backend::command)
+  if (recipe::project_build(outcome.plan.recipe))
     if (auto arch = pipeline::arch_summary(outcome.plan, outcome.project_arch, outcome.compiled_arch); !arch.empty()) {
       std::cout << arch << "\n";
       for (auto& [file, targets] : outcome.compiled_arch_by_file)
@@ -264,7 +264,7 @@ Status run_build(const BuildFlags& given) {
   auto options = OPFORGE_TRY(pipeline_options(m, flags));
   const bool command = [&] {
     auto r = recipe::load(m, flags.recipe);
-    return r && r->build.backend == recipe::Backend::command;
+    return r && recipe::project_build(*r);
   }();
   const Verbosity verbosity = flags.quiet ? Verbosity::quiet : flags.verbose ? Verbosity::verbose : Verbosity::normal;
   ProgressDisplay display(verbosity, command, ProgressDisplay::stdout_is_terminal(m.env));

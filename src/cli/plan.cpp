@@ -7,6 +7,7 @@
 #include "compile/native/native.h"
 #include "compiler/host.h"
 #include "devices/nodes.h"
+#include "pipeline/kinds.h"
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "recipe/bundled.h"
@@ -76,7 +77,7 @@ void print_toolchain(const plan::Plan& p) {
   if (!p.arch.source.empty()) std::cout << " (from " << p.arch.source << ")";
   std::cout << "\n";
   for (auto& [e, why] : p.arch.dropped) std::cout << "  dropped " << e << ": " << why << "\n";
-  if (p.recipe.build.backend == recipe::Backend::command && p.cuda.chosen && !p.arch.arches.empty())
+  if (recipe::project_build(p.recipe) && p.cuda.chosen && !p.arch.arches.empty())
     std::cout << (p.recipe.arch.enforce
                       ? "  the project's own -gencode/-arch options are replaced by these ([arch] enforce = false "
                         "keeps them)\n"
@@ -108,33 +109,31 @@ nlohmann::json arch_channels_json(const plan::Plan& p) {
   return out;
 }
 
-/// The exports and what runs: the command and its full environment beyond the caller's (exactly
-/// what the build will set), or ninja's commands.
+/// The exports and what runs (the build kind's commands, pipeline/kinds.h): for a project's own
+/// build, its full environment beyond the caller's (exactly what the build will set) and the ways
+/// the arch list reaches it; for a native build, the plan's exports and ninja's commands.
 void print_commands(const plan::Plan& p) {
-  if (p.recipe.build.backend == recipe::Backend::command) {
-    auto real = probe::real_machine();
-    for (auto& [k, v] : compile::planned_exports(real, p, kScratchPlaceholder))
-      std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
-    if (const auto channels = compile::arch_channels(p); !channels.empty()) {
-      std::cout << "\narch list reaches the project through\n";
-      for (const auto& c : channels)
-        std::cout << "  " << c.variable << (c.variable == "CMAKE_ARGS" ? " += " : "=") << strings::shell_quote(c.value)
-                  << "  (" << c.reader << ")\n";
-      if (p.recipe.arch.enforce)
-        std::cout << "  nvcc wrapper: any other -gencode/-arch/--generate-code the project passes is replaced ([arch] "
-                     "enforce)\n";
-    }
-    std::cout << "\ncommand       (run in a fresh copy of the source tree, " << kScratchPlaceholder << ")\n"
-              << "  " << strings::shell_join(p.recipe.build.command) << "\n"
-              << "  wheel: " << p.recipe.build.wheel_glob << "\n";
+  auto planned = pipeline::kind(p.recipe.build.backend).commands(probe::real_machine(), p, kScratchPlaceholder);
+  if (!planned) {
+    std::cout << "  (cannot describe: " << planned.error().message << ")\n";
     return;
   }
-  for (auto& [k, v] : p.exports) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
-  std::cout << "\ncommands      (run by ninja in " << p.build_dir.string() << ")\n";
-  if (auto graph = compile::describe(p)) {
-    for (auto& step : graph->steps) std::cout << "  " << strings::shell_join(step.argv) << "\n";
-  } else {
-    std::cout << "  (cannot describe: " << graph.error().message << ")\n";
+  for (auto& [k, v] : planned->environment) std::cout << "  " << k << "=" << strings::shell_quote(v) << "\n";
+  if (const auto channels = compile::arch_channels(p); recipe::project_build(p.recipe) && !channels.empty()) {
+    std::cout << "\narch list reaches the project through\n";
+    for (const auto& c : channels)
+      std::cout << "  " << c.variable << (c.variable == "CMAKE_ARGS" ? " += " : "=") << strings::shell_quote(c.value)
+                << "  (" << c.reader << ")\n";
+    if (p.recipe.arch.enforce)
+      std::cout << "  nvcc wrapper: any other -gencode/-arch/--generate-code the project passes is replaced ([arch] "
+                   "enforce)\n";
+  }
+  std::cout << "\n"
+            << (recipe::project_build(p.recipe) ? "command " : "commands") << "      (" << planned->where << ")\n";
+  for (std::size_t i = 0; i < planned->argv.size(); ++i) {
+    std::cout << "  " << strings::shell_join(planned->argv[i]) << "\n";
+    if (recipe::project_build(p.recipe) && !planned->description[i].empty())
+      std::cout << "  " << planned->description[i] << "\n";
   }
 }
 
@@ -158,7 +157,7 @@ void print_text(const plan::Plan& p) {
             << "jobs          " << p.jobs << (p.jobs_reason.empty() ? "" : " (" + p.jobs_reason + ")") << "\n"
             << "cache         " << recipe::cache_kind(p.cache).name << "\n";
   if (auto v = view_scheduler(p)) std::cout << "  scheduler   " << v->said << "\n";
-  if (p.recipe.build.backend == recipe::Backend::command) {
+  if (recipe::project_build(p.recipe)) {
     std::cout << "pch           " << p.pch_why << "\n";
     if (!p.gcc_gc_why.empty()) std::cout << "gcc gc        " << p.gcc_gc_why << "\n";
     if (p.pch && p.host) {
@@ -291,16 +290,17 @@ Registrar plan_command{{
           if (auto v = view_scheduler(p))
             j["scheduler"] = {
                 {"url", v->url}, {"state", v->state}, {"servers", v->servers}, {"cpus", v->cpus}, {"said", v->said}};
-          if (p.recipe.build.backend == recipe::Backend::command) {
-            j["command"] = {{"argv", p.recipe.build.command},
-                            {"environment", compile::planned_exports(real, p, kScratchPlaceholder)},
+          const auto planned = pipeline::kind(p.recipe.build.backend).commands(real, p, kScratchPlaceholder);
+          if (planned && recipe::project_build(p.recipe)) {
+            j["command"] = {{"argv", planned->argv.front()},
+                            {"environment", planned->environment},
                             {"arch_enforced", p.recipe.arch.enforce},
                             {"arch_channels", arch_channels_json(p)},
                             {"build_env", p.recipe.build.env}};
-          } else if (auto graph = compile::describe(p)) {
+          } else if (planned) {
             j["commands"] = nlohmann::json::array();
-            for (auto& step : graph->steps)
-              j["commands"].push_back({{"description", step.description}, {"argv", step.argv}});
+            for (std::size_t i = 0; i < planned->argv.size(); ++i)
+              j["commands"].push_back({{"description", planned->description[i]}, {"argv", planned->argv[i]}});
           }
           std::cout << util::json_dump(j, 2) << "\n";
         } else print_text(p);

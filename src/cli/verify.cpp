@@ -164,7 +164,7 @@ Status verify_record(const std::string& path, bool allow_run, Verbosity verbosit
   }
   // The rebuild shows its progress as `opforge build` does (not into JSON).
   const auto r = recipe::load(m, checked.recipe);
-  const bool command = r && r->build.backend == recipe::Backend::command;
+  const bool command = r && recipe::project_build(*r);
   ProgressDisplay display(json ? Verbosity::quiet : verbosity, command, ProgressDisplay::stdout_is_terminal(m.env));
   auto rebuilt = pipeline::rebuild_and_compare(
       m, path, expected, checked, [&display](std::string_view line) { display.line(line); },

@@ -1,4 +1,4 @@
-/// `opforge build`: the plan, the build folder's lock, one backend (native_build.cpp,
+/// `opforge build`: the plan, the build folder's lock, the build's kind (kinds.h: native_build.cpp,
 /// command_build.cpp), then the wheel's line in dist/SUMMARY.md.
 #include "pipeline/pipeline.h"
 
@@ -7,6 +7,7 @@
 
 #include "compiler/host.h"
 #include "pipeline/dist.h"
+#include "pipeline/kinds.h"
 #include "pipeline/stages.h"
 #include "pipeline/wheelhouse.h"
 #include "settings/settings.h"
@@ -86,9 +87,8 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   // Both backends reach the compiler through the shim when the plan has one (compiler::invocation).
   if (plan.host) OPFORGE_CHECK(compiler::ensure_shim(m.fs, *plan.host));
   auto recipe_text = m.fs.read_file(recipe_file).value_or("");
-  Outcome done = plan.recipe.build.backend == recipe::Backend::command
-                     ? OPFORGE_TRY(build_with_command(m, std::move(outcome), recipe_file, recipe_text, options))
-                     : OPFORGE_TRY(build_native(m, std::move(outcome), recipe_file, recipe_text, options));
+  const Kind& k = kind(plan.recipe.build.backend);
+  Outcome done = OPFORGE_TRY(k.build(m, std::move(outcome), recipe_file, recipe_text, options));
   auto dist_lock = OPFORGE_TRY(lock_dist(m, done.plan.dist_dir, options.on_line));
   if (done.plan.recipe.wheel.variants) OPFORGE_CHECK(write_variant(m, done));
   OPFORGE_CHECK(

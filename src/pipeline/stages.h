@@ -97,18 +97,4 @@ void apply_op_steps(plan::Plan& plan, const std::vector<compile::OpStep>& steps)
 /// op_summary's lines as the record keeps them (op, status, reason, seconds to a tenth).
 nlohmann::json summary_json(const std::vector<OpSummaryLine>& lines);
 
-// native_build.cpp
-
-/// The native backend compiles the ops; the wheel is the pure-Python package, the op libraries
-/// and build_info.py.
-Result<Outcome> build_native(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
-                             const std::string& recipe_text, const Options& options);
-
-// command_build.cpp
-
-/// A setup.py-style project builds its own wheel; opforge sets the environment, then
-/// normalises the wheel (into the build folder) and commits it with its record.
-Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::path& recipe_file,
-                                   const std::string& recipe_text, const Options& options);
-
 }  // namespace opforge::pipeline

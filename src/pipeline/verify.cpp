@@ -1,5 +1,6 @@
 #include "pipeline/verify.h"
 
+#include "pipeline/kinds.h"
 #include "pipeline/pipeline.h"
 #include "probe/overlay_environment.h"
 #include "recipe/recipe.h"
@@ -96,11 +97,7 @@ Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, con
                                 " (not from git: the record holds no hash of its files, so they are not checked)");
     }
   }
-  if (r.build.backend == recipe::Backend::command) {
-    out.description.push_back("runs    " + strings::shell_join(r.build.command) + "  (build.command)");
-  } else {
-    out.description.push_back("runs    ninja and the compilers on the ops' sources in that source tree");
-  }
+  out.description.push_back("runs    " + kind(r.build.backend).runs(r));
   if (r.cuda.version == "auto" || r.cuda.version == "torch")
     out.description.push_back("runs    " + r.cuda.python + "  (cuda.python, asked for torch's CUDA version)");
   if (r.compiler.host != "auto") out.description.push_back("runs    " + r.compiler.host + "  (compiler.host)");

@@ -47,7 +47,7 @@ Status provision_cross_runtime(probe::Machine m, const Options& opts, Plan& plan
   const bool cuda_op = std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) {
     return d.builds() && ops::needs_toolkit(d.manifest.kind);
   });
-  if (!cuda_op && plan.recipe.build.backend != recipe::Backend::command) return {};
+  if (!cuda_op && !recipe::project_build(plan.recipe)) return {};
   const fs::path cache = cache_dir(m, opts);
   auto files = opts.fetch_toolkit
                    ? cuda::provision_target_files(m, *chain.tk, *plan.platform, cache, plan.python, opts.on_progress)

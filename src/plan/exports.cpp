@@ -52,7 +52,7 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
   // The caller's CUDACXX would pick CMake's nvcc; a command build gives CMake the plan's toolkit
   // instead (compile/wrap/environment.cpp), so that the wheel holds what the plan says.
   if (auto own = settings::cuda_compiler(m.env);
-      own && plan.recipe.build.backend == recipe::Backend::command && !toolkit.empty() && plan.cuda.chosen)
+      own && recipe::project_build(plan.recipe) && !toolkit.empty() && plan.cuda.chosen)
     plan.notes.push_back("CUDACXX: the environment's " + *own + " gives way to the plan's toolkit (CUDA " +
                          plan.cuda.chosen->version.str() + " at " + plan.cuda.chosen->root.string() +
                          ", through opforge's nvcc wrapper) for the project's CMake; choose the toolkit with "

@@ -48,7 +48,7 @@ Status place_source(probe::Machine m, const Options& opts, Plan& plan) {
 /// Precompiled torch headers (compile/pch/pch.h): on for a command build with torch and gcc, where a
 /// host compile that includes torch/extension.h can start from one.
 void decide_pch(const Options& opts, Plan& plan) {
-  const bool command = plan.recipe.build.backend == recipe::Backend::command;
+  const bool command = recipe::project_build(plan.recipe);
   if (!plan.recipe.build.pch || opts.no_pch)
     plan.pch_why = opts.no_pch ? "off (--no-pch)" : "off ([build] pch = false)";
   else if (!command) plan.pch_why = "off: a native build (opforge's ops compile without torch's headers)";
@@ -71,7 +71,7 @@ void decide_pch(const Options& opts, Plan& plan) {
 
 /// gcc's garbage-collection threshold for a command build's host compiles ([build] gcc_gc_heap_mib).
 void decide_gcc_gc(Plan& plan) {
-  if (plan.recipe.build.backend != recipe::Backend::command || !plan.host) return;
+  if (!recipe::project_build(plan.recipe) || !plan.host) return;
   const unsigned mib = plan.recipe.build.gcc_gc_heap_mib;
   if (plan.host->compiler.family != compiler::Family::gcc)
     plan.gcc_gc_why = "gcc's default: the host compiler is clang";
@@ -102,7 +102,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   OPFORGE_CHECK(probe::check_cache_dir(m.fs, m.env));
   plan.compile_timeout = OPFORGE_TRY(settings::compile_timeout(m.env, plan.compile_timeout));
   OPFORGE_CHECK(place_source(m, opts, plan));
-  const bool command = plan.recipe.build.backend == recipe::Backend::command;
+  const bool command = recipe::project_build(plan.recipe);
   OPFORGE_CHECK(choose_platform(opts, plan));
   OpCatalogue catalogue = OPFORGE_TRY(load_catalogue(m, plan.recipe, plan.source, plan.python, command, plan.notes));
   // Each op as the target machine builds it: its [machine.<name>] sources and flags merged in.

@@ -59,11 +59,10 @@ unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& o
   } else {
     const auto available = available_memory(m.fs);
     const bool cgroup = available && available->from != "MemAvailable";
-    auto fit =
-        memory_aware_jobs(m.env.cpu_count(), available ? std::optional(available->kib) : std::nullopt, decisions,
-                          load_compile_peaks(m.fs, cache_dir(m, opts)), cgroup ? available->from : std::string(),
-                          r.build.backend == recipe::Backend::command ? steps_peak_key(r.package.name) : std::string(),
-                          pch ? kPchMakeKib : 0);
+    auto fit = memory_aware_jobs(m.env.cpu_count(), available ? std::optional(available->kib) : std::nullopt, decisions,
+                                 load_compile_peaks(m.fs, cache_dir(m, opts)), cgroup ? available->from : std::string(),
+                                 recipe::project_build(r) ? steps_peak_key(r.package.name) : std::string(),
+                                 pch ? kPchMakeKib : 0);
     jobs = fit.jobs;
     from = fit.why;
   }

@@ -85,7 +85,7 @@ std::string sysconfig_value(std::string_view text, std::string_view key) {
 }  // namespace
 
 Status resolve_cross_command(probe::Machine m, const Options& opts, Plan& plan) {
-  if (!plan.cross() || plan.recipe.build.backend != recipe::Backend::command) return {};
+  if (!plan.cross() || !recipe::project_build(plan.recipe)) return {};
   const target::Platform& p = *plan.platform;
   const auto probe = cuda::read_python(m, plan.python);
   if (!probe || !probe->version)

@@ -20,7 +20,7 @@ namespace {
 Status check_torch_cuda(Plan& plan, const cuda::Toolkit& tk) {
   if (!plan.cuda.torch) return {};
   auto match = cuda::torch_match(*plan.cuda.torch, tk);
-  if (match.mismatch == cuda::Mismatch::major && plan.recipe.build.backend == recipe::Backend::command) {
+  if (match.mismatch == cuda::Mismatch::major && recipe::project_build(plan.recipe)) {
     const Version& tc = *plan.cuda.torch->cuda;
     return unsatisfied(match.message, "install CUDA " + std::to_string(tc.major) +
                                           ".x (or set CUDA_HOME to one), or a torch built for CUDA " +
@@ -146,7 +146,7 @@ Status named_host_for_cpu_code(probe::Machine m, Plan& plan, Toolchain& chain) {
 }
 
 bool carries_cuda(const Plan& plan, const Toolchain& chain) {
-  if (plan.recipe.build.backend == recipe::Backend::command && chain.tk && chain.unavailable.empty()) return true;
+  if (recipe::project_build(plan.recipe) && chain.tk && chain.unavailable.empty()) return true;
   return std::any_of(plan.ops.begin(), plan.ops.end(),
                      [](const ops::Decision& d) { return d.builds() && ops::needs_toolkit(d.manifest.kind); });
 }

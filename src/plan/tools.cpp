@@ -40,7 +40,7 @@ std::vector<Tool> needed_tools(const Plan& plan) {
       out.push_back({std::move(program), std::move(why)});
   };
   const bool any_op = std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.builds(); });
-  if (plan.recipe.build.backend == recipe::Backend::command) {
+  if (recipe::project_build(plan.recipe)) {
     if (!plan.recipe.build.command.empty()) add(plan.recipe.build.command.front(), "[build] command");
     // Either cache: a command build runs it (ccache through torch, sccache through opforge's wrappers).
     if (const auto& k = recipe::cache_kind(plan.cache); !k.program.empty())

@@ -461,21 +461,22 @@ struct Parser {
     OPFORGE_CHECK(r.check_keys(t, settings::recipe_keys("build"), "[build]"));
     if (auto* n = t.get("backend")) {
       auto v = OPFORGE_TRY(r.string(*n, "build.backend"));
-      if (v == "native") out.build.backend = Backend::native;
-      else if (v == "command") out.build.backend = Backend::command;
-      else
+      auto kind = backend_from_name(v);
+      if (!kind)
         return opforge::unexpected(
-            r.error_at(*n, "build.backend must be \"native\" or \"command\", not \"" + strings::cut(v) + "\""));
+            r.error_at(*n, "build.backend must be " + backend_names() + ", not \"" + strings::cut(v) + "\""));
+      out.build.backend = *kind;
     }
     if (auto* n = t.get("command")) out.build.command = OPFORGE_TRY(r.string_array(*n, "build.command"));
-    if (out.build.backend == Backend::command && out.build.command.empty()) {
+    if (const auto& kind = build_kind(out.build.backend); kind.needs_command && out.build.command.empty()) {
       const toml::node& at = t.get("command") ? *t.get("command") : *t.get("backend");
-      return opforge::unexpected(r.error_at(at, "build.backend = \"command\" needs a non-empty build.command",
-                                            "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]"));
+      return opforge::unexpected(
+          r.error_at(at, "build.backend = \"" + std::string(kind.name) + "\" needs a non-empty build.command",
+                     "e.g. command = [\"python3\", \"setup.py\", \"bdist_wheel\"]"));
     }
     if (auto* n = t.get("env")) {
       OPFORGE_CHECK(build_env(*n));
-      if (out.build.backend != Backend::command)
+      if (!build_kind(out.build.backend).project_build)
         return opforge::unexpected(r.error_at(*n, "[build.env] sets a project's variables for its build command",
                                               "use it with backend = \"command\"; native ops take their flags "
                                               "from their op.toml"));
@@ -582,6 +583,25 @@ std::optional<Cache> cache_from_name(std::string_view n) {
   return std::nullopt;
 }
 
+const BuildKind& build_kind(Backend b) {
+  for (const auto& k : kKinds)
+    if (k.backend == b) return k;
+  return kKinds[0];
+}
+
+std::optional<Backend> backend_from_name(std::string_view n) {
+  for (const auto& k : kKinds)
+    if (k.name == n) return k.backend;
+  return std::nullopt;
+}
+
+std::string backend_names() {
+  std::string out;
+  for (std::size_t i = 0; i < std::size(kKinds); ++i)
+    out += (i == 0 ? "" : i + 1 == std::size(kKinds) ? " or " : ", ") + ("\"" + std::string(kKinds[i].name) + "\"");
+  return out;
+}
+
 std::string cache_names() {
   std::string out;
   for (std::size_t i = 0; i < std::size(kCaches); ++i)
@@ -620,7 +640,7 @@ Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_v
   }
   if (!out.source.path && !out.source.git) out.source.path = out.dir.lexically_normal();
   for (const auto* vars : {&out.arch.env, &out.arch.cmake_define})
-    if (!vars->empty() && out.build.backend != Backend::command) {
+    if (!vars->empty() && !project_build(out)) {
       const std::string key = vars == &out.arch.env ? "arch.env" : "arch.cmake_define";
       return opforge::unexpected(Error{ErrorKind::bad_input,
                                        key + " sets a project's own arch variables for its build command",

@@ -17,7 +17,31 @@ namespace fs = std::filesystem;
 /// `true` | `false` | `"auto"` in [ops].
 enum class OpRequest { off, on, automatic };
 
+/// A kind of build ([build] backend): one row each in kKinds. The rest of opforge asks a build's
+/// row what it does (project_build) instead of which kind it is; pipeline/kinds.cpp holds each
+/// kind's implementation (plan → commands → outputs). Adding a kind is a row here, its folder in
+/// compile/, and its entry there (docs/architecture.md, "Kinds of build").
 enum class Backend { native, command };
+struct BuildKind {
+  Backend backend;
+  std::string_view name;  ///< as [build] backend spells it
+  /// The project's own build runs (its setup.py, CMake, scikit-build-core) and makes the wheel:
+  /// opforge reaches its compilers through wrappers and environment channels (CUDACXX, CMAKE_ARGS,
+  /// TORCH_CUDA_ARCH_LIST), learns its steps' memory, and checks the wheel's GPU code afterwards.
+  /// false: opforge compiles the ops' sources itself (ninja) and packs the wheel.
+  bool project_build;
+  bool needs_command;     ///< [build] command must name what runs
+  std::string_view what;  ///< for messages: "opforge's ninja build of the ops"
+};
+inline constexpr BuildKind kKinds[] = {
+    {Backend::native, "native", false, false, "opforge's own build of the ops (ninja)"},
+    {Backend::command, "command", true, true, "the project's own build command ([build] command)"},
+};
+/// The row of `b`; the name `n` → its kind (nullopt: no such kind).
+const BuildKind& build_kind(Backend b);
+std::optional<Backend> backend_from_name(std::string_view n);
+/// "\"native\" or \"command\"" for messages.
+std::string backend_names();
 /// The compiler cache in front of a build's compiles: one row each in kCaches (the axis grows:
 /// adding one is a row here and its launcher in compile/cache/compiler_cache).
 enum class Cache { none, ccache, sccache };
@@ -169,6 +193,10 @@ struct Recipe {
   /// Where each key was written ("ops.aio", "arch.list", ...), for errors raised after parsing.
   std::map<std::string, Location> locations;
 };
+
+/// Whether `r`'s build is the project's own (build_kind(...).project_build): what most of the plan,
+/// the CLI and verify ask of a build's kind.
+inline bool project_build(const Recipe& r) { return build_kind(r.build.backend).project_build; }
 
 /// Parses and validates a recipe file. Errors carry file:line:col and the offending line.
 Result<Recipe> parse_file(const fs::path& path, std::string_view text);

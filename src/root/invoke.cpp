@@ -125,7 +125,7 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
                      "set OPFORGE_CACHE_DIR");
   auto info = OPFORGE_TRY(describe(m, inv.root, cache / "root-scratch"));
   auto recipe = OPFORGE_TRY(recipe::load(m, inv.recipe));
-  OPFORGE_CHECK(check_tools(info, recipe.build.backend == recipe::Backend::native));
+  OPFORGE_CHECK(check_tools(info, !recipe::project_build(recipe)));
   auto sandbox = OPFORGE_TRY(choose_sandbox(m));
   const fs::path build = inv.build_dir.value_or((recipe.dir / recipe.build.build_dir).lexically_normal());
   const fs::path dist = inv.dist_dir.value_or((recipe.dir / recipe.build.dist_dir).lexically_normal());

@@ -192,8 +192,7 @@ std::map<std::string, std::string> planned_exports(probe::Machine m, const plan:
   auto out =
       command_exports(settings::everything(m.env), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
   // What the build adds to watch the project (run_command_backend), as `plan` should show it.
-  if (const fs::path cache_dir = settings::cache_dir(m.env);
-      plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty()) {
+  if (const fs::path cache_dir = settings::cache_dir(m.env); recipe::project_build(plan.recipe) && !cache_dir.empty()) {
     auto base = settings::everything(m.env);
     if (auto p = base.find("PYTHONPATH"); p != base.end() && !out.contains("PYTHONPATH")) out["PYTHONPATH"] = p->second;
     add_watch_environment(out, network_watch(cache_dir), nvcc ? plan.build_dir / "nvcc-arch.log" : fs::path());
@@ -206,8 +205,7 @@ Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan) {
   if (auto host = default_host_wrappers(m, plan)) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   if (const auto program = wrapper_launcher(plan); !program.empty() && !settings::cache_dir(m.env).empty())
     OPFORGE_CHECK(write_compile_launcher(m.fs, compile_launcher(settings::cache_dir(m.env), program)));
-  if (const fs::path cache_dir = settings::cache_dir(m.env);
-      plan.recipe.build.backend == recipe::Backend::command && !cache_dir.empty())
+  if (const fs::path cache_dir = settings::cache_dir(m.env); recipe::project_build(plan.recipe) && !cache_dir.empty())
     OPFORGE_CHECK(write_network_watch(m.fs, network_watch(cache_dir)));
   return {};
 }
