@@ -547,8 +547,9 @@ TEST(CompileCommandBackend, NetworkWatchNamesWhatTheBuildReaches) {
   auto w = compile::network_watch(top / "cache");
   ASSERT_TRUE(compile::write_network_watch(m.fs, w));
   std::ofstream(top / "other" / "sitecustomize.py") << "import builtins\nbuiltins.OTHER_SITE = 1\n";
-  std::map<std::string, std::string> env{{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", (top / "other").string()}};
-  compile::add_watch_environment(env, w, top / "arch.log");
+  settings::ChildEnv child({{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", (top / "other").string()}});
+  compile::add_watch_environment(child, w, top / "arch.log");
+  auto env = std::move(child).vars();
   EXPECT_EQ(env["PYTHONPATH"], w.dir.string() + ":" + (top / "other").string());
   EXPECT_EQ(env["OPFORGE_NVCC_ARCH_LOG"], (top / "arch.log").string());
   const std::string script =

@@ -184,8 +184,8 @@ TEST(SettingsTable, NoCodeOutsideSettingsReadsAVariable) {
   // One reader per setting: stages ask settings/ (or hand a whole environment to a child). Only
   // probe/, below settings/, reads for itself: the real machine's TMPDIR and test hooks, and the
   // cache folder's rule that settings::cache_dir gives everyone else.
-  // An Environment's all() is a reader too (a scan for DS_BUILD_* is one): only settings::
-  // everything hands the whole environment to a child.
+  // An Environment's all() is a reader too (a scan for DS_BUILD_* is one): only settings::ChildEnv
+  // hands the whole environment to a child.
   const std::regex read(R"((env\.get|getenv|env\.all|env\)\.all)\s*\()");
   std::vector<std::string> readers;
   for (auto& [path, text] : test_util::core_sources()) {

@@ -38,7 +38,9 @@ Result<PlannedCommands> native_commands(probe::Machine, const plan::Plan& plan, 
   return out;
 }
 
-std::string native_runs(const recipe::Recipe&) { return "ninja and the compilers on the ops' sources in that source tree"; }
+std::string native_runs(const recipe::Recipe&) {
+  return "ninja and the compilers on the ops' sources in that source tree";
+}
 
 /// command: the project's own command in a scratch copy of its tree (compile/command/), with the
 /// environment compile/wrap/ builds.

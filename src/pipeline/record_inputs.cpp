@@ -5,6 +5,7 @@
 #include "pipeline/stages.h"
 #include "record/record.h"
 #include "root/root.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 #include "util/hash.h"
 
@@ -65,7 +66,8 @@ nlohmann::json record_inputs(probe::Machine m, const plan::Plan& plan, const com
   for (auto& o : graph.outputs) ops[o.op] = {{"flags", o.flags}};
   in["ops"] = ops;
   nlohmann::json env = nlohmann::json::object();
-  for (auto& [k, v] : settings::everything(m.env))
+  // What a build's children get of the caller's environment: the recorded variables among them.
+  for (auto& [k, v] : settings::ChildEnv(m.env, settings::Child::command).vars())
     if (record::recorded_variable(k)) env[k] = v;
   in["environment"] = env;
   // Built inside a root: which one, so that `verify` rebuilds there (and refuses when it changed).
@@ -110,7 +112,7 @@ nlohmann::json command_inputs(probe::Machine m, const plan::Plan& plan, const co
                    {"python", plan.cuda.torch->python},
                    {"requirement", plan::torch_pin(*plan.cuda.torch->torch_version)}};
   nlohmann::json cenv = nlohmann::json::object();
-  const auto base = settings::everything(m.env);
+  const auto base = settings::ChildEnv(m.env, settings::Child::command).vars();
   for (auto& [k, v] : out.env)
     if (auto it = base.find(k); it == base.end() || it->second != v) cenv[k] = v;
   in["command_environment"] = cenv;

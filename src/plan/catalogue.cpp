@@ -2,6 +2,7 @@
 /// op (ops::decide, with DeepSpeed's own is_compatible() for its builders).
 #include "ops/ops.h"
 #include "plan/stages.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 
 namespace opforge::plan {
@@ -12,9 +13,8 @@ namespace {
 decltype(ops::DecideContext::compatibility) deepspeed_verdicts(probe::Machine m, const Plan& plan,
                                                                const fs::path& ds_root, const fs::path& cache,
                                                                const Env& toolkit) {
-  auto env = settings::everything(m.env);
-  for (auto& [k, v] : toolkit) env[k] = v;
-  if (!env.contains("DS_ACCELERATOR")) env["DS_ACCELERATOR"] = "cuda";
+  auto env =
+      settings::ChildEnv(m.env, settings::Child::command).layer(toolkit).set_default("DS_ACCELERATOR", "cuda").vars();
   std::string torch_id =
       plan.cuda.torch ? plan.cuda.torch->torch_dir.string() + ":" + plan.cuda.torch->torch_version_py_sha256 : "";
   return [m, root = ds_root, python = plan.python, env, cache, torch_id](const std::vector<ops::Manifest>& ask) {

@@ -3,6 +3,7 @@
 
 #include "recipe/recipe.h"
 #include "root/root.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 #include "util/strings.h"
 
@@ -181,7 +182,7 @@ Result<Prepared> prepare(probe::Machine m, const Invocation& inv) {
   // What the settings table says passes (every variable that changes the wheel, a project's own
   // switches, the scheduler's token: the opforge inside reads it); the rest names the host's own
   // state, or opforge sets it above.
-  for (const auto& [k, v] : settings::child_environment(m.env, settings::Child::opforge))
+  for (const auto& [k, v] : settings::ChildEnv(m.env, settings::Child::opforge).vars())
     if (settings::inside_root(k) == settings::Inside::passed) j.env[k] = v;
   OPFORGE_CHECK(check_honoured(m, j));
 

@@ -4,13 +4,15 @@
 
 namespace opforge::compile {
 
-void set_ccache_environment(std::map<std::string, std::string>& env, const CcacheSetup& setup) {
+std::map<std::string, std::string> ccache_environment(const CcacheSetup& setup) {
+  std::map<std::string, std::string> env;
   env["CCACHE_BASEDIR"] = setup.base_dir.string();
   env["CCACHE_NOHASHDIR"] = "1";
   env["CCACHE_IGNOREOPTIONS"] = "-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*";
   if (setup.depend_mode) env["CCACHE_DEPEND"] = "1";
   if (!setup.remote.empty()) env["CCACHE_REMOTE_STORAGE"] = setup.remote;
   if (!setup.stats_log.empty()) env["CCACHE_STATSLOG"] = setup.stats_log.string();
+  return env;
 }
 
 std::optional<Version> parse_ccache_version(std::string_view text) {

@@ -19,9 +19,9 @@ struct CcacheSetup {
   bool depend_mode = false;         ///< CCACHE_DEPEND=1: headers from the compiler's -MMD file
 };
 
-/// Sets ccache's variables in `env`: base_dir and hash_dir off (hits across folders), the prefix
-/// map left out of the hash (it only rewrites paths it makes identical anyway), then `setup`'s.
-void set_ccache_environment(std::map<std::string, std::string>& env, const CcacheSetup& setup);
+/// ccache's variables: base_dir and hash_dir off (hits across folders), the prefix map left out of
+/// the hash (it only rewrites paths it makes identical anyway), then `setup`'s.
+std::map<std::string, std::string> ccache_environment(const CcacheSetup& setup);
 
 /// The version `ccache --version` prints on its first line ("ccache version 4.7.5"); nullopt for
 /// anything else.

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "compile/cache/launcher.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 #include "util/json.h"
 #include "util/json_read.h"
@@ -202,8 +203,7 @@ Status SccacheSession::serve() {
   env_["SCCACHE_SERVER_UDS"] = (setup_.work / "serve.sock").string();
   (void)m_.fs.remove(ready);
   (void)m_.fs.remove(stop_file);
-  auto env = settings::everything(m_.env);
-  for (auto& [k, v] : env_) env[k] = v;
+  auto env = settings::ChildEnv(m_.env, settings::Child::command).layer(env_).vars();
   probe::Command cmd{
       .argv = {"/bin/sh", "-c", std::string(kServe), "sh", setup_.sccache.string(),
                (setup_.work / ("stats-" + std::to_string(n) + ".json")).string(), env_.at("SCCACHE_SERVER_UDS"),
@@ -282,8 +282,7 @@ Result<std::unique_ptr<SccacheSession>> start_sccache(probe::Machine m, SccacheS
     OPFORGE_CHECK(m.fs.write_file_atomic(setup.work / "client.toml", conf, 0600));
     s->server_conf_ = setup.work / "client.toml";
   }
-  auto env = settings::everything(m.env);
-  for (auto& [k, v] : s->env_) env[k] = v;
+  const auto env = settings::ChildEnv(m.env, settings::Child::command).layer(s->env_).vars();
   // Asked before the build: a scheduler that is down, or up with no server, would otherwise make
   // every compile wait for it (sccache retries; upstream has seen clients wait for hours). Then one
   // C file compiled through it: the status alone does not prove the token or the servers good.

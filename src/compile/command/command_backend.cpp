@@ -20,6 +20,7 @@
 #include "ops/deepspeed_version.h"
 #include "ops/ops.h"
 #include "plan/jobs.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 #include "util/strings.h"
 #include "wheel/wheel.h"
@@ -79,8 +80,8 @@ Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& p
 /// SccacheSession::serve runs; its private paths stay out of out.env, the record's.
 void through_sccache(probe::Command& cmd, const SccacheSession* sccache) {
   if (!sccache) return;
-  if (!cmd.env) cmd.env.emplace();  // every command of a build is given its whole environment
-  for (auto& [k, v] : sccache->env()) (*cmd.env)[k] = v;
+  // Every command of a build is given its whole environment already (run_command_backend).
+  cmd.env = settings::ChildEnv(cmd.env.value_or(settings::ChildEnv::Vars{})).layer(sccache->env()).vars();
 }
 
 /// Runs [build] command in `out.tree` with `out.env`, its output into out.log; a command that ran
@@ -231,18 +232,16 @@ wheel::NormalizeOptions normalize_options(const plan::Plan& plan, const std::str
 /// and nvcc --threads when the grant has more slots than the op has units.
 std::map<std::string, std::string> op_environment(const std::map<std::string, std::string>& base,
                                                   const plan::Plan& plan, const ops::Decision& op, const Grant& g) {
-  auto env = base;
-  env["DS_BUILD_OPS"] = "0";
+  settings::ChildEnv env(base);
+  env.set("DS_BUILD_OPS", "0");
   for (const auto& other : plan.ops)
-    if (!other.manifest.build_var.empty()) env[other.manifest.build_var] = &other == &op ? "1" : "0";
-  env["MAX_JOBS"] = std::to_string(g.jobs);
+    if (!other.manifest.build_var.empty()) env.set(other.manifest.build_var, &other == &op ? "1" : "0");
+  env.set("MAX_JOBS", std::to_string(g.jobs));
   const bool threads =
       !plan.cuda.chosen || compiler::accepts(compiler::Tool::nvcc, "--threads", plan.cuda.chosen->version);
-  if (g.nvcc_threads > 1 && threads) {
-    auto& flags = env["NVCC_APPEND_FLAGS"];
-    flags += (flags.empty() ? "" : " ") + std::string("--threads ") + std::to_string(g.nvcc_threads);
-  }
-  return env;
+  if (g.nvcc_threads > 1 && threads)
+    env.append_flags("NVCC_APPEND_FLAGS", "--threads " + std::to_string(g.nvcc_threads));
+  return std::move(env).vars();
 }
 
 /// Compiles one op alone in the tree; the step, or an error when the command could not start.
@@ -397,7 +396,8 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   // A copy at a content-addressed path: never the source cache, never a stale build/. A tree that
   // a killed or failed build of the same content and compile commands left is resumed.
   const ScratchResume resume{[&](const fs::path& root) {
-    auto env = command_environment(settings::everything(m.env), plan, root, wrapper, host ? &*host : nullptr);
+    settings::ChildEnv env(command_environment(settings::ChildEnv(m.env, settings::Child::command).vars(), plan, root,
+                                               wrapper, host ? &*host : nullptr));
     add_watch_environment(env, watch, {});
     std::vector<std::string> also;
     for (auto& [k, v] : plan.exports) also.push_back(k);
@@ -406,7 +406,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     return resume_key(plan.recipe.build.command,
                       {plan.cuda.torch ? plan.cuda.torch->torch_version_py_sha256 : std::string(),
                        plan.cuda.chosen ? plan.cuda.chosen->nvcc.string() : std::string()},
-                      env, also);
+                      env.vars(), also);
   }};
   auto tree = OPFORGE_TRY(make_scratch_tree(m, plan.source.root, cache_dir, on_line, resume));
   out.tree = tree.root;
@@ -426,7 +426,8 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
     for (auto& old : match_glob(m.fs, tree.root, plan.recipe.build.wheel_glob).value_or(std::vector<fs::path>{}))
       OPFORGE_CHECK(m.fs.remove(old));
   const NinjaLogs ninja_before = read_ninja_logs(m.fs, tree.root);
-  out.env = command_environment(settings::everything(m.env), plan, tree.root, wrapper, host ? &*host : nullptr);
+  settings::ChildEnv env(command_environment(settings::ChildEnv(m.env, settings::Child::command).vars(), plan,
+                                             tree.root, wrapper, host ? &*host : nullptr));
   if (sccache) {
     // One server for every command (the ops compile at the same time, and sccache's disk cache
     // takes one server at a time), stopped before its counters are read.
@@ -440,7 +441,8 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   const fs::path arch_log = tree.root / ".opforge-nvcc-arch.log";
   if (!tree.resumed) (void)m.fs.remove(arch_log);
   OPFORGE_CHECK(write_network_watch(m.fs, watch));
-  add_watch_environment(out.env, watch, wrapper.empty() ? fs::path() : arch_log);
+  add_watch_environment(env, watch, wrapper.empty() ? fs::path() : arch_log);
+  out.env = std::move(env).vars();
   const fs::path pch_log = plan.build_dir / "pch.log";
   (void)m.fs.remove(pch_log);
   StepCount steps;

@@ -75,17 +75,15 @@ struct CommandRun {
 
 /// Copies plan.source.root into a scratch tree (make_scratch_tree under settings::cache_dir), checks
 /// the compiler shim the plan uses is there (compiler::check_shim: the pipeline makes it), and runs
-/// plan.recipe.build.command there with command_environment(settings::everything(m.env), plan, tree),
-/// For a DeepSpeed tree whose command runs setup.py, each op the plan builds is first compiled
-/// alone (`setup.py build_ext` with only its build variable on, its output in
-/// plan.build_dir/ops/<op>.log): an op whose compile fails is dropped (its variable is 0 for the
-/// command) unless it was requested explicitly (Decision::required), which fails the build
-/// (ErrorKind::failed) naming the op and its first compiler error.
-/// passing each output line to `run.on_line` (progress), keeps the full output in the log, and on a
-/// non-zero exit fails (ErrorKind::failed) with the log's last lines. The wheel is the one file
-/// matching wheel_glob that is new or changed by this run; it is normalised into `run.wheel_dir`
-/// with plan.wheel_version (when not empty) in its file name, .dist-info and METADATA.
-/// DeepSpeed trees: the wheel's deepspeed/git_version_info_installed.py gets version='<wheel
+/// plan.recipe.build.command there with command_environment(settings::ChildEnv(m.env, settings::Child::command).vars(),
+/// plan, tree), For a DeepSpeed tree whose command runs setup.py, each op the plan builds is first compiled alone
+/// (`setup.py build_ext` with only its build variable on, its output in plan.build_dir/ops/<op>.log): an op whose
+/// compile fails is dropped (its variable is 0 for the command) unless it was requested explicitly
+/// (Decision::required), which fails the build (ErrorKind::failed) naming the op and its first compiler error. passing
+/// each output line to `run.on_line` (progress), keeps the full output in the log, and on a non-zero exit fails
+/// (ErrorKind::failed) with the log's last lines. The wheel is the one file matching wheel_glob that is new or changed
+/// by this run; it is normalised into `run.wheel_dir` with plan.wheel_version (when not empty) in its file name,
+/// .dist-info and METADATA. DeepSpeed trees: the wheel's deepspeed/git_version_info_installed.py gets version='<wheel
 /// version>'; with a torch version known, METADATA requires torch==X.Y.* (compiled extensions load
 /// only with the torch they were built against). The scratch tree is removed afterwards; a build
 /// killed or failed leaves it, and the next build of the same content and compile commands resumes

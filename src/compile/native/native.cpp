@@ -11,6 +11,7 @@
 #include "compiler/host.h"
 #include "plan/jobs.h"
 #include "probe/json_cache.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 #include "util/strings.h"
 
@@ -62,10 +63,11 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   if (ccache) {
     // docs/reference.md §5: every path relative (base_dir "/"), so hits cross folders; this build's
     // own counters in the stats log (the user's global ccache statistics are left alone).
-    set_ccache_environment(graph.env, {.base_dir = "/",
-                                       .remote = plan.recipe.build.remote,
-                                       .stats_log = plan.build_dir / "ccache-stats.log",
-                                       .depend_mode = false});
+    for (auto& [k, v] : ccache_environment({.base_dir = "/",
+                        .remote = plan.recipe.build.remote,
+                        .stats_log = plan.build_dir / "ccache-stats.log",
+                        .depend_mode = false}))
+      graph.env[k] = v;
     (void)m.fs.remove(plan.build_dir / "ccache-stats.log");
   }
   // sccache: a client server of this build's own, inside the ninja command (SccacheSession::wrap).
@@ -95,17 +97,17 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   RunResult result;
   result.outputs = graph.outputs;
   if (graph.outputs.empty()) return result;
-  auto env = settings::everything(m.env);
-  for (auto& [k, v] : plan.exports)
-    if (k == "PATH" || k == "LD_LIBRARY_PATH" || k == "CUDA_HOME") env[k] = v;
-  for (auto& [k, v] : graph.env) env[k] = v;
+  // ninja's environment: the toolkit's search paths of the plan's exports (the compiles' other
+  // variables are on their command lines), the graph's own (ccache's, the sccache session's).
+  settings::ChildEnv env(m.env, settings::Child::command);
+  env.layer(plan.exports, {"PATH", "LD_LIBRARY_PATH", "CUDA_HOME"}).layer(graph.env);
   // With an "auto" op in the build, one op's failure must not stop the others.
   const bool keep_going =
       std::any_of(plan.ops.begin(), plan.ops.end(), [](const ops::Decision& d) { return d.builds() && !d.required; });
   // ninja on a terminal reports each step as it starts, in opforge's own status format (a user's
   // NINJA_STATUS would change what is read back); TERM=dumb would make it print as in a pipe.
-  env["NINJA_STATUS"] = kNinjaStatus;
-  if (!settings::capable_terminal(m.env)) env["TERM"] = "vt100";
+  env.set("NINJA_STATUS", kNinjaStatus);
+  if (!settings::capable_terminal(m.env)) env.set("TERM", "vt100");
   std::string log;  // ninja's output as in a pipe: the finished steps and their output
   NinjaStatusReader reader(options.on_step, [&](std::string_view line) {
     log.append(line).push_back('\n');
@@ -117,7 +119,7 @@ Result<RunResult> run(probe::Machine m, const plan::Plan& plan, const RunOptions
   if (session && session->distributed() && plan.jobs_auto)
     jobs = distributed_jobs(jobs, session->scheduler().cpus, plan::available_memory_kib(m.fs));
   probe::Command cmd{.argv = {"ninja", "-C", plan.build_dir.string(), "-j", std::to_string(jobs)},
-                     .env = env,
+                     .env = std::move(env).vars(),
                      .output = probe::Output::lines,
                      .on_line = [&](std::string_view line) { reader.line(line); },
                      .terminal = true};

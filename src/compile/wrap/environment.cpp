@@ -16,14 +16,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void append_flags(std::map<std::string, std::string>& env, const std::string& name, const std::string& flags) {
-  auto& v = env[name];
-  v = v.empty() ? flags : v + " " + flags;
-}
-
 /// CC, CXX and nvcc's -ccbin: the plan's compilers (compiler::invocation), behind the -g0 scripts
 /// when `host` is given (their folder then also goes first on PATH).
-void set_compilers(std::map<std::string, std::string>& env, const plan::Plan& plan, const HostWrappers* host) {
+void set_compilers(settings::ChildEnv& env, const plan::Plan& plan, const HostWrappers* host) {
   if (!plan.host) return;
   auto via = compiler::invocation(*plan.host);
   if (host) {
@@ -32,20 +27,19 @@ void set_compilers(std::map<std::string, std::string>& env, const plan::Plan& pl
     // With a launcher in the wrappers (sccache), nvcc runs the real compiler: the launcher runs
     // nvcc's own steps already (the nvcc wrapper names the same compiler last, for a project's -ccbin $CC).
     if (wrapper_launcher(plan).empty()) via.ccbin = host->dir;
-    const std::string path = env.contains("PATH") ? env["PATH"] : std::string();
-    env["PATH"] = host->dir.string() + (path.empty() ? "" : ":" + path);
+    env.prepend_path("PATH", host->dir.string());
   }
-  if ((host || !plan.exports.contains("CC")) && !via.cc.empty()) env["CC"] = via.cc.string();
-  if ((host || !plan.exports.contains("CXX")) && !via.cxx.empty()) env["CXX"] = via.cxx.string();
+  if ((host || !plan.exports.contains("CC")) && !via.cc.empty()) env.set("CC", via.cc.string());
+  if ((host || !plan.exports.contains("CXX")) && !via.cxx.empty()) env.set("CXX", via.cxx.string());
   if (!via.ccbin.empty() && !plan.exports.contains("NVCC_PREPEND_FLAGS")) {
     std::string flags = "-ccbin " + via.ccbin.string();
     if (plan.host->allow_unsupported) flags += " -allow-unsupported-compiler";
-    append_flags(env, "NVCC_PREPEND_FLAGS", flags);
+    env.append_flags("NVCC_PREPEND_FLAGS", flags);
   }
 }
 
 /// The flags that keep the build folder and run out of the output.
-void add_reproducibility_flags(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& tree) {
+void add_reproducibility_flags(settings::ChildEnv& env, const plan::Plan& plan, const fs::path& tree) {
   // One fixed seed for every file is enough: it only replaces the per-run random names gcc gives
   // to anonymous-namespace symbols.
   const std::string map = "-ffile-prefix-map=" + tree.string() + "=.";
@@ -54,15 +48,15 @@ void add_reproducibility_flags(std::map<std::string, std::string>& env, const pl
   const std::string python_cflags =
       plan.cuda.torch ? std::string(strings::trim(plan.cuda.torch->python_cflags)) : std::string();
   for (const char* var : {"CFLAGS", "CXXFLAGS"}) {
-    std::string user = env.contains(var) ? env[var] : std::string();
-    env[var] = python_cflags;
-    if (!user.empty()) append_flags(env, var, user);
-    append_flags(env, var, map + " " + seed);
+    const std::string user = env.value(var);
+    env.set(var, python_cflags);
+    if (!user.empty()) env.append_flags(var, user);
+    env.append_flags(var, map + " " + seed);
   }
-  append_flags(env, "LDFLAGS", "-Wl,--build-id=none");
-  append_flags(env, "NVCC_APPEND_FLAGS", "-Xcompiler=" + map + " -Xcompiler=" + seed);
-  env["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
-  env["PYTHONHASHSEED"] = "0";
+  env.append_flags("LDFLAGS", "-Wl,--build-id=none");
+  env.append_flags("NVCC_APPEND_FLAGS", "-Xcompiler=" + map + " -Xcompiler=" + seed);
+  env.set("SOURCE_DATE_EPOCH", std::to_string(plan.source_date_epoch));
+  env.set("PYTHONHASHSEED", "0");
 }
 
 /// A cross-build of the command: setup.py runs with this machine's Python configured as the
@@ -71,23 +65,23 @@ void add_reproducibility_flags(std::map<std::string, std::string>& env, const pl
 /// and cibuildwheel's cross modes do), and the target's pyconfig.h found after the cross
 /// compiler's own folders. The compilers are the plan's (set_compilers); the wrappers put the
 /// target's torch and runtime in place of this machine's (cross_rewrites).
-void set_cross(std::map<std::string, std::string>& env, const plan::Plan& plan) {
+void set_cross(settings::ChildEnv& env, const plan::Plan& plan) {
   if (!plan.cross_command) return;
-  env["_PYTHON_SYSCONFIGDATA_NAME"] = plan.cross_command->sysconfig;
-  env["_PYTHON_HOST_PLATFORM"] = plan.cross_command->host_platform;
+  env.set("_PYTHON_SYSCONFIGDATA_NAME", plan.cross_command->sysconfig);
+  env.set("_PYTHON_HOST_PLATFORM", plan.cross_command->host_platform);
   if (!plan.cross_nvcc_includes.empty())
-    append_flags(env, "NVCC_APPEND_FLAGS", strings::join(plan.cross_nvcc_includes, " "));
+    env.append_flags("NVCC_APPEND_FLAGS", strings::join(plan.cross_nvcc_includes, " "));
   if (plan.python_arch_include.empty()) return;
   const std::string dir = plan.python_arch_include.string();
-  for (const char* var : {"CFLAGS", "CXXFLAGS"}) append_flags(env, var, "-idirafter " + dir);
-  append_flags(env, "NVCC_APPEND_FLAGS", "-Xcompiler=-idirafter," + dir);
+  for (const char* var : {"CFLAGS", "CXXFLAGS"}) env.append_flags(var, "-idirafter " + dir);
+  env.append_flags("NVCC_APPEND_FLAGS", "-Xcompiler=-idirafter," + dir);
 }
 
 /// The plan's compiler cache (--cache, else [build] cache): torch's BuildExtension puts ccache in
 /// front of the host compiler and nvcc when ccache is on PATH and TORCH_NO_COMPILER_WRAPPER is unset.
-void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& tree) {
+void set_compiler_cache(settings::ChildEnv& env, const plan::Plan& plan, const fs::path& tree) {
   if (plan.cache != recipe::Cache::ccache) {
-    env["TORCH_NO_COMPILER_WRAPPER"] = "1";  // every compile runs for real
+    env.set("TORCH_NO_COMPILER_WRAPPER", "1");  // every compile runs for real
     return;
   }
   // The scratch tree's path is the same for the same content, so hits need no base_dir trick.
@@ -95,8 +89,8 @@ void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Pla
   // compiler's -MMD file instead of running the preprocessor first (about 4% of a torch
   // extension's compile here; nvcc, which ccache cannot use it for, keeps the preprocessor mode).
   env.erase("TORCH_NO_COMPILER_WRAPPER");
-  set_ccache_environment(env,
-                         {.base_dir = tree, .remote = plan.recipe.build.remote, .stats_log = {}, .depend_mode = true});
+  env.layer(
+      ccache_environment({.base_dir = tree, .remote = plan.recipe.build.remote, .stats_log = {}, .depend_mode = true}));
 }
 
 /// What reaches a CMake the project runs (directly, from setup.py, or through scikit-build-core):
@@ -111,21 +105,20 @@ void set_compiler_cache(std::map<std::string, std::string>& env, const plan::Pla
 /// time, whose path the objects and ccache's keys would hold. With ccache:
 /// CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER = ccache (sccache needs none: the wrappers CC, CXX and
 /// CUDACXX name run it already).
-void set_cmake(std::map<std::string, std::string>& env, const plan::Plan& plan, const fs::path& nvcc_wrapper,
-               const fs::path& tree) {
-  env["CMAKE_BUILD_PARALLEL_LEVEL"] = std::to_string(std::max(1u, plan.jobs));
-  if (!env.contains("SKBUILD_BUILD_DIR")) env["SKBUILD_BUILD_DIR"] = (tree / kSkbuildBuildDir).string();
+void set_cmake(settings::ChildEnv& env, const plan::Plan& plan, const fs::path& nvcc_wrapper, const fs::path& tree) {
+  env.set("CMAKE_BUILD_PARALLEL_LEVEL", std::to_string(std::max(1u, plan.jobs)));
+  env.set_default("SKBUILD_BUILD_DIR", (tree / kSkbuildBuildDir).string());
   if (plan.cache == recipe::Cache::ccache)
     for (const char* var : {"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"})
-      env[var] = "ccache";
+      env.set(var, "ccache");
   if (!plan.cuda.chosen) return;
-  env["CUDACXX"] = (nvcc_wrapper.empty() ? plan.cuda.chosen->nvcc : nvcc_wrapper).string();
-  env["CUDAToolkit_ROOT"] = plan.cuda.chosen->root.string();
-  if (env.contains("CXX") && !env["CXX"].empty()) env["CUDAHOSTCXX"] = env["CXX"];
+  env.set("CUDACXX", (nvcc_wrapper.empty() ? plan.cuda.chosen->nvcc : nvcc_wrapper).string());
+  env.set("CUDAToolkit_ROOT", plan.cuda.chosen->root.string());
+  if (const std::string cxx = env.value("CXX"); !cxx.empty()) env.set("CUDAHOSTCXX", cxx);
   for (const auto& c : arch_channels(plan)) {
     if (c.variable == "TORCH_CUDA_ARCH_LIST") continue;  // plan.exports has it already
-    if (c.variable == "CMAKE_ARGS") append_flags(env, "CMAKE_ARGS", c.value);
-    else env[c.variable] = c.value;
+    if (c.variable == "CMAKE_ARGS") env.append_flags("CMAKE_ARGS", c.value);
+    else env.set(c.variable, c.value);
   }
 }
 
@@ -155,24 +148,25 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
                                                        const plan::Plan& plan, const fs::path& tree_in,
                                                        const fs::path& nvcc_wrapper, const HostWrappers* host) {
   const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
-  std::map<std::string, std::string> env = base;
-  for (const auto& [k, v] : plan.exports) env[k] = v;
-  // The project's own switches ([build.env]): the recipe's word over the caller's environment.
-  for (const auto& [k, v] : plan.recipe.build.env) env[k] = v;
+  // The plan's exports (MAX_JOBS among them), then the project's own switches ([build.env]): the
+  // recipe's word over the caller's environment.
+  settings::ChildEnv env(base);
+  env.layer(plan.exports).layer(plan.recipe.build.env);
   set_compilers(env, plan, host);
   add_reproducibility_flags(env, plan, tree);
   set_cross(env, plan);
   const bool ccache = plan.cache == recipe::Cache::ccache;
-  if (plan.cuda.chosen && !nvcc_wrapper.empty() && !env.contains("PYTORCH_NVCC"))
-    env["PYTORCH_NVCC"] = (ccache ? "ccache " : "") + nvcc_wrapper.string();
-  if (!env.contains("MAX_JOBS")) env["MAX_JOBS"] = std::to_string(std::max(1u, plan.jobs));
+  if (plan.cuda.chosen && !nvcc_wrapper.empty())
+    env.set_default("PYTORCH_NVCC", (ccache ? "ccache " : "") + nvcc_wrapper.string());
+  // The plan's exports hold MAX_JOBS already; a plan made without them (a test's) still gets one.
+  env.set_default("MAX_JOBS", std::to_string(std::max(1u, plan.jobs)));
   set_cmake(env, plan, nvcc_wrapper, tree);
   set_compiler_cache(env, plan, tree);
   if (plan.pch && host) {
-    env[std::string(pch::kTreeVariable)] = tree.string();
-    env[std::string(pch::kLogVariable)] = (plan.build_dir / "pch.log").string();
+    env.set(std::string(pch::kTreeVariable), tree.string());
+    env.set(std::string(pch::kLogVariable), (plan.build_dir / "pch.log").string());
   }
-  return env;
+  return std::move(env).vars();
 }
 
 std::map<std::string, std::string> command_exports(const std::map<std::string, std::string>& base,
@@ -189,15 +183,15 @@ std::map<std::string, std::string> command_exports(const std::map<std::string, s
 std::map<std::string, std::string> planned_exports(probe::Machine m, const plan::Plan& plan, const fs::path& tree) {
   auto nvcc = default_nvcc_wrapper(m, plan);
   auto host = default_host_wrappers(m, plan);
-  auto out =
-      command_exports(settings::everything(m.env), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr);
+  const settings::ChildEnv base(m.env, settings::Child::command);
+  settings::ChildEnv out(
+      command_exports(base.vars(), plan, tree, nvcc ? nvcc->path : fs::path(), host ? &*host : nullptr));
   // What the build adds to watch the project (run_command_backend), as `plan` should show it.
   if (const fs::path cache_dir = settings::cache_dir(m.env); recipe::project_build(plan.recipe) && !cache_dir.empty()) {
-    auto base = settings::everything(m.env);
-    if (auto p = base.find("PYTHONPATH"); p != base.end() && !out.contains("PYTHONPATH")) out["PYTHONPATH"] = p->second;
+    if (base.has("PYTHONPATH")) out.set_default("PYTHONPATH", base.value("PYTHONPATH"));
     add_watch_environment(out, network_watch(cache_dir), nvcc ? plan.build_dir / "nvcc-arch.log" : fs::path());
   }
-  return out;
+  return std::move(out).vars();
 }
 
 Status write_planned_wrappers(probe::Machine m, const plan::Plan& plan) {

@@ -377,11 +377,9 @@ Status write_network_watch(probe::FileSystem& fs, const NetworkWatch& w) {
   return compiler::write_script(fs, w.dir / "sitecustomize.py", w.text);
 }
 
-void add_watch_environment(std::map<std::string, std::string>& env, const NetworkWatch& watch,
-                           const fs::path& arch_log) {
-  auto path = env.find("PYTHONPATH");
-  env["PYTHONPATH"] = watch.dir.string() + (path == env.end() || path->second.empty() ? "" : ":" + path->second);
-  if (!arch_log.empty()) env[kNvccArchLogVariable] = arch_log.string();
+void add_watch_environment(settings::ChildEnv& env, const NetworkWatch& watch, const fs::path& arch_log) {
+  env.prepend_path("PYTHONPATH", watch.dir.string());
+  if (!arch_log.empty()) env.set(kNvccArchLogVariable, arch_log.string());
 }
 
 bool nvcc_takes_stable_names(const plan::Plan& plan) {

@@ -14,6 +14,7 @@ namespace opforge {}
 
 #include "plan/plan.h"
 #include "probe/machine.h"
+#include "settings/child_env.h"
 #include "util/error.h"
 
 namespace opforge::compile {
@@ -111,8 +112,7 @@ Status write_network_watch(probe::FileSystem& fs, const NetworkWatch& w);
 
 /// What a command build adds to its environment to watch the project: `watch`'s folder first on
 /// PYTHONPATH and, with `arch_log`, the nvcc wrapper's log (kNvccArchLogVariable).
-void add_watch_environment(std::map<std::string, std::string>& env, const NetworkWatch& watch,
-                           const std::filesystem::path& arch_log);
+void add_watch_environment(settings::ChildEnv& env, const NetworkWatch& watch, const std::filesystem::path& arch_log);
 
 /// The variable the wrapper writes the project's architecture options to.
 inline constexpr const char* kNvccArchLogVariable = "OPFORGE_NVCC_ARCH_LOG";
