@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "compile/command/op_steps.h"
+#include "compile/watch/compile_errors.h"
 #include "util/strings.h"
 
 using namespace opforge;

@@ -1,4 +1,5 @@
 #include "compile/command/command_backend.h"
+#include "compile/watch/compile_errors.h"
 
 #include "compile/cache/launcher.h"
 #include "cuda/torch_stable.h"

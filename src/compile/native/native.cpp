@@ -6,7 +6,7 @@
 
 #include "compile/cache/compiler_cache.h"
 #include "compile/cache/launcher.h"
-#include "compile/command/op_steps.h"
+#include "compile/watch/compile_errors.h"
 #include "compile/wrap/wrappers.h"
 #include "compiler/host.h"
 #include "plan/jobs.h"
