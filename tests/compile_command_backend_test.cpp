@@ -25,6 +25,16 @@ namespace {
 
 using test_util::slurp;
 
+/// compile::nvcc_wrapper run by this build's opforge (its scripts hand each command line to
+/// `opforge __nvcc`).
+compile::NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp = {},
+                                  const std::vector<std::string>& gencode = {}, bool random_seed = false,
+                                  const compile::CompilerLaunch& launch = {}, bool stable_names = false,
+                                  const std::vector<compile::ArgRewrite>& rewrites = {}) {
+  return compile::nvcc_wrapper(cache_dir, {OPFORGE_BINARY}, nvcc, stamp, gencode, random_seed, launch, stable_names,
+                               rewrites);
+}
+
 /// The entries that differ between two wheels (by content, mode, or presence), sorted: what a
 /// rebuild names when its bytes do not match. Empty when the entries are equal (the archives may
 /// still differ in zip metadata; compare bytes for that).
@@ -224,7 +234,7 @@ TEST(CompileCommandBackend, NvccWrapperDropsLineinfoAndIsWrittenOnce) {
   fs::create_directories(nvcc.parent_path());
   std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
   fs::permissions(nvcc, fs::perms::owner_all);
-  auto w = compile::nvcc_wrapper(top / "cache", nvcc);
+  auto w = nvcc_wrapper(top / "cache", nvcc);
   EXPECT_EQ(w.path.filename(), "nvcc");  // ccache knows nvcc by its name
   EXPECT_EQ(w.path.parent_path().parent_path(), top / "cache" / "nvcc");
   auto m = probe::real_machine();
@@ -262,7 +272,7 @@ TEST(CompileCommandBackend, CrossWrappersRewriteTheTorchAndRuntimeFolders) {
   fs::permissions(nvcc, fs::perms::owner_all);
   const std::string torch = "/venv/site-packages/torch", tt = "/cache/torch-aarch64/site/torch";
   const std::vector<compile::ArgRewrite> rw{{torch, tt}, {"/usr/local/cuda/lib64", "/cache/rt/lib", false}};
-  auto w = compile::nvcc_wrapper(top / "cache", nvcc, {}, {}, false, {}, false, rw);
+  auto w = nvcc_wrapper(top / "cache", nvcc, {}, {}, false, {}, false, rw);
   auto m = probe::real_machine();
   ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
   auto r = m.proc.run({.argv = {w.path.string(), "-I" + torch + "/include", "-isystem", torch + "/include/api",
@@ -326,7 +336,7 @@ TEST(CompileCommandBackend, NvccWrapperReplacesTheProjectsArchitectures) {
   auto m = probe::real_machine();
   const std::vector<std::string> plan_flags = {"-gencode=arch=compute_90,code=sm_90",
                                                "-gencode=arch=compute_90,code=compute_90"};
-  auto w = compile::nvcc_wrapper(top / "cache", nvcc, "", plan_flags);
+  auto w = nvcc_wrapper(top / "cache", nvcc, "", plan_flags);
   ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
   const fs::path log = top / "arch.log";
   auto run = [&](std::vector<std::string> args) {
@@ -358,7 +368,7 @@ TEST(CompileCommandBackend, NvccWrapperReplacesTheProjectsArchitectures) {
                                       "compute_86", "compute_87", "compute_89", "compute_121"}));
 
   // [arch] enforce = false: the options stay where they were, and are still logged.
-  auto keep = compile::nvcc_wrapper(top / "cache", nvcc, "", {});
+  auto keep = nvcc_wrapper(top / "cache", nvcc, "", {});
   ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, keep));
   EXPECT_NE(keep.path, w.path);  // another arch list, another wrapper (and ccache key)
   fs::remove(log);
@@ -383,8 +393,8 @@ TEST(CompileCommandBackend, NvccWrapperKeepsArchSpecificTargetsOfThePlansGpus) {
   std::ofstream(nvcc) << "#!/bin/sh\nfor a do echo \"$a\"; done\n";
   fs::permissions(nvcc, fs::perms::owner_all);
   auto m = probe::real_machine();
-  auto w = compile::nvcc_wrapper(top / "cache", nvcc, "",
-                                 {"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"});
+  auto w = nvcc_wrapper(top / "cache", nvcc, "",
+                        {"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"});
   ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
   auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), w.path.string());
@@ -425,12 +435,11 @@ TEST(CompileCommandBackend, NvccWrapperLaunchesEachCompile) {
   }
   auto m = probe::real_machine();
   const fs::path host_dir = top / "host wrappers";
-  auto w = compile::nvcc_wrapper(top / "cache", top / "nvcc-real", "", {"-gencode=arch=compute_90,code=sm_90"}, true,
-                                 {.program = "launcher", .ccbin = "/usr/bin/g++", .host_dir = host_dir});
+  auto w = nvcc_wrapper(top / "cache", top / "nvcc-real", "", {"-gencode=arch=compute_90,code=sm_90"}, true,
+                        {.program = "launcher", .ccbin = "/usr/bin/g++", .host_dir = host_dir});
   ASSERT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
-  EXPECT_NE(
-      w.path,
-      compile::nvcc_wrapper(top / "cache", top / "nvcc-real", "", {"-gencode=arch=compute_90,code=sm_90"}, true).path);
+  EXPECT_NE(w.path,
+            nvcc_wrapper(top / "cache", top / "nvcc-real", "", {"-gencode=arch=compute_90,code=sm_90"}, true).path);
   auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), w.path.string());
     auto r = m.proc.run(
@@ -485,7 +494,7 @@ TEST(CompileCommandBackend, NvccWrapperSeedsEachObject) {
                                  "template void run<float>(float*);\n";
   auto m = probe::real_machine();
   auto compile_twice = [&](bool seed) {
-    auto w = compile::nvcc_wrapper(top / "cache", real, "", {"-gencode=arch=compute_90,code=sm_90"}, seed);
+    auto w = nvcc_wrapper(top / "cache", real, "", {"-gencode=arch=compute_90,code=sm_90"}, seed);
     EXPECT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
     std::vector<std::string> objects;
     for (int i = 0; i < 2; ++i) {
@@ -512,8 +521,7 @@ TEST(CompileCommandBackend, NvccWrapperSeedsEachObject) {
   // each time): the same object only with --orig_src_path_name, cicc's and cudafe++'s, which would
   // otherwise name the _INTERNAL_ prefixes after the source's path.
   auto two_folders = [&](bool stable_names) {
-    auto w =
-        compile::nvcc_wrapper(top / "cache", real, "", {"-gencode=arch=compute_90,code=sm_90"}, true, {}, stable_names);
+    auto w = nvcc_wrapper(top / "cache", real, "", {"-gencode=arch=compute_90,code=sm_90"}, true, {}, stable_names);
     EXPECT_TRUE(compile::write_nvcc_wrapper(m.fs, w));
     std::vector<std::string> objects;
     for (const char* folder : {"here", "there"}) {
@@ -585,8 +593,8 @@ TEST(CompileCommandBackend, ProjectArchTargetsReadsEverySpelling) {
 
 TEST(CompileCommandBackend, NvccWrapperFolderFollowsTheRealNvccsStamp) {
   // ccache checks a compiler by its mtime: the wrapper's own would hide an nvcc upgraded in place.
-  auto a = compile::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 1");
-  auto b = compile::nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 2");
+  auto a = nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 1");
+  auto b = nvcc_wrapper("/c", "/cuda/bin/nvcc", "/cuda/bin/nvcc 100 2");
   EXPECT_EQ(a.text, b.text);
   EXPECT_NE(a.path, b.path);
 }

@@ -180,6 +180,10 @@ constexpr Setting kTable[] = {
      "set by opforge for a command build with [build] pch: the file its host compiles log what they did with the "
      "precompiled torch header into",
      "unset", false, "settings::pch_log (compile/pch/host_compile.cpp)", Inside::set},
+    {env, "OPFORGE_NVCC_ARCH_LOG",
+     "set by opforge for a command build: the file its nvcc wrapper (`opforge __nvcc`) appends the project's "
+     "architecture options to, a line per nvcc command",
+     "unset", false, "settings::nvcc_arch_log (compile/wrap/nvcc_command.cpp)", Inside::set},
     {env, "OPFORGE_PCH_TREE",
      "set by opforge for a command build with [build] pch: the scratch tree, whose include folders are the "
      "project's own",
@@ -420,6 +424,12 @@ std::optional<std::string> visible_devices(const probe::Environment& env) { retu
 
 std::optional<std::filesystem::path> pch_log(const probe::Environment& env) {
   auto v = env.get("OPFORGE_PCH_LOG");
+  if (!v || v->empty()) return std::nullopt;
+  return std::filesystem::path(*v);
+}
+
+std::optional<std::filesystem::path> nvcc_arch_log(const probe::Environment& env) {
+  auto v = env.get("OPFORGE_NVCC_ARCH_LOG");
   if (!v || v->empty()) return std::nullopt;
   return std::filesystem::path(*v);
 }

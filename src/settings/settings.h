@@ -149,6 +149,9 @@ std::optional<std::string> visible_devices(const probe::Environment& env);
 std::optional<std::filesystem::path> pch_log(const probe::Environment& env);
 /// OPFORGE_PCH_TREE: the build's scratch tree; empty when unset.
 std::filesystem::path pch_tree(const probe::Environment& env);
+/// OPFORGE_NVCC_ARCH_LOG: the file `opforge __nvcc` appends the project's architecture options to;
+/// nullopt when unset or empty.
+std::optional<std::filesystem::path> nvcc_arch_log(const probe::Environment& env);
 
 /// OPFORGE_SCHEDULER_TOKEN: the sccache-dist scheduler's client token; nullopt when unset or empty.
 std::optional<std::string> scheduler_token(const probe::Environment& env);

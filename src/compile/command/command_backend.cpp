@@ -70,9 +70,7 @@ struct ScratchCleanup {
 Result<fs::path> prepare_nvcc_wrapper(probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir,
                                       const HostWrappers* host) {
   if (!plan.cuda.chosen) return fs::path();
-  auto w = nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(fs, plan.cuda.chosen->nvcc),
-                        enforced_gencode(plan), nvcc_takes_random_seed(plan), nvcc_launch(plan, host, cache_dir),
-                        nvcc_takes_stable_names(plan), cross_rewrites(plan));
+  auto w = plan_nvcc_wrapper(fs, plan, cache_dir, host);
   OPFORGE_CHECK(write_nvcc_wrapper(fs, w));
   return w.path;
 }

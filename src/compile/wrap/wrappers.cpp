@@ -7,6 +7,7 @@
 #include "cache/layout.h"
 #include "compile/cache/launcher.h"
 #include "compile/pch/pch.h"
+#include "compile/wrap/nvcc_command.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "ops/ops.h"
@@ -17,77 +18,6 @@
 namespace opforge::compile {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-/// A gencode option's GPU without its suffix: "90" for -gencode=arch=compute_90a,code=sm_90a.
-std::string gencode_base(const std::string& g) {
-  auto at = g.find("arch=compute_");
-  if (at == std::string::npos) return {};
-  std::string n;
-  for (std::size_t i = at + 13; i < g.size() && std::isdigit(static_cast<unsigned char>(g[i])); ++i) n += g[i];
-  return n;
-}
-
-/// The wrapper's lines that put the plan's architectures in place of the project's ($asked), in a
-/// compile that asked for some. An arch-specific or family target (sm_90a, sm_100f) whose GPU is
-/// in the plan is kept: its kernels (wgmma, TMA) exist only there, and compiled for the plain
-/// sm_90 they stop at the project's own #error. The plan's own target for that GPU then gives way
-/// to it. The plan's other targets come in when the project asked for any plain target. A compile
-/// that asked only for targets of GPUs the plan lacks stops here, naming the file.
-std::string enforce_block(const std::vector<std::string>& gencode) {
-  std::vector<std::string> bases, codes;
-  for (const auto& g : gencode) {
-    const std::string b = gencode_base(g);
-    if (!b.empty() && std::find(bases.begin(), bases.end(), b) == bases.end()) bases.push_back(b);
-    codes.push_back(g.substr(g.rfind('=') + 1));
-  }
-  std::string out =
-      "  kept= covered= plain= opt= sub= missing=\n"
-      "  for t in $(printf '%s\\n' \"$asked\" | tr ',=[]' '    '); do\n"
-      "    case $t in\n"
-      "      -gencode|--generate-code) opt=g; sub=; continue ;;\n"
-      "      -arch|--gpu-architecture) opt=a; sub=; continue ;;\n"
-      "      -code|--gpu-code) opt=c; sub=; continue ;;\n"
-      "      arch|code) sub=$t; continue ;;\n"
-      "    esac\n"
-      "    [ \"$opt$sub\" = garch ] && continue  # a -gencode's virtual architecture: its code= says what is built\n"
-      "    case $t in\n"
-      "      sm_*[af]|compute_*[af])\n"
-      "        n=${t#*_}; b=${n%?}\n"
-      "        case ' " +
-      strings::join(bases, " ") +
-      " ' in *\" $b \"*)\n"
-      "          covered=\"$covered $b \"\n"
-      "          for k in $t $([ \"$opt\" = a ] && [ \"${t%%_*}\" = sm ] && echo \"compute_$n\"); do\n"
-      "            case \"$kept \" in *\" $k \"*) ;; *) kept=\"$kept $k\" ;; esac\n"
-      "          done ;;\n"
-      "        *) major=${b%?}; missing=\"$missing $major.${b#\"$major\"}${n#\"$b\"}\" ;;\n"
-      "        esac ;;\n"
-      "      *) plain=1 ;;\n"
-      "    esac\n"
-      "  done\n"
-      "  if [ -z \"$kept\" ] && [ -z \"$plain\" ]; then\n"
-      "    echo \"opforge: ${src:-this nvcc command} asks nvcc only for$asked, GPUs that [arch] list does not "
-      "have (it compiles " +
-      strings::join(codes, " ") +
-      "): add${missing:- its architecture} to [arch] list\" >&2\n"
-      "    exit 1\n"
-      "  fi\n"
-      "  for t in $kept; do\n"
-      "    n=${t#*_}\n"
-      "    case $t in sm_*) set -- \"$@\" \"-gencode=arch=compute_$n,code=sm_$n\" ;;"
-      " *) set -- \"$@\" \"-gencode=arch=compute_$n,code=compute_$n\" ;; esac\n"
-      "  done\n"
-      "  if [ -n \"$plain\" ]; then\n";
-  for (const auto& g : gencode)
-    out += "    case \"$covered\" in *\" " + gencode_base(g) + " \"*) ;; *) set -- \"$@\" " + strings::shell_quote(g) +
-           " ;; esac\n";
-  out += "  fi\n";
-  return out;
-}
-
-}  // namespace
 
 namespace {
 
@@ -144,96 +74,40 @@ std::string rewrite_block(const std::vector<ArgRewrite>& rewrites) {
   return text;
 }
 
-NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const fs::path& nvcc, const std::string& stamp,
-                         const std::vector<std::string>& gencode, bool random_seed, const CompilerLaunch& launch,
-                         bool stable_names, const std::vector<ArgRewrite>& rewrites) {
-  const bool launched = !launch.program.empty();
+NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const std::vector<std::string>& self, const fs::path& nvcc,
+                         const std::string& stamp, const std::vector<std::string>& gencode, bool random_seed,
+                         const CompilerLaunch& launch, bool stable_names, const std::vector<ArgRewrite>& rewrites) {
+  const NvccRule rule{.nvcc = nvcc,
+                      .gencode = gencode,
+                      .random_seed = random_seed,
+                      .stable_names = stable_names,
+                      .launcher = launch.program,
+                      .ccbin = launch.ccbin,
+                      .host_dir = launch.host_dir,
+                      .rewrites = rewrites};
   NvccWrapper w;
   w.gencode = gencode;
-  // The project's architecture options are taken out of the command line and written to
-  // $OPFORGE_NVCC_ARCH_LOG (what the project asked for, for the build record); with `gencode`, the
-  // plan's take their place, so that a setup.py that hardcodes its own list compiles the one asked
-  // for. A command without any architecture option keeps nvcc's default, as before.
-  const std::string keep = gencode.empty() ? "; set -- \"$@\" \"$a\"" : "";
+  w.rule = rule_json(rule);
+  const fs::path dir = cache_dir / "nvcc" / sha256_hex(w.rule + strings::join(self, " ") + "\n" + stamp).substr(0, 16);
+  w.path = dir / "nvcc";
+  std::string run;
+  for (const auto& a : self) run += strings::shell_quote(a) + " ";
   w.text =
       "#!/bin/sh\n"
-      "# Written by opforge: the toolkit's nvcc without -lineinfo, whose line table records\n"
-      "# each source file's modification time (the wheel's bytes would change with it)" +
-      std::string(gencode.empty() ? ".\n"
-                                  : ",\n# and with the plan's GPU architectures in place of the project's own.\n");
-  if (random_seed)
-    w.text +=
-        "# Each object gets -frandom-seed=<its file name>: without it nvcc names internal-linkage\n"
-        "# entities (CCCL's customization-point objects) after its own process id.\n";
-  if (stable_names)
-    w.text +=
-        "# And cicc and cudafe++ a stable name for it (--orig_src_path_name): they derive nvcc's\n"
-        "# _INTERNAL_<hash> prefixes from the source's path, which a build server sees elsewhere.\n";
-  if (launched)
-    w.text += "# Each compile runs through " + launch.program +
-              ", with the real host compiler (not opforge's host wrappers, which would\n"
-              "# run it a second time inside its own steps).\n";
-  // A -ccbin naming the host wrappers: dropped when launched (launch.ccbin takes its place).
-  const std::string host_dir = launch.host_dir.empty() ? std::string() : strings::shell_quote(launch.host_dir.string());
-  const std::string drop_ccbin = host_dir.empty() ? std::string("__opforge_none__") : host_dir + "|" + host_dir + "/*";
-  w.text += rewrite_block(rewrites);
-  w.text +=
-      "asked= skip= out= next= seeded=" + std::string(launched ? " compile= ccbin= hasccbin=" : "") +
-      std::string(gencode.empty() ? "" : " src=") + std::string(stable_names ? " named=" : "") +
-      "\n"
-      "for a do\n"
-      "  shift\n"
-      "  if [ -n \"$next\" ]; then out=$a; next=; set -- \"$@\" \"$a\"; continue; fi\n"
-      "  if [ -n \"$skip\" ]; then asked=\"$asked $skip $a\"; skip=" +
-      keep + "; continue; fi\n" +
-      (launched ? "  if [ -n \"$ccbin\" ]; then\n"
-                  "    case $a in " +
-                      drop_ccbin +
-                      ") ;; *) hasccbin=1; set -- \"$@\" \"$ccbin\" \"$a\" ;; esac\n"
-                      "    ccbin=; continue\n"
-                      "  fi\n"
-                : std::string()) +
-      "  case $a in\n"
-      "    -lineinfo|--generate-line-info) ;;\n"
-      "    -o|--output-file) next=1; set -- \"$@\" \"$a\" ;;\n"
-      "    -frandom-seed|-frandom-seed=*) seeded=1; set -- \"$@\" \"$a\" ;;\n" +
-      std::string(
-          stable_names
-              ? "    -Xcicc=--orig_src_path_name*|-Xcudafe=--orig_src_path_name*) named=1; set -- \"$@\" \"$a\" ;;\n"
-              : "") +
-      (launched ? "    -c|--compile) compile=1; set -- \"$@\" \"$a\" ;;\n"
-                  "    -ccbin|--compiler-bindir) ccbin=$a ;;\n"
-                  "    -ccbin=*|--compiler-bindir=*)\n"
-                  "      case ${a#*=} in " +
-                      drop_ccbin + ") ;; *) hasccbin=1; set -- \"$@\" \"$a\" ;; esac ;;\n"
-                : std::string()) +
-      "    -gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code) skip=$a" + keep +
-      " ;;\n"
-      "    -gencode=*|--generate-code=*|-arch=*|--gpu-architecture=*|-code=*|--gpu-code=*) asked=\"$asked $a\"" +
-      keep + " ;;\n" + (gencode.empty() ? std::string() : "    *.cu) src=$a; set -- \"$@\" \"$a\" ;;\n") +
-      "    *) set -- \"$@\" \"$a\" ;;\n"
-      "  esac\n"
-      "done\n"
-      "if [ -n \"$skip\" ]; then set -- \"$@\" \"$skip\"; fi\n"
-      "if [ -n \"$asked\" ]; then\n"
-      "  if [ -n \"$OPFORGE_NVCC_ARCH_LOG\" ]; then { printf '%s\\n' \"$asked\" >>\"$OPFORGE_NVCC_ARCH_LOG\"; } "
-      "2>/dev/null; fi\n" +
-      (gencode.empty() ? std::string("  :\n") : enforce_block(gencode)) + "fi\n";
-  if (random_seed)
-    w.text += "if [ -n \"$out\" ] && [ -z \"$seeded\" ]; then set -- \"$@\" \"-frandom-seed=${out##*/}\"; fi\n";
-  if (stable_names)
-    w.text +=
-        "if [ -n \"$out\" ] && [ -z \"$named\" ]; then\n"
-        "  set -- \"$@\" \"-Xcicc=--orig_src_path_name=${out##*/}\" \"-Xcudafe=--orig_src_path_name=${out##*/}\"\n"
-        "fi\n";
-  if (launched) {
-    w.text += "if [ -z \"$hasccbin\" ]; then set -- \"$@\" -ccbin " + strings::shell_quote(launch.ccbin.string()) +
-              "; fi\n"
-              "if [ -n \"$compile\" ]; then exec " +
-              strings::shell_quote(launch.program) + " " + strings::shell_quote(nvcc.string()) + " \"$@\"; fi\n";
-  }
-  w.text += "exec " + strings::shell_quote(nvcc.string()) + " \"$@\"\n";
-  w.path = cache_dir / "nvcc" / sha256_hex(w.text + stamp).substr(0, 16) / "nvcc";
+      "# Written by opforge: " +
+      nvcc.string() +
+      " by opforge's rule for it (rule.json beside this script):\n"
+      "# without -lineinfo, whose line table records each source file's modification time\n" +
+      std::string(gencode.empty() ? "" : "# with the plan's GPU architectures in place of the project's own\n") +
+      std::string(random_seed ? "# each object with -frandom-seed=<its file name> (else nvcc names internal-linkage\n"
+                                "# entities after its own process id)\n"
+                              : "") +
+      std::string(stable_names
+                      ? "# with a stable name for cicc and cudafe++ (--orig_src_path_name), which a build server\n"
+                        "# would otherwise derive from where it sees the source\n"
+                      : "") +
+      (launch.program.empty() ? std::string() : "# each compile through " + launch.program + "\n") + "exec " + run +
+      std::string(kNvccCommand) + " \"${0%/*}/rule.json\" \"$@\"\n";
   return w;
 }
 
@@ -468,6 +342,12 @@ Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w) {
 }
 
 Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
+  const fs::path rule = w.path.parent_path() / "rule.json";
+  // Unchanged when the same (its folder's name is its hash): ccache keys on the script's mtime.
+  if (fs.read_file(rule, w.rule.size() + 1).value_or("") != w.rule) {
+    OPFORGE_CHECK(fs.create_directories(rule.parent_path()));
+    OPFORGE_CHECK(fs.write_file_atomic(rule, w.rule));
+  }
   return compiler::write_script(fs, w.path, w.text);
 }
 
@@ -482,14 +362,22 @@ CompilerLaunch nvcc_launch(const plan::Plan& plan, const HostWrappers* host, con
   return out;
 }
 
+NvccWrapper plan_nvcc_wrapper(const probe::FileSystem& fs, const plan::Plan& plan, const fs::path& cache_dir,
+                              const HostWrappers* host) {
+  auto self = probe::self_command(fs);
+  if (self.empty()) self = {"opforge"};  // /proc unreadable: the one on PATH
+  // Another opforge may read the rule another way: its stamp in the wrapper's key, as nvcc's.
+  const std::string stamp = compiler::stamp(fs, plan.cuda.chosen->nvcc) + "\n" + compiler::stamp(fs, self.back());
+  return nvcc_wrapper(cache_dir, self, plan.cuda.chosen->nvcc, stamp, enforced_gencode(plan),
+                      nvcc_takes_random_seed(plan), nvcc_launch(plan, host, cache_dir), nvcc_takes_stable_names(plan),
+                      cross_rewrites(plan));
+}
+
 std::optional<NvccWrapper> default_nvcc_wrapper(probe::Machine m, const plan::Plan& plan) {
   const fs::path cache_dir = settings::cache_dir(m.env);
   if (!plan.cuda.chosen || cache_dir.empty()) return std::nullopt;
   const auto host = default_host_wrappers(m, plan);
-  return nvcc_wrapper(cache_dir, plan.cuda.chosen->nvcc, compiler::stamp(m.fs, plan.cuda.chosen->nvcc),
-                      enforced_gencode(plan), nvcc_takes_random_seed(plan),
-                      nvcc_launch(plan, host ? &*host : nullptr, cache_dir), nvcc_takes_stable_names(plan),
-                      cross_rewrites(plan));
+  return plan_nvcc_wrapper(m.fs, plan, cache_dir, host ? &*host : nullptr);
 }
 
 std::optional<HostWrappers> default_host_wrappers(probe::Machine m, const plan::Plan& plan) {

@@ -12,12 +12,15 @@
 // plan.h uses `fs` unqualified; give it the alias it expects.
 namespace opforge {}
 
+#include "compile/wrap/nvcc_args.h"
 #include "plan/plan.h"
 #include "probe/machine.h"
 #include "settings/child_env.h"
 #include "util/error.h"
 
 namespace opforge::compile {
+
+struct HostWrappers;
 
 /// The nvcc a command build's torch extensions compile with (torch's ninja builds run
 /// $PYTORCH_NVCC): a script that runs the toolkit's `nvcc` without `-lineinfo` /
@@ -44,15 +47,6 @@ struct CompilerLaunch {
   std::filesystem::path host_dir;  ///< the host wrappers' folder: a -ccbin into it is replaced
 };
 
-/// An argument the wrappers rewrite before the compiler sees it: a cross-build of a project's own
-/// command compiles and links against the target's torch and CUDA runtime where the project (torch's
-/// cpp_extension) names the build machine's. `from` → `to` in -I<from>, -isystem<from>, -L<from> and
-/// <from> alone (the word after -I / -isystem / -L); with `prefix`, also in <from>/... .
-struct ArgRewrite {
-  std::string from, to;
-  bool prefix = true;
-};
-
 /// A cross-build of a command: the build torch's folder → the target torch's, and the toolkit's
 /// library folder (-L, exactly) → the target runtime's. Empty for any other build.
 std::vector<ArgRewrite> cross_rewrites(const plan::Plan& plan);
@@ -60,9 +54,12 @@ std::vector<ArgRewrite> cross_rewrites(const plan::Plan& plan);
 /// The sh text that rewrites "$@" by `rewrites` (empty for none).
 std::string rewrite_block(const std::vector<ArgRewrite>& rewrites);
 
+/// The script runs `opforge __nvcc <rule.json> ARGS...` (nvcc_command.h), which rewrites the
+/// arguments by the rule beside it (nvcc_args.h: rewrite_nvcc) and runs nvcc.
 struct NvccWrapper {
   std::filesystem::path path;        ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
   std::string text;                  ///< the script
+  std::string rule;                  ///< rule.json beside it: the NvccRule
   std::vector<std::string> gencode;  ///< what replaces the project's options; empty: they are kept
 };
 /// `stamp` (compiler::stamp of the real nvcc) goes into the folder's name with the text: a toolkit
@@ -76,9 +73,12 @@ struct NvccWrapper {
 /// that names its output gets both, set to the output's file name: cicc and cudafe++ otherwise
 /// derive nvcc's _INTERNAL_<hash> prefixes from the source's absolute path, which a build server
 /// of sccache-dist sees elsewhere each time.
-NvccWrapper nvcc_wrapper(const std::filesystem::path& cache_dir, const std::filesystem::path& nvcc,
-                         const std::string& stamp = {}, const std::vector<std::string>& gencode = {},
-                         bool random_seed = false, const CompilerLaunch& launch = {}, bool stable_names = false,
+/// `self` is the command that runs this opforge (probe::self_command); its stamp belongs in `stamp`
+/// too, so that another opforge (another rule's reading) gets another wrapper and ccache key.
+NvccWrapper nvcc_wrapper(const std::filesystem::path& cache_dir, const std::vector<std::string>& self,
+                         const std::filesystem::path& nvcc, const std::string& stamp = {},
+                         const std::vector<std::string>& gencode = {}, bool random_seed = false,
+                         const CompilerLaunch& launch = {}, bool stable_names = false,
                          const std::vector<ArgRewrite>& rewrites = {});
 
 /// Whether the plan's nvcc takes -Xcicc=--orig_src_path_name and -Xcudafe=--orig_src_path_name.
@@ -120,6 +120,11 @@ inline constexpr const char* kNvccArchLogVariable = "OPFORGE_NVCC_ARCH_LOG";
 /// Writes the wrapper unless the same text is there already (its mtime stays: ccache checks the
 /// compiler's mtime).
 Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w);
+
+/// The wrapper a build of `plan` (with a toolkit chosen) uses in `cache_dir`, given its host
+/// wrappers (nullptr: none).
+NvccWrapper plan_nvcc_wrapper(const probe::FileSystem& fs, const plan::Plan& plan,
+                              const std::filesystem::path& cache_dir, const HostWrappers* host);
 
 /// The wrapper a command build of `plan` uses (in probe::default_cache_dir), or nothing when the plan
 /// chose no toolkit: what `opforge plan` and `opforge env` name.
