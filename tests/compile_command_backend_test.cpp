@@ -282,7 +282,6 @@ TEST(CompileCommandBackend, CrossWrappersRewriteTheTorchAndRuntimeFolders) {
   EXPECT_EQ(r->out, "-I" + tt + "/include\n-isystem\n" + tt + "/include/api\n-isystem" + tt + "/include\n-L" + tt +
                         "/lib\n-I" + torch +
                         "vision/x\n-L/cache/rt/lib\n-L/usr/local/cuda/lib64/stubs\na b\n-c\nx.cu\n");
-  EXPECT_EQ(compile::rewrite_block({}), "");
 
   // The plan's rewrites and variables: only for a cross-built command.
   plan::Plan p = base_plan("/src/ops", "/w");
@@ -463,9 +462,9 @@ TEST(CompileCommandBackend, NvccWrapperLaunchesEachCompile) {
   host.compiler.cc = "/usr/bin/gcc";
   host.compiler.cxx = "/usr/bin/g++";
   p.host = host;
-  auto hw = compile::host_wrappers(m.fs, top / "cache", p, "launcher");
+  auto hw = compile::host_wrappers(m.fs, top / "cache", p, "launcher", {OPFORGE_BINARY});
   ASSERT_TRUE(hw);
-  EXPECT_NE(hw->dir, compile::host_wrappers(m.fs, top / "cache", p)->dir);
+  EXPECT_NE(hw->dir, compile::host_wrappers(m.fs, top / "cache", p, "", {OPFORGE_BINARY})->dir);
   ASSERT_TRUE(compile::write_host_wrappers(m.fs, *hw));
   std::ofstream(top / "x.c") << "int main(void) { return 0; }\n";
   auto r = m.proc.run({.argv = {hw->cc.string(), "-c", (top / "x.c").string(), "-o", (top / "x.o").string()},
@@ -621,7 +620,7 @@ TEST(CompileCommandBackend, HostWrappersCompileWithoutDebugInfoAndTheStrippedLib
   p.host = *host;
   const bool gcc = host->compiler.family == compiler::Family::gcc;
   p.gcc_gc_heap_kib = 1048576;  // [build] gcc_gc_heap_mib's default: the objects stay the same
-  auto w = compile::host_wrappers(m.fs, top / "cache", p);
+  auto w = compile::host_wrappers(m.fs, top / "cache", p, "", {OPFORGE_BINARY});
   ASSERT_TRUE(w);
   EXPECT_EQ(w->dir.parent_path(), top / "cache" / "host");
   ASSERT_TRUE(compile::write_host_wrappers(m.fs, *w));
@@ -690,27 +689,35 @@ TEST(CompileCommandBackend, HostWrappersLetGccCollectItsGarbageLaterAndClangAlon
   fs::path top = fs::temp_directory_path() / ("opforge-hostgc-" + std::to_string(::getpid()));
   auto m = probe::real_machine();
   plan::Plan p = fake_gcc_plan(top);
-  auto script = [&](std::string_view name) {
+  // Each script's rule (its NAME.rule.json), read back.
+  auto rule = [&](std::string_view name) {
     auto w = compile::host_wrappers(m.fs, top / "cache", p);
-    for (const auto& [n, text] : w->files)
-      if (n == name) return std::make_pair(w->dir, text);
-    return std::make_pair(fs::path(), std::string());
+    for (const auto& [n, text] : w->rules)
+      if (n == std::string(name) + ".rule.json")
+        if (auto r = compile::parse_host_rule_json(text, n)) return std::make_pair(w->dir, *r);
+    return std::make_pair(fs::path(), compile::HostRule{});
   };
-  const auto [plain_dir, plain] = script("g++");
-  EXPECT_EQ(plain.find("ggc-min-heapsize"), std::string::npos);
+  const auto [plain_dir, plain] = rule("g++");
+  EXPECT_EQ(plain.gc_param, "");
   p.gcc_gc_heap_kib = 1048576;
-  const auto [gc_dir, gc] = script("g++");
-  EXPECT_NE(gc.find(" \"$@\" --param=ggc-min-heapsize=1048576 -g0 ;;"), std::string::npos) << gc;  // -g0 last
-  EXPECT_NE(script("gcc").second.find("--param=ggc-min-heapsize=1048576 -g0"), std::string::npos);
+  const auto [gc_dir, gc] = rule("g++");
+  EXPECT_EQ(gc.gc_param, "--param=ggc-min-heapsize=1048576");
+  EXPECT_EQ(compile::rewrite_host({"-O2", "-c", "a.cpp"}, gc).argv,  // -g0 last
+            (std::vector<std::string>{(top / "bin" / "g++").string(), "-O2", "-c", "a.cpp",
+                                      "--param=ggc-min-heapsize=1048576", "-g0"}));
+  EXPECT_EQ(rule("gcc").second.gc_param, "--param=ggc-min-heapsize=1048576");
   EXPECT_NE(gc_dir, plain_dir);  // a new setting: new wrappers, new ccache keys
-  // With precompiled headers the option is among the compile's own arguments, so the header is
-  // made with it too.
+  // With precompiled headers the option is among the compile's own arguments (what __host-compile
+  // gets), so the header is made with it too; only the C++ compilers' rules name the store.
   p.pch = true;
-  const auto [pch_dir, pch] = script("g++");
-  EXPECT_NE(pch.find(" -- \"$@\" --param=ggc-min-heapsize=1048576 ;;"), std::string::npos) << pch;
+  const auto [pch_dir, pch] = rule("g++");
+  EXPECT_FALSE(pch.pch_dir.empty());
+  EXPECT_TRUE(rule("gcc").second.pch_dir.empty());
+  EXPECT_EQ(compile::rewrite_host({"-c", "a.cpp"}, pch).args,
+            (std::vector<std::string>{"-c", "a.cpp", "--param=ggc-min-heapsize=1048576"}));
   p.pch = false;
   p.host->compiler.family = compiler::Family::clang;  // clang has no such collector
-  EXPECT_EQ(script("clang++").second.find("ggc-min-heapsize"), std::string::npos);
+  EXPECT_EQ(rule("clang++").second.gc_param, "");
   fs::remove_all(top);
 }
 
@@ -952,8 +959,12 @@ TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   const fs::path cc = proc.calls()[0].env->at("CC");
   const fs::path cxx = proc.calls()[0].env->at("CXX");
   EXPECT_EQ(cxx.parent_path().parent_path(), fs::path("/cache/host"));
-  EXPECT_NE(fs.read_file(cc).value_or("").find("exec /w/shim/gcc \"$@\" -g0"), std::string::npos);
-  EXPECT_NE(fs.read_file(cxx).value_or("").find("exec /w/shim/g++ \"$@\" -g0"), std::string::npos);
+  for (const auto& [script, shim] : {std::pair{cc, "/w/shim/gcc"}, {cxx, "/w/shim/g++"}}) {
+    auto rule = compile::parse_host_rule_json(fs.read_file(script.string() + ".rule.json").value_or(""), "rule");
+    ASSERT_TRUE(rule) << rule.error().message;
+    EXPECT_EQ(compile::rewrite_host({"-c", "a.cpp"}, *rule).argv,
+              (std::vector<std::string>{shim, "-c", "a.cpp", "-g0"}));
+  }
   EXPECT_EQ(proc.calls()[0].cwd.parent_path(), fs::path("/cache/trees"));
 }
 

@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 #include "compile/pch/pch.h"
-#include "compile/wrap/nvcc_command.h"
+#include "compile/wrap/wrap_command.h"
 #include "opforge/version.h"
 #include "probe/overlay_environment.h"
 #include "settings/settings.h"
@@ -49,9 +49,11 @@ int run_main(int argc, char** argv) {
   // command for people, so it bypasses the command table and its parsing.
   if (argc >= 2 && std::string_view(argv[1]) == compile::pch::kCommand)
     return compile::pch::host_compile(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));
-  // Every nvcc wrapper script hands its command line to this binary (compile/wrap/nvcc_command.h).
+  // Every nvcc and host wrapper script hands its command line to this binary (compile/wrap/wrap_command.h).
   if (argc >= 2 && std::string_view(argv[1]) == compile::kNvccCommand)
     return compile::run_nvcc(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::string_view(argv[1]) == compile::kHostCommand)
+    return compile::run_host(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{"opforge: prebuild CUDA/C++ ops into reproducible binary wheels"};
   app.set_version_flag("--version", std::string("opforge ") + kVersion + " (commit " + kCommit + ")");
   app.require_subcommand(1);

@@ -183,7 +183,7 @@ constexpr Setting kTable[] = {
     {env, "OPFORGE_NVCC_ARCH_LOG",
      "set by opforge for a command build: the file its nvcc wrapper (`opforge __nvcc`) appends the project's "
      "architecture options to, a line per nvcc command",
-     "unset", false, "settings::nvcc_arch_log (compile/wrap/nvcc_command.cpp)", Inside::set},
+     "unset", false, "settings::nvcc_arch_log (compile/wrap/wrap_command.cpp)", Inside::set},
     {env, "OPFORGE_PCH_TREE",
      "set by opforge for a command build with [build] pch: the scratch tree, whose include folders are the "
      "project's own",

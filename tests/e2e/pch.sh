@@ -64,7 +64,7 @@ export EXTRA="pch = true"
 on=$(build on --cache ccache)
 [ "$(sha "$on")" = "$(sha "$off")" ] || fail "the wheel differs with the precompiled header and gcc's later collection"
 [ "$(gc_of "$on")" = 1048576 ] || fail "on: the record's gcc_gc heap is $(gc_of "$on")"
-grep -q -- "--param=ggc-min-heapsize=1048576" "$work"/cache/host/*/g++ || fail "on: the host wrappers do not pass gcc's heap size"
+grep -q -- "--param=ggc-min-heapsize=1048576" "$work"/cache/host/*/g++.rule.json || fail "on: the host wrappers do not pass gcc's heap size"
 grep -q "^precompiled torch header: 2 made ([0-9]* s, [0-9]* MiB), used by 6 of 8 C++ compiles that include torch/extension.h; 1 compiled without it before 3 compiles needed the same one; 1 without it (below)$" \
   "$work/on.log" || { grep -n -A3 "^precompiled" "$work/on.log"; fail "on: the summary line"; }
 grep -q "^  code_first.cpp: has code before torch/extension.h$" \

@@ -207,14 +207,10 @@ NvccCall rewrite_nvcc(const std::vector<std::string>& in, const NvccRule& rule) 
 std::string rule_json(const NvccRule& rule) {
   nlohmann::json rewrites = nlohmann::json::array();
   for (const auto& r : rule.rewrites) rewrites.push_back({{"from", r.from}, {"to", r.to}, {"prefix", r.prefix}});
-  const nlohmann::json j = {{"nvcc", rule.nvcc.string()},
-                            {"gencode", rule.gencode},
-                            {"random_seed", rule.random_seed},
-                            {"stable_names", rule.stable_names},
-                            {"launcher", rule.launcher},
-                            {"ccbin", rule.ccbin.string()},
-                            {"host_dir", rule.host_dir.string()},
-                            {"rewrites", rewrites}};
+  const nlohmann::json j = {{"nvcc", rule.nvcc.string()},         {"gencode", rule.gencode},
+                            {"random_seed", rule.random_seed},    {"stable_names", rule.stable_names},
+                            {"launcher", rule.launcher},          {"ccbin", rule.ccbin.string()},
+                            {"host_dir", rule.host_dir.string()}, {"rewrites", rewrites}};
   return util::json_dump(j, 1) + "\n";
 }
 

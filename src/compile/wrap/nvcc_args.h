@@ -23,20 +23,20 @@ std::vector<std::string> rewrite_args(const std::vector<std::string>& args, cons
 
 /// What the nvcc wrapper does (compile/wrap/wrappers.h, nvcc_wrapper, says why each one).
 struct NvccRule {
-  std::filesystem::path nvcc{};      ///< the toolkit's nvcc
-  std::vector<std::string> gencode{};///< the plan's -gencode options in place of the project's; empty: kept
-  bool random_seed = false;          ///< -frandom-seed=<output's file name> unless the project gives one
-  bool stable_names = false;         ///< -Xcicc/-Xcudafe=--orig_src_path_name=<output's file name>
-  std::string launcher{};            ///< sccache: each compile (-c) runs as `<launcher> <nvcc> ...`
-  std::filesystem::path ccbin{};     ///< with a launcher: the host compiler nvcc runs unless the project names one
-  std::filesystem::path host_dir{};  ///< with a launcher: a -ccbin into this folder (the host wrappers) is dropped
+  std::filesystem::path nvcc{};        ///< the toolkit's nvcc
+  std::vector<std::string> gencode{};  ///< the plan's -gencode options in place of the project's; empty: kept
+  bool random_seed = false;            ///< -frandom-seed=<output's file name> unless the project gives one
+  bool stable_names = false;           ///< -Xcicc/-Xcudafe=--orig_src_path_name=<output's file name>
+  std::string launcher{};              ///< sccache: each compile (-c) runs as `<launcher> <nvcc> ...`
+  std::filesystem::path ccbin{};       ///< with a launcher: the host compiler nvcc runs unless the project names one
+  std::filesystem::path host_dir{};    ///< with a launcher: a -ccbin into this folder (the host wrappers) is dropped
   std::vector<ArgRewrite> rewrites{};
 };
 
 struct NvccCall {
   std::vector<std::string> argv;  ///< what runs: [launcher] nvcc args...
-  std::string asked;              ///< the project's architecture options, " "-led each (the arch log's line); "" for none
-  std::string error;              ///< non-empty: nothing runs (a compile for GPUs the plan lacks)
+  std::string asked;  ///< the project's architecture options, " "-led each (the arch log's line); "" for none
+  std::string error;  ///< non-empty: nothing runs (a compile for GPUs the plan lacks)
 };
 
 /// The command nvcc `args` become under `rule`.

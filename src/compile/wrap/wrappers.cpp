@@ -7,7 +7,7 @@
 #include "cache/layout.h"
 #include "compile/cache/launcher.h"
 #include "compile/pch/pch.h"
-#include "compile/wrap/nvcc_command.h"
+#include "compile/wrap/wrap_command.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "ops/ops.h"
@@ -18,20 +18,6 @@
 namespace opforge::compile {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-/// `word` in double quotes for sh, where a parameter expansion's pattern must stay literal.
-std::string dquote(std::string_view word) {
-  std::string out = "\"";
-  for (char c : word) {
-    if (c == '"' || c == '\\' || c == '$' || c == '`') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 std::vector<ArgRewrite> cross_rewrites(const plan::Plan& plan) {
   std::vector<ArgRewrite> out;
@@ -48,30 +34,6 @@ std::vector<ArgRewrite> cross_rewrites(const plan::Plan& plan) {
     }
   }
   return out;
-}
-
-std::string rewrite_block(const std::vector<ArgRewrite>& rewrites) {
-  if (rewrites.empty()) return {};
-  std::string text =
-      "# The target machine's torch and CUDA runtime in place of this machine's (a cross-build).\n"
-      "n=$#\n"
-      "for a do\n"
-      "  case $a in\n";
-  for (const auto& r : rewrites) {
-    const std::string to = dquote(r.to);
-    for (const std::string opt : {"-I", "-isystem", "-L", ""}) {
-      if (opt == "-isystem" && !r.prefix) continue;
-      const std::string from = dquote(opt + r.from);
-      text += "    " + from + (r.prefix ? "|" + from + "/*" : std::string()) + ") a=" + dquote(opt) + to + "\"${a#" +
-              from + "}\" ;;\n";
-    }
-  }
-  text +=
-      "  esac\n"
-      "  set -- \"$@\" \"$a\"\n"
-      "done\n"
-      "shift $n\n";
-  return text;
 }
 
 NvccWrapper nvcc_wrapper(const fs::path& cache_dir, const std::vector<std::string>& self, const fs::path& nvcc,
@@ -275,60 +237,52 @@ std::vector<std::string> enforced_gencode(const plan::Plan& plan) {
 }
 
 std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs::path& cache_dir,
-                                          const plan::Plan& plan, const std::string& launcher) {
+                                          const plan::Plan& plan, const std::string& launcher,
+                                          std::vector<std::string> self) {
   if (!plan.host || cache_dir.empty()) return std::nullopt;
   const auto via = compiler::invocation(*plan.host);
-  // The scripts run the compilers by absolute path: their own folder is first on PATH.
+  // The rules name the compilers by absolute path: the scripts' own folder is first on PATH.
   if (!via.cc.is_absolute() || !via.cxx.is_absolute()) return std::nullopt;
   const bool clang = plan.host->compiler.family == compiler::Family::clang;
-  // Precompiled torch headers: the C++ compilers' compiles go through opforge itself (pch/pch.h),
-  // which adds -g0 as these scripts do.
-  std::string self;
-  if (plan.pch)
-    for (const auto& a : probe::self_command(fs)) self += (self.empty() ? "" : " ") + strings::shell_quote(a);
+  if (self.empty()) self = probe::self_command(fs);
+  if (self.empty()) self = {"opforge"};  // /proc unreadable: the one on PATH
+  std::string run;
+  for (const auto& a : self) run += strings::shell_quote(a) + " ";
   // gcc collects its garbage later ([build] gcc_gc_heap_mib): in every compile's arguments, so that
-  // a precompiled header is made with it too, and in the scripts' text (their folder's key).
-  const std::string gc = !clang && plan.gcc_gc_heap_kib
-                             ? " " + std::string(kGccGcParam) + std::to_string(plan.gcc_gc_heap_kib)
-                             : std::string();
+  // a precompiled header is made with it too.
+  const std::string gc =
+      !clang && plan.gcc_gc_heap_kib ? std::string(kGccGcParam) + std::to_string(plan.gcc_gc_heap_kib) : std::string();
   const auto rewrites = cross_rewrites(plan);
-  auto script = [&launcher, &self, &cache_dir, &gc, &rewrites](const fs::path& real, bool cxx) {
-    const std::string exe = strings::shell_quote(real.string());
-    std::string compile = launcher.empty() ? exe : strings::shell_quote(launcher) + " " + exe;
-    std::string tail = " \"$@\"" + gc + " -g0";
-    const bool pch = cxx && !self.empty();
-    if (pch) {
-      compile = self + " " + std::string(pch::kCommand) + " --compiler " + exe + " --pch-dir " +
-                strings::shell_quote(cache::folder(cache_dir, cache::Kind::pch).string()) +
-                (launcher.empty() ? std::string() : " --launcher " + strings::shell_quote(launcher)) + " --";
-      tail = " \"$@\"" + gc;
-    }
-    return std::string("#!/bin/sh\n") + "# Written by opforge: " + real.string() +
-           " without debug information when it compiles.\n"
-           "# opforge strips the wheel's libraries, so what -g adds is thrown away; -g0 comes last\n"
-           "# to override any -g, and the generated code is the same either way.\n" +
-           (gc.empty() ? std::string()
-                       : "# gcc collects its garbage once its heap passes" + gc +
-                             " KiB: less CPU,\n# the same objects ([build] gcc_gc_heap_mib).\n") +
-           (launcher.empty() ? std::string() : "# Each compile runs through " + launcher + ".\n") +
-           (pch ? "# Each compile runs through opforge, which starts a file that includes torch/extension.h\n"
-                  "# from a precompiled copy of that header ([build] pch).\n"
-                : "") +
-           rewrite_block(rewrites) +
-           "for a do\n"
-           "  case $a in -c) exec " +
-           compile + tail +
-           " ;; esac\n"
-           "done\n"
-           "exec " +
-           exe + " \"$@\"\n";
-  };
   HostWrappers w;
-  std::string key;
+  // Another opforge may read the rules another way: its stamp in the folder's key, as the compilers'.
+  std::string key = run + "\n" + compiler::stamp(fs, self.back()) + "\n";
   for (const auto& [name, real] : std::vector<std::pair<std::string, fs::path>>{
            {clang ? "clang" : "gcc", via.cc}, {clang ? "clang++" : "g++", via.cxx}, {"cc", via.cc}, {"c++", via.cxx}}) {
-    w.files.emplace_back(name, script(real, name == "g++" || name == "c++" || name == "clang++"));
-    key += name + "\n" + w.files.back().second + compiler::stamp(fs, real) + "\n";
+    const bool cxx = name == "g++" || name == "c++" || name == "clang++";
+    // Precompiled torch headers: the C++ compilers' compiles go through __host-compile (pch/pch.h).
+    const HostRule rule{.compiler = real,
+                        .gc_param = gc,
+                        .launcher = launcher,
+                        .rewrites = rewrites,
+                        .pch_dir = cxx && plan.pch ? cache::folder(cache_dir, cache::Kind::pch) : fs::path()};
+    const std::string rule_file = name + ".rule.json";
+    const std::string script =
+        "#!/bin/sh\n"
+        "# Written by opforge: " +
+        real.string() + " by opforge's rule for it (" + rule_file +
+        " beside this script):\n"
+        "# without debug information when it compiles (-g0 last: opforge strips the wheel's libraries, so\n"
+        "# what -g adds is thrown away, and the generated code is the same either way)\n" +
+        (gc.empty() ? std::string()
+                    : "# gcc collecting its garbage once its heap passes " + gc.substr(gc.find('=', 8) + 1) +
+                          " KiB ([build] gcc_gc_heap_mib)\n") +
+        (launcher.empty() ? std::string() : "# each compile through " + launcher + "\n") +
+        (rule.pch_dir.empty() ? std::string()
+                              : "# a file that includes torch/extension.h started from a precompiled copy of it\n") +
+        "exec " + run + std::string(kHostCommand) + " \"${0%/*}/" + rule_file + "\" \"$@\"\n";
+    w.files.emplace_back(name, script);
+    w.rules.emplace_back(rule_file, host_rule_json(rule));
+    key += name + "\n" + script + w.rules.back().second + compiler::stamp(fs, real) + "\n";
   }
   w.dir = cache_dir / "host" / sha256_hex(key).substr(0, 16);
   w.cc = w.dir / (clang ? "cc" : "gcc");
@@ -336,18 +290,26 @@ std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const fs:
   return w;
 }
 
+namespace {
+
+/// `text` into `path` unless it holds that already (the wrappers' folder is named by a hash of it).
+Status write_rule(probe::FileSystem& fs, const fs::path& path, const std::string& text) {
+  if (fs.read_file(path, text.size() + 1).value_or("") == text) return {};
+  OPFORGE_CHECK(fs.create_directories(path.parent_path()));
+  return fs.write_file_atomic(path, text);
+}
+
+}  // namespace
+
 Status write_host_wrappers(probe::FileSystem& fs, const HostWrappers& w) {
+  for (const auto& [name, text] : w.rules) OPFORGE_CHECK(write_rule(fs, w.dir / name, text));
   for (const auto& [name, text] : w.files) OPFORGE_CHECK(compiler::write_script(fs, w.dir / name, text));
   return {};
 }
 
 Status write_nvcc_wrapper(probe::FileSystem& fs, const NvccWrapper& w) {
-  const fs::path rule = w.path.parent_path() / "rule.json";
-  // Unchanged when the same (its folder's name is its hash): ccache keys on the script's mtime.
-  if (fs.read_file(rule, w.rule.size() + 1).value_or("") != w.rule) {
-    OPFORGE_CHECK(fs.create_directories(rule.parent_path()));
-    OPFORGE_CHECK(fs.write_file_atomic(rule, w.rule));
-  }
+  // Unchanged when the same (the folder's name is a hash of both): ccache keys on the script's mtime.
+  OPFORGE_CHECK(write_rule(fs, w.path.parent_path() / "rule.json", w.rule));
   return compiler::write_script(fs, w.path, w.text);
 }
 

@@ -12,6 +12,7 @@
 // plan.h uses `fs` unqualified; give it the alias it expects.
 namespace opforge {}
 
+#include "compile/wrap/host_args.h"
 #include "compile/wrap/nvcc_args.h"
 #include "plan/plan.h"
 #include "probe/machine.h"
@@ -51,10 +52,7 @@ struct CompilerLaunch {
 /// library folder (-L, exactly) → the target runtime's. Empty for any other build.
 std::vector<ArgRewrite> cross_rewrites(const plan::Plan& plan);
 
-/// The sh text that rewrites "$@" by `rewrites` (empty for none).
-std::string rewrite_block(const std::vector<ArgRewrite>& rewrites);
-
-/// The script runs `opforge __nvcc <rule.json> ARGS...` (nvcc_command.h), which rewrites the
+/// The script runs `opforge __nvcc <rule.json> ARGS...` (wrap_command.h), which rewrites the
 /// arguments by the rule beside it (nvcc_args.h: rewrite_nvcc) and runs nvcc.
 struct NvccWrapper {
   std::filesystem::path path;        ///< <cache_dir>/nvcc/<16 hex of the text's sha256>/nvcc (named nvcc for ccache)
@@ -150,11 +148,15 @@ struct HostWrappers {
   std::filesystem::path dir;
   std::filesystem::path cc, cxx;  ///< what CC and CXX name: dir/gcc and dir/g++ (dir/cc and dir/c++ for clang)
   std::vector<std::pair<std::string, std::string>> files;  ///< file name in dir → script
+  std::vector<std::pair<std::string, std::string>> rules;  ///< "g++.rule.json" → its HostRule (host_args.h)
 };
 /// Nothing without a host compiler in the plan, or when its paths are not absolute. With
 /// `launcher` ("sccache"), each compile runs as `<launcher> <compiler> ... -g0`.
+/// Each script runs `opforge __host <name>.rule.json ARGS...` (wrap_command.h), `self` being the
+/// command that runs this opforge (default: probe::self_command).
 std::optional<HostWrappers> host_wrappers(const probe::FileSystem& fs, const std::filesystem::path& cache_dir,
-                                          const plan::Plan& plan, const std::string& launcher = {});
+                                          const plan::Plan& plan, const std::string& launcher = {},
+                                          std::vector<std::string> self = {});
 
 /// The launch the nvcc wrapper of `plan` uses, given its host wrappers (nullptr: none) and the
 /// cache folder its launcher is in.

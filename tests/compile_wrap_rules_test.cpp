@@ -1,11 +1,12 @@
-// The nvcc wrapper's rule as a pure function (compile/wrap/nvcc_args.h), without a shell, and
-// `opforge __nvcc` on a rule it cannot read. The wrapper scripts' behaviour end to end is
-// CompileCommandBackend.NvccWrapper*'s.
+// The wrappers' rules as pure functions (compile/wrap/nvcc_args.h, host_args.h), without a shell,
+// and `opforge __nvcc` / `__host` on a rule they cannot read. The wrapper scripts' behaviour end to
+// end is CompileCommandBackend.NvccWrapper*'s and HostWrappers*'s.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "compile/wrap/host_args.h"
 #include "compile/wrap/nvcc_args.h"
 #include "probe/machine.h"
 
@@ -30,11 +31,11 @@ TEST(NvccArgs, PutsThePlansArchitecturesInPlaceAndSeedsAndNamesEachObject) {
                       .gencode = {"-gencode=arch=compute_90,code=sm_90"},
                       .random_seed = true,
                       .stable_names = true};
-  auto call = rewrite_nvcc({"--generate-code=arch=compute_80,code=[compute_80,sm_80]", "-c", "k.cu", "-o", "o/k.o"},
-                           rule);
-  EXPECT_EQ(call.argv, (V{"/cuda/bin/nvcc", "-c", "k.cu", "-o", "o/k.o", "-gencode=arch=compute_90,code=sm_90",
-                          "-frandom-seed=k.o", "-Xcicc=--orig_src_path_name=k.o",
-                          "-Xcudafe=--orig_src_path_name=k.o"}));
+  auto call =
+      rewrite_nvcc({"--generate-code=arch=compute_80,code=[compute_80,sm_80]", "-c", "k.cu", "-o", "o/k.o"}, rule);
+  EXPECT_EQ(call.argv,
+            (V{"/cuda/bin/nvcc", "-c", "k.cu", "-o", "o/k.o", "-gencode=arch=compute_90,code=sm_90",
+               "-frandom-seed=k.o", "-Xcicc=--orig_src_path_name=k.o", "-Xcudafe=--orig_src_path_name=k.o"}));
   // A seed or name of the project's own is kept, not doubled; nothing asked: nothing added.
   call = rewrite_nvcc({"-c", "k.cu", "-o", "k.o", "-frandom-seed=mine"}, rule);
   EXPECT_EQ(call.argv.back(), "-Xcudafe=--orig_src_path_name=k.o");
@@ -95,6 +96,34 @@ TEST(NvccArgs, OpforgeNvccSaysWhatIsWrongWithItsRule) {
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_NE(r->err.find("cannot be read"), std::string::npos) << r->err;
   fs::remove_all(top);
+}
+
+TEST(HostArgs, ACompileGetsTheLauncherTheCollectorAndG0LastALinkNothing) {
+  const compile::HostRule rule{.compiler = "/usr/bin/g++",
+                               .gc_param = "--param=ggc-min-heapsize=1048576",
+                               .launcher = "sccache",
+                               .rewrites = {{"/venv/torch", "/t/torch"}}};
+  auto c = compile::rewrite_host({"-I/venv/torch/include", "-g", "-c", "a.cpp", "-o", "a.o"}, rule);
+  EXPECT_TRUE(c.compile);
+  EXPECT_EQ(c.argv, (V{"sccache", "/usr/bin/g++", "-I/t/torch/include", "-g", "-c", "a.cpp", "-o", "a.o",
+                       "--param=ggc-min-heapsize=1048576", "-g0"}));
+  auto l = compile::rewrite_host({"-shared", "a.o", "-L/venv/torch/lib", "-o", "x.so"}, rule);
+  EXPECT_FALSE(l.compile);
+  EXPECT_EQ(l.argv, (V{"/usr/bin/g++", "-shared", "a.o", "-L/t/torch/lib", "-o", "x.so"}));
+  auto back = compile::parse_host_rule_json(compile::host_rule_json(rule), "g++.rule.json");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(compile::host_rule_json(*back), compile::host_rule_json(rule));
+  EXPECT_FALSE(compile::parse_host_rule_json("{\"gc_param\": \"\"}", "g++.rule.json"));
+}
+
+TEST(HostArgs, OpforgeHostSaysWhatIsWrongWithItsRule) {
+  auto m = probe::real_machine();
+  auto r = m.proc.run({.argv = {OPFORGE_BINARY, "__host", "/nonexistent/g++.rule.json", "-c", "a.cpp"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_NE(r->err.find("the host compiler wrapper's rule /nonexistent/g++.rule.json cannot be read"),
+            std::string::npos)
+      << r->err;
 }
 
 }  // namespace
