@@ -570,6 +570,41 @@ TEST(CompileCommandBackend, NetworkWatchNamesWhatTheBuildReaches) {
   fs::remove_all(top);
 }
 
+// scikit-build-core's wheel staging folder (tempfile.TemporaryDirectory()) is CMake's install
+// prefix, which llama.cpp's llama.pc carries into the wheel: with the variable, two processes make
+// the same temporary names, in the folder named; without it, Python's own random ones.
+TEST(CompileCommandBackend, NetworkWatchMakesPythonsTemporaryNamesStable) {
+  fs::path top = fs::temp_directory_path() / ("opforge-pytemp-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  auto m = probe::real_machine();
+  auto w = compile::network_watch(top / "cache");
+  ASSERT_TRUE(compile::write_network_watch(m.fs, w));
+  std::map<std::string, std::string> env{{"PATH", "/usr/bin:/bin"}};
+  compile::add_watch_environment(env, w, {});
+  auto names = [&](const std::map<std::string, std::string>& e) {
+    const std::string script =
+        "import os, tempfile\n"
+        "with tempfile.TemporaryDirectory() as a:\n"
+        "    b = tempfile.mkdtemp()\n"
+        "    print(a, b)\n"
+        "    os.rmdir(b)\n";
+    auto r = m.proc.run({.argv = {"/usr/bin/python3", "-c", script}, .env = e});
+    return r && r->ok() ? r->out : std::string("python failed: ") + (r ? r->err : r.error().message);
+  };
+  auto stable = env;
+  compile::add_stable_temp_names(stable, "0123456789abcdef");
+  EXPECT_EQ(stable[compile::kPythonTempVariable], "/tmp/opforge-py-0123456789abcdef");
+  stable[compile::kPythonTempVariable] = (top / "py").string();  // the test's own folder
+  const std::string first = names(stable);
+  EXPECT_EQ(first, names(stable));
+  EXPECT_TRUE(first.starts_with((top / "py" / "tmp").string())) << first;
+  EXPECT_NE(first.find(" " + (top / "py" / "tmp").string()), std::string::npos) << first;
+  const std::string plain = names(env);
+  EXPECT_NE(plain, names(env));  // 36^8 names each: Python's own are random
+  EXPECT_EQ(plain.find(top.string()), std::string::npos) << plain;
+  fs::remove_all(top);
+}
+
 TEST(CompileCommandBackend, ProjectArchTargetsReadsEverySpelling) {
   EXPECT_EQ(compile::project_arch_targets(""), std::vector<std::string>{});
   EXPECT_EQ(compile::project_arch_targets(" -arch=native\n -arch all-major\n"),
