@@ -132,9 +132,12 @@ TEST(CompileCommandBackend, ThePlansCacheDecidesNotTheRecipes) {
       EXPECT_EQ(env["CCACHE_BASEDIR"], "/t");
       EXPECT_EQ(env["CCACHE_DEPEND"], "1");
       EXPECT_EQ(env["PYTORCH_NVCC"], "ccache /c/nvcc/0123/nvcc");
+      EXPECT_FALSE(env.contains("CCACHE_DISABLE"));
     } else {
       EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");
-      for (const auto& [k, v] : env) EXPECT_FALSE(k.starts_with("CCACHE_")) << k << "=" << v;
+      // A project's own ccache launcher (ggml's GGML_CCACHE) compiles for real too.
+      EXPECT_EQ(env["CCACHE_DISABLE"], "1");
+      for (const auto& [k, v] : env) EXPECT_TRUE(!k.starts_with("CCACHE_") || k == "CCACHE_DISABLE") << k << "=" << v;
       EXPECT_EQ(env["PYTORCH_NVCC"], "/c/nvcc/0123/nvcc");
     }
   }
