@@ -50,11 +50,12 @@ gib() { python3 -c "print('%.2f' % ($1 / 2**20))"; }
 report=""
 say() { echo "$*"; report+="$*"$'\n'; }
 unpack() { [ -d "$1/$tree" ] || { mkdir -p "$1" && tar -xzf "$sdist" -C "$1"; }; }
-timed() {  # timed NAME CMD...: runs CMD under time(1) and stepwatch.py; NAME.{time,steps,log}
+timed() {  # timed NAME CMD...: runs CMD under time(1) and stepwatch.py; NAME.{time,steps,log}; OPFORGE_CACHE_DIR set
   local name=$1; shift
   /usr/bin/time -f "%e %M %U %S" -o "$work/$name.time" "$@" > "$work/$name.log" 2>&1 &
   local pid=$!
-  python3 "$here/stepwatch.py" "$pid" "$work/$name.steps" "$work/" &
+  # Only the compiles of this build's scratch trees (its cache folder): not the subset step's.
+  python3 "$here/stepwatch.py" "$pid" "$work/$name.steps" "$OPFORGE_CACHE_DIR/" &
   local watch=$!
   local rc=0; wait "$pid" || rc=$?
   wait "$watch" || true
@@ -142,6 +143,7 @@ if [[ " $steps " == *" twice "* ]]; then
   read -r e m u s < "$work/of2.time"
   a=$(sha256sum < "$first" | cut -d' ' -f1) b=$(sha256sum < "$second" | cut -d' ' -f1)
   say "again from another folder and cache folder: wall $e s  CPU $(cpu "$u" "$s") s; sha256 $b: $([ "$a" = "$b" ] && echo "the same bytes" || echo "DIFFERENT from $a")"
+  say "$(steps_table "$work/of2.steps")"
   [ "$a" = "$b" ] || say "$(python3 - "$first" "$second" <<'PY'
 import sys, zipfile
 a, b = (zipfile.ZipFile(p) for p in sys.argv[1:3])
