@@ -142,9 +142,12 @@ TEST(CompileCommandBackend, ThePlansCacheDecidesNotTheRecipes) {
       EXPECT_EQ(env["CCACHE_BASEDIR"], "/t");
       EXPECT_EQ(env["CCACHE_DEPEND"], "1");
       EXPECT_EQ(env["PYTORCH_NVCC"], "ccache /c/nvcc/0123/nvcc");
+      EXPECT_FALSE(env.contains("CCACHE_DISABLE"));
     } else {
       EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");
-      for (const auto& [k, v] : env) EXPECT_FALSE(k.starts_with("CCACHE_")) << k << "=" << v;
+      // A project's own ccache launcher (ggml's GGML_CCACHE) compiles for real too.
+      EXPECT_EQ(env["CCACHE_DISABLE"], "1");
+      for (const auto& [k, v] : env) EXPECT_TRUE(!k.starts_with("CCACHE_") || k == "CCACHE_DISABLE") << k << "=" << v;
       EXPECT_EQ(env["PYTORCH_NVCC"], "/c/nvcc/0123/nvcc");
     }
   }
@@ -575,6 +578,43 @@ TEST(CompileCommandBackend, NetworkWatchNamesWhatTheBuildReaches) {
       "is; look for the project's switch to build from source)\n";
   EXPECT_EQ(r->err,
             "opforge: network: GET http://127.0.0.1:9/x.whl" + tail + "opforge: network: connect 127.0.0.1:9" + tail);
+  fs::remove_all(top);
+}
+
+// scikit-build-core's wheel staging folder (tempfile.TemporaryDirectory()) is CMake's install
+// prefix, which llama.cpp's llama.pc carries into the wheel: with the variable, two processes make
+// the same temporary names, in the folder named; without it, Python's own random ones.
+TEST(CompileCommandBackend, NetworkWatchMakesPythonsTemporaryNamesStable) {
+  fs::path top = fs::temp_directory_path() / ("opforge-pytemp-" + std::to_string(::getpid()));
+  fs::remove_all(top);
+  auto m = probe::real_machine();
+  auto w = compile::network_watch(top / "cache");
+  ASSERT_TRUE(compile::write_network_watch(m.fs, w));
+  settings::ChildEnv watched(settings::ChildEnv::Vars{{"PATH", "/usr/bin:/bin"}});
+  compile::add_watch_environment(watched, w, {});
+  const auto env = watched.vars();
+  auto names = [&](const std::map<std::string, std::string>& e) {
+    const std::string script =
+        "import os, tempfile\n"
+        "with tempfile.TemporaryDirectory() as a:\n"
+        "    b = tempfile.mkdtemp()\n"
+        "    print(a, b)\n"
+        "    os.rmdir(b)\n";
+    auto r = m.proc.run({.argv = {"/usr/bin/python3", "-c", script}, .env = e});
+    return r && r->ok() ? r->out : std::string("python failed: ") + (r ? r->err : r.error().message);
+  };
+  settings::ChildEnv stable_env(env);
+  compile::add_stable_temp_names(stable_env, "0123456789abcdef");
+  auto stable = stable_env.vars();
+  EXPECT_EQ(stable[compile::kPythonTempVariable], "/tmp/opforge-py-0123456789abcdef");
+  stable[compile::kPythonTempVariable] = (top / "py").string();  // the test's own folder
+  const std::string first = names(stable);
+  EXPECT_EQ(first, names(stable));
+  EXPECT_TRUE(first.starts_with((top / "py" / "tmp").string())) << first;
+  EXPECT_NE(first.find(" " + (top / "py" / "tmp").string()), std::string::npos) << first;
+  const std::string plain = names(env);
+  EXPECT_NE(plain, names(env));  // 36^8 names each: Python's own are random
+  EXPECT_EQ(plain.find(top.string()), std::string::npos) << plain;
   fs::remove_all(top);
 }
 

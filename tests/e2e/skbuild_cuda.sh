@@ -9,7 +9,9 @@
 #   - scikit-build-core builds in the scratch tree's build/skbuild (SKBUILD_BUILD_DIR), not a new
 #     temporary folder;
 #   - the same project from a second folder: every compile a ccache hit, the same wheel bytes;
-#     from a third with another cache folder (another scratch path): the same bytes.
+#     from a third with another cache folder (another scratch path): the same bytes, its
+#     lib/pkgconfig/tinyskb.pc included (the install prefix, scikit-build-core's temporary wheel
+#     staging folder, made the same every build in /tmp/opforge-py-<content hash>).
 # usage: skbuild_cuda.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR TOOLS_VENV
 set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3") venv=$(realpath -m "$4")
@@ -50,6 +52,8 @@ grep -qx "GPU code: sm_90 (the project asked for the same)" "$work/a.log" || { g
 log=$work/a/build/opforge/command.log
 grep -q "tinyskb: CUDA compiler $OPFORGE_CACHE_DIR/nvcc/.*/nvcc 13.0" "$log" || { grep -n "tinyskb:\|nvcc" "$log" | head; fail "CMake's CUDA compiler is not the recipe's toolkit through opforge's wrapper"; }
 ! grep -q "the nvcc first on PATH ran" "$log" || fail "the nvcc first on PATH ran"
+prefix=$(python3 -c "import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read(\"lib/pkgconfig/tinyskb.pc\").decode())" "$wheel" | sed -n 's/^prefix=//p')
+[[ $prefix =~ ^/tmp/opforge-py-[0-9a-f]{16}/tmp[a-z0-9_]{8}/wheel/platlib$ ]] || fail "tinyskb.pc's prefix '$prefix' is not the stable staging folder"
 grep -q "$OPFORGE_CACHE_DIR/trees/[^/]*/build/skbuild" "$log" || { grep -n "build" "$log" | head; fail "scikit-build-core did not build in the tree's build/skbuild"; }
 
 # A second folder: the same scratch tree, so every compile hits ccache; the same bytes.

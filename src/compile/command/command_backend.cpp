@@ -358,6 +358,27 @@ Status build_op_by_op(probe::Machine m, const plan::Plan& plan, const std::vecto
   return {};
 }
 
+/// Python's temporary names made stable for the command (add_stable_temp_names): the folder emptied
+/// first, since a killed build's leftovers would shift the names, and held by a lock until the
+/// command ends. A build of the same content from another cache folder at the same time gets no
+/// lock and keeps Python's random names (its wheel may hold a staging path the other's does not).
+probe::LockAttempt stable_python_temp(probe::FileSystem& fs, const fs::path& tree, settings::ChildEnv& env,
+                                      const std::function<void(std::string_view)>& on_line) {
+  settings::ChildEnv one(settings::ChildEnv::Vars{});
+  add_stable_temp_names(one, tree.filename().string());
+  const fs::path folder = one.value(kPythonTempVariable);
+  auto lock = fs.try_lock(folder.string() + ".lock");
+  if (!lock || !*lock) {
+    if (on_line)
+      on_line("opforge: " + folder.string() + " is in use by another build (or cannot be locked): Python's " +
+              "temporary names stay random in this one");
+    return std::nullopt;
+  }
+  (void)fs.remove_all(folder);
+  env.set(kPythonTempVariable, folder.string());
+  return *lock;
+}
+
 }  // namespace
 
 Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& planned, const CommandRun& run) {
@@ -441,6 +462,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (!tree.resumed) (void)m.fs.remove(arch_log);
   OPFORGE_CHECK(write_network_watch(m.fs, watch));
   add_watch_environment(env, watch, wrapper.empty() ? fs::path() : arch_log);
+  const auto temp_lock = stable_python_temp(m.fs, tree.root, env, on_line);
   out.env = std::move(env).vars();
   const fs::path pch_log = plan.build_dir / "pch.log";
   (void)m.fs.remove(pch_log);

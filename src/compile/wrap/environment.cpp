@@ -82,6 +82,10 @@ void set_cross(settings::ChildEnv& env, const plan::Plan& plan) {
 void set_compiler_cache(settings::ChildEnv& env, const plan::Plan& plan, const fs::path& tree) {
   if (plan.cache != recipe::Cache::ccache) {
     env.set("TORCH_NO_COMPILER_WRAPPER", "1");  // every compile runs for real
+    // ...and a project's own ccache launcher does not serve it from the caller's cache either:
+    // ggml's CMake (GGML_CCACHE, on by default) puts ccache in front of every compile when it is on
+    // PATH, so a rebuild "without a cache" was ccache hits from an earlier build.
+    env.set_default("CCACHE_DISABLE", "1");
     return;
   }
   // The scratch tree's path is the same for the same content, so hits need no base_dir trick.

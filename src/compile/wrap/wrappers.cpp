@@ -190,6 +190,35 @@ def _hook(event, args):
 sys.addaudithook(_hook)
 
 
+def _stable_temp_names():
+    # scikit-build-core stages the wheel in a new tempfile.TemporaryDirectory() and configures
+    # CMake with it as CMAKE_INSTALL_PREFIX, which a project's configure_file writes into the wheel
+    # (llama.cpp's lib/pkgconfig/llama.pc): Python's temporary names are made the same every build,
+    # in a folder of the scratch tree's content hash.
+    folder = os.environ.get("OPFORGE_PYTHON_TMPDIR")
+    if not folder:
+        return
+    try:
+        import random
+        import tempfile
+        os.makedirs(folder, exist_ok=True)
+
+        class _Names(tempfile._RandomNameSequence):
+            @property
+            def rng(self):
+                if getattr(self, "_opforge_pid", None) != os.getpid():  # a fork starts afresh
+                    self._opforge_pid, self._opforge_rng = os.getpid(), random.Random("opforge")
+                return self._opforge_rng
+
+        tempfile.tempdir = folder
+        tempfile._name_sequence = _Names()
+    except Exception:
+        pass
+
+
+_stable_temp_names()
+
+
 def _shadowed():
     # The sitecustomize this file hides (a distribution's, a virtual environment's), if any.
     import importlib.machinery
@@ -211,6 +240,10 @@ _shadowed()
 
 Status write_network_watch(probe::FileSystem& fs, const NetworkWatch& w) {
   return compiler::write_script(fs, w.dir / "sitecustomize.py", w.text);
+}
+
+void add_stable_temp_names(settings::ChildEnv& env, std::string_view tree_name) {
+  if (!tree_name.empty()) env.set(kPythonTempVariable, "/tmp/opforge-py-" + std::string(tree_name));
 }
 
 void add_watch_environment(settings::ChildEnv& env, const NetworkWatch& watch, const fs::path& arch_log) {

@@ -100,7 +100,8 @@ std::vector<std::string> project_arch_targets(std::string_view log);
 /// (PEP 578) that prints `opforge: network: …` once per URL or address when any Python process of
 /// the build opens a URL or connects a socket — a setup.py that tries to download a prebuilt wheel
 /// (causal-conv1d, flash-attention, mamba-ssm without their *_FORCE_BUILD switch) is then visible
-/// in the build's output and log. It imports the sitecustomize it shadows, if there is one.
+/// in the build's output and log. It imports the sitecustomize it shadows, if there is one. With
+/// kPythonTempVariable set (below), it also makes Python's temporary names the same every build.
 struct NetworkWatch {
   std::filesystem::path dir;  ///< <cache_dir>/pywatch/<16 hex of the text's sha256>
   std::string text;           ///< sitecustomize.py
@@ -114,6 +115,16 @@ void add_watch_environment(settings::ChildEnv& env, const NetworkWatch& watch, c
 
 /// The variable the wrapper writes the project's architecture options to.
 inline constexpr const char* kNvccArchLogVariable = "OPFORGE_NVCC_ARCH_LOG";
+
+/// The folder the watch's sitecustomize.py makes Python's temporary files in, with names from a
+/// fixed seed: scikit-build-core's wheel staging folder is CMake's CMAKE_INSTALL_PREFIX, and a
+/// project's configure_file writes it into the wheel (llama.cpp's llama.pc). /tmp, not the
+/// caller's TMPDIR nor the cache folder: the path must be the same on every machine.
+inline constexpr const char* kPythonTempVariable = "OPFORGE_PYTHON_TMPDIR";
+
+/// Sets kPythonTempVariable to /tmp/opforge-py-<tree_name> (the scratch tree's folder name, its
+/// content hash: the same for the same content, whichever cache folder holds it).
+void add_stable_temp_names(settings::ChildEnv& env, std::string_view tree_name);
 
 /// Writes the wrapper unless the same text is there already (its mtime stays: ccache checks the
 /// compiler's mtime).
