@@ -174,8 +174,11 @@ TEST(CompileCommandBackend, CmakeGetsThePlansToolkitArchitecturesJobsAndCache) {
   EXPECT_EQ(env["CUDAToolkit_ROOT"], "/usr/local/cuda-12.8");
   EXPECT_EQ(env["CUDAHOSTCXX"], "/w/shim/g++");
   EXPECT_EQ(env["CUDAARCHS"], "80-real;86-real;90-real;90-virtual");
-  // The caller's arguments stay, the plan's list comes last (a later -D wins).
-  EXPECT_EQ(env["CMAKE_ARGS"], "-DFOO=ON -GNinja -DCMAKE_CUDA_ARCHITECTURES=80-real;86-real;90-real;90-virtual");
+  // Build-tree RPATHs relative to $ORIGIN first, the caller's arguments after them, the plan's list
+  // last (a later -D wins).
+  EXPECT_EQ(env["CMAKE_ARGS"],
+            "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DFOO=ON -GNinja "
+            "-DCMAKE_CUDA_ARCHITECTURES=80-real;86-real;90-real;90-virtual");
   EXPECT_EQ(env["CMAKE_BUILD_PARALLEL_LEVEL"], "6");
   EXPECT_FALSE(env.contains("SKBUILD_CMAKE_DEFINE"));          // scikit-build-core splits it on every ';'
   EXPECT_FALSE(env.contains("CMAKE_CUDA_COMPILER_LAUNCHER"));  // no compiler cache
@@ -188,6 +191,7 @@ TEST(CompileCommandBackend, CmakeGetsThePlansToolkitArchitecturesJobsAndCache) {
   EXPECT_EQ(env["NVTE_CUDA_ARCHS"], "80;86;90");
   EXPECT_EQ(env["FLASHINFER_CUDA_ARCH_LIST"], "8.0 8.6 9.0");
   EXPECT_EQ(env["CMAKE_ARGS"],
+            "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON "
             "-DCMAKE_CUDA_ARCHITECTURES=80-real;86-real;90-real;90-virtual -DCOMPUTE_CAPABILITY=80;86;90");
   EXPECT_EQ(env["SKBUILD_BUILD_DIR"], "/mine");  // the caller's own folder stays
   // What `plan` shows: every channel, with its reader.
@@ -207,16 +211,17 @@ TEST(CompileCommandBackend, CmakeGetsThePlansToolkitArchitecturesJobsAndCache) {
   env = compile::command_environment({{"PATH", "/bin"}}, p, "/t");
   EXPECT_EQ(env["CUDACXX"], "/usr/local/cuda-12.8/bin/nvcc");  // no wrapper: the toolkit's own
   EXPECT_EQ(env["CUDAARCHS"], "90a-real");
-  EXPECT_FALSE(env.contains("CMAKE_ARGS"));
+  EXPECT_EQ(env["CMAKE_ARGS"], "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON");  // no architectures
   for (const char* var : {"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"})
     EXPECT_EQ(env[var], "ccache") << var;
 
-  // No toolkit: jobs only; `opforge plan` and `opforge env` show what differs.
+  // No toolkit: jobs and the RPATH setting only; `opforge plan` and `opforge env` show what differs.
   p.cuda.chosen.reset();
   p.cache = recipe::Cache::none;
   auto delta = compile::command_exports({{"PATH", "/bin"}}, p, "/t");
   EXPECT_EQ(delta["CMAKE_BUILD_PARALLEL_LEVEL"], "6");
-  for (const char* var : {"CUDACXX", "CUDAToolkit_ROOT", "CUDAHOSTCXX", "CUDAARCHS", "CMAKE_ARGS"})
+  EXPECT_EQ(delta["CMAKE_ARGS"], "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON");
+  for (const char* var : {"CUDACXX", "CUDAToolkit_ROOT", "CUDAHOSTCXX", "CUDAARCHS"})
     EXPECT_FALSE(delta.contains(var)) << var;
 }
 

@@ -23,7 +23,7 @@ unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST CUDAARCHS CUDACXX CMAKE_ARGS
 (cd "$work/proj" && CUDACXX=/opt/other/bin/nvcc "$opforge" plan opforge.toml) > "$work/plan.log" 2>&1 || { cat "$work/plan.log"; fail "plan"; }
 grep -qF "  CUDACXX: the environment's /opt/other/bin/nvcc gives way to the plan's toolkit (CUDA 13.0 at /usr/local/cuda-13.0, through opforge's nvcc wrapper) for the project's CMake; choose the toolkit with [cuda] version or CUDA_HOME" "$work/plan.log" \
   || { cat "$work/plan.log"; fail "plan: no note on the caller's CUDACXX"; }
-for line in "CUDAARCHS=90-real" "CMAKE_ARGS='-DCMAKE_CUDA_ARCHITECTURES=90-real -DTINYCMAKE_CAPABILITY=90'" "CUDAToolkit_ROOT=/usr/local/cuda-13.0" \
+for line in "CUDAARCHS=90-real" "CMAKE_ARGS='-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DCMAKE_CUDA_ARCHITECTURES=90-real -DTINYCMAKE_CAPABILITY=90'" "CUDAToolkit_ROOT=/usr/local/cuda-13.0" \
     "CMAKE_BUILD_PARALLEL_LEVEL="; do
   grep -q "$line" "$work/plan.log" || { cat "$work/plan.log"; fail "plan does not show $line"; }
 done
@@ -61,7 +61,7 @@ python3 - "$work/guarded.record.json" <<'PY' || fail "the record's command envir
 import json, sys
 env = json.load(open(sys.argv[1]))["inputs"]["command_environment"]
 assert env["TINYCMAKE_ARCHS"] == "9.0", env.get("TINYCMAKE_ARCHS")
-assert env["CMAKE_ARGS"] == "-DCMAKE_CUDA_ARCHITECTURES=90-real -DTINYCMAKE_CAPABILITY=90", env.get("CMAKE_ARGS")
+assert env["CMAKE_ARGS"] == "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DCMAKE_CUDA_ARCHITECTURES=90-real -DTINYCMAKE_CAPABILITY=90", env.get("CMAKE_ARGS")
 assert env["CUDAARCHS"] == "90-real" and env["CUDACXX"].endswith("/nvcc"), env
 PY
 # The guarded list gave way before nvcc ran; the hard-coded one reached the wrapper, which replaced it.

@@ -111,6 +111,12 @@ void set_compiler_cache(settings::ChildEnv& env, const plan::Plan& plan, const f
 /// CUDACXX name run it already).
 void set_cmake(settings::ChildEnv& env, const plan::Plan& plan, const fs::path& nvcc_wrapper, const fs::path& tree) {
   env.set("CMAKE_BUILD_PARALLEL_LEVEL", std::to_string(std::max(1u, plan.jobs)));
+  // A library linked against another of the build tree gets the build folder in its RPATH, which
+  // CMake's install rewrites in place (to the INSTALL_RPATH): the string table keeps the build
+  // folder's length, so two folders gave different bytes (llama.cpp's libllama-common). Relative
+  // to $ORIGIN the build RPATH is the same in every folder. First, so that the caller's -D wins.
+  const std::string own = env.value("CMAKE_ARGS");
+  env.set("CMAKE_ARGS", std::string(kBuildRpathUseOrigin) + (own.empty() ? "" : " " + own));
   env.set_default("SKBUILD_BUILD_DIR", (tree / kSkbuildBuildDir).string());
   if (plan.cache == recipe::Cache::ccache)
     for (const char* var : {"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"})

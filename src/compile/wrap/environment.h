@@ -19,6 +19,10 @@ namespace opforge::compile {
 /// the tree: under build/, which a scratch copy leaves out of the source.
 inline constexpr const char* kSkbuildBuildDir = "build/skbuild";
 
+/// What every command build's CMAKE_ARGS starts with: build-tree RPATHs relative to $ORIGIN, the
+/// same in every build folder.
+inline constexpr const char* kBuildRpathUseOrigin = "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON";
+
 /// One way the plan's arch list reaches a command build's project: a variable (CMAKE_ARGS: the
 /// argument appended to it), its value, and who reads it.
 struct ArchChannel {
