@@ -22,32 +22,23 @@ HostCall rewrite_host(const std::vector<std::string>& in, const HostRule& rule) 
 }
 
 std::string host_rule_json(const HostRule& rule) {
-  nlohmann::json rewrites = nlohmann::json::array();
-  for (const auto& r : rule.rewrites) rewrites.push_back({{"from", r.from}, {"to", r.to}, {"prefix", r.prefix}});
   const nlohmann::json j = {{"compiler", rule.compiler.string()},
                             {"gc_param", rule.gc_param},
                             {"launcher", rule.launcher},
-                            {"rewrites", rewrites},
+                            {"rewrites", rewrites_json(rule.rewrites)},
                             {"pch_dir", rule.pch_dir.string()}};
   return util::json_dump(j, 1) + "\n";
 }
 
 Result<HostRule> parse_host_rule_json(std::string_view text, std::string_view what) {
   namespace jr = util::json_read;
-  auto j = util::json_parse_checked(text);
-  if (!j) return bad_input(std::string(what) + ": " + j.error().message, "delete it: opforge writes it again");
-  auto compiler = jr::text(*j, "compiler");
-  if (!j->is_object() || !compiler || compiler->empty())
-    return bad_input(std::string(what) + ": not a host wrapper's rule (no \"compiler\")",
-                     "delete it: opforge writes it again");
+  const auto j = OPFORGE_TRY(rule_object(text, what, "compiler", "a host"));
   HostRule rule;
-  rule.compiler = *compiler;
-  rule.gc_param = jr::text_or(*j, "gc_param");
-  rule.launcher = jr::text_or(*j, "launcher");
-  rule.pch_dir = jr::text_or(*j, "pch_dir");
-  if (const auto* rewrites = jr::array(*j, "rewrites"))
-    for (const auto& r : *rewrites)
-      rule.rewrites.push_back({jr::text_or(r, "from"), jr::text_or(r, "to"), jr::flag(r, "prefix").value_or(true)});
+  rule.compiler = jr::text_or(j, "compiler");
+  rule.gc_param = jr::text_or(j, "gc_param");
+  rule.launcher = jr::text_or(j, "launcher");
+  rule.pch_dir = jr::text_or(j, "pch_dir");
+  rule.rewrites = rule_rewrites(j);
   return rule;
 }
 

@@ -204,35 +204,53 @@ NvccCall rewrite_nvcc(const std::vector<std::string>& in, const NvccRule& rule) 
   return call;
 }
 
+Result<nlohmann::json> rule_object(std::string_view text, std::string_view what, std::string_view key,
+                                   std::string_view kind) {
+  auto j = util::json_parse_checked(text);
+  if (!j) return bad_input(std::string(what) + ": " + j.error().message, "delete it: opforge writes it again");
+  const auto value = util::json_read::text(*j, key);
+  if (!j->is_object() || !value || value->empty())
+    return bad_input(
+        std::string(what) + ": not " + std::string(kind) + " wrapper's rule (no \"" + std::string(key) + "\")",
+        "delete it: opforge writes it again");
+  return std::move(*j);
+}
+
+nlohmann::json rewrites_json(const std::vector<ArgRewrite>& rewrites) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rewrites) out.push_back({{"from", r.from}, {"to", r.to}, {"prefix", r.prefix}});
+  return out;
+}
+
+std::vector<ArgRewrite> rule_rewrites(const nlohmann::json& rule) {
+  namespace jr = util::json_read;
+  std::vector<ArgRewrite> out;
+  if (const auto* rewrites = jr::array(rule, "rewrites"))
+    for (const auto& r : *rewrites)
+      out.push_back({jr::text_or(r, "from"), jr::text_or(r, "to"), jr::flag(r, "prefix").value_or(true)});
+  return out;
+}
+
 std::string rule_json(const NvccRule& rule) {
-  nlohmann::json rewrites = nlohmann::json::array();
-  for (const auto& r : rule.rewrites) rewrites.push_back({{"from", r.from}, {"to", r.to}, {"prefix", r.prefix}});
   const nlohmann::json j = {{"nvcc", rule.nvcc.string()},         {"gencode", rule.gencode},
                             {"random_seed", rule.random_seed},    {"stable_names", rule.stable_names},
                             {"launcher", rule.launcher},          {"ccbin", rule.ccbin.string()},
-                            {"host_dir", rule.host_dir.string()}, {"rewrites", rewrites}};
+                            {"host_dir", rule.host_dir.string()}, {"rewrites", rewrites_json(rule.rewrites)}};
   return util::json_dump(j, 1) + "\n";
 }
 
 Result<NvccRule> parse_rule_json(std::string_view text, std::string_view what) {
   namespace jr = util::json_read;
-  auto j = util::json_parse_checked(text);
-  if (!j) return bad_input(std::string(what) + ": " + j.error().message, "delete it: opforge writes it again");
-  auto nvcc = jr::text(*j, "nvcc");
-  if (!j->is_object() || !nvcc || nvcc->empty())
-    return bad_input(std::string(what) + ": not an nvcc wrapper's rule (no \"nvcc\")",
-                     "delete it: opforge writes it again");
+  const auto j = OPFORGE_TRY(rule_object(text, what, "nvcc", "an nvcc"));
   NvccRule rule;
-  rule.nvcc = *nvcc;
-  rule.gencode = jr::texts(*j, "gencode");
-  rule.random_seed = jr::flag(*j, "random_seed").value_or(false);
-  rule.stable_names = jr::flag(*j, "stable_names").value_or(false);
-  rule.launcher = jr::text_or(*j, "launcher");
-  rule.ccbin = jr::text_or(*j, "ccbin");
-  rule.host_dir = jr::text_or(*j, "host_dir");
-  if (const auto* rewrites = jr::array(*j, "rewrites"))
-    for (const auto& r : *rewrites)
-      rule.rewrites.push_back({jr::text_or(r, "from"), jr::text_or(r, "to"), jr::flag(r, "prefix").value_or(true)});
+  rule.nvcc = jr::text_or(j, "nvcc");
+  rule.gencode = jr::texts(j, "gencode");
+  rule.random_seed = jr::flag(j, "random_seed").value_or(false);
+  rule.stable_names = jr::flag(j, "stable_names").value_or(false);
+  rule.launcher = jr::text_or(j, "launcher");
+  rule.ccbin = jr::text_or(j, "ccbin");
+  rule.host_dir = jr::text_or(j, "host_dir");
+  rule.rewrites = rule_rewrites(j);
   return rule;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/json.h"
 
 namespace opforge::compile {
 
@@ -41,6 +42,13 @@ struct NvccCall {
 
 /// The command nvcc `args` become under `rule`.
 NvccCall rewrite_nvcc(const std::vector<std::string>& args, const NvccRule& rule);
+
+/// What both rules' files share: a rule's text as a JSON object whose string member `key` is set
+/// (else bad_input naming `what`, the file, and `kind`, the wrapper), and its rewrites both ways.
+Result<nlohmann::json> rule_object(std::string_view text, std::string_view what, std::string_view key,
+                                   std::string_view kind);
+nlohmann::json rewrites_json(const std::vector<ArgRewrite>& rewrites);
+std::vector<ArgRewrite> rule_rewrites(const nlohmann::json& rule);
 
 /// The rule as the wrapper stores it beside its script (JSON), and back; bad_input names `what`.
 std::string rule_json(const NvccRule& rule);
