@@ -162,6 +162,7 @@ TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
         Bad{"d = 1979-05-27 7", 1, 16, "'1979-05-27' followed by a space and a lone digit"},
         Bad{"a=8[79-05-27 0\n", 1, 14, "'8[79-05-27' followed by a space and a lone digit"},
         Bad{"a=8'32-06-u5 0\n", 1, 4, "quote in the middle of a value"},
+        Bad{"f={3s={a=8{'3-06-u5 0\n", 1, 12, "quote in the middle of a value"},
         Bad{"a = [1, x\"\"\"y\n\"\"\"]\n", 1, 10, "quote in the middle of a value"}}) {
     auto r = recipe::check_toml_text(b.text);
     ASSERT_TRUE(r) << b.text;

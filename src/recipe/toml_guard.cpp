@@ -159,8 +159,15 @@ class Guard {
   }
 
   Found in_normal(char c) {
-    if ((c == '"' || c == '\'') && (after_equals_ || depth_ > 0) && i_ > 0 && inside_bare_value(text_[i_ - 1]))
+    const bool in_value = after_equals_ || depth_ > 0;
+    if ((c == '"' || c == '\'') && in_value && (bare_ || (i_ > 0 && inside_bare_value(text_[i_ - 1]))))
       return error("quote in the middle of a value", "a string is quoted from its first character: \"...\" or '...'");
+    // A bare value runs on through '{' and '[' for TOML++ (`8{'3-06-u5 0` asserts as `8'32` did):
+    // a quote anywhere in it is refused, not only right after a value character.
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ']' || c == '}' || c == '#' || c == '.' ||
+        c == '=')
+      bare_ = false;
+    else if (in_value && c != '"' && c != '\'' && c != '[' && c != '{') bare_ = true;
     if (c == '#') enter(State::comment, 1);
     else if (at("\"\"\"")) enter(State::ml_basic, 3);
     else if (at("'''")) enter(State::ml_literal, 3);
@@ -243,6 +250,7 @@ class Guard {
   int line_ = 1, column_ = 0;  // column of the character being looked at
   int depth_ = 0;              // open '[' / '{' of values
   bool after_equals_ = false;  // a value follows on this logical line
+  bool bare_ = false;          // inside a bare value (a number, a date, true): TOML++ reads on to a terminator
   int key_dots_ = 0;
   std::string open_;       // the '[' and '{' of values still open, innermost last
   bool trimming_ = false;  // after a line-ending backslash in a """ string
