@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "compile/command/command_backend.h"
+#include "compile/scratch/scratch.h"
+#include "compile/wrap/environment.h"
+#include "compile/wrap/wrappers.h"
 #include "compiler/cpu_target.h"
 #include "compiler/host.h"
 #include "probe/fake_machine.h"

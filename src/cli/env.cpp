@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "compile/command/command_backend.h"
+#include "compile/wrap/environment.h"
 #include "compiler/host.h"
 #include "plan/json.h"
 #include "plan/plan.h"

@@ -2,9 +2,10 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "compile/cache/sccache.h"
+#include "compile/compiler_cache/sccache.h"
 #include "compile/command/command_backend.h"
 #include "compile/native/native.h"
+#include "compile/wrap/environment.h"
 #include "compiler/host.h"
 #include "devices/nodes.h"
 #include "pipeline/kinds.h"

@@ -1,6 +1,7 @@
 /// The build record's inputs: everything the wheel was made from (recipe, source, toolkit, compiler,
 /// arch list, flags, the recorded environment), a command build's extras, and the fingerprint a
 /// no-op rebuild is recognised by.
+#include "compile/wrap/environment.h"
 #include "opforge/version.h"
 #include "pipeline/stages.h"
 #include "record/record.h"

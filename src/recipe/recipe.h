@@ -43,7 +43,7 @@ std::optional<Backend> backend_from_name(std::string_view n);
 /// "\"native\" or \"command\"" for messages.
 std::string backend_names();
 /// The compiler cache in front of a build's compiles: one row each in kCaches (the axis grows:
-/// adding one is a row here and its launcher in compile/cache/compiler_cache).
+/// adding one is a row here and its launcher in compile/compiler_cache/compiler_cache).
 enum class Cache { none, ccache, sccache };
 struct CacheKind {
   Cache cache;

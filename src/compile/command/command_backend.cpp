@@ -1,8 +1,4 @@
 #include "compile/command/command_backend.h"
-#include "compile/watch/compile_errors.h"
-
-#include "compile/cache/launcher.h"
-#include "cuda/torch_stable.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +10,13 @@
 
 #include "compile/command/cmake_log.h"
 #include "compile/command/op_schedule.h"
+#include "compile/command/wheel_match.h"
+#include "compile/compiler_cache/launcher.h"
+#include "compile/scratch/scratch.h"
+#include "compile/watch/compile_errors.h"
 #include "compile/watch/step_watch.h"
+#include "compile/wrap/environment.h"
+#include "compile/wrap/wrappers.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
 #include "cuda/torch_stable.h"

@@ -10,19 +10,16 @@
 #include <string_view>
 #include <vector>
 
-#include "compile/cache/sccache.h"
+#include "compile/compiler_cache/sccache.h"
 #include "compile/command/op_steps.h"
-#include "compile/command/wheel_match.h"
 #include "compile/pch/pch.h"
-#include "compile/scratch/scratch.h"
 #include "compile/watch/ninja_log.h"
 #include "compile/watch/progress.h"
 #include "compile/watch/step_watch.h"
-#include "compile/wrap/environment.h"
-#include "compile/wrap/wrappers.h"
 #include "plan/plan.h"
 #include "probe/machine.h"
 #include "util/error.h"
+#include "wheel/wheel.h"
 
 namespace opforge::compile {
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "compile/cache/compiler_cache.h"
-#include "compile/cache/launcher.h"
+#include "compile/compiler_cache/compiler_cache.h"
+#include "compile/compiler_cache/launcher.h"
 #include "compile/watch/compile_errors.h"
 #include "compile/wrap/wrappers.h"
 #include "compiler/host.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "compile/cache/ccache_stats.h"
-#include "compile/cache/sccache.h"
+#include "compile/compiler_cache/ccache_stats.h"
+#include "compile/compiler_cache/sccache.h"
 #include "compile/native/graph.h"
 #include "compile/native/ninja_file.h"
 #include "compile/watch/progress.h"

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "compile/cache/compiler_cache.h"
-#include "compile/cache/launcher.h"
+#include "compile/compiler_cache/compiler_cache.h"
+#include "compile/compiler_cache/launcher.h"
 #include "compile/pch/pch.h"
 #include "compiler/host.h"
 #include "settings/settings.h"

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "cache/layout.h"
-#include "compile/cache/launcher.h"
+#include "compile/compiler_cache/launcher.h"
 #include "compile/pch/pch.h"
 #include "compile/wrap/wrap_command.h"
 #include "compiler/flags.h"

@@ -1,5 +1,5 @@
-/// One build's ccache statistics (compile/cache/ccache_stats.h): its stats log parsed and summed up.
-#include "compile/cache/ccache_stats.h"
+/// One build's ccache statistics (compile/compiler_cache/ccache_stats.h): its stats log parsed and summed up.
+#include "compile/compiler_cache/ccache_stats.h"
 
 #include "util/strings.h"
 

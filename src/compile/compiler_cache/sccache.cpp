@@ -1,9 +1,9 @@
-#include "compile/cache/sccache.h"
+#include "compile/compiler_cache/sccache.h"
 
 #include <chrono>
 #include <memory>
 
-#include "compile/cache/launcher.h"
+#include "compile/compiler_cache/launcher.h"
 #include "settings/child_env.h"
 #include "settings/settings.h"
 #include "util/json.h"

@@ -1,4 +1,4 @@
-#include "compile/cache/compiler_cache.h"
+#include "compile/compiler_cache/compiler_cache.h"
 
 #include "util/strings.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 /// What goes in front of each compile the wrappers run when the compiler cache is sccache: a
 /// launcher script that keeps the build machine's environment here. The compiler cache's business,
-/// not the wrappers' (compile/wrap/ uses it; compile/cache/sccache.cpp's test compile does too).
+/// not the wrappers' (compile/wrap/ uses it; compile/compiler_cache/sccache.cpp's test compile does too).
 #include <filesystem>
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "compile/cache/launcher.h"
+#include "compile/compiler_cache/launcher.h"
 
 #include "compiler/host.h"
 #include "settings/settings.h"
