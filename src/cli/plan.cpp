@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "compile/compiler_cache/sccache.h"
 #include "compile/command/command_backend.h"
+#include "compile/compiler_cache/sccache.h"
 #include "compile/native/native.h"
 #include "compile/wrap/environment.h"
 #include "compiler/host.h"

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "compile/compiler_cache/sccache.h"
 #include "compile/command/op_steps.h"
+#include "compile/compiler_cache/sccache.h"
 #include "compile/pch/pch.h"
 #include "compile/watch/ninja_log.h"
 #include "compile/watch/progress.h"
