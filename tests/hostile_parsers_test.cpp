@@ -130,6 +130,7 @@ TEST(TomlGuard, ValidTomlWithEveryConstructPasses) {
       "t = 1979-05-27 07:32:00\n"
       "u = [1979-05-27 , 1979-05-27T07:32:00Z, 1979-05-27 07:32:00.5]\n"
       "w = 1979-05-27 # 0\n"
+      "v = [1979-05-27t07:32:00, 1979-05-27T23:59:59.999-07:00]\n"
       "q = [\"a\",'b',\"\"\"c\"\"\"\"\", { x.\"y\" = 'z' }]\n";
   auto bad = recipe::check_toml_text(text);
   EXPECT_FALSE(bad) << bad->line << ":" << bad->column << ": " << bad->message;
@@ -163,7 +164,10 @@ TEST(TomlGuard, RefusesWhatTomlPlusPlusMustNotSee) {
         Bad{"a=8[79-05-27 0\n", 1, 14, "'8[79-05-27' followed by a space and a lone digit"},
         Bad{"a=8'32-06-u5 0\n", 1, 4, "quote in the middle of a value"},
         Bad{"f={3s={a=8{'3-06-u5 0\n", 1, 12, "quote in the middle of a value"},
-        Bad{"a = [1, x\"\"\"y\n\"\"\"]\n", 1, 10, "quote in the middle of a value"}}) {
+        Bad{"a = [1, x\"\"\"y\n\"\"\"]\n", 1, 10, "quote in the middle of a value"},
+        Bad{"a=8232-06-23t@|:3", 1, 14, "'8232-06-23t' not followed by a time"},
+        Bad{"d = [1979-05-27T:00]\n", 1, 17, "'1979-05-27T' not followed by a time"},
+        Bad{"d = {x = 1979-05-27T}\n", 1, 21, "'1979-05-27T' not followed by a time"}}) {
     auto r = recipe::check_toml_text(b.text);
     ASSERT_TRUE(r) << b.text;
     EXPECT_EQ(r->message, b.message) << b.text;

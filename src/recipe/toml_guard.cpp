@@ -167,7 +167,11 @@ class Guard {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ']' || c == '}' || c == '#' || c == '.' ||
         c == '=')
       bare_ = false;
-    else if (in_value && c != '"' && c != '\'' && c != '[' && c != '{') bare_ = true;
+    else if (in_value && c != '"' && c != '\'' && c != '[' && c != '{') {
+      if (!bare_)
+        if (auto e = date_then_no_time()) return e;
+      bare_ = true;
+    }
     if (c == '#') enter(State::comment, 1);
     else if (at("\"\"\"")) enter(State::ml_basic, 3);
     else if (at("'''")) enter(State::ml_literal, 3);
@@ -214,6 +218,21 @@ class Guard {
     column_ += 1;
     return error("'" + value + "' followed by a space and a lone digit",
                  "a date-time is written 1979-05-27 07:32:00 (or 1979-05-27T07:32:00); a date ends before the space");
+  }
+
+  /// TOML++ 3.3.0 reads a value that starts with a date and a 'T' or 't' ("1979-05-27T") as a
+  /// date-time and assumes a digit follows (parse_time asserts it: `a=8232-06-23t@|:3`, an
+  /// assumption in release builds). A date-time's time always starts with a digit, so anything
+  /// else there is refused. Called at a bare value's first character.
+  Found date_then_no_time() const {
+    const auto digit = [&](std::size_t k) { return k < text_.size() && text_[k] >= '0' && text_[k] <= '9'; };
+    const std::size_t k = i_;
+    for (std::size_t d : {0, 1, 2, 3, 5, 6, 8, 9})
+      if (!digit(k + d)) return std::nullopt;
+    if (text_[k + 4] != '-' || text_[k + 7] != '-') return std::nullopt;
+    if (k + 10 >= text_.size() || (text_[k + 10] != 'T' && text_[k + 10] != 't') || digit(k + 11)) return std::nullopt;
+    return TomlGuardError{line_, column_ + 11, "'" + std::string(text_.substr(k, 11)) + "' not followed by a time",
+                          "a date-time is written 1979-05-27T07:32:00; a date alone is 1979-05-27"};
   }
 
   void open_bracket(char c) {
