@@ -826,6 +826,31 @@ TEST(CompileCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
   EXPECT_NE(c->root.string(), first);
 }
 
+TEST(CompileCommandBackend, ATreeThatHoldsTheCacheFolderIsRefused) {
+  // Found by resume_fuzz: a link to the cache folder was copied, cache and all, into the tree, so
+  // the next build saw another source and never resumed (each copy larger than the last).
+  probe::FakeFileSystem fs;
+  probe::FakeProcessRunner proc;
+  probe::FakeEnvironment env(std::map<std::string, std::string>{});
+  probe::FakeDynamicLoader dl;
+  probe::Machine m{fs, proc, env, dl};
+  fs.add_file("/src/setup.py", "print('hi')\n");
+  fs.add_file("/cache/trees/0123456789abcdef/setup.py", "old\n");
+  fs.add_symlink("/src/csrc", "/cache");
+  auto a = compile::make_scratch_tree(m, "/src", "/cache");
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().kind, ErrorKind::bad_input);
+  EXPECT_NE(a.error().message.find("'/src/csrc' is opforge's cache folder (/cache) or inside it"), std::string::npos)
+      << a.error().render();
+  fs.remove_all("/src/csrc");
+  fs.add_symlink("/src/csrc", "/cache/trees");  // inside it
+  EXPECT_FALSE(compile::make_scratch_tree(m, "/src", "/cache"));
+  // A source folder around the cache: its walk reaches the cache folder.
+  fs.remove_all("/src/csrc");
+  EXPECT_FALSE(compile::make_scratch_tree(m, "/", "/cache"));
+  EXPECT_TRUE(compile::make_scratch_tree(m, "/src", "/cache"));
+}
+
 TEST(CompileCommandBackend, AKeptTreeOfTheSameContentAndKeyIsResumedAnyOtherCopiedAfresh) {
   probe::FakeFileSystem fs;
   probe::FakeProcessRunner proc;

@@ -37,7 +37,16 @@ constexpr std::uint64_t kMaxBytes = 4ULL << 30;
 struct Walk {
   std::vector<fs::path> open;  ///< the real folders being walked, outermost first
   std::uint64_t bytes = 0;
+  fs::path cache;  ///< the cache folder's real path: the copy must never take it in
 };
+
+/// The cache folder, or a folder inside it: a tree that holds it (a link to it, a source folder
+/// around it) would copy the build trees made there into the next one, which then never resumes.
+bool in_cache(const fs::path& real, const fs::path& cache) {
+  if (cache.empty()) return false;
+  const auto rel = real.lexically_relative(cache);
+  return !rel.empty() && *rel.begin() != "..";
+}
 
 Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out,
                     Walk& walk) {
@@ -72,8 +81,14 @@ Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel,
       }
     }
     if (type == probe::FileType::directory) {
+      const fs::path real = m.fs.canonical(p).value_or(p);
+      if (in_cache(real, walk.cache))
+        return bad_input("'" + strings::cut(p.string()) + "' is opforge's cache folder (" +
+                             strings::cut(walk.cache.string()) +
+                             ") or inside it: the copy would take in the build trees made there",
+                         "remove the link, or build from a folder that does not hold the cache (OPFORGE_CACHE_DIR)");
       out.push_back({r, type, "", 0755});
-      walk.open.push_back(m.fs.canonical(p).value_or(p));
+      walk.open.push_back(real);
       OPFORGE_CHECK(collect_tree(m, root, r, out, walk));
       walk.open.pop_back();
     } else if (type == probe::FileType::regular) {
@@ -154,6 +169,7 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
   if (cache_dir.empty()) return bad_input("no cache folder for the build tree", "set OPFORGE_CACHE_DIR (or HOME)");
   std::vector<TreeEntry> entries;
   Walk walk;
+  walk.cache = m.fs.canonical(cache_dir).value_or(cache_dir.lexically_normal());
   walk.open.push_back(m.fs.canonical(source).value_or(source));
   if (auto st = collect_tree(m, source, {}, entries, walk); !st) {
     if (st.error().kind == ErrorKind::bad_input) return opforge::unexpected(st.error());
