@@ -829,11 +829,9 @@ TEST(CompileCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
 TEST(CompileCommandBackend, ATreeThatHoldsTheCacheFolderIsRefused) {
   // Found by resume_fuzz: a link to the cache folder was copied, cache and all, into the tree, so
   // the next build saw another source and never resumed (each copy larger than the last).
-  probe::FakeFileSystem fs;
-  probe::FakeProcessRunner proc;
-  probe::FakeEnvironment env(std::map<std::string, std::string>{});
-  probe::FakeDynamicLoader dl;
-  probe::Machine m{fs, proc, env, dl};
+  probe::FakeMachine fake;
+  auto& fs = fake.fs;
+  const probe::Machine m = fake.machine();
   fs.add_file("/src/setup.py", "print('hi')\n");
   fs.add_file("/cache/trees/0123456789abcdef/setup.py", "old\n");
   fs.add_symlink("/src/csrc", "/cache");
