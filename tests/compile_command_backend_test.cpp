@@ -786,11 +786,9 @@ TEST(CompileCommandBackend, HostWrappersFollowTheRealCompilersStamp) {
 }
 
 TEST(CompileCommandBackend, ScratchTreeIsAFreshCopyAtAContentAddressedPath) {
-  probe::FakeFileSystem fs;
-  probe::FakeProcessRunner proc;
-  probe::FakeEnvironment env(std::map<std::string, std::string>{});
-  probe::FakeDynamicLoader dl;
-  probe::Machine m{fs, proc, env, dl};
+  probe::FakeMachine fake;
+  auto& fs = fake.fs;
+  const probe::Machine m = fake.machine();
   for (const char* top : {"/one/src", "/elsewhere/deeper/src"}) {
     fs.add_file(std::string(top) + "/setup.py", "print('hi')\n");
     fs.add_file(std::string(top) + "/run.sh", "#!/bin/sh\n", 0755);
@@ -838,7 +836,8 @@ TEST(CompileCommandBackend, ATreeThatHoldsTheCacheFolderIsRefused) {
   auto a = compile::make_scratch_tree(m, "/src", "/cache");
   ASSERT_FALSE(a);
   EXPECT_EQ(a.error().kind, ErrorKind::bad_input);
-  EXPECT_NE(a.error().message.find("'/src/csrc' is opforge's cache folder (/cache) or inside it"), std::string::npos)
+  EXPECT_NE(a.error().message.find("'/src/csrc' holds opforge's cache folder (/cache) or is inside its scratch trees"),
+            std::string::npos)
       << a.error().render();
   fs.remove_all("/src/csrc");
   fs.add_symlink("/src/csrc", "/cache/trees");  // inside it
@@ -847,14 +846,19 @@ TEST(CompileCommandBackend, ATreeThatHoldsTheCacheFolderIsRefused) {
   fs.remove_all("/src/csrc");
   EXPECT_FALSE(compile::make_scratch_tree(m, "/", "/cache"));
   EXPECT_TRUE(compile::make_scratch_tree(m, "/src", "/cache"));
+  // A source inside the cache is not one: [source] git checks out there (CI's DeepSpeed build
+  // was refused for its accelerator/ folder when this check took every folder inside the cache).
+  fs.add_file("/cache/git/repo-1/trees/abc/accelerator/real.py", "x = 1\n");
+  fs.add_file("/cache/git/repo-1/trees/abc/setup.py", "setup()\n");
+  EXPECT_TRUE(compile::make_scratch_tree(m, "/cache/git/repo-1/trees/abc", "/cache"));
+  fs.add_symlink("/src/csrc", "/cache/git/repo-1/trees/abc/accelerator");
+  EXPECT_TRUE(compile::make_scratch_tree(m, "/src", "/cache"));
 }
 
 TEST(CompileCommandBackend, AKeptTreeOfTheSameContentAndKeyIsResumedAnyOtherCopiedAfresh) {
-  probe::FakeFileSystem fs;
-  probe::FakeProcessRunner proc;
-  probe::FakeEnvironment env(std::map<std::string, std::string>{});
-  probe::FakeDynamicLoader dl;
-  probe::Machine m{fs, proc, env, dl};
+  probe::FakeMachine fake;
+  auto& fs = fake.fs;
+  const probe::Machine m = fake.machine();
   fs.add_file("/src/setup.py", "setup()\n");
   fs.add_file("/src/csrc/a.cu", "__global__ void a() {}\n");
   fs.add_file("/src/csrc/b.cu", "__global__ void b() {}\n");
@@ -995,11 +999,11 @@ TEST(CompileCommandBackend, NinjaLogsSayWhichStepsWereReusedAndWhichCompiled) {
 }
 
 TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
-  probe::FakeFileSystem fs;
-  probe::FakeProcessRunner proc;
-  probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
-  probe::FakeDynamicLoader dl;
-  probe::Machine m{fs, proc, env, dl};
+  probe::FakeMachine fake;
+  auto& fs = fake.fs;
+  auto& proc = fake.proc;
+  fake.env.set("PATH", "/usr/bin");
+  const probe::Machine m = fake.machine();
   fs.add_file("/src/setup.py", "");
   fs.add_file("/usr/bin/gcc-11", "", 0755);
   fs.add_file("/usr/bin/g++-11", "", 0755);
@@ -1013,7 +1017,7 @@ TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
   // The backend only checks the shim: the pipeline makes it (compiler::ensure_shim) first.
   auto missing =
-      (env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
+      (fake.env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind, ErrorKind::failed);
   EXPECT_EQ(missing.error().message,
@@ -1023,7 +1027,7 @@ TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
   ASSERT_TRUE(compiler::ensure_shim(fs, host));
   EXPECT_EQ(*fs.read_symlink("/w/shim/g++"), fs::path("/usr/bin/g++-11"));
   EXPECT_EQ(*fs.read_symlink("/w/shim/gcc"), fs::path("/usr/bin/gcc-11"));
-  auto r = (env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
+  auto r = (fake.env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
   ASSERT_FALSE(r);  // the fake command made no wheel
   ASSERT_EQ(proc.calls().size(), 1u);
   // CC and CXX are the -g0 wrappers, which run the shim's gcc and g++.
@@ -1040,16 +1044,16 @@ TEST(CompileCommandBackend, TheCommandRunsThroughTheShimTheBuildMadeFirst) {
 }
 
 TEST(CompileCommandBackend, RunsInSourceFolderThroughTheProcessRunner) {
-  probe::FakeFileSystem fs;
-  probe::FakeProcessRunner proc;
-  probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
-  probe::FakeDynamicLoader dl;
-  probe::Machine m{fs, proc, env, dl};
+  probe::FakeMachine fake;
+  auto& fs = fake.fs;
+  auto& proc = fake.proc;
+  fake.env.set("PATH", "/usr/bin");
+  const probe::Machine m = fake.machine();
   auto p = base_plan("/src", "/w");
   p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
   proc.on({"python3"}, probe::ProcessResult{.exit_code = 0, .out = "building\n"});
   fs.add_file("/src/setup.py", "");
-  auto r = (env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
+  auto r = (fake.env.set("OPFORGE_CACHE_DIR", "/cache"), compile::run_command_backend(m, p, {.wheel_dir = p.dist_dir}));
   ASSERT_FALSE(r);  // the fake command made no wheel
   EXPECT_NE(r.error().message.find("made no file matching \"dist/*.whl\""), std::string::npos) << r.error().message;
   ASSERT_EQ(proc.calls().size(), 1u);

@@ -38,14 +38,16 @@ struct Walk {
   std::vector<fs::path> open;  ///< the real folders being walked, outermost first
   std::uint64_t bytes = 0;
   fs::path cache;  ///< the cache folder's real path: the copy must never take it in
+  fs::path trees;  ///< its scratch trees' real path
 };
 
-/// The cache folder, or a folder inside it: a tree that holds it (a link to it, a source folder
-/// around it) would copy the build trees made there into the next one, which then never resumes.
-bool in_cache(const fs::path& real, const fs::path& cache) {
+/// The cache folder, a folder around it, or one inside its scratch trees: a source tree that holds
+/// one (a link to it, a source folder around the cache) would copy the trees made there into the
+/// next one, which then never resumes. A source inside the cache is fine: [source] git checks
+/// out there.
+bool holds_scratch_trees(const fs::path& real, const fs::path& cache, const fs::path& trees) {
   if (cache.empty()) return false;
-  const auto rel = real.lexically_relative(cache);
-  return !rel.empty() && *rel.begin() != "..";
+  return probe::is_within(cache, real) || probe::is_within(real, trees);
 }
 
 Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out,
@@ -82,10 +84,10 @@ Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel,
     }
     if (type == probe::FileType::directory) {
       const fs::path real = m.fs.canonical(p).value_or(p);
-      if (in_cache(real, walk.cache))
-        return bad_input("'" + strings::cut(p.string()) + "' is opforge's cache folder (" +
+      if (holds_scratch_trees(real, walk.cache, walk.trees))
+        return bad_input("'" + strings::cut(p.string()) + "' holds opforge's cache folder (" +
                              strings::cut(walk.cache.string()) +
-                             ") or inside it: the copy would take in the build trees made there",
+                             ") or is inside its scratch trees: the copy would take in the build trees made there",
                          "remove the link, or build from a folder that does not hold the cache (OPFORGE_CACHE_DIR)");
       out.push_back({r, type, "", 0755});
       walk.open.push_back(real);
@@ -170,6 +172,7 @@ Result<ScratchTree> make_scratch_tree(probe::Machine m, const fs::path& source, 
   std::vector<TreeEntry> entries;
   Walk walk;
   walk.cache = m.fs.canonical(cache_dir).value_or(cache_dir.lexically_normal());
+  walk.trees = cache::folder(walk.cache, cache::Kind::tree);
   walk.open.push_back(m.fs.canonical(source).value_or(source));
   if (auto st = collect_tree(m, source, {}, entries, walk); !st) {
     if (st.error().kind == ErrorKind::bad_input) return opforge::unexpected(st.error());
