@@ -836,7 +836,7 @@ TEST(CompileCommandBackend, ATreeThatHoldsTheCacheFolderIsRefused) {
   auto a = compile::make_scratch_tree(m, "/src", "/cache");
   ASSERT_FALSE(a);
   EXPECT_EQ(a.error().kind, ErrorKind::bad_input);
-  EXPECT_NE(a.error().message.find("'/src/csrc' holds opforge's cache folder (/cache) or is inside its scratch trees"),
+  EXPECT_NE(a.error().message.find("'/src/csrc' holds opforge's cache folder (/cache) or a scratch tree made there"),
             std::string::npos)
       << a.error().render();
   fs.remove_all("/src/csrc");
@@ -853,6 +853,9 @@ TEST(CompileCommandBackend, ATreeThatHoldsTheCacheFolderIsRefused) {
   EXPECT_TRUE(compile::make_scratch_tree(m, "/cache/git/repo-1/trees/abc", "/cache"));
   fs.add_symlink("/src/csrc", "/cache/git/repo-1/trees/abc/accelerator");
   EXPECT_TRUE(compile::make_scratch_tree(m, "/src", "/cache"));
+  // Nor is a scratch tree's own folder when the source is that tree.
+  fs.add_file("/cache/trees/0123456789abcdef/csrc/op.cpp", "int op();\n");
+  EXPECT_TRUE(compile::make_scratch_tree(m, "/cache/trees/0123456789abcdef", "/cache"));
 }
 
 TEST(CompileCommandBackend, AKeptTreeOfTheSameContentAndKeyIsResumedAnyOtherCopiedAfresh) {

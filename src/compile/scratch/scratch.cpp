@@ -41,13 +41,14 @@ struct Walk {
   fs::path trees;  ///< its scratch trees' real path
 };
 
-/// The cache folder, a folder around it, or one inside its scratch trees: a source tree that holds
-/// one (a link to it, a source folder around the cache) would copy the trees made there into the
-/// next one, which then never resumes. A source inside the cache is fine: [source] git checks
-/// out there.
-bool holds_scratch_trees(const fs::path& real, const fs::path& cache, const fs::path& trees) {
-  if (cache.empty()) return false;
-  return probe::is_within(cache, real) || probe::is_within(real, trees);
+/// The cache folder, a folder around it, or a scratch tree outside the source: a source tree that
+/// holds one (a link to it, a source folder around the cache) would copy the trees made there into
+/// the next one, which then never resumes. A source inside the cache is fine ([source] git checks
+/// out there), and so are a source's own folders when it is itself a scratch tree.
+bool holds_scratch_trees(const fs::path& real, const Walk& walk) {
+  if (walk.cache.empty()) return false;
+  return probe::is_within(walk.cache, real) ||
+         (probe::is_within(real, walk.trees) && !probe::is_within(real, walk.open.front()));
 }
 
 Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel, std::vector<TreeEntry>& out,
@@ -84,10 +85,10 @@ Status collect_tree(probe::Machine m, const fs::path& root, const fs::path& rel,
     }
     if (type == probe::FileType::directory) {
       const fs::path real = m.fs.canonical(p).value_or(p);
-      if (holds_scratch_trees(real, walk.cache, walk.trees))
+      if (holds_scratch_trees(real, walk))
         return bad_input("'" + strings::cut(p.string()) + "' holds opforge's cache folder (" +
                              strings::cut(walk.cache.string()) +
-                             ") or is inside its scratch trees: the copy would take in the build trees made there",
+                             ") or a scratch tree made there: the copy would take in the build trees made there",
                          "remove the link, or build from a folder that does not hold the cache (OPFORGE_CACHE_DIR)");
       out.push_back({r, type, "", 0755});
       walk.open.push_back(real);
