@@ -21,3 +21,40 @@ aarch64_toolkit() {
     ln -s site/nvidia/cu13/nvvm nvvm && mkdir lib64 && for f in site/nvidia/cu13/lib/*; do ln -s "../$f" lib64/; done &&
     ln -s libcudart.so.13 lib64/libcudart.so && ln -s lib64 lib && chmod +x bin/* nvvm/bin/*)
 }
+
+# causal_conv1d_recipe FILE PLATFORM VENV: the recipe both project scripts build causal-conv1d
+# 1.7.0 with (the unpacked sdist beside FILE, sm_90 only, the command backend through VENV's python).
+causal_conv1d_recipe() {
+  cat > "$1" <<TOML
+[package]
+name = "causal-conv1d"
+version = "1.7.0"
+
+[source]
+path = "causal_conv1d-1.7.0"
+
+[cuda]
+python = "$3/bin/python"
+
+[arch]
+list = "9.0"
+
+[build]
+backend = "command"
+platform = "$2"
+command = ["$3/bin/python", "setup.py", "bdist_wheel"]
+
+[build.env]
+CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
+TOML
+}
+
+# warm_aarch64_cache: cross-builds the small test extension in $work/warm, which fetches the aarch64
+# torch and CUDA runtime into the cache folder, so that a timed build after it downloads nothing.
+warm_aarch64_cache() {
+  cp -r "$repo/tests/fixtures/cuda_extension" "$work/warm"
+  sed -e '/^\[build\]/a platform = "aarch64"' -e "s#^command = .*#command = [\"$venv/bin/python\", \"setup.py\", \"bdist_wheel\"]#" \
+    "$work/warm/opforge.toml" > "$work/warm/x.toml"
+  printf '[cuda]\npython = "%s"\n' "$venv/bin/python" >> "$work/warm/x.toml"
+  (cd "$work/warm" && "$opforge" build x.toml -q) > "$work/warm.log" 2>&1 || { tail -30 "$work/warm.log"; exit 1; }
+}

@@ -23,43 +23,14 @@ export OPFORGE_CACHE_DIR="$work/cache"
 unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST MAX_JOBS
 sdist=$("$repo/tests/e2e/fetch_sdist.sh" causal-conv1d 1.7.0)
 
-recipe() {  # recipe DIR PLATFORM
-  cat > "$1/causal-conv1d.toml" <<TOML
-[package]
-name = "causal-conv1d"
-version = "1.7.0"
-
-[source]
-path = "causal_conv1d-1.7.0"
-
-[cuda]
-python = "$venv/bin/python"
-
-[arch]
-list = "9.0"
-
-[build]
-backend = "command"
-platform = "$2"
-command = ["$venv/bin/python", "setup.py", "bdist_wheel"]
-
-[build.env]
-CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
-TOML
-}
-
-. "$here/common.sh"  # timed, aarch64_toolkit
+. "$here/common.sh"  # timed, aarch64_toolkit, causal_conv1d_recipe, warm_aarch64_cache
 
 # Fetch the aarch64 torch and runtime first: a cross-build of the small test extension.
-cp -r "$repo/tests/fixtures/cuda_extension" "$work/warm"
-sed -e '/^\[build\]/a platform = "aarch64"' -e "s#^command = .*#command = [\"$venv/bin/python\", \"setup.py\", \"bdist_wheel\"]#" \
-  "$work/warm/opforge.toml" > "$work/warm/x.toml"
-printf '[cuda]\npython = "%s"\n' "$venv/bin/python" >> "$work/warm/x.toml"
-(cd "$work/warm" && "$opforge" build x.toml -q) > "$work/warm.log" 2>&1 || { tail -30 "$work/warm.log"; exit 1; }
+warm_aarch64_cache
 
 for side in x86_64:x86 aarch64:a aarch64:b; do
   platform=${side%%:*} dir=$work/${side#*:}
-  mkdir -p "$dir" && tar -xzf "$sdist" -C "$dir" && recipe "$dir" "$platform"
+  mkdir -p "$dir" && tar -xzf "$sdist" -C "$dir" && causal_conv1d_recipe "$dir/causal-conv1d.toml" "$platform" "$venv"
   timed "${side#*:}" sh -c "cd '$dir' && '$opforge' build causal-conv1d.toml > build.log 2>&1" ||
     { tail -40 "$dir/build.log"; exit 1; }
 done

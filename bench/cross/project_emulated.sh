@@ -26,7 +26,7 @@ rm -rf "$work" && mkdir -p "$work"
 export OPFORGE_CACHE_DIR="$work/cache"
 unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST MAX_JOBS
 sdist=$("$repo/tests/e2e/fetch_sdist.sh" causal-conv1d 1.7.0)
-. "$here/common.sh"  # timed, aarch64_toolkit
+. "$here/common.sh"  # timed, aarch64_toolkit, causal_conv1d_recipe, warm_aarch64_cache
 
 # The emulated side's setup: the toolkit, setup.py's own needs, the sources with one arch.
 . "$repo/tests/install/make_root.sh"
@@ -56,34 +56,9 @@ TIMEFORMAT='%R %U %S'
 STEPS
 
 # Cross: warm the cache (aarch64 torch and runtime) with the small test extension, then the project.
-cp -r "$repo/tests/fixtures/cuda_extension" "$work/warm"
-sed -e '/^\[build\]/a platform = "aarch64"' -e "s#^command = .*#command = [\"$venv/bin/python\", \"setup.py\", \"bdist_wheel\"]#" \
-  "$work/warm/opforge.toml" > "$work/warm/x.toml"
-printf '[cuda]\npython = "%s"\n' "$venv/bin/python" >> "$work/warm/x.toml"
-(cd "$work/warm" && "$opforge" build x.toml -q) > "$work/warm.log" 2>&1 || { tail -30 "$work/warm.log"; exit 1; }
+warm_aarch64_cache
 mkdir -p "$work/cross" && tar -xzf "$sdist" -C "$work/cross"
-cat > "$work/cross/causal-conv1d.toml" <<TOML
-[package]
-name = "causal-conv1d"
-version = "1.7.0"
-
-[source]
-path = "causal_conv1d-1.7.0"
-
-[cuda]
-python = "$venv/bin/python"
-
-[arch]
-list = "9.0"
-
-[build]
-backend = "command"
-platform = "aarch64"
-command = ["$venv/bin/python", "setup.py", "bdist_wheel"]
-
-[build.env]
-CAUSAL_CONV1D_FORCE_BUILD = "TRUE"
-TOML
+causal_conv1d_recipe "$work/cross/causal-conv1d.toml" aarch64 "$venv"
 timed cross sh -c "cd '$work/cross' && '$opforge' build causal-conv1d.toml > build.log 2>&1" ||
   { tail -40 "$work/cross/build.log"; exit 1; }
 
