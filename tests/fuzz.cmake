@@ -16,9 +16,14 @@ file(GLOB fuzz_harnesses CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*_fu
 foreach(harness IN LISTS fuzz_harnesses)
   get_filename_component(name ${harness} NAME_WE)
   string(REGEX REPLACE "_fuzz$" "" corpus ${name})
+  # A harness's dictionary (tests/fuzz/<name>.dict: the keys its reader looks for), when it has one.
+  set(dict_arg "")
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${corpus}.dict)
+    set(dict_arg -dict=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${corpus}.dict)
+  endif()
   add_test(NAME fuzz.${corpus}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_one.sh ${fuzz_build}/${name}
                    ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/${corpus} ${fuzz_build}/work/${corpus}
-                   -runs=${OPFORGE_FUZZ_RUNS})
+                   -runs=${OPFORGE_FUZZ_RUNS} ${dict_arg})
   set_tests_properties(fuzz.${corpus} PROPERTIES FIXTURES_REQUIRED fuzz_build TIMEOUT 900 LABELS fuzz)
 endforeach()
