@@ -2,10 +2,10 @@
 /// precompiled header, the arguments the header is made with and keyed by, and the project's own
 /// macros left out of them.
 #include <algorithm>
-#include <iterator>
 
 #include "compile/pch/detail.h"
 #include "compile/pch/pch.h"
+#include "probe/links.h"
 
 namespace opforge::compile::pch {
 
@@ -50,14 +50,6 @@ bool is_cxx_source(std::string_view name) {
   for (std::string_view s : {".cpp", ".cc", ".cxx", ".c++", ".cp", ".CPP", ".C"})
     if (name.size() > s.size() && name.ends_with(s)) return true;
   return false;
-}
-
-/// Whether `dir` is `tree` or inside it (lexically).
-bool inside(const fs::path& dir, const fs::path& tree) {
-  if (tree.empty()) return false;
-  const auto d = dir.lexically_normal(), t = tree.lexically_normal();
-  auto [a, b] = std::mismatch(t.begin(), t.end(), d.begin(), d.end());
-  return a == t.end() || (std::next(a) == t.end() && a->empty());
 }
 
 CompileLine parse(const std::vector<std::string>& args) {
@@ -111,14 +103,15 @@ std::vector<std::string> header_args(const CompileLine& c, const fs::path& tree)
       continue;
     }
     if (x == "-I" || x == "-isystem" || x == "-iquote" || x == "-idirafter") {
-      if (!(inside(next, tree) || (!tree.empty() && fs::path(next).is_relative()))) {
+      if (!(probe::is_within(next, tree) || (!tree.empty() && fs::path(next).is_relative()))) {
         out.push_back(x);
         out.push_back(next);
       }
       ++i;
       continue;
     }
-    if (x.starts_with("-I") && (inside(x.substr(2), tree) || (!tree.empty() && fs::path(x.substr(2)).is_relative())))
+    if (x.starts_with("-I") &&
+        (probe::is_within(x.substr(2), tree) || (!tree.empty() && fs::path(x.substr(2)).is_relative())))
       continue;
     if (x == "-D" && next.starts_with("TORCH_EXTENSION_NAME=")) {
       ++i;

@@ -12,9 +12,6 @@ namespace opforge::compile::pch {
 /// Whether a file name is a C++ source's (.cpp, .cc, .cxx, .c++, .cp, .CPP, .C); compile_line.cpp.
 bool is_cxx_source(std::string_view name);
 
-/// Whether `dir` is `tree` or inside it (lexically); compile_line.cpp.
-bool inside(const fs::path& dir, const fs::path& tree);
-
 /// The value of the compile's -DTORCH_EXTENSION_NAME ("" without one); compile_line.cpp.
 std::string extension_name(const CompileLine& c);
 

@@ -6,6 +6,7 @@
 #include "cache/layout.h"
 #include "compile/pch/detail.h"
 #include "compile/pch/pch.h"
+#include "probe/links.h"
 #include "settings/settings.h"
 #include "util/strings.h"
 
@@ -67,7 +68,7 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
   std::vector<fs::path> project_dirs;
   for (const auto& d : line.include_dirs) {
     const fs::path dir = fs::path(d).is_absolute() ? fs::path(d) : cwd / d;
-    if (tree.empty() || inside(dir, tree)) project_dirs.push_back(dir);
+    if (tree.empty() || probe::is_within(dir, tree)) project_dirs.push_back(dir);
   }
   const fs::path src_path = fs::path(source).is_absolute() ? fs::path(source) : cwd / source;
   const SourceScan found = scan(m.fs, src_path, project_dirs, tree);
@@ -105,8 +106,9 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
   }
   // Sources by their path in the scratch tree: a second build of the same project counts once.
   auto named = [&](const fs::path& p) {
-    return !tree.empty() && inside(p, tree) ? p.lexically_normal().lexically_relative(tree.lexically_normal()).string()
-                                            : p.lexically_normal().string();
+    return !tree.empty() && probe::is_within(p, tree)
+               ? p.lexically_normal().lexically_relative(tree.lexically_normal()).string()
+               : p.lexically_normal().string();
   };
   const fs::path wanted = pch_dir / ("." + entry.filename().string() + ".wanted");
   if (m.fs.type_of(done) != probe::FileType::regular) {
@@ -137,10 +139,10 @@ int host_compile(probe::Machine m, const std::vector<std::string>& argv) {
       if (auto plan = m.fs.read_file(tree / kPlanFile, 4u << 20))
         for (const auto& other : planned_alike(*plan, extension_name(line), tree, consulted)) {
           const fs::path p = tree / other.source;
-          if (!inside(p, tree)) continue;
+          if (!probe::is_within(p, tree)) continue;
           std::vector<fs::path> dirs;
           for (const auto& d : other.include_dirs)
-            if (inside(tree / d, tree)) dirs.push_back(tree / d);
+            if (probe::is_within(tree / d, tree)) dirs.push_back(tree / d);
           count(p, dirs);
           if (known.size() >= kMakeAt) break;
         }
