@@ -27,7 +27,7 @@ using opforge::test_util::spit;
 
 // ------------------------------------------------------------------------------ inputs
 
-std::string fixture_source() {
+std::string records_fixture_source() {
   return std::string("[source]\npath = \"") + OPFORGE_TEST_FIXTURES + "\"\nops_dir = \"ops\"\n";
 }
 
@@ -41,7 +41,8 @@ std::string record_json(const std::string& inputs, const std::string& wheel = "\
 /// A recipe whose build command would leave `pwned` in the case folder, and a record naming it
 /// with the recipe's true sha256 (a hand-written record can always get that right).
 void command_recipe_and_record(const fs::path& dir, const std::string& recipe_sha = "") {
-  std::string recipe = fixture_source() + "[build]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"touch " +
+  std::string recipe = records_fixture_source() +
+                       "[build]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"touch " +
                        (dir / "pwned").string() + "\"]\n";
   spit(dir / "r.toml", recipe);
   std::string sha = recipe_sha.empty() ? opforge::sha256_hex(recipe) : recipe_sha;
@@ -122,7 +123,7 @@ void zip_of_empty_files(const fs::path& path, std::uint64_t count) {
   std::string z, cd;
   z.reserve(count * 40);
   cd.reserve(count * 56);
-  char name[16];
+  char name[24];  // "e/" and up to 20 digits: gcc checks the whole range at -O0
   for (std::uint64_t i = 0; i < count; ++i) {
     std::snprintf(name, sizeof name, "e/%07llu", static_cast<unsigned long long>(i));
     const std::size_t offset = z.size();
@@ -235,7 +236,7 @@ auto text_file(const char* name, std::string text) {
 }
 auto record_file(std::string text) { return text_file("r.json", std::move(text)); }
 
-const Case kCases[] = {
+const Case kRecordCases[] = {
     // ---- build records: not records at all
     {"record_empty", record_file(""), "verify r.json", 2, "r.json: not an opforge build record (not a JSON object)"},
     {"record_text", record_file("hello"), "verify r.json", 2,
@@ -372,16 +373,16 @@ const Case kCases[] = {
     {"inspect_unknown_flag", nullptr, "inspect --jsn w.whl", 2, "--jsn"},
 };
 
-struct CliRun {
+struct RecordsCliRun {
   int exit_code = -1;
   std::string out, err;
 };
 
-CliRun run_cli(const fs::path& cwd, const std::string& args) {
+RecordsCliRun run_cli(const fs::path& cwd, const std::string& args) {
   std::string cmd = "cd '" + cwd.string() + "' && env -i PATH=/usr/bin:/bin HOME='" + (cwd / "home").string() +
                     "' TMPDIR='" + (cwd / "tmp").string() + "' OPFORGE_CACHE_DIR='" + (cwd / "home").string() +
                     "/cache' timeout 60 '" + OPFORGE_BINARY + "' " + args + " >stdout.txt 2>stderr.txt";
-  CliRun r;
+  RecordsCliRun r;
   int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(cwd / "stdout.txt");
@@ -408,7 +409,7 @@ TEST_P(CliHostileRecords, ExitCodeMessageAndNothingWritten) {
   spit(dir / "stdout.txt", "");
   spit(dir / "stderr.txt", "");
   auto before = listing(dir);
-  CliRun r = run_cli(dir, c.args);
+  RecordsCliRun r = run_cli(dir, c.args);
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
   EXPECT_NE(r.err.find(c.expected), std::string::npos) << "stderr:\n" << r.err;
   EXPECT_LT(r.err.size(), 4096u) << "messages quote untrusted text only in part";
@@ -419,9 +420,9 @@ TEST_P(CliHostileRecords, ExitCodeMessageAndNothingWritten) {
   EXPECT_FALSE(fs::exists(dir / "pwned")) << "a command from the record ran";
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, CliHostileRecords, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Table, CliHostileRecords, ::testing::ValuesIn(kRecordCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(CliHostileRecords, TableHasAtLeast25Rows) { EXPECT_GE(std::size(kCases), 25u); }
+TEST(CliHostileRecords, TableHasAtLeast25Rows) { EXPECT_GE(std::size(kRecordCases), 25u); }
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace opforge::target {
 namespace {
 
-constexpr std::array<IsaFamily, 18> kFamilies{{
+constexpr std::array<IsaFamily, 18> kArmFamilies{{
     {"LSE", 2, "__ARM_FEATURE_ATOMICS"},
     {"CRC32", 2, "__ARM_FEATURE_CRC32"},
     {"RDM", 2, "__ARM_FEATURE_QRDMX"},
@@ -31,11 +31,11 @@ constexpr std::array<IsaFamily, 18> kFamilies{{
     {"SME", 0, "__ARM_FEATURE_SME"},
 }};
 
-constexpr std::string_view kLevels[] = {"armv8-a", "armv8.2-a", "armv8.4-a", "armv9-a"};
+constexpr std::string_view kArmLevels[] = {"armv8-a", "armv8.2-a", "armv8.4-a", "armv9-a"};
 
 // gcc names CPUs only in -mcpu= (and gcc 12 knows no neoverse-v2), so each CPU's `arch` is the
 // architecture plus its extensions, which every gcc that knows the architecture accepts.
-const std::vector<NamedCpu>& named_cpus() {
+const std::vector<NamedCpu>& arm_named_cpus() {
   static const std::vector<NamedCpu> cpus = {
       // AWS Graviton2, Ampere Altra: Armv8.2-A with FP16, dot product (and RCPC).
       {"neoverse-n1", 2, {"FP16", "DotProd"}, "armv8.2-a+fp16+dotprod+rcpc", {}},
@@ -108,7 +108,7 @@ std::set<std::string> arm_families_of_flags(const std::vector<std::string>& flag
 }  // namespace
 
 const CpuMachine& arm_machine() {
-  static const CpuMachine machine{"aarch64", kFamilies, kLevels, named_cpus(), arm_families_of_flags, true};
+  static const CpuMachine machine{"aarch64", kArmFamilies, kArmLevels, arm_named_cpus(), arm_families_of_flags, true};
   return machine;
 }
 

@@ -9,7 +9,7 @@ fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f "$build/build.ninja" ]; then
-  # A unity build: eight .cpp files to one compile (the heavy headers read once per eight).
+  # A unity build: 32 .cpp files to one compile (the heavy headers read once per 32).
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_UNITY_BUILD=ON \
     "${launcher[@]}" >/dev/null
 fi
