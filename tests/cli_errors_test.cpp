@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -24,11 +26,8 @@ struct ErrorCase {
   bool prefix_only = false;  ///< for messages whose tail comes from another stage (cuda/, devices/)
 };
 
-// Each recipe starts with these lines (so the line numbers below count from 4).
-std::string fixture_source() {
-  return std::string("[source]\npath = \"") + OPFORGE_TEST_FIXTURES + "\"\nops_dir = \"ops\"\n";
-}
-
+// Each recipe starts with test_util::fixture_source()'s three lines (the line numbers below count
+// from 4).
 const ErrorCase kCases[] = {
     {"malformed_toml", "[package\nname = \"x\"\n", "", "plan r.toml", 2,
      "opforge: error: r.toml:4:9: invalid TOML: Error while parsing table header: expected ']', saw '\\n'\n"
@@ -208,7 +207,7 @@ TEST_P(CliErrors, ExactMessageAndExitCode) {
   fs::path dir = fs::path(OPFORGE_BUILD_DIR) / "cli_errors" / c.name;
   fs::remove_all(dir);
   fs::create_directories(dir);
-  if (c.recipe) std::ofstream(dir / "r.toml") << fixture_source() << c.recipe;
+  if (c.recipe) std::ofstream(dir / "r.toml") << opforge::test_util::fixture_source() << c.recipe;
   std::string env = c.env;
   if (auto pos = env.find("TORCH_CUDA_ARCH_LIST="); pos != std::string::npos) env = "'" + env + "'";
   CliRun r = run_cli(dir, env, c.args);

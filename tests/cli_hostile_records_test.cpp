@@ -27,10 +27,6 @@ using opforge::test_util::spit;
 
 // ------------------------------------------------------------------------------ inputs
 
-std::string records_fixture_source() {
-  return std::string("[source]\npath = \"") + OPFORGE_TEST_FIXTURES + "\"\nops_dir = \"ops\"\n";
-}
-
 /// A record as opforge writes it, with `inputs` spliced in as JSON text.
 std::string record_json(const std::string& inputs, const std::string& wheel = "\"w-1.0-py3-none-any.whl\"",
                         const std::string& format = "\"opforge-build-record/1\"") {
@@ -41,7 +37,7 @@ std::string record_json(const std::string& inputs, const std::string& wheel = "\
 /// A recipe whose build command would leave `pwned` in the case folder, and a record naming it
 /// with the recipe's true sha256 (a hand-written record can always get that right).
 void command_recipe_and_record(const fs::path& dir, const std::string& recipe_sha = "") {
-  std::string recipe = records_fixture_source() +
+  std::string recipe = opforge::test_util::fixture_source() +
                        "[build]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"touch " +
                        (dir / "pwned").string() + "\"]\n";
   spit(dir / "r.toml", recipe);

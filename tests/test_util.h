@@ -32,6 +32,14 @@ inline void spit(const std::filesystem::path& p, const std::string& text) {
   out << text;
 }
 
+#ifdef OPFORGE_TEST_FIXTURES
+/// The [source] table of a recipe that builds tests/fixtures' ops (three lines: a test's own
+/// recipe lines after it count from line 4).
+inline std::string fixture_source() {
+  return std::string("[source]\npath = \"") + OPFORGE_TEST_FIXTURES + "\"\nops_dir = \"ops\"\n";
+}
+#endif
+
 /// A file of tests/data (captured real outputs), e.g. data("nvcc/13.0-version.txt").
 inline std::string data(const std::string& rel) { return slurp(std::filesystem::path(OPFORGE_TEST_DATA) / rel); }
 
