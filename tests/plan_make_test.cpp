@@ -416,3 +416,59 @@ TEST(PlanMake, CrossCommandFindsTheTargetsPythonConfigurationOrNamesThePackage) 
 
 }  // namespace
 }  // namespace opforge::plan
+
+namespace opforge::plan {
+namespace {
+
+TEST(PlanMake, ArchListNoneIsAWheelWithoutGpuCodeOnPurpose) {
+  World w("[arch]\nlist = \"none\"\n");
+  auto p = w.make();
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_TRUE(p->arch.arches.empty());
+  EXPECT_EQ(p->arch.source, kNoGpuCodeSource);
+  EXPECT_TRUE(p->ops[0].builds());
+  EXPECT_FALSE(p->ops[1].builds());
+  EXPECT_EQ(p->ops[1].said(),
+            "skipped: it needs CUDA: [arch] list = \"none\": this recipe builds no GPU code; to build it, give [arch] "
+            "list the GPUs' architectures (\"auto\", \"9.0\"), or do not request vecadd");
+  EXPECT_EQ(p->wheel_version, "0.1.0+cpu");
+  EXPECT_EQ(p->exports.count("TORCH_CUDA_ARCH_LIST"), 0u);
+  EXPECT_EQ(p->exports.count("CUDA_HOME"), 0u);
+  // A CUDA op asked for by name cannot be built without GPU code: said, not skipped.
+  World asked("[arch]\nlist = \"none\"\n[ops]\nvecadd = true\n");
+  EXPECT_FALSE(asked.make());
+}
+
+TEST(PlanMake, AProjectsUnsetCudaSwitchIsAWarningBeforeTheBuild) {
+  World w;
+  const auto dir = test_util::temp_dir("plan-switch");
+  std::filesystem::create_directories(dir / "proj/csrc");
+  test_util::spit(dir / "proj/setup.py",
+                  "import os\nforce_cuda = os.getenv(\"FORCE_CUDA\", \"0\") == \"1\"\n"
+                  "skip = os.getenv(\"PROJ_SKIP_CUDA_BUILD\")\n");
+  test_util::spit(dir / "proj/csrc/k.cu", "");
+  test_util::spit(dir / "r.toml", "[package]\nname = \"proj\"\nversion = \"1.0\"\n[source]\npath = \"proj\"\n"
+                                  "[arch]\nlist = \"9.0\"\n[build]\nbackend = \"command\"\n"
+                                  "command = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
+  probe::FakeEnvironment env({{"PATH", "/usr/bin"}, {"OPFORGE_CACHE_DIR", (dir / "cache").string()}});
+  auto real = probe::real_machine();
+  w.opts.inspect_source = nullptr;
+  auto p = plan::make(probe::Machine{real.fs, real.proc, env, w.fm.dl}, dir / "r.toml", w.opts);
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->project_files.cuda_sources, 1u);
+  const std::string warning =
+      "the project reads FORCE_CUDA (setup.py:2) and this build does not set it: projects like this may compile "
+      "no CUDA code without it when no GPU is visible, and a wheel without the plan's 8.0;9.0+PTX is refused; set "
+      "[build.env] FORCE_CUDA = \"1\" (or [arch] list = \"none\" for a wheel without GPU code)";
+  EXPECT_NE(std::find(p->warnings.begin(), p->warnings.end(), warning), p->warnings.end())
+      << testing::PrintToString(p->warnings);
+  // Set by [build.env]: nothing to say (and the switch that turns CUDA off is never a warning).
+  test_util::spit(dir / "r.toml", test_util::slurp(dir / "r.toml") + "[build.env]\nFORCE_CUDA = \"1\"\n");
+  auto set = plan::make(probe::Machine{real.fs, real.proc, env, w.fm.dl}, dir / "r.toml", w.opts);
+  ASSERT_TRUE(set) << set.error().render();
+  for (const auto& line : set->warnings) EXPECT_EQ(line.find("the project reads"), std::string::npos) << line;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace opforge::plan

@@ -40,6 +40,15 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
   outcome.project_arch = out.project_arch;
   outcome.compiled_arch = wheel_gpu_targets(bytes);
+  {
+    GpuCodeSeen seen{.by_library = wheel_gpu_targets_by_file(bytes),
+                     .libraries = wheel_library_count(bytes),
+                     .wrapper_saw_nvcc = out.nvcc_commands > 0,
+                     .env = out.env,
+                     .wheel = out.wheel,
+                     .log = out.log};
+    OPFORGE_CHECK(check_gpu_code(plan, gpu_code_promise(plan), seen));
+  }
   // Per library where they differ (a project's sm_90a-only extension beside its plain ones).
   if (auto by_file = wheel_gpu_targets_by_file(bytes);
       std::adjacent_find(by_file.begin(), by_file.end(), [](auto& a, auto& b) { return a.second != b.second; }) !=

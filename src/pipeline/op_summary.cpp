@@ -63,11 +63,7 @@ std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>&
                          " ([arch] enforce = false keeps the project's)";
     else line += "; the project's own list " + strings::join(project, " ") + " ([arch] enforce = false)";
   }
-  // A project whose nvcc did not run through opforge's wrapper (its own nvcc path, a build without
-  // torch's ninja) is compiled as it says: name it rather than claim the plan's list.
-  if (plan.recipe.arch.enforce && !compiled.empty() && !planned.empty() && numbers(compiled) != numbers(planned))
-    line += "\n  warning: the wheel's GPU code is not the plan's " + strings::join(planned, " ") +
-            ": the project's nvcc did not run through opforge's wrapper (PYTORCH_NVCC)";
+  // A wheel whose GPU code is not the plan's never gets here: check_gpu_code refuses it.
   return line;
 }
 

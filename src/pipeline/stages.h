@@ -79,6 +79,9 @@ std::vector<std::string> wheel_gpu_targets(std::string_view bytes);
 /// The same, per library of the wheel that holds GPU code (its path in the wheel → its targets).
 std::map<std::string, std::vector<std::string>> wheel_gpu_targets_by_file(std::string_view bytes);
 
+/// The ELF files (libraries, extensions) in the wheel.
+std::size_t wheel_library_count(std::string_view bytes);
+
 /// What goes into the wheel besides the package: the op libraries (their hashes into `hashes`) and
 /// build_info.py, checked against the recipe's cpu_target, sorted by path.
 Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan& plan, const compile::RunResult& ran,
@@ -87,6 +90,39 @@ Result<std::vector<wheel::File>> wheel_files(probe::Machine m, const plan::Plan&
 
 /// The native wheel's spec: the plan's name, version and metadata, `files`, the stable-ABI floor.
 wheel::Spec wheel_spec(const plan::Plan& plan, const wheel::BuildInfo& info, std::vector<wheel::File> files);
+
+// gpu_code_check.cpp
+
+/// What a command build's wheel must hold of GPU code, from the plan.
+struct GpuCodePromise {
+  enum class Kind {
+    unchecked,  ///< nothing planned (no toolkit), or nothing of the project is CUDA
+    none,       ///< [arch] list = "none": no GPU code at all
+    some,       ///< [arch] enforce = false: the project's own list, but some GPU code
+    exactly,    ///< the plan's targets, no fewer and no others
+  };
+  Kind kind = Kind::unchecked;
+  std::vector<std::string> targets;  ///< exactly/some: planned_gpu_targets
+  std::string why;                   ///< why GPU code is expected: "the project has 3 CUDA sources (…)"
+};
+
+/// The promise of this plan: none for [arch] list = "none"; for an op tree, the plan's targets
+/// when a CUDA op is built; for any other project, when its tree holds CUDA sources.
+GpuCodePromise gpu_code_promise(const plan::Plan& plan);
+
+/// What the finished wheel holds, as check_gpu_code reads it.
+struct GpuCodeSeen {
+  std::map<std::string, std::vector<std::string>> by_library;  ///< wheel_gpu_targets_by_file
+  std::size_t libraries = 0;                                   ///< ELF files in the wheel
+  bool wrapper_saw_nvcc = false;  ///< the nvcc wrapper logged at least one of the project's commands
+  std::map<std::string, std::string> env;  ///< what the command ran with (a switch set there is said so)
+  fs::path wheel;                          ///< the refused wheel's place (kept for inspection)
+  fs::path log;                            ///< the command's output
+};
+
+/// failed (naming what is missing or extra, per library, the likely cause and the project's CUDA
+/// switches) when the wheel breaks the promise; the wheel stays where `seen.wheel` says.
+Status check_gpu_code(const plan::Plan& plan, const GpuCodePromise& promise, const GpuCodeSeen& seen);
 
 // op_summary.cpp
 

@@ -68,6 +68,13 @@ std::map<std::string, std::vector<std::string>> wheel_gpu_targets_by_file(std::s
   return out;
 }
 
+std::size_t wheel_library_count(std::string_view bytes) {
+  auto entries = wheel::read_archive(bytes);
+  if (!entries) return 0;
+  return static_cast<std::size_t>(
+      std::count_if(entries->begin(), entries->end(), [](const auto& e) { return wheel::is_elf(e.content); }));
+}
+
 std::vector<std::string> wheel_gpu_targets(std::string_view bytes) {
   std::set<std::string> all;
   for (const auto& [file, targets] : wheel_gpu_targets_by_file(bytes)) all.insert(targets.begin(), targets.end());

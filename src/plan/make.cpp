@@ -5,6 +5,7 @@
 
 #include "plan/stages.h"
 #include "probe/overlay_environment.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 
 namespace opforge::plan {
@@ -85,6 +86,31 @@ void decide_gcc_gc(Plan& plan) {
   plan.notes.push_back("gcc: " + plan.gcc_gc_why);
 }
 
+/// A command build of a CUDA project whose build files read a switch that turns its CUDA on, and
+/// that neither the caller nor [build.env] sets: without a GPU such projects build CPU-only, and the
+/// build would then be refused (pipeline/gpu_code_check.cpp). Said before the build starts.
+void warn_unset_cuda_switches(probe::Machine m, Plan& plan) {
+  if (plan.arch.arches.empty() || plan.project_files.cuda_sources == 0 ||
+      plan.source.catalogue == Catalogue::op_builder)
+    return;
+  const auto& build_env = plan.recipe.build.env;
+  // What the project's command sees of the caller's environment.
+  const settings::ChildEnv caller(m.env, settings::Child::command);
+  const std::string cmake_args = build_env.contains("CMAKE_ARGS") ? build_env.at("CMAKE_ARGS") : caller.value("CMAKE_ARGS");
+  for (const auto& s : plan.project_files.switches) {
+    if (s.turns_off) continue;
+    const bool set = s.cmake_option ? cmake_args.find("-D" + s.name) != std::string::npos
+                                    : build_env.contains(s.name) || caller.has(s.name);
+    if (set) continue;
+    const std::string fix =
+        s.cmake_option ? "[build.env] CMAKE_ARGS = \"-D" + s.name + "=ON\"" : "[build.env] " + s.name + " = \"1\"";
+    plan.warnings.push_back("the project reads " + s.name + " (" + s.file + ":" + std::to_string(s.line) +
+                            ") and this build does not set it: projects like this may compile no CUDA code without " +
+                            "it when no GPU is visible, and a wheel without the plan's " + plan.arch.str() +
+                            " is refused; set " + fix + " (or [arch] list = \"none\" for a wheel without GPU code)");
+  }
+}
+
 }  // namespace
 
 fs::path cache_dir(probe::Machine m, const Options&) { return settings::cache_dir(m.env); }
@@ -103,6 +129,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   plan.compile_timeout = OPFORGE_TRY(settings::compile_timeout(m.env, plan.compile_timeout));
   OPFORGE_CHECK(place_source(m, opts, plan));
   const bool command = recipe::project_build(plan.recipe);
+  if (command && !plan.source.root.empty()) plan.project_files = project::read_build_files(m.fs, plan.source.root);
   OPFORGE_CHECK(choose_platform(opts, plan));
   OpCatalogue catalogue = OPFORGE_TRY(load_catalogue(m, plan.recipe, plan.source, plan.python, command, plan.notes));
   // Each op as the target machine builds it: its [machine.<name>] sources and flags merged in.
@@ -115,6 +142,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
   }
   OPFORGE_CHECK(pin_cpu_target(m, opts, plan));
   if (!plan.cross()) OPFORGE_CHECK(named_host_for_cpu_code(m, plan, chain));
+  warn_unset_cuda_switches(m, plan);
   const Env toolkit = OPFORGE_TRY(toolkit_exports(m, opts, plan, chain));
   plan.ops = OPFORGE_TRY(decide_ops(m, opts, plan, catalogue, chain, toolkit));
   OPFORGE_CHECK(provision_cross_runtime(m, opts, plan, chain));

@@ -18,6 +18,7 @@
 #include "devices/arch.h"
 #include "ops/manifest.h"
 #include "probe/machine.h"
+#include "project/build_files.h"
 #include "recipe/recipe.h"
 #include "target/platform.h"
 #include "wheel/wheel.h"
@@ -37,6 +38,10 @@ enum class Catalogue {
 constexpr std::string_view catalogue_name(Catalogue c) {
   return c == Catalogue::op_toml ? "op.toml" : c == Catalogue::op_builder ? "op_builder" : "none";
 }
+
+/// ArchDecision::source of a plan whose recipe says `[arch] list = "none"`: a wheel without GPU
+/// code on purpose (no arch list exported, CUDA ops unavailable, a wheel with GPU code refused).
+inline constexpr std::string_view kNoGpuCodeSource = "recipe [arch] list = \"none\"";
 
 struct SourceInfo {
   fs::path root;       ///< absolute source tree
@@ -120,6 +125,8 @@ struct Plan {
   /// the target's <triple>/python3.X/pyconfig.h, searched after the cross compiler's own
   /// (-idirafter); empty otherwise.
   fs::path python_arch_include;
+  /// Command builds: what the project's build files say of its CUDA (its switches, its CUDA sources).
+  project::BuildFiles project_files;
   std::vector<std::string> notes;  ///< one line per decision worth explaining
   std::vector<std::string> warnings;
   /// The limit of each compile command (the ninja run, [build] command, an op's setup.py step):

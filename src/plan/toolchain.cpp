@@ -90,6 +90,16 @@ Status resolve_host(probe::Machine m, const Options& opts, Plan& plan, Toolchain
 
 Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& overrides, Plan& plan, Toolchain& chain) {
   if (!chain.unavailable.empty()) return {};
+  if (overrides.arch_list == recipe::kNoArchList) {
+    // A wheel without GPU code on purpose: no arch list reaches the project, CUDA ops are
+    // unavailable (said so, or an error for one requested), and the label says cpu.
+    plan.arch.source = std::string(kNoGpuCodeSource);
+    plan.arch.gpu_reader = "not read ([arch] list = \"none\")";
+    chain.unavailable = "[arch] list = \"none\": this recipe builds no GPU code";
+    chain.fix = "give [arch] list the GPUs' architectures (\"auto\", \"9.0\")";
+    plan.notes.push_back("arch list: none ([arch] list = \"none\": a wheel without GPU code, on purpose)");
+    return {};
+  }
   const bool from_nodes = overrides.arch_from == kFromNodes;
   const bool from_env = from_nodes || overrides.arch_from == "TORCH_CUDA_ARCH_LIST";
   auto arch = opts.resolvers.arch(m, *chain.tk, overrides.arch_list, plan.recipe.arch.fallback);

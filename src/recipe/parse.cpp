@@ -265,7 +265,8 @@ struct Parser {
         out.arch.list = strings::join(items, ";");
       } else if (n->as_string()) {
         out.arch.list = n->as_string()->get();
-        if (out.arch.list != "auto") OPFORGE_CHECK(check_arch_list(r, *n, out.arch.list, "arch.list"));
+        if (out.arch.list != "auto" && out.arch.list != kNoArchList)
+          OPFORGE_CHECK(check_arch_list(r, *n, out.arch.list, "arch.list"));
       } else {
         return opforge::unexpected(
             r.error_at(*n, "arch.list must be \"auto\", a string or an array of strings, not " + type_name(*n)));

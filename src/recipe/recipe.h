@@ -62,6 +62,9 @@ std::string cache_names();
 /// above it): more than ninja can usefully run on any machine.
 inline constexpr unsigned kMaxJobs = settings::kMaxJobs;
 
+/// `[arch] list = "none"`.
+inline constexpr const char* kNoArchList = "none";
+
 struct Recipe {
   fs::path file;  ///< the recipe file as given
   fs::path dir;   ///< its folder, absolute: relative paths in the recipe resolve against it
@@ -96,7 +99,9 @@ struct Recipe {
   } compiler;
 
   struct Arch {
-    std::string list = "auto";                 ///< "auto" or a TORCH_CUDA_ARCH_LIST-style list
+    /// "auto", a TORCH_CUDA_ARCH_LIST-style list, or "none" (kNoArchList): a wheel without GPU code
+    /// on purpose (a command build that makes GPU code all the same is refused).
+    std::string list = "auto";
     std::string fallback = "8.0;8.6;9.0+PTX";  ///< when auto finds no GPU
     /// Command builds: the -gencode/-arch options a project passes to nvcc are replaced by this
     /// list's (the project's own list is kept, and recorded, when false).

@@ -210,7 +210,7 @@ constexpr Setting kTable[] = {
     {key, "cuda.provision", "\"none\" or \"pypi\"", "\"none\"", true, "plan/provision_stage.cpp"},
     {key, "compiler.host", "\"auto\" or a command/path", "\"auto\"", true, "compiler/resolve.cpp"},
     {key, "compiler.allow_unsupported", "bool", "false", true, "compiler/host.cpp"},
-    {key, "arch.list", "\"auto\" or an arch list (string or array)", "\"auto\"", true, "devices/resolve.cpp"},
+    {key, "arch.list", "\"auto\", an arch list (string or array), or \"none\"", "\"auto\"", true, "devices/resolve.cpp"},
     {key, "arch.fallback", "an arch list", "\"8.0;8.6;9.0+PTX\"", true, "devices/resolve.cpp"},
     {key, "arch.enforce", "bool", "true", true, "compile/wrap/wrappers.cpp"},
     {key, "arch.env",

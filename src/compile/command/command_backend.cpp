@@ -507,6 +507,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
             std::to_string(out.ninja_steps.compiled) + " compiled");
   if (auto asked = m.fs.read_file(arch_log)) {
     out.project_arch = project_arch_targets(*asked);
+    out.nvcc_commands = static_cast<int>(std::count(asked->begin(), asked->end(), '\n'));
     (void)m.fs.write_file_atomic(plan.build_dir / "nvcc-arch.log", *asked);
   } else {
     (void)m.fs.remove(plan.build_dir / "nvcc-arch.log");

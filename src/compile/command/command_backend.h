@@ -47,6 +47,9 @@ struct CommandOutput {
   /// the nvcc wrapper's log (project_arch_targets); empty when no nvcc command named any, or when
   /// every compile was a cache hit and no nvcc ran.
   std::vector<std::string> project_arch;
+  /// The nvcc commands the wrapper ran (its log's lines): 0 when the project's nvcc never went
+  /// through it (or every compile was a compiler-cache hit).
+  int nvcc_commands = 0;
   /// cache = "sccache": where the compile steps ran (every command's counters summed), and what
   /// the build did about distribution.
   std::optional<SccacheStats> sccache;
