@@ -93,3 +93,25 @@ TEST(CompileStepWatch, TheThreadTellsEachNewPeakWhileTheBuildRuns) {
   EXPECT_EQ(steps[0].source, "a.cu");
   EXPECT_EQ(steps[0].peak_kib, 2048u);
 }
+
+TEST(CompileStepWatch, TheSummarySaysHowManyRanAtOnceAsMeasured) {
+  using compile::StepPeak;
+  // Two at once (b starts while a runs; c after both, in the next observation).
+  const std::vector<StepPeak> two = {{.source = "a.cu", .seconds = 4, .start = 0, .peak_kib = 2 << 20},
+                                     {.source = "b.cu", .seconds = 3, .start = 1, .peak_kib = 1 << 20},
+                                     {.source = "c.cpp", .seconds = 1, .start = 4.25, .peak_kib = 1 << 19}};
+  EXPECT_EQ(compile::most_at_once(two), 2);
+  EXPECT_EQ(compile::steps_said(two, 2),
+            "memory: 3 compile steps, 2 at once; the heaviest a.cu 2.0 GiB (4 s), b.cu 1.0 GiB (3 s), c.cpp 0.5 GiB "
+            "(1 s)");
+  // One after another, though two were allowed (setuptools without ninja): said, with its cost.
+  const std::vector<StepPeak> serial = {{.source = "a.cu", .seconds = 40, .start = 0, .peak_kib = 1 << 20},
+                                        {.source = "b.cu", .seconds = 20, .start = 40.25, .peak_kib = 1 << 20}};
+  EXPECT_EQ(compile::most_at_once(serial), 1);
+  EXPECT_EQ(compile::steps_said(serial, 2),
+            "memory: 2 compile steps, 1 at once (2 allowed); the heaviest a.cu 1.0 GiB (40 s), b.cu 1.0 GiB (20 s)\n"
+            "  the project compiled one file at a time, whatever MAX_JOBS says (setuptools without ninja: torch's "
+            "BuildExtension with use_ninja=False, or no ninja on PATH): its steps took 60 s, about 30 s at 2 at once");
+  EXPECT_EQ(compile::steps_said(serial, 1),
+            "memory: 2 compile steps, 1 at once; the heaviest a.cu 1.0 GiB (40 s), b.cu 1.0 GiB (20 s)");
+}

@@ -20,6 +20,13 @@ add_test(NAME e2e.arch_enforce
                  ${CMAKE_BINARY_DIR}/e2e/arch_enforce)
 set_tests_properties(e2e.arch_enforce PROPERTIES FIXTURES_REQUIRED torch_venv TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
                      COST 200)
+# A project that compiles CUDA only with FORCE_CUDA=1: without it the build is refused naming the
+# switch (no wheel in dist/); with it, sm_90 only; with [arch] list = "none", a CPU wheel on purpose.
+add_test(NAME e2e.cuda_switch
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cuda_switch.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/cuda_switch)
+set_tests_properties(e2e.cuda_switch PROPERTIES FIXTURES_REQUIRED torch_venv TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 150)
 # A project that asks for sm_90a itself (tests/fixtures/arch_specific): kept with [arch] list =
 # "9.0", per library in the summary and record; with "8.0" alone, stopped before nvcc runs.
 add_test(NAME e2e.arch_specific

@@ -28,13 +28,8 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
     if (heaviest > 0 && out.op_steps.empty()) peaks[plan::steps_peak_key(plan.recipe.package.name)] = heaviest;
     plan::store_compile_peaks(m.fs, cache_dir(m, options), peaks);
   }
-  if (!out.step_peaks.empty()) {
-    std::uint64_t heaviest = 0;
-    for (auto& step : out.step_peaks) heaviest = std::max(heaviest, step.peak_kib);
-    outcome.memory_said = "memory: " + std::to_string(out.step_peaks.size()) + " compile steps, " +
-                          std::to_string(plan.jobs) + " at once; the heaviest " +
-                          compile::heaviest_steps(out.step_peaks, 3);
-  }
+  // What ran, as the step watcher saw it: not the plan's job count.
+  if (!out.step_peaks.empty()) outcome.memory_said = compile::steps_said(out.step_peaks, plan.jobs);
   outcome.op_steps = out.op_steps;
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel, wheel::Limits{}.archive_bytes));
   OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));

@@ -117,6 +117,7 @@ void StepWatch::observe(const std::vector<ProcessView>& processes, double now_s)
     if (fresh) {
       s.step.source = source;
       s.first = now_s;
+      s.step.start = now_s;
       s.order = seen_.size();
     }
     s.step.seconds = now_s - s.first;
@@ -183,6 +184,40 @@ std::vector<StepPeak> StepWatchThread::finish() {
 }
 
 StepWatchThread::~StepWatchThread() { (void)finish(); }
+
+int most_at_once(const std::vector<StepPeak>& steps) {
+  // Starts before ends at one instant: two steps seen in the same observation overlap.
+  std::vector<std::pair<double, int>> events;
+  for (const auto& s : steps) {
+    events.emplace_back(s.start, 0);
+    events.emplace_back(s.start + s.seconds, 1);
+  }
+  std::sort(events.begin(), events.end());
+  int now = 0, most = 0;
+  for (const auto& [t, kind] : events) {
+    now += kind == 0 ? 1 : -1;
+    most = std::max(most, now);
+  }
+  return most;
+}
+
+std::string steps_said(const std::vector<StepPeak>& steps, unsigned jobs) {
+  const int most = most_at_once(steps);
+  std::string out = "memory: " + std::to_string(steps.size()) + " compile steps, " + std::to_string(most) +
+                    " at once" + (most < static_cast<int>(jobs) ? " (" + std::to_string(jobs) + " allowed)" : "") +
+                    "; the heaviest " + heaviest_steps(steps, 3);
+  if (most == 1 && jobs > 1 && steps.size() > 1) {
+    double total = 0;
+    for (const auto& s : steps) total += s.seconds;
+    // torch's BuildExtension compiles through ninja (MAX_JOBS at once) only with use_ninja and a
+    // ninja on PATH; setuptools' own path compiles one source after another.
+    out += "\n  the project compiled one file at a time, whatever MAX_JOBS says (setuptools without ninja: torch's "
+           "BuildExtension with use_ninja=False, or no ninja on PATH): its steps took " +
+           std::to_string(static_cast<long>(total + 0.5)) + " s, about " +
+           std::to_string(static_cast<long>(total / jobs + 0.5)) + " s at " + std::to_string(jobs) + " at once";
+  }
+  return out;
+}
 
 std::string heaviest_steps(std::vector<StepPeak> steps, std::size_t n) {
   std::stable_sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.peak_kib > b.peak_kib; });

@@ -34,6 +34,7 @@ std::vector<ProcessView> list_processes(const probe::FileSystem& fs, const std::
 struct StepPeak {
   std::string source;
   double seconds = 0;
+  double start = 0;  ///< the first observation that saw it, on the watch's clock
   std::uint64_t peak_kib = 0;
 };
 
@@ -77,6 +78,14 @@ class StepWatchThread {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+/// The most steps that ran at one time, as observed (steps seen in one observation overlap).
+int most_at_once(const std::vector<StepPeak>& steps);
+
+/// The summary's line of a command build's compile steps, from what ran: how many, the most at
+/// once (and the jobs allowed when fewer ran), the heaviest three; and, when a project that was
+/// allowed several compiled one file at a time, a second line saying so and what it cost.
+std::string steps_said(const std::vector<StepPeak>& steps, unsigned jobs);
 
 /// "flash_fwd_hdim128_bf16_sm80.cu 4.8 GiB (312 s), …": the `n` steps of largest peak, largest first.
 std::string heaviest_steps(std::vector<StepPeak> steps, std::size_t n);
