@@ -113,6 +113,7 @@ grep -q '^for _k, _v in sorted' envdump/src/setup.py || fail "envdump: setup.py 
 # A file that takes a moment to compile, so that its sandbox is there to be seen.
 /usr/bin/python3 -c 'print("\n".join("int opforge_big_%d(int x) { return x * %d + %d; }" % (i, i, i) for i in range(6000)))' >envdump/src/csrc/big.c
 sed -i 's|\["csrc/host.c"\]|["csrc/host.c", "csrc/big.c"]|' envdump/src/setup.py
+# Its C extension only (DS_BUILD_DEMO_CUDA unset): a wheel without GPU code on purpose.
 cat >envdump/src/opforge.toml <<TOML
 [package]
 name = "demo-ops"
@@ -120,6 +121,8 @@ version = "0.3.0"
 local_version = "none"
 [source]
 path = "."
+[arch]
+list = "none"
 [build]
 backend = "command"
 command = ["/usr/bin/python3", "setup.py", "bdist_wheel"]
