@@ -199,15 +199,14 @@ TEST(WheelPythonAbi, LibraryCallingCpythonWithoutPyInitOrSuffix) {
   // a tag for a CPython that does not export them
   d = abi_tag({path}, 0, elfs, {"cp313-cp313"});
   EXPECT_EQ(d.python_abi, "cp313-cp313");
-  EXPECT_EQ(d.conflicts, std::vector<std::string>{"foo/_lib/libfoo.so use _PyThreadState_UncheckedGet, which "
-                                                  "CPython 3.13 does not export: it cannot load them"});
+  EXPECT_EQ(d.conflicts, std::vector<std::string>{"foo/_lib/libfoo.so uses _PyThreadState_UncheckedGet, which "
+                                                  "CPython 3.13 does not export: it cannot load it"});
 
   // tagged py3-none, as inspect used to say: the files contradict it
   d = abi_tag({path}, 0, elfs, {"py3-none"});
   EXPECT_EQ(d.python_abi, "");
-  EXPECT_EQ(d.conflicts, std::vector<std::string>{"the wheel's tag says py3-none, but foo/_lib/libfoo.so use CPython "
-                                                  "beyond the stable ABI: only the CPython they were built for loads "
-                                                  "them"});
+  EXPECT_EQ(d.conflicts, std::vector<std::string>{"the wheel's tag says py3-none, but foo/_lib/libfoo.so uses CPython "
+                                                  "beyond the stable ABI: only the CPython it was built for loads it"});
 
   // inspect of such a wheel, as the CLI prints it
   auto dir = testing::temp_dir("pyabi-wheel");
@@ -228,7 +227,8 @@ TEST(WheelPythonAbi, LibraryCallingCpythonWithoutPyInitOrSuffix) {
   EXPECT_EQ(j["python_abi_conflicts"], nlohmann::json(d.conflicts));
   auto text = run(std::string(OPFORGE_BINARY) + " inspect " + w->path.string(), &rc);
   EXPECT_NE(text.find("    because foo/_lib/libfoo.so needs one CPython version"), std::string::npos) << text;
-  EXPECT_NE(text.find("\n    but the wheel's tag says py3-none, but foo/_lib/libfoo.so use CPython"), std::string::npos)
+  EXPECT_NE(text.find("\n    disagrees: the wheel's tag says py3-none, but foo/_lib/libfoo.so uses CPython"),
+            std::string::npos)
       << text;
   std::filesystem::remove_all(dir);
 }
@@ -283,7 +283,7 @@ TEST(WheelPythonAbi, LimitedApiExtensionIsAbi3) {
   elfs = {{"pkg/y.abi3.so", read_elf(newer).value()}};
   d = abi_tag({"pkg/y.abi3.so"}, 8, elfs, {"cp38-abi3"});
   EXPECT_EQ(d.python_abi, "cp38-abi3");
-  EXPECT_EQ(d.conflicts, std::vector<std::string>{"pkg/y.abi3.so use PyType_FromModuleAndSpec, which CPython 3.8 does "
+  EXPECT_EQ(d.conflicts, std::vector<std::string>{"pkg/y.abi3.so uses PyType_FromModuleAndSpec, which CPython 3.8 does "
                                                   "not export: the floor is too low"});
 }
 
@@ -305,7 +305,7 @@ TEST(WheelPythonAbi, RetagFixesPy3NoneOfACpythonExtension) {
   EXPECT_EQ(kept->abi.python_abi, "cp311-cp311");
   EXPECT_EQ(kept->abi.conflicts,
             std::vector<std::string>{"the wheel's tag says py3-none, but its files say cp311-cp311: "
-                                     "foo/_C.cpython-311-x86_64-linux-gnu.so load only in CPython 3.11"});
+                                     "foo/_C.cpython-311-x86_64-linux-gnu.so loads only in CPython 3.11"});
   s.retag = Spec::Retag::yes;
   auto fixed = pack(s);
   ASSERT_TRUE(fixed) << fixed.error().message;

@@ -137,7 +137,7 @@ std::string text(const wheel::Inspection& in) {
   out += "  tags: " + strings::join(in.tags, ", ") + "\n";
   if (!in.abi.python_abi.empty()) out += "  python-abi opforge computes: " + in.abi.python_abi + "\n";
   out += "    because " + in.abi.reason + "\n";
-  for (const auto& c : in.abi.conflicts) out += "    but " + c + "\n";
+  for (const auto& c : in.abi.conflicts) out += "    disagrees: " + c + "\n";
   out += "  platform opforge computes: " + in.computed.platform + "\n";
   for (const auto& r : in.computed.reasons) out += "    because " + r + "\n";
   for (const auto& r : in.computed.provided) out += "    leaving out " + r + "\n";

@@ -97,14 +97,22 @@ bool torch_library(std::string_view lib) {
 }
 
 /// "3.11" for "311".
-std::string dotted(std::string_view v) { return v.empty() ? "" : std::string(v.substr(0, 1)) + "." + std::string(v.substr(1)); }
+std::string dotted(std::string_view v) {
+  return v.empty() ? "" : std::string(v.substr(0, 1)) + "." + std::string(v.substr(1));
+}
 
 /// "a, b, c and 91 more", at most three named.
 std::string some(const std::vector<std::string>& names) {
-  std::vector<std::string> shown(names.begin(), names.begin() + static_cast<long>(std::min<std::size_t>(3, names.size())));
+  std::vector<std::string> shown(names.begin(),
+                                 names.begin() + static_cast<long>(std::min<std::size_t>(3, names.size())));
   std::string s = strings::join(shown, ", ");
   if (names.size() > shown.size()) s += " and " + std::to_string(names.size() - shown.size()) + " more";
   return s;
+}
+
+/// "a.so uses" / "a.so, b.so use": the files and the verb that agrees with them.
+std::string files_verb(const std::vector<std::string>& files, std::string_view one, std::string_view many) {
+  return strings::join(files, ", ") + " " + std::string(files.size() == 1 ? one : many);
 }
 
 /// "3.6-3.12" / "3.8, 3.10-3.13": the minors as runs.
@@ -142,12 +150,9 @@ std::string evidence(const PythonUse& u, bool read) {
   if (u.name_abi3) parts.push_back("its file name says abi3");
   if (!u.libpython.empty()) parts.push_back("it links libpython" + dotted(u.libpython));
   if (!u.init.empty()) parts.push_back("it exports " + strings::join(u.init, ", "));
-  if (!u.beyond_stable.empty())
-    parts.push_back("it uses " + some(u.beyond_stable) + " outside the stable ABI");
-  else if (!u.symbols.empty())
-    parts.push_back("it uses only stable-ABI symbols (" + some(u.symbols) + ")");
-  else if (read && u.kind != PythonUse::Kind::none)
-    parts.push_back("it uses no CPython symbol");
+  if (!u.beyond_stable.empty()) parts.push_back("it uses " + some(u.beyond_stable) + " outside the stable ABI");
+  else if (!u.symbols.empty()) parts.push_back("it uses only stable-ABI symbols (" + some(u.symbols) + ")");
+  else if (read && u.kind != PythonUse::Kind::none) parts.push_back("it uses no CPython symbol");
   return strings::join(parts, ", ");
 }
 
@@ -216,10 +221,8 @@ PythonUse python_use(std::string_view path, const ElfInfo& elf) {
     return std::pair{!a.starts_with("_"), a} < std::pair{!b.starts_with("_"), b};
   };
   std::sort(u.beyond_stable.begin(), u.beyond_stable.end(), by_interest);
-  if (!u.beyond_stable.empty() || !u.name_version.empty() || !u.libpython.empty())
-    u.kind = PythonUse::Kind::version;
-  else if (!u.symbols.empty() || !u.init.empty() || u.name_abi3)
-    u.kind = PythonUse::Kind::stable;
+  if (!u.beyond_stable.empty() || !u.name_version.empty() || !u.libpython.empty()) u.kind = PythonUse::Kind::version;
+  else if (!u.symbols.empty() || !u.init.empty() || u.name_abi3) u.kind = PythonUse::Kind::stable;
   return u;
 }
 
@@ -306,14 +309,14 @@ AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor, cons
       v = claimed_version;
       source = " (no file's name says which CPython: the wheel's tag says cp" + v + "-cp" + v + ")";
     } else {
-      d.reason = strings::join(d.extension_files, ", ") +
-                 (d.extension_files.size() == 1 ? " needs" : " need") +
+      d.reason = strings::join(d.extension_files, ", ") + (d.extension_files.size() == 1 ? " needs" : " need") +
                  " one CPython version, and neither a file's name (*.cpython-3XY-*.so) nor the wheel's tag says "
-                 "which; " + describe(d.extension_files) + exports + torch;
+                 "which; " +
+                 describe(d.extension_files) + exports + torch;
       if (!claimed.empty())
         d.conflicts.push_back("the wheel's tag says " + strings::join(claimed, ", ") + ", but " +
-                              strings::join(d.extension_files, ", ") +
-                              " use CPython beyond the stable ABI: only the CPython they were built for loads them");
+                              files_verb(d.extension_files, "uses", "use") +
+                              " CPython beyond the stable ABI: only the CPython it was built for loads it");
       return d;
     }
     d.python_abi = "cp" + v + "-cp" + v;
@@ -330,13 +333,14 @@ AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor, cons
     if (!helpers.empty())
       verdicts.push_back(strings::join(helpers, ", ") + (helpers.size() == 1 ? " is" : " are") +
                          " built against CPython " + dotted(v) + " only");
-    d.reason = strings::join(verdicts, " and ") + ", not the stable ABI" + source + "; " +
-               describe(d.extension_files) + exports + torch;
+    d.reason = strings::join(verdicts, " and ") + ", not the stable ABI" + source + "; " + describe(d.extension_files) +
+               exports + torch;
     const int minor = v.size() > 1 ? std::atoi(v.c_str() + 1) : 0;
     if (auto missing = missing_in(tied, minor); !missing.empty())
-      d.conflicts.push_back(strings::join(d.extension_files, ", ") + " use " + some(missing) + ", which CPython " +
-                            dotted(v) + " does not export: it cannot load them");
-    conflict_with_claim(strings::join(d.extension_files, ", ") + " load only in CPython " + dotted(v));
+      d.conflicts.push_back(files_verb(d.extension_files, "uses", "use") + " " + some(missing) + ", which CPython " +
+                            dotted(v) + " does not export: it cannot load " +
+                            (d.extension_files.size() == 1 ? "it" : "them"));
+    conflict_with_claim(files_verb(d.extension_files, "loads", "load") + " only in CPython " + dotted(v));
     return d;
   }
 
@@ -344,8 +348,8 @@ AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor, cons
   const std::string files = strings::join(d.abi3_files, ", ");
   const std::string exports = exports_of(stable);
   if (floor_minor <= 0) {
-    d.reason = files + " built against the stable ABI (abi3), for a Python floor not known; " +
-               describe(d.abi3_files) + exports + torch;
+    d.reason = files + " built against the stable ABI (abi3), for a Python floor not known; " + describe(d.abi3_files) +
+               exports + torch;
     return d;
   }
   const std::string floor = "3." + std::to_string(floor_minor);
@@ -354,9 +358,9 @@ AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor, cons
              " built against the stable ABI (abi3, Py_LIMITED_API " + floor + "): CPython " + floor + " and later; " +
              describe(d.abi3_files) + exports + torch;
   if (auto missing = missing_in(stable, floor_minor); !missing.empty())
-    d.conflicts.push_back(files + " use " + some(missing) + ", which CPython " + floor +
+    d.conflicts.push_back(files_verb(d.abi3_files, "uses", "use") + " " + some(missing) + ", which CPython " + floor +
                           " does not export: the floor is too low");
-  conflict_with_claim(files + " load in CPython " + floor + " and later");
+  conflict_with_claim(files_verb(d.abi3_files, "loads", "load") + " in CPython " + floor + " and later");
   return d;
 }
 
