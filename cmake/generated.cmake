@@ -10,7 +10,7 @@ function(opforge_generate_sources root out_dir)
     set(OPFORGE_COMMIT_STRING "unknown")
   endif()
   configure_file(${root}/cmake/version.h.in ${out_dir}/opforge/version.h @ONLY)
-  foreach(table cuda-host-compilers cuda-gpu-targets manylinux-policy)
+  foreach(table cuda-host-compilers cuda-gpu-targets manylinux-policy cpython-symbols)
     file(READ ${root}/toolchains/${table}.toml table_text)
     file(CONFIGURE OUTPUT ${out_dir}/opforge/${table}.toml.inc
          CONTENT "R\"OPFORGE_TOML(@table_text@)OPFORGE_TOML\"\n" @ONLY)

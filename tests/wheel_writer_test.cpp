@@ -112,7 +112,8 @@ TEST(WheelWriter, StableAbiExtensionMakesTheTagCp3FloorAbi3) {
   EXPECT_EQ(in->abi.python_abi, "cp38-abi3");
   EXPECT_EQ(in->abi.reason,
             "opforge_ops/_lib/_hooks.abi3.so is a CPython extension built against the stable ABI (abi3, "
-            "Py_LIMITED_API 3.8): CPython 3.8 and later");
+            "Py_LIMITED_API 3.8): CPython 3.8 and later; opforge_ops/_lib/_hooks.abi3.so: its file name says abi3, it "
+            "uses no CPython symbol");
   EXPECT_TRUE(in->report.ok());
   // the same files tagged py3-none: inspect says the extension needs CPython
   s.tags = {"py3-none-manylinux_2_5_x86_64"};
@@ -123,7 +124,7 @@ TEST(WheelWriter, StableAbiExtensionMakesTheTagCp3FloorAbi3) {
   ASSERT_EQ(w->report.problems.size(), 1u);
   EXPECT_NE(w->report.problems[0].find("need CPython"), std::string::npos);
   // without one, the tag stays py3-none
-  EXPECT_EQ(abi_tag({"opforge_ops/_lib/libopforge_t.so"}, 8).python_abi, "py3-none");
+  EXPECT_EQ(abi_tag({"opforge_ops/_lib/libopforge_t.so"}, 8, {}).python_abi, "py3-none");
 }
 
 TEST(WheelWriter, RecordRowsHashSizeAndOwnRow) {

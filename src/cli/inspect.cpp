@@ -74,6 +74,7 @@ nlohmann::json to_json(const wheel::Inspection& in) {
   j["tags"] = in.tags;
   j["computed_python_abi"] = in.abi.python_abi;
   j["python_abi_reason"] = in.abi.reason;
+  j["python_abi_conflicts"] = in.abi.conflicts;
   j["computed_platform"] = in.computed.platform;
   j["computed_platform_reasons"] = in.computed.reasons;
   j["computed_platform_provided"] = in.computed.provided;
@@ -136,6 +137,7 @@ std::string text(const wheel::Inspection& in) {
   out += "  tags: " + strings::join(in.tags, ", ") + "\n";
   if (!in.abi.python_abi.empty()) out += "  python-abi opforge computes: " + in.abi.python_abi + "\n";
   out += "    because " + in.abi.reason + "\n";
+  for (const auto& c : in.abi.conflicts) out += "    disagrees: " + c + "\n";
   out += "  platform opforge computes: " + in.computed.platform + "\n";
   for (const auto& r : in.computed.reasons) out += "    because " + r + "\n";
   for (const auto& r : in.computed.provided) out += "    leaving out " + r + "\n";

@@ -17,6 +17,7 @@ bool by_path(const File& a, const File& b) { return a.path < b.path; }
 struct Naming {
   std::string dist;  ///< "opforge_ops-0.1.0"
   PlatformDecision platform;
+  AbiDecision abi;
   std::vector<std::string> tags;
   std::string filename;
 };
@@ -27,6 +28,26 @@ std::vector<std::string> retagged(const std::vector<std::string>& tags, const st
   for (const auto& t : tags) {
     auto a = t.find('-'), b = a == std::string::npos ? a : t.find('-', a + 1);
     std::string tag = b == std::string::npos ? t : t.substr(0, b + 1) + platform;
+    if (std::find(out.begin(), out.end(), tag) == out.end()) out.push_back(std::move(tag));
+  }
+  return out;
+}
+
+/// The floor a cp3X-abi3 tag gives (the highest of them); 0 without one.
+int abi3_floor_of(const std::vector<std::string>& python_abis) {
+  int floor = 0;
+  for (const auto& t : python_abis)
+    if (t.starts_with("cp3") && t.ends_with("-abi3")) floor = std::max(floor, std::atoi(t.c_str() + 3));
+  return floor;
+}
+
+/// A build's tags, their python-abi made what the files need where the build said py3-none of
+/// files that use CPython (pip would install it on every Python; it loads in one).
+std::vector<std::string> python_retagged(const std::vector<std::string>& tags, const AbiDecision& abi) {
+  if (!abi.python_abi.starts_with("cp")) return tags;
+  std::vector<std::string> out;
+  for (const auto& t : tags) {
+    std::string tag = t.starts_with("py3-none-") ? abi.python_abi + t.substr(8) : t;
     if (std::find(out.begin(), out.end(), tag) == out.end()) out.push_back(std::move(tag));
   }
   return out;
@@ -49,18 +70,21 @@ Result<Naming> name_wheel(const Spec& spec, const std::vector<std::string>& requ
     return bad_input("the wheel would mix machines: " + strings::join(n.platform.mixed, "; "),
                      "build each platform into a wheel of its own (`--platform`, or a [matrix] platform axis)");
   if (spec.glibc_floor) OPFORGE_CHECK(check_floor(elfs, spec.glibc_floor, requirements));
+  std::vector<std::string> paths;
+  for (const auto& f : spec.files) paths.push_back(f.path);
   if (spec.tags.empty()) {
-    std::vector<std::string> paths;
-    for (const auto& f : spec.files) paths.push_back(f.path);
-    auto abi = abi_tag(paths, spec.abi3_floor_minor);
-    if (abi.python_abi.empty())
-      return bad_input("the wheel holds " + abi.reason,
+    n.abi = abi_tag(paths, spec.abi3_floor_minor, elfs);
+    if (n.abi.python_abi.empty())
+      return bad_input("the wheel holds " + n.abi.reason,
                        "give the floor of its stable-ABI extensions (Spec::abi3_floor_minor) or the tags");
-    n.tags = {abi.python_abi + "-" + n.platform.platform};
-  } else if (spec.retag == Spec::Retag::yes && !elfs.empty()) {
-    n.tags = retagged(spec.tags, n.platform.platform);
+    n.tags = {n.abi.python_abi + "-" + n.platform.platform};
   } else {
-    n.tags = spec.tags;
+    // The build's own tags are evidence the files may lack (which CPython a library without an
+    // extension suffix was built for); the files decide where they say more.
+    const auto claimed = python_abi_of(spec.tags);
+    n.abi = abi_tag(paths, std::max(spec.abi3_floor_minor, abi3_floor_of(claimed)), elfs, claimed);
+    n.tags = spec.retag == Spec::Retag::yes ? python_retagged(spec.tags, n.abi) : spec.tags;
+    if (spec.retag == Spec::Retag::yes && !elfs.empty()) n.tags = retagged(n.tags, n.platform.platform);
   }
   n.filename = n.dist + "-" + compressed_tag(n.tags) + ".whl";
   return n;
@@ -107,6 +131,7 @@ Result<Packed> pack_with_dist_info(const Spec& spec, std::vector<File> dist_info
   out.filename = std::move(naming.filename);
   out.tags = std::move(naming.tags);
   out.platform = std::move(naming.platform);
+  out.abi = std::move(naming.abi);
   return out;
 }
 

@@ -259,10 +259,15 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
     out.files.push_back(std::move(f));
   }
   out.computed = platform_tag(elfs, out.requirements);
-  // the floor the wheel claims ("cp38-abi3-..."): abi_tag() then says what opforge would tag it
+  // The python-abi the wheel claims: its file name's (WHEEL's when the name is not a wheel's), and
+  // the floor it gives its stable-ABI extensions ("cp38-abi3-..."); abi_tag() then says what
+  // opforge reads in its files, and where they disagree.
+  std::vector<std::string> claimed = python_abi_of(out.tags);
+  if (auto name = parse_wheel_filename(out.filename))
+    claimed = python_abi_of(expand_tag(name->python + "-" + name->abi + "-" + name->platform));
   int floor = 0;
-  for (const auto& t : out.tags)
-    if (t.starts_with("cp3") && t.find("-abi3-") != std::string::npos) {
+  for (const auto& t : claimed)
+    if (t.starts_with("cp3") && t.ends_with("-abi3")) {
       int minor = 0;
       auto digits = std::string_view(t).substr(3, t.find('-') - 3);
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
@@ -270,7 +275,7 @@ Result<Inspection> inspect_bytes(std::string_view filename, std::string_view byt
     }
   std::vector<std::string> paths;
   for (const auto& f : out.files) paths.push_back(f.path);
-  out.abi = abi_tag(paths, floor, elfs);
+  out.abi = abi_tag(paths, floor, elfs, claimed);
   if (!out.abi.abi3_files.empty() && floor == 0)
     out.report.problems.push_back("WHEEL: tags {" + strings::join(out.tags, ", ") + "} do not say abi3, but " +
                                   strings::join(out.abi.abi3_files, ", ") +

@@ -193,29 +193,63 @@ Status check_floor(const std::map<std::string, ElfInfo>& elfs, int floor_minor,
 /// The Requires-Dist names of a METADATA text, normalised ("torch", "numpy").
 std::vector<std::string> required_names(std::string_view metadata);
 
-/// The python and ABI parts of a wheel's tags ("py3-none", "cp38-abi3") and why.
+/// What one ELF file needs of CPython, read from the file itself: the CPython symbols it leaves for
+/// the interpreter to provide (undefined, unversioned: libpython versions none of its symbols), the
+/// PyInit_* it exports, a DT_NEEDED on libpython3.X, and its name's extension suffix.
+struct PythonUse {
+  /// none: no CPython symbol, no PyInit_*, no extension suffix (a ctypes library). stable: only
+  /// stable-ABI (abi3) symbols. version: a symbol outside the stable ABI (CPython's internals,
+  /// _PyType_Lookup; its non-limited API, PyTuple_GetItem's macros' helpers), or a name or a
+  /// libpython that says one version; it loads only in the CPython it was built for.
+  enum class Kind { none, stable, version };
+  Kind kind = Kind::none;
+  std::vector<std::string> init;           ///< exported PyInit_* functions
+  std::vector<std::string> symbols;        ///< undefined CPython symbols, sorted
+  std::vector<std::string> beyond_stable;  ///< those not in the stable ABI, sorted
+  std::string name_version;                ///< "311" from *.cpython-311-*.so; empty otherwise
+  bool name_abi3 = false;                  ///< named *.abi3.so
+  std::string libpython;                   ///< "311" from a DT_NEEDED libpython3.11.so.1.0
+  /// The CPython 3 minors (of those scripts/cpython-symbols measured) whose libpython exports
+  /// every symbol in `symbols`; empty when no measured one does.
+  std::vector<int> minors;
+};
+/// Reads `elf` (found at `path` in the wheel) for its use of CPython.
+PythonUse python_use(std::string_view path, const ElfInfo& elf);
+/// The CPython 3 minors toolchains/cpython-symbols.toml was measured on ({6, 13}).
+std::pair<int, int> cpython_measured();
+
+/// The python and ABI parts of a wheel's tags ("py3-none", "cp38-abi3", "cp311-cp311") and why.
 struct AbiDecision {
-  std::string python_abi;  ///< "py3-none", "cp3<floor>-abi3" or "cp3XY-cp3XY"
-  std::string reason;      ///< one line for `opforge inspect`
-  /// The wheel's stable-ABI extensions (files named *.abi3.so), sorted.
+  std::string python_abi;  ///< "py3-none", "cp3<floor>-abi3" or "cp3XY-cp3XY"; empty: none can be decided
+  /// One line for `opforge inspect`: which files decided, and the evidence (their names' suffix,
+  /// a few of their CPython symbols, the tag the wheel or its build gave).
+  std::string reason;
+  /// Where the files and the tag the wheel was given disagree, one line each ("the wheel's tag
+  /// says py3-none, but pkg/libfoo.so calls CPython ..."). Empty when they agree or no tag was given.
+  std::vector<std::string> conflicts;
+  /// The wheel's stable-ABI extensions (files named *.abi3.so, or using only stable-ABI symbols
+  /// under a tag that says abi3), sorted.
   std::vector<std::string> abi3_files;
-  /// Its CPython extensions for one Python version (*.cpython-3XY-*.so, or an .so exporting
-  /// PyInit_*), sorted.
+  /// Its files tied to one CPython version (PythonUse::Kind::version, or only stable-ABI symbols
+  /// under no abi3 name and no abi3 tag), sorted.
   std::vector<std::string> extension_files;
   /// Its libraries linked against torch's (libtorch*, libc10*), sorted.
   std::vector<std::string> torch_linked;
 };
 
-/// abi_tag with what the ELF files say: an .so that exports PyInit_* is a CPython extension
-/// whatever its name, and one that needs torch's libraries is named as torch-linked.
-AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor, const std::map<std::string, ElfInfo>& elfs);
+/// The one reader that decides the python-abi tag of a wheel's files, from what their ELF says
+/// (python_use): no file uses CPython → "py3-none" (its libraries are loaded with ctypes); every
+/// CPython file named *.abi3.so (PEP 384) → "cp3<floor>-abi3", `floor_minor` the highest of its
+/// extensions' Py_LIMITED_API (0: unknown, then no tag); a file tied to one version → "cp3XY-cp3XY",
+/// the version from its extension suffix (*.cpython-311-*.so) or its DT_NEEDED libpython, and when
+/// no file says, from `claimed`. `claimed`: the python-abi tags the wheel already has (its file name,
+/// or the tag its own build gave: {"cp311-cp311"}); a tag the files contradict is named in
+/// `conflicts`. Paths without an ElfInfo count by their name alone.
+AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor, const std::map<std::string, ElfInfo>& elfs,
+                    const std::vector<std::string>& claimed = {});
 
-/// The one place that decides the python-abi tag from a wheel's files: a wheel holding a CPython
-/// extension built against the stable ABI (a file named *.abi3.so, PEP 384) is "cp3<floor>-abi3"
-/// (every CPython 3 from 3.<floor> on: floor_minor, the highest of its extensions' floors; 0 when
-/// unknown, then no tag is decided and python_abi is empty); any other wheel (Python code, and
-/// shared libraries loaded with ctypes) is "py3-none".
-AbiDecision abi_tag(const std::vector<std::string>& paths, int floor_minor);
+/// The python-abi parts of full tags, each once ("cp311-cp311-linux_x86_64" → "cp311-cp311").
+std::vector<std::string> python_abi_of(const std::vector<std::string>& tags);
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -249,7 +283,9 @@ struct Spec {
   /// wheel that breaks it.
   int glibc_floor = 0;
   /// With `tags` given: yes replaces their platform part by what platform_tag() decides (a
-  /// project's own bdist_wheel says linux_x86_64 whatever its files need).
+  /// project's own bdist_wheel says linux_x86_64 whatever its files need), and a py3-none python-abi
+  /// by what abi_tag() decides when the files use CPython and say which (a library that calls
+  /// _PyType_Lookup loads in one CPython, whatever the build said).
   enum class Retag { no, yes } retag = Retag::no;
   std::int64_t source_date_epoch = kMinEpoch;  ///< clamped to ≥ kMinEpoch (DOS time, UTC fields)
 };
@@ -259,7 +295,10 @@ struct Packed {
   std::string bytes;     ///< the whole archive
   std::vector<std::string> tags;
   PlatformDecision platform;  ///< what platform_tag() decided (even when tags were given)
-  std::string sha256;         ///< hex of `bytes`
+  /// What abi_tag() read in the files (even when tags were given: then `conflicts` says where the
+  /// given tags and the files disagree).
+  AbiDecision abi{};
+  std::string sha256;  ///< hex of `bytes`
 };
 
 /// The file name pack() gives `spec`, without compressing anything (ELF files are read for the
