@@ -43,7 +43,6 @@ rollout::WheelNeeds gpu_wheel(std::vector<wheel::FatbinImage> images) {
   w.cpu_level = 3;
   w.torch = "==2.15.*";
   w.cuda = "13.0";
-  w.cuda_source = "the build record";
   w.gpu_libraries = {{"x/_C.so", std::move(images)}};
   return w;
 }
@@ -124,7 +123,7 @@ TEST(RolloutCheck, AnH100NodeRunsSm90) {
   EXPECT_EQ(row.node, "n1");
   EXPECT_EQ(row.verdict, rollout::Verdict::ok);
   EXPECT_EQ(check_of(row, "gpu").detail, "GPU 0 (GPU, 9.0): sm_90");
-  EXPECT_EQ(check_of(row, "driver").detail, "driver 580.65.06 ≥ 580 for CUDA 13.0 (the build record)");
+  EXPECT_EQ(check_of(row, "driver").detail, "driver 580.65.06 ≥ 580 for CUDA 13.0");
   EXPECT_EQ(check_of(row, "machine").detail, "x86_64");
   EXPECT_EQ(check_of(row, "platform").detail, "glibc 2.36, libstdc++ GLIBCXX_3.4.30");
 }
@@ -174,8 +173,8 @@ TEST(RolloutCheck, DriverFloorsAndBranches) {
       w, rollout::parse_node_facts("n.json", report("9.0", R"({"version": "525.60.13", "cuda": "12.0"})")));
   EXPECT_EQ(check_of(row, "driver").verdict, rollout::Verdict::ok);
   EXPECT_EQ(check_of(row, "driver").detail,
-            "driver 525.60.13 ≥ 525.60.13 for CUDA 12.8 (the build record); it supports CUDA 12.0: the wheel runs by "
-            "minor-version compatibility (PTX it cannot JIT)");
+            "driver 525.60.13 ≥ 525.60.13 for CUDA 12.8; it supports CUDA 12.0: the wheel runs by minor-version "
+            "compatibility, PTX it cannot JIT");
 }
 
 TEST(RolloutCheck, AbiThreeAndPurePythonTags) {

@@ -69,7 +69,6 @@ rollout::IndexWheel index_wheel(const std::string& version, std::vector<wheel::F
   w.needs.system.glibc_minor = 34;
   w.needs.cpu_level = machine == "x86_64" ? 1 : 0;
   w.needs.cuda = "13.0";
-  w.needs.cuda_source = "the build record";
   w.needs.gpu_libraries = {{"x/_C.so", std::move(images)}};
   return w;
 }
@@ -195,9 +194,8 @@ TEST(RolloutPick, NoWheelForAnOldDriverOrAnotherMachine) {
   EXPECT_FALSE(old.ok());
   ASSERT_EQ(old.projects[0].rejected.size(), 4u);
   for (const auto& r : old.projects[0].rejected)
-    EXPECT_NE(
-        reasons(r).find("driver: driver 535.104.05 is older than 580, the least CUDA 13.0 (the build record) needs"),
-        std::string::npos)
+    EXPECT_NE(reasons(r).find("driver: driver 535.104.05 is older than 580, the least CUDA 13.0 needs"),
+              std::string::npos)
         << reasons(r);
   EXPECT_EQ(reasons(old.projects[0].rejected[3]).find("variant:"), std::string::npos);  // the plain wheel: no variant
   auto grace = rollout::pick_for_node(wheels, node("grace01", "aarch64", "9.0"));
@@ -237,6 +235,157 @@ TEST(RolloutPick, NewestVersionFirstAndTheTorchPinDecides) {
   // the resolver supports no abi_dependency: only the plain wheel is left.
   auto bare = rollout::pick_for_node(wheels, node("n", "x86_64", "9.0"));
   EXPECT_EQ(bare.projects[0].order, std::vector<std::string>{old.filename});
+}
+
+// NVIDIA's plugin offers a GPU its own major's SASS and the major's N0 PTX only: a variant-aware
+// installer never takes older PTX, and falls back to the plain wheel.
+TEST(RolloutPick, WhatNvidiasPluginOffers) {
+  auto values = [](const rollout::NodeFacts& n) {
+    for (const auto& f : rollout::plugin_properties(n).features)
+      if (f.feature == "sm_arch") return f.values;
+    return std::vector<std::string>{};
+  };
+  EXPECT_EQ(values(node("b", "x86_64", "12.0")), (std::vector<std::string>{"120_real", "120_virtual"}));
+  EXPECT_EQ(values(node("a", "x86_64", "8.6")),
+            (std::vector<std::string>{"86_real", "85_real", "84_real", "83_real", "82_real", "81_real", "80_real",
+                                      "80_virtual"}));
+  // Several GPUs: the newest's alone (the plugin asks only it).
+  auto mixed = node("m", "x86_64", "9.0");
+  mixed.gpus->push_back({1, "A100", 8, 0, ""});
+  EXPECT_EQ(values(mixed), (std::vector<std::string>{"90_real", "90_virtual"}));
+  // The rest as ours.
+  const auto ours = rollout::supported_properties(mixed), theirs = rollout::plugin_properties(mixed);
+  EXPECT_EQ(theirs.features[0], ours.features[0]);
+  EXPECT_EQ(theirs.notes, ours.notes);
+}
+
+// The issue's Blackwell node: pick takes the compute_100 PTX variant (JIT on 12.0); an installer with
+// NVIDIA's plugin is not offered 100_virtual, takes the plain wheel, and its sm_80 code does not run.
+TEST(RolloutPick, OnABlackwellNodeTheInstallerTakesThePlainWheel) {
+  const auto sm80 = index_wheel("1.0", {fatbin(kSass, 80)}, {cuda13, sm("80_real")});
+  const auto ptx100 = index_wheel("1.0", {fatbin(kPtx, 100, {9, 0})}, {cuda13, sm("100_virtual")});
+  const auto plain = index_wheel("1.0", {fatbin(kSass, 80)}, {});
+  const auto p = rollout::pick_for_node({sm80, ptx100, plain}, node("rtx01", "x86_64", "12.0"));
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p.projects[0].order, std::vector<std::string>{ptx100.filename});
+  const auto& installer = p.projects[0].installer;
+  EXPECT_EQ(installer.wheel, plain.filename);
+  EXPECT_EQ(installer.verdict, rollout::Verdict::fails);
+  const std::string line =
+      "    resolver a variant-aware installer with nvidia-variant-provider 0.0.2 takes " + plain.filename +
+      ", the plain wheel, instead: the plugin does not offer the pick's nvidia :: sm_arch 100_virtual here, only "
+      "120_real, 120_virtual; that wheel does not run here: gpu: GPU 0 (GPU, 12.0): x/_C.so holds no code it can "
+      "run (sm_80)\n";
+  EXPECT_EQ(rollout::pick_text("dist", {p}),
+            "dist for 1 node: 1 get a wheel\n\nrtx01\n  x: install " + ptx100.filename + "\n" + line + "    not      " +
+                sm80.filename +
+                "\n               gpu: GPU 0 (GPU, 12.0): x/_C.so holds no code it can run (sm_80)\n"
+                "               variant: its nvidia :: sm_arch (80_real) is none of the node's (120_real, "
+                "120_virtual, 110_virtual, 103_virtual, …)\n"
+                "    not      " +
+                plain.filename +
+                "\n               gpu: GPU 0 (GPU, 12.0): x/_C.so holds no code it can run (sm_80)\n"
+                "  note: abi_dependency :: torch: no torch on the node\n");
+  const auto j = rollout::pick_json("dist", {p})["nodes"][0]["projects"][0]["installer"];
+  EXPECT_EQ(j, nlohmann::json::parse(R"({"wheel": ")" + plain.filename + R"J(", "plain": true, "same": false,
+    "why": "the plugin does not offer the pick's nvidia :: sm_arch 100_virtual here, only 120_real, 120_virtual",
+    "verdict": "fails", "reasons": [{"check": "gpu", "verdict": "fails",
+    "detail": "GPU 0 (GPU, 12.0): x/_C.so holds no code it can run (sm_80)"}]})J"));
+  // A plain wheel with PTX the GPU can JIT runs there too, and the line says so.
+  const auto fat = index_wheel("1.0", {fatbin(kSass, 80), fatbin(kPtx, 90, {9, 0})}, {});
+  const auto q = rollout::pick_for_node({sm80, ptx100, fat}, node("rtx01", "x86_64", "12.0"));
+  EXPECT_EQ(q.projects[0].order, (std::vector<std::string>{ptx100.filename, fat.filename}));
+  EXPECT_NE(rollout::pick_text("dist", {q})
+                .find(", the plain wheel, instead: the plugin does not offer the pick's nvidia :: sm_arch 100_virtual "
+                      "here, only 120_real, 120_virtual; that wheel runs here too\n"),
+            std::string::npos);
+  // Where the installer takes the pick there is no such line, and the JSON says it is the same.
+  const auto h = rollout::pick_for_node(four_wheels(), node("h100", "x86_64", "9.0"));
+  EXPECT_EQ(rollout::pick_text("dist", {h}).find("resolver"), std::string::npos);
+  EXPECT_EQ(rollout::pick_json("dist", {h})["nodes"][0]["projects"][0]["installer"]["same"], true);
+}
+
+// An H100 whose only problem is its driver (550: CUDA 12.4; the wheels are CUDA 13.0): the error
+// names the driver check and the hint is the driver's, not another arch list.
+TEST(RolloutPick, AnOldDriverGetsADriverHint) {
+  const auto wheels = four_wheels();
+  const auto p =
+      rollout::pick_for_node(wheels, node("h100old", "x86_64", "9.0", R"({"version": "550.54.15", "cuda": "12.4"})"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.projects[0].blocked_by, std::vector<std::string>{"driver"});
+  const std::string hint =
+      "update its NVIDIA driver to 580 or newer, the least CUDA 13.0 needs, or build the wheel with CUDA 12.4 or "
+      "older, which its driver supports ([cuda] version in the recipe)";
+  EXPECT_EQ(p.projects[0].hints, std::vector<std::string>{hint});
+  const auto none = rollout::no_wheel("dist", {p}, rollout::Shown::text);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->message, "1 node gets no wheel from dist: h100old (driver); each wheel's reasons are above");
+  EXPECT_EQ(none->hint, "h100old: " + hint);
+  // What an installer with the plugin takes there: the plain wheel, whose CUDA 13 code needs driver 580.
+  EXPECT_NE(rollout::pick_text("dist", {p})
+                .find("  x: no wheel fits\n    resolver a variant-aware installer with nvidia-variant-provider 0.0.2 "
+                      "takes " +
+                      wheels[3].filename +
+                      ", the plain wheel: it does not check the driver the wheel's CUDA needs; that wheel does not run "
+                      "here: driver: driver 550.54.15 is older than 580, the least CUDA 13.0 needs\n"),
+            std::string::npos)
+      << rollout::pick_text("dist", {p});
+  // With --json the reasons are on stdout, in the JSON.
+  EXPECT_EQ(rollout::no_wheel("dist", {p}, rollout::Shown::json)->message,
+            "1 node gets no wheel from dist: h100old (driver); each wheel's reasons are in the JSON on stdout, "
+            "nodes[].projects[].rejected");
+  const auto j = rollout::pick_json("dist", {p})["nodes"][0]["projects"][0];
+  EXPECT_EQ(j["blocked_by"], nlohmann::json({"driver"}));
+  EXPECT_EQ(j["hints"], nlohmann::json({hint}));
+  // Two nodes, two checks: each named with its own, the hints per node.
+  const auto both =
+      rollout::pick(wheels, {node("h100old", "x86_64", "9.0", R"({"version": "550.54.15", "cuda": "12.4"})"),
+                             node("grace01", "aarch64", "9.0"), node("h100", "x86_64", "9.0")});
+  const auto two = rollout::no_wheel("dist", both, rollout::Shown::text);
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->message,
+            "2 nodes get no wheel from dist: h100old (driver), grace01 (machine); each wheel's reasons are above");
+  EXPECT_EQ(two->hint, "h100old: " + hint +
+                           "\n        grace01: build a wheel for aarch64: `opforge build RECIPE --platform aarch64`");
+  EXPECT_FALSE(rollout::no_wheel("dist", {both[2]}, rollout::Shown::text));
+}
+
+// One wording per check: the CUDA 13.0 requirement reads the same whether the build record, the
+// wheel's PTX or its variant's cuda_version_lower_bound told it.
+TEST(RolloutPick, TheDriverRequirementIsWordedOnce) {
+  wheel::Inspection in;
+  in.filename = "x-1.0-py3-none-manylinux_2_34_x86_64.whl";
+  wheel::ElfInfo elf;
+  elf.fatbin = {fatbin(kPtx, 90, {9, 0})};
+  in.files = {{"x/_C.so", 1, 0755, elf}};
+  auto record = rollout::wheel_needs(in, "13.0"), ptx = rollout::wheel_needs(in, "");
+  ASSERT_EQ(ptx.cuda, "13.0");
+  // A variant wheel without GPU code or record: its lower bound, as read_index gives it.
+  wheel::Spec s;
+  s.name = "x";
+  s.version = "1.0";
+  s.summary = "x";
+  s.description = "x\n";
+  s.tags = {"py3-none-manylinux_2_34_x86_64"};
+  s.source_date_epoch = 1700000000;
+  s.files = {{"x/__init__.py", "X = 1\n", 0644}};
+  auto packed = wheel::pack(s);
+  ASSERT_TRUE(packed) << packed.error().message;
+  auto made = wheel::make_variant_wheel(packed->filename, packed->bytes, wheel::make_variant({cuda13, sm("90_real")}),
+                                        1700000000);
+  ASSERT_TRUE(made);
+  probe::FakeMachine m;
+  m.fs.add_file("/dist/" + made->filename, made->bytes);
+  ASSERT_TRUE(wheel::write_simple_index(m.fs, "/dist"));
+  auto read = rollout::read_index(m.fs, "/dist");
+  ASSERT_TRUE(read) << read.error().message;
+  const auto old = node("h100old", "x86_64", "9.0", R"({"version": "550.54.15", "cuda": "12.4"})");
+  for (const auto& needs : {record, ptx, (*read)[0].needs}) {
+    const auto row = rollout::check_node(needs, old);
+    const auto driver = std::find_if(row.checks.begin(), row.checks.end(), [](auto& c) { return c.name == "driver"; });
+    ASSERT_NE(driver, row.checks.end());
+    EXPECT_EQ(driver->detail, "driver 550.54.15 is older than 580, the least CUDA 13.0 needs");
+  }
 }
 
 TEST(RolloutPick, IdenticalNodesAreOneEntry) {
@@ -305,8 +454,6 @@ TEST(RolloutPick, TheIndexIsReadBackWithItsVariants) {
   for (const auto& w : *read)
     if (w.filename == with_bound->filename) {
       EXPECT_EQ(w.needs.cuda, "13.0");
-      EXPECT_EQ(w.needs.cuda_source,
-                "its variant's nvidia :: cuda_version_lower_bound :: 13.0 (the toolkit that compiled it)");
     }
   ASSERT_TRUE(m.fs.remove_all("/dist/" + with_bound->filename));
   ASSERT_TRUE(wheel::write_simple_index(m.fs, "/dist"));
@@ -386,10 +533,22 @@ TEST(RolloutPick, FourNodesAgreeWithVariantlib) {
   int rc = std::system((pick + " --nodes" + args + " > " + (dir / "pick.txt").string() + " 2>&1").c_str());
   const auto text = test_util::slurp(dir / "pick.txt");
   EXPECT_EQ(WEXITSTATUS(rc), 1) << text;
-  EXPECT_NE(text.find("2 nodes get no wheel from " + (dir / "dist").string() + ": old07, grace01"), std::string::npos)
+  EXPECT_NE(text.find("opforge: error: 2 nodes get no wheel from " + (dir / "dist").string() +
+                      ": old07 (driver), grace01 (machine); each wheel's reasons are above\n  hint: old07: update its "
+                      "NVIDIA driver to 580 or newer, the least CUDA 13 needs, or build the wheel with CUDA 12.2 or "
+                      "older, which its driver supports ([cuda] version in the recipe)\n        grace01: build a wheel "
+                      "for aarch64: `opforge build RECIPE --platform aarch64`\n"),
+            std::string::npos)
       << text;
-  rc = std::system((pick + " --json --nodes" + args + " > " + (dir / "pick.json").string() + " 2>/dev/null").c_str());
+  rc = std::system((pick + " --json --nodes" + args + " > " + (dir / "pick.json").string() + " 2> " +
+                    (dir / "pick.json.err").string())
+                       .c_str());
   EXPECT_EQ(WEXITSTATUS(rc), 1);
+  EXPECT_NE(test_util::slurp(dir / "pick.json.err")
+                .find("old07 (driver), grace01 (machine); each wheel's reasons are in the JSON on stdout, "
+                      "nodes[].projects[].rejected\n"),
+            std::string::npos)
+      << test_util::slurp(dir / "pick.json.err");
   const auto j = nlohmann::json::parse(test_util::slurp(dir / "pick.json"));
   ASSERT_EQ(j["nodes"].size(), 4u) << j.dump(2);
   std::map<std::string, nlohmann::json> by_node;
@@ -445,5 +604,8 @@ TEST(RolloutPick, FourNodesAgreeWithVariantlib) {
   // 535 driver is not: pip would install it and the import would fail.
   EXPECT_EQ(theirs["old07"]["pick"], nlohmann::json::array());
   EXPECT_EQ(theirs["old07"]["variantlib"], nlohmann::json({plain_name}));
+  // That is what pick says such an installer takes there, and that it does not run.
+  EXPECT_EQ(by_node["old07"]["installer"]["wheel"], plain_name);
+  EXPECT_EQ(by_node["old07"]["installer"]["verdict"], "fails");
   test_util::spit(dir / "summary.txt", theirs.dump(2));
 }

@@ -5,7 +5,6 @@
 #include "cli/command.h"
 #include "rollout/pick.h"
 #include "util/json.h"
-#include "util/strings.h"
 
 namespace opforge::cli {
 namespace {
@@ -40,16 +39,9 @@ Status run_pick(const std::string& index, const std::vector<std::string>& report
   if (base_url.empty()) base_url = file_url(m.fs, index);
   if (json) std::cout << util::json_dump(rollout::pick_json(index, picks, base_url), 2) << "\n";
   else std::cout << rollout::pick_text(index, picks, base_url);
-  std::vector<std::string> without;
-  for (const auto& p : picks)
-    if (!p.ok())
-      for (const auto& n : p.nodes) without.push_back(n);
-  if (without.empty()) return {};
-  return failure(std::to_string(without.size()) + (without.size() == 1 ? " node gets" : " nodes get") +
-                     " no wheel from " + index + ": " + strings::join(without, ", ") +
-                     " (each wheel's reasons are above)",
-                 "build a wheel for them (`opforge plan RECIPE --nodes REPORT…` gives the arch list), or fix what "
-                 "the reasons name on the node");
+  const auto none = rollout::no_wheel(index, picks, json ? rollout::Shown::json : rollout::Shown::text);
+  if (!none) return {};
+  return failure(none->message, none->hint);
 }
 
 Registrar pick_command{

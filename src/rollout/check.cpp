@@ -214,9 +214,7 @@ Check gpu_check(const WheelNeeds& w, const NodeFacts& n) {
   Check c{"gpu", Verdict::ok, ""};
   if (w.gpu_libraries.empty()) return c.detail = "no GPU code", c;
   if (!n.gpus) return c.verdict = Verdict::unknown, c.detail = why_of(n, "gpus"), c;
-  if (n.gpus->empty())
-    return c.verdict = Verdict::unknown,
-           c.detail = "the report lists no GPU" + (n.gpu_reader.empty() ? std::string() : " (" + n.gpu_reader + ")"), c;
+  if (n.gpus->empty()) return c.verdict = Verdict::unknown, c.detail = no_gpu_detail(n), c;
   std::vector<std::string> fails, unknowns, oks;
   for (const auto& gpu : *n.gpus) {
     const std::string who = "GPU " + std::to_string(gpu.index) + " (" + strings::cut(gpu.name, 60) + ", " +
@@ -260,27 +258,29 @@ Check gpu_check(const WheelNeeds& w, const NodeFacts& n) {
 }
 
 Check driver_check(const WheelNeeds& w, const NodeFacts& n) {
+  // One wording whatever told the wheel's CUDA (record, library, PTX, variant): the requirement
+  // is the CUDA's driver floor, not its evidence.
   Check c{"driver", Verdict::ok, ""};
   if (w.gpu_libraries.empty() && w.cuda.empty()) return c.detail = "no CUDA code", c;
   if (w.cuda.empty())
     return c.verdict = Verdict::unknown,
            c.detail =
-               "which CUDA compiled the wheel is not known (no build record beside it, no CUDA library needed, no PTX)",
+               "which CUDA compiled the wheel is not known: no build record beside it, no CUDA library needed, no PTX",
            c;
   const auto built = parse_version(w.cuda);
+  const auto floor = built ? driver_floor(built->major) : std::nullopt;
   if (!n.driver) {
     // No version, but the CUDA the driver supports: a driver for CUDA 13.x is at least 13's floor.
     if (!n.driver_cuda || !built) return c.verdict = Verdict::unknown, c.detail = why_of(n, "driver"), c;
     if (n.driver_cuda->major < built->major)
       return c.verdict = Verdict::fails,
-             c.detail = "the driver supports CUDA " + n.driver_cuda->str() + ", older than CUDA " + w.cuda + " (" +
-                        w.cuda_source + ") needs",
+             c.detail = "the driver, for CUDA " + n.driver_cuda->str() + ", is older than " +
+                        (floor ? *floor + ", the least" : std::string("the driver")) + " CUDA " + w.cuda + " needs",
              c;
-    return c.detail = "the driver supports CUDA " + n.driver_cuda->str() +
-                      " (its version was not read), enough for CUDA " + w.cuda + " (" + w.cuda_source + ")",
+    return c.detail = "the driver supports CUDA " + n.driver_cuda->str() + ", enough for CUDA " + w.cuda +
+                      "; its version was not read",
            c;
   }
-  const auto floor = built ? driver_floor(built->major) : std::nullopt;
   const auto floor_version = floor ? parse_version(*floor) : std::nullopt;
   if (n.driver->empty())
     return c.verdict = Verdict::fails,
@@ -290,18 +290,26 @@ Check driver_check(const WheelNeeds& w, const NodeFacts& n) {
   if (!floor_version) return c.verdict = Verdict::unknown, c.detail = "no known driver floor for CUDA " + w.cuda, c;
   auto have = parse_version(*n.driver);
   if (!have) return c.verdict = Verdict::unknown, c.detail = "driver version \"" + *n.driver + "\" cannot be read", c;
-  const std::string built_with = "CUDA " + w.cuda + " (" + w.cuda_source + ")";
   if (*have < *floor_version)
     return c.verdict = Verdict::fails,
-           c.detail = "driver " + *n.driver + " is older than " + *floor + ", the least " + built_with + " needs", c;
-  c.detail = "driver " + *n.driver + " ≥ " + *floor + " for " + built_with;
+           c.detail = "driver " + *n.driver + " is older than " + *floor + ", the least CUDA " + w.cuda + " needs", c;
+  c.detail = "driver " + *n.driver + " ≥ " + *floor + " for CUDA " + w.cuda;
   if (auto cuda = node_driver_cuda(n); cuda && built && *cuda < *built)
     c.detail +=
-        "; it supports CUDA " + cuda->str() + ": the wheel runs by minor-version compatibility (PTX it cannot JIT)";
+        "; it supports CUDA " + cuda->str() + ": the wheel runs by minor-version compatibility, PTX it cannot JIT";
   return c;
 }
 
 }  // namespace
+
+std::string no_gpu_detail(const NodeFacts& n) {
+  std::string_view reader = n.gpu_reader;
+  if (reader.empty()) return "the report lists no GPU";
+  // doctor writes "none (why)" when it found none: the why, without a second pair of parentheses.
+  if (reader.starts_with("none (") && reader.ends_with(")"))
+    return "the report lists no GPU: " + std::string(reader.substr(6, reader.size() - 7));
+  return "the report lists no GPU, read by " + std::string(reader);
+}
 
 std::optional<Version> node_driver_cuda(const NodeFacts& n) {
   if (n.driver_cuda) return n.driver_cuda;

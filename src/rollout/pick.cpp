@@ -1,25 +1,27 @@
-// `opforge pick`: a node's supported variant properties, the index's wheels, and for each node the
-// wheels that fit, ordered as an installer with a variant resolver orders them.
-#include "rollout/pick.h"
-
+// `opforge pick`'s choosing, pure: a node's supported variant properties (ours and NVIDIA's
+// plugin's), the wheels that fit it ordered as an installer with a variant resolver orders them,
+// what such an installer takes instead, and what would make a wheel fit. Reading the index is
+// pick_index.cpp's, printing pick_render.cpp's.
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
-#include "doctor/doctor.h"
-#include "doctor/render.h"
+#include "rollout/pick.h"
+#include "target/x86.h"
 #include "util/pep440.h"
 #include "util/strings.h"
-#include "wheel/index.h"
 
 namespace opforge::rollout {
 namespace {
 
-using json = nlohmann::json;
-
 /// The compute capabilities nvcc has compiled PTX for (`nvcc --list-gpu-arch`: CUDA 12's 5.0 to
 /// 9.0, CUDA 13.0's 7.5 to 12.1), newest first: the older PTX a GPU can JIT.
 constexpr int kPtxArches[] = {121, 120, 110, 103, 100, 90, 89, 88, 87, 86, 80, 75, 72, 70, 62, 61, 60, 53, 52, 50};
+
+/// The checks in the order check_node gives them, the resolver's last: the order of `blocked_by`.
+constexpr std::string_view kCheckOrder[] = {"report", "gpu",    "driver", "machine", "platform",
+                                            "cpu",    "python", "torch",  "variant"};
 
 std::string arch_value(int major, int minor, std::string_view kind) {
   return std::to_string(major) + std::to_string(minor) + "_" + std::string(kind);
@@ -39,6 +41,16 @@ std::vector<std::string> sm_values(int major, int minor) {
   return out;
 }
 
+/// nvidia-variant-provider 0.0.2's sm_arch values: the GPU's NN_real down to N0_real, then
+/// N0_virtual; nothing below 5.0.
+std::vector<std::string> plugin_sm_values(int major, int minor) {
+  if (major * 10 + minor < 50) return {};
+  std::vector<std::string> out;
+  for (int m = minor; m >= 0; --m) out.push_back(arch_value(major, m, "real"));
+  out.push_back(arch_value(major, 0, "virtual"));
+  return out;
+}
+
 /// nvidia-variant-provider's cuda_version_lower_bound values for a driver of CUDA `cuda`: X.Y down
 /// to X.0, then X; then each older major's X.20 down to X.0 and X, down to 11.
 std::vector<std::string> cuda_values(const Version& cuda) {
@@ -49,6 +61,15 @@ std::vector<std::string> cuda_values(const Version& cuda) {
     out.push_back(std::to_string(major));
   }
   return out;
+}
+
+/// The node's GPUs, newest first.
+std::vector<devices::Gpu> newest_first(const NodeFacts& n) {
+  auto gpus = n.gpus.value_or(std::vector<devices::Gpu>{});
+  std::sort(gpus.begin(), gpus.end(), [](auto& a, auto& b) {
+    return std::pair{a.major, a.minor} > std::pair{b.major, b.minor};
+  });
+  return gpus;
 }
 
 /// The properties of `v` grouped by feature, in the order first met.
@@ -63,7 +84,7 @@ std::vector<std::pair<std::pair<std::string, std::string>, std::vector<std::stri
   return out;
 }
 
-const SupportedFeature* find_feature(const SupportedProperties& p, const std::string& ns, const std::string& f) {
+const SupportedFeature* find_feature(const SupportedProperties& p, std::string_view ns, std::string_view f) {
   for (const auto& s : p.features)
     if (s.ns == ns && s.feature == f) return &s;
   return nullptr;
@@ -72,6 +93,21 @@ const SupportedFeature* find_feature(const SupportedProperties& p, const std::st
 std::string first_values(const std::vector<std::string>& values, std::size_t n = 4) {
   std::vector<std::string> head(values.begin(), values.begin() + static_cast<long>(std::min(n, values.size())));
   return strings::join(head, ", ") + (values.size() > n ? ", …" : "");
+}
+
+/// The features of `w`'s variant that `p` supports none of the values of: (ns :: feature, its values).
+std::vector<std::pair<std::string, std::vector<std::string>>> unsupported(const IndexWheel& w,
+                                                                          const SupportedProperties& p) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  if (!w.variant) return out;
+  for (const auto& [key, values] : by_feature(*w.variant)) {
+    const SupportedFeature* f = find_feature(p, key.first, key.second);
+    const bool any = f && std::any_of(values.begin(), values.end(), [&](auto& v) {
+                       return std::find(f->values.begin(), f->values.end(), v) != f->values.end();
+                     });
+    if (!any) out.push_back({key.first + " :: " + key.second, values});
+  }
+  return out;
 }
 
 /// The resolver's filter: each feature the variant names has a value the node supports.
@@ -127,88 +163,210 @@ bool before(const IndexWheel& a, const IndexWheel& b, const SupportedProperties&
   return a.filename < b.filename;
 }
 
-json check_json(const Check& c) {
-  return {{"check", c.name}, {"verdict", verdict_name(c.verdict)}, {"detail", c.detail}};
+/// What an installer knows of a wheel: its tags and requirements, none of its code.
+WheelNeeds installer_view(WheelNeeds w) {
+  w.system = {};
+  w.cpu_level = 0;
+  w.cuda.clear();
+  w.gpu_libraries.clear();
+  return w;
 }
 
-/// The URL of an index `relative` to the folder served at `base` (none: the relative path).
-std::string pip_url(const std::string& base, const std::string& relative) {
-  if (base.empty()) return relative;
-  return (base.ends_with("/") ? base : base + "/") + relative;
+/// The checks an installer does not make (installer_view leaves them nothing to check), as what it
+/// does not look at.
+std::string unchecked(std::string_view check) {
+  if (check == "gpu") return "the wheel's GPU code";
+  if (check == "driver") return "the driver the wheel's CUDA needs";
+  if (check == "cpu") return "the CPU level its code needs";
+  if (check == "platform") return "the glibc and libstdc++ its libraries use";
+  return {};
 }
 
-/// One node's outcome without its names: what decides whether two nodes are shown as one.
-json outcome_json(const NodePick& p) {
-  json projects = json::array();
-  for (const auto& pr : p.projects) {
-    json rejected = json::array();
-    for (const auto& r : pr.rejected) {
-      json reasons = json::array();
-      for (const auto& c : r.reasons) reasons.push_back(check_json(c));
-      rejected.push_back({{"wheel", r.wheel}, {"verdict", verdict_name(r.verdict)}, {"reasons", reasons}});
-    }
-    projects.push_back({{"project", pr.project},
-                        {"wheel", pr.order.empty() ? json(nullptr) : json(pr.order.front())},
-                        {"pip_index_url", pr.pip_index.empty() ? json(nullptr) : json(pr.pip_index)},
-                        {"order", pr.order},
-                        {"rejected", rejected}});
+/// What the installer takes of one project's wheels (`wheels`, in file-name order), and, where it
+/// is not `pick`'s first, why and whether it runs (`rejected`: pick's verdicts on the others).
+InstallerChoice installer_choice(const std::vector<const IndexWheel*>& wheels, const NodeFacts& node,
+                                 const SupportedProperties& plugin, const ProjectPick& pick) {
+  std::vector<const IndexWheel*> takes;
+  for (const IndexWheel* w : wheels) {
+    const NodeRow row = check_node(installer_view(w->needs), node);
+    const bool refused =
+        std::any_of(row.checks.begin(), row.checks.end(), [](auto& c) { return c.verdict == Verdict::fails; });
+    if (!refused && variant_check(*w, plugin).verdict == Verdict::ok) takes.push_back(w);
   }
-  return {{"ok", p.ok()},
-          {"properties", static_providers_json(p.properties)},
-          {"notes", p.properties.notes},
-          {"projects", projects}};
+  std::sort(takes.begin(), takes.end(),
+            [&](const IndexWheel* a, const IndexWheel* b) { return before(*a, *b, plugin); });
+  InstallerChoice out;
+  const IndexWheel* chosen = takes.empty() ? nullptr : takes.front();
+  const std::optional<std::string> picked = pick.order.empty() ? std::nullopt : std::optional(pick.order.front());
+  if (chosen) {
+    out.wheel = chosen->filename;
+    out.plain = !chosen->variant;
+    for (const auto& r : pick.rejected)
+      if (r.wheel == chosen->filename) out.verdict = r.verdict, out.reasons = r.reasons;
+  }
+  if (out.wheel == picked) return out;
+  // The pick is not among what the plugin offers: say which of its values it lacks.
+  if (picked)
+    for (const IndexWheel* w : wheels)
+      if (w->filename == *picked)
+        for (const auto& [name, values] : unsupported(*w, plugin)) {
+          const auto dot = name.find(" :: ");
+          const SupportedFeature* f = find_feature(plugin, name.substr(0, dot), name.substr(dot + 4));
+          out.why += std::string(out.why.empty() ? "" : "; ") + "the plugin does not offer the pick's " + name + " " +
+                     strings::join(values, ", ") + " here" +
+                     (f ? ", only " + first_values(f->values) : std::string(", nor any other"));
+        }
+  if (out.why.empty()) {
+    // The pick ranks after a wheel pick refuses, or there is no pick: the installer takes what it
+    // does not look into.
+    std::vector<std::string> blind;
+    for (const auto& c : out.reasons)
+      if (auto what = unchecked(c.name); !what.empty()) blind.push_back(what);
+    out.why =
+        blind.empty() ? "its tags and requirements allow it" : "it does not check " + strings::join(blind, " or ");
+  }
+  if (!chosen) out.why += "; no other wheel is left to it";
+  return out;
+}
+
+/// The checks of `r` that keep it out, the resolver's filter only when nothing else does (its
+/// sm_arch, CUDA and torch values mirror the gpu, driver and torch checks).
+std::vector<std::string> keeping_out(const Rejected& r) {
+  std::vector<std::string> out;
+  for (const auto& c : r.reasons)
+    if (c.name != "variant") out.push_back(c.name);
+  if (out.empty())
+    for (const auto& c : r.reasons) out.push_back(c.name);
+  return out;
+}
+
+/// What would make one of `near` (the wheels nearest to fitting) pass `check` on `n`.
+std::string hint_for(const std::string& check, const std::vector<const IndexWheel*>& near,
+                     const std::vector<const Rejected*>& why, const NodeFacts& n) {
+  const bool unknown = std::none_of(why.begin(), why.end(), [&](const Rejected* r) {
+    return std::any_of(r->reasons.begin(), r->reasons.end(),
+                       [&](auto& c) { return c.name == check && c.verdict == Verdict::fails; });
+  });
+  if (check == "gpu" && n.gpus && n.gpus->empty())
+    return "its report lists no GPU: run `opforge doctor --json` where the driver sees its GPUs, or build a wheel "
+           "without GPU code for it";
+  if (unknown || check == "report")
+    return "run `opforge doctor --json` there again with this opforge: its report does not tell the " + check +
+           " check enough";
+  if (check == "gpu")
+    return "build a wheel with code for its GPUs (`opforge plan RECIPE --nodes REPORT…` gives the arch list)";
+  if (check == "driver") {
+    // The wheel of the oldest CUDA, named as the driver check names it.
+    std::optional<Version> least;
+    std::string cuda = "its CUDA";
+    for (const IndexWheel* w : near)
+      if (auto v = parse_version(w->needs.cuda); v && (!least || *v < *least))
+        least = v, cuda = "CUDA " + w->needs.cuda;
+    const auto floor = least ? driver_floor(least->major) : std::nullopt;
+    const std::string floor_text = floor ? *floor + " or newer" : "one for " + cuda;
+    if (n.driver && n.driver->empty()) return "install an NVIDIA driver on it, " + floor_text + " for " + cuda;
+    std::string out = "update its NVIDIA driver to " + floor_text + (floor ? ", the least " + cuda + " needs" : "");
+    if (auto has = node_driver_cuda(n))
+      out += ", or build the wheel with CUDA " + has->str() +
+             " or older, which its driver supports ([cuda] version "
+             "in the recipe)";
+    return out;
+  }
+  if (check == "machine")
+    return n.machine ? "build a wheel for " + *n.machine + ": `opforge build RECIPE --platform " + *n.machine + "`"
+                     : "build a wheel for its machine";
+  if (check == "platform")
+    return n.glibc_minor ? "build the wheel for its glibc 2." + std::to_string(*n.glibc_minor) +
+                               " and libstdc++: `opforge build RECIPE --glibc 2." + std::to_string(*n.glibc_minor) +
+                               "`, in a root that old (--root)"
+                         : "build the wheel for its glibc and libstdc++";
+  if (check == "cpu")
+    return "build the wheel for its CPU: [build] cpu_target in the recipe" +
+           (n.cpu_level ? " = \"" + target::level_name(*n.cpu_level) + "\"" : std::string());
+  if (check == "python")
+    return n.python ? "build a wheel for its Python " + std::to_string(n.python->first) + "." +
+                          std::to_string(n.python->second)
+                    : "build a wheel for its Python";
+  if (check == "torch")
+    return "build a wheel against its torch" + (n.torch && !n.torch->empty() ? " " + *n.torch : std::string()) +
+           ", or install there the torch the wheels require";
+  if (check == "variant")
+    return "publish the plain wheel beside the variants: the fallback of a node that supports none of their "
+           "properties";
+  return "fix what the " + check + " check names";
+}
+
+/// Why the node gets no wheel of `p`, and what would change that (ProjectPick::blocked_by, hints).
+void explain(ProjectPick& p, const std::vector<const IndexWheel*>& wheels, const NodeFacts& node) {
+  if (!p.order.empty() || p.rejected.empty()) return;
+  std::size_t fewest = std::numeric_limits<std::size_t>::max();
+  for (const auto& r : p.rejected) fewest = std::min(fewest, keeping_out(r).size());
+  std::set<std::string> blocked;
+  std::map<std::string, std::pair<std::vector<const IndexWheel*>, std::vector<const Rejected*>>> by_check;
+  for (const auto& r : p.rejected) {
+    const auto names = keeping_out(r);
+    if (names.size() != fewest) continue;
+    const IndexWheel* w = *std::find_if(wheels.begin(), wheels.end(), [&](auto* x) { return x->filename == r.wheel; });
+    for (const auto& name : names) {
+      blocked.insert(name);
+      by_check[name].first.push_back(w);
+      by_check[name].second.push_back(&r);
+    }
+  }
+  for (auto name : kCheckOrder)
+    if (blocked.contains(std::string(name))) {
+      p.blocked_by.push_back(std::string(name));
+      const auto& [near, why] = by_check[std::string(name)];
+      p.hints.push_back(hint_for(std::string(name), near, why, node));
+    }
 }
 
 }  // namespace
 
 SupportedProperties supported_properties(const NodeFacts& n) {
   SupportedProperties out;
+  const std::string nvidia(wheel::kNvidia), cuda_bound(wheel::kCudaLowerBound), sm_arch(wheel::kSmArch);
+  const std::string abi(wheel::kAbiDependency), torch(wheel::kTorch);
   // nvidia: nothing without a driver whose CUDA is known (the plugin answers nothing there either).
   const auto cuda = node_driver_cuda(n);
   if (cuda) {
-    out.features.push_back({"nvidia", "cuda_version_lower_bound", cuda_values(*cuda)});
+    out.features.push_back({nvidia, cuda_bound, cuda_values(*cuda)});
   } else {
-    out.notes.push_back("nvidia :: cuda_version_lower_bound: " +
+    out.notes.push_back(nvidia + " :: " + cuda_bound + ": " +
                         (n.driver && n.driver->empty()
                              ? std::string("no NVIDIA driver on the node")
-                             : "which CUDA the driver supports is not known (" +
+                             : "which CUDA the driver supports is not known: " +
                                    (n.unknown_why.contains("driver") ? n.unknown_why.at("driver")
-                                                                     : "driver " + n.driver.value_or("?")) +
-                                   ")"));
+                                                                     : "driver " + n.driver.value_or("?"))));
   }
   if (cuda && n.gpus && !n.gpus->empty()) {
     // The newest GPU's values first (the plugin asks only the newest), then what the others add:
     // a variant names several architectures and is supported when one of them is, so an
     // intersection would refuse an sm_80 + sm_90 wheel on a node with both GPUs. That a wheel runs
     // on every GPU is the gpu check's to say.
-    auto gpus = *n.gpus;
-    std::sort(gpus.begin(), gpus.end(), [](auto& a, auto& b) {
-      return std::pair{a.major, a.minor} > std::pair{b.major, b.minor};
-    });
     std::vector<std::string> values;
-    for (const auto& g : gpus)
+    for (const auto& g : newest_first(n))
       for (auto& v : sm_values(g.major, g.minor))
         if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(std::move(v));
-    out.features.push_back({"nvidia", "sm_arch", values});
+    out.features.push_back({nvidia, sm_arch, values});
   } else if (cuda) {
-    out.notes.push_back(
-        "nvidia :: sm_arch: " +
-        (n.gpus ? "the report lists no GPU" + (n.gpu_reader.empty() ? std::string() : " (" + n.gpu_reader + ")")
-                : (n.unknown_why.contains("gpus") ? n.unknown_why.at("gpus")
-                                                  : std::string("the report does not say its GPUs"))));
+    out.notes.push_back(nvidia + " :: " + sm_arch + ": " +
+                        (n.gpus ? no_gpu_detail(n)
+                                : (n.unknown_why.contains("gpus") ? n.unknown_why.at("gpus")
+                                                                  : std::string("the report does not say its GPUs"))));
   }
   if (n.torch && !n.torch->empty()) {
     if (auto r = pep440::release_of(*n.torch); r && !r->empty()) {
       const int major = (*r)[0], minor = r->size() > 1 ? (*r)[1] : 0, micro = r->size() > 2 ? (*r)[2] : 0;
-      out.features.push_back({"abi_dependency",
-                              "torch",
+      out.features.push_back({abi,
+                              torch,
                               {std::to_string(major), std::to_string(major) + "." + std::to_string(minor),
                                std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(micro)}});
     } else {
-      out.notes.push_back("abi_dependency :: torch: torch " + *n.torch + " is not a version");
+      out.notes.push_back(abi + " :: " + torch + ": torch " + *n.torch + " is not a version");
     }
   } else {
-    out.notes.push_back("abi_dependency :: torch: " +
+    out.notes.push_back(abi + " :: " + torch + ": " +
                         (n.torch ? std::string("no torch on the node")
                                  : (n.unknown_why.contains("torch") ? n.unknown_why.at("torch")
                                                                     : std::string("the report does not say"))));
@@ -216,80 +374,22 @@ SupportedProperties supported_properties(const NodeFacts& n) {
   return out;
 }
 
-json static_providers_json(const SupportedProperties& p) {
-  json providers = json::object();
-  json order = json::array();
-  for (const auto& ns : wheel::variant_namespaces()) {
-    json statics = json::object(), features = json::array();
-    for (const auto& f : p.features)
-      if (f.ns == ns) {
-        statics[f.feature] = f.values;
-        features.push_back(f.feature);
-      }
-    if (statics.empty()) continue;
-    json provider{{"static-properties", statics}};
-    if (features.size() > 1) provider["feature-order"] = features;
-    providers[ns] = provider;
-    order.push_back(ns);
-  }
-  return {{"default-priorities", {{"namespace", order}}}, {"providers", providers}};
-}
-
-Result<std::vector<IndexWheel>> read_index(const probe::FileSystem& fs, const fs::path& index) {
-  fs::path dist = index.lexically_normal();
-  if (dist.filename().empty()) dist = dist.parent_path();
-  if (dist.filename() == "simple") dist = dist.parent_path();
-  if (dist.empty()) dist = ".";
-  const std::string hint = "give the dist/ folder that `opforge build` or `opforge index` wrote (or its simple/)";
-  if (fs.resolved_type(dist) != probe::FileType::directory) return bad_input(index.string() + ": not a folder", hint);
-  auto names = OPFORGE_TRY(fs.list_directory(dist));
-  std::vector<IndexWheel> out;
-  std::map<std::string, std::vector<wheel::Variant>> files;  // variants.json name → its variants
-  for (const auto& name : names) {
-    if (name.starts_with(".") || !strings::to_lower(name).ends_with(".whl")) continue;
-    auto parsed = wheel::parse_wheel_filename(name);
-    if (!parsed) return bad_input((dist / name).string() + ": not a wheel's file name", hint);
-    auto needs = read_wheel_needs(fs, dist / name);
-    if (!needs) {
-      Error e = needs.error();
-      if (e.message.find(name) == std::string::npos) e.message = (dist / name).string() + ": " + e.message;
-      return opforge::unexpected(e);
+SupportedProperties plugin_properties(const NodeFacts& n) {
+  SupportedProperties out = supported_properties(n);
+  const auto cuda = node_driver_cuda(n);
+  // The plugin turns itself off for a driver's CUDA outside 11.0 to 15.20.
+  const bool off = cuda && (cuda->major < 11 || cuda->major > 15);
+  const auto gpus = newest_first(n);
+  std::vector<SupportedFeature> kept;
+  for (auto& f : out.features) {
+    if (f.ns == wheel::kNvidia && off) continue;
+    if (f.ns == wheel::kNvidia && f.feature == wheel::kSmArch) {
+      f.values = plugin_sm_values(gpus.front().major, gpus.front().minor);
+      if (f.values.empty()) continue;
     }
-    IndexWheel w{name, wheel::project_name(parsed->name), parsed->version, std::nullopt, std::move(*needs)};
-    const std::string pip_index = parsed->variant.empty() ? "simple" : wheel::variant_index_path(parsed->variant);
-    // (A label "." or ".." has no index of its own: wheel/index.cpp writes none for it.)
-    if (!parsed->variant.starts_with(".") &&
-        fs.type_of(dist / pip_index / w.project / "index.html") == probe::FileType::regular)
-      w.pip_index = pip_index;
-    if (!parsed->variant.empty()) {
-      const std::string file = parsed->name + "-" + parsed->version + std::string(wheel::kVariantsIndexSuffix);
-      if (!files.contains(file)) {
-        auto text = fs.read_file(dist / file);
-        if (!text)
-          return bad_input(
-              (dist / file).string() + ": " + text.error().message + " (the variant wheel " + name + " needs it)",
-              "`opforge index` writes it from the variant wheels");
-        auto variants = wheel::parse_variants(*text);
-        if (!variants)
-          return bad_input((dist / file).string() + ": " + variants.error().message, "`opforge index` rewrites it");
-        files[file] = *variants;
-      }
-      for (const auto& v : files[file])
-        if (v.label == parsed->variant) w.variant = v;
-      if (!w.variant)
-        return bad_input(name + ": " + file + " does not list its variant '" + parsed->variant + "'",
-                         "`opforge verify " + dist.string() + "` says where the index and its wheels disagree");
-      // A variant wheel has no build record of its own; its lower bound is the toolkit that
-      // compiled it (wheel/variant.h), what the driver check needs when the wheel's files do not say.
-      for (const auto& p : w.variant->properties)
-        if (w.needs.cuda.empty() && p.ns == "nvidia" && p.feature == "cuda_version_lower_bound") {
-          w.needs.cuda = p.value;
-          w.needs.cuda_source = "its variant's " + p.str() + " (the toolkit that compiled it)";
-        }
-    }
-    out.push_back(std::move(w));
+    kept.push_back(std::move(f));
   }
-  if (out.empty()) return bad_input(dist.string() + ": holds no wheel", hint);
+  out.features = std::move(kept);
   return out;
 }
 
@@ -299,32 +399,33 @@ bool NodePick::ok() const {
 
 NodePick pick_for_node(const std::vector<IndexWheel>& wheels, const NodeFacts& node) {
   NodePick out{{node.name}, {node.report}, supported_properties(node), {}};
-  std::map<std::string, std::vector<const IndexWheel*>> fits;
-  std::map<std::string, ProjectPick> projects;
-  std::vector<const IndexWheel*> sorted;
-  for (const auto& w : wheels) sorted.push_back(&w);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->filename < b->filename; });
-  for (const IndexWheel* w : sorted) {
-    ProjectPick& p = projects[w->project];
-    p.project = w->project;
-    NodeRow row = check_node(w->needs, node);
-    row.checks.push_back(variant_check(*w, out.properties));
-    Rejected r{w->filename, Verdict::ok, {}};
-    for (const auto& c : row.checks) {
-      if (c.verdict == Verdict::ok) continue;
-      r.reasons.push_back(c);
-      if (c.verdict == Verdict::fails) r.verdict = Verdict::fails;
-      else if (r.verdict == Verdict::ok) r.verdict = Verdict::unknown;
+  const SupportedProperties plugin = plugin_properties(node);
+  std::map<std::string, std::vector<const IndexWheel*>> of_project;  // in file-name order
+  for (const auto& w : wheels) of_project[w.project].push_back(&w);
+  for (auto& [name, list] : of_project) {
+    std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->filename < b->filename; });
+    ProjectPick p;
+    p.project = name;
+    std::vector<const IndexWheel*> fits;
+    for (const IndexWheel* w : list) {
+      NodeRow row = check_node(w->needs, node);
+      row.checks.push_back(variant_check(*w, out.properties));
+      Rejected r{w->filename, Verdict::ok, {}};
+      for (const auto& c : row.checks) {
+        if (c.verdict == Verdict::ok) continue;
+        r.reasons.push_back(c);
+        if (c.verdict == Verdict::fails) r.verdict = Verdict::fails;
+        else if (r.verdict == Verdict::ok) r.verdict = Verdict::unknown;
+      }
+      if (r.verdict == Verdict::ok) fits.push_back(w);
+      else p.rejected.push_back(std::move(r));
     }
-    if (r.verdict == Verdict::ok) fits[w->project].push_back(w);
-    else p.rejected.push_back(std::move(r));
-  }
-  for (auto& [name, p] : projects) {
-    auto& list = fits[name];
-    std::sort(list.begin(), list.end(),
+    std::sort(fits.begin(), fits.end(),
               [&](const IndexWheel* a, const IndexWheel* b) { return before(*a, *b, out.properties); });
-    for (const IndexWheel* w : list) p.order.push_back(w->filename);
-    if (!list.empty()) p.pip_index = list.front()->pip_index;
+    for (const IndexWheel* w : fits) p.order.push_back(w->filename);
+    if (!fits.empty()) p.pip_index = fits.front()->pip_index;
+    p.installer = installer_choice(list, node, plugin, p);
+    explain(p, list, node);
     out.projects.push_back(std::move(p));
   }
   return out;
@@ -332,73 +433,17 @@ NodePick pick_for_node(const std::vector<IndexWheel>& wheels, const NodeFacts& n
 
 std::vector<NodePick> pick(const std::vector<IndexWheel>& wheels, const std::vector<NodeFacts>& nodes) {
   std::vector<NodePick> out;
-  std::vector<std::string> keys;
   for (const auto& n : nodes) {
     NodePick p = pick_for_node(wheels, n);
-    const std::string key = outcome_json(p).dump();
-    auto at = std::find(keys.begin(), keys.end(), key);
-    if (at == keys.end()) {
-      keys.push_back(key);
+    auto same = std::find_if(out.begin(), out.end(), [&](const NodePick& o) {
+      return o.properties == p.properties && o.projects == p.projects;
+    });
+    if (same == out.end()) {
       out.push_back(std::move(p));
     } else {
-      NodePick& same = out[static_cast<std::size_t>(at - keys.begin())];
-      same.nodes.push_back(n.name);
-      same.reports.push_back(n.report);
+      same->nodes.push_back(n.name);
+      same->reports.push_back(n.report);
     }
-  }
-  return out;
-}
-
-NodeFacts this_node(probe::Machine m, const std::string& python) {
-  const auto report = doctor::to_json(doctor::examine(m, python, {}));
-  auto facts = parse_node_facts("(this node)", report.dump());
-  facts.report = "(this node)";
-  return facts;
-}
-
-json pick_json(const std::string& index, const std::vector<NodePick>& picks, const std::string& base_url) {
-  json nodes = json::array();
-  bool ok = true;
-  for (const auto& p : picks) {
-    json j = outcome_json(p);
-    for (auto& project : j["projects"])
-      if (project["pip_index_url"].is_string())
-        project["pip_index_url"] = pip_url(base_url, project["pip_index_url"].get<std::string>());
-    json reports = json::array();
-    for (const auto& r : p.reports) reports.push_back(r.string());
-    j["nodes"] = p.nodes;
-    j["reports"] = reports;
-    nodes.push_back(j);
-    ok = ok && p.ok();
-  }
-  return {{"index", index}, {"ok", ok}, {"nodes", nodes}};
-}
-
-std::string pick_text(const std::string& index, const std::vector<NodePick>& picks, const std::string& base_url) {
-  std::size_t total = 0, served = 0;
-  for (const auto& p : picks) {
-    total += p.nodes.size();
-    if (p.ok()) served += p.nodes.size();
-  }
-  std::string out = index + " for " + std::to_string(total) + (total == 1 ? " node" : " nodes") + ": " +
-                    std::to_string(served) + " get a wheel" +
-                    (served < total ? ", " + std::to_string(total - served) + " get none" : std::string()) + "\n";
-  for (const auto& p : picks) {
-    out += "\n" + strings::join(p.nodes, ", ") + "\n";
-    for (const auto& pr : p.projects) {
-      if (pr.order.empty()) out += "  " + pr.project + ": no wheel fits\n";
-      for (std::size_t i = 0; i < pr.order.size(); ++i) {
-        out += (i ? "    then     " : "  " + pr.project + ": install ") + pr.order[i] + "\n";
-        // What a plain pip is pointed at to get the pick by the project's name alone.
-        if (i == 0 && !pr.pip_index.empty())
-          out += "    pip      pip install --index-url " + pip_url(base_url, pr.pip_index) + " " + pr.project + "\n";
-      }
-      for (const auto& r : pr.rejected) {
-        out += "    not      " + r.wheel + (r.verdict == Verdict::unknown ? " (cannot be told)" : "") + "\n";
-        for (const auto& c : r.reasons) out += "               " + c.name + ": " + c.detail + "\n";
-      }
-    }
-    for (const auto& note : p.properties.notes) out += "  note: " + note + "\n";
   }
   return out;
 }

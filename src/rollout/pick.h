@@ -5,7 +5,10 @@
 /// that pass are ordered as an installer orders them: newest version first, then as variantlib
 /// 0.2.2's resolver ranks the variants of one version, the plain wheel (the null variant) last.
 /// The node's supported properties are written in the form variantlib reads for a static
-/// provider, so that a plain resolver, given them, picks the same (docs/variants.md).
+/// provider, so that a plain resolver, given them, picks the same (docs/variants.md). Beside the
+/// pick it says what an installer with NVIDIA's own plugin takes, which offers less (no older PTX)
+/// and checks less (not the wheel's code). The choosing is pure (pick.cpp); reading the index and
+/// this node (pick_index.cpp) and printing (pick_render.cpp) are at its edges.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -80,6 +83,21 @@ struct Rejected {
   std::string wheel;
   Verdict verdict = Verdict::fails;  ///< fails, or unknown when nothing fails but something cannot be told
   std::vector<Check> reasons;
+  bool operator==(const Rejected&) const = default;
+};
+
+/// What a variant-aware installer (uv's variant preview, variantlib) installs on the node with
+/// nvidia-variant-provider 0.0.2 answering there: the wheels its tags and requirements allow
+/// (machine, glibc tag, Python, torch), filtered and ranked by the plugin's properties
+/// (plugin_properties), the plain wheel last. It does not look at the wheel's code: not its GPU
+/// code, the driver that code needs, its CPU level, the glibc its libraries use.
+struct InstallerChoice {
+  std::optional<std::string> wheel;  ///< nullopt: it installs none
+  bool plain = false;                ///< `wheel` is the plain wheel (its fallback)
+  Verdict verdict = Verdict::ok;     ///< that wheel on the node by pick's checks (ok: it runs)
+  std::vector<Check> reasons;        ///< its checks that are not ok
+  std::string why;                   ///< why it is not the pick; empty when it is
+  bool operator==(const InstallerChoice&) const = default;
 };
 
 struct ProjectPick {
@@ -87,6 +105,12 @@ struct ProjectPick {
   std::vector<std::string> order;  ///< the wheels that fit, best first: order[0] is the pick
   std::string pip_index;           ///< the pick's IndexWheel::pip_index
   std::vector<Rejected> rejected;  ///< in file-name order
+  InstallerChoice installer;
+  /// When no wheel fits: the checks that fail on the wheels nearest to fitting (fewest failing
+  /// checks; the resolver's filter only when nothing else fails), in check order, and for each
+  /// what would make a wheel fit, in the same order.
+  std::vector<std::string> blocked_by, hints;
+  bool operator==(const ProjectPick&) const = default;
 };
 
 /// The outcome for one node, or for several whose outcome is the same.
@@ -98,10 +122,15 @@ struct NodePick {
   bool ok() const;                    ///< every project has a wheel that fits
 };
 
-/// Picks for one node.
+/// What nvidia-variant-provider 0.0.2 answers on the node (its plugin.py): the same
+/// cuda_version_lower_bound as supported_properties (for a driver's CUDA 11 to 15), and for
+/// sm_arch the newest GPU's NN_real down to its major's N0_real, then N0_virtual alone: no older
+/// PTX (a 12.0 GPU: 120_real, 120_virtual). abi_dependency as supported_properties.
+SupportedProperties plugin_properties(const NodeFacts& node);
+
+/// Picks for one node. Pure: the wheels and the node's facts in, the outcome out.
 NodePick pick_for_node(const std::vector<IndexWheel>& wheels, const NodeFacts& node);
-/// Picks for every node, nodes with the same outcome (facts that differ nowhere a check or the
-/// properties look) in one entry, in the order first met.
+/// Picks for every node, nodes with the same outcome in one entry, in the order first met.
 std::vector<NodePick> pick(const std::vector<IndexWheel>& wheels, const std::vector<NodeFacts>& nodes);
 
 /// The node `m` runs on, read as `verify --nodes` reads the `opforge doctor --json` report made
@@ -111,12 +140,22 @@ NodeFacts this_node(probe::Machine m, const std::string& python);
 /// `pick --json`: {"index", "ok", "nodes": [{"nodes", "reports", "ok", "properties" (as
 /// static_providers_json), "notes", "projects": [{"project", "wheel" (null: none fits),
 /// "pip_index_url" (null: none, or no such index), "order", "rejected": [{"wheel", "verdict",
-/// "reasons": [{"check", "verdict", "detail"}]}]}]}]}. `base_url` is where the folder is served
-/// ("https://host/wheels", "file:///abs/dist"); the pip index URL is it + "/" + pip_index (empty:
-/// pip_index alone).
+/// "reasons": [{"check", "verdict", "detail"}]}], "installer": {"wheel" (null: none), "plain",
+/// "same" (it is the pick), "why", "verdict" (null: no wheel), "reasons"}, "blocked_by", "hints"}]}]}.
+/// `base_url` is where the folder is served ("https://host/wheels", "file:///abs/dist"); the pip
+/// index URL is it + "/" + pip_index (empty: pip_index alone).
 nlohmann::json pick_json(const std::string& index, const std::vector<NodePick>& picks,
                          const std::string& base_url = {});
 /// The text `opforge pick` prints, from the same picks.
 std::string pick_text(const std::string& index, const std::vector<NodePick>& picks, const std::string& base_url = {});
+
+/// Where the reasons were shown: above on stdout as text, or in the JSON on stdout.
+enum class Shown { text, json };
+/// When some node gets no wheel: the error's message (those nodes and the checks that fail there)
+/// and its hint (what fixes each of those checks, per node); nullopt when every node gets one.
+struct NoWheel {
+  std::string message, hint;
+};
+std::optional<NoWheel> no_wheel(const std::string& index, const std::vector<NodePick>& picks, Shown shown);
 
 }  // namespace opforge::rollout

@@ -26,9 +26,11 @@ struct WheelNeeds {
   std::vector<std::string> python_tags, abi_tags, platforms;  ///< from the file name ("cp311", "abi3", ...)
   wheel::SystemNeeds system;                                  ///< newest glibc / libstdc++ versions its ELF files use
   int cpu_level = 0;                                          ///< x86-64 psABI level its code needs; 0: no x86 code
-  std::string torch;        ///< Requires-Dist on torch without the name (">=2.12", "==2.15.*"); empty: none
-  std::string cuda;         ///< the CUDA that compiled its GPU code ("13.0", or "13" when only the major is known)
-  std::string cuda_source;  ///< where `cuda` was read ("the build record", "libcudart.so.13 needed by ...")
+  std::string torch;  ///< Requires-Dist on torch without the name (">=2.12", "==2.15.*"); empty: none
+  /// The CUDA that compiled its GPU code ("13.0", or "13" when only the major is known): from the
+  /// build record, else a CUDA library it needs, else its newest PTX; a variant wheel without
+  /// either, its cuda_version_lower_bound. The checks word it the same whichever it came from.
+  std::string cuda;
   struct GpuLibrary {
     std::string path;
     std::vector<wheel::FatbinImage> images;
@@ -76,6 +78,7 @@ struct Check {
   std::string name;  ///< "gpu", "driver", "machine", "platform", "cpu", "python", "torch"
   Verdict verdict = Verdict::ok;
   std::string detail;
+  bool operator==(const Check&) const = default;
 };
 
 struct NodeRow {
@@ -91,6 +94,9 @@ NodeRow check_node(const WheelNeeds& wheel, const NodeFacts& node);
 /// The CUDA a node's driver supports, as the checks read it: the report's (the driver API's
 /// answer), else its driver branch's (cuda_of_driver); nullopt when neither is known.
 std::optional<Version> node_driver_cuda(const NodeFacts& node);
+
+/// Why a node's report lists no GPU, in one wording for every check and note that says it.
+std::string no_gpu_detail(const NodeFacts& node);
 
 /// The NVIDIA driver a CUDA major needs (CUDA compatibility guide, minor-version compatibility):
 /// 13 → "580", 12 → "525.60.13", 11 → "450.80.02"; nullopt for others.

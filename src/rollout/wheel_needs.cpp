@@ -44,7 +44,6 @@ WheelNeeds wheel_needs(const wheel::Inspection& in, const std::string& record_cu
   // the CUDA that introduced the newest PTX it holds.
   if (!record_cuda.empty()) {
     out.cuda = record_cuda;
-    out.cuda_source = "the build record";
     return out;
   }
   for (const auto& [path, elf] : elfs)
@@ -53,16 +52,12 @@ WheelNeeds wheel_needs(const wheel::Inspection& in, const std::string& record_cu
         if (needed.starts_with(prefix) && out.cuda.empty()) {
           out.cuda = needed.substr(prefix.size());
           out.cuda = out.cuda.substr(0, out.cuda.find('.'));
-          out.cuda_source = needed + " (needed by " + path + ")";
         }
   if (!out.cuda.empty()) return out;
   std::pair<int, int> newest{0, 0};
   for (const auto& lib : out.gpu_libraries)
     for (const auto& img : lib.images) newest = std::max(newest, img.ptx_isa);
-  if (auto v = cuda_of_ptx_isa(newest.first, newest.second)) {
-    out.cuda = v->str();
-    out.cuda_source = "its PTX (ISA " + std::to_string(newest.first) + "." + std::to_string(newest.second) + ")";
-  }
+  if (auto v = cuda_of_ptx_isa(newest.first, newest.second)) out.cuda = v->str();
   return out;
 }
 

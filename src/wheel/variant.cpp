@@ -19,9 +19,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::string_view kNvidia = "nvidia";
-constexpr std::string_view kAbiDependency = "abi_dependency";
-
 /// The providers, in priority order. nvidia's plugin answers, on the installing machine, which
 /// sm_arch and CUDA versions it supports. abi_dependency is answered by the resolver itself from
 /// the packages installed (variantlib's inject_abi_dependency); the schema still wants a provider
@@ -128,17 +125,17 @@ VariantDecision variant_properties(const std::map<std::string, ElfInfo>& elfs, c
     }
   }
   if (common) {
-    for (const auto& v : *common) out.properties.push_back({std::string(kNvidia), "sm_arch", v});
+    for (const auto& v : *common) out.properties.push_back({std::string(kNvidia), std::string(kSmArch), v});
     for (const auto& v : any)
       if (!common->contains(v))
         noted.insert("nvidia :: sm_arch :: " + v + ": not written: not every CUDA library of the wheel holds it");
     if (auto cuda = major_minor(facts.cuda_version); !cuda.empty())
-      out.properties.push_back({std::string(kNvidia), "cuda_version_lower_bound", cuda});
+      out.properties.push_back({std::string(kNvidia), std::string(kCudaLowerBound), cuda});
     else noted.insert("nvidia :: cuda_version_lower_bound: not written: the toolkit's version is unknown");
   }
   if (cxx_torch) {
     if (auto torch = major_minor(facts.torch_version); !torch.empty())
-      out.properties.push_back({std::string(kAbiDependency), "torch", torch});
+      out.properties.push_back({std::string(kAbiDependency), std::string(kTorch), torch});
     else noted.insert("abi_dependency :: torch: not written: the torch built against is unknown");
   } else if (stable_torch) {
     noted.insert(

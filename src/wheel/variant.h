@@ -24,6 +24,13 @@ inline constexpr std::string_view kVariantDistInfoFile = "variant.json";
 /// The index file of one version: "{name}-{version}" + this.
 inline constexpr std::string_view kVariantsIndexSuffix = "-variants.json";
 
+/// The namespaces and features opforge's variants name (variant_properties below).
+inline constexpr std::string_view kNvidia = "nvidia";
+inline constexpr std::string_view kSmArch = "sm_arch";
+inline constexpr std::string_view kCudaLowerBound = "cuda_version_lower_bound";
+inline constexpr std::string_view kAbiDependency = "abi_dependency";
+inline constexpr std::string_view kTorch = "torch";
+
 /// `namespace :: feature :: value`; each part [a-z0-9_]+, the value [a-z0-9_.]+.
 struct VariantProperty {
   std::string ns, feature, value;

@@ -118,7 +118,11 @@ set +e
 "$opforge" pick "$house" --nodes $reports --json > "$work/pick.json" 2> /dev/null
 set -e
 [ $rc -eq 1 ] || { cat "$work/pick.txt"; fail "pick: exit $rc, expected 1 (two nodes get no wheel)"; }
-grep -q "2 nodes get no wheel from $house: cpu_only, old_driver" "$work/pick.txt" || { cat "$work/pick.txt"; fail "pick's error"; }
+grep -q "2 nodes get no wheel from $house: cpu_only (gpu, driver), old_driver (driver); each wheel's reasons are above" "$work/pick.txt" ||
+  { cat "$work/pick.txt"; fail "pick's error"; }
+# What a variant-aware installer takes on the old driver: the plain wheel, which pick says does not run.
+grep -A2 "^old_driver" "$work/pick.txt" | grep -q "^    resolver .* takes tinyvar-0.1.0+cu130torch215-py3-none-manylinux_2_34_x86_64.whl, the plain wheel: it does not check .*; that wheel does not run here: .*driver: driver 535.104.05 is older than 580" ||
+  { cat "$work/pick.txt"; fail "pick does not say what an installer takes on old_driver"; }
 python3 - "$work/pick.json" "$house" "$work/pick.txt" <<'PY' || { cat "$work/pick.txt"; fail "pick's choices"; }
 import json, re, sys
 pick, house, text = json.load(open(sys.argv[1])), sys.argv[2], open(sys.argv[3]).read()

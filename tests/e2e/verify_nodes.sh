@@ -82,13 +82,13 @@ expect() {  # expect NAME RC PATTERN: `verify --nodes nodes/NAME.json` exits RC,
   [ "$rc" = "$2" ] || { cat "out/$1.txt" "out/$1.err"; fail "$1: exit $rc, expected $2"; }
   sed -n '3,$p' "out/$1.txt" | grep -Eq -- "$3" || { cat "out/$1.txt"; fail "$1: the row does not match: $3"; }
 }
-expect h100 0 '^  h100 +ok +GPU 0 \(NVIDIA H100 80GB HBM3, 9\.0\): sm_90; driver 580\.65\.06 ≥ 580 for CUDA 13\.0 \(its PTX \(ISA 9\.0\)\); x86_64; glibc 2\.36; x86-64-v3 code on an x86-64-v3 CPU; Python 3\.11 \(cp311\); torch 2\.15\.0\+cu130 satisfies torch==2\.15\.\*$'
+expect h100 0 '^  h100 +ok +GPU 0 \(NVIDIA H100 80GB HBM3, 9\.0\): sm_90; driver 580\.65\.06 ≥ 580 for CUDA 13\.0; x86_64; glibc 2\.36; x86-64-v3 code on an x86-64-v3 CPU; Python 3\.11 \(cp311\); torch 2\.15\.0\+cu130 satisfies torch==2\.15\.\*$'
 expect a100 1 '^  a100 +fails +gpu: GPU 0 \(NVIDIA A100-SXM4-80GB, 8\.0\): tinygpu/_k\.cpython-311-x86_64-linux-gnu\.so holds no code it can run \(compute_90, (sm_75, )?sm_90\)$'
 expect b200 0 'ok +GPU 0 \(NVIDIA B200, 10\.0\): compute_90 \(JIT\)'
 expect b200_cuda128 1 'gpu: GPU 0 \(NVIDIA B200, 10\.0\): tinygpu/_k\.cpython-311-x86_64-linux-gnu\.so has only compute_90 PTX \(ISA 9\.0\) from CUDA 13\.0: the driver \(CUDA 12\.8\) cannot JIT it'
-grep -q "driver: driver 570.124.06 is older than 580, the least CUDA 13.0 (its PTX (ISA 9.0)) needs" out/b200_cuda128.txt ||
+grep -q "driver: driver 570.124.06 is older than 580, the least CUDA 13.0 needs" out/b200_cuda128.txt ||
   fail "b200_cuda128: the driver row"
-expect old_driver 1 'driver: driver 535\.104\.05 is older than 580, the least CUDA 13\.0 \(its PTX \(ISA 9\.0\)\) needs$'
+expect old_driver 1 'driver: driver 535\.104\.05 is older than 580, the least CUDA 13\.0 needs$'
 expect no_driver 1 'driver: no NVIDIA driver on the node; CUDA 13\.0 code needs 580 or newer$'
 expect debian11 1 'platform: manylinux_2_34_x86_64 needs glibc 2\.34, the node has 2\.31$'
 expect v2_cpu 1 'cpu: the code needs x86-64-v3, the CPU is x86-64-v2 \(SIGILL at the first such instruction\)$'
