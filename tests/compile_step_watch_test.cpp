@@ -115,3 +115,28 @@ TEST(CompileStepWatch, TheSummarySaysHowManyRanAtOnceAsMeasured) {
   EXPECT_EQ(compile::steps_said(serial, 1),
             "memory: 2 compile steps, 1 at once; the heaviest a.cu 1.0 GiB (40 s), b.cu 1.0 GiB (20 s)");
 }
+
+TEST(CompileStepWatch, ACudaCompileThatNamesNoWrapperIsSaidToHaveEscapedIt) {
+  const std::string wrapper = "/cache/nvcc/1234/nvcc";
+  compile::StepWatch watch("/t", {wrapper, "__nvcc"});
+  // ninja's step through the wrapper (ccache in front); setuptools' own spawn of the toolkit's nvcc
+  // by its absolute path (use_ninja=False and a project that names it); a host compile.
+  watch.observe({proc(10, 1, 100, {"/bin/sh", "-c", "ccache " + wrapper + " -c /t/a.cu -o a.o"}),
+                 proc(11, 10, 100, {"ccache", wrapper, "-c", "/t/a.cu", "-o", "a.o"}),
+                 proc(20, 1, 100, {"/usr/local/cuda-13.0/bin/nvcc", "-c", "/t/b.cu", "-o", "b.o"}),
+                 proc(21, 20, 100, {"cicc", "x"}),
+                 proc(30, 1, 100, {"g++", "-c", "/t/c.cpp", "-o", "c.o"})},
+                1.0);
+  // A step seen first before its wrapper's process appeared is wrapped once any observation shows it.
+  watch.observe({proc(40, 1, 100, {"/bin/sh", "-c", "/view/bin/nvcc -c /t/d.cu"})}, 1.25);
+  watch.observe({proc(40, 1, 100, {"/bin/sh", "-c", "/view/bin/nvcc -c /t/d.cu"}),
+                 proc(41, 40, 100, {"/usr/bin/opforge", "__nvcc", "/cache/nvcc/1234/rule.json", "-c", "/t/d.cu"})},
+                1.5);
+  const auto steps = watch.steps();
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_TRUE(steps[0].cuda && steps[0].wrapped);
+  EXPECT_TRUE(steps[1].cuda && !steps[1].wrapped);
+  EXPECT_FALSE(steps[2].cuda);
+  EXPECT_TRUE(steps[3].cuda && steps[3].wrapped);
+  EXPECT_EQ(compile::unwrapped_cuda_steps(steps), (std::vector<std::string>{"b.cu"}));
+}

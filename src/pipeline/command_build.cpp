@@ -34,6 +34,7 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
   auto bytes = OPFORGE_TRY(m.fs.read_file(out.wheel, wheel::Limits{}.archive_bytes));
   OPFORGE_CHECK(check_command_wheel(plan, bytes, out.wheel));
   outcome.project_arch = out.project_arch;
+  outcome.unwrapped = out.unwrapped;
   outcome.compiled_arch = wheel_gpu_targets(bytes);
   {
     GpuCodeSeen seen{.by_library = wheel_gpu_targets_by_file(bytes),
@@ -68,6 +69,8 @@ Result<Outcome> build_with_command(probe::Machine m, Outcome outcome, const fs::
                         {"project_asked", outcome.project_arch},
                         {"compiled", outcome.compiled_arch}};
   if (!outcome.compiled_arch_by_file.empty()) rec.inputs["arch"]["compiled_by_library"] = outcome.compiled_arch_by_file;
+  // project_asked is what the wrapper saw; these compiles it never saw.
+  if (!out.unwrapped.empty()) rec.inputs["arch"]["unwrapped_compiles"] = out.unwrapped;
   if (out.sccache) rec.inputs["compile_steps"] = compile_steps_json(*out.sccache);
   if (!out.step_peaks.empty()) {
     nlohmann::json steps = nlohmann::json::object();

@@ -41,7 +41,7 @@ std::vector<std::string> planned_gpu_targets(const plan::Plan& plan) {
 }
 
 std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>& project,
-                         const std::vector<std::string>& compiled) {
+                         const std::vector<std::string>& compiled, const std::vector<std::string>& unwrapped) {
   if (plan.arch.arches.empty() && compiled.empty()) return "";
   const auto planned = planned_gpu_targets(plan);
   // Compared as sets of numbers: a fatbinary names sm_90a's code sm_90.
@@ -63,7 +63,19 @@ std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>&
                          " ([arch] enforce = false keeps the project's)";
     else line += "; the project's own list " + strings::join(project, " ") + " ([arch] enforce = false)";
   }
-  // A wheel whose GPU code is not the plan's never gets here: check_gpu_code refuses it.
+  // A wheel whose GPU code is not the plan's never gets here: check_gpu_code refuses it. Its code
+  // can be the plan's with compiles the wrapper never saw (a project that follows
+  // TORCH_CUDA_ARCH_LIST and starts nvcc by its own path): what the wrapper did is not claimed for them.
+  if (!unwrapped.empty()) {
+    std::vector<std::string> shown(unwrapped.begin(),
+                                   unwrapped.begin() + static_cast<long>(std::min<std::size_t>(unwrapped.size(), 3)));
+    line += "\n  warning: " + std::to_string(unwrapped.size()) + " CUDA compile" + (unwrapped.size() == 1 ? "" : "s") +
+            " ran nvcc without opforge's wrapper (" + strings::join(shown, ", ") +
+            (unwrapped.size() > shown.size() ? ", …" : "") +
+            "): what " + (unwrapped.size() == 1 ? "it" : "they") +
+            " asked nvcc for is not known, and opforge's arch list and reproducibility flags (-frandom-seed, "
+            "no -lineinfo) did not reach " + (unwrapped.size() == 1 ? "it" : "them");
+  }
   return line;
 }
 

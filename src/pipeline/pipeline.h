@@ -50,6 +50,8 @@ struct Outcome {
   /// none) and those the wheel's fatbinaries hold ("sm_90", "compute_90": PTX).
   std::vector<std::string> project_arch;
   std::vector<std::string> compiled_arch;
+  /// Command builds: the CUDA compile steps that ran nvcc without opforge's wrapper (sources).
+  std::vector<std::string> unwrapped;
   std::map<std::string, std::vector<std::string>> compiled_arch_by_file;  ///< each library's, when they differ
   /// Command builds: what the wheel's libraries need of torch and the Requires-Dist that follows
   /// ("torch: C++ ABI (…): Requires-Dist torch==2.15.*"); empty when nothing links torch.
@@ -73,7 +75,7 @@ std::vector<std::string> planned_gpu_targets(const plan::Plan& plan);
 /// One line on a command build's GPU code: what the project asked for, what the plan says and what
 /// the wheel holds (empty when the plan has no arch list and the wheel no GPU code).
 std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>& project,
-                         const std::vector<std::string>& compiled);
+                         const std::vector<std::string>& compiled, const std::vector<std::string>& unwrapped = {});
 
 /// One line per op of the plan: built / skipped (why) / failed (first error) / not requested.
 struct OpSummaryLine {

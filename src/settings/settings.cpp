@@ -55,7 +55,10 @@ constexpr Setting kTable[] = {
     {env, "NVCC_APPEND_FLAGS", "nvcc's own: flags after every nvcc command line (opforge adds its own after them)",
      "unset", true, "nvcc", Inside::passed, true, Reach::compile},
     {env, "NVCC_PREPEND_FLAGS", "nvcc's own: flags before every nvcc command line (opforge adds -ccbin when unset)",
-     "unset", true, "nvcc; compile/wrap/environment.cpp adds -ccbin", Inside::passed, true, Reach::compile},
+     "unset", true,
+     "nvcc; compile/wrap/environment.cpp adds -ccbin; settings::nvcc_prepend_flags (compile/wrap/wrap_command.cpp) "
+     "drops it from a command that names its own",
+     Inside::passed, true, Reach::compile},
     {env, "CC", "and CXX: the C and C++ compilers a setup.py uses", "the recipe's host compiler", false,
      "setuptools and DeepSpeed's builders (a command build)", Inside::passed, true},
     {env, "CXX", "as CC", "the recipe's host compiler", false, "setuptools and DeepSpeed's builders (a command build)",
@@ -433,6 +436,12 @@ std::optional<std::filesystem::path> nvcc_arch_log(const probe::Environment& env
   auto v = env.get("OPFORGE_NVCC_ARCH_LOG");
   if (!v || v->empty()) return std::nullopt;
   return std::filesystem::path(*v);
+}
+
+std::optional<std::string> nvcc_prepend_flags(const probe::Environment& env) {
+  auto v = env.get("NVCC_PREPEND_FLAGS");
+  if (!v || v->empty()) return std::nullopt;
+  return v;
 }
 
 std::filesystem::path pch_tree(const probe::Environment& env) {

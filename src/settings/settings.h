@@ -152,6 +152,9 @@ std::filesystem::path pch_tree(const probe::Environment& env);
 /// OPFORGE_NVCC_ARCH_LOG: the file `opforge __nvcc` appends the project's architecture options to;
 /// nullopt when unset or empty.
 std::optional<std::filesystem::path> nvcc_arch_log(const probe::Environment& env);
+/// NVCC_PREPEND_FLAGS as the nvcc wrapper sees it (it drops the -ccbin of it when a command names
+/// its own); nullopt when unset or empty.
+std::optional<std::string> nvcc_prepend_flags(const probe::Environment& env);
 
 /// OPFORGE_SCHEDULER_TOKEN: the sccache-dist scheduler's client token; nullopt when unset or empty.
 std::optional<std::string> scheduler_token(const probe::Environment& env);

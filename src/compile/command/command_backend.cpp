@@ -16,6 +16,7 @@
 #include "compile/watch/compile_errors.h"
 #include "compile/watch/step_watch.h"
 #include "compile/wrap/environment.h"
+#include "compile/wrap/wrap_command.h"
 #include "compile/wrap/wrappers.h"
 #include "compiler/flags.h"
 #include "compiler/host.h"
@@ -109,11 +110,22 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   // built over several sessions) has taught the next one already.
   const bool own_steps = std::none_of(plan.ops.begin(), plan.ops.end(), [](auto& d) { return d.builds(); });
   const fs::path cache_dir = settings::cache_dir(m.env);
-  StepWatchThread watch(m.fs, out.tree, 250, [&](std::uint64_t kib) {
-    if (own_steps) plan::store_compile_peaks(m.fs, cache_dir, {{plan::steps_peak_key(plan.recipe.package.name), kib}});
-  });
+  // What the wrappers leave on a command line: a CUDA step without any of them escaped the wrapper.
+  std::vector<std::string> marks;
+  if (!out.nvcc_wrapper.empty()) marks = {out.nvcc_wrapper.string(), std::string(kNvccCommand)};
+  StepWatchThread watch(
+      m.fs, out.tree, 250,
+      [&](std::uint64_t kib) {
+        if (own_steps)
+          plan::store_compile_peaks(m.fs, cache_dir, {{plan::steps_peak_key(plan.recipe.package.name), kib}});
+      },
+      marks);
   auto result = m.proc.run(cmd);
   out.step_peaks = watch.finish();
+  if (!out.nvcc_wrapper.empty()) {
+    const auto escaped = unwrapped_cuda_steps(out.step_peaks);
+    out.unwrapped.insert(out.unwrapped.end(), escaped.begin(), escaped.end());
+  }
   if (!result)
     return failure("cannot start the build command " + command.front() + ": " + result.error().message,
                    "check [build] command and that its program is on PATH");
@@ -414,6 +426,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   auto host = host_wrappers(m.fs, cache_dir, plan, wrapper_launch(plan, cache_dir));
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir, host ? &*host : nullptr));
+  out.nvcc_wrapper = wrapper;
   const auto watch = network_watch(cache_dir);
   // A copy at a content-addressed path: never the source cache, never a stale build/. A tree that
   // a killed or failed build of the same content and compile commands left is resumed.

@@ -50,6 +50,11 @@ struct CommandOutput {
   /// The nvcc commands the wrapper ran (its log's lines): 0 when the project's nvcc never went
   /// through it (or every compile was a compiler-cache hit).
   int nvcc_commands = 0;
+  /// The nvcc wrapper the project's CUDA compiles run through; empty without a toolkit.
+  std::filesystem::path nvcc_wrapper;
+  /// CUDA compile steps the step watcher saw run without the wrapper (their sources): the plan's
+  /// arch list and reproducibility flags did not reach them.
+  std::vector<std::string> unwrapped;
   /// cache = "sccache": where the compile steps ran (every command's counters summed), and what
   /// the build did about distribution.
   std::optional<SccacheStats> sccache;

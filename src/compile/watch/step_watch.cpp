@@ -57,7 +57,8 @@ std::vector<ProcessView> list_processes(const probe::FileSystem& fs, const fs::p
   return out;
 }
 
-StepWatch::StepWatch(fs::path tree) : tree_(tree.lexically_normal().string()) {
+StepWatch::StepWatch(fs::path tree, std::vector<std::string> marks)
+    : tree_(tree.lexically_normal().string()), marks_(std::move(marks)) {
   while (tree_.size() > 1 && tree_.back() == '/') tree_.pop_back();
 }
 
@@ -102,13 +103,19 @@ void StepWatch::observe(const std::vector<ProcessView>& processes, double now_s)
     }
     if (nested) continue;
     std::uint64_t rss = 0;
+    bool marked = false;
     std::vector<int> todo = {pid};
     std::set<int> done;
     while (!todo.empty()) {
       const int q = todo.back();
       todo.pop_back();
       if (!done.insert(q).second) continue;
-      if (auto it = by_pid.find(q); it != by_pid.end()) rss += it->second->rss_kib;
+      if (auto it = by_pid.find(q); it != by_pid.end()) {
+        rss += it->second->rss_kib;
+        for (const auto& a : it->second->argv)
+          for (const auto& mark : marks_)
+            if (a.find(mark) != std::string::npos) marked = true;
+      }
       if (auto it = children.find(q); it != children.end())
         todo.insert(todo.end(), it->second.begin(), it->second.end());
     }
@@ -118,10 +125,12 @@ void StepWatch::observe(const std::vector<ProcessView>& processes, double now_s)
       s.step.source = source;
       s.first = now_s;
       s.step.start = now_s;
+      s.step.cuda = source.ends_with(".cu");
       s.order = seen_.size();
     }
     s.step.seconds = now_s - s.first;
     s.step.peak_kib = std::max(s.step.peak_kib, rss);
+    s.step.wrapped = s.step.wrapped || marked;
   }
 }
 
@@ -140,12 +149,12 @@ struct StepWatchThread::State {
   bool stop = false;
   StepWatch watch;
   std::jthread thread;
-  explicit State(fs::path tree) : watch(std::move(tree)) {}
+  State(fs::path tree, std::vector<std::string> marks) : watch(std::move(tree), std::move(marks)) {}
 };
 
 StepWatchThread::StepWatchThread(const probe::FileSystem& fs, fs::path tree, int period_ms,
-                                 std::function<void(std::uint64_t)> on_peak)
-    : state_(std::make_unique<State>(std::move(tree))) {
+                                 std::function<void(std::uint64_t)> on_peak, std::vector<std::string> marks)
+    : state_(std::make_unique<State>(std::move(tree), std::move(marks))) {
   State* s = state_.get();
   s->thread = std::jthread([s, &fs, period_ms, on_peak = std::move(on_peak)] {
     const auto start = std::chrono::steady_clock::now();
@@ -184,6 +193,13 @@ std::vector<StepPeak> StepWatchThread::finish() {
 }
 
 StepWatchThread::~StepWatchThread() { (void)finish(); }
+
+std::vector<std::string> unwrapped_cuda_steps(const std::vector<StepPeak>& steps) {
+  std::vector<std::string> out;
+  for (const auto& s : steps)
+    if (s.cuda && !s.wrapped) out.push_back(s.source);
+  return out;
+}
 
 int most_at_once(const std::vector<StepPeak>& steps) {
   // Starts before ends at one instant: two steps seen in the same observation overlap.

@@ -36,6 +36,8 @@ struct StepPeak {
   double seconds = 0;
   double start = 0;  ///< the first observation that saw it, on the watch's clock
   std::uint64_t peak_kib = 0;
+  bool cuda = false;     ///< it compiled a .cu file
+  bool wrapped = false;  ///< one of its processes named a wrapper mark (StepWatch's `marks`)
 };
 
 /// Accumulates observations of the processes. A step is a process whose command line compiles one
@@ -43,9 +45,13 @@ struct StepPeak {
 /// process's working folder in it) and none of whose ancestors compiles the same file (the
 /// `sh -c` ninja starts, not the nvcc inside it), with every process below it: nvcc's cicc and
 /// ptxas, the host compiler's cc1plus.
+///
+/// `marks` are what opforge's compiler wrappers leave on a command line (the wrapper's path,
+/// `__nvcc`): a step none of whose processes named one, seen in any observation, compiled without
+/// them.
 class StepWatch {
  public:
-  explicit StepWatch(std::filesystem::path tree);
+  explicit StepWatch(std::filesystem::path tree, std::vector<std::string> marks = {});
   void observe(const std::vector<ProcessView>& processes, double now_s);
   /// The steps seen, in the order they were first seen.
   std::vector<StepPeak> steps() const;
@@ -57,6 +63,7 @@ class StepWatch {
     std::size_t order = 0;
   };
   std::string tree_;
+  std::vector<std::string> marks_;
   std::map<std::pair<int, std::string>, Seen> seen_;
   std::string source_of(const ProcessView& p) const;
 };
@@ -68,7 +75,7 @@ class StepWatch {
 class StepWatchThread {
  public:
   StepWatchThread(const probe::FileSystem& fs, std::filesystem::path tree, int period_ms = 250,
-                  std::function<void(std::uint64_t kib)> on_peak = {});
+                  std::function<void(std::uint64_t kib)> on_peak = {}, std::vector<std::string> marks = {});
   ~StepWatchThread();
   StepWatchThread(const StepWatchThread&) = delete;
   StepWatchThread& operator=(const StepWatchThread&) = delete;
@@ -78,6 +85,9 @@ class StepWatchThread {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+/// The CUDA steps that compiled without the wrappers (StepPeak::wrapped false), their sources.
+std::vector<std::string> unwrapped_cuda_steps(const std::vector<StepPeak>& steps);
 
 /// The most steps that ran at one time, as observed (steps seen in one observation overlap).
 int most_at_once(const std::vector<StepPeak>& steps);

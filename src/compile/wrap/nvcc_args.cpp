@@ -254,4 +254,32 @@ Result<NvccRule> parse_rule_json(std::string_view text, std::string_view what) {
   return rule;
 }
 
+namespace {
+
+bool names_host_compiler(std::string_view a) {
+  return a == "-ccbin" || a == "--compiler-bindir" || a.starts_with("-ccbin=") || a.starts_with("--compiler-bindir=");
+}
+
+}  // namespace
+
+std::optional<std::string> prepend_flags_for(std::string_view prepend, const std::vector<std::string>& argv) {
+  if (std::none_of(argv.begin(), argv.end(), [](const std::string& a) { return names_host_compiler(a); }))
+    return std::nullopt;
+  std::vector<std::string> words;
+  for (auto& w : strings::split(prepend, ' '))
+    if (!w.empty()) words.push_back(w);
+  std::vector<std::string> kept;
+  bool dropped = false;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (!names_host_compiler(words[i])) {
+      kept.push_back(words[i]);
+      continue;
+    }
+    dropped = true;
+    if (words[i].find('=') == std::string::npos) ++i;  // its value
+  }
+  if (!dropped) return std::nullopt;
+  return strings::join(kept, " ");
+}
+
 }  // namespace opforge::compile

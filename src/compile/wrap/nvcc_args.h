@@ -3,6 +3,7 @@
 /// command every nvcc wrapper script runs) does to the project's nvcc arguments before it runs
 /// nvcc. One model, testable without a shell: the wrapper script only names this rule's settings.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,12 @@ Result<nlohmann::json> rule_object(std::string_view text, std::string_view what,
                                    std::string_view kind);
 nlohmann::json rewrites_json(const std::vector<ArgRewrite>& rewrites);
 std::vector<ArgRewrite> rule_rewrites(const nlohmann::json& rule);
+
+/// NVCC_PREPEND_FLAGS without its host compiler (`-ccbin X`, `-ccbin=X`, `--compiler-bindir X`,
+/// `--compiler-bindir=X`) when the command line `argv` names one of its own: nvcc takes one, and
+/// warns "incompatible redefinition for option 'compiler-bindir'" at two (torch's cpp_extension
+/// adds `-ccbin $CC`, opforge's environment names the same compiler). nullopt when nothing changes.
+std::optional<std::string> prepend_flags_for(std::string_view prepend, const std::vector<std::string>& argv);
 
 /// The rule as the wrapper stores it beside its script (JSON), and back; bad_input names `what`.
 std::string rule_json(const NvccRule& rule);

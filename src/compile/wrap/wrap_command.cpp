@@ -6,6 +6,7 @@
 #include "compile/pch/pch.h"
 #include "compile/wrap/host_args.h"
 #include "compile/wrap/nvcc_args.h"
+#include "settings/child_env.h"
 #include "settings/settings.h"
 
 namespace opforge::compile {
@@ -71,6 +72,18 @@ int run_nvcc(probe::Machine m, const std::vector<std::string>& args) {
     std::cerr << call.error << "\n";
     return 1;
   }
+  // One -ccbin: the command's own wins, and the environment's copy of it goes.
+  if (auto prepend = settings::nvcc_prepend_flags(m.env))
+    if (auto fewer = prepend_flags_for(*prepend, call.argv)) {
+      settings::ChildEnv env(m.env, settings::Child::opforge);
+      env.set("NVCC_PREPEND_FLAGS", *fewer);
+      auto r = m.proc.run({.argv = call.argv, .env = std::move(env).vars(), .output = probe::Output::inherit});
+      if (!r) {
+        std::cerr << "opforge: cannot run " << call.argv.front() << ": " << r.error().render() << "\n";
+        return 127;
+      }
+      return r->signal ? 128 + r->signal : r->exit_code;
+    }
   return run_inherited(m, call.argv);
 }
 
