@@ -100,6 +100,9 @@ TEST(CompileCommandBackend, EnvironmentCarriesPlanCompilerAndReproducibilityFlag
   EXPECT_EQ(env["MAX_JOBS"], "2");
   EXPECT_EQ(env["PYTHONHASHSEED"], "0");
   EXPECT_EQ(env["TORCH_NO_COMPILER_WRAPPER"], "1");  // no compiler cache asked for: every file compiles
+  // `plan` of a git source not fetched yet: the build reads the commit's time, the plan shows where.
+  p.epoch_at_fetch = true;
+  EXPECT_EQ(compile::command_exports({{"PATH", "/bin"}}, p).at("SOURCE_DATE_EPOCH"), "<commit time>");
 }
 
 TEST(CompileCommandBackend, FlagsAreAddedToPythonsOwnCflagsAndCcacheIsTorchs) {
@@ -1091,6 +1094,63 @@ TEST(CompileCommandBackend, DifferingEntriesNamesChangedAddedAndRemovedFiles) {
   auto same = differing_entries(a, a);
   ASSERT_TRUE(same);
   EXPECT_TRUE(same->empty());
+}
+
+// An sdist without its CUDA sources (captured): the error block leads with ninja's line, which the
+// traceback after it would push out of the tail, and the traceback's frames are shortened.
+TEST(CompileCommandBackend, FailureLeadsWithTheLineThatSaysWhy) {
+  probe::FakeMachine fake;
+  fake.env.set("PATH", "/usr/bin");
+  fake.env.set("OPFORGE_CACHE_DIR", "/cache");
+  fake.fs.add_file("/src/setup.py", "");
+  auto p = base_plan("/src", "/w");
+  p.recipe.build.command = {"python3", "setup.py", "bdist_wheel"};
+  std::ifstream in(std::string(OPFORGE_SOURCE_DIR) + "/tests/data/build_logs/setuptools_ninja_missing_source.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fake.proc.on({"python3"}, probe::ProcessResult{.exit_code = 1, .out = log});
+  auto r = compile::run_command_backend(fake.machine(), p, {.wheel_dir = p.dist_dir});
+  ASSERT_FALSE(r);
+  ASSERT_EQ(fake.proc.calls().size(), 1u);
+  const std::string tree = fake.proc.calls()[0].cwd.string();
+  EXPECT_EQ(r.error().message,
+            "the build command failed (exit 1) in " + tree +
+                ": ninja: error: '/build/causal_conv1d-1.5.2/csrc/causal_conv1d.cpp', needed by "
+                "'/build/causal_conv1d-1.5.2/build/temp.linux-x86_64-cpython-312/csrc/causal_conv1d.o', missing and "
+                "no known rule to make it\n"
+                "its last lines:\n"
+                "reading manifest template 'MANIFEST.in'\n"
+                "warning: no files found matching '*.cu' under directory 'csrc'\n"
+                "writing manifest file 'causal_conv1d.egg-info/SOURCES.txt'\n"
+                "running build_ext\n"
+                "/opt/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py:480: UserWarning: There are no "
+                "g++ version bounds defined for CUDA version 13.0\n"
+                "  warnings.warn(f'There are no {compiler_name} version bounds defined for CUDA version "
+                "{cuda_str_version}')\n"
+                "building 'causal_conv1d_cuda' extension\n"
+                "creating /build/causal_conv1d-1.5.2/build/temp.linux-x86_64-cpython-312/csrc\n"
+                "Emitting ninja build file /build/causal_conv1d-1.5.2/build/temp.linux-x86_64-cpython-312/"
+                "build.ninja...\n"
+                "Compiling objects...\n"
+                "Allowing ninja to set a default number of workers... (overridable by setting the environment "
+                "variable MAX_JOBS=N)\n"
+                "ninja: error: '/build/causal_conv1d-1.5.2/csrc/causal_conv1d.cpp', needed by "
+                "'/build/causal_conv1d-1.5.2/build/temp.linux-x86_64-cpython-312/csrc/causal_conv1d.o', missing and "
+                "no known rule to make it\n"
+                "Traceback (most recent call last):\n"
+                "  [1 frame left out]\n"
+                "  File \"/usr/lib/python3.12/subprocess.py\", line 573, in run\n"
+                "    raise CalledProcessError(retcode, process.args,\n"
+                "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n"
+                "\n"
+                "The above exception was the direct cause of the following exception:\n"
+                "\n"
+                "Traceback (most recent call last):\n"
+                "  [25 frames left out]\n"
+                "  File \"/opt/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py\", line 2522, in "
+                "_run_ninja_build\n"
+                "    raise RuntimeError(message) from e\n"
+                "RuntimeError: Error compiling objects for extension");
+  EXPECT_EQ(r.error().hint, "full log: /w/build/command.log");
 }
 
 TEST(CompileCommandBackend, FailureStopsWithTheLogTail) {

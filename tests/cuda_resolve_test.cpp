@@ -278,6 +278,44 @@ TEST(CudaChoose, TorchMinorMismatchWarns) {
   EXPECT_NE(r->warnings[0].find("minor"), std::string::npos);
 }
 
+// [cuda] version = "torch" as docs/recipe.md says it: torch's exact major.minor when a toolkit has
+// it, else the newest of torch's major with the minor difference named; never another major.
+TEST(CudaChoose, TorchTakesItsExactMinorElseTheNewestOfItsMajor) {
+  auto toolkit = [](const std::string& root, Version v) {
+    Candidate c;
+    c.path = root;
+    c.origins = {Origin::usr_local_cuda_n};
+    c.found_by = "/usr/local/cuda-*";
+    c.toolkit = Toolkit{};
+    c.toolkit->root = root;
+    c.toolkit->version = v;
+    c.verdict = Verdict::valid;
+    return c;
+  };
+  Resolution found;
+  found.torch = torch_with("13.2");
+  found.torch->torch_version = "2.15.0+cu132";
+  found.candidates = {toolkit("/usr/local/cuda-12.8", {12, 8}), toolkit("/usr/local/cuda-13.0", {13, 0}),
+                      toolkit("/usr/local/cuda-13.1", {13, 1})};
+  probe::FakeEnvironment env(std::map<std::string, std::string>{{"PATH", "/usr/bin"}});
+  auto r = choose(found, "torch", env);
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->chosen->root, "/usr/local/cuda-13.1");
+  EXPECT_EQ(r->candidates[2].why,
+            "newest toolkit of torch's CUDA major 13; none here is torch's CUDA 13.2 (PyTorch only warns on a minor "
+            "difference)");
+  EXPECT_EQ(r->warnings, (std::vector<std::string>{"CUDA 13.1 differs from torch's CUDA 13.2 in the minor version; "
+                                                   "this usually works (PyTorch only warns)"}));
+  EXPECT_EQ(r->minor_mismatch_warning, 0u);
+
+  found.candidates.push_back(toolkit("/usr/local/cuda-13.2", {13, 2}));
+  auto exact = choose(found, "torch", env);
+  ASSERT_TRUE(exact) << exact.error().render();
+  EXPECT_EQ(exact->chosen->root, "/usr/local/cuda-13.2");
+  EXPECT_EQ(exact->candidates[3].why, "same CUDA version as torch 2.15.0+cu132");
+  EXPECT_TRUE(exact->warnings.empty());
+}
+
 TEST(CudaChoose, TorchMajorMismatchIsAnErrorUnlessSkipped) {
   World w;
   auto r = choose(discover(w.machine(), torch_with("9.2")), "torch", w.fake.env);

@@ -2,6 +2,8 @@
 // machine with CUDA 13.0 (or none), so the test covers what the plan itself decides.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "plan/json.h"
 #include "plan/plan.h"
 #include "plan/provision_stage.h"
@@ -18,6 +20,7 @@ struct World {
   probe::FakeMachine fm;
   Options opts;
   bool has_cuda = true;
+  std::optional<cuda::TorchInfo> torch;  ///< the project's Python's torch, as the resolver read it
   World(const std::string& recipe_body = "") {
     fm.fs.add_file("/r/recipes/default.toml",
                    "[package]\nversion = \"0.1.0\"\n[source]\npath = \"..\"\nops_dir = \"ops\"\n" + recipe_body);
@@ -32,6 +35,7 @@ struct World {
       tk.root = "/usr/local/cuda-13.0";
       tk.version = Version{13, 0, 0};
       r.chosen = tk;
+      r.torch = torch;
       return r;
     };
     opts.resolvers.cuda_exports = [](const cuda::Toolkit& tk, const probe::Environment&) {
@@ -57,8 +61,14 @@ struct World {
       return d;
     };
   }
-  Result<Plan> make() { return plan::make(fm.machine(), "/r/recipes/default.toml", opts); }
+  Result<Plan> make(const fs::path& recipe = "/r/recipes/default.toml") {
+    return plan::make(fm.machine(), recipe, opts);
+  }
 };
+
+bool has(const std::vector<std::string>& lines, const std::string& line) {
+  return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
 
 TEST(PlanMake, ResolvesEverythingAndExportsIt) {
   World w;
@@ -250,6 +260,61 @@ TEST(PlanMake, CommitComesFromTheSourceInspector) {
   ASSERT_TRUE(p) << p.error().render();
   EXPECT_EQ(p->wheel_version, "0.1.0+cu13.g8cd046f.dirty");
   EXPECT_EQ(p->source_date_epoch, 1600000000);
+  EXPECT_TRUE(has(p->notes, "SOURCE_DATE_EPOCH: 1600000000 (the commit's time)"));
+  EXPECT_EQ(p->exports.at("SOURCE_DATE_EPOCH"), "1600000000");
+}
+
+// `plan` of a git source it has not cloned fetches nothing: the build will take the commit's time,
+// which the plan says instead of a 1980 it would not use.
+TEST(PlanMake, AGitSourceNotFetchedGetsTheCommitsTimeWhenFetched) {
+  World w;
+  w.opts.inspect_source = [](probe::Machine, const recipe::Recipe&,
+                             const std::vector<fs::path>&) -> Result<SourceInfo> {
+    SourceInfo s;
+    s.not_fetched = "https://github.com/Dao-AILab/causal-conv1d at v1.5.2 (into /cache/git/causal-conv1d-3f2a)";
+    return s;
+  };
+  auto p = w.make();
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_TRUE(p->epoch_at_fetch);
+  EXPECT_TRUE(has(p->notes, "SOURCE_DATE_EPOCH: the commit's time (read when the source is fetched)"));
+  EXPECT_FALSE(has(p->notes, "SOURCE_DATE_EPOCH: 315532800 (default 1980-01-01)"));
+  EXPECT_FALSE(p->exports.contains("SOURCE_DATE_EPOCH"));
+  EXPECT_TRUE(to_json(*p)["source_date_epoch"].is_null());
+  EXPECT_EQ(p->source.ops_dir, "");  // no tree yet: no folder to name
+  // The environment's value is what the build uses, fetched or not.
+  w.fm.env.set("SOURCE_DATE_EPOCH", "1700000000");
+  auto set = w.make();
+  ASSERT_TRUE(set) << set.error().render();
+  EXPECT_FALSE(set->epoch_at_fetch);
+  EXPECT_TRUE(has(set->notes, "SOURCE_DATE_EPOCH: 1700000000 (environment)"));
+  EXPECT_EQ(set->exports.at("SOURCE_DATE_EPOCH"), "1700000000");
+  EXPECT_EQ(to_json(*set)["source_date_epoch"], 1700000000);
+}
+
+// A project's own setup.py (no op.toml tree, no op_builder/) is told nothing of DeepSpeed: no
+// DS_* variable, no ops folder, and torch's minor CUDA difference in PyTorch's words alone.
+TEST(PlanMake, AProjectWithoutAnOpTreeHearsNothingOfDeepSpeed) {
+  World w;
+  w.fm.fs.add_file("/p/recipe.toml",
+                   "[package]\nname = \"proj\"\nversion = \"1.0.0\"\n[build]\nbackend = \"command\"\n"
+                   "command = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
+  w.fm.fs.add_file("/p/setup.py", "");
+  w.opts.inspect_source = nullptr;
+  cuda::TorchInfo torch;
+  torch.python = "python3";
+  torch.torch_version = "2.15.0+cu132";
+  torch.cuda = Version{13, 2};
+  w.torch = torch;
+  auto p = w.make("/p/recipe.toml");
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->source.catalogue, Catalogue::none);
+  EXPECT_EQ(p->source.ops_dir, "");
+  for (const auto& [k, v] : p->exports) EXPECT_FALSE(k.starts_with("DS_")) << k << "=" << v;
+  EXPECT_TRUE(p->cuda_minor_mismatch);
+  EXPECT_EQ(p->warnings,
+            Names{"CUDA 13.0 differs from torch's CUDA 13.2 in the minor version: accepted (PyTorch only warns)"});
+  EXPECT_EQ(to_json(*p)["source"]["ops_dir"], "");
 }
 
 TEST(PlanMake, TorchCudaArchListOverridesTheRecipe) {
@@ -302,6 +367,35 @@ TEST(PlanMake, CommandBackendExportsTheCompilerRuleAndDeepSpeedSwitches) {
                             {"DS_BUILD_NEVER", "0"},
                             {"MAX_JOBS", "2"},
                             {"SOURCE_DATE_EPOCH", "315532800"}}));
+  std::filesystem::remove_all(dir);
+}
+
+// The same minor CUDA difference in a DeepSpeed tree: DeepSpeed's stricter check is named and told.
+TEST(PlanMake, ADeepSpeedTreeIsToldToSkipItsStricterCudaCheck) {
+  World w;
+  const auto dir = test_util::temp_dir("plan-ds-minor");
+  const auto tree = std::filesystem::path(OPFORGE_TEST_FIXTURES) / "fake_deepspeed";
+  test_util::spit(dir / "r.toml",
+                  "[package]\nname = \"ds\"\nversion = \"0.3.0\"\n[source]\npath = \"" + tree.string() +
+                      "\"\n[cuda]\npython = \"/usr/bin/python3\"\n[build]\n"
+                      "backend = \"command\"\ncommand = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
+  probe::FakeEnvironment env(
+      std::map<std::string, std::string>{{"PATH", "/usr/bin"}, {"OPFORGE_CACHE_DIR", (dir / "cache").string()}});
+  cuda::TorchInfo torch;
+  torch.python = "/usr/bin/python3";
+  torch.torch_version = "2.15.0+cu132";
+  torch.cuda = Version{13, 2};
+  w.torch = torch;
+  auto real = probe::real_machine();
+  w.opts.inspect_source = nullptr;
+  auto p = plan::make(probe::Machine{real.fs, real.proc, env, w.fm.dl}, dir / "r.toml", w.opts);
+  ASSERT_TRUE(p) << p.error().render();
+  EXPECT_EQ(p->source.catalogue, plan::Catalogue::op_builder);
+  EXPECT_EQ(p->warnings, Names{"CUDA 13.0 differs from torch's CUDA 13.2 in the minor version: accepted (PyTorch "
+                               "only warns); DeepSpeed's stricter check is bypassed with DS_SKIP_CUDA_CHECK=1"});
+  EXPECT_EQ(p->exports.at("DS_SKIP_CUDA_CHECK"), "1");
+  EXPECT_EQ(p->exports.at("DS_BUILD_OPS"), "0");
+  EXPECT_EQ(p->source.ops_dir, tree / "op_builder");
   std::filesystem::remove_all(dir);
 }
 

@@ -150,8 +150,10 @@ void print_text(const plan::Plan& p) {
             << (p.source.commit.empty() ? std::string() : " @ " + p.source.commit + (p.source.dirty ? " (dirty)" : ""))
             << (p.source.not_fetched.empty() ? std::string()
                                              : "(not fetched: would fetch " + p.source.not_fetched + ")")
-            << "\n"
-            << "ops folder    " << p.source.ops_dir.string() << "\n\n";
+            << "\n";
+  // A project without an op catalogue has no ops folder (the recipe's default names nothing there).
+  if (!p.source.ops_dir.empty()) std::cout << "ops folder    " << p.source.ops_dir.string() << "\n";
+  std::cout << "\n";
   print_toolchain(p);
   print_ops(p);
   std::cout << "\nwheel         " << p.recipe.package.name << " " << p.wheel_version << "\n"

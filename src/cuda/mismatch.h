@@ -2,7 +2,8 @@
 /// torch's CUDA against a toolkit's, as PyTorch's extension builder judges it: a different major is
 /// an error (torch refuses to build extensions, whatever DeepSpeed's DS_SKIP_CUDA_CHECK says), a
 /// different minor a warning. DeepSpeed is stricter (exact major.minor, or a same-major list that
-/// has no 13.x entries) and is told through DS_SKIP_CUDA_CHECK=1.
+/// has no 13.x entries): a plan of a DeepSpeed tree says so and exports DS_SKIP_CUDA_CHECK=1
+/// (plan/toolchain.cpp); these words are every project's.
 #include <optional>
 #include <string>
 
@@ -34,8 +35,7 @@ inline TorchMatch torch_match(const TorchInfo& torch, const Toolkit& tk) {
                   torch.python + ") differ in the major version: torch cannot build extensions with it";
   } else if (out.mismatch == Mismatch::minor) {
     out.message = "CUDA " + tk.version.str() + " differs from torch's CUDA " + tc.str() +
-                  " in the minor version: accepted (PyTorch only warns); DeepSpeed's stricter check is "
-                  "bypassed with DS_SKIP_CUDA_CHECK=1";
+                  " in the minor version: accepted (PyTorch only warns)";
   }
   return out;
 }

@@ -109,6 +109,13 @@ void pass_over_named(Choice& ch, const std::string& request) {
                             "\")");
 }
 
+/// Why a toolkit of another minor than torch's was chosen (valid_newest_first: the first of the
+/// major is its newest).
+std::string newest_of_major(const Version& want) {
+  return "newest toolkit of torch's CUDA major " + std::to_string(want.major) + "; none here is torch's CUDA " +
+         want.str() + " (PyTorch only warns on a minor difference)";
+}
+
 /// [cuda] version = "torch" with CUDA_HOME/CUDA_PATH set: the named toolkit if it is torch's
 /// exact CUDA; else another toolkit that is (the recipe's request wins); else the named one if
 /// its major matches (PyTorch warns on a minor difference); else another of torch's major.
@@ -131,7 +138,7 @@ Result<Pick> pick_named_for_torch(Choice& ch, const Version& want, const std::st
       ch.res.minor_mismatch_warning = ch.res.warnings.size();
       ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + want.str() +
                                 " in the minor version; this usually works (PyTorch only warns)");
-      return Pick{c, "same CUDA major as torch (" + request + " decided)"};
+      return Pick{c, newest_of_major(want) + " (" + request + " decided)"};
     }
   if (!ch.skip_cuda_check())
     return ch.conflict("but torch " + torch_version + " is built for CUDA " + want.str() +
@@ -140,7 +147,8 @@ Result<Pick> pick_named_for_torch(Choice& ch, const Version& want, const std::st
   return Pick{ch.named.candidate, ch.named.var + " points to it"};
 }
 
-/// [cuda] version = "torch": torch's CUDA, else its major (PyTorch only warns on a minor mismatch).
+/// [cuda] version = "torch": a toolkit of torch's CUDA major.minor, else the newest of its major
+/// with a warning (PyTorch only warns on a minor mismatch; docs/recipe.md says the same).
 Result<Pick> pick_for_torch(Choice& ch) {
   const auto& torch = ch.res.torch;
   if (!torch || !torch->torch_version)
@@ -162,7 +170,7 @@ Result<Pick> pick_for_torch(Choice& ch) {
       ch.res.minor_mismatch_warning = ch.res.warnings.size();
       ch.res.warnings.push_back("CUDA " + c->toolkit->version.str() + " differs from torch's CUDA " + want.str() +
                                 " in the minor version; this usually works (PyTorch only warns)");
-      return Pick{c, "same CUDA major as torch"};
+      return Pick{c, newest_of_major(want)};
     }
   if (ch.valid.empty()) return Pick{};
   if (ch.skip_cuda_check()) {

@@ -31,6 +31,7 @@ Result<OpCatalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, So
   const bool ops_dir_exists = m.fs.resolved_type(source.ops_dir) == probe::FileType::directory;
   if (!source.not_fetched.empty()) {
     source.catalogue = Catalogue::none;
+    source.ops_dir.clear();
     notes.push_back("source: not fetched yet (" + source.not_fetched +
                     "): `opforge build` fetches it; the op table and its verdicts need the tree");
     return out;
@@ -51,6 +52,7 @@ Result<OpCatalogue> load_catalogue(probe::Machine m, const recipe::Recipe& r, So
                     source.ops_dir.string());
   } else if (command && !explicit_ops_dir && !ops_dir_exists) {
     source.catalogue = Catalogue::none;
+    source.ops_dir.clear();  // the default src/kernels is nobody's folder here: plan names none
     notes.push_back("ops: no op catalogue in " + source.root.string() +
                     " (neither op.toml manifests nor op_builder/): the command decides what it builds");
   } else {

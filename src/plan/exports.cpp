@@ -1,6 +1,6 @@
 /// plan::make's exports: the environment a build gets (what `opforge env` prints): the toolkit's
-/// and compiler's variables, DeepSpeed's switches, every op's build variable, MAX_JOBS and
-/// SOURCE_DATE_EPOCH; a note when the caller's CUDACXX gives way to the plan's toolkit.
+/// and compiler's variables, DeepSpeed's switches (an op tree's builds only), every op's build
+/// variable, MAX_JOBS and SOURCE_DATE_EPOCH; a note when the caller's CUDACXX gives way to the plan's toolkit.
 #include "compiler/host.h"
 #include "plan/stages.h"
 #include "settings/settings.h"
@@ -44,11 +44,12 @@ Result<Env> build_exports(probe::Machine m, Plan& plan, const Env& toolkit, cons
     deepspeed_version(m, plan, ds_root, ex);
   }
   // Every op gets an explicit 1/0 and DS_BUILD_OPS=0, so a DeepSpeed-style build sees exactly
-  // this op set whatever its own defaults are.
-  ex["DS_BUILD_OPS"] = "0";
+  // this op set whatever its own defaults are; a project without an op catalogue has no DS_*
+  // switch to be told.
+  if (plan.source.catalogue != Catalogue::none) ex["DS_BUILD_OPS"] = "0";
   for (auto& d : plan.ops) ex[d.manifest.build_var] = d.builds() ? "1" : "0";
   ex["MAX_JOBS"] = std::to_string(plan.jobs);
-  ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
+  if (!plan.epoch_at_fetch) ex["SOURCE_DATE_EPOCH"] = std::to_string(plan.source_date_epoch);
   // The caller's CUDACXX would pick CMake's nvcc; a command build gives CMake the plan's toolkit
   // instead (compile/wrap/environment.cpp), so that the wheel holds what the plan says.
   if (auto own = settings::cuda_compiler(m.env);

@@ -61,7 +61,7 @@ nlohmann::json to_json(const Plan& p) {
   j["ops"] = ops;
   j["jobs"] = p.jobs;
   j["jobs_reason"] = p.jobs_reason;
-  j["source_date_epoch"] = p.source_date_epoch;
+  j["source_date_epoch"] = p.epoch_at_fetch ? nlohmann::json() : nlohmann::json(p.source_date_epoch);
   if (!p.python_include.empty()) j["python_include"] = p.python_include.string();
   j["wheel_version"] = p.wheel_version;
   j["build_dir"] = p.build_dir.string();

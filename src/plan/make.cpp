@@ -161,6 +161,7 @@ Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Opt
                          " at once, costliest first, their MAX_JOBS adding up to " + std::to_string(plan.jobs) +
                          " (setup.py alone compiles op after op)");
   plan.source_date_epoch = choose_epoch(overrides.epoch, plan.source, plan.notes);
+  plan.epoch_at_fetch = !overrides.epoch && !plan.source.not_fetched.empty();
   const auto torch_version = plan.cuda.torch ? plan.cuda.torch->torch_version : std::nullopt;
   plan.wheel_version =
       OPFORGE_TRY(wheel_version(plan.recipe, any_cuda ? chain.tk : nullptr, plan.source, torch_version));

@@ -73,6 +73,11 @@ unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& o
 
 std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInfo& source,
                           std::vector<std::string>& notes) {
+  if (!env_epoch && !source.not_fetched.empty()) {
+    // `plan` fetches nothing: the build reads the time from the commit it checks out.
+    notes.push_back("SOURCE_DATE_EPOCH: the commit's time (read when the source is fetched)");
+    return wheel::kMinEpoch;
+  }
   std::int64_t epoch = env_epoch ? *env_epoch : source.commit_time.value_or(wheel::kMinEpoch);
   if (epoch < wheel::kMinEpoch) {
     notes.push_back("SOURCE_DATE_EPOCH " + std::to_string(epoch) + " clamped to " + std::to_string(wheel::kMinEpoch) +
@@ -81,7 +86,7 @@ std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInf
   }
   notes.push_back("SOURCE_DATE_EPOCH: " + std::to_string(epoch) +
                   (env_epoch            ? " (environment)"
-                   : source.commit_time ? " (commit time)"
+                   : source.commit_time ? " (the commit's time)"
                                         : " (default 1980-01-01)"));
   return epoch;
 }

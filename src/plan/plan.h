@@ -83,6 +83,9 @@ struct Plan {
   std::string wheel_version;                          ///< "0.1.0+cu13.g8cd046f"
   fs::path build_dir;                                 ///< absolute
   fs::path dist_dir;                                  ///< absolute
+  /// A git source not fetched yet and no SOURCE_DATE_EPOCH: the build takes the commit's time,
+  /// which `plan` cannot read (source_date_epoch is then no value, and not exported).
+  bool epoch_at_fetch = false;
   /// Exports for `opforge env` and for the command backend: CUDA_HOME, PATH, LD_LIBRARY_PATH,
   /// TORCH_CUDA_ARCH_LIST, DS_BUILD_*, MAX_JOBS, SOURCE_DATE_EPOCH ...
   std::map<std::string, std::string> exports;

@@ -45,7 +45,9 @@ unsigned choose_jobs(probe::Machine m, const recipe::Recipe& r, const Options& o
                      bool pch = false);
 
 /// SOURCE_DATE_EPOCH: the environment's, else the commit time, else 1980-01-01; never before
-/// 1980-01-01 (a zip entry cannot hold an older time).
+/// 1980-01-01 (a zip entry cannot hold an older time). A git source `plan` did not fetch
+/// (source.not_fetched) has no time yet: the note says the build reads the commit's, and the
+/// value returned stands for none (Plan::epoch_at_fetch).
 std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInfo& source,
                           std::vector<std::string>& notes);
 
@@ -54,7 +56,8 @@ std::int64_t choose_epoch(std::optional<std::int64_t> env_epoch, const SourceInf
 // catalogue.cpp
 
 /// The ops of the source tree and, for DeepSpeed's op_builder/, the tree that holds it (empty
-/// otherwise). Sets source.catalogue (and source.ops_dir for op_builder/).
+/// otherwise). Sets source.catalogue, and source.ops_dir: op_builder/ for DeepSpeed's, empty
+/// without a catalogue.
 struct OpCatalogue {
   std::vector<ops::Manifest> manifests;
   fs::path ds_root;

@@ -15,8 +15,10 @@ namespace opforge::plan {
 namespace {
 
 /// torch's extension builder (what a command build compiles with) refuses a toolkit of another
-/// CUDA major whatever DS_SKIP_CUDA_CHECK says; a minor difference is PyTorch's warning, and
-/// DeepSpeed's stricter check (exact major.minor) is told through DS_SKIP_CUDA_CHECK=1.
+/// CUDA major whatever DS_SKIP_CUDA_CHECK says; a minor difference is PyTorch's warning, and in a
+/// DeepSpeed tree DeepSpeed's stricter check (exact major.minor) is told through
+/// DS_SKIP_CUDA_CHECK=1 (toolkit_exports), which the warning then names. Other projects never
+/// hear of DeepSpeed's variable.
 Status check_torch_cuda(Plan& plan, const cuda::Toolkit& tk) {
   if (!plan.cuda.torch) return {};
   auto match = cuda::torch_match(*plan.cuda.torch, tk);
@@ -28,7 +30,9 @@ Status check_torch_cuda(Plan& plan, const cuda::Toolkit& tk) {
   }
   if (match.mismatch == cuda::Mismatch::minor) {
     plan.cuda_minor_mismatch = true;
-    plan.warnings.push_back(match.message);
+    plan.warnings.push_back(match.message + (plan.source.catalogue == Catalogue::op_builder
+                                                 ? "; DeepSpeed's stricter check is bypassed with DS_SKIP_CUDA_CHECK=1"
+                                                 : ""));
   }
   return {};
 }

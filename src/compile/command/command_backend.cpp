@@ -35,17 +35,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string tail_lines(const std::string& text, std::size_t n) {
-  std::size_t pos = text.size();
-  if (pos && text[pos - 1] == '\n') --pos;
-  for (std::size_t i = 0; i < n && pos != std::string::npos && pos > 0; ++i) pos = text.rfind('\n', pos - 1);
-  return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
-}
-
-}  // namespace
-
-namespace {
-
 /// The steps of a command build (each op compiled alone, then the command) for StepEvents.
 struct StepCount {
   int done = 0;
@@ -141,16 +130,20 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
                                              : "signal " + std::to_string(result->signal);
   std::string said = "the build command failed (" + how + ") in " + out.tree.string();
   std::string hint = "full log: " + out.log.string();
-  const std::string tail = tail_lines(result->out, 25);
-  // CMake's own words first when the tail may have lost them (a project's traceback after them).
+  const std::string tail = log_tail(result->out, 25);
+  // What says why first, the traceback after it: a project's setup.py ends in Python's traceback,
+  // and the line that says why (CMake's error, ninja's missing input, the compiler's error) is
+  // above it, often more than a tail's length above.
   if (auto cmake = first_cmake_error(result->out)) {
     if (tail.find(cmake->text) == std::string::npos) said += "; CMake stopped it:\n" + cmake->text + "\n...";
     if (!cmake->wants_cuda.empty() && plan.cuda.chosen)
       hint = "the project asks for CUDA " + cmake->wants_cuda + " and the plan's toolkit is " +
              plan.cuda.chosen->version.str() + " (" + plan.cuda.chosen->root.string() +
              "): set [cuda] version to one it accepts (`opforge doctor` lists the toolkits here)\n  " + hint;
+  } else if (auto why = failure_reason(result->out, out.tree)) {
+    said += ": " + *why;
   }
-  return failure(said + "; its last lines:\n" + tail, hint);
+  return failure(said + "\nits last lines:\n" + tail, hint);
 }
 
 /// The torch the wheel's libraries need (the strongest of them, each file's evidence named) and the

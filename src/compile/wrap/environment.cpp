@@ -55,7 +55,9 @@ void add_reproducibility_flags(settings::ChildEnv& env, const plan::Plan& plan, 
   }
   env.append_flags("LDFLAGS", "-Wl,--build-id=none");
   env.append_flags("NVCC_APPEND_FLAGS", "-Xcompiler=" + map + " -Xcompiler=" + seed);
-  env.set("SOURCE_DATE_EPOCH", std::to_string(plan.source_date_epoch));
+  // Only a plan of a git source not fetched yet describes an environment without the time (the
+  // build fetches first): a placeholder, as for the tree's folder.
+  env.set("SOURCE_DATE_EPOCH", plan.epoch_at_fetch ? "<commit time>" : std::to_string(plan.source_date_epoch));
   env.set("PYTHONHASHSEED", "0");
 }
 
