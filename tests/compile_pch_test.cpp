@@ -297,6 +297,46 @@ TEST(CompilePch, ACompileThatFailsWithItIsCompiledAgainWithout) {
   EXPECT_EQ(*fm.fs.read_file(kTree + "/build/a.o.d"), "a.o: a.cpp \\\n /torch/extension.h\n");
 }
 
+TEST(CompilePch, ItsOwnTextGoesToTheConsoleItIsGiven) {
+  // As ACompileThatFailsWithItIsCompiledAgainWithout, with a console that records.
+  probe::FakeMachine fm;
+  const std::string gxx = "/usr/bin/g++";
+  fm.fs.add_file(gxx, "gcc 12", 0755);
+  fm.fs.add_file(kTorch + "/torch/extension.h", "#pragma once\n");
+  fm.fs.add_file("/venv/lib/python3.11/site-packages/torch/version.py", "__version__ = '2.15.0'\n");
+  fm.fs.add_file(kTree + "/csrc/a.cpp", "#include <torch/extension.h>\n");
+  const auto args = torch_compile();
+  const auto key = pch::entry_key(fm.fs, gxx, pch::header_args(pch::parse(args), kTree), kTorch);
+  fm.fs.add_file(fs::path("/cache/pch") / key / "done", "35.0\t100\n");
+  fm.env.set(std::string(pch::kTreeVariable), kTree);
+  auto with_pch = std::vector<std::string>{gxx};
+  with_pch.insert(with_pch.end(), args.begin(), args.end());
+  with_pch.push_back("-include");
+  fm.proc.on({gxx}, probe::ProcessResult{.exit_code = 0});
+  fm.proc.on(with_pch, probe::ProcessResult{.exit_code = 1, .err = "a.cpp:1: error: boom\n"});
+  std::string out, err;
+  const pch::Console console{.out = [&](std::string_view t) { out += t; },
+                             .err = [&](std::string_view t) { err += t; }};
+  std::vector<std::string> argv = {"--compiler", gxx, "--pch-dir", "/cache/pch", "--"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  EXPECT_EQ(pch::host_compile(fm.machine(), argv, console), 0);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err, "opforge: " + kTree +
+                     "/csrc/a.cpp: the compile with the precompiled torch header failed; compiling it "
+                     "without\n");
+  // Used: the compiler's captured output, relayed.
+  out.clear();
+  err.clear();
+  fm.proc.on(with_pch, probe::ProcessResult{.exit_code = 0, .out = "said", .err = "warned"});
+  EXPECT_EQ(pch::host_compile(fm.machine(), argv, console), 0);
+  EXPECT_EQ(out, "said\n");
+  EXPECT_EQ(err, "warned\n");
+  // Without a compiler: its usage.
+  err.clear();
+  EXPECT_EQ(pch::host_compile(fm.machine(), {"--", "-c", "a.cpp"}, console), 2);
+  EXPECT_EQ(err, "opforge: __host-compile: --compiler PATH -- ARGS... expected (the host wrappers run this)\n");
+}
+
 TEST(CompilePch, TheProjectsOwnMacrosLeaveTheKey) {
   EXPECT_TRUE(pch::read_by_headers("NDEBUG"));
   EXPECT_TRUE(pch::read_by_headers("_GLIBCXX_USE_CXX11_ABI"));

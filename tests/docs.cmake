@@ -12,3 +12,8 @@ add_test(NAME docs.actionlint
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/docs/run_docs.py actionlint ${CMAKE_SOURCE_DIR}
                  ${CMAKE_SOURCE_DIR}/.venv-tools/bin/actionlint)
 set_tests_properties(docs.actionlint PROPERTIES TIMEOUT 120 SKIP_REGULAR_EXPRESSION "SKIP:")
+# Every tests/…_test.cpp and tests/….sh that a comment or page of src/, tests/ and docs/ names exists
+# (a renamed test leaves no pointer behind).
+add_test(NAME docs.test_paths COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/docs/run_docs.py test_paths
+                                      ${CMAKE_SOURCE_DIR})
+set_tests_properties(docs.test_paths PROPERTIES TIMEOUT 60)

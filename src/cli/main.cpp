@@ -5,8 +5,6 @@
 #include <string_view>
 
 #include "cli/command.h"
-#include "compile/pch/pch.h"
-#include "compile/wrap/wrap_command.h"
 #include "opforge/version.h"
 #include "probe/overlay_environment.h"
 #include "settings/settings.h"
@@ -45,15 +43,11 @@ int run_main(int argc, char** argv) {
   using namespace opforge;
   // opforge's secrets (the scheduler's token) reach no child that takes the environment implicitly.
   probe::keep_from_children(settings::secret_variables());
-  // A command build's host wrappers hand each C++ compile to this binary (compile/pch/pch.h); not a
-  // command for people, so it bypasses the command table and its parsing.
-  if (argc >= 2 && std::string_view(argv[1]) == compile::pch::kCommand)
-    return compile::pch::host_compile(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));
-  // Every nvcc and host wrapper script hands its command line to this binary (compile/wrap/wrap_command.h).
-  if (argc >= 2 && std::string_view(argv[1]) == compile::kNvccCommand)
-    return compile::run_nvcc(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));
-  if (argc >= 2 && std::string_view(argv[1]) == compile::kHostCommand)
-    return compile::run_host(probe::real_machine(), std::vector<std::string>(argv + 2, argv + argc));
+  // A hidden row (cli/hidden.cpp) gets its arguments as given, before any parsing: they are a
+  // compiler's, not opforge's flags.
+  if (argc >= 2)
+    for (const auto& row : cli::registry())
+      if (row.hidden && row.name == argv[1]) return row.hidden(std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{"opforge: prebuild CUDA/C++ ops into reproducible binary wheels"};
   app.set_version_flag("--version", std::string("opforge ") + kVersion + " (commit " + kCommit + ")");
   app.require_subcommand(1);
@@ -63,6 +57,7 @@ int run_main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, cli::Runner>> runners;
   std::vector<std::string> names;
   for (auto& row : table) {
+    if (row.hidden) continue;
     auto* sub = app.add_subcommand(row.name, row.description);
     runners.emplace_back(sub, row.setup(*sub));
     names.push_back(row.name);

@@ -36,7 +36,7 @@ struct Kind {
   std::string (*runs)(const recipe::Recipe& r);
 };
 
-/// The entry of `b` (every kKinds row has one: tests/kinds_test.cpp).
+/// The entry of `b` (every kKinds row has one: tests/pipeline_kinds_test.cpp).
 const Kind& kind(recipe::Backend b);
 /// Whether kinds.cpp has an entry for `b`.
 bool has_kind(recipe::Backend b);

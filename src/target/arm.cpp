@@ -1,7 +1,7 @@
 // The families each name enables are what the Debian aarch64-linux-gnu-gcc 12 defines for it
-// (`aarch64-linux-gnu-gcc -march=NAME -dM -E`), which tests/target_arm_test.cpp checks against that
-// gcc when it is installed. Extensions gcc 12 does not announce with a macro (RCPC, crypto) are
-// not named.
+// (`aarch64-linux-gnu-gcc -march=NAME -dM -E`), which tests/wheel_isa_arm_test.cpp checks against
+// that gcc when it is installed. Extensions gcc 12 does not announce with a macro (RCPC, crypto)
+// are not named.
 #include "target/arm.h"
 
 #include <array>

@@ -13,6 +13,7 @@ set (one architecture keeps the builds short); a block that sets it itself wins.
 
   run_docs.py commands SOURCE_DIR WHEEL_DIR WORK_DIR   # run the blocks (WHEEL_DIR: opforge-*.whl)
   run_docs.py actionlint SOURCE_DIR ACTIONLINT          # docs/ci.md's GitHub workflows, linted
+  run_docs.py test_paths SOURCE_DIR                     # every test file src/, tests/, docs/ name exists
 """
 import glob
 import os
@@ -136,10 +137,41 @@ def actionlint(source, binary):
     print(f"actionlint: {len(files)} workflow(s) of docs/ci.md clean")
 
 
+# A test file as comments and docs name it: tests/<name>_test.cpp or a script under tests/, also
+# after a root ("$src/tests/e2e/lib.sh"); globs (tests/*_test.cpp) are not names.
+TEST_PATH = re.compile(r"(?<![\w.-])tests/(?:[\w.-]+/)*[\w.-]+(?:_test\.cpp|\.sh)\b")
+
+
+def test_paths(source):
+    """Every tests/…_test.cpp and tests/….sh that a file of src/, tests/ or docs/ names exists."""
+    missing, named = [], 0
+    for top in ("src", "tests", "docs"):
+        for folder, dirs, files in os.walk(os.path.join(source, top)):
+            dirs.sort()
+            for f in sorted(files):
+                path = os.path.join(folder, f)
+                try:
+                    text = open(path, encoding="utf-8").read()
+                except (UnicodeDecodeError, OSError):
+                    continue  # binary test data
+                for n, line in enumerate(text.split("\n"), 1):
+                    for m in TEST_PATH.finditer(line):
+                        named += 1
+                        if not os.path.isfile(os.path.join(source, m.group(0))):
+                            missing.append(f"{os.path.relpath(path, source)}:{n}: names {m.group(0)}, which does not exist")
+    for m in missing:
+        print(m, file=sys.stderr)
+    if missing:
+        sys.exit(f"FAIL: {len(missing)} of {named} names of test files point nowhere")
+    print(f"test_paths: {named} names of test files in src/, tests/ and docs/, each one exists")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "commands":
         commands(sys.argv[2], sys.argv[3], os.path.abspath(sys.argv[4]))
     elif len(sys.argv) == 4 and sys.argv[1] == "actionlint":
         actionlint(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "test_paths":
+        test_paths(sys.argv[2])
     else:
         sys.exit(__doc__)

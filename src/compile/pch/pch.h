@@ -32,6 +32,7 @@
 /// the log and its summary (summary.cpp) and `__host-compile` itself (host_compile.cpp); what they
 /// share and nothing else uses is in detail.h.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -192,9 +193,21 @@ Summary summarize(std::string_view log);
 /// "precompiled torch header: 1 made (35 s, 759 MiB), used by 14 of 15 C++ compiles that include it; …"
 std::string summary_line(const Summary& s);
 
+/// Where `__host-compile`'s own text goes: `out` and `err` get the compiler's output when it was
+/// captured (a compile with the header, gcc's -Winvalid-pch lines taken out), `err` also opforge's
+/// messages. A compile without the header writes to the process's streams itself.
+struct Console {
+  std::function<void(std::string_view)> out, err;
+};
+/// This process's stdout and stderr, each write flushed.
+Console process_console();
+
 /// `opforge __host-compile --compiler PATH --pch-dir DIR [--launcher PROGRAM] -- ARGS…`: runs one
 /// host compile as above and returns its exit status (the compiler's). `-g0` comes last, as the
 /// plain host wrappers add it.
+int host_compile(probe::Machine m, const std::vector<std::string>& argv, const Console& console);
+/// The same, its text to process_console(): `opforge __host-compile`, and `opforge __host`, which
+/// runs it in its own process.
 int host_compile(probe::Machine m, const std::vector<std::string>& argv);
 
 }  // namespace opforge::compile::pch

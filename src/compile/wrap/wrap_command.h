@@ -2,7 +2,7 @@
 /// `opforge __nvcc RULE ARGS...` and `opforge __host RULE ARGS...`: what every nvcc and host
 /// wrapper script runs (wrappers.h). The scripts only name a rule (a JSON file beside them); the
 /// rewrite itself is one pure function each (nvcc_args.h, host_args.h). Not commands for people:
-/// main() hands them over before parsing any flags.
+/// hidden rows of the command table (cli/hidden.cpp), handed their arguments unparsed.
 #include <string>
 #include <string_view>
 #include <vector>
