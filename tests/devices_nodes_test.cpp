@@ -8,12 +8,12 @@ using namespace opforge;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path data(const char* name) { return fs::path(OPFORGE_TEST_DATA) / "nodes" / name; }
+fs::path nodes_data(const char* name) { return fs::path(OPFORGE_TEST_DATA) / "nodes" / name; }
 }  // namespace
 
 TEST(DevicesNodes, UnionOfTwoGenerationsWarns) {
   auto m = probe::real_machine();
-  auto s = devices::merge_nodes(m.fs, {data("found_h100.json"), data("a100.json")});
+  auto s = devices::merge_nodes(m.fs, {nodes_data("found_h100.json"), nodes_data("a100.json")});
   ASSERT_TRUE(s) << s.error().render();
   EXPECT_EQ(s->arch_list, "8.0;9.0+PTX");
   ASSERT_EQ(s->nodes.size(), 2u);
@@ -21,35 +21,35 @@ TEST(DevicesNodes, UnionOfTwoGenerationsWarns) {
   EXPECT_EQ(s->nodes[0].gpus[1].name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(s->nodes[1].gpus[0].major, 8);
   ASSERT_EQ(s->warnings.size(), 1u);
-  EXPECT_EQ(s->warnings[0], "mixed GPU generations (Ampere 8.0 on " + data("a100.json").string() + "; Hopper 9.0 on " +
-                                data("found_h100.json").string() +
+  EXPECT_EQ(s->warnings[0], "mixed GPU generations (Ampere 8.0 on " + nodes_data("a100.json").string() + "; Hopper 9.0 on " +
+                                nodes_data("found_h100.json").string() +
                                 "): the wheel carries code for each, and synchronous training across them runs at "
                                 "the pace of the slowest");
 }
 
 TEST(DevicesNodes, SameKindEverywhereHasNoWarningAndNodesWithoutGpusAreNamed) {
   auto m = probe::real_machine();
-  auto same = devices::merge_nodes(m.fs, {data("found_h100.json"), data("found_h100.json")});
+  auto same = devices::merge_nodes(m.fs, {nodes_data("found_h100.json"), nodes_data("found_h100.json")});
   ASSERT_TRUE(same);
   EXPECT_EQ(same->arch_list, "9.0+PTX");
   EXPECT_TRUE(same->warnings.empty());
-  auto none = devices::merge_nodes(m.fs, {data("none.json")});
+  auto none = devices::merge_nodes(m.fs, {nodes_data("none.json")});
   ASSERT_TRUE(none);
   EXPECT_EQ(none->arch_list, "");
   ASSERT_EQ(none->warnings.size(), 1u);
   EXPECT_EQ(none->warnings[0],
-            data("none.json").string() + ": no GPU found on this node; it adds nothing to the arch list");
+            nodes_data("none.json").string() + ": no GPU found on this node; it adds nothing to the arch list");
 }
 
 TEST(DevicesNodes, BadReportsAreBadInputNamingTheFile) {
   auto m = probe::real_machine();
-  auto bad = devices::merge_nodes(m.fs, {data("a100.json"), data("bad_cap.json")});
+  auto bad = devices::merge_nodes(m.fs, {nodes_data("a100.json"), nodes_data("bad_cap.json")});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().kind, ErrorKind::bad_input);
-  EXPECT_EQ(bad.error().message, data("bad_cap.json").string() +
+  EXPECT_EQ(bad.error().message, nodes_data("bad_cap.json").string() +
                                      ": GPU 3 (NVIDIA L4) has capability \"sm89\", expected "
                                      "MAJOR.MINOR such as \"9.0\"");
-  auto missing = devices::merge_nodes(m.fs, {data("nope.json")});
+  auto missing = devices::merge_nodes(m.fs, {nodes_data("nope.json")});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind, ErrorKind::bad_input);
   auto not_json = devices::parse_node_report("x.json", "{\"gpus\": [");
