@@ -11,6 +11,7 @@
 #include "compile/command/command_backend.h"
 #include "compile/scratch/scratch.h"
 #include "compile/wrap/environment.h"
+#include "compile/wrap/toolkit_view.h"
 #include "compile/wrap/wrappers.h"
 #include "compiler/cpu_target.h"
 #include "compiler/host.h"
@@ -1227,5 +1228,56 @@ TEST(CompileCommandBackend, SetuptoolsProjectGetsTheVariablesAndRebuildsByteForB
   EXPECT_TRUE(a == b) << "the two wheels differ in bytes";
   auto report = wheel::verify_bytes(wheels[0].filename().string(), a);
   EXPECT_TRUE(report.ok()) << (report.problems.empty() ? "" : report.problems.front());
+  fs::remove_all(top);
+}
+
+// The toolkit as a command's project sees it: CUDA_HOME and PATH name a folder of links whose
+// bin/nvcc is the wrapper (torch's setuptools path starts $CUDA_HOME/bin/nvcc itself); the host
+// compiles map the view's paths back to the toolkit's.
+TEST(CompileCommandBackend, TheToolkitViewsNvccIsTheWrapper) {
+  const fs::path top = test_util::temp_dir("toolkit-view");
+  const fs::path real = top / "cuda-13.0";
+  fs::create_directories(real / "bin");
+  fs::create_directories(real / "include");
+  test_util::spit(real / "bin/nvcc", "#!/bin/sh\n");
+  test_util::spit(real / "bin/ptxas", "");
+  test_util::spit(real / "version.json", "{}");
+  auto m = probe::real_machine();
+  const fs::path wrapper = top / "cache/nvcc/0123/nvcc";
+  auto view = compile::toolkit_view(m.fs, top / "cache", real, wrapper);
+  ASSERT_TRUE(view);
+  EXPECT_EQ(view->root.parent_path(), top / "cache/toolkit-view");
+  using Links = std::vector<std::pair<std::string, fs::path>>;
+  EXPECT_EQ(view->links, (Links{{"bin/nvcc", wrapper},
+                                {"bin/ptxas", real / "bin/ptxas"},
+                                {"bin/rule.json", wrapper.parent_path() / "rule.json"},
+                                {"include", real / "include"},
+                                {"version.json", real / "version.json"}}));
+  ASSERT_TRUE(compile::write_toolkit_view(m.fs, *view));
+  ASSERT_TRUE(compile::write_toolkit_view(m.fs, *view));  // there already: kept
+  EXPECT_EQ(fs::read_symlink(view->root / "bin/nvcc"), wrapper);
+  EXPECT_EQ(fs::read_symlink(view->root / "include"), real / "include");
+  std::size_t entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(view->root.parent_path())) ++entries;
+  EXPECT_EQ(entries, 1u);  // no temporary folder left beside it
+  // Another entry in the toolkit: another view.
+  test_util::spit(real / "bin/cuobjdump", "");
+  EXPECT_NE(compile::toolkit_view(m.fs, top / "cache", real, wrapper)->root, view->root);
+  // A toolkit without bin/nvcc (a distribution's split layout): no view.
+  EXPECT_FALSE(compile::toolkit_view(m.fs, top / "cache", top / "nothing", wrapper));
+
+  plan::Plan p = base_plan("/src", "/w");
+  cuda::Toolkit tk;
+  tk.root = real;
+  tk.nvcc = real / "bin/nvcc";
+  p.cuda.chosen = tk;
+  p.exports = {{"CUDA_HOME", real.string()}, {"PATH", (real / "bin").string() + ":/usr/bin"}};
+  auto env = compile::command_environment({}, p, "/t", wrapper, nullptr, view->root);
+  EXPECT_EQ(env["CUDA_HOME"], view->root.string());
+  EXPECT_EQ(env["PATH"], (view->root / "bin").string() + ":/usr/bin");
+  const std::string map = "-ffile-prefix-map=" + view->root.string() + "=" + real.string();
+  EXPECT_TRUE(env["CFLAGS"].ends_with(" " + map)) << env["CFLAGS"];
+  EXPECT_TRUE(env["NVCC_APPEND_FLAGS"].ends_with(" -Xcompiler=" + map)) << env["NVCC_APPEND_FLAGS"];
+  EXPECT_EQ(env["PYTORCH_NVCC"], wrapper.string());
   fs::remove_all(top);
 }

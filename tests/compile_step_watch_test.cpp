@@ -124,8 +124,7 @@ TEST(CompileStepWatch, ACudaCompileThatNamesNoWrapperIsSaidToHaveEscapedIt) {
   watch.observe({proc(10, 1, 100, {"/bin/sh", "-c", "ccache " + wrapper + " -c /t/a.cu -o a.o"}),
                  proc(11, 10, 100, {"ccache", wrapper, "-c", "/t/a.cu", "-o", "a.o"}),
                  proc(20, 1, 100, {"/usr/local/cuda-13.0/bin/nvcc", "-c", "/t/b.cu", "-o", "b.o"}),
-                 proc(21, 20, 100, {"cicc", "x"}),
-                 proc(30, 1, 100, {"g++", "-c", "/t/c.cpp", "-o", "c.o"})},
+                 proc(21, 20, 100, {"cicc", "x"}), proc(30, 1, 100, {"g++", "-c", "/t/c.cpp", "-o", "c.o"})},
                 1.0);
   // A step seen first before its wrapper's process appeared is wrapped once any observation shows it.
   watch.observe({proc(40, 1, 100, {"/bin/sh", "-c", "/view/bin/nvcc -c /t/d.cu"})}, 1.25);

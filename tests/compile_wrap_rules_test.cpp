@@ -132,8 +132,9 @@ TEST(HostArgs, OpforgeHostSaysWhatIsWrongWithItsRule) {
 TEST(NvccArgs, OneHostCompilerTheCommandsOwnWins) {
   using compile::prepend_flags_for;
   // torch's cpp_extension adds -ccbin $CC; opforge's NVCC_PREPEND_FLAGS names the same compiler.
-  EXPECT_EQ(prepend_flags_for("-ccbin /b/shim -allow-unsupported-compiler", {"nvcc", "-ccbin", "/b/shim/gcc", "-c", "a.cu"}),
-            std::optional<std::string>("-allow-unsupported-compiler"));
+  EXPECT_EQ(
+      prepend_flags_for("-ccbin /b/shim -allow-unsupported-compiler", {"nvcc", "-ccbin", "/b/shim/gcc", "-c", "a.cu"}),
+      std::optional<std::string>("-allow-unsupported-compiler"));
   EXPECT_EQ(prepend_flags_for("--compiler-bindir=/b/shim", {"nvcc", "--compiler-bindir=/x", "-c", "a.cu"}),
             std::optional<std::string>(""));
   EXPECT_EQ(prepend_flags_for("-ccbin=/b/shim -Xfatbin=-compress-all", {"nvcc", "-ccbin=/x"}),

@@ -21,8 +21,8 @@ TEST(DevicesNodes, UnionOfTwoGenerationsWarns) {
   EXPECT_EQ(s->nodes[0].gpus[1].name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(s->nodes[1].gpus[0].major, 8);
   ASSERT_EQ(s->warnings.size(), 1u);
-  EXPECT_EQ(s->warnings[0], "mixed GPU generations (Ampere 8.0 on " + nodes_data("a100.json").string() + "; Hopper 9.0 on " +
-                                nodes_data("found_h100.json").string() +
+  EXPECT_EQ(s->warnings[0], "mixed GPU generations (Ampere 8.0 on " + nodes_data("a100.json").string() +
+                                "; Hopper 9.0 on " + nodes_data("found_h100.json").string() +
                                 "): the wheel carries code for each, and synchronous training across them runs at "
                                 "the pace of the slowest");
 }

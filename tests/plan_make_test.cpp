@@ -541,9 +541,10 @@ TEST(PlanMake, AProjectsUnsetCudaSwitchIsAWarningBeforeTheBuild) {
                   "import os\nforce_cuda = os.getenv(\"FORCE_CUDA\", \"0\") == \"1\"\n"
                   "skip = os.getenv(\"PROJ_SKIP_CUDA_BUILD\")\n");
   test_util::spit(dir / "proj/csrc/k.cu", "");
-  test_util::spit(dir / "r.toml", "[package]\nname = \"proj\"\nversion = \"1.0\"\n[source]\npath = \"proj\"\n"
-                                  "[arch]\nlist = \"9.0\"\n[build]\nbackend = \"command\"\n"
-                                  "command = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
+  test_util::spit(dir / "r.toml",
+                  "[package]\nname = \"proj\"\nversion = \"1.0\"\n[source]\npath = \"proj\"\n"
+                  "[arch]\nlist = \"9.0\"\n[build]\nbackend = \"command\"\n"
+                  "command = [\"python3\", \"setup.py\", \"bdist_wheel\"]\n");
   probe::FakeEnvironment env({{"PATH", "/usr/bin"}, {"OPFORGE_CACHE_DIR", (dir / "cache").string()}});
   auto real = probe::real_machine();
   w.opts.inspect_source = nullptr;

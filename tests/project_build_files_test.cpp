@@ -44,7 +44,8 @@ TEST(ProjectBuildFiles, CMakeOptionsAndEnvironmentReads) {
       "set(dir $ENV{CUDA_HOME})\n";
   const auto found = project::find_switches("CMakeLists.txt", cmake);
   ASSERT_EQ(found.size(), 2u);
-  EXPECT_EQ(found[0], (Switch{"GGML_CUDA", "CMakeLists.txt", 2, "option(GGML_CUDA \"ggml: use CUDA\" OFF)", false, true}));
+  EXPECT_EQ(found[0],
+            (Switch{"GGML_CUDA", "CMakeLists.txt", 2, "option(GGML_CUDA \"ggml: use CUDA\" OFF)", false, true}));
   EXPECT_EQ(found[1].name, "MYPROJ_WITH_CUDA");
   EXPECT_FALSE(found[1].cmake_option);
 }

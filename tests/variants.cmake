@@ -27,6 +27,14 @@ add_test(NAME e2e.cuda_switch
                  ${CMAKE_BINARY_DIR}/e2e/cuda_switch)
 set_tests_properties(e2e.cuda_switch PROPERTIES FIXTURES_REQUIRED torch_venv TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
                      COST 150)
+# torch's setuptools path (use_ninja=False) starts $CUDA_HOME/bin/nvcc itself: through the toolkit
+# view its nvcc is the wrapper all the same (sm_90 only, same bytes from two folders); the serial
+# compiles are said; an nvcc run by its absolute path is named as escaping the wrapper.
+add_test(NAME e2e.no_ninja
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/no_ninja.sh $<TARGET_FILE:opforge> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/e2e/no_ninja)
+set_tests_properties(e2e.no_ninja PROPERTIES FIXTURES_REQUIRED torch_venv TIMEOUT 1800 LABELS "e2e;variants" SKIP_RETURN_CODE 77 PROCESSORS 2
+                     COST 200)
 # A project that asks for sm_90a itself (tests/fixtures/arch_specific): kept with [arch] list =
 # "9.0", per library in the summary and record; with "8.0" alone, stopped before nvcc runs.
 add_test(NAME e2e.arch_specific

@@ -148,7 +148,8 @@ void print_outcome(const pipeline::Outcome& outcome) {
   for (auto& w : outcome.plan.warnings) std::cout << "warning: " << w << "\n";
   print_ops(outcome);
   if (recipe::project_build(outcome.plan.recipe))
-    if (auto arch = pipeline::arch_summary(outcome.plan, outcome.project_arch, outcome.compiled_arch, outcome.unwrapped);
+    if (auto arch =
+            pipeline::arch_summary(outcome.plan, outcome.project_arch, outcome.compiled_arch, outcome.unwrapped);
         !arch.empty()) {
       std::cout << arch << "\n";
       for (auto& [file, targets] : outcome.compiled_arch_by_file)

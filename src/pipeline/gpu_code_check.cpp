@@ -27,7 +27,8 @@ std::set<std::string> plain_targets(const std::vector<std::string>& targets) {
 std::string listed(const std::set<std::string>& s) { return strings::join({s.begin(), s.end()}, " "); }
 
 std::string some_files(const std::vector<std::string>& files) {
-  std::vector<std::string> shown(files.begin(), files.begin() + static_cast<long>(std::min<std::size_t>(files.size(), 3)));
+  std::vector<std::string> shown(files.begin(),
+                                 files.begin() + static_cast<long>(std::min<std::size_t>(files.size(), 3)));
   return strings::join(shown, ", ") + (files.size() > shown.size() ? ", …" : "");
 }
 
@@ -77,24 +78,27 @@ Status check_gpu_code(const plan::Plan& plan, const GpuCodePromise& promise, con
     return failure("the wheel holds GPU code (" + listed(compiled) + " in " + some_files(with_code) +
                        "), and the recipe says none ([arch] list = \"none\")",
                    "the project compiled CUDA on its own: turn its CUDA switch off, or give [arch] list the GPUs' "
-                   "architectures; " + kept);
+                   "architectures; " +
+                       kept);
   }
   const std::string planned = strings::join(promise.targets, " ");
   const std::string switches = project::switch_hint(plan.project_files.switches, seen.env);
   if (with_code.empty()) {
-    std::string hint = switches.empty() ? std::string("the project compiled no CUDA code: check its build for a switch "
-                                                      "that turns its CUDA extensions on (FORCE_CUDA=1 and the like)")
+    std::string hint = switches.empty() ? std::string(
+                                              "the project compiled no CUDA code: check its build for a switch "
+                                              "that turns its CUDA extensions on (FORCE_CUDA=1 and the like)")
                                         : switches;
     hint += "\n  for a wheel without GPU code on purpose: [arch] list = \"none\"\n  " + kept;
-    return failure("the wheel holds no GPU code, and the plan is " + planned + " (arch list " + plan.arch.str() +
-                       "; " + promise.why + "): " + std::to_string(seen.libraries) + " librar" +
+    return failure("the wheel holds no GPU code, and the plan is " + planned + " (arch list " + plan.arch.str() + "; " +
+                       promise.why + "): " + std::to_string(seen.libraries) + " librar" +
                        (seen.libraries == 1 ? "y" : "ies") + " in the wheel, none with a fatbinary",
                    hint);
   }
   if (promise.kind == Kind::some) return {};
   const auto want = plain_targets(promise.targets);
   std::set<std::string> missing, extra;
-  std::set_difference(want.begin(), want.end(), compiled.begin(), compiled.end(), std::inserter(missing, missing.end()));
+  std::set_difference(want.begin(), want.end(), compiled.begin(), compiled.end(),
+                      std::inserter(missing, missing.end()));
   std::set_difference(compiled.begin(), compiled.end(), want.begin(), want.end(), std::inserter(extra, extra.end()));
   if (missing.empty() && extra.empty()) return {};
   std::vector<std::string> what;

@@ -71,10 +71,10 @@ std::string arch_summary(const plan::Plan& plan, const std::vector<std::string>&
                                    unwrapped.begin() + static_cast<long>(std::min<std::size_t>(unwrapped.size(), 3)));
     line += "\n  warning: " + std::to_string(unwrapped.size()) + " CUDA compile" + (unwrapped.size() == 1 ? "" : "s") +
             " ran nvcc without opforge's wrapper (" + strings::join(shown, ", ") +
-            (unwrapped.size() > shown.size() ? ", …" : "") +
-            "): what " + (unwrapped.size() == 1 ? "it" : "they") +
+            (unwrapped.size() > shown.size() ? ", …" : "") + "): what " + (unwrapped.size() == 1 ? "it" : "they") +
             " asked nvcc for is not known, and opforge's arch list and reproducibility flags (-frandom-seed, "
-            "no -lineinfo) did not reach " + (unwrapped.size() == 1 ? "it" : "them");
+            "no -lineinfo) did not reach " +
+            (unwrapped.size() == 1 ? "it" : "them");
   }
   return line;
 }

@@ -55,8 +55,8 @@ std::vector<Switch> find_switches(std::string_view file, std::string_view text) 
     const std::string line(raw);
     auto add = [&](const std::string& name, bool option) {
       if (name.empty() || !is_switch_name(name) || !seen.insert(name).second) return;
-      out.push_back({name, std::string(file), number, strings::cut(strings::trim(line), 120), turns_cuda_off(name),
-                     option});
+      out.push_back(
+          {name, std::string(file), number, strings::cut(strings::trim(line), 120), turns_cuda_off(name), option});
     };
     const std::regex& env = cmake ? cmake_env : python;
     for (std::sregex_iterator it(line.begin(), line.end(), env), end; it != end; ++it)
@@ -71,8 +71,7 @@ std::vector<Switch> find_switches(std::string_view file, std::string_view text) 
 namespace {
 
 bool skipped_folder(const std::string& name) {
-  return name.starts_with(".") || name == "build" || name == "dist" || name == "__pycache__" ||
-         name == "node_modules";
+  return name.starts_with(".") || name == "build" || name == "dist" || name == "__pycache__" || name == "node_modules";
 }
 
 void count_cuda_sources(const probe::FileSystem& fs, const fs::path& root, const fs::path& rel, BuildFiles& out,
@@ -133,9 +132,9 @@ std::string switch_hint(const std::vector<Switch>& switches, const std::map<std:
                       (set != env.end() ? "set to \"" + set->second + "\" for this build: remove it"
                                         : std::string("not set (it turns CUDA off when set)")));
     } else {
-      lines.push_back(s.name + ", " + where + ": " +
-                      (set != env.end() ? "set to \"" + set->second + "\" for this build"
-                                        : "[build.env] " + s.name + " = \"1\""));
+      lines.push_back(
+          s.name + ", " + where + ": " +
+          (set != env.end() ? "set to \"" + set->second + "\" for this build" : "[build.env] " + s.name + " = \"1\""));
     }
   }
   if (lines.empty()) return "";

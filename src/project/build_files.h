@@ -38,10 +38,10 @@ std::vector<Switch> find_switches(std::string_view file, std::string_view text);
 
 /// A project's build files as read by read_build_files.
 struct BuildFiles {
-  std::vector<Switch> switches;          ///< from setup.py, CMakeLists.txt and pyproject.toml at the root
-  std::size_t cuda_sources = 0;          ///< .cu/.cuh files in the tree
+  std::vector<Switch> switches;                 ///< from setup.py, CMakeLists.txt and pyproject.toml at the root
+  std::size_t cuda_sources = 0;                 ///< .cu/.cuh files in the tree
   std::vector<std::string> cuda_source_sample;  ///< the first few, relative, sorted
-  bool walk_cut = false;                 ///< the tree was larger than the walk's bound
+  bool walk_cut = false;                        ///< the tree was larger than the walk's bound
 };
 
 /// Reads the build files at `root` and counts the CUDA sources under it (build/, .git and hidden

@@ -16,6 +16,7 @@
 #include "compile/watch/compile_errors.h"
 #include "compile/watch/step_watch.h"
 #include "compile/wrap/environment.h"
+#include "compile/wrap/toolkit_view.h"
 #include "compile/wrap/wrap_command.h"
 #include "compile/wrap/wrappers.h"
 #include "compiler/flags.h"
@@ -102,6 +103,7 @@ Status run_command(probe::Machine m, const plan::Plan& plan, CommandOutput& out,
   // What the wrappers leave on a command line: a CUDA step without any of them escaped the wrapper.
   std::vector<std::string> marks;
   if (!out.nvcc_wrapper.empty()) marks = {out.nvcc_wrapper.string(), std::string(kNvccCommand)};
+  if (!out.toolkit_view.empty()) marks.push_back((out.toolkit_view / "bin" / "nvcc").string());
   StepWatchThread watch(
       m.fs, out.tree, 250,
       [&](std::uint64_t kib) {
@@ -420,12 +422,20 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
   if (host) OPFORGE_CHECK(write_host_wrappers(m.fs, *host));
   const fs::path wrapper = OPFORGE_TRY(prepare_nvcc_wrapper(m.fs, plan, cache_dir, host ? &*host : nullptr));
   out.nvcc_wrapper = wrapper;
+  // The toolkit as the project sees it: its bin/nvcc the wrapper (not for a cross-build, whose
+  // toolkit folders are set up by set_cross).
+  std::optional<ToolkitView> view;
+  if (plan.cuda.chosen && !wrapper.empty() && !plan.cross())
+    view = toolkit_view(m.fs, cache_dir, plan.cuda.chosen->root, wrapper);
+  if (view) OPFORGE_CHECK(write_toolkit_view(m.fs, *view));
+  const fs::path view_root = view ? view->root : fs::path();
+  if (view) out.toolkit_view = view->root;
   const auto watch = network_watch(cache_dir);
   // A copy at a content-addressed path: never the source cache, never a stale build/. A tree that
   // a killed or failed build of the same content and compile commands left is resumed.
   const ScratchResume resume{[&](const fs::path& root) {
     settings::ChildEnv env(command_environment(settings::ChildEnv(m.env, settings::Child::command).vars(), plan, root,
-                                               wrapper, host ? &*host : nullptr));
+                                               wrapper, host ? &*host : nullptr, view_root));
     add_watch_environment(env, watch, {});
     std::vector<std::string> also;
     for (auto& [k, v] : plan.exports) also.push_back(k);
@@ -455,7 +465,7 @@ Result<CommandOutput> run_command_backend(probe::Machine m, const plan::Plan& pl
       OPFORGE_CHECK(m.fs.remove(old));
   const NinjaLogs ninja_before = read_ninja_logs(m.fs, tree.root);
   settings::ChildEnv env(command_environment(settings::ChildEnv(m.env, settings::Child::command).vars(), plan,
-                                             tree.root, wrapper, host ? &*host : nullptr));
+                                             tree.root, wrapper, host ? &*host : nullptr, view_root));
   if (sccache) {
     // One server for every command (the ops compile at the same time, and sccache's disk cache
     // takes one server at a time), stopped before its counters are read.

@@ -52,6 +52,8 @@ struct CommandOutput {
   int nvcc_commands = 0;
   /// The nvcc wrapper the project's CUDA compiles run through; empty without a toolkit.
   std::filesystem::path nvcc_wrapper;
+  /// The toolkit view CUDA_HOME named (toolkit_view.h); empty when there is none.
+  std::filesystem::path toolkit_view;
   /// CUDA compile steps the step watcher saw run without the wrapper (their sources): the plan's
   /// arch list and reproducibility flags did not reach them.
   std::vector<std::string> unwrapped;

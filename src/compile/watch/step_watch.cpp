@@ -219,18 +219,19 @@ int most_at_once(const std::vector<StepPeak>& steps) {
 
 std::string steps_said(const std::vector<StepPeak>& steps, unsigned jobs) {
   const int most = most_at_once(steps);
-  std::string out = "memory: " + std::to_string(steps.size()) + " compile steps, " + std::to_string(most) +
-                    " at once" + (most < static_cast<int>(jobs) ? " (" + std::to_string(jobs) + " allowed)" : "") +
+  std::string out = "memory: " + std::to_string(steps.size()) + " compile steps, " + std::to_string(most) + " at once" +
+                    (most < static_cast<int>(jobs) ? " (" + std::to_string(jobs) + " allowed)" : "") +
                     "; the heaviest " + heaviest_steps(steps, 3);
   if (most == 1 && jobs > 1 && steps.size() > 1) {
     double total = 0;
     for (const auto& s : steps) total += s.seconds;
     // torch's BuildExtension compiles through ninja (MAX_JOBS at once) only with use_ninja and a
     // ninja on PATH; setuptools' own path compiles one source after another.
-    out += "\n  the project compiled one file at a time, whatever MAX_JOBS says (setuptools without ninja: torch's "
-           "BuildExtension with use_ninja=False, or no ninja on PATH): its steps took " +
-           std::to_string(static_cast<long>(total + 0.5)) + " s, about " +
-           std::to_string(static_cast<long>(total / jobs + 0.5)) + " s at " + std::to_string(jobs) + " at once";
+    out +=
+        "\n  the project compiled one file at a time, whatever MAX_JOBS says (setuptools without ninja: torch's "
+        "BuildExtension with use_ninja=False, or no ninja on PATH): its steps took " +
+        std::to_string(static_cast<long>(total + 0.5)) + " s, about " +
+        std::to_string(static_cast<long>(total / jobs + 0.5)) + " s at " + std::to_string(jobs) + " at once";
   }
   return out;
 }

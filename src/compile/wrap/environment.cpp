@@ -134,6 +134,26 @@ void set_cmake(settings::ChildEnv& env, const plan::Plan& plan, const fs::path& 
   }
 }
 
+/// The toolkit's own folder replaced by the view where the environment names it (toolkit_view.h).
+void use_toolkit_view(settings::ChildEnv& env, const plan::Plan& plan, const fs::path& view) {
+  const fs::path real = plan.cuda.chosen->root;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (env.has(var) && fs::path(env.value(var)).lexically_normal() == real.lexically_normal())
+      env.set(var, view.string());
+  if (env.has("PATH")) {
+    std::vector<std::string> parts;
+    for (auto& p : strings::split(env.value("PATH"), ':'))
+      parts.push_back(fs::path(p).lexically_normal() == (real / "bin").lexically_normal() ? (view / "bin").string()
+                                                                                          : std::string(p));
+    env.set("PATH", strings::join(parts, ":"));
+  }
+  // torch puts $CUDA_HOME/include on every compile's command line: the host compiler's file names
+  // read the toolkit's folder, as before the view.
+  const std::string map = "-ffile-prefix-map=" + view.string() + "=" + real.string();
+  for (const char* var : {"CFLAGS", "CXXFLAGS"}) env.append_flags(var, map);
+  env.append_flags("NVCC_APPEND_FLAGS", "-Xcompiler=" + map);
+}
+
 }  // namespace
 
 std::vector<ArchChannel> arch_channels(const plan::Plan& plan) {
@@ -158,7 +178,8 @@ std::vector<ArchChannel> arch_channels(const plan::Plan& plan) {
 
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const fs::path& tree_in,
-                                                       const fs::path& nvcc_wrapper, const HostWrappers* host) {
+                                                       const fs::path& nvcc_wrapper, const HostWrappers* host,
+                                                       const fs::path& toolkit_view) {
   const fs::path tree = tree_in.empty() ? plan.source.root : tree_in;
   // The plan's exports (MAX_JOBS among them), then the project's own switches ([build.env]): the
   // recipe's word over the caller's environment.
@@ -167,6 +188,7 @@ std::map<std::string, std::string> command_environment(const std::map<std::strin
   set_compilers(env, plan, host);
   add_reproducibility_flags(env, plan, tree);
   set_cross(env, plan);
+  if (!toolkit_view.empty() && plan.cuda.chosen) use_toolkit_view(env, plan, toolkit_view);
   const bool ccache = plan.cache == recipe::Cache::ccache;
   if (plan.cuda.chosen && !nvcc_wrapper.empty())
     env.set_default("PYTORCH_NVCC", (ccache ? "ccache " : "") + nvcc_wrapper.string());

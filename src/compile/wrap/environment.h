@@ -54,10 +54,15 @@ std::vector<ArchChannel> arch_channels(const plan::Plan& plan);
 /// cache through CMake's own variables (CUDACXX, CUDAToolkit_ROOT, CUDAHOSTCXX, CUDAARCHS,
 /// CMAKE_ARGS, CMAKE_BUILD_PARALLEL_LEVEL, CMAKE_*_COMPILER_LAUNCHER, SKBUILD_BUILD_DIR:
 /// set_cmake's rules), and the project's own arch variables (arch_channels).
+/// With `toolkit_view` (toolkit_view.h: the chosen toolkit's folders, its bin/nvcc the wrapper),
+/// CUDA_HOME, CUDA_PATH and the toolkit's bin/ on PATH name the view instead, and the host
+/// compiles map the view's paths back to the toolkit's (-ffile-prefix-map), so their output is
+/// as it was: every nvcc a project finds through them runs the wrapper.
 std::map<std::string, std::string> command_environment(const std::map<std::string, std::string>& base,
                                                        const plan::Plan& plan, const std::filesystem::path& tree = {},
                                                        const std::filesystem::path& nvcc_wrapper = {},
-                                                       const HostWrappers* host = nullptr);
+                                                       const HostWrappers* host = nullptr,
+                                                       const std::filesystem::path& toolkit_view = {});
 
 /// The variables command_environment sets or changes relative to `base`, and every plan export
 /// (even where `base` agrees): what `opforge env` and `opforge plan` print.
