@@ -144,7 +144,8 @@ std::string takes(const opforge::pipeline::NodeInstalls& n) {
 TEST(WheelhouseInstalls, TheUnionFallbackRunsOnNewerGpus) {
   auto w = house({image(kSass, 80), image(kSass, 90), image(kPtx, 90)});
   const std::string v90 = w[1].filename.substr(32);
-  auto all = opforge::pipeline::installs(w, {gpu_node("h100", "9.0"), gpu_node("rtx", "12.0"), gpu_node("v100", "7.0")});
+  auto all =
+      opforge::pipeline::installs(w, {gpu_node("h100", "9.0"), gpu_node("rtx", "12.0"), gpu_node("v100", "7.0")});
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(takes(all[0]), "pip=x86_64.whl:ok resolver=" + v90 + ":ok pick=" + v90 + ":ok ");
   EXPECT_TRUE(all[0].ok());

@@ -176,8 +176,9 @@ TEST(PlanMatrix, PlatformAxisCellsShareTheirEnvironment) {
 // [matrix] arch: each torch × Python (× platform) cell once per arch list, then its fallback, the
 // plain wheel for their union; one environment for them all.
 TEST(PlanMatrix, ArchAxisCellsThenTheirFallback) {
-  MatrixWorld world(std::string(kMatrix) + "arch = [\"8.0\", \"9.0\"]\nenvironments = { \"torch2.15-py3.12\" = "
-                                           "\"/venv/bin/python\" }\n\n[wheel]\nvariants = true\n");
+  MatrixWorld world(std::string(kMatrix) +
+                    "arch = [\"8.0\", \"9.0\"]\nenvironments = { \"torch2.15-py3.12\" = "
+                    "\"/venv/bin/python\" }\n\n[wheel]\nvariants = true\n");
   world.w.fs.add_file("/venv/bin/python", "", 0755);
   auto r = world.recipe();
   ASSERT_TRUE(r) << r.error().render();

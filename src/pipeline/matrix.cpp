@@ -174,8 +174,8 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
       // and only its variant wheel lands in dist/.
       o.dist_dir = base / co.cell.id / "variant-dist";
       auto done = OPFORGE_TRY(build_wheel(cell_machine.machine(), recipe_file, o));
-      OPFORGE_CHECK(publish_variant(m, done, real_dist, co.cell.id, std::chrono::steady_clock::now() - start,
-                                    options.on_line));
+      OPFORGE_CHECK(
+          publish_variant(m, done, real_dist, co.cell.id, std::chrono::steady_clock::now() - start, options.on_line));
       return done;
     };
     auto built = run();

@@ -27,7 +27,6 @@ Status check_folder_name(const fs::path& dir, std::string_view what, std::string
                    "choose a folder name without line breaks (" + std::string(flag) + ")");
 }
 
-
 /// The plan, with --build-dir / --dist-dir made absolute, in folders opforge can write.
 Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, const Options& options) {
   plan::Options plan_options = options.plan;

@@ -126,7 +126,7 @@ GpuCodePromise gpu_code_promise(const plan::Plan& plan);
 struct GpuCodeSeen {
   std::map<std::string, std::vector<std::string>> by_library;  ///< wheel_gpu_targets_by_file
   std::size_t libraries = 0;                                   ///< ELF files in the wheel
-  bool wrapper_saw_nvcc = false;  ///< the nvcc wrapper logged at least one of the project's commands
+  bool wrapper_saw_nvcc = false;           ///< the nvcc wrapper logged at least one of the project's commands
   std::map<std::string, std::string> env;  ///< what the command ran with (a switch set there is said so)
   fs::path wheel;                          ///< the refused wheel's place (kept for inspection)
   fs::path log;                            ///< the command's output

@@ -46,8 +46,9 @@ Status write_variant(probe::Machine m, Outcome& done) {
 Status publish_variant(probe::Machine m, Outcome& done, const fs::path& dist, const std::string& cell,
                        std::chrono::steady_clock::duration took, const std::function<void(std::string_view)>& on_line) {
   if (done.variant_wheel.empty())
-    return failure("matrix cell " + cell + ": its wheel holds nothing a variant carries (no GPU code), so [matrix] arch "
-                   "has no variant of it to publish",
+    return failure("matrix cell " + cell +
+                       ": its wheel holds nothing a variant carries (no GPU code), so [matrix] arch "
+                       "has no variant of it to publish",
                    "leave [matrix] arch out for a project without GPU code");
   auto bytes = OPFORGE_TRY(m.fs.read_file(done.variant_wheel, wheel::Limits{}.archive_bytes));
   OPFORGE_CHECK(m.fs.create_directories(dist));

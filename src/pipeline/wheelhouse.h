@@ -57,10 +57,10 @@ Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, cons
 
 /// One installer's wheel of a project on a node.
 struct InstallerTake {
-  std::string installer;                               ///< "pip", "resolver", "pick"
-  std::optional<std::string> wheel;                    ///< nullopt: it installs none (a refusal)
-  rollout::Verdict verdict = rollout::Verdict::ok;     ///< of that wheel there (ok when none: nothing breaks)
-  std::vector<rollout::Check> reasons;                 ///< its checks that are not ok
+  std::string installer;                            ///< "pip", "resolver", "pick"
+  std::optional<std::string> wheel;                 ///< nullopt: it installs none (a refusal)
+  rollout::Verdict verdict = rollout::Verdict::ok;  ///< of that wheel there (ok when none: nothing breaks)
+  std::vector<rollout::Check> reasons;              ///< its checks that are not ok
   bool operator==(const InstallerTake&) const = default;
 };
 

@@ -28,8 +28,7 @@ std::optional<std::string> pip_takes(const std::vector<const rollout::IndexWheel
   for (const auto* w : wheels) {
     if (w->variant) continue;
     const auto row = rollout::check_node(tags_only(w->needs), node);
-    if (std::any_of(row.checks.begin(), row.checks.end(),
-                    [](auto& c) { return c.verdict == rollout::Verdict::fails; }))
+    if (std::any_of(row.checks.begin(), row.checks.end(), [](auto& c) { return c.verdict == rollout::Verdict::fails; }))
       continue;
     if (!best) {
       best = w;
@@ -98,11 +97,11 @@ std::string installs_text(const std::string& index, const std::vector<NodeInstal
   std::size_t bad = 0;
   for (const auto& n : all)
     if (!n.ok()) bad += n.nodes.size();
-  std::string out = index + ": what each installer takes on each node" +
-                    (bad ? " (" + std::to_string(bad) + (bad == 1 ? " node gets" : " nodes get") +
-                               " a wheel that does not run)"
-                         : "") +
-                    "\n";
+  std::string out =
+      index + ": what each installer takes on each node" +
+      (bad ? " (" + std::to_string(bad) + (bad == 1 ? " node gets" : " nodes get") + " a wheel that does not run)"
+           : "") +
+      "\n";
   for (const auto& n : all) {
     out += "\n" + strings::join(n.nodes, ", ") + "\n  " + n.project + (n.ok() ? "" : ": FAILS") + "\n";
     for (const auto& t : n.takes) {

@@ -96,7 +96,8 @@ void warn_unset_cuda_switches(probe::Machine m, Plan& plan) {
   const auto& build_env = plan.recipe.build.env;
   // What the project's command sees of the caller's environment.
   const settings::ChildEnv caller(m.env, settings::Child::command);
-  const std::string cmake_args = build_env.contains("CMAKE_ARGS") ? build_env.at("CMAKE_ARGS") : caller.value("CMAKE_ARGS");
+  const std::string cmake_args =
+      build_env.contains("CMAKE_ARGS") ? build_env.at("CMAKE_ARGS") : caller.value("CMAKE_ARGS");
   for (const auto& s : plan.project_files.switches) {
     if (s.turns_off) continue;
     const bool set = s.cmake_option ? cmake_args.find("-D" + s.name) != std::string::npos

@@ -20,7 +20,8 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
     // of a CI job the same wheel.
     out.arch_list = *opts.cell_arch_list;
     out.arch_from = "recipe [matrix] arch";
-    notes.push_back("arch list: this [matrix] cell's '" + *opts.cell_arch_list + "' (TORCH_CUDA_ARCH_LIST is not read)");
+    notes.push_back("arch list: this [matrix] cell's '" + *opts.cell_arch_list +
+                    "' (TORCH_CUDA_ARCH_LIST is not read)");
   } else if (opts.node_arch_list) {
     out.arch_list = *opts.node_arch_list;
     out.arch_from = kFromNodes;
