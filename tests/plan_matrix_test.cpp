@@ -173,6 +173,66 @@ TEST(PlanMatrix, PlatformAxisCellsShareTheirEnvironment) {
   EXPECT_EQ((*one)[0].index, 5u);
 }
 
+// [matrix] arch: each torch × Python (× platform) cell once per arch list, then its fallback, the
+// plain wheel for their union; one environment for them all.
+TEST(PlanMatrix, ArchAxisCellsThenTheirFallback) {
+  MatrixWorld world(std::string(kMatrix) +
+                    "arch = [\"8.0\", \"9.0\"]\nenvironments = { \"torch2.15-py3.12\" = "
+                    "\"/venv/bin/python\" }\n\n[wheel]\nvariants = true\n");
+  world.w.fs.add_file("/venv/bin/python", "", 0755);
+  auto r = world.recipe();
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_EQ(r->matrix.arch, (std::vector<std::string>{"8.0", "9.0"}));
+  auto cs = cells(world.w.machine(), *r, "/cache");
+  ASSERT_TRUE(cs) << cs.error().render();
+  ASSERT_EQ(cs->size(), 12u);
+  std::vector<std::string> ids, arches;
+  for (auto& c : std::vector<Cell>(cs->begin(), cs->begin() + 3)) ids.push_back(c.id), arches.push_back(c.arch);
+  EXPECT_EQ(ids, (std::vector<std::string>{"torch2.14.0-py3.11-sm80", "torch2.14.0-py3.11-sm90",
+                                           "torch2.14.0-py3.11-fallback"}));
+  EXPECT_EQ(arches, (std::vector<std::string>{"8.0", "9.0", "8.0;9.0+PTX"}));
+  EXPECT_FALSE((*cs)[1].fallback);
+  EXPECT_TRUE((*cs)[2].fallback);
+  EXPECT_EQ((*cs)[2].base_id, "torch2.14.0-py3.11");
+  EXPECT_EQ((*cs)[0].env, (*cs)[2].env);
+  EXPECT_EQ((*cs)[11].id, "torch2.15-py3.12-fallback");
+  // [matrix] environments names the cell without its arch part: all three of its cells use it.
+  for (std::size_t i = 9; i < 12; ++i) EXPECT_EQ((*cs)[i].env_python, fs::path("/venv/bin/python")) << i;
+  EXPECT_FALSE((*cs)[8].user_env);
+  // A CI job per cell: --cell selects one arch list's, or the fallback.
+  EXPECT_EQ(select(*r, *cs, "torch2.15-py3.11-sm90", std::nullopt)->front().index, 7u);
+  std::vector<CellView> views;
+  for (auto& c : *cs) views.push_back({c, "", "", "unknown"});
+  auto j = nlohmann::json::parse(matrix_json(views));
+  EXPECT_EQ(j["include"][2], nlohmann::json::parse(R"({"cell": "torch2.14.0-py3.11-fallback", "index": 2,
+      "torch": "2.14.0", "python": "3.11", "platform": "x86_64", "cuda": "", "toolkit_from": "unknown",
+      "arch": "8.0;9.0+PTX", "fallback": true})"));
+  EXPECT_EQ(j["include"][0]["arch"], "8.0");
+  EXPECT_EQ(j["include"][0]["fallback"], false);
+}
+
+// The fallback runs wherever a variant runs: every SASS, every PTX a variant holds, and PTX for the
+// newest architecture without a suffix (the GPUs newer than every list JIT it).
+TEST(PlanMatrix, FallbackIsTheUnionAndTheNewestPtx) {
+  auto f = [](std::vector<std::string> lists) {
+    auto got = fallback_arch_list(lists);
+    EXPECT_TRUE(got) << got.error().render();
+    return got ? *got : std::string();
+  };
+  EXPECT_EQ(f({"8.0", "9.0"}), "8.0;9.0+PTX");
+  EXPECT_EQ(f({"8.0", "9.0", "10.0+PTX"}), "8.0;9.0;10.0+PTX");
+  EXPECT_EQ(f({"9.0", "8.0;8.6"}), "8.0;8.6;9.0+PTX");
+  EXPECT_EQ(f({"8.0"}), "8.0+PTX");
+  // An older list's PTX stays: on an 8.0 GPU it is the only code that runs of 7.5+PTX and 9.0.
+  EXPECT_EQ(f({"7.5+PTX", "9.0"}), "7.5+PTX;9.0+PTX");
+  // Arch-specific PTX runs on its own GPU only: the newest plain architecture gets the PTX.
+  EXPECT_EQ(f({"8.0", "9.0a"}), "8.0+PTX;9.0a");
+  EXPECT_EQ(f({"9.0a", "9.0"}), "9.0+PTX;9.0a");
+  EXPECT_EQ(arch_tag("8.0"), "sm80");
+  EXPECT_EQ(arch_tag("9.0;10.0+PTX"), "sm90_100ptx");
+  EXPECT_EQ(arch_tag("9.0a"), "sm90a");
+}
+
 TEST(RecipeMatrix, BadInputPointsAtTheLine) {
   struct Case {
     std::string text;
@@ -191,6 +251,11 @@ TEST(RecipeMatrix, BadInputPointsAtTheLine) {
       {"[matrix]\ntorch = [\"2.15\"]\nplatform = [\"arm64\", \"aarch64\"]\n", 3, "lists aarch64 twice"},
       {"[matrix]\ntorch = [\"2.15\"]\nplatform = []\n", 3, "non-empty array"},
       {"[package]\nlocal_version = \"torch{torch_maj}\"\n", 2, "unknown placeholder"},
+      {"[matrix]\ntorch = [\"2.15\"]\narch = [\"8.0\"]\n", 3, "[wheel] variants is not on"},
+      {"[matrix]\ntorch = [\"2.15\"]\narch = [\"auto\"]\n", 3, "\"auto\" is not an arch list"},
+      {"[matrix]\ntorch = [\"2.15\"]\narch = [\"8.0\", \"9.1x\"]\n", 3, "matrix.arch:"},
+      {"[matrix]\ntorch = [\"2.15\"]\narch = [\"8.0\", \"8.0\"]\n", 3, "twice"},
+      {"[matrix]\ntorch = [\"2.15\"]\narch = []\n", 3, "non-empty array"},
       {"[cuda]\nversion = \"auto\"\nprovision = \"pypi\"\n", 3, "needs version = \"torch\""},
       {"[cuda]\nversion = \"torch\"\nprovision = \"conda\"\n", 3, "is not \"none\" or \"pypi\""},
   };

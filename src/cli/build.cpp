@@ -187,6 +187,12 @@ BuildFlags resolve_default(probe::Machine m, BuildFlags flags) {
   return flags;
 }
 
+/// The wheel a built cell put into dist/: a [matrix] arch cell's variant wheel, else its wheel.
+std::string published(const pipeline::CellOutcome& c) {
+  if (!c.cell.arch.empty() && !c.cell.fallback) return c.outcome->variant_wheel.filename().string();
+  return c.outcome->wheel.filename().string() + (c.cell.fallback ? " (the plain wheel)" : "");
+}
+
 /// One line per cell, and exit 1 (naming the failed cells) when any failed.
 Status print_cells(const std::vector<pipeline::CellOutcome>& outcomes) {
   std::vector<std::string> failed;
@@ -201,7 +207,7 @@ Status print_cells(const std::vector<pipeline::CellOutcome>& outcomes) {
                   : !c.served_by.empty() ? "shared"
                                          : "FAILED")
               << "  " << secs << "  "
-              << (c.outcome              ? c.outcome->wheel.filename().string()
+              << (c.outcome              ? published(c)
                   : !c.served_by.empty() ? c.served_wheel.filename().string() + " (cell " + c.served_by + "'s)"
                                          : c.error->message.substr(0, c.error->message.find('\n')))
               << "\n";
@@ -287,6 +293,8 @@ Status run_build(const BuildFlags& given) {
   for (auto& c : outcomes) {
     std::cout << "\n== cell " << c.cell.id << "\n";
     if (c.outcome) print_outcome(*c.outcome);
+    if (c.outcome && !c.cell.arch.empty() && !c.cell.fallback)
+      std::cout << "published: the variant wheel alone; the plain wheel of its name is the cell's fallback's\n";
     if (!c.served_by.empty())
       std::cout << "served by cell " << c.served_by << "'s wheel (torch's stable C ABI alone, " << c.served_requirement
                 << "): " << c.served_wheel.filename().string() << "\n";

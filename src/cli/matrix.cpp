@@ -45,6 +45,10 @@ Registrar matrix_command{{
                     << "     " << v.cell.torch_requirement << ", Python " << v.cell.python_version << " ("
                     << v.cell.python << ")" << (v.cell.platform.empty() ? std::string() : ", for " + v.cell.platform)
                     << "\n"
+                    << (v.cell.arch.empty() ? std::string()
+                        : v.cell.fallback   ? "     arch " + v.cell.arch +
+                                                ": the plain wheel, for every GPU the cell's variants run on\n"
+                                          : "     arch " + v.cell.arch + ": a variant wheel\n")
                     << "     environment " << v.cell.env.string()
                     << (v.cell.user_env ? " (named by the recipe)"
                         : v.cell.ready  ? " (made)"

@@ -8,8 +8,10 @@
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "pipeline/verify.h"
+#include "pipeline/wheelhouse.h"
 #include "recipe/recipe.h"
 #include "record/record.h"
+#include "rollout/pick.h"
 #include "rollout/rollout.h"
 #include "util/strings.h"
 #include "wheel/index.h"
@@ -139,6 +141,40 @@ Status verify_index(const std::string& path, bool json) {
                  "rewrite the index from the wheels (`opforge index DIR DIR`) or rebuild the wheels named");
 }
 
+/// `verify WHEELHOUSE --nodes REPORT…`: the index's own checks, then per node the wheel plain pip,
+/// a variant-aware installer and `opforge pick` take; exit 1 when one of them takes a wheel that
+/// does not run there.
+Status verify_installs(const std::string& path, const std::vector<std::string>& reports, bool json) {
+  auto m = probe::real_machine();
+  fs::path dist = path;
+  if (dist.filename() == "simple" || (dist.filename().empty() && dist.parent_path().filename() == "simple"))
+    dist = dist.filename().empty() ? dist.parent_path().parent_path() : dist.parent_path();
+  auto problems = OPFORGE_TRY(wheel::check_variants_index(m.fs, dist));
+  if (!problems.empty())
+    return failure(path + ": the index disagrees with its variant wheels:\n  " + strings::join(problems, "\n  "),
+                   "rewrite the index from the wheels (`opforge index DIR DIR`) or rebuild the wheels named");
+  auto wheels = OPFORGE_TRY(rollout::read_index(m.fs, dist));
+  std::vector<rollout::NodeFacts> nodes;
+  for (const auto& report : reports) {
+    auto text = m.fs.read_file(report, 16ull << 20);
+    if (!text)
+      return bad_input("cannot read the node report " + report + ": " + text.error().message,
+                       "run `opforge doctor --json > NODE.json` on each node and pass those files");
+    for (auto& node : rollout::parse_node_reports(report, *text)) nodes.push_back(std::move(node));
+  }
+  const auto all = pipeline::installs(wheels, nodes);
+  if (json) std::cout << pipeline::installs_json(path, all).dump(2) << "\n";
+  else std::cout << pipeline::installs_text(path, all);
+  std::vector<std::string> bad;
+  for (const auto& n : all)
+    if (!n.ok()) bad.push_back(strings::join(n.nodes, ", ") + " (" + n.project + ")");
+  if (bad.empty()) return {};
+  return failure("an installer takes a wheel that does not run on: " + strings::join(bad, "; ") +
+                     (json ? " (the JSON on stdout says which and why)" : " (above: which and why)"),
+                 "build a plain wheel for those GPUs too: add their architecture to an arch list of [matrix] arch (the "
+                 "plain wheel is built for the union), or keep those nodes off this wheelhouse");
+}
+
 /// Rebuilds from a build record into a temporary folder and compares every output's hash.
 Status verify_record(const std::string& path, bool allow_run, Verbosity verbosity, bool json, const std::string& root) {
   auto m = probe::real_machine();
@@ -209,11 +245,14 @@ Registrar verify_command{
            ->excludes(q);
        app.add_option("--nodes", *nodes,
                       "with a wheel: `opforge doctor --json` reports of the nodes it is meant for; says, node by "
-                      "node, whether it will run there and why not (exit 1 when any node fails or cannot be told)");
+                      "node, whether it will run there and why not (exit 1 when any node fails or cannot be told); "
+                      "with a wheelhouse: which wheel pip, a variant-aware installer and `opforge pick` take on each "
+                      "node (exit 1 when one takes a wheel that does not run there)");
        app.add_flag("--json", *json, "print the result as JSON (errors stay on stderr, with the exit code)");
        return [target, allow_run, quiet, verbose, json, root, nodes] {
          auto m = probe::real_machine();
          if (!nodes->empty()) {
+           if (is_wheelhouse(m.fs, *target)) return verify_installs(*target, *nodes, *json);
            if (!is_wheel(m.fs, *target))
              return Status(bad_input("--nodes checks a wheel, and " + *target + " is not one",
                                      "pass the .whl: `opforge verify WHEEL --nodes NODE.json…`"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "pipeline/stages.h"
 #include "probe/overlay_environment.h"
 #include "settings/settings.h"
 #include "target/platform.h"
@@ -19,6 +20,8 @@ fs::path cache_of(const probe::Environment& env, const Options&) { return settin
 /// A built cell's wheel that uses torch's stable C ABI alone, and what it needs.
 struct StableWheel {
   std::string cell, python_version, requirement;  ///< requirement: "torch>=2.10"
+  std::string arch;                               ///< [matrix] arch: it serves cells of its own list only
+  bool fallback = false;
   fs::path wheel;
   std::vector<std::string> modules;  ///< its CPython extensions, as import names ("stableshim._C")
 };
@@ -28,7 +31,7 @@ std::optional<StableWheel> stable_wheel(probe::Machine m, const plan::Cell& cell
   if (!link.is_object() || link.value("abi", "") != wheel::torch_abi_name(wheel::TorchAbi::stable)) return std::nullopt;
   const std::string req = link.value("requires", "");
   if (!req.starts_with("torch>=")) return std::nullopt;
-  StableWheel w{cell.id, cell.python_version, req, o.wheel, {}};
+  StableWheel w{cell.id, cell.python_version, req, cell.arch, cell.fallback, o.wheel, {}};
   auto in = wheel::inspect(m.fs, o.wheel);
   if (!in) return std::nullopt;
   for (const auto& f : in->files) {
@@ -121,6 +124,9 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
     const fs::path base =
         r ? (options.build_dir ? m.fs.absolute(*options.build_dir) : (r->dir / r->build.build_dir)).lexically_normal()
           : fs::path();
+    const fs::path real_dist =
+        r ? (options.dist_dir ? m.fs.absolute(*options.dist_dir) : (r->dir / r->build.dist_dir)).lexically_normal()
+          : fs::path();
     auto run = [&]() -> Result<Outcome> {
       if (!r) return opforge::unexpected(r.error());
       say("cell " + cell.id + " (" + cell.torch_requirement + ", Python " + cell.python_version + ")");
@@ -130,7 +136,7 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
       // Served wheels are loaded here first: only cells for this machine share.
       if (r->matrix.share_stable_abi && native_cell(cell))
         for (const auto& w : shared)
-          if (w.python_version == cell.python_version &&
+          if (w.python_version == cell.python_version && w.arch == cell.arch && w.fallback == cell.fallback &&
               pep440::satisfies(cell.torch, w.requirement.substr(5)).value_or(false))
             serving = &w;
       if (serving) {
@@ -157,7 +163,20 @@ std::vector<CellOutcome> build_cells(probe::Machine m, const fs::path& recipe_fi
       o.plan.pin_torch = true;
       o.cell = co.cell.id;
       o.build_dir = base / co.cell.id;
-      return build_wheel(cell_machine.machine(), recipe_file, o);
+      if (co.cell.arch.empty()) return build_wheel(cell_machine.machine(), recipe_file, o);
+      o.plan.cell_arch_list = co.cell.arch;
+      if (co.cell.fallback) {
+        o.plain_only = true;
+        say("cell " + cell.id + ": the plain wheel, for every GPU the cell's variants run on: " + co.cell.arch);
+        return build_wheel(cell_machine.machine(), recipe_file, o);
+      }
+      // A variant cell's plain wheel has the fallback's file name: it stays in a folder of its own,
+      // and only its variant wheel lands in dist/.
+      o.dist_dir = base / co.cell.id / "variant-dist";
+      auto done = OPFORGE_TRY(build_wheel(cell_machine.machine(), recipe_file, o));
+      OPFORGE_CHECK(
+          publish_variant(m, done, real_dist, co.cell.id, std::chrono::steady_clock::now() - start, options.on_line));
+      return done;
     };
     auto built = run();
     if (built) {

@@ -27,7 +27,22 @@ Status check_folder_name(const fs::path& dir, std::string_view what, std::string
                    "choose a folder name without line breaks (" + std::string(flag) + ")");
 }
 
-/// The summary's row for a finished build.
+/// The plan, with --build-dir / --dist-dir made absolute, in folders opforge can write.
+Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, const Options& options) {
+  plan::Options plan_options = options.plan;
+  if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
+  if (options.dist_dir) plan_options.dist_dir = m.fs.absolute(*options.dist_dir);
+  if (!plan_options.on_progress) plan_options.on_progress = options.on_line;
+  auto plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
+  OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
+  OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
+  // A missing program is exit 3 before the build folder is touched, not a failed step later.
+  OPFORGE_CHECK(plan::check_tools(m, plan));
+  return plan;
+}
+
+}  // namespace
+
 SummaryRow summary_row(const Outcome& done, const std::string& cell, std::chrono::steady_clock::duration took) {
   const plan::Plan& plan = done.plan;
   SummaryRow row;
@@ -48,22 +63,6 @@ SummaryRow summary_row(const Outcome& done, const std::string& cell, std::chrono
   row.seconds = std::chrono::duration<double>(took).count();
   return row;
 }
-
-/// The plan, with --build-dir / --dist-dir made absolute, in folders opforge can write.
-Result<plan::Plan> make_plan(probe::Machine m, const fs::path& recipe_file, const Options& options) {
-  plan::Options plan_options = options.plan;
-  if (options.build_dir) plan_options.build_dir = m.fs.absolute(*options.build_dir);
-  if (options.dist_dir) plan_options.dist_dir = m.fs.absolute(*options.dist_dir);
-  if (!plan_options.on_progress) plan_options.on_progress = options.on_line;
-  auto plan = OPFORGE_TRY(plan::make(m, recipe_file, plan_options));
-  OPFORGE_CHECK(check_folder_name(plan.build_dir, "the build folder", "--build-dir or [build] build_dir"));
-  OPFORGE_CHECK(check_folder_name(plan.dist_dir, "the dist folder", "--dist-dir or [build] dist_dir"));
-  // A missing program is exit 3 before the build folder is touched, not a failed step later.
-  OPFORGE_CHECK(plan::check_tools(m, plan));
-  return plan;
-}
-
-}  // namespace
 
 fs::path cache_dir(probe::Machine m, const Options&) { return settings::cache_dir(m.env); }
 
@@ -90,7 +89,7 @@ Result<Outcome> build_wheel(probe::Machine m, const fs::path& recipe_file, const
   const Kind& k = kind(plan.recipe.build.backend);
   Outcome done = OPFORGE_TRY(k.build(m, std::move(outcome), recipe_file, recipe_text, options));
   auto dist_lock = OPFORGE_TRY(lock_dist(m, done.plan.dist_dir, options.on_line));
-  if (done.plan.recipe.wheel.variants) OPFORGE_CHECK(write_variant(m, done));
+  if (done.plan.recipe.wheel.variants && !options.plain_only) OPFORGE_CHECK(write_variant(m, done));
   OPFORGE_CHECK(
       land(m.fs, done.plan.dist_dir, summary_row(done, options.cell, std::chrono::steady_clock::now() - start)));
   return done;

@@ -25,6 +25,9 @@ struct Options {
   compile::StepSink on_step;       ///< each compile step (native) or op and command (command) as it starts and ends
   std::string cell;                ///< the matrix cell built, for dist/SUMMARY.md ("default" when empty)
   std::optional<int> glibc_floor;  ///< --glibc (2.X → X): beats the recipe's [wheel] glibc
+  /// [matrix] arch's fallback cell: the plain wheel alone, no variant wheel written or removed (the
+  /// cell's variants are its arch cells' wheels, beside it in dist/).
+  bool plain_only = false;
 };
 
 struct Outcome {

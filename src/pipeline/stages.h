@@ -4,6 +4,7 @@
 /// [build] cpu_target), wheel_contents.cpp (the files, metadata and facts of the wheel),
 /// op_summary.cpp (each op's outcome and the GPU code), native_build.cpp and command_build.cpp
 /// (one backend each). pipeline.cpp runs them.
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "compile/command/command_backend.h"
 #include "compile/native/native.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/wheelhouse.h"
 #include "util/json.h"
 #include "wheel/wheel.h"
 
@@ -64,6 +66,16 @@ Status check_command_wheel(const plan::Plan& plan, std::string_view bytes, const
 /// dist/ beside it, and other variants of that same wheel name removed (they describe bytes that
 /// are gone); fills done's variant_* fields. The caller holds dist/'s lock.
 Status write_variant(probe::Machine m, Outcome& done);
+
+/// A [matrix] arch cell's variant wheel (built into a folder of its own, beside its plain wheel)
+/// copied into `dist`, the index and summaries rewritten, under dist/'s lock: the cell publishes its
+/// variant alone, its fallback cell the plain wheel of that name. done.variant_wheel then names the
+/// copy. failure when the wheel got no variant (its binaries hold no GPU code).
+Status publish_variant(probe::Machine m, Outcome& done, const fs::path& dist, const std::string& cell,
+                       std::chrono::steady_clock::duration took, const std::function<void(std::string_view)>& on_line);
+
+/// The summary's row of a finished build (its cell "default" when `cell` is empty).
+SummaryRow summary_row(const Outcome& done, const std::string& cell, std::chrono::steady_clock::duration took);
 
 // wheel_contents.cpp
 

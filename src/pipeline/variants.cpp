@@ -1,5 +1,7 @@
 // [wheel] variants: the finished wheel written again as a variant wheel beside it in dist/.
+#include "pipeline/dist.h"
 #include "pipeline/stages.h"
+#include "util/hash.h"
 #include "wheel/variant.h"
 
 namespace opforge::pipeline {
@@ -38,6 +40,27 @@ Status write_variant(probe::Machine m, Outcome& done) {
   OPFORGE_CHECK(m.fs.write_file_atomic(dist / packed.filename, packed.bytes, 0644));
   done.variant_wheel = dist / packed.filename;
   for (const auto& p : variant.properties) done.variant_properties.push_back(p.str());
+  return {};
+}
+
+Status publish_variant(probe::Machine m, Outcome& done, const fs::path& dist, const std::string& cell,
+                       std::chrono::steady_clock::duration took, const std::function<void(std::string_view)>& on_line) {
+  if (done.variant_wheel.empty())
+    return failure("matrix cell " + cell +
+                       ": its wheel holds nothing a variant carries (no GPU code), so [matrix] arch "
+                       "has no variant of it to publish",
+                   "leave [matrix] arch out for a project without GPU code");
+  auto bytes = OPFORGE_TRY(m.fs.read_file(done.variant_wheel, wheel::Limits{}.archive_bytes));
+  OPFORGE_CHECK(m.fs.create_directories(dist));
+  auto lock = OPFORGE_TRY(lock_dist(m, dist, on_line));
+  OPFORGE_CHECK(recover_dist(m, dist));
+  const fs::path to = dist / done.variant_wheel.filename();
+  OPFORGE_CHECK(m.fs.write_file_atomic(to, bytes, 0644));
+  SummaryRow row = summary_row(done, cell, took);
+  row.wheel = to.filename().string();
+  row.sha256 = sha256_hex(bytes);
+  OPFORGE_CHECK(land(m.fs, dist, row));
+  done.variant_wheel = to;
   return {};
 }
 

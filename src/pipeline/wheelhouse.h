@@ -6,7 +6,13 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
 #include "probe/machine.h"
+#include "rollout/pick.h"
+#include "rollout/rollout.h"
 #include "util/error.h"
 
 namespace opforge::pipeline {
@@ -48,5 +54,33 @@ struct MergeReport {
 /// null) hears once that another process holds the lock.
 Result<MergeReport> merge_wheelhouse(probe::Machine m, const fs::path& out, const std::vector<fs::path>& inputs,
                                      const std::function<void(std::string_view)>& on_wait = {});
+
+/// One installer's wheel of a project on a node.
+struct InstallerTake {
+  std::string installer;                            ///< "pip", "resolver", "pick"
+  std::optional<std::string> wheel;                 ///< nullopt: it installs none (a refusal)
+  rollout::Verdict verdict = rollout::Verdict::ok;  ///< of that wheel there (ok when none: nothing breaks)
+  std::vector<rollout::Check> reasons;              ///< its checks that are not ok
+  bool operator==(const InstallerTake&) const = default;
+};
+
+/// What each installer takes of one project on a node (or on several with the same outcome).
+struct NodeInstalls {
+  std::vector<std::string> nodes;
+  std::string project;
+  std::vector<InstallerTake> takes;  ///< pip from simple/, a variant-aware installer, opforge pick
+  bool ok() const;                   ///< no installer takes a wheel that fails there
+};
+
+/// For each node and project of a wheelhouse, the wheel each installer takes and whether it runs
+/// there, by `opforge pick`'s checks (rollout/): plain pip from `simple/` (it refuses a variant
+/// wheel's file name: the newest plain wheel its tags and requirements allow), a variant-aware
+/// installer with NVIDIA's plugin (rollout::InstallerChoice), and `opforge pick` (the first wheel
+/// that fits, or none). Nodes with the same outcome are one entry, in the order first met. Pure.
+std::vector<NodeInstalls> installs(const std::vector<rollout::IndexWheel>& wheels,
+                                   const std::vector<rollout::NodeFacts>& nodes);
+/// The text `opforge verify WHEELHOUSE --nodes` prints, and its --json.
+std::string installs_text(const std::string& index, const std::vector<NodeInstalls>& all);
+nlohmann::json installs_json(const std::string& index, const std::vector<NodeInstalls>& all);
 
 }  // namespace opforge::pipeline

@@ -117,10 +117,11 @@ void warn_unset_cuda_switches(probe::Machine m, Plan& plan) {
 fs::path cache_dir(probe::Machine m, const Options&) { return settings::cache_dir(m.env); }
 
 Result<Plan> make(probe::Machine machine, const fs::path& recipe_file, const Options& opts) {
-  // Every child (DeepSpeed's compatibility probe, the build) sees the node reports' list as
-  // TORCH_CUDA_ARCH_LIST; the arch resolver is handed it (read_overrides).
+  // Every child (DeepSpeed's compatibility probe, the build) sees the node reports' list (or the
+  // [matrix] arch cell's) as TORCH_CUDA_ARCH_LIST; the arch resolver is handed it (read_overrides).
   std::map<std::string, std::string> overlay;
   if (opts.node_arch_list) overlay["TORCH_CUDA_ARCH_LIST"] = *opts.node_arch_list;
+  if (opts.cell_arch_list) overlay["TORCH_CUDA_ARCH_LIST"] = *opts.cell_arch_list;
   probe::OverlayMachine seen(machine, std::move(overlay));
   const probe::Machine m = seen.machine();
   Plan plan;

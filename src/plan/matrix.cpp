@@ -7,6 +7,7 @@
 #include "cache/layout.h"
 #include "cuda/provision.h"
 #include "cuda/resolve.h"
+#include "target/arch.h"
 #include "target/platform.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -50,6 +51,40 @@ std::string cell_id(std::string_view torch, std::string_view python_version) {
   return "torch" + std::string(torch) + "-py" + std::string(python_version);
 }
 
+std::string arch_tag(std::string_view list) {
+  auto arches = target::parse_arch_list(list);
+  if (!arches || arches->empty()) return "sm" + std::string(list);
+  std::vector<std::string> parts;
+  for (const auto& a : *arches) parts.push_back(a.sm() + (a.ptx ? "ptx" : ""));
+  return "sm" + strings::join(parts, "_");
+}
+
+Result<std::string> fallback_arch_list(const std::vector<std::string>& lists) {
+  std::vector<target::Arch> all;
+  for (const auto& list : lists) {
+    auto arches = target::parse_arch_list(list);
+    if (!arches) return bad_input("matrix.arch: '" + strings::cut(list) + "': " + arches.error().message);
+    for (auto a : *arches) {
+      const bool ptx = a.ptx;
+      a.ptx = false;
+      auto same = std::find(all.begin(), all.end(), a);
+      if (same == all.end()) all.push_back(a), same = all.end() - 1;
+      // A variant's own older PTX stays: it may be the only code for GPUs between its SASS and the
+      // next list's (a "7.5+PTX" list runs on an 8.0 GPU that "9.0" SASS does not).
+      same->ptx = same->ptx || ptx;
+    }
+  }
+  std::sort(all.begin(), all.end());
+  // The newest architecture without a suffix also as PTX: arch-specific and family PTX
+  // (compute_90a) compiles for its own GPU only, never for a newer one.
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (!it->suffix) {
+      it->ptx = true;
+      break;
+    }
+  return target::arch_list_str(all);
+}
+
 std::string torch_requirement(std::string_view torch) {
   auto parts = strings::split(torch, '.');
   return parts.size() == 2 ? "torch==" + std::string(torch) + ".*" : "torch==" + std::string(torch);
@@ -81,29 +116,45 @@ Result<std::vector<Cell>> cells(probe::Machine m, const recipe::Recipe& r, const
   std::vector<Cell> out;
   std::vector<std::string> platforms = r.matrix.platform;
   if (platforms.empty()) platforms.emplace_back();
+  // Each arch list a variant cell, then the fallback with their union; one cell without the axis.
+  std::vector<std::pair<std::string, bool>> arches;
+  for (const auto& list : r.matrix.arch) arches.emplace_back(list, false);
+  if (!arches.empty()) {
+    auto fallback = fallback_arch_list(r.matrix.arch);
+    if (!fallback) return bad_input(fallback.error().message, fallback.error().hint, where(r, "matrix.arch"));
+    arches.emplace_back(*fallback, true);
+  } else {
+    arches.emplace_back("", false);
+  }
   for (auto& torch : r.matrix.torch)
     for (auto& [python, f] : facts)
-      for (auto& platform : platforms) {
-        Cell c;
-        c.platform = platform;
-        c.id = cell_id(torch, f.version) +
-               (platform.empty() || platform == target::host_platform().name ? std::string() : "-" + platform);
-        c.index = out.size();
-        c.torch = torch;
-        c.torch_requirement = torch_requirement(torch);
-        c.python = python;
-        c.python_version = f.version;
-        c.env = cache::folder(cache, cache::Kind::env) /
-                env_hash(f.real_path, f.version, c.torch_requirement, r.matrix.requirements);
-        c.env_python = c.env / "bin" / "python";
-        c.ready = m.fs.resolved_type(c.env / kEnvMarker) == probe::FileType::regular;
-        out.push_back(std::move(c));
-      }
+      for (auto& platform : platforms)
+        for (auto& [arch, fallback] : arches) {
+          Cell c;
+          c.platform = platform;
+          c.base_id = cell_id(torch, f.version) +
+                      (platform.empty() || platform == target::host_platform().name ? std::string() : "-" + platform);
+          c.arch = arch;
+          c.fallback = fallback;
+          c.id = arch.empty() ? c.base_id : c.base_id + "-" + (fallback ? std::string("fallback") : arch_tag(arch));
+          c.index = out.size();
+          c.torch = torch;
+          c.torch_requirement = torch_requirement(torch);
+          c.python = python;
+          c.python_version = f.version;
+          c.env = cache::folder(cache, cache::Kind::env) /
+                  env_hash(f.real_path, f.version, c.torch_requirement, r.matrix.requirements);
+          c.env_python = c.env / "bin" / "python";
+          c.ready = m.fs.resolved_type(c.env / kEnvMarker) == probe::FileType::regular;
+          out.push_back(std::move(c));
+        }
   for (auto& [id, python] : r.matrix.environments) {
-    auto it = std::find_if(out.begin(), out.end(), [&](auto& c) { return c.id == id; });
-    if (it == out.end()) {
+    // Keyed by the cell without its arch part: every arch list of a cell builds in one environment.
+    const bool named = std::any_of(out.begin(), out.end(), [&](auto& c) { return c.base_id == id; });
+    if (!named) {
       std::vector<std::string> ids;
-      for (auto& c : out) ids.push_back(c.id);
+      for (auto& c : out)
+        if (std::find(ids.begin(), ids.end(), c.base_id) == ids.end()) ids.push_back(c.base_id);
       return bad_input("matrix.environments names '" + strings::cut(id) + "', which is not a cell of this matrix",
                        "cells: " + strings::join(ids, ", "), where(r, "matrix.environments." + id));
     }
@@ -112,10 +163,13 @@ Result<std::vector<Cell>> cells(probe::Machine m, const recipe::Recipe& r, const
       return bad_input(
           "matrix.environments." + id + ": '" + strings::cut(py.string()) + "' is not an executable Python",
           "name the python of an existing environment (.../bin/python)", where(r, "matrix.environments." + id));
-    it->env = py.parent_path().parent_path();
-    it->env_python = py;
-    it->user_env = true;
-    it->ready = true;
+    for (auto& c : out) {
+      if (c.base_id != id) continue;
+      c.env = py.parent_path().parent_path();
+      c.env_python = py;
+      c.user_env = true;
+      c.ready = true;
+    }
   }
   return out;
 }
@@ -253,6 +307,11 @@ std::string matrix_json(const std::vector<CellView>& views) {
                    {"platform", v.cell.platform.empty() ? std::string(target::host_platform().name) : v.cell.platform},
                    {"cuda", v.cuda},
                    {"toolkit_from", v.toolkit_from}});
+  for (std::size_t i = 0; i < views.size(); ++i)
+    if (!views[i].cell.arch.empty()) {
+      inc[i]["arch"] = views[i].cell.arch;
+      inc[i]["fallback"] = views[i].cell.fallback;
+    }
   return util::json_dump(nlohmann::json{{"include", inc}});
 }
 

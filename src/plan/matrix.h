@@ -27,6 +27,16 @@ struct Cell {
   /// [matrix] platform's machine for this cell ("aarch64"); empty without that axis (the recipe's
   /// [build] platform, or --platform, then decides).
   std::string platform;
+  /// [matrix] arch: the arch list this cell builds ("9.0"), or for the cell's fallback the union of
+  /// them (fallback_arch_list); empty without that axis ([arch] list decides).
+  std::string arch;
+  /// The cell's plain wheel, built for `arch`'s union: what installers without variant support get,
+  /// and those whose providers accept none of the variants. The other arch cells publish their
+  /// variant wheel only.
+  bool fallback = false;
+  /// The id without the arch part ("torch2.15.0-py3.11"): [matrix] environments' key; the same as
+  /// `id` without an arch axis.
+  std::string base_id;
   fs::path env;                ///< the environment's folder
   fs::path env_python;         ///< env/bin/python: the project's Python for this cell
   bool user_env = false;       ///< named by [matrix] environments (never made or removed)
@@ -36,15 +46,25 @@ struct Cell {
 
 /// The cell id of a torch version and a Python "X.Y": "torch2.15.0-py3.11".
 std::string cell_id(std::string_view torch, std::string_view python_version);
+/// The arch part of a cell id: "sm", then each architecture's number ("ptx" after it for +PTX),
+/// '_' between them: "8.0" → "sm80", "9.0;10.0+PTX" → "sm90_100ptx". `list` is valid (the recipe
+/// checked it).
+std::string arch_tag(std::string_view list);
+/// The arch list of a cell's plain wheel, from its variants' lists: the union of their SASS, every
+/// PTX one of them holds, and PTX for the newest architecture without a suffix (so that a GPU newer
+/// than every list JITs it). Sorted oldest first: ["8.0", "9.0"] → "8.0;9.0+PTX";
+/// ["8.0", "9.0", "10.0+PTX"] → "8.0;9.0;10.0+PTX". bad_input for a list that does not parse.
+Result<std::string> fallback_arch_list(const std::vector<std::string>& lists);
 /// "2.15.0" → "torch==2.15.0"; "2.15" → "torch==2.15.*".
 std::string torch_requirement(std::string_view torch);
 /// The folder name of a made environment: what decides its contents, hashed (16 hex digits).
 std::string env_hash(const std::string& python_real_path, const std::string& python_version,
                      const std::string& torch_requirement, std::vector<std::string> requirements);
 
-/// The recipe's cells, in order (torch outer, Python, then platform inner: a cell for another
+/// The recipe's cells, in order (torch outer, Python, platform, then arch inner: a cell for another
 /// machine than this one has "-<platform>" after its id and shares the environment of its torch and
-/// Python). Runs each interpreter once for its
+/// Python; with [matrix] arch, each of those is one cell per list, "-sm90" after the id, then its
+/// fallback, "-fallback"). Runs each interpreter once for its
 /// version. bad_input (with the recipe's file:line) for an interpreter that is not there and for
 /// an environment named for a cell that does not exist.
 Result<std::vector<Cell>> cells(probe::Machine m, const recipe::Recipe& r, const fs::path& cache);
@@ -75,7 +95,8 @@ std::vector<CellView> describe_cells(probe::Machine m, const recipe::Recipe& r, 
                                      const fs::path& cache);
 
 /// The GitHub Actions `strategy.matrix` object: {"include": [{"cell", "index", "torch", "python",
-/// "cuda", "toolkit_from"}, ...]}.
+/// "platform", "cuda", "toolkit_from"}, ...]}, and with [matrix] arch "arch" (the list) and
+/// "fallback" (the cell's plain wheel) too.
 std::string matrix_json(const std::vector<CellView>& views);
 
 /// The lock file of a made environment.

@@ -15,7 +15,14 @@ Result<Overrides> read_overrides(const probe::Environment& environment, const re
   Overrides out;
   out.arch_list = r.arch.list;
   out.arch_from = "recipe [arch] list";
-  if (opts.node_arch_list) {
+  if (opts.cell_arch_list) {
+    // The matrix's axis beats the environment: one TORCH_CUDA_ARCH_LIST would make every arch cell
+    // of a CI job the same wheel.
+    out.arch_list = *opts.cell_arch_list;
+    out.arch_from = "recipe [matrix] arch";
+    notes.push_back("arch list: this [matrix] cell's '" + *opts.cell_arch_list +
+                    "' (TORCH_CUDA_ARCH_LIST is not read)");
+  } else if (opts.node_arch_list) {
     out.arch_list = *opts.node_arch_list;
     out.arch_from = kFromNodes;
     notes.push_back("arch list: the node reports' '" + *opts.node_arch_list + "' overrides the recipe's '" +

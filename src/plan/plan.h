@@ -175,6 +175,9 @@ struct Options {
   /// --nodes: the arch list the node reports' GPUs make. It decides exactly as TORCH_CUDA_ARCH_LIST
   /// set to it would (which it beats), and the plan says it came from the node reports.
   std::optional<std::string> node_arch_list;
+  /// A [matrix] arch cell's list (its own, or its fallback's union): decides as the recipe's [arch]
+  /// list would (TORCH_CUDA_ARCH_LIST and --nodes beat it), and the plan says it came from the matrix.
+  std::optional<std::string> cell_arch_list;
   /// Inspects the source tree: commit, dirty, commit time. When null, the tree is the recipe's
   /// [source] path with no commit.
   std::function<Result<SourceInfo>(probe::Machine, const recipe::Recipe&, const std::vector<fs::path>&)>

@@ -117,7 +117,7 @@ Status resolve_arch(probe::Machine m, const Options& opts, const Overrides& over
     return opforge::unexpected(e);
   }
   plan.arch = *arch;
-  if (from_env) plan.arch.source = overrides.arch_from;
+  if (from_env || overrides.arch_from == "recipe [matrix] arch") plan.arch.source = overrides.arch_from;
   if (from_nodes) plan.arch.gpu_reader = "not read (the node reports decide)";
   else if (from_env) plan.arch.gpu_reader = "not read (TORCH_CUDA_ARCH_LIST is set)";
   plan.notes.push_back("arch list: " + plan.arch.str() + " (from " + plan.arch.source + ")");

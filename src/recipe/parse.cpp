@@ -409,6 +409,25 @@ struct Parser {
       }
       out.locations["matrix.platform"] = r.at(*n);
     }
+    if (auto* n = t.get("arch")) {
+      const auto* aa = n->as_array();
+      if (!aa || aa->empty())
+        return opforge::unexpected(r.error_at(*n, "matrix.arch must be a non-empty array of arch lists",
+                                              "e.g. arch = [\"8.0\", \"9.0\", \"10.0+PTX\"], or leave the key out"));
+      for (std::size_t i = 0; i < aa->size(); ++i) {
+        const toml::node& item = *aa->get(i);
+        auto v = OPFORGE_TRY(r.string(item, "matrix.arch item"));
+        if (v == "auto" || v == kNoArchList)
+          return opforge::unexpected(
+              r.error_at(item, "matrix.arch: \"" + v + "\" is not an arch list a variant can be built for",
+                         "list the architectures of each variant, e.g. \"8.0\" or \"9.0;10.0+PTX\""));
+        OPFORGE_CHECK(check_arch_list(r, item, v, "matrix.arch"));
+        if (std::find(out.matrix.arch.begin(), out.matrix.arch.end(), v) != out.matrix.arch.end())
+          return opforge::unexpected(r.error_at(item, "matrix.arch lists \"" + v + "\" twice"));
+        out.matrix.arch.push_back(v);
+      }
+      out.locations["matrix.arch"] = r.at(*n);
+    }
     if (auto* n = t.get("share_stable_abi"))
       out.matrix.share_stable_abi = OPFORGE_TRY(r.boolean(*n, "matrix.share_stable_abi"));
     return {};
@@ -649,6 +668,14 @@ Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_v
                                        "from opforge",
                                        out.locations[key + "." + vars->begin()->first]});
     }
+  // The arch axis's wheels are published as variant wheels: their plain wheels would share a name.
+  if (!out.matrix.arch.empty() && !out.wheel.variants)
+    return opforge::unexpected(Error{ErrorKind::bad_input,
+                                     "matrix.arch builds each cell once per arch list, as variant wheels, and "
+                                     "[wheel] variants is not on",
+                                     "add [wheel] variants = true (the plain wheel of each cell is then built for "
+                                     "the union of the lists: docs/variants.md)",
+                                     out.locations["matrix.arch"]});
   // One owner a variable: the project's switch or the plan's arch list, not both.
   for (const auto& [name, form] : out.arch.env)
     if (out.build.env.contains(name))

@@ -188,6 +188,10 @@ struct Recipe {
     /// The machines each cell is built for ("x86_64", "aarch64"; canonical names); empty: the
     /// recipe's [build] platform (or --platform) alone.
     std::vector<std::string> platform;
+    /// Arch lists (each in [arch] list's syntax, "8.0", "9.0;10.0+PTX"): each cell is built once per
+    /// list as a variant wheel, and once more with their union (plan::fallback_arch_list) as the
+    /// plain wheel every other installer gets; empty: no arch axis ([arch] list decides).
+    std::vector<std::string> arch;
     /// Cell id → the Python of an existing environment that cell uses instead of making one.
     std::map<std::string, std::string> environments;
     /// A cell whose wheel uses only torch's stable C ABI serves the later cells of its Python whose

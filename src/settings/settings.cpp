@@ -263,6 +263,9 @@ constexpr Setting kTable[] = {
     {key, "matrix.environments", "table: cell id → Python", "{}", true, "plan/matrix.cpp"},
     {key, "matrix.platform", "array of platforms: each cell also for each machine", "[build] platform", true,
      "plan/matrix.cpp"},
+    {key, "matrix.arch",
+     "array of arch lists: each cell also once per list as a variant wheel, the plain wheel for their union",
+     "unset: [arch] list", true, "plan/matrix.cpp"},
     {key, "matrix.share_stable_abi", "bool: a stable-ABI cell's wheel serves the later cells", "true", true,
      "pipeline/matrix.cpp"},
 };

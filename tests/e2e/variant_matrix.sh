@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# A matrix of four variants published to one index, cheaply: tests/fixtures/variant_matrix (one tiny
-# kernel and one call into torch's C++ ABI, no torch header compiled) as a two-cell [matrix]
-# (torch 2.14 and 2.15, scripts/torch-venv's environments, CUDA 13.0 for both), built by two jobs
-# with two arch lists (8.0 and 9.0, as two CI jobs for two kinds of machine), merged with
-# `opforge index` into one wheelhouse. The 8.0 job's plain wheels are the published fallback; the
-# 9.0 job publishes its variant wheels only. Then:
+# A matrix of four variants and their fallbacks published by one recipe in one run, cheaply:
+# tests/fixtures/variant_matrix (one tiny kernel and one call into torch's C++ ABI, no torch header
+# compiled) with [matrix] torch 2.14 and 2.15 (scripts/torch-venv's environments, CUDA 13.0 for
+# both) × arch ["8.0", "9.0"]: per torch, an sm_80 and an sm_90 variant wheel and the plain wheel
+# for both (sm_80, sm_90 and compute_90 PTX), into one dist/, no file copied by hand. Then:
 #   - the index: 2 plain and 4 variant wheels, a variants.json per version, `opforge verify` passes,
 #     variantlib 0.2.2 validates every variant.json and rebuilds each variants.json byte for byte
 #     (tests/wheel_tools/check_variants.py), and the same inputs index to the same bytes;
+#   - each plain wheel holds the union of its variants' SASS and PTX for the newest;
 #   - plain pip, pointed at each variant's own index (variants/<label>/simple), downloads by the
 #     project's name alone a file with the plain wheel's name whose files are that variant's;
-#   - `opforge pick` for an H100, an A100, an H100 with torch 2.14, a CPU-only node and an old
-#     driver: the wheel each gets and the pip index URL it prints, from which plain pip installs
-#     the H100's pick (--no-deps, into a throwaway folder); variantlib's resolver, given
-#     each node's properties as static providers, ranks the same variant first in that version,
-#     and offers the nodes pick refuses no variant wheel (only the plain wheel, whose code pick
-#     shows cannot run there);
+#   - `opforge pick` for an H100, an A100, an H100 with torch 2.14, an RTX PRO 6000 (12.0: newer
+#     than every variant's SASS), a V100 (7.0: older than all), a CPU-only node and an old driver:
+#     the wheel each gets and the pip index URL it prints, from which plain pip installs the H100's
+#     pick (--no-deps, into a throwaway folder); variantlib's resolver, given each node's
+#     properties as static providers, ranks the same variant first in that version, and offers the
+#     nodes pick refuses no variant wheel;
+#   - `opforge verify WHEELHOUSE --nodes`: on the 12.0 node every installer gets a wheel that runs
+#     (the fallback, by its PTX); on the V100 pip and a variant-aware installer get the plain wheel,
+#     which cannot run there, and opforge pick refuses: exit 1 naming it;
 #   - `opforge verify` refuses the wheelhouse once a variants.json disagrees with a wheel (exit 1,
 #     naming the wheel and the property).
 # usage: variant_matrix.sh OPFORGE_BINARY SOURCE_DIR WORK_DIR
@@ -39,24 +42,27 @@ cat >> "$work/proj/opforge.toml" <<TOML
 [matrix]
 torch = ["2.14.0", "2.15.0"]
 python = ["$v215/bin/python"]
+arch = ["8.0", "9.0"]
 environments = { "torch2.14.0-py$pyver" = "$v214/bin/python", "torch2.15.0-py$pyver" = "$v215/bin/python" }
 TOML
-sed 's/^list = "8.0"/list = "9.0"/' "$work/proj/opforge.toml" > "$work/proj/opforge-sm90.toml"
 export OPFORGE_CACHE_DIR="$work/cache" CCACHE_DIR="$work/ccache" SOURCE_DATE_EPOCH=1700000000
 unset CUDA_HOME CUDA_PATH TORCH_CUDA_ARCH_LIST DS_SKIP_CUDA_CHECK
 
-# Two jobs, one per arch list; the 9.0 job hands on its variant wheels only.
-for job in sm80:opforge.toml sm90:opforge-sm90.toml; do
-  IFS=: read -r name recipe <<<"$job"
-  (cd "$work/proj" && "$opforge" build "$recipe" --dist-dir "$work/$name") > "$work/$name.log" 2>&1 \
-    || { tail -40 "$work/$name.log"; fail "the $name job"; }
-done
-mkdir -p "$work/sm90-variants"
-for w in "$work"/sm90/*.whl; do
-  [[ $(basename "$w") =~ -[0-9a-z]{8}\.whl$ ]] && cp "$w" "$work/sm90-variants/"
-done
-"$opforge" index "$work/house" "$work/sm80" "$work/sm90-variants" > "$work/index.log" 2>&1 \
-  || { cat "$work/index.log"; fail "opforge index"; }
+# One CI matrix of six jobs, as `opforge matrix --json` hands them out: the arch axis's cells and
+# each torch's fallback.
+"$opforge" matrix "$work/proj/opforge.toml" --json > "$work/matrix.json" 2> "$work/matrix.log" \
+  || { cat "$work/matrix.log"; fail "opforge matrix --json"; }
+python3 - "$work/matrix.json" "$pyver" <<'PY' || { cat "$work/matrix.json"; fail "the CI matrix"; }
+import json, sys
+got = [(c["cell"], c["arch"], c["fallback"]) for c in json.load(open(sys.argv[1]))["include"]]
+py = sys.argv[2]
+want = [(f"torch{t}-py{py}-{a}", l, f) for t in ("2.14.0", "2.15.0")
+        for a, l, f in (("sm80", "8.0", False), ("sm90", "9.0", False), ("fallback", "8.0;9.0+PTX", True))]
+assert got == want, got
+PY
+# One run builds them all into one dist/: its index is the wheelhouse.
+(cd "$work/proj" && "$opforge" build opforge.toml --dist-dir "$work/house") > "$work/build.log" 2>&1 \
+  || { tail -60 "$work/build.log"; fail "the matrix build"; }
 house=$work/house
 ls "$house" > "$work/house.txt"
 [ "$(grep -cE '_x86_64\.whl$' "$work/house.txt")" = 2 ] || fail "not 2 plain wheels: $(cat "$work/house.txt")"
@@ -67,11 +73,31 @@ ls "$house" > "$work/house.txt"
 "$tools" "$src/tests/wheel_tools/check_variants.py" "$house" > "$work/variantlib.log" 2>&1 \
   || { cat "$work/variantlib.log"; fail "variantlib does not read the index as opforge wrote it"; }
 # Same inputs, same index: every file, the variant indexes' copies and pages included.
-"$opforge" index "$work/house2" "$work/sm80" "$work/sm90-variants" > /dev/null 2>&1 || fail "opforge index again"
-diff -r "$house" "$work/house2" > "$work/repro.diff" || { head -20 "$work/repro.diff"; fail "the index is not reproducible"; }
+"$opforge" index "$work/house2" "$house" > /dev/null 2>&1 || fail "opforge index again"
+diff -r -x summary.json -x SUMMARY.md "$house" "$work/house2" > "$work/repro.diff" \
+  || { head -20 "$work/repro.diff"; fail "the index is not reproducible"; }
+# Each plain wheel runs wherever one of its variants does: their SASS, and PTX for the newest.
+for w in "$house"/*_x86_64.whl; do
+  "$opforge" inspect "$w" --json > "$work/inspect.json" 2> /dev/null || fail "inspect $w"
+  python3 - "$work/inspect.json" <<'PY' || fail "$(basename "$w") is not the union of its variants' code"
+import json, sys
+def walk(j):
+    if isinstance(j, dict):
+        for k, v in j.items():
+            if k == "fatbin" and isinstance(v, list):
+                yield from v
+            else:
+                yield from walk(v)
+    elif isinstance(j, list):
+        for v in j:
+            yield from walk(v)
+images = {i["name"] for i in walk(json.load(open(sys.argv[1])))}
+assert images == {"sm_80", "sm_90", "compute_90"}, images
+PY
+done
 
 # Each variant's index, read by plain pip: by name alone, a file of the plain wheel's name holding
-# that variant's files (the plain wheel itself for the 8.0 job's variants, a copy for the 9.0 job's).
+# that variant's files (a copy: the plain wheel of that name is the fallback, another build).
 same_files() {  # same_files A.whl B.whl: the same files but for the .dist-info's RECORD and variant.json
   python3 - "$1" "$2" <<'PY'
 import sys, zipfile
@@ -112,13 +138,15 @@ node a100 'r["gpus"]["devices"] = [{"index": 0, "name": "NVIDIA A100-SXM4-80GB",
 node h100_torch214 'r["torch"].update({"status": "CUDA 13.0", "version": "2.14.0+cu130", "cuda": "13.0"})'
 node cpu_only 'r["gpus"]["devices"] = []; r["node"]["driver"] = None; r["torch"].update({"status": "CPU", "version": "2.15.0+cpu", "cuda": None})'
 node old_driver 'r["node"]["driver"] = {"version": "535.104.05", "cuda": "12.2"}'
-reports=$(for n in h100 a100 h100_torch214 cpu_only old_driver; do echo "$work/nodes/$n.json"; done)
+node rtx120 'r["gpus"]["devices"] = [{"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell", "capability": "12.0"}]'
+node v100 'r["gpus"]["devices"] = [{"index": 0, "name": "Tesla V100-SXM2-32GB", "capability": "7.0"}]'
+reports=$(for n in h100 a100 h100_torch214 rtx120 v100 cpu_only old_driver; do echo "$work/nodes/$n.json"; done)
 set +e
 "$opforge" pick "$house" --nodes $reports > "$work/pick.txt" 2>&1; rc=$?
 "$opforge" pick "$house" --nodes $reports --json > "$work/pick.json" 2> /dev/null
 set -e
-[ $rc -eq 1 ] || { cat "$work/pick.txt"; fail "pick: exit $rc, expected 1 (two nodes get no wheel)"; }
-grep -q "2 nodes get no wheel from $house: cpu_only (gpu, driver), old_driver (driver); each wheel's reasons are above" "$work/pick.txt" ||
+[ $rc -eq 1 ] || { cat "$work/pick.txt"; fail "pick: exit $rc, expected 1 (three nodes get no wheel)"; }
+grep -q "3 nodes get no wheel from $house: v100 (gpu), cpu_only (gpu, driver), old_driver (driver); each wheel's reasons are above" "$work/pick.txt" ||
   { cat "$work/pick.txt"; fail "pick's error"; }
 # What a variant-aware installer takes on the old driver: the plain wheel, which pick says does not run.
 grep -A2 "^old_driver" "$work/pick.txt" | grep -q "^    resolver .* takes tinyvar-0.1.0+cu130torch215-py3-none-manylinux_2_34_x86_64.whl, the plain wheel: it does not check .*; that wheel does not run here: .*driver: driver 535.104.05 is older than 580" ||
@@ -138,8 +166,13 @@ def variant_of(wheel, torch, arch):  # the variant wheel of that cell and arch l
 for node, torch, arch in [("h100", "215", "90"), ("a100", "215", "80"), ("h100_torch214", "214", "90")]:
     got_p = got[node]
     variant_of(got_p["wheel"], torch, arch)
-for node in ("cpu_only", "old_driver"):
+for node in ("v100", "cpu_only", "old_driver"):
     assert got[node]["wheel"] is None and got[node]["pip_index_url"] is None, got[node]
+# The 12.0 GPU is newer than every variant's SASS and its plugin offers none of them: the fallback,
+# by its compute_90 PTX, for pick and for a variant-aware installer alike.
+plain = "tinyvar-0.1.0+cu130torch215-py3-none-manylinux_2_34_x86_64.whl"
+assert got["rtx120"]["wheel"] == plain and got["rtx120"]["pip_index_url"] == f"file://{house}/simple", got["rtx120"]
+assert got["rtx120"]["installer"]["same"], got["rtx120"]
 PY
 
 # The H100's pick installed as pick prints it, by plain pip into a throwaway folder: its library is
@@ -157,7 +190,7 @@ PY
 # for the nodes pick refuses, no variant wheel at all (the plain wheel only, the resolver's null
 # variant: it cannot see that the plain wheel's code needs a GPU, and driver 580 for CUDA 13).
 "$tools" "$src/tests/wheel_tools/pick_variants.py" "$house" "$work/pick.json" h100=x86_64 a100=x86_64 \
-  h100_torch214=x86_64 cpu_only=x86_64 old_driver=x86_64 > "$work/resolved.json" 2> "$work/resolved.log" \
+  h100_torch214=x86_64 rtx120=x86_64 v100=x86_64 cpu_only=x86_64 old_driver=x86_64 > "$work/resolved.json" 2> "$work/resolved.log" \
   || { cat "$work/resolved.log"; fail "variantlib's resolver"; }
 python3 - "$work/resolved.json" "$work/pick.json" <<'PY' || { cat "$work/resolved.json"; fail "variantlib and pick disagree"; }
 import json, re, sys
@@ -170,6 +203,46 @@ for node, r in theirs.items():
         assert all(not re.search(r"-[0-9a-z]{8}\.whl$", w) for w in r["variantlib"]), (node, r)
 PY
 grep -A8 "^cpu_only" "$work/pick.txt" | grep -q "gpu:" || { cat "$work/pick.txt"; fail "pick does not say why cpu_only gets no wheel"; }
+
+# Every installer on every node: on the 12.0 GPU each gets the fallback, which runs; on the V100 pip
+# and a variant-aware installer get the fallback, which cannot run there, and pick refuses: exit 1.
+set +e
+"$opforge" verify "$house" --nodes $reports > "$work/installs.txt" 2>&1; rc=$?
+"$opforge" verify "$house" --nodes $reports --json > "$work/installs.json" 2> /dev/null
+set -e
+[ $rc -eq 1 ] || { cat "$work/installs.txt"; fail "verify --nodes: exit $rc, expected 1 (the V100, the CPU node and the old driver get a wheel that does not run)"; }
+plain=tinyvar-0.1.0+cu130torch215-py3-none-manylinux_2_34_x86_64.whl
+grep -A4 "^rtx120$" "$work/installs.txt" > "$work/rtx120.txt"
+cat > "$work/rtx120.want" <<TXT
+rtx120
+  tinyvar
+    pip       $plain: runs
+    resolver  $plain: runs
+    pick      $plain: runs
+TXT
+diff "$work/rtx120.want" "$work/rtx120.txt" || { cat "$work/installs.txt"; fail "verify --nodes on the 12.0 GPU"; }
+grep -A4 "^v100$" "$work/installs.txt" > "$work/v100.txt"
+v100_gpu="gpu: GPU 0 (Tesla V100-SXM2-32GB, 7.0): tinyvar/_k.so holds no code it can run (compute_90, sm_80, sm_90)"
+cat > "$work/v100.want" <<TXT
+v100
+  tinyvar: FAILS
+    pip       $plain: does not run; $v100_gpu
+    resolver  $plain: does not run; $v100_gpu
+    pick      refuses: no wheel fits
+TXT
+diff "$work/v100.want" "$work/v100.txt" || { cat "$work/installs.txt"; fail "verify --nodes on the V100"; }
+grep -qF "opforge: error: an installer takes a wheel that does not run on: v100 (tinyvar); cpu_only (tinyvar); old_driver (tinyvar) (above: which and why)" "$work/installs.txt" \
+  || { cat "$work/installs.txt"; fail "verify --nodes' error"; }
+python3 - "$work/installs.json" <<'PY' || { cat "$work/installs.json"; fail "verify --nodes --json"; }
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["kind"] == "installers" and j["ok"] is False, j
+by = {n: e for e in j["nodes"] for n in e["nodes"]}
+for n in ("h100", "a100", "h100_torch214", "rtx120"):
+    assert by[n]["ok"], by[n]
+assert [t["installer"] for t in by["v100"]["takes"]] == ["pip", "resolver", "pick"]
+assert by["v100"]["takes"][2]["wheel"] is None and by["v100"]["takes"][0]["verdict"] == "fails", by["v100"]
+PY
 
 # A variants.json that disagrees with a wheel's variant.json: verify names the wheel and the property.
 cp -r "$house" "$work/bad"
