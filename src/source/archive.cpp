@@ -48,9 +48,10 @@ opforge::unexpected<Error> not_tar(archive* a, const std::string& name) {
 Result<Reader> open_reader(std::string_view bytes, const std::string& name) {
   Reader a(archive_read_new());
   if (!a) return failure("cannot read " + name + ": out of memory");
-  archive_read_support_filter_gzip(a.get());
-  archive_read_support_filter_bzip2(a.get());
-  archive_read_support_filter_xz(a.get());
+  // A filter whose library libarchive was built without would run `gzip -d` and the like instead.
+  if (archive_zlib_version()) archive_read_support_filter_gzip(a.get());
+  if (archive_bzlib_version()) archive_read_support_filter_bzip2(a.get());
+  if (archive_liblzma_version()) archive_read_support_filter_xz(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK) return not_tar(a.get(), name);
   return a;
