@@ -6,7 +6,8 @@
 #   Debian's own static archives (libgit2 and what it needs, libelf, libz, libcrypto) link as they
 #   are: a static archive carries no symbol versions, zig's glibc 2.28 stubs give each symbol its
 #   2.28-or-older version, and zig's libc_nonshared supplies stat/fstat/lstat as older glibc did.
-#   Debian has no static libzip nor libZydis: those two are built here from Debian's sources.
+#   Debian has no static libzip nor libZydis, and its static libarchive needs a dozen more archives:
+#   those three are built here from Debian's sources (libarchive with zlib only).
 # aarch64 is a cross-build from this x86-64 machine: zig targets it as it is (no other compiler),
 # and the static archives are Debian's own arm64 ones, the same packages of the same release,
 # unpacked from their .debs (apt-get download through a private apt list; nothing is installed).
@@ -59,7 +60,7 @@ done
 
 # --- the static prefix, keyed by this script, the Debian packages it takes from and the platform --
 debs=(libgit2-dev libmbedtls-dev libhttp-parser-dev libssh2-1-dev libpcre2-dev zlib1g-dev libelf-dev libssl-dev
-      libzip-dev libzycore-dev libzydis-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev)
+      libzip-dev libarchive-dev libzycore-dev libzydis-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev)
 # The packages whose static archives are taken as Debian built them (the rest are headers only).
 archive_debs=(libgit2-dev libmbedtls-dev libhttp-parser-dev libssh2-1-dev libpcre2-dev zlib1g-dev libelf-dev libssl-dev)
 key=$( { cat "$0" "$here/gss_stub.c"; dpkg-query -W "${debs[@]}"; echo "$zig_version $platform"; } | sha256sum | cut -c1-16)
@@ -113,14 +114,21 @@ if [ ! -f "$prefix/.complete" ]; then
   # The sources are the platform's too: one download for both.
   apt="$cache/apt-src"
   mkdir -p "$apt/lists/partial"
-  echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main" > "$apt/sources.list"
+  # bookworm-security too: libarchive's installed version is a security update.
+  {
+    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main"
+    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bookworm-security main"
+  } > "$apt/sources.list"
   aptopts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent -o "Dir::State::Lists=$apt/lists"
            -o APT::Sandbox::User=root)
   zydis_v=$(dpkg-query -W -f='${source:Version}' libzydis-dev)
   zip_v=$(dpkg-query -W -f='${source:Version}' libzip-dev)
-  if ! ls "$apt/zydis_${zydis_v%-*}.orig.tar.gz" "$apt/libzip_${zip_v%-*}.orig.tar.xz" >/dev/null 2>&1; then
+  archive_v=$(dpkg-query -W -f='${source:Version}' libarchive-dev)
+  if ! ls "$apt/zydis_${zydis_v%-*}.orig.tar.gz" "$apt/libzip_${zip_v%-*}.orig.tar.xz" \
+      "$apt/libarchive_${archive_v%-*}.orig.tar.xz" >/dev/null 2>&1; then
     apt-get "${aptopts[@]}" update -qq
-    (cd "$apt" && apt-get "${aptopts[@]}" source --download-only -qq "zydis=$zydis_v" "libzip=$zip_v")
+    (cd "$apt" && apt-get "${aptopts[@]}" source --download-only -qq "zydis=$zydis_v" "libzip=$zip_v" \
+      "libarchive=$archive_v")
   fi
 
   # Zydis: the library's C files, no generated headers needed (4.x).
@@ -151,6 +159,24 @@ if [ ! -f "$prefix/.complete" ]; then
     -DBUILD_TOOLS=OFF -DBUILD_REGRESS=OFF -DBUILD_EXAMPLES=OFF -DBUILD_DOC=OFF >/dev/null
   cmake --build "$tmp/src/libzip-build" >/dev/null
   cmake --install "$tmp/src/libzip-build" >/dev/null
+  # libarchive: the library alone, reading tar with zlib ([source] sdist); no other compressor,
+  # crypto, ACL or xattr library (opforge enables only the filters it was built with).
+  # With Debian's patches applied (its security fixes to the readers that parse an untrusted sdist).
+  (cd "$tmp/src" && dpkg-source --no-check -x "$apt/libarchive_$archive_v.dsc" libarchive >/dev/null)
+  cmake -S "$tmp/src/libarchive" -B "$tmp/src/libarchive-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS=-O2 -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
+    "${cross[@]}" \
+    -DCMAKE_C_COMPILER="$bin/cc" -DCMAKE_AR="$bin/ar" -DCMAKE_RANLIB="$bin/ranlib" \
+    -DCMAKE_FIND_ROOT_PATH="$tmp" -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY \
+    -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY \
+    -DENABLE_OPENSSL=OFF -DENABLE_MBEDTLS=OFF -DENABLE_NETTLE=OFF -DENABLE_CNG=OFF -DENABLE_LIBB2=OFF \
+    -DENABLE_LZ4=OFF -DENABLE_LZO=OFF -DENABLE_LZMA=OFF -DENABLE_ZSTD=OFF -DENABLE_BZip2=OFF \
+    -DENABLE_LIBXML2=OFF -DENABLE_EXPAT=OFF -DENABLE_PCREPOSIX=OFF -DENABLE_PCRE2POSIX=OFF -DENABLE_ICONV=OFF \
+    -DENABLE_ACL=OFF -DENABLE_XATTR=OFF -DENABLE_TAR=OFF -DENABLE_CPIO=OFF -DENABLE_CAT=OFF \
+    -DENABLE_TEST=OFF -DENABLE_INSTALL=OFF >/dev/null
+  cmake --build "$tmp/src/libarchive-build" --target archive_static >/dev/null
+  cp "$tmp/src/libarchive-build/libarchive/libarchive.a" "$tmp/lib/"
+  cp "$tmp/src/libarchive/libarchive/archive.h" "$tmp/src/libarchive/libarchive/archive_entry.h" "$tmp/include/"
   rm -rf "$tmp/src" "$tmp/bin" "$tmp/share"
   touch "$tmp/.complete"
   rm -rf "$prefix" && mv "$tmp" "$prefix"

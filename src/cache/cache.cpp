@@ -122,6 +122,28 @@ void gits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
   }
 }
 
+/// `<cache>/sdists/<stem>-<sha>`: an unpacked [source] sdist (tree/) and a URL's download.
+void sdists(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
+  const fs::path dir = folder(cache, Kind::sdist);
+  auto names = fs.list_directory(dir);
+  if (!names) return;
+  for (auto& n : *names) {
+    if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
+    Entry e;
+    e.path = dir / n;
+    e.lock = entry_lock(e.path);
+    if (fs.type_of(e.path / "tree") == probe::FileType::directory) {
+      e.kind = entry_name(Kind::sdist);
+      e.user = "a [source] sdist (" + n.substr(0, n.rfind('-')) + "), unpacked";
+    } else {
+      e.kind = "partial";
+      e.user = "a [source] sdist whose download or unpacking was not finished";
+    }
+    e.last_use_ns = std::max(mtime(fs, e.path / kLastUse), mtime(fs, e.path));
+    out.push_back(std::move(e));
+  }
+}
+
 /// `<cache>/pch/<key>`: a precompiled torch header (compile/pch/pch.h), `done` once complete.
 void pchs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
   const fs::path dir = folder(cache, Kind::pch);
@@ -152,6 +174,7 @@ Lister lister(Kind k) {
     case Kind::env: return envs;
     case Kind::tree: return trees;
     case Kind::git: return gits;
+    case Kind::sdist: return sdists;
     case Kind::pch: return pchs;
   }
   return nullptr;

@@ -9,7 +9,7 @@
 
 namespace opforge::cache {
 
-enum class Kind { toolkit, env, tree, git, pch };
+enum class Kind { toolkit, env, tree, git, sdist, pch };
 
 struct Folder {
   Kind kind;
@@ -25,6 +25,8 @@ inline constexpr Folder kFolders[] = {
     {Kind::tree, "trees", "tree",
      "command builds' scratch copies of a source tree (kept after a failure or a kill, for the next build to resume)"},
     {Kind::git, "git", "git", "bare clones of [source] git repositories, with a checkout per commit"},
+    {Kind::sdist, "sdists", "sdist",
+     "[source] sdist archives unpacked (a URL's download kept beside), one per archive and sha256"},
     {Kind::pch, "pch", "pch",
      "precompiled torch headers of command builds' host compiles, one per compiler, flags and torch ([build] pch)"},
 };
@@ -35,7 +37,7 @@ inline constexpr std::string_view folder_name(Kind k) {
   return "";
 }
 
-/// What `opforge cache` calls an entry of kind `k` ("toolkit", "env", "tree", "git").
+/// What `opforge cache` calls an entry of kind `k` ("toolkit", "env", "tree", "git", "sdist", "pch").
 inline constexpr std::string_view entry_name(Kind k) {
   for (const auto& f : kFolders)
     if (f.kind == k) return f.entry;

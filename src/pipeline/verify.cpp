@@ -69,7 +69,11 @@ Result<RebuildCheck> check_record(probe::Machine m, const std::string& path, con
   auto r = OPFORGE_TRY(recipe::parse_file(rec.recipe_path, *text));
   out.description.push_back("recipe  " + rec.recipe_path + " (sha256 matches the record)");
 
-  if (r.source.git) {
+  if (r.source.sdist) {
+    out.description.push_back("source  sdist " + *r.source.sdist +
+                              (r.source.sha256 ? " (sha256 " + *r.source.sha256 + ", checked when it is read)"
+                                               : " (no sha256 in the recipe: its content is not checked)"));
+  } else if (r.source.git) {
     out.description.push_back("source  git " + *r.source.git + " rev " + r.source.rev.value_or("HEAD") +
                               " (fetched; the rebuild refuses any commit but " +
                               (rec.source.commit.empty() ? std::string("the one it resolves to") : rec.source.commit) +

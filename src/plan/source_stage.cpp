@@ -2,6 +2,7 @@
 #include "ops/ops.h"
 #include "plan/plan.h"
 #include "settings/settings.h"
+#include "source/sdist.h"
 #include "source/source.h"
 
 namespace opforge::plan {
@@ -10,8 +11,35 @@ Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, con
   return inspect_source(m, r, own_outputs, true);
 }
 
+namespace {
+
+/// A [source] sdist, unpacked into the cache (plan downloads nothing, but unpacks a local archive or
+/// an earlier download: neither runs anything).
+Result<SourceInfo> sdist_source(probe::Machine m, const recipe::Recipe& r, bool fetch) {
+  SourceInfo out;
+  const fs::path dir = cache::folder(settings::cache_dir(m.env), cache::Kind::sdist);
+  const std::string& spec = *r.source.sdist;
+  if (auto entry = source::sdist_entry(spec, r.source.sha256, dir); entry && !fetch) {
+    if (!source::in_cache(m.fs, spec, *entry)) {
+      out.not_fetched = spec + " (sha256 " + *r.source.sha256 + ", into " + entry->string() + ")";
+      return out;
+    }
+  }
+  auto got = OPFORGE_TRY(source::fetch_sdist(m, spec, r.source.sha256, dir));
+  if (auto held = m.fs.try_lock_shared(cache::entry_lock(got.entry)); held && *held) out.hold = **held;
+  (void)m.fs.write_file_atomic(got.entry / cache::kLastUse, "");
+  out.root = got.root;
+  if (r.build.release && !r.source.sha256)
+    return bad_input("[build] release = true needs the sdist pinned: " + spec + " has no [source] sha256",
+                     "add sha256 = \"" + got.sha256 + "\" (the archive's now), or set release = false");
+  return out;
+}
+
+}  // namespace
+
 Result<SourceInfo> inspect_source(probe::Machine m, const recipe::Recipe& r, const std::vector<fs::path>& own_outputs,
                                   bool fetch) {
+  if (r.source.sdist) return sdist_source(m, r, fetch);
   SourceInfo out;
   std::optional<source::Info> info;
   if (r.source.git && !fetch) {

@@ -175,6 +175,12 @@ Status FakeFileSystem::rename(const fs::path& from, const fs::path& to) {
   if (it == nodes_.end()) return opforge::unexpected(missing(from));
   nodes_[norm(to)] = it->second;
   nodes_.erase(norm(from));
+  // A folder takes what is in it along, as rename(2) does.
+  const std::string inside = norm(from) + "/";
+  for (auto child = nodes_.lower_bound(inside); child != nodes_.end() && child->first.starts_with(inside);) {
+    nodes_[norm(to) + "/" + child->first.substr(inside.size())] = child->second;
+    child = nodes_.erase(child);
+  }
   log_.push_back("rename " + norm(from) + " -> " + norm(to));
   return {};
 }

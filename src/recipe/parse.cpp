@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 
@@ -122,6 +123,14 @@ Status check_arch_list(const TomlReader& r, const toml::node& node, const std::s
   return opforge::unexpected(e);
 }
 
+/// An sdist given as a URL (source/sdist.h downloads it) rather than a path.
+bool is_archive_url(std::string_view spec) { return spec.starts_with("https://") || spec.starts_with("http://"); }
+
+bool is_sha256_hex(std::string_view text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isxdigit(c) != 0; });
+}
+
 struct Parser {
   const TomlReader& r;
   Recipe& out;
@@ -187,6 +196,40 @@ struct Parser {
         return opforge::unexpected(
             r.error_at(*n, "[source] has both path and git", "keep one: path = \"..\" or git = \"URL\" with rev"));
     }
+    if (auto* n = t.get("sdist")) {
+      std::string spec = OPFORGE_TRY(r.string(*n, "source.sdist"));
+      remember("source.sdist", *n);
+      if (t.get("path") || t.get("git"))
+        return opforge::unexpected(
+            r.error_at(*n, std::string("[source] has both ") + (t.get("path") ? "path" : "git") + " and sdist",
+                       "keep one: path = \"..\", git = \"URL\" with rev, or sdist = \"<.tar.gz "
+                       "path or URL>\" with sha256"));
+      if (spec.empty()) return opforge::unexpected(r.error_at(*n, "source.sdist is empty", "give a path or a URL"));
+      if (spec.find("://") != std::string::npos && !is_archive_url(spec))
+        return opforge::unexpected(r.error_at(*n, "source.sdist: \"" + strings::cut(spec) + "\" is not an http(s) URL",
+                                              "use https://..., or a local path"));
+      if (!is_archive_url(spec)) {
+        fs::path p = spec;
+        spec = (p.is_absolute() ? p : out.dir / p).lexically_normal().string();
+      }
+      out.source.sdist = spec;
+    }
+    if (auto* n = t.get("sha256")) {
+      std::string sha = OPFORGE_TRY(r.string(*n, "source.sha256"));
+      remember("source.sha256", *n);
+      if (!out.source.sdist)
+        return opforge::unexpected(
+            r.error_at(*n, "source.sha256 needs source.sdist", "add sdist = \"...\" or remove sha256"));
+      if (!is_sha256_hex(sha))
+        return opforge::unexpected(
+            r.error_at(*n, "source.sha256 \"" + strings::cut(sha) + "\" is not 64 hex digits",
+                       "write the archive's sha256 as `sha256sum` prints it (PyPI shows it beside each file)"));
+      out.source.sha256 = strings::to_lower(sha);
+    }
+    if (out.source.sdist && is_archive_url(*out.source.sdist) && !out.source.sha256)
+      return opforge::unexpected(r.error_at(*t.get("sdist"), "source.sdist is a URL without sha256",
+                                            "pin the archive: sha256 = \"<64 hex digits>\" (PyPI shows it beside each "
+                                            "file); sources from the internet are untrusted"));
     if (auto* n = t.get("rev")) {
       out.source.rev = OPFORGE_TRY(r.string(*n, "source.rev"));
       if (!out.source.git)
@@ -658,7 +701,7 @@ Result<Recipe> parse_in(const fs::path& path, const fs::path& dir, std::string_v
     else if (name == "matrix") OPFORGE_CHECK(p.matrix(*t));
     else if (name == "wheel") OPFORGE_CHECK(p.wheel_keys(*t));
   }
-  if (!out.source.path && !out.source.git) out.source.path = out.dir.lexically_normal();
+  if (!out.source.path && !out.source.git && !out.source.sdist) out.source.path = out.dir.lexically_normal();
   for (const auto* vars : {&out.arch.env, &out.arch.cmake_define})
     if (!vars->empty() && !project_build(out)) {
       const std::string key = vars == &out.arch.env ? "arch.env" : "arch.cmake_define";

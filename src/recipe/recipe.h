@@ -82,6 +82,9 @@ struct Recipe {
     std::optional<fs::path> path;    ///< absolute after parsing (default: the recipe's folder)
     std::optional<std::string> git;  ///< URL or local path of a git repository
     std::optional<std::string> rev;  ///< tag, branch or commit (with git)
+    /// A project's source archive (.tar.gz): an http(s) URL, or a path (absolute after parsing).
+    std::optional<std::string> sdist;
+    std::optional<std::string> sha256;  ///< the archive's, lower-case hex (with sdist; a URL needs it)
     fs::path ops_dir = "src/kernels";
   } source;
 

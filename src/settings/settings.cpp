@@ -207,6 +207,8 @@ constexpr Setting kTable[] = {
     {key, "source.path", "folder", "the recipe's folder", true, "plan/source_stage.cpp"},
     {key, "source.git", "git URL", "unset", true, "plan/source_stage.cpp"},
     {key, "source.rev", "tag, branch or commit", "HEAD", true, "plan/source_stage.cpp"},
+    {key, "source.sdist", "a source archive's path or http(s) URL", "unset", true, "plan/source_stage.cpp"},
+    {key, "source.sha256", "64 hex digits", "unset", true, "plan/source_stage.cpp"},
     {key, "source.ops_dir", "folder inside the tree", "\"src/kernels\"", true, "plan/catalogue.cpp"},
     {key, "cuda.version", "\"auto\", \"torch\", a version or a range", "\"auto\"", true, "cuda/resolve.cpp"},
     {key, "cuda.python", "interpreter", "\"python3\"", true, "cuda/torch.cpp"},
