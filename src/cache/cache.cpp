@@ -105,33 +105,36 @@ void trees(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out
   }
 }
 
-/// `<cache>/git/<name>-<hash>`: a bare clone (repo.git) and one checkout per commit (trees/).
-void gits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
-  const fs::path dir = folder(cache, Kind::git);
+/// Each folder of `kind`'s folder (hidden ones aside) as an entry, its lock beside it, last used
+/// when its last-use stamp or the folder last changed; `describe` fills its kind and words.
+template <class Describe>
+void entry_folders(probe::FileSystem& fs, const fs::path& cache, Kind kind, std::vector<Entry>& out,
+                   Describe describe) {
+  const fs::path dir = folder(cache, kind);
   auto names = fs.list_directory(dir);
   if (!names) return;
   for (auto& n : *names) {
     if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
     Entry e;
-    e.kind = entry_name(Kind::git);
     e.path = dir / n;
     e.lock = entry_lock(e.path);
-    e.user = "a clone of a [source] git repository (" + n.substr(0, n.rfind('-')) + ") and its checkouts";
+    describe(n, e);
     e.last_use_ns = std::max(mtime(fs, e.path / kLastUse), mtime(fs, e.path));
     out.push_back(std::move(e));
   }
 }
 
+/// `<cache>/git/<name>-<hash>`: a bare clone (repo.git) and one checkout per commit (trees/).
+void gits(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
+  entry_folders(fs, cache, Kind::git, out, [](const std::string& n, Entry& e) {
+    e.kind = entry_name(Kind::git);
+    e.user = "a clone of a [source] git repository (" + n.substr(0, n.rfind('-')) + ") and its checkouts";
+  });
+}
+
 /// `<cache>/sdists/<stem>-<sha>`: an unpacked [source] sdist (tree/) and a URL's download.
 void sdists(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
-  const fs::path dir = folder(cache, Kind::sdist);
-  auto names = fs.list_directory(dir);
-  if (!names) return;
-  for (auto& n : *names) {
-    if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
-    Entry e;
-    e.path = dir / n;
-    e.lock = entry_lock(e.path);
+  entry_folders(fs, cache, Kind::sdist, out, [&](const std::string& n, Entry& e) {
     if (fs.type_of(e.path / "tree") == probe::FileType::directory) {
       e.kind = entry_name(Kind::sdist);
       e.user = "a [source] sdist (" + n.substr(0, n.rfind('-')) + "), unpacked";
@@ -139,21 +142,12 @@ void sdists(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& ou
       e.kind = "partial";
       e.user = "a [source] sdist whose download or unpacking was not finished";
     }
-    e.last_use_ns = std::max(mtime(fs, e.path / kLastUse), mtime(fs, e.path));
-    out.push_back(std::move(e));
-  }
+  });
 }
 
 /// `<cache>/pch/<key>`: a precompiled torch header (compile/pch/pch.h), `done` once complete.
 void pchs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out) {
-  const fs::path dir = folder(cache, Kind::pch);
-  auto names = fs.list_directory(dir);
-  if (!names) return;
-  for (auto& n : *names) {
-    if (n.starts_with(".") || fs.type_of(dir / n) != probe::FileType::directory) continue;
-    Entry e;
-    e.path = dir / n;
-    e.lock = entry_lock(e.path);
+  entry_folders(fs, cache, Kind::pch, out, [&](const std::string&, Entry& e) {
     if (fs.type_of(e.path / "done") == probe::FileType::regular) {
       e.kind = entry_name(Kind::pch);
       e.user = "a precompiled torch/extension.h for one compiler, its flags and one torch";
@@ -161,9 +155,7 @@ void pchs(probe::FileSystem& fs, const fs::path& cache, std::vector<Entry>& out)
       e.kind = "partial";
       e.user = "a precompiled header that was not finished (or could not be made: failed)";
     }
-    e.last_use_ns = std::max(mtime(fs, e.path / kLastUse), mtime(fs, e.path));
-    out.push_back(std::move(e));
-  }
+  });
 }
 
 /// One lister per cache::Kind (layout.h names the folders).

@@ -20,19 +20,11 @@ std::string file_url(const probe::FileSystem& fs, const std::string& index) {
 Status run_pick(const std::string& index, const std::vector<std::string>& reports, const std::string& python,
                 std::string base_url, bool json) {
   auto m = probe::real_machine();
-  std::vector<rollout::NodeFacts> nodes;
-  for (const auto& report : reports) {
-    auto text = m.fs.read_file(report, 16ull << 20);
-    if (!text)
-      return bad_input("cannot read the node report " + report + ": " + text.error().message,
-                       "run `opforge doctor --json > NODE.json` on each node and pass those files");
-    for (auto& node : rollout::parse_node_reports(report, *text)) {
-      // A report that cannot be read at all picks nothing: it is refused, not answered "no wheel".
-      if (!node.unreadable.empty())
-        return bad_input(report + ": " + node.unreadable, "run `opforge doctor --json` on that node again");
-      nodes.push_back(std::move(node));
-    }
-  }
+  auto nodes = OPFORGE_TRY(rollout::read_node_reports(m.fs, reports));
+  // A report that cannot be read at all picks nothing: it is refused, not answered "no wheel".
+  for (const auto& node : nodes)
+    if (!node.unreadable.empty())
+      return bad_input(node.report.string() + ": " + node.unreadable, "run `opforge doctor --json` on that node again");
   auto wheels = OPFORGE_TRY(rollout::read_index(m.fs, index));
   if (reports.empty()) nodes.push_back(rollout::this_node(m, python));
   const auto picks = rollout::pick(wheels, nodes);

@@ -45,14 +45,8 @@ Status verify_nodes(const std::string& path, const std::vector<std::string>& rep
   auto m = probe::real_machine();
   auto needs = OPFORGE_TRY(rollout::read_wheel_needs(m.fs, path));
   std::vector<rollout::NodeRow> rows;
-  for (const auto& report : reports) {
-    auto text = m.fs.read_file(report, 16ull << 20);
-    if (!text)
-      return bad_input("cannot read the node report " + report + ": " + text.error().message,
-                       "run `opforge doctor --json > NODE.json` on each node and pass those files");
-    for (const auto& node : rollout::parse_node_reports(report, *text))
-      rows.push_back(rollout::check_node(needs, node));
-  }
+  for (const auto& node : OPFORGE_TRY(rollout::read_node_reports(m.fs, reports)))
+    rows.push_back(rollout::check_node(needs, node));
   std::size_t ok = 0, fails = 0;
   for (const auto& r : rows) {
     if (r.verdict == rollout::Verdict::ok) ++ok;
@@ -154,14 +148,7 @@ Status verify_installs(const std::string& path, const std::vector<std::string>& 
     return failure(path + ": the index disagrees with its variant wheels:\n  " + strings::join(problems, "\n  "),
                    "rewrite the index from the wheels (`opforge index DIR DIR`) or rebuild the wheels named");
   auto wheels = OPFORGE_TRY(rollout::read_index(m.fs, dist));
-  std::vector<rollout::NodeFacts> nodes;
-  for (const auto& report : reports) {
-    auto text = m.fs.read_file(report, 16ull << 20);
-    if (!text)
-      return bad_input("cannot read the node report " + report + ": " + text.error().message,
-                       "run `opforge doctor --json > NODE.json` on each node and pass those files");
-    for (auto& node : rollout::parse_node_reports(report, *text)) nodes.push_back(std::move(node));
-  }
+  const auto nodes = OPFORGE_TRY(rollout::read_node_reports(m.fs, reports));
   const auto all = pipeline::installs(wheels, nodes);
   if (json) std::cout << pipeline::installs_json(path, all).dump(2) << "\n";
   else std::cout << pipeline::installs_text(path, all);

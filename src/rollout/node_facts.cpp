@@ -212,4 +212,16 @@ std::vector<NodeFacts> parse_node_reports(const fs::path& report, std::string_vi
   return {parse_node_facts(report, text)};
 }
 
+Result<std::vector<NodeFacts>> read_node_reports(const probe::FileSystem& fs, const std::vector<std::string>& reports) {
+  std::vector<NodeFacts> out;
+  for (const auto& report : reports) {
+    auto text = fs.read_file(report, 16ull << 20);
+    if (!text)
+      return bad_input("cannot read the node report " + report + ": " + text.error().message,
+                       "run `opforge doctor --json > NODE.json` on each node and pass those files");
+    for (auto& node : parse_node_reports(report, *text)) out.push_back(std::move(node));
+  }
+  return out;
+}
+
 }  // namespace opforge::rollout

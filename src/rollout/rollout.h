@@ -71,6 +71,10 @@ NodeFacts parse_node_facts(const fs::path& report, std::string_view text);
 /// from its ranks' facts (GPUs, driver, Python, torch, and the runtime facts its newer versions add).
 std::vector<NodeFacts> parse_node_reports(const fs::path& report, std::string_view text);
 
+/// Every node of the report files (parse_node_reports each); bad_input naming a file that cannot be
+/// read (16 MiB at most: a report is a few KiB), with how to make one.
+Result<std::vector<NodeFacts>> read_node_reports(const probe::FileSystem& fs, const std::vector<std::string>& reports);
+
 enum class Verdict { ok, fails, unknown };
 std::string_view verdict_name(Verdict v);  ///< "ok", "fails", "unknown"
 

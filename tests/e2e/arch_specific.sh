@@ -12,7 +12,7 @@ opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
 . "$src/tests/e2e/lib.sh"
 venv=${OPFORGE_TORCH214_VENV:-$HOME/.cache/opforge/torch214-venv}
 need_venv "$venv"
-[ -x /usr/local/cuda-13.0/bin/nvcc ] || { [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"; echo "SKIP: no CUDA 13.0"; exit 77; }
+need_cuda130
 rm -rf "$work" && mkdir -p "$work"
 cp -r "$src/tests/fixtures/arch_specific" "$work/proj"
 sed -i "s|^command = .*|command = [\"$venv/bin/python\", \"setup.py\", \"bdist_wheel\"]|" "$work/proj/opforge.toml"

@@ -12,7 +12,7 @@
 set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
 . "$src/tests/e2e/lib.sh"
-[ -x /usr/local/cuda-13.0/bin/nvcc ] || { [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"; echo "SKIP: no CUDA 13.0"; exit 77; }
+need_cuda130
 command -v cmake >/dev/null || fail "no cmake"
 rm -rf "$work" && mkdir -p "$work"
 cp -r "$src/tests/fixtures/cmake_cuda" "$work/proj"

@@ -17,6 +17,13 @@ need_venv() {
     echo "SKIP: the torch environment $v is missing: run scripts/torch-venv"; exit 77
   done
 }
+# need_cuda130: the machine's CUDA 13.0 toolkit at /usr/local/cuda-13.0, which the torch 2.14
+# environment's CUDA matches exactly; missing fails in CI and skips (exit 77) elsewhere.
+need_cuda130() {
+  [ -x /usr/local/cuda-13.0/bin/nvcc ] && return 0
+  [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"
+  echo "SKIP: no CUDA 13.0"; exit 77
+}
 # every_op_recipe FILE SRC [LINE...]: the recipe of the DeepSpeed-shaped fixture tree
 # (tests/fixtures/every_op_deepspeed) built by its setup.py with Debian's python3; LINEs are added
 # to [build].

@@ -22,7 +22,7 @@ if [ ! -x "$v215/bin/python" ] || [ ! -x "$v214/bin/python" ]; then
   [ "${CI:-}" = "true" ] && fail "$msg"
   echo "SKIP: $msg"; exit 77
 fi
-[ -x /usr/local/cuda-13.0/bin/nvcc ] || { [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"; echo "SKIP: no CUDA 13.0"; exit 77; }
+need_cuda130
 rm -rf "$work" && mkdir -p "$work"
 cp -r "$src/tests/fixtures/cuda_extension" "$work/proj"
 pyver=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')

@@ -16,7 +16,7 @@
 set -euo pipefail
 opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3") venv=$(realpath -m "$4")
 . "$src/tests/e2e/lib.sh"
-[ -x /usr/local/cuda-13.0/bin/nvcc ] || { [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"; echo "SKIP: no CUDA 13.0"; exit 77; }
+need_cuda130
 command -v cmake >/dev/null && command -v ninja >/dev/null || fail "no cmake or ninja"
 command -v ccache >/dev/null || fail "no ccache"
 "$venv/bin/python" -c "import scikit_build_core" 2>/dev/null || {

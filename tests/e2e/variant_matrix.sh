@@ -28,7 +28,7 @@ opforge=$(realpath "$1") src=$2 work=$(realpath -m "$3")
 v215=${OPFORGE_TORCH_VENV:-$HOME/.cache/opforge/torch-venv}
 v214=${OPFORGE_TORCH214_VENV:-$HOME/.cache/opforge/torch214-venv}
 need_venv "$v214" "$v215"
-[ -x /usr/local/cuda-13.0/bin/nvcc ] || { [ "${CI:-}" = "true" ] && fail "no CUDA 13.0 at /usr/local/cuda-13.0"; echo "SKIP: no CUDA 13.0"; exit 77; }
+need_cuda130
 tools=$src/.venv-tools/bin/python
 if ! "$tools" -c 'import variantlib' 2>/dev/null; then
   [ "${CI:-}" = "true" ] && fail "$tools has no variantlib: run scripts/deps"

@@ -38,9 +38,11 @@ std::optional<Rule> read_rule(probe::Machine m, const std::vector<std::string>& 
   return *rule;
 }
 
-/// Runs `argv` with this process's output and environment: its exit status (128 + a signal).
-int run_inherited(probe::Machine m, const std::vector<std::string>& argv) {
-  auto r = m.proc.run({.argv = argv, .output = probe::Output::inherit});
+/// Runs `argv` with this process's output and environment (or `env` when given): its exit status
+/// (128 + a signal).
+int run_inherited(probe::Machine m, const std::vector<std::string>& argv,
+                  std::optional<std::map<std::string, std::string>> env = std::nullopt) {
+  auto r = m.proc.run({.argv = argv, .env = std::move(env), .output = probe::Output::inherit});
   if (!r) {
     std::cerr << "opforge: cannot run " << argv.front() << ": " << r.error().render() << "\n";
     return 127;
@@ -77,12 +79,7 @@ int run_nvcc(probe::Machine m, const std::vector<std::string>& args) {
     if (auto fewer = prepend_flags_for(*prepend, call.argv)) {
       settings::ChildEnv env(m.env, settings::Child::opforge);
       env.set("NVCC_PREPEND_FLAGS", *fewer);
-      auto r = m.proc.run({.argv = call.argv, .env = std::move(env).vars(), .output = probe::Output::inherit});
-      if (!r) {
-        std::cerr << "opforge: cannot run " << call.argv.front() << ": " << r.error().render() << "\n";
-        return 127;
-      }
-      return r->signal ? 128 + r->signal : r->exit_code;
+      return run_inherited(m, call.argv, std::move(env).vars());
     }
   return run_inherited(m, call.argv);
 }
