@@ -130,7 +130,7 @@ TEST(HostArgs, OpforgeHostSaysWhatIsWrongWithItsRule) {
 }  // namespace opforge
 
 TEST(NvccArgs, OneHostCompilerTheCommandsOwnWins) {
-  using compile::prepend_flags_for;
+  using opforge::compile::prepend_flags_for;
   // torch's cpp_extension adds -ccbin $CC; opforge's NVCC_PREPEND_FLAGS names the same compiler.
   EXPECT_EQ(
       prepend_flags_for("-ccbin /b/shim -allow-unsupported-compiler", {"nvcc", "-ccbin", "/b/shim/gcc", "-c", "a.cu"}),
